@@ -1,0 +1,28 @@
+package dev.sextant.snapshot;
+
+import java.util.List;
+
+/**
+ * One engine as the policy sees it.
+ *
+ * @param cluster              engine cluster id
+ * @param region               engine cluster's region
+ * @param endpoint             base URL of the engine's HTTP API
+ * @param models               models served
+ * @param loadRps              req/s the policy sends it, ≥ 0
+ * @param capacityRps          nominal capacity, req/s
+ * @param effectiveCapacityRps capacity × health × penalty × (1 − headroom), req/s
+ * @param utilization          load / capacity_rps, the ρ of its latency profile
+ * @param latencyMs            engine-side latency T at this load, ms (infinite beyond capacity)
+ * @param marginalCostMs       d/dx [x·T(x)] at this load, ms
+ * @param shadowPriceMs        price of its capacity constraint, ms, ≥ 0; positive only when it is full
+ *                             and traffic would rather go there
+ * @param penalty              factor in (0, 1] applied to capacity by outlier penalties (1 = none)
+ */
+public record EngineState(String cluster, String region, String endpoint, List<String> models, double loadRps,
+                          double capacityRps, double effectiveCapacityRps, double utilization, double latencyMs,
+                          double marginalCostMs, double shadowPriceMs, double penalty) {
+    public EngineState {
+        models = List.copyOf(models);
+    }
+}

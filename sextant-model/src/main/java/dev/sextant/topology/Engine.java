@@ -1,0 +1,53 @@
+package dev.sextant.topology;
+
+import java.util.List;
+
+/**
+ * One GPU inference server with an HTTP endpoint.
+ *
+ * @param id          unique among engines, non-empty
+ * @param cluster     id of the engine cluster it sits in
+ * @param endpoint    base URL of its OpenAI-compatible HTTP API, non-empty
+ * @param models      ids of the models it serves, at least one, distinct
+ * @param capacityRps requests per second it serves while meeting its profile, &gt; 0; utilization
+ *                    ρ = load / capacityRps
+ * @param profile     latency as a function of utilization
+ * @param health      0..1, scales capacity (1 = fully healthy, 0 = out of service)
+ */
+public record Engine(String id, String cluster, String endpoint, List<String> models, double capacityRps,
+                     LatencyProfile profile, double health) {
+    public Engine {
+        Checks.id("id", id);
+        Checks.id("cluster", cluster);
+        Checks.id("endpoint", endpoint);
+        if (models == null || models.isEmpty()) {
+            throw new IllegalArgumentException("models: empty (expected: at least one model id)");
+        }
+        models = List.copyOf(models);
+        if (models.stream().distinct().count() != models.size()) {
+            throw new IllegalArgumentException("models: " + models + " (expected: distinct model ids)");
+        }
+        Checks.positive("capacity_rps", capacityRps);
+        if (profile == null) {
+            throw new IllegalArgumentException("profile: missing (expected: a latency profile)");
+        }
+        if (!(health >= 0 && health <= 1)) {
+            throw new IllegalArgumentException("health: " + health + " (expected: in [0, 1])");
+        }
+    }
+
+    /** Effective capacity in req/s: {@code capacity_rps × health × penalty × (1 − headroom)}. */
+    public double effectiveCapacityRps(double headroom, double penalty) {
+        return capacityRps * health * penalty * (1 - headroom);
+    }
+
+    /** True when the engine serves {@code model}. */
+    public boolean serves(String model) {
+        return models.contains(model);
+    }
+
+    /** The same engine with another health, in [0, 1]. */
+    public Engine withHealth(double newHealth) {
+        return new Engine(id, cluster, endpoint, models, capacityRps, profile, newHealth);
+    }
+}
