@@ -1,0 +1,43 @@
+package dev.sextant.policy;
+
+import java.util.List;
+
+/** The routing policies Sextant knows, by name. */
+public final class Policies {
+    private Policies() {
+    }
+
+    /** Names accepted by {@link #byName}, the optimizer first. */
+    public static final List<String> NAMES = List.of("optimal", "nearest", "waterfall", "proportional");
+
+    /** Minimizes expected end-to-end latency (DESIGN.md §3), with a certificate of optimality. */
+    public static RoutingPolicy optimal() {
+        throw new UnsupportedOperationException("optimal: being built");
+    }
+
+    /** All traffic to the lowest-RTT allowed engines, split by effective capacity, whatever their load. */
+    public static RoutingPolicy nearest() {
+        throw new UnsupportedOperationException("nearest: being built");
+    }
+
+    /** Nearest first; when those engines are full, spill over to the next nearest, and so on. */
+    public static RoutingPolicy waterfall() {
+        throw new UnsupportedOperationException("waterfall: being built");
+    }
+
+    /** Every allowed engine in proportion to its effective capacity, whatever the distance. */
+    public static RoutingPolicy proportional() {
+        throw new UnsupportedOperationException("proportional: being built");
+    }
+
+    /** The policy named {@code name} (one of {@link #NAMES}), or throws {@link IllegalArgumentException}. */
+    public static RoutingPolicy byName(String name) {
+        return switch (name) {
+            case "optimal" -> optimal();
+            case "nearest" -> nearest();
+            case "waterfall" -> waterfall();
+            case "proportional" -> proportional();
+            default -> throw new IllegalArgumentException("policy: '" + name + "' (expected one of " + NAMES + ")");
+        };
+    }
+}
