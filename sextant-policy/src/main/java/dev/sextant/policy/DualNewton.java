@@ -122,11 +122,6 @@ final class DualNewton {
         for (stages = 1; stages <= 40 && tau >= 1e-15 * maxShedCost; stages++) {
             newton(p, gradTol);
             Solution s = primal(p);
-            if (Boolean.getBoolean("sextant.debug")) {
-                double gm = 0;
-                for (double g : grad) gm = Math.max(gm, Math.abs(g));
-                System.err.printf("stage %d tau %.3g it %d gap %.3g full %.3g grad %.3g obj %.6g%n", stages, tau, iterations, s.gap, s.fullGap, gm, s.objective);
-            }
             if (best == null || Math.max(s.gap, s.fullGap) < Math.max(best.gap, best.fullGap)) {
                 best = s;
                 worse = 0;
@@ -197,9 +192,6 @@ final class DualNewton {
                 damping = Math.min(1, damping * 10);
             }
             System.arraycopy(trial, 0, p, 0, groupCount);
-            if (Boolean.getBoolean("sextant.debug2")) {
-                System.err.printf("  it %d t %.3g slope %.3g dq %.3g gmax %.3g%n", it, t, slope, qTrial - q, gmax);
-            }
             q = evaluate(p, true);
         }
     }
