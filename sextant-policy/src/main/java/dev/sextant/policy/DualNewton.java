@@ -106,8 +106,9 @@ final class DualNewton {
      * @param objective latency cost of the routing (with the affinity credit), shed excluded
      * @param bound     dual bound on it with the shed amounts fixed
      * @param gap       (objective − bound) / objective
-     * @param fullGap   the same for the whole objective, shed penalties included: certifies that
-     *                  the shed amounts themselves are optimal
+     * @param fullGap   the distance of the whole objective (shed penalties included) from its dual
+     *                  bound, relative to the latency cost: certifies the shed amounts and where they
+     *                  are placed
      */
     record Solution(double[][] flow, double[] shed, double[] prices, double[][] engineLoads, double objective,
                     double bound, double gap, double fullGap) {
@@ -502,7 +503,9 @@ final class DualNewton {
             full += shedCost[k] * shedOut[k];
         }
         double fullBound = bound(prices, shedOut, true);
-        double fullGap = full > 0 ? Math.max(0, full - fullBound) / full : 0;
+        // relative to the latency cost, not to the whole objective: the shed penalty would otherwise
+        // hide how well the shed is placed among sources of one priority
+        double fullGap = objective > 0 ? Math.max(0, full - fullBound) / objective : (full > fullBound ? 1 : 0);
         return new Solution(flow, shedOut, prices, engineLoads, objective, bound, gap, fullGap);
     }
 

@@ -117,9 +117,9 @@ class OptimalPolicyTest {
 
     @Test
     void solve_withPreviousSnapshot_affinityMovesLessTrafficAfterADemandChange() {
-        Topology before = Topologies.talk(100, 40);
+        Topology before = Topologies.talk(120, 40);
         Snapshot first = OPTIMAL.solve(before, SolveOptions.defaults());
-        Topology after = Topologies.talk(125, 40);
+        Topology after = Topologies.talk(90, 40);
 
         Snapshot free = OPTIMAL.solve(withDiscount(after, 0), SolveOptions.defaults().after(first));
         Snapshot sticky = OPTIMAL.solve(withDiscount(after, 200), SolveOptions.defaults().after(first));
