@@ -51,6 +51,16 @@ final class YamlTree {
      */
     static Node parse(String text, String source, List<ConfigProblem> problems) {
         try (JsonParser p = YAML.createParser(text)) {
+            return parse(p, source, problems);
+        } catch (IOException | RuntimeException e) {
+            problems.add(new ConfigProblem(source, 0, "", "YAML syntax: " + oneLine(String.valueOf(e.getMessage()))));
+            return null;
+        }
+    }
+
+    /** Reads the one document of {@code p} (YAML or JSON) as a tree; see {@link #parse(String, String, List)}. */
+    static Node parse(JsonParser p, String source, List<ConfigProblem> problems) {
+        try {
             JsonToken t = p.nextToken();
             if (t == null) {
                 problems.add(new ConfigProblem(source, 1, "", "empty document (expected: a mapping)"));
