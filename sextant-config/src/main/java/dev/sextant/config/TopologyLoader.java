@@ -288,7 +288,7 @@ public final class TopologyLoader {
             return out;
         }
 
-        /** {@code key: {row: {column: number}}}, the well-formed cells; null when the mapping is missing. */
+        /** {@code key: {row: {column: number}}}; null when the mapping is missing. */
         private Map<String, Map<String, Double>> table(Mapping root, String key) {
             Mapping m = mapping(root, "", key, "a mapping of gateway cluster id to a mapping");
             if (m == null) {
@@ -302,11 +302,11 @@ public final class TopologyLoader {
                     return;
                 }
                 Map<String, Double> cells = new LinkedHashMap<>();
+                // A malformed cell is reported here and kept as 0, so that the cross-reference stage
+                // does not also call the pair missing.
                 r.entries().forEach((column, c) -> {
                     Double v = number(r, rowPath, column, null);
-                    if (v != null) {
-                        cells.put(column, v);
-                    }
+                    cells.put(column, v == null ? 0.0 : v);
                 });
                 out.put(row, cells);
             });

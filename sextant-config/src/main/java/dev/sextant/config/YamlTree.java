@@ -168,7 +168,16 @@ final class YamlTree {
         return location == null || location.getLineNr() < 1 ? 0 : location.getLineNr();
     }
 
+    private static final java.util.regex.Pattern SCANNER_MARK =
+            java.util.regex.Pattern.compile("\\s*in '[^']*', line \\d+, column (\\d+):.*$", java.util.regex.Pattern.DOTALL);
+
+    /** The scanner's message on one line, its source excerpt replaced by the column (the line is named anyway). */
     private static String oneLine(String s) {
-        return s == null ? "malformed" : s.replaceAll("\\s*\\R\\s*", " ").trim();
+        if (s == null) {
+            return "malformed";
+        }
+        java.util.regex.Matcher m = SCANNER_MARK.matcher(s);
+        String text = m.find() ? s.substring(0, m.start()) + " (column " + m.group(1) + ")" : s;
+        return text.replaceAll("\\s*\\R\\s*", " ").trim();
     }
 }

@@ -172,7 +172,7 @@ class TopologyLoaderTest {
 
         assertThat(e.problems()).singleElement().satisfies(p -> {
             assertThat(p.line()).isEqualTo(24);
-            assertThat(p.message()).startsWith("YAML syntax: ");
+            assertThat(p.message()).isEqualTo("YAML syntax: mapping values are not allowed here (column 15)");
         });
     }
 
@@ -207,6 +207,13 @@ class TopologyLoaderTest {
             assertThat(p.path()).isEqualTo("engine_clusters[1].zone");
             assertThat(p.line()).isEqualTo(9);
         });
+    }
+
+    @Test
+    void load_malformedRoundTrip_isNotAlsoReportedMissing() {
+        TopologyException e = failure(talkWith("gpu-west: 60}", "gpu-west: far}"));
+
+        assertThat(e.problems()).singleElement().hasToString("talk.yaml:11: network_rtt_ms.east.gpu-west: 'far' (expected: a number)");
     }
 
     @Test
