@@ -9,6 +9,10 @@ import java.time.Duration;
  *                                fewest in flight), &gt; 0
  * @param boundedLoadEpsilon      ε: an engine is skipped when it carries more than (1+ε)× its share of
  *                                this gateway's in-flight requests, ≥ 0
+ * @param boundedLoadMinInFlight an engine with fewer requests in flight than this is never skipped for
+ *                                load, ≥ 1: at low load the (1+ε) bound would otherwise cap every engine
+ *                                at one request and scatter conversations that batching engines serve
+ *                                well together
  * @param maxWalk                 how many engines of a key's order bounded load looks at before
  *                                taking the least loaded of them, ≥ 1
  * @param consecutiveFailures     failures in a row that eject an engine, ≥ 1
@@ -33,7 +37,8 @@ import java.time.Duration;
  * @param seed                    seed of the jitter draws; same seed, same decisions
  * @param listener                told about fallback changes and ejections
  */
-public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilon, int maxWalk,
+public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilon, int boundedLoadMinInFlight,
+                               int maxWalk,
                                int consecutiveFailures, Duration ejectionBase, Duration ejectionMax,
                                double ejectionJitter, double maxEjectedFraction, double ttftOutlierFactor,
                                TtftPredictor ttftPredictor, int maxAttempts, Duration retryBackoffBase,
@@ -46,6 +51,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         if (!(boundedLoadEpsilon >= 0) || Double.isInfinite(boundedLoadEpsilon)) {
             throw new IllegalArgumentException("bounded_load_epsilon: " + boundedLoadEpsilon + " (expected: >= 0)");
         }
+        atLeast("bounded_load_min_in_flight", boundedLoadMinInFlight, 1);
         atLeast("max_walk", maxWalk, 1);
         atLeast("consecutive_failures", consecutiveFailures, 1);
         positive("ejection_base", ejectionBase);
@@ -77,20 +83,20 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
     }
 
     /**
-     * Snapshot age limit 5 min, ε 0.25, walk 8, eject after 5 failures for 30 s × k (cap 300 s, +10%
+     * Snapshot age limit 5 min, ε 0.25 (never below 8 in flight), walk 8, eject after 5 failures for 30 s × k (cap 300 s, +10%
      * jitter, ≤ 10% of a class), TTFT outlier at 5× prediction, 3 attempts, back-off 25 ms … 1 s,
      * 100 banked retries, 1,024 in flight per engine, retry-after 1 s (shed) and 5 s (unavailable),
      * default priority 0, seed 0.
      */
     public static DataPlaneOptions defaults() {
-        return new DataPlaneOptions(Duration.ofMinutes(5), 0.25, 8, 5, Duration.ofSeconds(30), Duration.ofSeconds(300),
+        return new DataPlaneOptions(Duration.ofMinutes(5), 0.25, 8, 8, 5, Duration.ofSeconds(30), Duration.ofSeconds(300),
                 0.1, 0.1, 5.0, TtftPredictor.ENGINE_LATENCY, 3, Duration.ofMillis(25), Duration.ofSeconds(1), 100,
                 1024, Duration.ofSeconds(1), Duration.ofSeconds(5), 0, 0L, DataPlaneListener.NONE);
     }
 
     /** These options with another snapshot age limit. */
     public DataPlaneOptions withMaxSnapshotAge(Duration d) {
-        return new DataPlaneOptions(d, boundedLoadEpsilon, maxWalk, consecutiveFailures, ejectionBase, ejectionMax,
+        return new DataPlaneOptions(d, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase, ejectionMax,
                 ejectionJitter, maxEjectedFraction, ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase,
                 retryBackoffMax, retryTokenCap, maxInFlightPerEngine, shedRetryAfter, unavailableRetryAfter,
                 defaultPriority, seed, listener);
@@ -98,7 +104,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
 
     /** These options with another ε. */
     public DataPlaneOptions withBoundedLoadEpsilon(double e) {
-        return new DataPlaneOptions(maxSnapshotAge, e, maxWalk, consecutiveFailures, ejectionBase, ejectionMax,
+        return new DataPlaneOptions(maxSnapshotAge, e, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase, ejectionMax,
                 ejectionJitter, maxEjectedFraction, ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase,
                 retryBackoffMax, retryTokenCap, maxInFlightPerEngine, shedRetryAfter, unavailableRetryAfter,
                 defaultPriority, seed, listener);
@@ -106,7 +112,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
 
     /** These options with another per-engine concurrency limit. */
     public DataPlaneOptions withMaxInFlightPerEngine(int limit) {
-        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, maxWalk, consecutiveFailures, ejectionBase,
+        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase,
                 ejectionMax, ejectionJitter, maxEjectedFraction, ttftOutlierFactor, ttftPredictor, maxAttempts,
                 retryBackoffBase, retryBackoffMax, retryTokenCap, limit, shedRetryAfter, unavailableRetryAfter,
                 defaultPriority, seed, listener);
@@ -114,7 +120,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
 
     /** These options with another jitter seed. */
     public DataPlaneOptions withSeed(long s) {
-        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, maxWalk, consecutiveFailures, ejectionBase,
+        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase,
                 ejectionMax, ejectionJitter, maxEjectedFraction, ttftOutlierFactor, ttftPredictor, maxAttempts,
                 retryBackoffBase, retryBackoffMax, retryTokenCap, maxInFlightPerEngine, shedRetryAfter,
                 unavailableRetryAfter, defaultPriority, s, listener);
@@ -122,7 +128,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
 
     /** These options with another listener. */
     public DataPlaneOptions withListener(DataPlaneListener l) {
-        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, maxWalk, consecutiveFailures, ejectionBase,
+        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase,
                 ejectionMax, ejectionJitter, maxEjectedFraction, ttftOutlierFactor, ttftPredictor, maxAttempts,
                 retryBackoffBase, retryBackoffMax, retryTokenCap, maxInFlightPerEngine, shedRetryAfter,
                 unavailableRetryAfter, defaultPriority, seed, l);
@@ -130,7 +136,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
 
     /** These options with another TTFT predictor and outlier factor (0 disables the rule). */
     public DataPlaneOptions withTtftRule(TtftPredictor predictor, double factor) {
-        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, maxWalk, consecutiveFailures, ejectionBase,
+        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase,
                 ejectionMax, ejectionJitter, maxEjectedFraction, factor, predictor, maxAttempts, retryBackoffBase,
                 retryBackoffMax, retryTokenCap, maxInFlightPerEngine, shedRetryAfter, unavailableRetryAfter,
                 defaultPriority, seed, listener);

@@ -24,6 +24,7 @@ final class DefaultDataPlane implements DataPlane {
     private final long backoffMaxNanos;
     private final double loadFactor;
     private final int limit;
+    private final int minInFlight;
 
     private final Map<String, EngineCell> cells = new ConcurrentHashMap<>();
     private final AtomicInteger totalInFlight = new AtomicInteger();
@@ -53,6 +54,7 @@ final class DefaultDataPlane implements DataPlane {
         this.backoffMaxNanos = options.retryBackoffMax().toNanos();
         this.loadFactor = 1 + options.boundedLoadEpsilon();
         this.limit = options.maxInFlightPerEngine();
+        this.minInFlight = options.boundedLoadMinInFlight();
         long now = ticker.nanos();
         this.retryTokens = new RetryTokens(options.retryTokenCap(), now);
         this.compiled = Compiled.compile(gateway, snapshot, null, now, this::cell, options);
@@ -137,7 +139,7 @@ final class DefaultDataPlane implements DataPlane {
     private boolean withinBound(int inFlight, double share) {
         // Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018): capacity
         // ⌈(1+ε)·share·(m+1)⌉ for m requests in flight, counting the one being placed.
-        return inFlight + 1 <= Math.ceil(loadFactor * share * (totalInFlight.get() + 1));
+        return inFlight < minInFlight || inFlight + 1 <= Math.ceil(loadFactor * share * (totalInFlight.get() + 1));
     }
 
     /**
