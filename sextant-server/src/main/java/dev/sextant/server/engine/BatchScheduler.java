@@ -28,6 +28,7 @@ final class BatchScheduler {
     private final List<Sequence> running = new ArrayList<>();
     private final List<Sequence> admittedThisStep = new ArrayList<>();
     private final AtomicLong generatedTokens = new AtomicLong();
+    private final AtomicLong pausedTokens = new AtomicLong();
     private volatile int runningCount;
     private volatile int waitingCount;
     private volatile long kvTokens;
@@ -52,6 +53,11 @@ final class BatchScheduler {
     /** Output tokens produced since start, over all requests. Any thread. */
     long generatedTokens() {
         return generatedTokens.get();
+    }
+
+    /** Tokens not produced at a step because their client could not take them (back-pressure). Any thread. */
+    long pausedTokens() {
+        return pausedTokens.get();
     }
 
     /** Queues a sequence. Any thread. */
@@ -129,6 +135,7 @@ final class BatchScheduler {
             }
             boolean first = s.generated == 0;
             if (!first && !s.sink.writable()) {
+                pausedTokens.incrementAndGet();
                 continue; // back-pressure: this sequence waits for its client
             }
             int index = s.generated++;

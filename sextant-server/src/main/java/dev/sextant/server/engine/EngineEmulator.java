@@ -61,7 +61,7 @@ public final class EngineEmulator implements AutoCloseable {
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong hung = new AtomicLong();
 
-    private EngineEmulator(EngineConfig config) throws InterruptedException {
+    private EngineEmulator(EngineConfig config, int sendBufferBytes) throws InterruptedException {
         this.config = config;
         this.faults = new AtomicReference<>(config.faults());
         this.group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
@@ -72,6 +72,7 @@ public final class EngineEmulator implements AutoCloseable {
                 .childOption(ChannelOption.AUTO_READ, false)
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(32 * 1024, 64 * 1024))
+                .childOption(ChannelOption.SO_SNDBUF, sendBufferBytes > 0 ? sendBufferBytes : null)
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
@@ -94,8 +95,16 @@ public final class EngineEmulator implements AutoCloseable {
      * @throws IllegalStateException if the address cannot be bound
      */
     public static EngineEmulator start(EngineConfig config) {
+        return start(config, 0);
+    }
+
+    /**
+     * Starts an engine whose connections have a kernel send buffer of {@code sendBufferBytes} (0: the OS default);
+     * a small one makes back-pressure show after a few tokens instead of megabytes.
+     */
+    static EngineEmulator start(EngineConfig config, int sendBufferBytes) {
         try {
-            return new EngineEmulator(config);
+            return new EngineEmulator(config, sendBufferBytes);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while binding " + config.host() + ":" + config.port(), e);
