@@ -140,6 +140,28 @@ class ReferenceSolverTest {
     }
 
     @Test
+    void overloadedFleet_shedsAtLeastTheExcess_andBatchBeforePremium() {
+        Topology t = Fleets.medium(1, 1.2);
+
+        ReferenceSolution s = ReferenceSolver.withSegments(20).aggregated().solve(t);
+
+        assertThat(s.optimal()).isTrue();
+        assertFeasible(t, s);
+        double excess = Fleets.totalDemandRps(t) - Fleets.totalEffectiveCapacityRps(t);
+        assertThat(s.totalShedRps()).isGreaterThanOrEqualTo(excess * (1 - 1e-9));
+        double premium = 0;
+        double batch = 0;
+        for (var byClass : s.shedRps().values()) {
+            for (var shed : byClass.entrySet()) {
+                premium += shed.getKey().endsWith("/premium") ? shed.getValue() : 0;
+                batch += shed.getKey().endsWith("/batch") ? shed.getValue() : 0;
+            }
+        }
+        assertThat(batch).isGreaterThan(0.5 * excess);
+        assertThat(premium).isLessThan(1e-6 * excess);
+    }
+
+    @Test
     void shedPenalty_growsWithTheNumberOfPriorityLevelsBelow() {
         Topology t = Fleets.medium(1);
 
