@@ -237,29 +237,29 @@ final class DualNewton {
             capped |= kept[a] > 0;
         }
         // uncapped options only: log-sum-exp in closed form
-        double z = StrictMath.exp(-(shedCost[k] - cmin) / tau);
+        double z = Math.exp(-(shedCost[k] - cmin) / tau);
         for (int a = 0; a < sg.length; a++) {
-            z += StrictMath.exp(-(arc[a] + p[sg[a]] - cmin) / tau);
+            z += Math.exp(-(arc[a] + p[sg[a]] - cmin) / tau);
         }
-        double piK = cmin + tau * StrictMath.log(lam / z);
+        double piK = cmin + tau * Math.log(lam / z);
         if (capped) {
             piK = solvePrice(k, p, piK);
         }
         pi[k] = piK;
         double value = 0;
-        double sh = StrictMath.exp((piK - shedCost[k]) / tau);
+        double sh = Math.exp((piK - shedCost[k]) / tau);
         shed[k] = sh;
         shedS[k] = sh / tau;
         value += shedCost[k] * sh + tau * xlogx(sh);
         for (int a = 0; a < sg.length; a++) {
             double c = arc[a] + p[sg[a]];
-            double f = StrictMath.exp((piK - c) / tau);
+            double f = Math.exp((piK - c) / tau);
             flowRegular[k][a] = f;
             double s = f / tau;
             value += c * f + tau * xlogx(f);
             if (kept[a] > 0) {
                 double cd = c - discount;
-                double e = StrictMath.exp((cd - piK) / tau);
+                double e = Math.exp((cd - piK) / tau);
                 double sigma = 1 / (1 + e);
                 double fk = kept[a] * sigma;
                 flowKept[k][a] = fk;
@@ -280,11 +280,11 @@ final class DualNewton {
 
     /** f·log f − f, the entropy of an uncapped option (0 at f = 0). */
     private static double xlogx(double f) {
-        return f > 0 ? f * StrictMath.log(f) - f : 0;
+        return f > 0 ? f * Math.log(f) - f : 0;
     }
 
     private static double plogp(double s) {
-        return s > 0 ? s * StrictMath.log(s) : 0;
+        return s > 0 ? s * Math.log(s) : 0;
     }
 
     /** The source price where the placed flow equals the demand, with capped (kept) options. */
@@ -317,12 +317,12 @@ final class DualNewton {
 
     private double placed(int k, double[] p, double piK) {
         int[] sg = slotGroup[k];
-        double sum = StrictMath.exp((piK - shedCost[k]) / tau);
+        double sum = Math.exp((piK - shedCost[k]) / tau);
         for (int a = 0; a < sg.length; a++) {
             double c = slotArc[k][a] + p[sg[a]];
-            sum += StrictMath.exp((piK - c) / tau);
+            sum += Math.exp((piK - c) / tau);
             if (slotKept[k][a] > 0) {
-                sum += slotKept[k][a] / (1 + StrictMath.exp((c - discount - piK) / tau));
+                sum += slotKept[k][a] / (1 + Math.exp((c - discount - piK) / tau));
             }
         }
         return sum;
@@ -330,12 +330,12 @@ final class DualNewton {
 
     private double placedSlope(int k, double[] p, double piK) {
         int[] sg = slotGroup[k];
-        double sum = StrictMath.exp((piK - shedCost[k]) / tau);
+        double sum = Math.exp((piK - shedCost[k]) / tau);
         for (int a = 0; a < sg.length; a++) {
             double c = slotArc[k][a] + p[sg[a]];
-            sum += StrictMath.exp((piK - c) / tau);
+            sum += Math.exp((piK - c) / tau);
             if (slotKept[k][a] > 0) {
-                double sigma = 1 / (1 + StrictMath.exp((c - discount - piK) / tau));
+                double sigma = 1 / (1 + Math.exp((c - discount - piK) / tau));
                 sum += slotKept[k][a] * sigma * (1 - sigma);
             }
         }
