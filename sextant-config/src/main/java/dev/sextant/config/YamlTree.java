@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -18,6 +19,10 @@ import java.util.Map;
  * need them.
  */
 final class YamlTree {
+    /*
+     * Aliases (profile: *h100) are rejected rather than expanded: Jackson's anchor-replaying parser
+     * silently drops aliases nested inside an anchored node, and a topology must never lose a value.
+     */
     private static final YAMLFactory YAML = YAMLFactory.builder().build();
 
     private YamlTree() {
@@ -28,6 +33,7 @@ final class YamlTree {
         int line();
     }
 
+    /** The kinds of scalar; OTHER (an alias, binary data) is already reported as a problem when read. */
     enum Kind { STRING, INTEGER, FLOAT, BOOLEAN, NULL, OTHER }
 
     /** A scalar; {@code number} is its value when {@code kind} is INTEGER or FLOAT, else NaN. */
@@ -113,6 +119,11 @@ final class YamlTree {
                 return new Sequence(line, List.copyOf(items));
             }
             case VALUE_STRING:
+                if (p instanceof YAMLParser y && y.isCurrentAlias()) {
+                    problems.add(new ConfigProblem(source, line, path, "alias *" + p.getText()
+                            + " (expected: the value written out; anchors and aliases are not supported)"));
+                    return new Scalar(line, Kind.OTHER, "*" + p.getText(), Double.NaN);
+                }
                 return new Scalar(line, Kind.STRING, p.getText(), Double.NaN);
             case VALUE_NUMBER_INT:
                 return new Scalar(line, Kind.INTEGER, p.getText(), p.getDoubleValue());
@@ -124,6 +135,7 @@ final class YamlTree {
             case VALUE_NULL:
                 return new Scalar(line, Kind.NULL, "", Double.NaN);
             default:
+                problems.add(new ConfigProblem(source, line, path, "a " + t + " (expected: a string, number or boolean)"));
                 return new Scalar(line, Kind.OTHER, String.valueOf(p.getText()), Double.NaN);
         }
     }
