@@ -12,6 +12,8 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A YAML document as a small tree whose every node remembers its line, read token by token with
@@ -180,15 +182,15 @@ final class YamlTree {
         return location == null || location.getLineNr() < 1 ? 0 : location.getLineNr();
     }
 
-    private static final java.util.regex.Pattern SCANNER_MARK =
-            java.util.regex.Pattern.compile("\\s*in '[^']*', line \\d+, column (\\d+):.*$", java.util.regex.Pattern.DOTALL);
+    private static final Pattern SCANNER_MARK =
+            Pattern.compile("\\s*in '[^']*', line \\d+, column (\\d+):.*$", Pattern.DOTALL);
 
     /** The scanner's message on one line, its source excerpt replaced by the column (the line is named anyway). */
     private static String oneLine(String s) {
         if (s == null) {
             return "malformed";
         }
-        java.util.regex.Matcher m = SCANNER_MARK.matcher(s);
+        Matcher m = SCANNER_MARK.matcher(s);
         String text = m.find() ? s.substring(0, m.start()) + " (column " + m.group(1) + ")" : s;
         return text.replaceAll("\\s*\\R\\s*", " ").trim();
     }
