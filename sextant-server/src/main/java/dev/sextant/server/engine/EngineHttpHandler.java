@@ -332,7 +332,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             } else {
                 choice.put("text", "");
             }
-            ctx.writeAndFlush(sse(ctx, first));
+            ctx.writeAndFlush(new DefaultHttpContent(sse(ctx, first)));
         }
         Sequence s = new Sequence(g.conversationKey(), g.promptTokens(), g.maxTokens(), g.maxTokensGiven(),
                 faults.crashAfterTokens(), sink, engine.nanoTime());
