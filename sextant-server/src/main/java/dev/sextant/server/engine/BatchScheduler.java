@@ -33,6 +33,7 @@ final class BatchScheduler {
     private volatile int waitingCount;
     private volatile long kvTokens;
     private boolean stepping;
+    private boolean progressed = true;
     private double stepMs;
 
     BatchScheduler(EngineConfig config, EventExecutor executor, LongSupplier nanoTime, Supplier<Faults> faults,
@@ -121,11 +122,14 @@ final class BatchScheduler {
             s.ttftMs = s.queuedMs + stepMs;
         }
         stepping = true;
-        executor.schedule(this::endStep, Math.max(1, Math.round(stepMs * 1e6)), TimeUnit.NANOSECONDS);
+        // a step in which every sequence waited for its client is not repeated at once, even with a ~0 ms model
+        long minDelayNanos = progressed || !admittedThisStep.isEmpty() ? 1 : 1_000_000;
+        executor.schedule(this::endStep, Math.max(minDelayNanos, Math.round(stepMs * 1e6)), TimeUnit.NANOSECONDS);
     }
 
     private void endStep() {
         List<Sequence> finishedThisStep = null;
+        progressed = false;
         for (Sequence s : running) {
             if (s.cancelled) {
                 s.done = true;
@@ -139,6 +143,7 @@ final class BatchScheduler {
                 continue; // back-pressure: this sequence waits for its client
             }
             int index = s.generated++;
+            progressed = true;
             generatedTokens.incrementAndGet();
             if (first) {
                 meters.firstToken(s.ttftMs / 1e3);
