@@ -8,6 +8,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * The continuous-batching latency model (see {@link EngineConfig}), run as a chain of timers on one event
@@ -18,6 +20,7 @@ import java.util.function.Supplier;
  * gets one token. The next step starts at once while work remains.
  */
 final class BatchScheduler {
+    private static final Logger LOG = Logger.getLogger(BatchScheduler.class.getName());
     private final EngineConfig config;
     private final EventExecutor executor;
     private final LongSupplier nanoTime;
@@ -128,6 +131,16 @@ final class BatchScheduler {
     }
 
     private void endStep() {
+        try {
+            produceTokens();
+        } catch (RuntimeException e) {
+            // the chain of steps must survive: a lost step would stall every sequence for good
+            LOG.log(Level.SEVERE, "engine " + config.engineId() + ": step failed", e);
+        }
+        startStep();
+    }
+
+    private void produceTokens() {
         List<Sequence> finishedThisStep = null;
         progressed = false;
         for (Sequence s : running) {
@@ -172,7 +185,6 @@ final class BatchScheduler {
         if (finishedThisStep != null) {
             running.removeAll(finishedThisStep);
         }
-        startStep();
     }
 
     private void updateKv() {
