@@ -144,6 +144,12 @@ record Scenario(String name, String description, Topology topology, List<EngineP
         }
     }
 
+    /** The same scenario with another traffic duration (for short test runs). */
+    Scenario withDuration(double ms) {
+        return new Scenario(name, description, topology, hardware, workload, arrivals, ms, clientTimeoutMs, control,
+                faults, policies, legacy, gainSweep, sampleMs);
+    }
+
     /** Index of each engine id in {@code topology.engines()}. */
     static Map<String, Integer> indexOf(List<String> ids) {
         Map<String, Integer> m = new java.util.HashMap<>();
