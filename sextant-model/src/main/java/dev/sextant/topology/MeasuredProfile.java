@@ -16,6 +16,12 @@ import java.util.List;
  * linear between hull vertices, constant at the first value below the first point, and continues
  * with the last segment's slope beyond the last point (constant if there is one point).
  *
+ * <p>Measurements stop short of saturation, where queueing makes TTFT grow without bound, and a
+ * flat stretch of the hull would make the optimizer's cost x·T(x) linear there (so its load
+ * indeterminate). Both are handled by one more term: TTFT gets {@code 0.001 · TTFT₀ · ρ / (1 − ρ)},
+ * with TTFT₀ the hull's value at its first point — under 1% of TTFT₀ up to ρ = 0.9, strictly
+ * increasing, and unbounded as ρ → 1 like the parametric form.
+ *
  * <p>Built from at least one point, utilizations distinct in [0, 1).
  */
 public final class MeasuredProfile implements LatencyProfile {
@@ -97,19 +103,33 @@ public final class MeasuredProfile implements LatencyProfile {
         return tbt().vertices();
     }
 
+    /** Weight of the queueing term added to TTFT, relative to the first hull value. */
+    static final double QUEUE_WEIGHT = 0.001;
+
     @Override
     public double ttftMs(double rho) {
-        return ttft().value(rho);
+        if (rho >= 1) {
+            return Double.POSITIVE_INFINITY;
+        }
+        return ttft().value(rho) + QUEUE_WEIGHT * ttft.ys()[0] * rho / (1 - rho);
     }
 
     @Override
     public double ttftSlope(double rho) {
-        return ttft().slope(rho);
+        if (rho >= 1) {
+            return Double.POSITIVE_INFINITY;
+        }
+        double q = 1 - rho;
+        return ttft().slope(rho) + QUEUE_WEIGHT * ttft.ys()[0] / (q * q);
     }
 
     @Override
     public double ttftCurvature(double rho) {
-        return 0;
+        if (rho >= 1) {
+            return Double.POSITIVE_INFINITY;
+        }
+        double q = 1 - rho;
+        return 2 * QUEUE_WEIGHT * ttft.ys()[0] / (q * q * q);
     }
 
     @Override

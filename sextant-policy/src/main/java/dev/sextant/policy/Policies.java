@@ -12,22 +12,22 @@ public final class Policies {
 
     /** Minimizes expected end-to-end latency (DESIGN.md §3), with a certificate of optimality. */
     public static RoutingPolicy optimal() {
-        throw new UnsupportedOperationException("optimal: being built");
+        return new OptimalPolicy();
     }
 
     /** All traffic to the lowest-RTT allowed engines, split by effective capacity, whatever their load. */
     public static RoutingPolicy nearest() {
-        throw new UnsupportedOperationException("nearest: being built");
+        return new BaselinePolicy("nearest");
     }
 
     /** Nearest first; when those engines are full, spill over to the next nearest, and so on. */
     public static RoutingPolicy waterfall() {
-        throw new UnsupportedOperationException("waterfall: being built");
+        return new BaselinePolicy("waterfall");
     }
 
     /** Every allowed engine in proportion to its effective capacity, whatever the distance. */
     public static RoutingPolicy proportional() {
-        throw new UnsupportedOperationException("proportional: being built");
+        return new BaselinePolicy("proportional");
     }
 
     /** The policy named {@code name} (one of {@link #NAMES}), or throws {@link IllegalArgumentException}. */

@@ -1,0 +1,657 @@
+package dev.sextant.policy;
+
+import java.util.Arrays;
+
+/**
+ * Solves one connected component of the routing problem (sources that share engine groups).
+ *
+ * <p>Implementation note. The problem is a convex separable transportation problem: sources k with
+ * demand λ_k send flow over arcs of linear cost a_kg (network ms, less the affinity discount on the
+ * flow kept from the previous snapshot, which is a capped arc) to groups with convex cost H_g, or shed
+ * it at cost P_k. Relaxing conservation at the groups with prices p gives the concave dual
+ * {@code q(p) = Σ_k D_k(p) − Σ_g H_g*(p_g)} with D_k(p) the cheapest way to place λ_k at arc costs
+ * a + p — a piecewise-linear function, so Newton's method does not apply to q directly. We maximize
+ * instead its entropic smoothing q_τ, where each source places its demand in a Gibbs distribution
+ * over its options (logistic on capped arcs): q_τ is smooth and concave, its gradient is flow in
+ * minus group load, its Hessian is Σ_k (diag(s_k) − s_k s_kᵀ / S_k) + diag(y'), and Newton's method
+ * with a backtracking line search converges fast. τ falls tenfold per stage, each stage warm-started
+ * from the last, until the certificate below closes (Cuturi &amp; Peyré's entropic regularization of
+ * transport; Nesterov, "Smooth minimization of non-smooth functions", 2005).
+ *
+ * <p>Certificate. At each stage the Gibbs flows are a feasible routing (all demand placed, group
+ * loads within capacity after a repair of rounding residue), and q(p) — the exact, unsmoothed dual
+ * at the same prices, with shed amounts fixed — is a lower bound on every routing's cost, so the
+ * relative gap between them bounds the distance to the optimum. The prices p are the dual variables
+ * of the group balance, so at a full group they include the capacity's shadow price, as the bound
+ * needs (DESIGN.md §3).
+ */
+final class DualNewton {
+    private static final double ARMIJO = 1e-4;
+
+    private final int sources;
+    private final int groupCount;
+    private final double[] lambda;
+    private final double[] shedCost;
+    /** Per source: its groups (local indices), arc costs and affinity caps, one slot per group. */
+    private final int[][] slotGroup;
+    private final double[][] slotArc;
+    private final double[][] slotKept;
+    private final double discount;
+    private final Group[] groups;
+    private final double[][] loads;
+
+    // per evaluation
+    private final double[][] flowRegular;
+    private final double[][] flowKept;
+    private final double[][] slotS;
+    private final double[] shed;
+    private final double[] shedS;
+    private final double[] pi;
+    private final double[] y;
+    private final double[] ySlope;
+    private final double[] grad;
+    private final double[][] hessian;
+
+    private final double maxShedCost;
+    private final double totalDemand;
+
+    private double damping;
+
+    int iterations;
+    int stages;
+    double tau;
+
+    DualNewton(double[] lambda, double[] shedCost, int[][] slotGroup, double[][] slotRtt, double[][] slotKept,
+               double discount, Group[] groups) {
+        this.sources = lambda.length;
+        this.groupCount = groups.length;
+        this.lambda = lambda;
+        this.shedCost = shedCost;
+        this.slotGroup = slotGroup;
+        this.slotArc = slotRtt;
+        this.slotKept = slotKept;
+        this.discount = discount;
+        this.groups = groups;
+        double maxShed = 0;
+        double total = 0;
+        for (int k = 0; k < sources; k++) {
+            maxShed = Math.max(maxShed, shedCost[k]);
+            total += lambda[k];
+        }
+        this.maxShedCost = maxShed;
+        this.totalDemand = total;
+        this.loads = new double[groupCount][];
+        for (int g = 0; g < groupCount; g++) {
+            loads[g] = new double[groups[g].engines.length];
+        }
+        flowRegular = new double[sources][];
+        flowKept = new double[sources][];
+        slotS = new double[sources][];
+        for (int k = 0; k < sources; k++) {
+            flowRegular[k] = new double[slotGroup[k].length];
+            flowKept[k] = new double[slotGroup[k].length];
+            slotS[k] = new double[slotGroup[k].length];
+        }
+        shed = new double[sources];
+        shedS = new double[sources];
+        pi = new double[sources];
+        y = new double[groupCount];
+        ySlope = new double[groupCount];
+        grad = new double[groupCount];
+        hessian = new double[groupCount][groupCount];
+    }
+
+    /** The result of a solve. */
+    /**
+     * @param objective latency cost of the routing (with the affinity credit), shed excluded
+     * @param bound     dual bound on it with the shed amounts fixed
+     * @param gap       (objective − bound) / objective
+     * @param fullGap   the same for the whole objective, shed penalties included: certifies that
+     *                  the shed amounts themselves are optimal
+     */
+    record Solution(double[][] flow, double[] shed, double[] prices, double[][] engineLoads, double objective,
+                    double bound, double gap, double fullGap) {
+    }
+
+    Solution solve(double[] p0, double tau0, double gapTolerance) {
+        double[] p = p0.clone();
+        double gradTol = 1e-10 * Math.max(1, totalDemand);
+        tau = tau0;
+        Solution best = null;
+        int worse = 0;
+        for (stages = 1; stages <= 40 && tau >= 1e-15 * maxShedCost; stages++) {
+            newton(p, gradTol);
+            Solution s = primal(p);
+            if (Boolean.getBoolean("sextant.debug")) {
+                double gm = 0;
+                for (double g : grad) gm = Math.max(gm, Math.abs(g));
+                System.err.printf("stage %d tau %.3g it %d gap %.3g full %.3g grad %.3g obj %.6g%n", stages, tau, iterations, s.gap, s.fullGap, gm, s.objective);
+            }
+            if (best == null || Math.max(s.gap, s.fullGap) < Math.max(best.gap, best.fullGap)) {
+                best = s;
+                worse = 0;
+            } else if (++worse >= 3) {
+                // smaller τ no longer helps: rounding at these prices dominates
+                return best;
+            }
+            if (s.gap <= gapTolerance && s.fullGap <= gapTolerance) {
+                return s;
+            }
+            tau *= 0.1;
+        }
+        return best;
+    }
+
+    private void newton(double[] p, double gradTol) {
+        double q = evaluate(p, true);
+        damping = 1e-10;
+        double[] d = new double[groupCount];
+        double[] trial = new double[groupCount];
+        for (int it = 0; it < 200; it++) {
+            double gmax = 0;
+            for (double g : grad) {
+                gmax = Math.max(gmax, Math.abs(g));
+            }
+            if (gmax <= gradTol) {
+                return;
+            }
+            iterations++;
+            solveNewtonSystem(d);
+            // far from the optimum the dual can be nearly flat (a full group, a source that sheds):
+            // never move one price by more than the largest shed cost in one step
+            for (int g = 0; g < groupCount; g++) {
+                d[g] = Math.max(-maxShedCost, Math.min(maxShedCost, d[g]));
+            }
+            double slope = 0;
+            for (int g = 0; g < groupCount; g++) {
+                slope += grad[g] * d[g];
+            }
+            double t = 1;
+            double[] gradBefore = grad.clone();
+            double qTrial = Double.NaN;
+            boolean accepted = false;
+            for (int ls = 0; ls < 40; ls++) {
+                for (int g = 0; g < groupCount; g++) {
+                    trial[g] = p[g] + t * d[g];
+                }
+                qTrial = evaluate(trial, false);
+                // near the optimum q is flat to rounding; accept a step that is no worse within it
+                double noise = 1e-13 * (Math.abs(q) + 1);
+                if (qTrial >= q + ARMIJO * t * slope - noise) {
+                    accepted = true;
+                    break;
+                }
+                t *= 0.5;
+            }
+            if (!accepted) {
+                // no ascent possible at this precision: restore the state at p and stop the stage
+                evaluate(p, true);
+                System.arraycopy(gradBefore, 0, grad, 0, groupCount);
+                return;
+            }
+            // Levenberg–Marquardt: a step that had to be cut means the quadratic model was poor
+            // (a nearly flat direction, e.g. a full group one source depends on); damp the next one
+            if (t == 1) {
+                damping = Math.max(1e-12, damping * 0.1);
+            } else if (t < 0.25) {
+                damping = Math.min(1, damping * 10);
+            }
+            System.arraycopy(trial, 0, p, 0, groupCount);
+            if (Boolean.getBoolean("sextant.debug2")) {
+                System.err.printf("  it %d t %.3g slope %.3g dq %.3g gmax %.3g%n", it, t, slope, qTrial - q, gmax);
+            }
+            q = evaluate(p, true);
+        }
+    }
+
+    /** Fills flows, group loads and the gradient at prices p for the current τ; returns q_τ(p). */
+    private double evaluate(double[] p, boolean withHessian) {
+        double value = 0;
+        for (int k = 0; k < sources; k++) {
+            value += placeSource(k, p);
+        }
+        for (int g = 0; g < groupCount; g++) {
+            y[g] = groups[g].load(p[g], loads[g]);
+            ySlope[g] = groups[g].loadSlope(p[g], loads[g]);
+            value -= groups[g].conjugate(p[g], loads[g]);
+            grad[g] = -y[g];
+        }
+        for (int k = 0; k < sources; k++) {
+            int[] sg = slotGroup[k];
+            for (int a = 0; a < sg.length; a++) {
+                grad[sg[a]] += flowRegular[k][a] + flowKept[k][a];
+            }
+        }
+        if (withHessian) {
+            buildHessian();
+        }
+        return value;
+    }
+
+    /**
+     * Places source k's demand in the Gibbs distribution over its options at temperature τ, fills its
+     * flows and sensitivities, and returns its smoothed dual value D_k^τ(p).
+     */
+    private double placeSource(int k, double[] p) {
+        int[] sg = slotGroup[k];
+        double[] arc = slotArc[k];
+        double[] kept = slotKept[k];
+        double lam = lambda[k];
+        double cmin = shedCost[k];
+        boolean capped = false;
+        for (int a = 0; a < sg.length; a++) {
+            cmin = Math.min(cmin, arc[a] + p[sg[a]]);
+            capped |= kept[a] > 0;
+        }
+        // uncapped options only: log-sum-exp in closed form
+        double z = StrictMath.exp(-(shedCost[k] - cmin) / tau);
+        for (int a = 0; a < sg.length; a++) {
+            z += StrictMath.exp(-(arc[a] + p[sg[a]] - cmin) / tau);
+        }
+        double piK = cmin + tau * StrictMath.log(lam / z);
+        if (capped) {
+            piK = solvePrice(k, p, piK);
+        }
+        pi[k] = piK;
+        double value = 0;
+        double sh = StrictMath.exp((piK - shedCost[k]) / tau);
+        shed[k] = sh;
+        shedS[k] = sh / tau;
+        value += shedCost[k] * sh + tau * xlogx(sh);
+        for (int a = 0; a < sg.length; a++) {
+            double c = arc[a] + p[sg[a]];
+            double f = StrictMath.exp((piK - c) / tau);
+            flowRegular[k][a] = f;
+            double s = f / tau;
+            value += c * f + tau * xlogx(f);
+            if (kept[a] > 0) {
+                double cd = c - discount;
+                double e = StrictMath.exp((cd - piK) / tau);
+                double sigma = 1 / (1 + e);
+                double fk = kept[a] * sigma;
+                flowKept[k][a] = fk;
+                s += fk * (1 - sigma) / tau;
+                value += cd * fk + tau * kept[a] * (plogp(sigma) + plogp(1 - sigma));
+            } else {
+                flowKept[k][a] = 0;
+            }
+            slotS[k][a] = s;
+        }
+        // D_k^τ = min_f Σ c f + τ·ent(f) with Σ f = λ; at the optimum Σ f = λ, so add π(λ − Σ f) ≈ 0
+        double placed = sh;
+        for (int a = 0; a < sg.length; a++) {
+            placed += flowRegular[k][a] + flowKept[k][a];
+        }
+        return value + piK * (lam - placed);
+    }
+
+    /** f·log f − f, the entropy of an uncapped option (0 at f = 0). */
+    private static double xlogx(double f) {
+        return f > 0 ? f * StrictMath.log(f) - f : 0;
+    }
+
+    private static double plogp(double s) {
+        return s > 0 ? s * StrictMath.log(s) : 0;
+    }
+
+    /** The source price where the placed flow equals the demand, with capped (kept) options. */
+    private double solvePrice(int k, double[] p, double upper) {
+        double lam = lambda[k];
+        double hi = upper;
+        double lo = hi - tau;
+        for (int i = 0; i < 200 && placed(k, p, lo) > lam; i++) {
+            lo = hi - 2 * (hi - lo);
+        }
+        double x = hi;
+        for (int it = 0; it < 200; it++) {
+            double fx = placed(k, p, x) - lam;
+            if (Math.abs(fx) <= 1e-14 * lam) {
+                return x;
+            }
+            if (fx > 0) {
+                hi = x;
+            } else {
+                lo = x;
+            }
+            if (hi - lo <= 1e-15 * Math.max(1, Math.abs(hi))) {
+                return 0.5 * (lo + hi);
+            }
+            double next = x - fx / placedSlope(k, p, x);
+            x = next > lo && next < hi ? next : 0.5 * (lo + hi);
+        }
+        return x;
+    }
+
+    private double placed(int k, double[] p, double piK) {
+        int[] sg = slotGroup[k];
+        double sum = StrictMath.exp((piK - shedCost[k]) / tau);
+        for (int a = 0; a < sg.length; a++) {
+            double c = slotArc[k][a] + p[sg[a]];
+            sum += StrictMath.exp((piK - c) / tau);
+            if (slotKept[k][a] > 0) {
+                sum += slotKept[k][a] / (1 + StrictMath.exp((c - discount - piK) / tau));
+            }
+        }
+        return sum;
+    }
+
+    private double placedSlope(int k, double[] p, double piK) {
+        int[] sg = slotGroup[k];
+        double sum = StrictMath.exp((piK - shedCost[k]) / tau);
+        for (int a = 0; a < sg.length; a++) {
+            double c = slotArc[k][a] + p[sg[a]];
+            sum += StrictMath.exp((piK - c) / tau);
+            if (slotKept[k][a] > 0) {
+                double sigma = 1 / (1 + StrictMath.exp((c - discount - piK) / tau));
+                sum += slotKept[k][a] * sigma * (1 - sigma);
+            }
+        }
+        return sum / tau;
+    }
+
+    private void buildHessian() {
+        for (double[] row : hessian) {
+            Arrays.fill(row, 0);
+        }
+        for (int k = 0; k < sources; k++) {
+            int[] sg = slotGroup[k];
+            double[] s = slotS[k];
+            double total = shedS[k];
+            for (double v : s) {
+                total += v;
+            }
+            if (total <= 0) {
+                continue;
+            }
+            for (int a = 0; a < sg.length; a++) {
+                if (s[a] == 0) {
+                    continue;
+                }
+                // s_a (S − s_a) / S with S − s_a summed from the others, free of cancellation
+                double others = shedS[k];
+                for (int b = 0; b < sg.length; b++) {
+                    if (b != a) {
+                        others += s[b];
+                        hessian[sg[a]][sg[b]] -= s[a] * s[b] / total;
+                    }
+                }
+                hessian[sg[a]][sg[a]] += s[a] * others / total;
+            }
+        }
+        for (int g = 0; g < groupCount; g++) {
+            hessian[g][g] += ySlope[g];
+        }
+    }
+
+    /** Solves H d = grad by Cholesky with a small ridge (H is positive semidefinite). */
+    private void solveNewtonSystem(double[] d) {
+        int n = groupCount;
+        double maxDiag = 0;
+        for (int g = 0; g < n; g++) {
+            maxDiag = Math.max(maxDiag, hessian[g][g]);
+        }
+        double ridge = damping * maxDiag + 1e-12 * totalDemand / tau + 1e-300;
+        double[][] l = new double[n][n];
+        for (int attempt = 0; attempt < 30; attempt++) {
+            if (cholesky(l, ridge)) {
+                break;
+            }
+            ridge *= 100;
+        }
+        double[] w = new double[n];
+        for (int i = 0; i < n; i++) {
+            double v = grad[i];
+            for (int j = 0; j < i; j++) {
+                v -= l[i][j] * w[j];
+            }
+            w[i] = v / l[i][i];
+        }
+        for (int i = n - 1; i >= 0; i--) {
+            double v = w[i];
+            for (int j = i + 1; j < n; j++) {
+                v -= l[j][i] * d[j];
+            }
+            d[i] = v / l[i][i];
+        }
+    }
+
+    private boolean cholesky(double[][] l, double ridge) {
+        int n = groupCount;
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j <= i; j++) {
+                double v = hessian[i][j] + (i == j ? ridge : 0);
+                double[] li = l[i];
+                double[] lj = l[j];
+                for (int m = 0; m < j; m++) {
+                    v -= li[m] * lj[m];
+                }
+                if (i == j) {
+                    if (!(v > 0)) {
+                        return false;
+                    }
+                    li[i] = Math.sqrt(v);
+                } else {
+                    li[j] = v / lj[j];
+                }
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The feasible routing at prices p (the Gibbs flows of the last evaluation, cleaned of negligible
+     * flows and of rounding beyond capacity), its cost and the exact dual bound with shed fixed.
+     */
+    private Solution primal(double[] p) {
+        evaluate(p, false);
+        double[][] flow = new double[sources][];
+        double[] shedOut = new double[sources];
+        double[] load = new double[groupCount];
+        for (int k = 0; k < sources; k++) {
+            int m = slotGroup[k].length;
+            flow[k] = new double[m];
+            int biggest = -1;
+            for (int a = 0; a < m; a++) {
+                flow[k][a] = flowRegular[k][a] + flowKept[k][a];
+                if (biggest < 0 || flow[k][a] > flow[k][biggest]) {
+                    biggest = a;
+                }
+            }
+            double placed = shed[k];
+            for (int a = 0; a < m; a++) {
+                placed += flow[k][a];
+            }
+            // scale to the exact demand, then fold negligible flows into the biggest option
+            double scale = lambda[k] / placed;
+            shedOut[k] = shed[k] * scale;
+            for (int a = 0; a < m; a++) {
+                flow[k][a] *= scale;
+            }
+            double negligible = 1e-12 * lambda[k];
+            if (biggest >= 0) {
+                for (int a = 0; a < m; a++) {
+                    if (a != biggest && flow[k][a] < negligible) {
+                        flow[k][biggest] += flow[k][a];
+                        flow[k][a] = 0;
+                    }
+                }
+                if (shedOut[k] < negligible) {
+                    flow[k][biggest] += shedOut[k];
+                    shedOut[k] = 0;
+                }
+            }
+            for (int a = 0; a < m; a++) {
+                load[slotGroup[k][a]] += flow[k][a];
+            }
+        }
+        repairCapacity(flow, shedOut, load);
+        fillPricedGroups(p, flow, shedOut, load);
+
+        double objective = 0;
+        double[][] engineLoads = new double[groupCount][];
+        for (int g = 0; g < groupCount; g++) {
+            engineLoads[g] = new double[groups[g].engines.length];
+            groups[g].split(load[g], engineLoads[g]);
+            objective += groups[g].cost(engineLoads[g]);
+        }
+        for (int k = 0; k < sources; k++) {
+            for (int a = 0; a < flow[k].length; a++) {
+                objective += slotArc[k][a] * flow[k][a] - discount * Math.min(flow[k][a], slotKept[k][a]);
+            }
+        }
+        double[] prices = new double[groupCount];
+        for (int g = 0; g < groupCount; g++) {
+            prices[g] = Math.max(p[g], groups[g].priceFloor);
+        }
+        double bound = bound(prices, shedOut, false);
+        double gap = objective > 0 ? Math.max(0, objective - bound) / objective : 0;
+        double full = objective;
+        for (int k = 0; k < sources; k++) {
+            full += shedCost[k] * shedOut[k];
+        }
+        double fullBound = bound(prices, shedOut, true);
+        double fullGap = full > 0 ? Math.max(0, full - fullBound) / full : 0;
+        return new Solution(flow, shedOut, prices, engineLoads, objective, bound, gap, fullGap);
+    }
+
+    /**
+     * A group whose price is above its marginal cost at capacity should be full; if rounding left it
+     * a hair short while a source using it sheds, move that much from the shed to the group. Without
+     * this, the bound with shed fixed would charge the group's (large) shadow price on the shortfall.
+     */
+    private void fillPricedGroups(double[] p, double[][] flow, double[] shedOut, double[] load) {
+        for (int g = 0; g < groupCount; g++) {
+            double deficit = groups[g].capacity - load[g];
+            if (deficit <= 0 || p[g] <= groups[g].priceCeiling) {
+                continue;
+            }
+            for (int k = 0; k < sources && deficit > 0; k++) {
+                int a = indexOf(slotGroup[k], g);
+                if (a < 0 || shedOut[k] <= 0) {
+                    continue;
+                }
+                double move = Math.min(deficit, shedOut[k]);
+                shedOut[k] -= move;
+                flow[k][a] += move;
+                load[g] += move;
+                deficit -= move;
+            }
+        }
+    }
+
+    private static int indexOf(int[] a, int v) {
+        for (int i = 0; i < a.length; i++) {
+            if (a[i] == v) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** Moves flow beyond a group's capacity (rounding residue) to the source's roomiest other group, else sheds it. */
+    private void repairCapacity(double[][] flow, double[] shedOut, double[] load) {
+        for (int g = 0; g < groupCount; g++) {
+            double excess = load[g] - groups[g].capacity;
+            if (excess <= 0) {
+                continue;
+            }
+            double before = load[g];
+            for (int k = 0; k < sources; k++) {
+                int[] sg = slotGroup[k];
+                for (int a = 0; a < sg.length; a++) {
+                    if (sg[a] != g || flow[k][a] == 0) {
+                        continue;
+                    }
+                    double move = flow[k][a] * excess / before;
+                    flow[k][a] -= move;
+                    load[g] -= move;
+                    int target = -1;
+                    double room = move;
+                    for (int b = 0; b < sg.length; b++) {
+                        double free = groups[sg[b]].capacity - load[sg[b]];
+                        if (b != a && free >= room) {
+                            target = b;
+                            room = free;
+                        }
+                    }
+                    if (target >= 0) {
+                        flow[k][target] += move;
+                        load[sg[target]] += move;
+                    } else {
+                        shedOut[k] += move;
+                    }
+                }
+            }
+            load[g] = Math.min(load[g], groups[g].capacity);
+        }
+    }
+
+    /**
+     * The exact Lagrangian dual at prices p: each source places its demand on its cheapest options
+     * (kept flow first where cheaper), less Σ H_g*(p_g). With {@code withShed} false the shed amounts
+     * are fixed and only the routed demand is placed; with it true, shedding is one more option at
+     * cost P_k and the whole demand is placed.
+     */
+    private double bound(double[] p, double[] shedOut, boolean withShed) {
+        double value = 0;
+        double[] cost = new double[0];
+        double[] cap = new double[0];
+        Integer[] order = new Integer[0];
+        for (int k = 0; k < sources; k++) {
+            int m = slotGroup[k].length;
+            double routed = withShed ? lambda[k] : lambda[k] - shedOut[k];
+            if (routed <= 0) {
+                continue;
+            }
+            if (cost.length < 2 * m + 1) {
+                cost = new double[2 * m + 1];
+                cap = new double[2 * m + 1];
+                order = new Integer[2 * m + 1];
+            }
+            int n = 0;
+            if (withShed) {
+                cost[n] = shedCost[k];
+                cap[n] = Double.POSITIVE_INFINITY;
+                n++;
+            }
+            for (int a = 0; a < m; a++) {
+                double c = slotArc[k][a] + p[slotGroup[k][a]];
+                if (slotKept[k][a] > 0) {
+                    cost[n] = c - discount;
+                    cap[n] = slotKept[k][a];
+                    n++;
+                }
+                cost[n] = c;
+                cap[n] = Double.POSITIVE_INFINITY;
+                n++;
+            }
+            for (int i = 0; i < n; i++) {
+                order[i] = i;
+            }
+            final double[] c0 = cost;
+            Arrays.sort(order, 0, n, (i, j) -> Double.compare(c0[i], c0[j]));
+            double left = routed;
+            for (int i = 0; i < n && left > 0; i++) {
+                double take = Math.min(left, cap[order[i]]);
+                value += take * cost[order[i]];
+                left -= take;
+            }
+        }
+        double[] scratch;
+        for (int g = 0; g < groupCount; g++) {
+            scratch = new double[groups[g].engines.length];
+            groups[g].load(p[g], scratch);
+            value -= groups[g].conjugate(p[g], scratch);
+        }
+        return value;
+    }
+
+    /** Marginal price of source k over its regular arcs at prices p, capped by its shed cost. */
+    double sourcePrice(int k, double[] p) {
+        double best = shedCost[k];
+        for (int a = 0; a < slotGroup[k].length; a++) {
+            best = Math.min(best, slotArc[k][a] + p[slotGroup[k][a]]);
+        }
+        return best;
+    }
+}

@@ -1,0 +1,210 @@
+package dev.sextant.policy;
+
+import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.EngineCluster;
+import dev.sextant.topology.GatewayCluster;
+import dev.sextant.topology.Topology;
+import dev.sextant.topology.TrafficClass;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+
+/**
+ * The topology as arrays: sources (gateway cluster, class), engine groups, and the arcs between them.
+ *
+ * <p>Engines of one engine cluster that serve the same set of models are interchangeable for every
+ * class (same network latency, same model and residency constraints), so they form one group whose
+ * cost is the infimal convolution of its engines' costs (DESIGN.md §3): the problem is solved on
+ * groups and each group's load is split among its engines at equal marginal cost.
+ */
+final class Instance {
+    /** Base per-request cost of shedding, ms; far above any latency so demand is shed only when it must be. */
+    static final double SHED_COST_BASE_MS = 1e7;
+    /** Extra shed cost per priority level above the lowest, relative to the base. */
+    static final double SHED_COST_STEP = 0.01;
+
+    final Topology topology;
+    final List<Engine> engines;
+    /** Per engine; effective capacity may be 0 (out of service). */
+    final EngineCost[] costs;
+    final double[] penalty;
+    final String[] engineRegion;
+
+    final int groupCount;
+    final int[][] groupEngines;
+    final String[] groupCluster;
+
+    final int sourceCount;
+    final GatewayCluster[] sourceGateway;
+    final TrafficClass[] sourceClass;
+    final double[] demand;
+    final double[] shedCost;
+    /** Per source: allowed groups (with capacity) and the network round trip to each. */
+    final int[][] sourceGroups;
+    final double[][] sourceRtt;
+    /** Per source and allowed group: flow kept from the previous snapshot (affinity cap), req/s. */
+    final double[][] sourceKept;
+    final double discount;
+    /** Per source: allowed engines, with or without capacity (for explanations and baselines). */
+    final int[][] sourceEngines;
+
+    Instance(Topology topology, SolveOptions options) {
+        this.topology = topology;
+        this.engines = topology.engines();
+        int n = engines.size();
+        Map<String, EngineCluster> clusters = new HashMap<>();
+        topology.engineClusters().forEach(c -> clusters.put(c.id(), c));
+        Map<String, Integer> outputTokens = new HashMap<>();
+        topology.models().forEach(m -> outputTokens.put(m.id(), m.outputTokens()));
+
+        costs = new EngineCost[n];
+        penalty = new double[n];
+        engineRegion = new String[n];
+        double maxMarginal = 0;
+        for (int j = 0; j < n; j++) {
+            Engine e = engines.get(j);
+            penalty[j] = options.penalties().getOrDefault(e.id(), 1.0);
+            engineRegion[j] = clusters.get(e.cluster()).region();
+            // an engine serving several models is costed with the longest expected output (conservative)
+            int tokens = e.models().stream().mapToInt(outputTokens::get).max().orElse(1);
+            costs[j] = new EngineCost(j, e.capacityRps(), e.effectiveCapacityRps(topology.headroom(), penalty[j]),
+                    tokens, e.profile());
+            if (costs[j].effectiveCapacity > 0) {
+                maxMarginal = Math.max(maxMarginal, costs[j].marginalAtCapacity);
+            }
+        }
+
+        Map<String, List<Integer>> byKey = new LinkedHashMap<>();
+        for (int j = 0; j < n; j++) {
+            if (costs[j].effectiveCapacity <= 0) {
+                continue;
+            }
+            Engine e = engines.get(j);
+            String key = e.cluster() + "\u0000" + new TreeSet<>(e.models());
+            byKey.computeIfAbsent(key, k -> new ArrayList<>()).add(j);
+        }
+        groupCount = byKey.size();
+        groupEngines = new int[groupCount][];
+        groupCluster = new String[groupCount];
+        int gi = 0;
+        for (List<Integer> members : byKey.values()) {
+            groupEngines[gi] = members.stream().mapToInt(Integer::intValue).toArray();
+            groupCluster[gi] = engines.get(members.get(0)).cluster();
+            gi++;
+        }
+
+        TreeSet<Integer> priorities = new TreeSet<>();
+        topology.classes().forEach(c -> priorities.add(c.priority()));
+        double base = Math.max(SHED_COST_BASE_MS, 100 * maxMarginal);
+
+        List<GatewayCluster> gateways = topology.gatewayClusters();
+        List<TrafficClass> classes = topology.classes();
+        sourceCount = gateways.size() * classes.size();
+        sourceGateway = new GatewayCluster[sourceCount];
+        sourceClass = new TrafficClass[sourceCount];
+        demand = new double[sourceCount];
+        shedCost = new double[sourceCount];
+        sourceGroups = new int[sourceCount][];
+        sourceRtt = new double[sourceCount][];
+        sourceKept = new double[sourceCount][];
+        sourceEngines = new int[sourceCount][];
+        discount = options.previous() == null ? 0 : topology.affinityDiscountMs();
+
+        int k = 0;
+        for (GatewayCluster g : gateways) {
+            Map<String, Double> rtt = topology.networkRttMs().getOrDefault(g.id(), Map.of());
+            Map<String, Double> demandRow = topology.demandRps().getOrDefault(g.id(), Map.of());
+            for (TrafficClass c : classes) {
+                sourceGateway[k] = g;
+                sourceClass[k] = c;
+                demand[k] = demandRow.getOrDefault(c.id(), 0.0);
+                shedCost[k] = base * (1 + SHED_COST_STEP * priorities.headSet(c.priority()).size());
+                List<Integer> allowedGroups = new ArrayList<>();
+                for (int h = 0; h < groupCount; h++) {
+                    int first = groupEngines[h][0];
+                    if (rtt.containsKey(groupCluster[h]) && allowed(c, first)) {
+                        allowedGroups.add(h);
+                    }
+                }
+                sourceGroups[k] = allowedGroups.stream().mapToInt(Integer::intValue).toArray();
+                sourceRtt[k] = new double[sourceGroups[k].length];
+                for (int a = 0; a < sourceGroups[k].length; a++) {
+                    sourceRtt[k][a] = rtt.get(groupCluster[sourceGroups[k][a]]);
+                }
+                List<Integer> allowedEngines = new ArrayList<>();
+                for (int j = 0; j < n; j++) {
+                    if (rtt.containsKey(engines.get(j).cluster()) && allowed(c, j)) {
+                        allowedEngines.add(j);
+                    }
+                }
+                sourceEngines[k] = allowedEngines.stream().mapToInt(Integer::intValue).toArray();
+                sourceKept[k] = new double[sourceGroups[k].length];
+                k++;
+            }
+        }
+        if (discount > 0) {
+            fillKept(options.previous());
+        }
+    }
+
+    boolean allowed(TrafficClass c, int engine) {
+        return engines.get(engine).serves(c.model()) && c.allowsRegion(engineRegion[engine]);
+    }
+
+    /** Round trip from the source's gateway cluster to the engine, or NaN when not reachable. */
+    double rtt(int source, int engine) {
+        Double ms = topology.networkRttMs().getOrDefault(sourceGateway[source].id(), Map.of())
+                .get(engines.get(engine).cluster());
+        return ms == null ? Double.NaN : ms;
+    }
+
+    /** The affinity caps: last snapshot's flow of each source into each of its groups. */
+    private void fillKept(Snapshot previous) {
+        Map<String, Integer> groupOfEngine = new HashMap<>();
+        for (int h = 0; h < groupCount; h++) {
+            for (int j : groupEngines[h]) {
+                groupOfEngine.put(engines.get(j).id(), h);
+            }
+        }
+        for (int k = 0; k < sourceCount; k++) {
+            Route r = previous.route(sourceGateway[k].id(), sourceClass[k].id());
+            if (r == null) {
+                continue;
+            }
+            for (Map.Entry<String, Double> w : r.weights().entrySet()) {
+                Integer h = groupOfEngine.get(w.getKey());
+                if (h == null) {
+                    continue;
+                }
+                for (int a = 0; a < sourceGroups[k].length; a++) {
+                    if (sourceGroups[k][a] == h) {
+                        sourceKept[k][a] += w.getValue() * r.demandRps();
+                    }
+                }
+            }
+        }
+    }
+
+    /** Total effective capacity of a group, req/s. */
+    double groupCapacity(int h) {
+        double c = 0;
+        for (int j : groupEngines[h]) {
+            c += costs[j].effectiveCapacity;
+        }
+        return c;
+    }
+
+    /** Lowest marginal cost at zero load among a group's engines: the group's price floor, ms. */
+    double groupPriceFloor(int h) {
+        double m = Double.POSITIVE_INFINITY;
+        for (int j : groupEngines[h]) {
+            m = Math.min(m, costs[j].marginalAtZero);
+        }
+        return m;
+    }
+}

@@ -1,0 +1,282 @@
+package dev.sextant.policy;
+
+import dev.sextant.snapshot.EngineState;
+import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.Topology;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The optimizer of DESIGN.md §3: minimizes expected end-to-end latency over all routings that place
+ * or shed every request, keep engines within effective capacity and respect the hard constraints.
+ * Solved per connected component of the source–group graph with {@link DualNewton}.
+ */
+final class OptimalPolicy implements RoutingPolicy {
+
+    @Override
+    public String name() {
+        return "optimal";
+    }
+
+    @Override
+    public Snapshot solve(Topology topology, SolveOptions options) {
+        Instance inst = new Instance(topology, options);
+        int groupCount = inst.groupCount;
+        Group[] groups = new Group[groupCount];
+        for (int h = 0; h < groupCount; h++) {
+            EngineCost[] members = new EngineCost[inst.groupEngines[h].length];
+            for (int i = 0; i < members.length; i++) {
+                members[i] = inst.costs[inst.groupEngines[h][i]];
+            }
+            groups[h] = new Group(members);
+        }
+        double[] price = new double[groupCount];
+        for (int h = 0; h < groupCount; h++) {
+            price[h] = groups[h].priceFloor;
+        }
+        double[][] groupFlow = new double[inst.sourceCount][];
+        double[] shed = new double[inst.sourceCount];
+        double[][] engineLoads = new double[groupCount][];
+        for (int h = 0; h < groupCount; h++) {
+            engineLoads[h] = new double[groups[h].engines.length];
+        }
+        for (int k = 0; k < inst.sourceCount; k++) {
+            groupFlow[k] = new double[inst.sourceGroups[k].length];
+            if (inst.demand[k] > 0 && inst.sourceGroups[k].length == 0) {
+                shed[k] = inst.demand[k];
+            }
+        }
+
+        double objective = 0;
+        double bound = 0;
+        int iterations = 0;
+        for (int[][] comp : components(inst)) {
+            int[] sources = comp[0];
+            int[] compGroups = comp[1];
+            int[] local = new int[groupCount];
+            for (int i = 0; i < compGroups.length; i++) {
+                local[compGroups[i]] = i;
+            }
+            double[] lambda = new double[sources.length];
+            double[] shedCost = new double[sources.length];
+            int[][] slotGroup = new int[sources.length][];
+            double[][] slotRtt = new double[sources.length][];
+            double[][] slotKept = new double[sources.length][];
+            double scale = 0;
+            for (int s = 0; s < sources.length; s++) {
+                int k = sources[s];
+                lambda[s] = inst.demand[k];
+                shedCost[s] = inst.shedCost[k];
+                slotGroup[s] = new int[inst.sourceGroups[k].length];
+                double best = Double.POSITIVE_INFINITY;
+                for (int a = 0; a < slotGroup[s].length; a++) {
+                    slotGroup[s][a] = local[inst.sourceGroups[k][a]];
+                    best = Math.min(best, inst.sourceRtt[k][a] + groups[inst.sourceGroups[k][a]].priceFloor);
+                }
+                slotRtt[s] = inst.sourceRtt[k].clone();
+                slotKept[s] = inst.sourceKept[k].clone();
+                scale += best / sources.length;
+            }
+            Group[] localGroups = new Group[compGroups.length];
+            for (int i = 0; i < compGroups.length; i++) {
+                localGroups[i] = groups[compGroups[i]];
+            }
+            double[] p0 = options.previous() == null ? null : warmPrices(inst, compGroups, options.previous());
+            double tau0 = p0 == null ? 0.05 * scale : 1e-4 * scale;
+            if (p0 == null) {
+                p0 = coldPrices(lambda, localGroups);
+            }
+            DualNewton solver = new DualNewton(lambda, shedCost, slotGroup, slotRtt, slotKept, inst.discount,
+                    localGroups);
+            DualNewton.Solution sol = solver.solve(p0, tau0, options.gapTolerance());
+            iterations += solver.iterations;
+            objective += sol.objective();
+            bound += sol.bound();
+            for (int i = 0; i < compGroups.length; i++) {
+                price[compGroups[i]] = sol.prices()[i];
+                engineLoads[compGroups[i]] = sol.engineLoads()[i];
+            }
+            for (int s = 0; s < sources.length; s++) {
+                groupFlow[sources[s]] = sol.flow()[s];
+                shed[sources[s]] = sol.shed()[s];
+            }
+        }
+        return assemble(inst, options, groups, price, groupFlow, shed, engineLoads, objective, bound, iterations);
+    }
+
+    /** Groups ever touched by a source with demand, joined into components through shared sources. */
+    private static List<int[][]> components(Instance inst) {
+        int n = inst.groupCount;
+        int[] parent = new int[n];
+        for (int i = 0; i < n; i++) {
+            parent[i] = i;
+        }
+        for (int k = 0; k < inst.sourceCount; k++) {
+            int[] sg = inst.sourceGroups[k];
+            if (inst.demand[k] <= 0 || sg.length == 0) {
+                continue;
+            }
+            for (int a = 1; a < sg.length; a++) {
+                int r1 = find(parent, sg[0]);
+                int r2 = find(parent, sg[a]);
+                if (r1 != r2) {
+                    parent[Math.max(r1, r2)] = Math.min(r1, r2);
+                }
+            }
+        }
+        List<int[][]> out = new ArrayList<>();
+        for (int root = 0; root < n; root++) {
+            if (find(parent, root) != root) {
+                continue;
+            }
+            List<Integer> sources = new ArrayList<>();
+            for (int k = 0; k < inst.sourceCount; k++) {
+                if (inst.demand[k] > 0 && inst.sourceGroups[k].length > 0
+                        && find(parent, inst.sourceGroups[k][0]) == root) {
+                    sources.add(k);
+                }
+            }
+            if (sources.isEmpty()) {
+                continue;
+            }
+            List<Integer> groups = new ArrayList<>();
+            for (int h = 0; h < n; h++) {
+                if (find(parent, h) == root) {
+                    groups.add(h);
+                }
+            }
+            out.add(new int[][] {sources.stream().mapToInt(Integer::intValue).toArray(),
+                groups.stream().mapToInt(Integer::intValue).toArray()});
+        }
+        return out;
+    }
+
+    private static int find(int[] parent, int i) {
+        while (parent[i] != i) {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        return i;
+    }
+
+    /** A first guess: every group as loaded as the component is on average. */
+    private static double[] coldPrices(double[] lambda, Group[] groups) {
+        double demand = 0;
+        double capacity = 0;
+        for (double l : lambda) {
+            demand += l;
+        }
+        for (Group g : groups) {
+            capacity += g.capacity;
+        }
+        double u = Math.min(0.95, demand / capacity);
+        double[] p = new double[groups.length];
+        for (int i = 0; i < groups.length; i++) {
+            p[i] = groups[i].split(u * groups[i].capacity, new double[groups[i].engines.length]);
+        }
+        return p;
+    }
+
+    /** Prices from the previous snapshot (marginal cost plus shadow price of loaded engines), or null. */
+    private static double[] warmPrices(Instance inst, int[] compGroups, Snapshot previous) {
+        double[] p = new double[compGroups.length];
+        for (int i = 0; i < compGroups.length; i++) {
+            double best = Double.NaN;
+            for (int j : inst.groupEngines[compGroups[i]]) {
+                EngineState e = previous.engines().get(inst.engines.get(j).id());
+                if (e != null && e.loadRps() > 0) {
+                    double v = e.marginalCostMs() + e.shadowPriceMs();
+                    best = Double.isNaN(best) ? v : Math.max(best, v);
+                }
+            }
+            if (Double.isNaN(best)) {
+                best = inst.groupPriceFloor(compGroups[i]);
+            }
+            if (!Double.isFinite(best)) {
+                return null;
+            }
+            p[i] = best;
+        }
+        return p;
+    }
+
+    private static Snapshot assemble(Instance inst, SolveOptions options, Group[] groups, double[] price,
+                                     double[][] groupFlow, double[] shed, double[][] engineLoads, double objective,
+                                     double bound, int iterations) {
+        int n = inst.engines.size();
+        int[] groupOf = new int[n];
+        int[] slotOf = new int[n];
+        java.util.Arrays.fill(groupOf, -1);
+        double[] groupLoad = new double[inst.groupCount];
+        double[] shadow = new double[n];
+        for (int h = 0; h < inst.groupCount; h++) {
+            for (int i = 0; i < inst.groupEngines[h].length; i++) {
+                int j = inst.groupEngines[h][i];
+                groupOf[j] = h;
+                slotOf[j] = i;
+                double x = engineLoads[h][i];
+                groupLoad[h] += x;
+                EngineCost c = inst.costs[j];
+                if (x >= c.effectiveCapacity * (1 - EngineCost.AT_CAPACITY)) {
+                    shadow[j] = Math.max(0, price[h] - c.marginalAtCapacity);
+                }
+            }
+        }
+        double[][] weights = new double[inst.sourceCount][];
+        double[] shedFraction = new double[inst.sourceCount];
+        double[] sourcePrice = new double[inst.sourceCount];
+        for (int k = 0; k < inst.sourceCount; k++) {
+            int[] allowed = inst.sourceEngines[k];
+            weights[k] = new double[allowed.length];
+            int[] sg = inst.sourceGroups[k];
+            double best = inst.shedCost[k];
+            int bestSlot = -1;
+            for (int a = 0; a < sg.length; a++) {
+                double c = inst.sourceRtt[k][a] + price[sg[a]];
+                if (c < best) {
+                    best = c;
+                    bestSlot = a;
+                }
+            }
+            double lambda = inst.demand[k];
+            if (lambda > 0) {
+                shedFraction[k] = Math.min(1, shed[k] / lambda);
+                sourcePrice[k] = shed[k] > 0 ? inst.shedCost[k] : best;
+            } else {
+                shedFraction[k] = sg.length == 0 ? 1 : 0;
+                sourcePrice[k] = best;
+            }
+            for (int i = 0; i < allowed.length; i++) {
+                int j = allowed[i];
+                int h = groupOf[j];
+                if (h < 0) {
+                    continue;
+                }
+                int a = indexOf(sg, h);
+                if (a < 0) {
+                    continue;
+                }
+                double share = groupLoad[h] > 0 ? engineLoads[h][slotOf[j]] / groupLoad[h]
+                        : inst.costs[j].effectiveCapacity / groups[h].capacity;
+                if (lambda > 0) {
+                    weights[k][i] = groupFlow[k][a] / lambda * share;
+                } else if (a == bestSlot) {
+                    // no demand expected: a request that comes anyway goes where it costs least
+                    weights[k][i] = share;
+                }
+            }
+        }
+        double gap = objective > 0 ? Math.max(0, objective - bound) / objective : 0;
+        return Assembler.assemble(inst, "optimal", options, weights, shedFraction, sourcePrice, shadow, bound, gap,
+                iterations);
+    }
+
+    private static int indexOf(int[] a, int v) {
+        for (int i = 0; i < a.length; i++) {
+            if (a[i] == v) {
+                return i;
+            }
+        }
+        return -1;
+    }
+}
