@@ -1,0 +1,82 @@
+package dev.sextant.request;
+
+/**
+ * One class's routing state, precomputed at swap time so the request path only reads arrays.
+ * Every engine in {@link #cells} and {@link #near} was checked against the class's allowed set
+ * (model served, region within the residency) when this was built, whatever the snapshot's weights
+ * say: the request path cannot reach an engine outside the allowed set (invariant 1).
+ */
+final class ClassRoute {
+    final String id;
+    final String model;
+    /** Regions allowed, sorted; empty = any. */
+    final String[] residency;
+    final int priority;
+    /** Fraction of requests refused by admission, in [0, 1]. */
+    final double shed;
+
+    /** Weighted consistent hashing over the engines with positive weight; null when there are none. */
+    final WeightedSlotTable table;
+    /** Aligned with the table's engine indices. */
+    final EngineCell[] cells;
+    final String[] endpoints;
+    /** Engine's share of this gateway's in-flight requests (all classes), for bounded load. */
+    final double[] share;
+    /** Expected TTFT at the gateway (engine prediction + network RTT), ms; NaN = no rule. */
+    final double[] expectedTtftMs;
+    /** At most this many of {@link #cells} ejected at once. */
+    final int maxEjected;
+
+    /** Fallback order: every allowed, reachable engine, healthy first, then by RTT, then by id. */
+    final EngineCell[] near;
+    final String[] nearEndpoints;
+    final double[] nearExpectedTtftMs;
+    /** {@code nearGroupEnd[i]}: index after the last engine tied with engine i (same health and RTT). */
+    final int[] nearGroupEnd;
+
+    ClassRoute(String id, String model, String[] residency, int priority, double shed, WeightedSlotTable table,
+               EngineCell[] cells, String[] endpoints, double[] share, double[] expectedTtftMs, int maxEjected,
+               EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, int[] nearGroupEnd) {
+        this.id = id;
+        this.model = model;
+        this.residency = residency;
+        this.priority = priority;
+        this.shed = shed;
+        this.table = table;
+        this.cells = cells;
+        this.endpoints = endpoints;
+        this.share = share;
+        this.expectedTtftMs = expectedTtftMs;
+        this.maxEjected = maxEjected;
+        this.near = near;
+        this.nearEndpoints = nearEndpoints;
+        this.nearExpectedTtftMs = nearExpectedTtftMs;
+        this.nearGroupEnd = nearGroupEnd;
+    }
+
+    boolean hasAllowedEngine() {
+        return cells.length > 0 || near.length > 0;
+    }
+
+    /** True when every region this class may use is one the request allows. */
+    boolean residencyWithin(java.util.List<String> allowed) {
+        if (residency.length == 0) {
+            return false;
+        }
+        for (String r : residency) {
+            if (!allowed.contains(r)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    static int indexOf(EngineCell[] cells, EngineCell cell) {
+        for (int i = 0; i < cells.length; i++) {
+            if (cells[i] == cell) {
+                return i;
+            }
+        }
+        return -1;
+    }
+}

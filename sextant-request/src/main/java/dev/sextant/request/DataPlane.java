@@ -1,0 +1,92 @@
+package dev.sextant.request;
+
+import dev.sextant.snapshot.Snapshot;
+
+import java.util.List;
+
+/**
+ * The data plane of one gateway cluster: answers every request from a locally held snapshot, never
+ * waiting for the control plane (DESIGN.md §4–§6). Per request: classify → admission → weighted
+ * consistent hashing of the affinity key → bounded load and local outlier ejection → the engine;
+ * on a failure before the first byte reached the client, {@link #retry} picks the next engine in
+ * the key's order if the retry budget allows.
+ *
+ * <p>Thread-safe, lock-free on the request path ({@link #route}, {@link #retry}, {@link #onFinish}):
+ * the snapshot is read through one volatile reference and per-engine state is atomic. Time comes
+ * only from the {@link Ticker}, randomness only from {@link DataPlaneOptions#seed()}: a simulator
+ * that drives the same calls in the same order with the same ticker gets the same decisions.
+ *
+ * <p>Usage by a gateway:
+ * <pre>{@code
+ * Decision d = plane.route(fields.toMeta());
+ * while (d.routed()) {
+ *     Result r = send(d.endpoint(), d.backoffNanos());      // proxy, stream
+ *     if (r.ok() || r.firstByteSent()) { plane.onFinish(d, r.outcome(), r.ttftNanos()); return; }
+ *     d = plane.retry(d, r.outcome());                        // ends d, maybe picks the next engine
+ * }
+ * answerError(d.refusal().status(), d.message(), d.retryAfterNanos());
+ * }</pre>
+ */
+public interface DataPlane {
+
+    /**
+     * A data plane for {@code gatewayCluster}, holding {@code snapshot} from now on.
+     *
+     * @param gatewayCluster the gateway cluster id whose routes to use
+     * @param snapshot       the first snapshot; its age counts from now
+     * @param ticker         the only source of time
+     * @param options        tunables, e.g. {@link DataPlaneOptions#defaults()}
+     */
+    static DataPlane create(String gatewayCluster, Snapshot snapshot, Ticker ticker, DataPlaneOptions options) {
+        return new DefaultDataPlane(gatewayCluster, snapshot, ticker, options);
+    }
+
+    /**
+     * The first attempt of a request: its engine, or a refusal ({@link Refusal#UNKNOWN_MODEL},
+     * {@link Refusal#NO_ALLOWED_ENGINE}, {@link Refusal#SHED}, {@link Refusal#ENGINE_LIMIT}). A routed
+     * decision is in flight until {@link #onFinish} or {@link #retry} ends it. Allocates only the
+     * returned decision.
+     */
+    Decision route(RequestMeta request);
+
+    /**
+     * Ends {@code failed} with {@code outcome} (if not already ended) and decides the next attempt:
+     * the next engine of the key's order within the class's allowed set that is not ejected, not at
+     * its limit and not tried yet; or, if none is left, the same engine after a full-jitter back-off.
+     * Refuses when the outcome may not be retried (e.g. {@link Outcome#SYSTEM_OVERLOADED}), after
+     * {@link DataPlaneOptions#maxAttempts()} attempts, or when the retry budget is spent. Call it only
+     * while no byte of the response has reached the client.
+     *
+     * @param failed a routed decision from {@link #route} or {@link #retry}
+     */
+    Decision retry(Decision failed, Outcome outcome);
+
+    /**
+     * Ends an attempt: releases its in-flight slot and feeds the outcome to outlier detection.
+     * Idempotent per decision; ignored for refusals.
+     *
+     * @param ttftNanos time to first token seen at the gateway, ns; negative when unknown (no token)
+     */
+    void onFinish(Decision attempt, Outcome outcome, long ttftNanos);
+
+    /**
+     * Holds {@code snapshot} from now on, precomputing the per-class tables off the request path.
+     * A snapshot older than the held one (lower version) is ignored; the held one again (equal) only
+     * resets the age, as a "not modified" answer from the control plane should.
+     *
+     * @return false when ignored as older
+     */
+    boolean swap(Snapshot snapshot);
+
+    /** The snapshot held now. */
+    Snapshot snapshot();
+
+    /** Version, age, fallback mode, in-flight count, retry tokens, ejections: for {@code /healthz}. */
+    DataPlaneStatus status();
+
+    /** Engines ejected now, with reason and expiry, sorted by engine id. */
+    List<Ejection> ejections();
+
+    /** Requests this gateway has in flight on {@code engineId}, ≥ 0. */
+    int inFlight(String engineId);
+}

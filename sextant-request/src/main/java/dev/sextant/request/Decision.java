@@ -1,0 +1,143 @@
+package dev.sextant.request;
+
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+
+/**
+ * The data plane's answer for one attempt of one request: either an engine to send it to, or a
+ * refusal the gateway turns into an error response.
+ *
+ * <p>A routed decision counts as in flight on its engine from the moment it is returned; the gateway
+ * ends it exactly once, with {@link DataPlane#onFinish} or {@link DataPlane#retry} (a second end is
+ * ignored). A refusal needs no end.
+ */
+public final class Decision {
+    private static final AtomicIntegerFieldUpdater<Decision> FINISHED =
+            AtomicIntegerFieldUpdater.newUpdater(Decision.class, "finished");
+
+    private final String classId;
+    private final long snapshotVersion;
+    private final boolean fallback;
+    // routed
+    final EngineCell cell;
+    private final String endpoint;
+    private final int attempt;
+    private final long backoffNanos;
+    final long key;
+    final long requestId;
+    final double expectedTtftMs;
+    final EngineCell[] tried;
+    // refused
+    private final Refusal refusal;
+    private final String message;
+    private final long retryAfterNanos;
+
+    private volatile int finished;
+
+    private Decision(String classId, long snapshotVersion, boolean fallback, EngineCell cell, String endpoint,
+                     int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
+                     EngineCell[] tried, Refusal refusal, String message, long retryAfterNanos) {
+        this.classId = classId;
+        this.snapshotVersion = snapshotVersion;
+        this.fallback = fallback;
+        this.cell = cell;
+        this.endpoint = endpoint;
+        this.attempt = attempt;
+        this.backoffNanos = backoffNanos;
+        this.key = key;
+        this.requestId = requestId;
+        this.expectedTtftMs = expectedTtftMs;
+        this.tried = tried;
+        this.refusal = refusal;
+        this.message = message;
+        this.retryAfterNanos = retryAfterNanos;
+    }
+
+    static Decision routed(String classId, long version, boolean fallback, EngineCell cell, String endpoint,
+                           int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
+                           EngineCell[] tried) {
+        return new Decision(classId, version, fallback, cell, endpoint, attempt, backoffNanos, key, requestId,
+                expectedTtftMs, tried, null, null, 0);
+    }
+
+    static Decision refused(String classId, long version, boolean fallback, Refusal refusal, String message,
+                            long retryAfterNanos) {
+        return new Decision(classId, version, fallback, null, null, 0, 0, 0, 0, Double.NaN, null, refusal, message,
+                retryAfterNanos);
+    }
+
+    /** True when the request goes to {@link #engineId()}; false when it is refused. */
+    public boolean routed() {
+        return refusal == null;
+    }
+
+    /** The engine to send the attempt to, or null when refused. */
+    public String engineId() {
+        return cell == null ? null : cell.id;
+    }
+
+    /** The engine's base URL from the snapshot, or null when refused. */
+    public String endpoint() {
+        return endpoint;
+    }
+
+    /** 1 for the first attempt, 2 and 3 for retries; 0 when refused. */
+    public int attempt() {
+        return attempt;
+    }
+
+    /** How long to wait before sending, ns ≥ 0: positive only when retrying the same engine. */
+    public long backoffNanos() {
+        return backoffNanos;
+    }
+
+    /** The class the request was classified into, or null when the model is unknown. */
+    public String classId() {
+        return classId;
+    }
+
+    /** The version of the snapshot the decision was made from. */
+    public long snapshotVersion() {
+        return snapshotVersion;
+    }
+
+    /** True when the snapshot was too old and the fallback policy chose the engine. */
+    public boolean fallback() {
+        return fallback;
+    }
+
+    /** Why the request was refused, or null when routed. */
+    public Refusal refusal() {
+        return refusal;
+    }
+
+    /** A sentence for the client and the log, or null when routed. */
+    public String message() {
+        return message;
+    }
+
+    /** Retry-after hint of a refusal, ns ≥ 0 (0: none); round up to seconds for {@code Retry-After}. */
+    public long retryAfterNanos() {
+        return retryAfterNanos;
+    }
+
+    /** Marks the attempt finished; true only the first time. */
+    boolean finish() {
+        return FINISHED.compareAndSet(this, 0, 1);
+    }
+
+    /** The engines tried so far, this attempt's last. */
+    EngineCell[] triedSoFar() {
+        if (tried != null) {
+            return tried;
+        }
+        return new EngineCell[] {cell};
+    }
+
+    @Override
+    public String toString() {
+        return routed()
+                ? "Decision[" + engineId() + ", class=" + classId + ", attempt=" + attempt
+                        + (fallback ? ", fallback" : "") + ", v" + snapshotVersion + "]"
+                : "Decision[" + refusal + ": " + message + "]";
+    }
+}

@@ -1,0 +1,494 @@
+package dev.sextant.request;
+
+import dev.sextant.snapshot.Snapshot;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** The data plane; see {@link DataPlane}. */
+final class DefaultDataPlane implements DataPlane {
+    private final String gateway;
+    private final Ticker ticker;
+    private final DataPlaneOptions options;
+    private final long maxAgeNanos;
+    private final long shedRetryAfterNanos;
+    private final long unavailableRetryAfterNanos;
+    private final long ejectionBaseNanos;
+    private final long ejectionMaxNanos;
+    private final long backoffBaseNanos;
+    private final long backoffMaxNanos;
+    private final double loadFactor;
+    private final int limit;
+    private final int minInFlight;
+
+    private final Map<String, EngineCell> cells = new ConcurrentHashMap<>();
+    private final AtomicInteger totalInFlight = new AtomicInteger();
+    private final RetryTokens retryTokens;
+    /** Held by the one thread deciding an ejection; others skip rather than wait (lock-free). */
+    private final AtomicBoolean ejecting = new AtomicBoolean();
+    private final AtomicBoolean inFallback = new AtomicBoolean();
+
+    private volatile Compiled compiled;
+
+    DefaultDataPlane(String gateway, Snapshot snapshot, Ticker ticker, DataPlaneOptions options) {
+        if (gateway == null || gateway.isEmpty()) {
+            throw new IllegalArgumentException("gatewayCluster: missing (expected: a gateway cluster id)");
+        }
+        if (snapshot == null || ticker == null || options == null) {
+            throw new IllegalArgumentException("snapshot, ticker and options: required");
+        }
+        this.gateway = gateway;
+        this.ticker = ticker;
+        this.options = options;
+        this.maxAgeNanos = options.maxSnapshotAge().toNanos();
+        this.shedRetryAfterNanos = options.shedRetryAfter().toNanos();
+        this.unavailableRetryAfterNanos = options.unavailableRetryAfter().toNanos();
+        this.ejectionBaseNanos = options.ejectionBase().toNanos();
+        this.ejectionMaxNanos = options.ejectionMax().toNanos();
+        this.backoffBaseNanos = options.retryBackoffBase().toNanos();
+        this.backoffMaxNanos = options.retryBackoffMax().toNanos();
+        this.loadFactor = 1 + options.boundedLoadEpsilon();
+        this.limit = options.maxInFlightPerEngine();
+        this.minInFlight = options.boundedLoadMinInFlight();
+        long now = ticker.nanos();
+        this.retryTokens = new RetryTokens(options.retryTokenCap(), now);
+        this.compiled = Compiled.compile(gateway, snapshot, null, now, this::cell, options);
+        retryTokens.floorPerSecond(snapshot.retryBudget().minRetriesPerSecond());
+    }
+
+    private EngineCell cell(String id) {
+        return cells.computeIfAbsent(id, EngineCell::new);
+    }
+
+    // ---------------------------------------------------------------- request path
+
+    @Override
+    public Decision route(RequestMeta request) {
+        Compiled c = compiled;
+        long now = ticker.nanos();
+        ClassRoute k = c.classify(request, options.defaultPriority());
+        if (k == null) {
+            return c.refusal(gateway, request, unavailableRetryAfterNanos);
+        }
+        if (!k.hasAllowedEngine()) {
+            return noAllowedEngine(c, k);
+        }
+        boolean stale = stale(c, now);
+        if (stale) {
+            if (k.near.length == 0) {
+                return noAllowedEngine(c, k);
+            }
+            // The policy is too old to trust its weights or its shed fractions: nearest allowed engine,
+            // fewest in flight, with the per-engine concurrency limit as the only guard.
+            retryTokens.deposit(c.depositMicro);
+            int i = pickNear(k, null, now);
+            if (i < 0) {
+                return engineLimit(c, k, true);
+            }
+            return Decision.routed(k.id, c.snapshot.version(), true, k.near[i], k.nearEndpoints[i], 1, 0,
+                    request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[i], null);
+        }
+        if (k.shed > 0 && Hashing.unit(Hashing.mix(request.requestId() ^ Hashing.ADMISSION_SALT)) < k.shed) {
+            return shed(c, k);
+        }
+        if (k.table == null) {
+            return noAllowedEngine(c, k);
+        }
+        retryTokens.deposit(c.depositMicro);
+        int i = pickHashed(k, request.affinityKey(), null, now);
+        if (i < 0) {
+            return engineLimit(c, k, false);
+        }
+        return Decision.routed(k.id, c.snapshot.version(), false, k.cells[i], k.endpoints[i], 1, 0,
+                request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null);
+    }
+
+    private boolean stale(Compiled c, long now) {
+        if (now - c.receivedAt <= maxAgeNanos) {
+            return false;
+        }
+        if (inFallback.compareAndSet(false, true)) {
+            options.listener().onFallback(true, "snapshot " + c.snapshot.version() + " is "
+                    + (now - c.receivedAt) / 1_000_000_000L + " s old (limit " + maxAgeNanos / 1_000_000_000L
+                    + " s): routing to the nearest allowed engine with the fewest requests in flight");
+        }
+        return true;
+    }
+
+    /**
+     * The key's first choice if it is usable, else a walk along the key's order (the slow path).
+     * Returns the class's engine index, already counted in flight, or -1.
+     */
+    private int pickHashed(ClassRoute k, long key, EngineCell[] exclude, long now) {
+        if (exclude == null) {
+            int e = k.table.first(key);
+            EngineCell cell = k.cells[e];
+            if (!cell.ejected(now) && withinBound(cell.inFlight.get(), k.share[e]) && cell.tryAcquire(limit)) {
+                totalInFlight.incrementAndGet();
+                return e;
+            }
+        }
+        return walk(k, key, exclude, now);
+    }
+
+    private boolean withinBound(int inFlight, double share) {
+        // Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018): capacity
+        // ⌈(1+ε)·share·(m+1)⌉ for m requests in flight, counting the one being placed.
+        return inFlight < minInFlight || inFlight + 1 <= Math.ceil(loadFactor * share * (totalInFlight.get() + 1));
+    }
+
+    /**
+     * Walks the key's order: the first engine that is not excluded, not ejected, within its bounded
+     * load and below the concurrency limit; else the least loaded (relative to its share) of the first
+     * {@code maxWalk} usable ones; else any usable engine further on; else, if every engine is ejected,
+     * the first one below the limit (ejection must not leave a class with nothing).
+     */
+    private int walk(ClassRoute k, long key, EngineCell[] exclude, long now) {
+        WeightedSlotTable t = k.table;
+        int len = t.probeLength();
+        int distinct = 0;
+        int budget = Math.min(t.orderLength(), options.maxWalk() + (exclude == null ? 0 : exclude.length));
+        int best = -1;
+        double bestRatio = Double.POSITIVE_INFINITY;
+        int panic = -1;
+        boolean sawHealthy = false;
+        int i = 0;
+        for (; i < len && distinct < budget; i++) {
+            int e = t.probe(key, i);
+            if (t.repeats(key, i, e)) {
+                continue;
+            }
+            distinct++;
+            EngineCell cell = k.cells[e];
+            if (exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
+                continue;
+            }
+            if (cell.ejected(now)) {
+                if (panic < 0 && cell.inFlight.get() < limit) {
+                    panic = e;
+                }
+                continue;
+            }
+            sawHealthy = true;
+            int inFlight = cell.inFlight.get();
+            if (inFlight >= limit) {
+                continue;
+            }
+            if (withinBound(inFlight, k.share[e]) && cell.tryAcquire(limit)) {
+                totalInFlight.incrementAndGet();
+                return e;
+            }
+            double ratio = (inFlight + 1) / k.share[e];
+            if (ratio < bestRatio) {
+                best = e;
+                bestRatio = ratio;
+            }
+        }
+        if (best >= 0 && k.cells[best].tryAcquire(limit)) {
+            totalInFlight.incrementAndGet();
+            return best;
+        }
+        for (; i < len; i++) {
+            int e = t.probe(key, i);
+            if (t.repeats(key, i, e)) {
+                continue;
+            }
+            EngineCell cell = k.cells[e];
+            if (exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
+                continue;
+            }
+            if (cell.ejected(now)) {
+                if (panic < 0 && cell.inFlight.get() < limit) {
+                    panic = e;
+                }
+                continue;
+            }
+            sawHealthy = true;
+            if (cell.tryAcquire(limit)) {
+                totalInFlight.incrementAndGet();
+                return e;
+            }
+        }
+        if (!sawHealthy && panic >= 0 && k.cells[panic].tryAcquire(limit)) {
+            totalInFlight.incrementAndGet();
+            return panic;
+        }
+        return -1;
+    }
+
+    /**
+     * The fallback policy: in the nearest group (same RTT, healthy first) the engine with the fewest
+     * requests in flight that is not excluded, not ejected and below the limit; then the next group.
+     * If every engine is ejected, the nearest one below the limit.
+     */
+    private int pickNear(ClassRoute k, EngineCell[] exclude, long now) {
+        EngineCell[] near = k.near;
+        int panic = -1;
+        for (int g = 0; g < near.length; ) {
+            int end = k.nearGroupEnd[g];
+            int best = -1;
+            int bestInFlight = Integer.MAX_VALUE;
+            for (int i = g; i < end; i++) {
+                EngineCell cell = near[i];
+                if (exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
+                    continue;
+                }
+                int inFlight = cell.inFlight.get();
+                if (cell.ejected(now)) {
+                    if (panic < 0 && inFlight < limit) {
+                        panic = i;
+                    }
+                    continue;
+                }
+                if (inFlight < bestInFlight && inFlight < limit) {
+                    best = i;
+                    bestInFlight = inFlight;
+                }
+            }
+            if (best >= 0 && near[best].tryAcquire(limit)) {
+                totalInFlight.incrementAndGet();
+                return best;
+            }
+            g = end;
+        }
+        if (panic >= 0 && allEjectedOrExcluded(near, exclude, now) && near[panic].tryAcquire(limit)) {
+            totalInFlight.incrementAndGet();
+            return panic;
+        }
+        return -1;
+    }
+
+    private static boolean allEjectedOrExcluded(EngineCell[] cells, EngineCell[] exclude, long now) {
+        for (EngineCell c : cells) {
+            if (!c.ejected(now) && (exclude == null || ClassRoute.indexOf(exclude, c) < 0)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public Decision retry(Decision failed, Outcome outcome) {
+        if (failed == null || !failed.routed()) {
+            throw new IllegalArgumentException("failed: " + failed + " (expected: a routed decision)");
+        }
+        onFinish(failed, outcome, -1);
+        Compiled c = compiled;
+        long version = c.snapshot.version();
+        if (!outcome.retryable()) {
+            return Decision.refused(failed.classId(), version, failed.fallback(), Refusal.NOT_RETRYABLE,
+                    "not retried: the engine's answer was " + outcome, 0);
+        }
+        if (failed.attempt() >= options.maxAttempts()) {
+            return Decision.refused(failed.classId(), version, failed.fallback(), Refusal.ATTEMPTS_EXHAUSTED,
+                    "gave up after " + failed.attempt() + " attempts (last: " + outcome + ")", 0);
+        }
+        ClassRoute k = c.byId.get(failed.classId());
+        if (k == null || !k.hasAllowedEngine()) {
+            return Decision.refused(failed.classId(), version, failed.fallback(), Refusal.NO_ALLOWED_ENGINE,
+                    "class '" + failed.classId() + "' has no allowed engine in snapshot " + version,
+                    unavailableRetryAfterNanos);
+        }
+        long now = ticker.nanos();
+        if (!retryTokens.trySpend(now)) {
+            return Decision.refused(k.id, version, failed.fallback(), Refusal.RETRY_BUDGET_EXHAUSTED,
+                    "not retried: the gateway's retry budget is spent (last: " + outcome + ")",
+                    shedRetryAfterNanos);
+        }
+        EngineCell[] tried = failed.triedSoFar();
+        boolean stale = stale(c, now);
+        int attempt = failed.attempt() + 1;
+        EngineCell[] cellsOf = stale ? k.near : k.cells;
+        int i = stale ? pickNear(k, tried, now) : k.table == null ? -1 : pickHashed(k, failed.key, tried, now);
+        long backoff = 0;
+        if (i < 0) {
+            // Nothing else left: the same engine again, if still allowed and not ejected, after a
+            // full-jitter back-off (Brooker 2015): uniform in [0, min(max, base·2^(attempt−2))].
+            int same = ClassRoute.indexOf(cellsOf, failed.cell);
+            if (same >= 0 && !failed.cell.ejected(now) && failed.cell.tryAcquire(limit)) {
+                totalInFlight.incrementAndGet();
+                i = same;
+                long cap = Math.min(backoffMaxNanos, backoffBaseNanos << Math.min(30, attempt - 2));
+                backoff = (long) (cap * Hashing.unit(Hashing.mix(failed.requestId ^ Hashing.JITTER_SALT
+                        ^ options.seed() + attempt * Hashing.GOLDEN)));
+            }
+        }
+        if (i < 0) {
+            retryTokens.refund();
+            return Decision.refused(k.id, version, stale, Refusal.NO_ENGINE_LEFT, "no allowed engine left to retry"
+                    + " on (tried " + tried.length + ", others ejected or at their limit; last: " + outcome + ")",
+                    unavailableRetryAfterNanos);
+        }
+        EngineCell[] nowTried = tried;
+        if (cellsOf[i] != failed.cell) {
+            nowTried = java.util.Arrays.copyOf(tried, tried.length + 1);
+            nowTried[tried.length] = cellsOf[i];
+        }
+        return Decision.routed(k.id, version, stale, cellsOf[i], stale ? k.nearEndpoints[i] : k.endpoints[i],
+                attempt, backoff, failed.key, failed.requestId,
+                stale ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried);
+    }
+
+    @Override
+    public void onFinish(Decision attempt, Outcome outcome, long ttftNanos) {
+        if (attempt == null || !attempt.routed() || !attempt.finish()) {
+            return;
+        }
+        EngineCell cell = attempt.cell;
+        cell.inFlight.decrementAndGet();
+        totalInFlight.decrementAndGet();
+        if (outcome.failure()) {
+            failed(cell, outcome.toString());
+        } else if (outcome == Outcome.SUCCESS) {
+            double expected = attempt.expectedTtftMs;
+            double factor = options.ttftOutlierFactor();
+            if (ttftNanos >= 0 && factor > 0 && expected > 0 && ttftNanos / 1e6 > factor * expected) {
+                failed(cell, "TTFT " + Math.round(ttftNanos / 1e6) + " ms > " + factor + " × expected "
+                        + Math.round(expected) + " ms");
+            } else if (cell.failures.get() != 0) {
+                cell.failures.set(0);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- outlier ejection (failure path)
+
+    private void failed(EngineCell cell, String what) {
+        int n = cell.failures.incrementAndGet();
+        if (n >= options.consecutiveFailures()) {
+            tryEject(cell, n + " consecutive failures (last: " + what + ")");
+        }
+    }
+
+    private void tryEject(EngineCell cell, String reason) {
+        if (!ejecting.compareAndSet(false, true)) {
+            return; // another thread is deciding; this engine's next failure tries again
+        }
+        Ejection e;
+        try {
+            long now = ticker.nanos();
+            if (cell.ejected(now)) {
+                return;
+            }
+            Compiled c = compiled;
+            for (ClassRoute k : c.classesOf.getOrDefault(cell.id, List.of())) {
+                if (ejectedIn(k, now) + 1 > k.maxEjected) {
+                    return; // the class's cap: it keeps its engines, failures stay counted
+                }
+            }
+            int k = cell.multiplier;
+            if (cell.ejections > 0 && now - cell.lastEjectionEnd > 0) {
+                // k decays by one for every base interval the engine stayed healthy since.
+                long healthy = (now - cell.lastEjectionEnd) / ejectionBaseNanos;
+                k = (int) Math.max(0, k - healthy);
+            }
+            k++;
+            double u = Hashing.unit(Hashing.mix(options.seed() ^ Hashing.JITTER_SALT ^ Keys.of(cell.id)
+                    + cell.ejections * Hashing.GOLDEN));
+            long base = Math.min(ejectionMaxNanos, ejectionBaseNanos * k);
+            long duration = Math.min(ejectionMaxNanos, (long) (base * (1 + options.ejectionJitter() * u)));
+            e = new Ejection(cell.id, reason, now, now + duration, k);
+            cell.multiplier = k;
+            cell.lastEjectionEnd = now + duration;
+            cell.ejections++;
+            cell.failures.set(0);
+            cell.ejection = e;
+        } finally {
+            ejecting.set(false);
+        }
+        options.listener().onEjection(e);
+    }
+
+    private static int ejectedIn(ClassRoute k, long now) {
+        int n = 0;
+        for (EngineCell c : k.cells) {
+            if (c.ejected(now)) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    // ---------------------------------------------------------------- refusals (rare paths)
+
+    private Decision shed(Compiled c, ClassRoute k) {
+        return Decision.refused(k.id, c.snapshot.version(), false, Refusal.SHED, "class '" + k.id
+                + "' is over capacity: the policy sheds " + Math.round(k.shed * 1000) / 10.0
+                + "% of its requests", shedRetryAfterNanos);
+    }
+
+    private Decision noAllowedEngine(Compiled c, ClassRoute k) {
+        return Decision.refused(k.id, c.snapshot.version(), false, Refusal.NO_ALLOWED_ENGINE, "class '" + k.id
+                + "' (model '" + k.model + "') has no engine it may use at gateway cluster '" + gateway + "'",
+                unavailableRetryAfterNanos);
+    }
+
+    private Decision engineLimit(Compiled c, ClassRoute k, boolean fallback) {
+        return Decision.refused(k.id, c.snapshot.version(), fallback, Refusal.ENGINE_LIMIT, "every engine class '"
+                + k.id + "' may use is at its limit of " + limit + " requests in flight", shedRetryAfterNanos);
+    }
+
+    // ---------------------------------------------------------------- policy path
+
+    @Override
+    public synchronized boolean swap(Snapshot snapshot) {
+        if (snapshot == null) {
+            throw new IllegalArgumentException("snapshot: missing");
+        }
+        Compiled current = compiled;
+        long now = ticker.nanos();
+        if (snapshot.version() < current.snapshot.version()) {
+            return false;
+        }
+        if (snapshot == current.snapshot || snapshot.equals(current.snapshot)) {
+            compiled = current.refreshed(now);
+        } else {
+            Compiled next = Compiled.compile(gateway, snapshot, current, now, this::cell, options);
+            retryTokens.floorPerSecond(snapshot.retryBudget().minRetriesPerSecond());
+            compiled = next;
+            cells.keySet().retainAll(snapshot.engines().keySet());
+        }
+        if (inFallback.compareAndSet(true, false)) {
+            options.listener().onFallback(false, "snapshot " + snapshot.version() + " swapped in: routing by policy");
+        }
+        return true;
+    }
+
+    @Override
+    public Snapshot snapshot() {
+        return compiled.snapshot;
+    }
+
+    @Override
+    public DataPlaneStatus status() {
+        Compiled c = compiled;
+        long now = ticker.nanos();
+        return new DataPlaneStatus(gateway, c.snapshot.version(), c.snapshot.hash(), Math.max(0, now - c.receivedAt),
+                now - c.receivedAt > maxAgeNanos, totalInFlight.get(), retryTokens.available(), ejections().size());
+    }
+
+    @Override
+    public List<Ejection> ejections() {
+        long now = ticker.nanos();
+        List<Ejection> out = new ArrayList<>();
+        for (EngineCell c : cells.values()) {
+            Ejection e = c.ejection;
+            if (e != null && e.untilNanos() - now > 0) {
+                out.add(e);
+            }
+        }
+        out.sort(Comparator.comparing(Ejection::engineId));
+        return out;
+    }
+
+    @Override
+    public int inFlight(String engineId) {
+        EngineCell c = cells.get(engineId);
+        return c == null ? 0 : c.inFlight.get();
+    }
+}

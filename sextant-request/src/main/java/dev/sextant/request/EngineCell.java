@@ -1,0 +1,47 @@
+package dev.sextant.request;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The gateway-local, mutable state of one engine: in-flight count, consecutive failures and
+ * ejection. Outlives snapshots (keyed by engine id), so a swap does not forget what is in flight.
+ * Lock-free: counters are atomics, the ejection is one volatile reference.
+ */
+final class EngineCell {
+    final String id;
+    final AtomicInteger inFlight = new AtomicInteger();
+    final AtomicInteger failures = new AtomicInteger();
+    /** The current or last ejection; null if never ejected. */
+    volatile Ejection ejection;
+    // Written only by the thread holding the data plane's ejection flag.
+    int multiplier;
+    long lastEjectionEnd;
+    int ejections;
+
+    EngineCell(String id) {
+        this.id = id;
+    }
+
+    boolean ejected(long now) {
+        Ejection e = ejection;
+        return e != null && e.untilNanos() - now > 0;
+    }
+
+    /** Counts one more request in flight unless {@code limit} are already; false when at the limit. */
+    boolean tryAcquire(int limit) {
+        for (;;) {
+            int v = inFlight.get();
+            if (v >= limit) {
+                return false;
+            }
+            if (inFlight.compareAndSet(v, v + 1)) {
+                return true;
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return id;
+    }
+}

@@ -1,0 +1,42 @@
+package dev.sextant.request;
+
+/**
+ * Why the data plane did not route a request (or a retry), with the HTTP status and the OpenAI-style
+ * error code the gateway answers with.
+ */
+public enum Refusal {
+    /** No class of this gateway cluster serves the requested model. */
+    UNKNOWN_MODEL(404, "model_not_found"),
+    /** The model is known, but no engine may serve the request (residency, or no engine at all). */
+    NO_ALLOWED_ENGINE(503, "no_allowed_engine"),
+    /** Admission refused it: the policy sheds this fraction of the class. Carries a retry-after hint. */
+    SHED(429, "overloaded"),
+    /** Every candidate engine is at its concurrency limit, the final guard. Carries a retry-after hint. */
+    ENGINE_LIMIT(429, "overloaded"),
+    /** The failed attempt's outcome may not be retried (e.g. the system said it is overloaded). */
+    NOT_RETRYABLE(502, "upstream_error"),
+    /** The request already made the maximum number of attempts. */
+    ATTEMPTS_EXHAUSTED(502, "upstream_error"),
+    /** The gateway's retry budget has no token left. */
+    RETRY_BUDGET_EXHAUSTED(503, "upstream_error"),
+    /** No allowed engine is left to retry on (all tried, ejected or at their limit). */
+    NO_ENGINE_LEFT(503, "upstream_error");
+
+    private final int status;
+    private final String code;
+
+    Refusal(int status, String code) {
+        this.status = status;
+        this.code = code;
+    }
+
+    /** The HTTP status to answer with. */
+    public int status() {
+        return status;
+    }
+
+    /** The {@code error.code} of the OpenAI-style error body. */
+    public String code() {
+        return code;
+    }
+}

@@ -1,0 +1,33 @@
+package dev.sextant.request;
+
+import java.util.List;
+
+/**
+ * What the data plane needs to know about a request. The gateway builds it from HTTP headers and
+ * body fields with {@link HttpFields#toMeta()}; a simulator builds it directly.
+ *
+ * @param model       the requested model id (OpenAI {@code "model"}), non-empty
+ * @param residency   regions the request's data may be processed in; empty = no restriction
+ * @param priority    requested priority, higher is more important; {@link #NO_PRIORITY} when absent
+ * @param affinityKey 64-bit key that keeps a conversation on one engine (see {@link Keys}); requests
+ *                    without one pass their request id here so they still follow the weights
+ * @param requestId   64-bit hash of a per-request unique id; admission sheds by it, so it must differ
+ *                    between requests (uniformly distributed bits)
+ */
+public record RequestMeta(String model, List<String> residency, int priority, long affinityKey, long requestId) {
+    /** The value of {@code priority} when the request names none. */
+    public static final int NO_PRIORITY = Integer.MIN_VALUE;
+
+    public RequestMeta {
+        if (model == null || model.isEmpty()) {
+            throw new IllegalArgumentException("model: " + (model == null ? "missing" : "empty")
+                    + " (expected: a non-empty model id)");
+        }
+        residency = residency == null ? List.of() : List.copyOf(residency);
+    }
+
+    /** A request for {@code model} with no residency or priority, keyed by {@code key}, with id {@code requestId}. */
+    public static RequestMeta of(String model, long key, long requestId) {
+        return new RequestMeta(model, List.of(), NO_PRIORITY, key, requestId);
+    }
+}

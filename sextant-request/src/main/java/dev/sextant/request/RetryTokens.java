@@ -1,0 +1,60 @@
+package dev.sextant.request;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The gateway's retry budget: a token bucket filled by requests ({@code r(u)} tokens each, in
+ * millionths) and capped, plus a floor of {@code minRetriesPerSecond} paced by GCRA (one token per
+ * interval, no bursts), so over any window T the retries are at most deposits + floor × T + 1.
+ * Lock-free: two atomics.
+ */
+final class RetryTokens {
+    static final long UNIT = 1_000_000L;
+
+    private final AtomicLong micro = new AtomicLong();
+    private final AtomicLong floorTat;
+    private final long capMicro;
+    private volatile long floorIntervalNanos;
+
+    RetryTokens(double cap, long now) {
+        this.capMicro = (long) (cap * UNIT);
+        this.floorTat = new AtomicLong(now);
+    }
+
+    void floorPerSecond(double rate) {
+        floorIntervalNanos = rate > 0 ? Math.max(1L, (long) (1e9 / rate)) : 0L;
+    }
+
+    void deposit(long tokensMicro) {
+        if (tokensMicro > 0 && micro.get() < capMicro) {
+            micro.addAndGet(tokensMicro);
+        }
+    }
+
+    boolean trySpend(long now) {
+        for (long v = micro.get(); v >= UNIT; v = micro.get()) {
+            if (micro.compareAndSet(v, v - UNIT)) {
+                return true;
+            }
+        }
+        long interval = floorIntervalNanos;
+        if (interval == 0) {
+            return false;
+        }
+        for (long t = floorTat.get(); t - now <= 0; t = floorTat.get()) {
+            if (floorTat.compareAndSet(t, now + interval)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Gives back a token taken for a retry that found no engine. */
+    void refund() {
+        micro.addAndGet(UNIT);
+    }
+
+    double available() {
+        return micro.get() / (double) UNIT;
+    }
+}

@@ -1,0 +1,377 @@
+package dev.sextant.request;
+
+import dev.sextant.snapshot.RetryBudget;
+import dev.sextant.snapshot.Snapshot;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.offset;
+
+class DataPlaneTest {
+    final Fixtures.ManualTicker ticker = new Fixtures.ManualTicker();
+
+    DataPlane plane(Snapshot s) {
+        return DataPlane.create("g", s, ticker, DataPlaneOptions.defaults());
+    }
+
+    // ------------------------------------------------------------------ affinity
+
+    @Test
+    void route_sameKey_sameEngineInTwoIndependentInstances() {
+        Snapshot s = Fixtures.simple(1, 0, 0.1, 0.2, 0.3, 0.4);
+        Snapshot s2 = Fixtures.simple(2, 0, 0.4, 0.3, 0.2, 0.1);
+        DataPlane a = plane(s);
+        DataPlane b = DataPlane.create("g", s, new Fixtures.ManualTicker(), DataPlaneOptions.defaults().withSeed(99));
+        SplittableRandom rnd = new SplittableRandom(1);
+        for (int round = 0; round < 2; round++) {
+            for (int i = 0; i < 10_000; i++) {
+                long key = rnd.nextLong();
+                Decision da = a.route(RequestMeta.of("m", key, rnd.nextLong()));
+                Decision db = b.route(RequestMeta.of("m", key, rnd.nextLong()));
+                Decision again = a.route(RequestMeta.of("m", key, rnd.nextLong()));
+                assertThat(db.engineId()).isEqualTo(da.engineId());
+                assertThat(again.engineId()).isEqualTo(da.engineId());
+                a.onFinish(da, Outcome.SUCCESS, -1);
+                a.onFinish(again, Outcome.SUCCESS, -1);
+                b.onFinish(db, Outcome.SUCCESS, -1);
+            }
+            a.swap(s2);
+            b.swap(s2);
+        }
+    }
+
+    @Test
+    void route_followsTheSlotTableOfTheSnapshotWeights() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.75));
+        SlotTable t = SlotTable.of(List.of("e0", "e1"), new double[] {0.25, 0.75});
+        for (long key = 0; key < 1000; key++) {
+            Decision d = p.route(RequestMeta.of("m", key, key));
+            assertThat(d.engineId()).isEqualTo(t.engineIds().get(t.first(key)));
+            p.onFinish(d, Outcome.SUCCESS, -1);
+        }
+    }
+
+    // ------------------------------------------------------------------ admission
+
+    @Test
+    void route_shedFraction_refusesExactlyThatFractionDeterministically() {
+        DataPlane p = plane(Fixtures.simple(1, 0.3, 0.35, 0.35));
+        int n = 200_000;
+        int shed = 0;
+        SplittableRandom rnd = new SplittableRandom(2);
+        for (int i = 0; i < n; i++) {
+            long id = rnd.nextLong();
+            Decision d = p.route(RequestMeta.of("m", id, id));
+            if (d.routed()) {
+                p.onFinish(d, Outcome.SUCCESS, -1);
+            } else {
+                assertThat(d.refusal()).isEqualTo(Refusal.SHED);
+                assertThat(d.refusal().status()).isEqualTo(429);
+                assertThat(d.retryAfterNanos()).isEqualTo(Duration.ofSeconds(1).toNanos());
+                shed++;
+            }
+            Decision again = p.route(RequestMeta.of("m", 5, id));
+            assertThat(again.routed()).isEqualTo(d.routed()); // same id, same answer
+            p.onFinish(again, Outcome.SUCCESS, -1);
+        }
+        assertThat(shed / (double) n).isCloseTo(0.3, offset(0.005));
+    }
+
+    @Test
+    void route_sheddingDoesNotSkewEngineShares() {
+        DataPlane p = plane(Fixtures.simple(1, 0.5, 0.1, 0.4));
+        int[] hits = new int[2];
+        SplittableRandom rnd = new SplittableRandom(3);
+        for (int i = 0; i < 100_000; i++) {
+            long id = rnd.nextLong();
+            Decision d = p.route(RequestMeta.of("m", id, id)); // no affinity key: keyed by the request id
+            if (d.routed()) {
+                hits[d.engineId().equals("e0") ? 0 : 1]++;
+                p.onFinish(d, Outcome.SUCCESS, -1);
+            }
+        }
+        assertThat(hits[0] / (double) (hits[0] + hits[1])).isCloseTo(0.2, offset(0.01));
+    }
+
+    @Test
+    void route_concurrencyLimit_refusesWithRetryAfterOnceEveryEngineIsFull() {
+        DataPlane p = DataPlane.create("g", Fixtures.simple(1, 0, 0.5, 0.5), ticker,
+                DataPlaneOptions.defaults().withMaxInFlightPerEngine(3));
+        List<Decision> held = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            Decision d = p.route(RequestMeta.of("m", i, i));
+            assertThat(d.routed()).isTrue();
+            held.add(d);
+        }
+        Decision full = p.route(RequestMeta.of("m", 7, 7));
+        assertThat(full.refusal()).isEqualTo(Refusal.ENGINE_LIMIT);
+        assertThat(full.retryAfterNanos()).isPositive();
+        assertThat(p.inFlight("e0")).isEqualTo(3);
+        p.onFinish(held.get(0), Outcome.SUCCESS, -1);
+        p.onFinish(held.get(0), Outcome.SUCCESS, -1); // a second end is ignored
+        assertThat(p.status().inFlight()).isEqualTo(5);
+        assertThat(p.route(RequestMeta.of("m", 7, 7)).routed()).isTrue();
+    }
+
+    // ------------------------------------------------------------------ bounded load
+
+    @Test
+    void route_hotKey_spillsPastItsEngineAtOnePlusEpsilonTimesItsShare() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
+        String home = null;
+        int m = 200;
+        for (int i = 0; i < m; i++) {
+            Decision d = p.route(RequestMeta.of("m", 42, i)); // one hot conversation, never finishing
+            home = home == null ? d.engineId() : home;
+        }
+        int homeLoad = p.inFlight(home);
+        // ⌈1.25 × 0.25 × m⌉ on the key's own engine, the rest walked on in the key's order
+        assertThat(homeLoad).isBetween((int) Math.floor(1.25 * 0.25 * m) - 1, (int) Math.ceil(1.25 * 0.25 * m) + 1);
+        for (int e = 0; e < 4; e++) {
+            assertThat(p.inFlight("e" + e)).isLessThanOrEqualTo((int) Math.ceil(1.25 * 0.25 * (m + 1)));
+        }
+    }
+
+    // ------------------------------------------------------------------ outlier ejection
+
+    @Test
+    void onFinish_fiveConsecutiveFailures_ejectsForBaseWithJitterThenReturns() {
+        List<Ejection> seen = new ArrayList<>();
+        DataPlane p = DataPlane.create("g", Fixtures.simple(1, 0, 0.5, 0.5), ticker, DataPlaneOptions.defaults()
+                .withListener(new DataPlaneListener() {
+                    @Override
+                    public void onEjection(Ejection e) {
+                        seen.add(e);
+                    }
+                }));
+        long key = keyOn(p, "e0");
+        for (int i = 0; i < 4; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
+        }
+        assertThat(p.ejections()).isEmpty();
+        p.onFinish(p.route(RequestMeta.of("m", key, 5)), Outcome.SUCCESS, 1); // resets the count
+        for (int i = 0; i < 4; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.SERVER_ERROR, -1);
+        }
+        assertThat(p.ejections()).isEmpty();
+        p.onFinish(p.route(RequestMeta.of("m", key, 9)), Outcome.TIMEOUT, -1);
+
+        List<Ejection> ej = p.ejections();
+        assertThat(ej).hasSize(1);
+        Ejection e = ej.get(0);
+        assertThat(e.engineId()).isEqualTo("e0");
+        assertThat(e.reason()).contains("5 consecutive failures").contains("TIMEOUT");
+        assertThat(e.multiplier()).isEqualTo(1);
+        long duration = e.untilNanos() - e.sinceNanos();
+        assertThat(duration).isBetween(Duration.ofSeconds(30).toNanos(), Duration.ofSeconds(33).toNanos());
+        assertThat(seen).containsExactly(e);
+        assertThat(p.status().ejectedEngines()).isEqualTo(1);
+        assertThat(p.route(RequestMeta.of("m", key, 1)).engineId()).isEqualTo("e1");
+
+        ticker.advanceSeconds(33.1);
+        assertThat(p.ejections()).isEmpty();
+        assertThat(p.route(RequestMeta.of("m", key, 1)).engineId()).isEqualTo("e0");
+    }
+
+    @Test
+    void onFinish_repeatedEjections_growByBaseTimesKUpToTheCap_andDecayWhileHealthy() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5));
+        long key = keyOn(p, "e0");
+        List<Integer> ks = new ArrayList<>();
+        for (int round = 0; round < 12; round++) {
+            for (int i = 0; i < 5; i++) {
+                p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
+            }
+            Ejection e = p.ejections().get(0);
+            ks.add(e.multiplier());
+            assertThat(e.untilNanos() - e.sinceNanos()).isLessThanOrEqualTo(Duration.ofSeconds(300).toNanos());
+            ticker.advanceMillis((e.untilNanos() - e.sinceNanos()) / 1_000_000 + 1);
+        }
+        assertThat(ks).startsWith(1, 2, 3, 4);
+        Ejection last = null;
+        ticker.advanceSeconds(30 * 20); // healthy for twenty base intervals
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
+        }
+        last = p.ejections().get(0);
+        assertThat(last.multiplier()).isEqualTo(1);
+    }
+
+    @Test
+    void onFinish_neverEjectsMoreThanTheClassCapAndAlwaysLeavesOne() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5));
+        for (String engine : List.of("e0", "e1")) {
+            long key = keyOn(p, engine);
+            for (int i = 0; i < 5; i++) {
+                p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
+            }
+        }
+        assertThat(p.ejections()).hasSize(1);
+    }
+
+    @Test
+    void onFinish_ttftFarAboveTheProfilePrediction_countsAsAFailure() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5)); // engine latency 100 ms, rtt 1 ms
+        long key = keyOn(p, "e0");
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.SUCCESS, 400_000_000L); // 4× : fine
+        }
+        assertThat(p.ejections()).isEmpty();
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.SUCCESS, 600_000_000L); // > 5 × 101 ms
+        }
+        assertThat(p.ejections()).singleElement().satisfies(e ->
+                assertThat(e.reason()).contains("TTFT 600 ms > 5.0 × expected 101 ms"));
+    }
+
+    // ------------------------------------------------------------------ retries
+
+    @Test
+    void retry_goesToTheNextEngineOfTheKeysOrderThenGivesUpAfterThreeAttempts() {
+        Snapshot s = Fixtures.simple(1, 0, 0.2, 0.2, 0.2, 0.2, 0.2);
+        DataPlane p = plane(s);
+        long key = 12345;
+        SlotTable t = SlotTable.of(List.of("e0", "e1", "e2", "e3", "e4"), new double[] {1, 1, 1, 1, 1});
+        int[] order = new int[3];
+        t.fill(key, order);
+        Decision d1 = p.route(RequestMeta.of("m", key, 1));
+        Decision d2 = p.retry(d1, Outcome.CONNECT_ERROR); // the floor's first token
+        ticker.advanceSeconds(1);                          // the floor pays one retry a second
+        Decision d3 = p.retry(d2, Outcome.SERVER_ERROR);
+        ticker.advanceSeconds(1);
+        Decision d4 = p.retry(d3, Outcome.TIMEOUT);
+        assertThat(List.of(d1.engineId(), d2.engineId(), d3.engineId())).containsExactly(
+                "e" + order[0], "e" + order[1], "e" + order[2]);
+        assertThat(List.of(d1.attempt(), d2.attempt(), d3.attempt())).containsExactly(1, 2, 3);
+        assertThat(d2.backoffNanos()).isZero();
+        assertThat(d4.refusal()).isEqualTo(Refusal.ATTEMPTS_EXHAUSTED);
+        assertThat(p.status().inFlight()).isZero();
+    }
+
+    @Test
+    void retry_systemOverloaded_isNeverRetried() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5));
+        Decision d = p.retry(p.route(RequestMeta.of("m", 1, 1)), Outcome.SYSTEM_OVERLOADED);
+        assertThat(d.refusal()).isEqualTo(Refusal.NOT_RETRYABLE);
+        assertThat(p.status().inFlight()).isZero();
+    }
+
+    @Test
+    void retry_singleEngine_retriesItAfterAFullJitterBackoff() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 1.0));
+        Map<Long, Long> backoffs = new HashMap<>();
+        for (long id = 0; id < 200; id++) {
+            Decision d = p.retry(p.route(RequestMeta.of("m", 1, id)), Outcome.ENGINE_BUSY);
+            assertThat(d.engineId()).isEqualTo("e0");
+            assertThat(d.backoffNanos()).isBetween(0L, Duration.ofMillis(25).toNanos());
+            backoffs.put(id, d.backoffNanos());
+            p.onFinish(d, Outcome.SUCCESS, -1);
+            ticker.advanceSeconds(1); // let the floor refill
+        }
+        assertThat(backoffs.values().stream().distinct().count()).isGreaterThan(150); // jittered
+        double mean = backoffs.values().stream().mapToLong(Long::longValue).average().orElseThrow();
+        assertThat(mean).isCloseTo(Duration.ofMillis(25).toNanos() / 2.0, offset(Duration.ofMillis(4).toNanos() * 1.0));
+    }
+
+    // ------------------------------------------------------------------ fallback
+
+    @Test
+    void route_staleSnapshot_fallsBackToNearestAllowedEngineWithFewestInFlight_andSaysSo() {
+        Snapshot s = new Fixtures.SnapshotBuilder("g").version(4)
+                .rtt("near", 2).rtt("far", 50).rtt("eu", 1)
+                .engine("n1", "near", "us", 100, "chat")
+                .engine("n2", "near", "us", 100, "chat")
+                .engine("f1", "far", "us", 100, "chat")
+                .engine("x1", "eu", "eu", 100, "chat") // nearest of all, but outside the residency
+                .route("k", "chat", List.of("us"), 0, 0, Map.of("f1", 1.0))
+                .build();
+        List<String> events = new ArrayList<>();
+        DataPlane p = DataPlane.create("g", s, ticker, DataPlaneOptions.defaults().withListener(new DataPlaneListener() {
+            @Override
+            public void onFallback(boolean fallback, String reason) {
+                events.add(fallback + ": " + reason);
+            }
+        }));
+        assertThat(p.route(RequestMeta.of("chat", 1, 1)).engineId()).isEqualTo("f1");
+        ticker.advanceSeconds(301);
+        assertThat(p.status().fallback()).isTrue();
+        Decision a = p.route(RequestMeta.of("chat", 1, 2));
+        Decision b = p.route(RequestMeta.of("chat", 1, 3));
+        Decision c = p.route(RequestMeta.of("chat", 1, 4));
+        assertThat(a.fallback()).isTrue();
+        assertThat(List.of(a.engineId(), b.engineId(), c.engineId())).containsExactly("n1", "n2", "n1");
+        assertThat(events).singleElement().asString().startsWith("true: snapshot 4 is 301 s old");
+
+        p.swap(s); // the control plane answers again: "not modified"
+        assertThat(p.status().fallback()).isFalse();
+        assertThat(p.route(RequestMeta.of("chat", 1, 5)).engineId()).isEqualTo("f1");
+        assertThat(events).hasSize(2).last().asString().startsWith("false:");
+    }
+
+    @Test
+    void swap_olderVersion_isIgnored() {
+        DataPlane p = plane(Fixtures.simple(5, 0, 1.0));
+        assertThat(p.swap(Fixtures.simple(4, 0, 0.5, 0.5))).isFalse();
+        assertThat(p.snapshot().version()).isEqualTo(5);
+        assertThat(p.swap(Fixtures.simple(6, 0, 0.5, 0.5))).isTrue();
+        assertThat(p.status().version()).isEqualTo(6);
+    }
+
+    @Test
+    void swap_keepsInFlightCountsOfEnginesThatStay() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 1.0));
+        Decision d = p.route(RequestMeta.of("m", 1, 1));
+        p.swap(Fixtures.simple(2, 0, 0.5, 0.5));
+        assertThat(p.inFlight("e0")).isEqualTo(1);
+        p.onFinish(d, Outcome.SUCCESS, -1);
+        assertThat(p.inFlight("e0")).isZero();
+        assertThat(p.status().inFlight()).isZero();
+    }
+
+    // ------------------------------------------------------------------ retry budget
+
+    @Test
+    void retry_underTotalFailureAtHighUtilization_amplificationStaysWithinTheBudget() {
+        double u = 0.95;
+        RetryBudget budget = RetryBudget.DEFAULT;
+        Snapshot base = Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25);
+        Snapshot s = new Snapshot(1, "", "test", u, budget, base.routes(), base.engines(), base.networkRttMs(),
+                Fixtures.OBJECTIVE);
+        DataPlane p = plane(s);
+        int requests = 20_000;
+        double seconds = 100;
+        long attempts = 0;
+        for (int i = 0; i < requests; i++) {
+            ticker.advanceSeconds(seconds / requests);
+            Decision d = p.route(RequestMeta.of("m", i, i));
+            while (d.routed()) {
+                attempts++;
+                d = p.retry(d, Outcome.SERVER_ERROR); // every engine fails every time
+            }
+        }
+        double amplification = attempts / (double) requests;
+        double bound = 1 + budget.ratio(u) + (budget.minRetriesPerSecond() * seconds + 1) / requests;
+        System.out.printf("retry amplification at u=%.2f, 100%% failure: %.4f (bound 1 + r(u) + floor = %.4f)%n", u,
+                amplification, bound);
+        assertThat(amplification).isLessThanOrEqualTo(bound);
+        assertThat(amplification).isGreaterThan(1 + budget.ratio(u) * 0.9); // the budget is used, not just refused
+    }
+
+    /** A key whose first choice is {@code engine}. */
+    static long keyOn(DataPlane p, String engine) {
+        for (long key = 0; ; key++) {
+            Decision d = p.route(RequestMeta.of("m", key, key));
+            p.onFinish(d, Outcome.CANCELLED, -1);
+            if (engine.equals(d.engineId())) {
+                return key;
+            }
+        }
+    }
+}
