@@ -27,8 +27,11 @@ final class EngineSim {
 
         void finished(EngineSim engine, SimRequest r, double atMs);
 
-        /** The attempt failed at the engine (crash, refused connection, too large for the KV cache). */
-        void failed(EngineSim engine, SimRequest r, double atMs);
+        /**
+         * The attempt failed at the engine: refused connection ({@code connect}: the engine is down) or
+         * a crash / a request too large for the KV cache.
+         */
+        void failed(EngineSim engine, SimRequest r, double atMs, boolean connect);
 
         /** The client gave up waiting at {@code atMs} before the engine admitted it. */
         void timedOut(EngineSim engine, SimRequest r, double atMs);
@@ -92,7 +95,7 @@ final class EngineSim {
     /** A request reaches the engine now. */
     void arrive(SimRequest r) {
         if (!up) {
-            listener.failed(this, r, loop.now());
+            listener.failed(this, r, loop.now(), true);
             return;
         }
         r.engineArrivalMs = loop.now();
@@ -132,7 +135,7 @@ final class EngineSim {
         reserved = 0;
         cache.clear();
         for (SimRequest r : lost) {
-            listener.failed(this, r, now);
+            listener.failed(this, r, now, false);
         }
     }
 
@@ -199,7 +202,7 @@ final class EngineSim {
             if (reserved + need > p.kvCacheTokens()) {
                 if (running.isEmpty()) {
                     waiting.pollFirst();
-                    listener.failed(this, r, now);
+                    listener.failed(this, r, now, false);
                     continue;
                 }
                 break;

@@ -26,8 +26,20 @@ interface SimPolicy {
      */
     int retry(SimRequest r, int failedEngine);
 
-    /** An attempt of {@code r} on {@code engine} ended (completed, failed or timed out). */
-    default void attemptEnded(SimRequest r, int engine, boolean ok) {
+    /** How an attempt ended, as the gateway saw it. */
+    enum AttemptEnd {
+        /** A complete response. */
+        OK,
+        /** No connection (engine down, link cut). */
+        CONNECT_ERROR,
+        /** The engine failed the request (crash), before or after its first byte. */
+        SERVER_ERROR,
+        /** The client gave up waiting for the first token. */
+        TIMEOUT
+    }
+
+    /** An attempt of {@code r} on {@code engine} ended. Called before {@link #retry} for a failed attempt. */
+    default void attemptEnded(SimRequest r, int engine, AttemptEnd how) {
     }
 
     /** The conversation of {@code r} has no more turns. */

@@ -24,6 +24,13 @@ final class SimRequest {
     double firstTokenMs = Double.NaN;
     boolean firstByteSent;
 
+    /** When the current attempt left the gateway, ms. */
+    double attemptStartMs;
+    /** Wait before sending the next attempt, ms (set by a policy's retry). */
+    double backoffMs;
+    /** The policy's handle on the current attempt (the production data plane's decision). */
+    Object decision;
+
     // per-attempt engine state
     double engineArrivalMs;
     int prefillRemaining;

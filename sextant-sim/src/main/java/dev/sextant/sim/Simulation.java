@@ -329,18 +329,22 @@ final class Simulation implements EngineSim.Listener {
         r.engine = e;
         inFlight[r.gateway][e]++;
         metrics.attempt(r);
+        double backoff = r.backoffMs;
+        r.backoffMs = 0;
+        r.attemptStartMs = loop.now() + backoff;
         double rtt = rttMs[r.gateway][e];
         if (Double.isInfinite(rtt) || cut[r.gateway][clusterOf[e]]) {
-            loop.after(scenario.control().connectTimeoutMs(), () -> attemptFailed(r, e));
+            loop.after(backoff + scenario.control().connectTimeoutMs(),
+                    () -> attemptFailed(r, e, SimPolicy.AttemptEnd.CONNECT_ERROR));
             return;
         }
         EngineSim engine = engines.get(e);
-        loop.after(rtt / 2, () -> engine.arrive(r));
+        loop.after(backoff + rtt / 2, () -> engine.arrive(r));
     }
 
-    private void attemptFailed(SimRequest r, int e) {
+    private void attemptFailed(SimRequest r, int e, SimPolicy.AttemptEnd how) {
         inFlight[r.gateway][e]--;
-        policy.attemptEnded(r, e, false);
+        policy.attemptEnded(r, e, how);
         if (r.firstByteSent) {
             end(r, SimRequest.End.FAILED, loop.now());
             return;
@@ -376,21 +380,22 @@ final class Simulation implements EngineSim.Listener {
             tbtCount[j]++;
         }
         inFlight[r.gateway][j]--;
-        policy.attemptEnded(r, j, true);
+        policy.attemptEnded(r, j, SimPolicy.AttemptEnd.OK);
         end(r, SimRequest.End.COMPLETED, atMs + rttMs[r.gateway][j] / 2);
     }
 
     @Override
-    public void failed(EngineSim engine, SimRequest r, double atMs) {
+    public void failed(EngineSim engine, SimRequest r, double atMs, boolean connect) {
         int j = engine.index;
-        loop.at(atMs + rttMs[r.gateway][j] / 2, () -> attemptFailed(r, j));
+        SimPolicy.AttemptEnd how = connect ? SimPolicy.AttemptEnd.CONNECT_ERROR : SimPolicy.AttemptEnd.SERVER_ERROR;
+        loop.at(atMs + rttMs[r.gateway][j] / 2, () -> attemptFailed(r, j, how));
     }
 
     @Override
     public void timedOut(EngineSim engine, SimRequest r, double atMs) {
         int j = engine.index;
         inFlight[r.gateway][j]--;
-        policy.attemptEnded(r, j, false);
+        policy.attemptEnded(r, j, SimPolicy.AttemptEnd.TIMEOUT);
         metrics.timeout();
         end(r, SimRequest.End.FAILED, atMs);
     }

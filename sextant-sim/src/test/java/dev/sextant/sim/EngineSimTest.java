@@ -25,7 +25,7 @@ class EngineSimTest {
         }
 
         @Override
-        public void failed(EngineSim e, SimRequest r, double at) {
+        public void failed(EngineSim e, SimRequest r, double at, boolean connect) {
             log.add("failed " + r.id + " @" + at);
         }
 

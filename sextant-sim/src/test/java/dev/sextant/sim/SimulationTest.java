@@ -58,12 +58,12 @@ class SimulationTest {
         return ScenarioLoader.parse("faulty.yaml", FAULTY);
     }
 
-    static List<String> baselines() {
-        return List.of("legacy-feedback", "nearest", "waterfall", "round-robin", "least-request", "prefix-aware");
+    static List<String> policies() {
+        return SimPolicies.ALL;
     }
 
     @ParameterizedTest
-    @MethodSource("baselines")
+    @MethodSource("policies")
     void everyRequestEndsExactlyOnce_underFaults(String policy) throws Exception {
         Simulator.Run run = Simulator.simulate(faulty(), policy, 7, null);
         Metrics m = run.metrics();
@@ -74,7 +74,7 @@ class SimulationTest {
     }
 
     @ParameterizedTest
-    @MethodSource("baselines")
+    @MethodSource("policies")
     void noRequestIsSentOutsideItsAllowedSet(String policy) throws Exception {
         Simulator.Run run = Simulator.simulate(faulty(), policy, 3, null);
         assertThat(run.summary().residencyViolations()).isZero();
@@ -82,7 +82,7 @@ class SimulationTest {
     }
 
     @ParameterizedTest
-    @MethodSource("baselines")
+    @MethodSource("policies")
     void sameScenarioAndSeed_giveIdenticalResults(String policy) throws Exception {
         Simulator.Run a = Simulator.simulate(faulty(), policy, 11, null);
         Simulator.Run b = Simulator.simulate(faulty(), policy, 11, null);
@@ -98,7 +98,7 @@ class SimulationTest {
     }
 
     @ParameterizedTest
-    @MethodSource("baselines")
+    @MethodSource("policies")
     void everyPolicySeesTheSameConversations(String policy) throws Exception {
         // without faults or timeouts the set of first turns does not depend on the policy
         Scenario calm = ScenarioLoader.parse("calm.yaml", FAULTY.replaceAll("(?s)faults:.*", ""));
@@ -109,7 +109,7 @@ class SimulationTest {
     }
 
     @ParameterizedTest
-    @MethodSource("baselines")
+    @MethodSource("policies")
     void crashOfAnEngine_failsOrRetriesItsRequests_andOthersCarryOn(String policy) throws Exception {
         Simulator.Run run = Simulator.simulate(faulty(), policy, 9, null);
         EngineSim eu1 = run.simulation().engines.get(2);
