@@ -291,6 +291,11 @@ final class Report {
                     String.format(Locale.ROOT, "%.1f", r.wallSeconds())));
         }
         b.add(table(header, rows));
+        for (Simulator.Run r : runs) {
+            if (r.simulation().policy instanceof SextantPolicy sp) {
+                b.add(new String[] {"p", "Control plane of `" + r.policy() + "`: " + sp.controlPlaneSummary() + "."});
+            }
+        }
         b.add(new String[] {"p", "TTFT and E2E are seen by the client (network round trip included) over completed "
                 + "requests. Cache hit = prompt tokens served from prefix caches / prompt tokens admitted. "
                 + "Churn = Σ|Δw| per minute per gateway cluster (0 for policies without weights). Failed = errors "

@@ -53,6 +53,8 @@ final class SextantPolicy implements SimPolicy {
     private SplittableRandom noise;
     private long solveFailures;
     private long solves;
+    private long solveWallNanos;
+    private double maxGap;
     /** Outcome of the attempt that just failed, for the retry that follows it at once. */
     private Outcome lastOutcome = Outcome.SERVER_ERROR;
 
@@ -168,8 +170,11 @@ final class SextantPolicy implements SimPolicy {
                 base.classes(), d, base.headroom(), base.affinityDiscountMs());
         Snapshot next;
         try {
+            long t0 = System.nanoTime(); // wall time of the solve, for the report only
             next = optimizer.solve(t, SolveOptions.defaults().after(latest).withPenalties(penalties));
+            solveWallNanos += System.nanoTime() - t0;
             solves++;
+            maxGap = Math.max(maxGap, next.objective().gapRelative());
         } catch (RuntimeException e) {
             // the control plane keeps serving the last snapshot; counted, shown in the report
             solveFailures++;
@@ -272,8 +277,11 @@ final class SextantPolicy implements SimPolicy {
         return route == null ? Double.NaN : route.weights().getOrDefault(base.engines().get(engine).id(), 0.0);
     }
 
-    /** Solves that succeeded and that threw (the control plane then kept its last snapshot). */
-    long[] solveCounts() {
-        return new long[] {solves, solveFailures};
+    /** A sentence about the control plane's work in this run, for the report. */
+    String controlPlaneSummary() {
+        return String.format(java.util.Locale.ROOT,
+                "%d solves (%d failed and kept the previous snapshot), mean solve %.0f ms wall, largest certified "
+                        + "relative gap %.2g", solves, solveFailures,
+                solves == 0 ? 0.0 : solveWallNanos / 1e6 / solves, maxGap);
     }
 }
