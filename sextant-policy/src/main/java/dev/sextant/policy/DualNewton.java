@@ -106,8 +106,9 @@ final class DualNewton {
      * @param objective latency cost of the routing (with the affinity credit), shed excluded
      * @param bound     dual bound on it with the shed amounts fixed
      * @param gap       (objective − bound) / objective
-     * @param fullGap   the same for the whole objective, shed penalties included: certifies that
-     *                  the shed amounts themselves are optimal
+     * @param fullGap   the distance of the whole objective (shed penalties included) from its dual
+     *                  bound, relative to the latency cost: certifies the shed amounts and where they
+     *                  are placed
      */
     record Solution(double[][] flow, double[] shed, double[] prices, double[][] engineLoads, double objective,
                     double bound, double gap, double fullGap) {
@@ -122,11 +123,6 @@ final class DualNewton {
         for (stages = 1; stages <= 40 && tau >= 1e-15 * maxShedCost; stages++) {
             newton(p, gradTol);
             Solution s = primal(p);
-            if (Boolean.getBoolean("sextant.debug")) {
-                double gm = 0;
-                for (double g : grad) gm = Math.max(gm, Math.abs(g));
-                System.err.printf("stage %d tau %.3g it %d gap %.3g full %.3g grad %.3g obj %.6g%n", stages, tau, iterations, s.gap, s.fullGap, gm, s.objective);
-            }
             if (best == null || Math.max(s.gap, s.fullGap) < Math.max(best.gap, best.fullGap)) {
                 best = s;
                 worse = 0;
@@ -197,9 +193,6 @@ final class DualNewton {
                 damping = Math.min(1, damping * 10);
             }
             System.arraycopy(trial, 0, p, 0, groupCount);
-            if (Boolean.getBoolean("sextant.debug2")) {
-                System.err.printf("  it %d t %.3g slope %.3g dq %.3g gmax %.3g%n", it, t, slope, qTrial - q, gmax);
-            }
             q = evaluate(p, true);
         }
     }
@@ -510,7 +503,9 @@ final class DualNewton {
             full += shedCost[k] * shedOut[k];
         }
         double fullBound = bound(prices, shedOut, true);
-        double fullGap = full > 0 ? Math.max(0, full - fullBound) / full : 0;
+        // relative to the latency cost, not to the whole objective: the shed penalty would otherwise
+        // hide how well the shed is placed among sources of one priority
+        double fullGap = objective > 0 ? Math.max(0, full - fullBound) / objective : (full > fullBound ? 1 : 0);
         return new Solution(flow, shedOut, prices, engineLoads, objective, bound, gap, fullGap);
     }
 

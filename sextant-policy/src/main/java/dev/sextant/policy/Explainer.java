@@ -1,9 +1,26 @@
 package dev.sextant.policy;
 
+import dev.sextant.snapshot.EngineState;
+import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.GatewayCluster;
 import dev.sextant.topology.Topology;
+import dev.sextant.topology.TrafficClass;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 
-/** Explains a snapshot's numbers for one (gateway cluster, class). */
+/**
+ * Explains a snapshot's numbers for one (gateway cluster, class).
+ *
+ * <p>The explanation falls out of optimality (DESIGN.md §3): every engine a class uses has the same
+ * marginal cost, network ms plus the engine's price (its marginal latency plus any capacity shadow
+ * price), and that common value is the class price π. An unused engine's marginal cost is at least π,
+ * and the difference, split into "farther" and "slower or fuller", is the reason it gets nothing.
+ */
 public final class Explainer {
     private Explainer() {
     }
@@ -14,11 +31,184 @@ public final class Explainer {
      * @throws IllegalArgumentException when the gateway or class is unknown
      */
     public static Explanation explain(Topology topology, Snapshot snapshot, String gateway, String classId) {
-        throw new UnsupportedOperationException("explain: being built");
+        GatewayCluster g = topology.gatewayClusters().stream().filter(x -> x.id().equals(gateway)).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("gateway: unknown gateway cluster '" + gateway + "'"));
+        TrafficClass c = topology.classes().stream().filter(x -> x.id().equals(classId)).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("class: unknown class '" + classId + "'"));
+        Route route = snapshot.route(g.id(), c.id());
+        if (route == null) {
+            throw new IllegalArgumentException("gateway/class: the snapshot has no route for " + gateway + "/" + classId);
+        }
+        Map<String, Double> rtt = topology.networkRttMs().getOrDefault(g.id(), Map.of());
+        double price = route.priceMs();
+
+        List<Explanation.EngineLine> lines = new ArrayList<>();
+        List<String> disallowed = new ArrayList<>();
+        double nearestUsed = Double.POSITIVE_INFINITY;
+        double farthestUsed = 0;
+        boolean usedFull = false;
+        for (Engine e : topology.engines()) {
+            Double w = route.weights().get(e.id());
+            if (w != null && w > 0) {
+                double ms = rtt.get(e.cluster());
+                nearestUsed = Math.min(nearestUsed, ms);
+                farthestUsed = Math.max(farthestUsed, ms);
+                usedFull |= snapshot.engines().get(e.id()).shadowPriceMs() > 0;
+            }
+        }
+        double minRtt = Double.POSITIVE_INFINITY;
+        for (Engine e : topology.engines()) {
+            String region = topology.regionOf(e);
+            if (!e.serves(c.model())) {
+                disallowed.add(e.id() + ": does not serve model " + c.model());
+                continue;
+            }
+            if (!c.allowsRegion(region)) {
+                disallowed.add(e.id() + ": region " + region + " is outside the class's residency " + c.residency());
+                continue;
+            }
+            if (!rtt.containsKey(e.cluster())) {
+                disallowed.add(e.id() + ": no network path from " + g.id() + " to " + e.cluster());
+                continue;
+            }
+            EngineState s = snapshot.engines().get(e.id());
+            double ms = rtt.get(e.cluster());
+            minRtt = Math.min(minRtt, ms);
+            double weight = route.weights().getOrDefault(e.id(), 0.0);
+            double enginePrice = s.marginalCostMs() + s.shadowPriceMs();
+            double marginal = ms + enginePrice;
+            double use = s.effectiveCapacityRps() > 0 ? s.loadRps() / s.effectiveCapacityRps() : Double.NaN;
+            lines.add(new Explanation.EngineLine(e.id(), weight, ms, s.latencyMs(), marginal, use,
+                    s.shadowPriceMs(), s.penalty(), reason(weight, ms, marginal, price, s, nearestUsed, usedFull)));
+        }
+        lines.sort(Comparator.comparingDouble((Explanation.EngineLine l) -> -l.weight())
+                .thenComparingDouble(Explanation.EngineLine::marginalCostMs).thenComparing(Explanation.EngineLine::engine));
+
+        List<String> summary = new ArrayList<>();
+        summary.add(String.format(Locale.ROOT, "Class %s at gateway cluster %s: %.1f req/s of %s, price %s, shed %.1f%%.",
+                c.id(), g.id(), route.demandRps(), c.model(), ms(price), 100 * route.shedFraction()));
+        double far = 0;
+        for (Explanation.EngineLine l : lines) {
+            if (l.weight() > 0 && l.networkMs() > minRtt) {
+                far += l.weight();
+            }
+        }
+        if (far > 0 && !Double.isNaN(price)) {
+            double near = 0;
+            for (Explanation.EngineLine l : lines) {
+                if (l.networkMs() == minRtt) {
+                    near = Math.max(near, l.engineLatencyMs());
+                }
+            }
+            summary.add(String.format(Locale.ROOT, "%.1f%% goes to engines farther than the nearest (up to +%.0f ms of "
+                    + "network): at the margin, one more request on the nearest engines would wait longer than the "
+                    + "extra distance costs (their latency is already %.0f ms at this load).", 100 * far,
+                    farthestUsed - minRtt, near));
+        }
+        if (route.shedFraction() > 0) {
+            summary.add("Demand exceeds what the allowed engines can carry; the lowest priorities are shed first.");
+        }
+        summary.addAll(alternatives(topology, snapshot, g.id(), c.id()));
+        return new Explanation(g.id(), c.id(), route.demandRps(), price, route.shedFraction(), lines, disallowed,
+                summary);
+    }
+
+    private static String reason(double weight, double rttMs, double marginal, double price, EngineState s,
+                                 double nearestUsed, boolean usedFull) {
+        if (s.effectiveCapacityRps() <= 0) {
+            return "out of service: no effective capacity (health or penalty)";
+        }
+        if (weight > 0) {
+            String r = "in use: its marginal cost equals the class price";
+            if (s.shadowPriceMs() > 0) {
+                r += "; full, and more traffic would rather come here (capacity shadow price " + ms(s.shadowPriceMs())
+                        + ")";
+            }
+            return r;
+        }
+        if (Double.isNaN(price)) {
+            return "not used by this policy";
+        }
+        double excess = marginal - price;
+        double farther = rttMs - nearestUsed;
+        if (farther > 0 && !usedFull) {
+            return String.format(Locale.ROOT, "%.0f ms farther than needed: the engines in use have spare capacity "
+                    + "(marginal cost here %s above the class price)", farther, ms(excess));
+        }
+        return String.format(Locale.ROOT, "not needed: even its first request would cost %s more than the class price "
+                + "(slower engine or longer distance)", ms(excess));
+    }
+
+    /** What the other policies would give this class and the whole fleet. */
+    private static List<String> alternatives(Topology topology, Snapshot snapshot, String gateway, String classId) {
+        List<String> out = new ArrayList<>();
+        for (String name : List.of("nearest", "waterfall")) {
+            if (name.equals(snapshot.policy())) {
+                continue;
+            }
+            Snapshot other = Policies.byName(name).solve(topology, SolveOptions.defaults());
+            out.add("With " + name + " routing instead: " + describe(other, gateway, classId) + " (this policy: "
+                    + describe(snapshot, gateway, classId) + ").");
+        }
+        return out;
+    }
+
+    /** Mean latency of one class at one gateway under a snapshot, or the overloaded engine. */
+    static String describe(Snapshot s, String gateway, String classId) {
+        Route r = s.route(gateway, classId);
+        double sum = 0;
+        double weight = 0;
+        for (Map.Entry<String, Double> w : r.weights().entrySet()) {
+            EngineState e = s.engines().get(w.getKey());
+            if (e.loadRps() > e.effectiveCapacityRps() * (1 + 1e-9)) {
+                return String.format(Locale.ROOT, "unbounded latency, engine %s at %.0f%% of its effective capacity",
+                        w.getKey(), 100 * e.loadRps() / e.effectiveCapacityRps());
+            }
+            Double ms = s.networkRttMs().getOrDefault(gateway, Map.of()).get(e.cluster());
+            sum += w.getValue() * (ms + e.latencyMs());
+            weight += w.getValue();
+        }
+        String shed = r.shedFraction() > 0 ? String.format(Locale.ROOT, ", %.1f%% shed", 100 * r.shedFraction()) : "";
+        double fleet = s.objective().meanLatencyMs();
+        String fleetText = Double.isFinite(fleet) && !overloaded(s) ? String.format(Locale.ROOT, "%.0f ms", fleet)
+                : "unbounded (an engine is over capacity)";
+        return String.format(Locale.ROOT, "mean latency %.0f ms for this class, %s fleet-wide%s",
+                weight > 0 ? sum / weight : 0, fleetText, shed);
+    }
+
+    private static boolean overloaded(Snapshot s) {
+        for (EngineState e : s.engines().values()) {
+            if (e.loadRps() > e.effectiveCapacityRps() * (1 + 1e-9)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The explanation as text for a terminal. */
-    public static String toText(Explanation explanation) {
-        throw new UnsupportedOperationException("explain: being built");
+    public static String toText(Explanation x) {
+        StringBuilder b = new StringBuilder();
+        for (String s : x.summary()) {
+            b.append(s).append('\n');
+        }
+        b.append('\n');
+        b.append(String.format(Locale.ROOT, "%-14s %7s %8s %10s %12s %6s %9s  %s%n", "engine", "weight", "net ms",
+                "engine ms", "marginal ms", "use", "shadow", "why"));
+        for (Explanation.EngineLine l : x.engines()) {
+            b.append(String.format(Locale.ROOT, "%-14s %6.1f%% %8.0f %10.0f %12.0f %5.0f%% %9.0f  %s%n", l.engine(),
+                    100 * l.weight(), l.networkMs(), l.engineLatencyMs(), l.marginalCostMs(), 100 * l.utilization(),
+                    l.shadowPriceMs(), l.reason()));
+        }
+        if (!x.disallowed().isEmpty()) {
+            b.append("\nNot allowed:\n");
+            for (String d : x.disallowed()) {
+                b.append("  ").append(d).append('\n');
+            }
+        }
+        return b.toString();
+    }
+
+    private static String ms(double v) {
+        return Double.isNaN(v) ? "n/a" : String.format(Locale.ROOT, "%.1f ms", v);
     }
 }

@@ -84,7 +84,7 @@ final class OptimalPolicy implements RoutingPolicy {
             double[] p0 = options.previous() == null ? null : warmPrices(inst, compGroups, options.previous());
             double tau0 = p0 == null ? 0.05 * scale : 1e-4 * scale;
             if (p0 == null) {
-                p0 = coldPrices(lambda, localGroups);
+                p0 = coldPrices(lambda, shedCost, slotGroup, slotRtt, localGroups);
             }
             DualNewton solver = new DualNewton(lambda, shedCost, slotGroup, slotRtt, slotKept, inst.discount,
                     localGroups);
@@ -159,22 +159,54 @@ final class OptimalPolicy implements RoutingPolicy {
         return i;
     }
 
-    /** A first guess: every group as loaded as the component is on average. */
-    private static double[] coldPrices(double[] lambda, Group[] groups) {
-        double demand = 0;
-        double capacity = 0;
-        for (double l : lambda) {
-            demand += l;
+    /**
+     * A first guess from a greedy routing: sources, highest priority first, fill their cheapest groups
+     * at idle (network + marginal latency at zero load) up to capacity and shed what fits nowhere. A
+     * group left with room is priced at its marginal cost at that load; a full group that some source
+     * using it had to shed beside is priced just under that source's shed cost, as it will be at the
+     * optimum; any other full group at its marginal cost at capacity.
+     */
+    private static double[] coldPrices(double[] lambda, double[] shedCost, int[][] slotGroup, double[][] slotRtt,
+                                       Group[] groups) {
+        int n = groups.length;
+        double[] room = new double[n];
+        for (int g = 0; g < n; g++) {
+            room[g] = groups[g].capacity;
         }
-        for (Group g : groups) {
-            capacity += g.capacity;
+        Integer[] order = new Integer[lambda.length];
+        for (int k = 0; k < order.length; k++) {
+            order[k] = k;
         }
-        double u = Math.min(0.95, demand / capacity);
-        double[] p = new double[groups.length];
-        for (int i = 0; i < groups.length; i++) {
-            p[i] = groups[i].split(u * groups[i].capacity, new double[groups[i].engines.length]);
+        java.util.Arrays.sort(order, (a, b) -> Double.compare(shedCost[b], shedCost[a]));
+        double[] price = new double[n];
+        java.util.Arrays.fill(price, Double.NEGATIVE_INFINITY);
+        for (int k : order) {
+            int[] sg = slotGroup[k];
+            Integer[] slots = new Integer[sg.length];
+            for (int a = 0; a < sg.length; a++) {
+                slots[a] = a;
+            }
+            final int src = k;
+            java.util.Arrays.sort(slots, java.util.Comparator.comparingDouble(
+                    a -> slotRtt[src][a] + groups[sg[a]].priceFloor));
+            double left = lambda[k];
+            for (int a : slots) {
+                double take = Math.min(left, room[sg[a]]);
+                room[sg[a]] -= take;
+                left -= take;
+            }
+            if (left > 1e-12 * lambda[k]) {
+                for (int a = 0; a < sg.length; a++) {
+                    price[sg[a]] = Math.max(price[sg[a]], shedCost[k] - slotRtt[k][a]);
+                }
+            }
         }
-        return p;
+        for (int g = 0; g < n; g++) {
+            double load = groups[g].capacity - room[g];
+            double marginal = groups[g].split(load, new double[groups[g].engines.length]);
+            price[g] = room[g] > 1e-12 * groups[g].capacity ? marginal : Math.max(price[g], marginal);
+        }
+        return price;
     }
 
     /** Prices from the previous snapshot (marginal cost plus shadow price of loaded engines), or null. */

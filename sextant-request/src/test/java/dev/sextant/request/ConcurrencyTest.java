@@ -32,7 +32,7 @@ class ConcurrencyTest {
     @Test
     void route_duringSwapStorm_neverMixesSnapshotsOrThrows() throws Exception {
         SplittableRandom setup = new SplittableRandom(1);
-        int swaps = 400;
+        int swaps = 200;
         List<Snapshot> snapshots = new ArrayList<>();
         for (long v = 1; v <= swaps + 1; v++) {
             snapshots.add(snapshot(v, setup));
@@ -42,7 +42,7 @@ class ConcurrencyTest {
         DataPlane plane = DataPlane.create("g", snapshots.get(0), new Fixtures.ManualTicker(),
                 DataPlaneOptions.defaults().withMaxInFlightPerEngine(64));
         int routers = 3;
-        int perRouter = 150_000;
+        int perRouter = 60_000;
         ExecutorService pool = Executors.newFixedThreadPool(routers + 1);
         CountDownLatch start = new CountDownLatch(1);
         AtomicBoolean routing = new AtomicBoolean(true);

@@ -1,0 +1,77 @@
+package dev.sextant.app;
+
+import dev.sextant.config.ConfigException;
+import dev.sextant.config.SnapshotJson;
+import dev.sextant.config.TopologyLoader;
+import dev.sextant.policy.Policies;
+import dev.sextant.policy.RoutingPolicy;
+import dev.sextant.policy.SolveOptions;
+import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.Topology;
+import java.nio.file.Path;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** The inputs every solving command shares: topology, policy, previous snapshot, solver options. */
+final class Inputs {
+
+    @Parameters(index = "0", paramLabel = "TOPOLOGY.yaml", description = "The topology (docs/topology.md).")
+    Path topologyFile;
+
+    @Option(names = "--policy", paramLabel = "NAME", defaultValue = "optimal",
+            description = "One of: optimal, nearest, waterfall, proportional (default: ${DEFAULT-VALUE}).")
+    String policy;
+
+    @Option(names = "--previous", paramLabel = "SNAPSHOT.json",
+            description = "The previous snapshot: the new one keeps its traffic where it can and gets the next version.")
+    Path previous;
+
+    @Option(names = "--gap-tolerance", paramLabel = "X",
+            description = "Stop when the certified relative optimality gap is at most X (default: 1e-6).")
+    Double gapTolerance;
+
+    @Option(names = "--affinity-discount-ms", paramLabel = "MS",
+            description = "Overrides the topology's affinity_discount_ms.")
+    Double affinityDiscountMs;
+
+    /** The topology file, with the override applied. */
+    Topology topology() throws ConfigException {
+        Topology t = TopologyLoader.load(topologyFile);
+        if (affinityDiscountMs == null) {
+            return t;
+        }
+        try {
+            return new Topology(t.gatewayClusters(), t.engineClusters(), t.networkRttMs(), t.models(), t.engines(),
+                    t.classes(), t.demandRps(), t.headroom(), affinityDiscountMs);
+        } catch (IllegalArgumentException e) {
+            throw new UsageException("--affinity-discount-ms: " + affinityDiscountMs + " (expected: a finite number >= 0)");
+        }
+    }
+
+    SolveOptions options() throws ConfigException {
+        SolveOptions o = SolveOptions.defaults();
+        if (previous != null) {
+            Snapshot prev = SnapshotJson.read(previous);
+            o = o.after(prev);
+        }
+        if (gapTolerance != null) {
+            try {
+                o = o.withGapTolerance(gapTolerance);
+            } catch (IllegalArgumentException e) {
+                throw new UsageException("--gap-tolerance: " + gapTolerance + " (expected: > 0)");
+            }
+        }
+        return o;
+    }
+
+    RoutingPolicy policy(Services services) {
+        return policy(services, policy);
+    }
+
+    static RoutingPolicy policy(Services services, String name) {
+        if (!Policies.NAMES.contains(name)) {
+            throw new UsageException("--policy: '" + name + "' (expected one of " + Policies.NAMES + ")");
+        }
+        return services.policies().apply(name);
+    }
+}

@@ -1,0 +1,101 @@
+package dev.sextant.app;
+
+import dev.sextant.config.ConfigException;
+import dev.sextant.config.ConfigProblem;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Spec;
+
+/**
+ * The {@code sextant} command line: {@code solve}, {@code explain} and {@code compare}.
+ *
+ * <p>Exit codes: 0 when it worked; 2 for bad input (a topology or snapshot file with problems, a bad
+ * option, an unknown gateway cluster or class), with one line per problem on standard error; 1 for an
+ * internal error, with its message (and the stack trace under {@code --verbose}).
+ */
+@Command(name = "sextant", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
+        description = "Computes an LLM inference routing policy from a topology, explains it, and compares policies.",
+        synopsisSubcommandLabel = "COMMAND")
+public final class Sextant implements Callable<Integer> {
+    /** Exit code of bad input. */
+    public static final int EXIT_BAD_INPUT = 2;
+    /** Exit code of an internal error. */
+    public static final int EXIT_INTERNAL = 1;
+
+    @Spec
+    CommandLine.Model.CommandSpec spec;
+
+    private Sextant() {
+    }
+
+    /** Runs the command line and exits with its exit code. */
+    public static void main(String[] args) {
+        PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true);
+        PrintWriter err = new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true);
+        System.exit(run(Services.production(), out, err, args));
+    }
+
+    /** Runs the command line with these services and streams; returns the exit code. */
+    static int run(Services services, PrintWriter out, PrintWriter err, String... args) {
+        CommandLine cl = new CommandLine(new Sextant())
+                .addSubcommand(new SolveCommand(services, out))
+                .addSubcommand(new ExplainCommand(services, out))
+                .addSubcommand(new CompareCommand(services, out, err));
+        cl.setOut(out).setErr(err);
+        cl.setParameterExceptionHandler((ex, a) -> {
+            CommandLine c = ex.getCommandLine();
+            err.println(c.getCommandName() + ": " + ex.getMessage().replaceAll("\\s*\\R\\s*", " "));
+            err.println("Try '" + c.getCommandSpec().qualifiedName() + " --help'.");
+            err.flush();
+            return EXIT_BAD_INPUT;
+        });
+        cl.setExecutionExceptionHandler((ex, c, parseResult) -> {
+            if (ex instanceof ConfigException config) {
+                config.problems().stream().map(ConfigProblem::toString).forEach(err::println);
+                err.flush();
+                return EXIT_BAD_INPUT;
+            }
+            if (ex instanceof UsageException) {
+                err.println(c.getCommandName() + ": " + ex.getMessage());
+                err.flush();
+                return EXIT_BAD_INPUT;
+            }
+            err.println(c.getCommandName() + ": internal error: " + ex);
+            if (verbose(c.getCommand())) {
+                ex.printStackTrace(err);
+            }
+            err.flush();
+            return EXIT_INTERNAL;
+        });
+        return cl.execute(args);
+    }
+
+    private static boolean verbose(Object command) {
+        if (command instanceof SolveCommand s) {
+            return s.common.verbose;
+        }
+        if (command instanceof ExplainCommand e) {
+            return e.common.verbose;
+        }
+        return command instanceof CompareCommand c && c.common.verbose;
+    }
+
+    /** Without a command: print usage and report bad input. */
+    @Override
+    public Integer call() {
+        spec.commandLine().usage(spec.commandLine().getErr());
+        return EXIT_BAD_INPUT;
+    }
+
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = Sextant.class.getPackage().getImplementationVersion();
+            return new String[] {"sextant " + (v == null ? "(development build)" : v)};
+        }
+    }
+}

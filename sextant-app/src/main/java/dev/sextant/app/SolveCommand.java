@@ -1,0 +1,35 @@
+package dev.sextant.app;
+
+import dev.sextant.config.SnapshotJson;
+import dev.sextant.topology.Topology;
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+
+/** {@code sextant solve}: prints the snapshot of a topology as JSON. */
+@Command(name = "solve", description = "Compute the routing snapshot of a topology and print it as JSON (docs/snapshot.md).")
+final class SolveCommand implements Callable<Integer> {
+    private final Services services;
+    private final PrintWriter out;
+
+    @Mixin
+    Inputs inputs;
+
+    @Mixin
+    Common common;
+
+    SolveCommand(Services services, PrintWriter out) {
+        this.services = services;
+        this.out = out;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        Topology topology = inputs.topology();
+        var options = inputs.options();
+        out.print(SnapshotJson.write(inputs.policy(services).solve(topology, options)));
+        out.flush();
+        return 0;
+    }
+}

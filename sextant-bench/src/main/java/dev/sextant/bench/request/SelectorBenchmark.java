@@ -1,0 +1,200 @@
+package dev.sextant.bench.request;
+
+import dev.sextant.request.DataPlane;
+import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.request.Decision;
+import dev.sextant.request.Outcome;
+import dev.sextant.request.RequestMeta;
+import dev.sextant.request.SlotTable;
+import dev.sextant.request.Ticker;
+import dev.sextant.snapshot.EngineState;
+import dev.sextant.snapshot.Objective;
+import dev.sextant.snapshot.RetryBudget;
+import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.Snapshot;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The request path's engine choice (issue 3): first-engine selection for a key among 16, 1,000 and
+ * 10,000 weighted engines with the slot table, beside the naive alternatives measured in the same
+ * run (weighted random by binary search, a plain ring with 100 virtual nodes per engine, weighted
+ * rendezvous hashing); the whole {@link DataPlane#route} + {@link DataPlane#onFinish} round trip;
+ * and the snapshot swap's precomputation with 64 classes × 1,000 engines.
+ *
+ * <p>Targets: {@code slotTable} ≤ 150 ns median and 0 B/op ({@code gc.alloc.rate.norm}) at every
+ * size; {@code swap64x1000} ≤ 50 ms.
+ *
+ * <p>Run (on a quiet machine; the averages bound the medians from above for these tight
+ * distributions, add {@code -bm sample} for percentiles):
+ * <pre>
+ * mvn -B -q -pl sextant-bench -am package -DskipTests
+ * java -jar sextant-bench/target/benchmarks.jar SelectorBenchmark -f 2 -wi 3 -i 5 -w 2s -r 2s -prof gc
+ * </pre>
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g"})
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+public class SelectorBenchmark {
+
+    /** One class's weighted engines and a stream of keys. */
+    @State(Scope.Thread)
+    public static class Selection {
+        @Param({"16", "1000", "10000"})
+        public int engines;
+
+        SlotTable table;
+        NaiveSelectors.WeightedRandom weightedRandom;
+        NaiveSelectors.VirtualNodeRing ring;
+        NaiveSelectors.WeightedRendezvous rendezvous;
+        long[] keys;
+        int next;
+
+        @Setup
+        public void setup() {
+            SplittableRandom rnd = new SplittableRandom(42);
+            double[] w = new double[engines];
+            List<String> ids = new ArrayList<>();
+            for (int i = 0; i < engines; i++) {
+                w[i] = 0.2 + rnd.nextDouble();
+                ids.add("engine-" + i);
+            }
+            table = SlotTable.of(ids, w);
+            weightedRandom = new NaiveSelectors.WeightedRandom(w);
+            ring = new NaiveSelectors.VirtualNodeRing(w);
+            rendezvous = new NaiveSelectors.WeightedRendezvous(w);
+            keys = new long[1 << 16];
+            for (int i = 0; i < keys.length; i++) {
+                keys[i] = rnd.nextLong();
+            }
+        }
+
+        long key() {
+            return keys[next++ & (keys.length - 1)];
+        }
+    }
+
+    @Benchmark
+    public int slotTable(Selection s) {
+        return s.table.first(s.key());
+    }
+
+    @Benchmark
+    public int naiveWeightedRandom(Selection s) {
+        return s.weightedRandom.pick(s.key());
+    }
+
+    @Benchmark
+    public int naiveRingVirtualNodes(Selection s) {
+        return s.ring.pick(s.key());
+    }
+
+    @Benchmark
+    public int naiveWeightedRendezvous(Selection s) {
+        return s.rendezvous.pick(s.key());
+    }
+
+    /** A data plane over one class of 1,000 engines: classification, admission, selection, release. */
+    @State(Scope.Thread)
+    public static class Plane {
+        DataPlane plane;
+        long[] keys;
+        int next;
+
+        @Setup
+        public void setup() {
+            Snapshot s = snapshot(1, 1000, new SplittableRandom(7), 1);
+            plane = DataPlane.create("g", s, System::nanoTime, DataPlaneOptions.defaults());
+            SplittableRandom rnd = new SplittableRandom(8);
+            keys = new long[1 << 16];
+            for (int i = 0; i < keys.length; i++) {
+                keys[i] = rnd.nextLong();
+            }
+        }
+    }
+
+    @Benchmark
+    public Decision routeAndFinish(Plane p) {
+        long key = p.keys[p.next++ & (p.keys.length - 1)];
+        Decision d = p.plane.route(RequestMeta.of("model-0", key, key));
+        p.plane.onFinish(d, Outcome.SUCCESS, -1);
+        return d;
+    }
+
+    /** Two snapshots of 64 classes × 1,000 engines with different weights, swapped in turn. */
+    @State(Scope.Thread)
+    public static class Swap {
+        DataPlane plane;
+        Snapshot a;
+        Snapshot b;
+        boolean flip;
+
+        @Setup(Level.Trial)
+        public void setup() {
+            a = snapshot(1, 1000, new SplittableRandom(1), 64);
+            b = snapshot(1, 1000, new SplittableRandom(2), 64);
+            Ticker ticker = System::nanoTime;
+            plane = DataPlane.create("g", a, ticker, DataPlaneOptions.defaults());
+        }
+    }
+
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    @OutputTimeUnit(TimeUnit.MILLISECONDS)
+    public boolean swap64x1000(Swap s) {
+        s.flip = !s.flip;
+        return s.plane.swap(s.flip ? s.b : s.a);
+    }
+
+    /** {@code classes} classes of one model each over the same {@code engines} engines, random weights. */
+    static Snapshot snapshot(long version, int engines, SplittableRandom rnd, int classes) {
+        Map<String, EngineState> states = new HashMap<>();
+        Map<String, Double> rtt = new HashMap<>();
+        List<String> models = new ArrayList<>();
+        for (int k = 0; k < classes; k++) {
+            models.add("model-" + k);
+        }
+        for (int c = 0; c < 10; c++) {
+            rtt.put("cluster-" + c, 1.0 + c * 10);
+        }
+        for (int i = 0; i < engines; i++) {
+            states.put("engine-" + i, new EngineState("cluster-" + (i % 10), "region", "http://engine-" + i,
+                    models, 1, 10, 9, 0.5, 200, 200, 0, 1));
+        }
+        Map<String, Route> routes = new HashMap<>();
+        for (int k = 0; k < classes; k++) {
+            Map<String, Double> w = new HashMap<>();
+            double sum = 0;
+            double[] raw = new double[engines];
+            for (int i = 0; i < engines; i++) {
+                raw[i] = 0.2 + rnd.nextDouble();
+                sum += raw[i];
+            }
+            for (int i = 0; i < engines; i++) {
+                w.put("engine-" + i, raw[i] / sum);
+            }
+            routes.put("class-" + k, new Route("model-" + k, List.of(), 0, 100, w, 0, Double.NaN));
+        }
+        return new Snapshot(version, "", "bench", 0.5, RetryBudget.DEFAULT, Map.of("g", routes), states,
+                Map.of("g", rtt), new Objective(0, 0, Double.NaN, Double.NaN, 0, 0));
+    }
+}

@@ -1,0 +1,27 @@
+package dev.sextant.config;
+
+/**
+ * One thing wrong with a configuration file, located for a person who will fix it.
+ *
+ * @param source  the file's display name, e.g. {@code talk.yaml}
+ * @param line    1-based line in the file, or 0 when the problem has no line (e.g. the file is unreadable)
+ * @param path    the field, in the file's own key names: {@code engines[1].capacity_rps}; empty for the
+ *                whole file
+ * @param message what is wrong and what was expected: {@code -3.0 (expected: a finite number > 0)}
+ */
+public record ConfigProblem(String source, int line, String path, String message) {
+
+    /** {@code source:line: path: message}, leaving out the parts that are absent. */
+    @Override
+    public String toString() {
+        StringBuilder s = new StringBuilder(source);
+        if (line > 0) {
+            s.append(':').append(line);
+        }
+        s.append(": ");
+        if (!path.isEmpty()) {
+            s.append(path).append(": ");
+        }
+        return s.append(message).toString();
+    }
+}

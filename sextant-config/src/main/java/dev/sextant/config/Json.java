@@ -1,0 +1,86 @@
+package dev.sextant.config;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.util.DefaultIndenter;
+import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
+import com.fasterxml.jackson.databind.DeserializationContext;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonDeserializer;
+import com.fasterxml.jackson.databind.JsonSerializer;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectWriter;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.module.SimpleModule;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+
+/**
+ * Sextant's JSON conventions for its records: snake_case field names, two-space indentation with
+ * {@code \n} line ends on every platform, map entries sorted by key, and non-finite numbers (NaN,
+ * ±infinity) written as {@code null} and read back as NaN. Equal values give byte-identical text.
+ */
+public final class Json {
+
+    static final ObjectMapper MAPPER = JsonMapper.builder()
+            .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+            .enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS)
+            .enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES)
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .addModule(new SimpleModule("sextant-doubles")
+                    .addSerializer(Double.class, new FiniteOrNull())
+                    .addSerializer(double.class, new FiniteOrNull())
+                    .addDeserializer(Double.class, new NullAsNaN())
+                    .addDeserializer(double.class, new NullAsNaN()))
+            .build();
+
+    private static final ObjectWriter WRITER = MAPPER.writer(new DefaultPrettyPrinter()
+            .withObjectIndenter(new DefaultIndenter("  ", "\n"))
+            .withArrayIndenter(new DefaultIndenter("  ", "\n")));
+
+    private Json() {
+    }
+
+    /** {@code value} (a record, list or map of them) as pretty JSON, ending with a line feed. */
+    public static String write(Object value) {
+        try {
+            return WRITER.writeValueAsString(value) + "\n";
+        } catch (IOException e) {
+            // Writing to a string fails only for a value Jackson cannot describe: a programming error.
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static final class FiniteOrNull extends JsonSerializer<Double> {
+        @Override
+        public void serialize(Double value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
+            if (Double.isFinite(value)) {
+                gen.writeNumber(value);
+            } else {
+                gen.writeNull();
+            }
+        }
+    }
+
+    private static final class NullAsNaN extends JsonDeserializer<Double> {
+        @Override
+        public Double deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+            if (p.currentToken() == JsonToken.VALUE_NUMBER_INT || p.currentToken() == JsonToken.VALUE_NUMBER_FLOAT) {
+                return p.getDoubleValue();
+            }
+            if (p.currentToken() == JsonToken.VALUE_STRING) {
+                throw ctxt.weirdStringException(p.getText(), Double.class, "not a number");
+            }
+            return (Double) ctxt.handleUnexpectedToken(Double.class, p);
+        }
+
+        @Override
+        public Double getNullValue(DeserializationContext ctxt) {
+            return Double.NaN;
+        }
+    }
+}

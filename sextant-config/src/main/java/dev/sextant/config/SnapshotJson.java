@@ -1,0 +1,138 @@
+package dev.sextant.config;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.exc.InvalidFormatException;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import com.fasterxml.jackson.databind.exc.ValueInstantiationException;
+import dev.sextant.snapshot.Snapshot;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Objects;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+
+/**
+ * A {@link Snapshot} as JSON, the form {@code sextant solve} prints and the control plane serves
+ * (documented in {@code docs/snapshot.md}).
+ *
+ * <p>Field names are the records' in snake_case ({@code routes.<gateway>.<class>.weights.<engine>},
+ * {@code engines.<engine>.load_rps}, {@code objective.gap_relative}, …). The text is deterministic:
+ * equal snapshots give byte-identical JSON. Non-finite numbers (an overloaded engine's infinite latency,
+ * the NaN price of a policy without prices) are written as {@code null} and read back as NaN, so
+ * {@code read(write(s)).equals(s)} holds for snapshots whose numbers are all finite.
+ */
+public final class SnapshotJson {
+
+    private SnapshotJson() {
+    }
+
+    /** {@code snapshot} as pretty JSON, ending with a line feed. */
+    public static String write(Snapshot snapshot) {
+        return Json.write(Objects.requireNonNull(snapshot, "snapshot"));
+    }
+
+    /** Reads a snapshot; messages call the text {@code snapshot}. */
+    public static Snapshot read(String json) throws SnapshotException {
+        return read(json, "snapshot");
+    }
+
+    /**
+     * Reads a snapshot.
+     *
+     * @param source the name messages give the text, e.g. its file name
+     * @throws SnapshotException naming the line and field of the first problem
+     */
+    public static Snapshot read(String json, String source) throws SnapshotException {
+        try {
+            Snapshot s = Json.MAPPER.readValue(json, Snapshot.class);
+            if (s == null) {
+                throw new SnapshotException(List.of(new ConfigProblem(source, 1, "", "null (expected: a snapshot object)")));
+            }
+            return s;
+        } catch (JsonProcessingException e) {
+            throw new SnapshotException(List.of(problem(source, e, json)));
+        }
+    }
+
+    /** Reads the snapshot in {@code file}; messages name the file as given. */
+    public static Snapshot read(Path file) throws SnapshotException {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException | RuntimeException e) {
+            throw new SnapshotException(List.of(new ConfigProblem(file.toString(), 0, "",
+                    "cannot read: " + e.getClass().getSimpleName() + " " + e.getMessage())));
+        }
+        return read(text, file.toString());
+    }
+
+    private static ConfigProblem problem(String source, JsonProcessingException e, String json) {
+        int line = YamlTree.line(e.getLocation());
+        String path = "";
+        String message = firstLine(e.getOriginalMessage());
+        if (e instanceof JsonMappingException m) {
+            path = m.getPath().stream()
+                    .map(r -> r.getFieldName() != null ? "." + r.getFieldName() : "[" + r.getIndex() + "]")
+                    .collect(Collectors.joining());
+            path = path.startsWith(".") ? path.substring(1) : path;
+        }
+        if (!path.isEmpty()) {
+            // Jackson reports some problems (unknown keys of records) where it noticed them, past the
+            // field; the field's own line is the one to name.
+            YamlTree.Located at = fieldLines(json).get(path);
+            if (at != null) {
+                line = at.line();
+            }
+        }
+        if (e instanceof UnrecognizedPropertyException u) {
+            TreeSet<String> known = new TreeSet<>();
+            u.getKnownPropertyIds().forEach(k -> known.add(String.valueOf(k)));
+            message = "unknown key '" + u.getPropertyName() + "' (expected one of: " + String.join(", ", known) + ")";
+        } else if (e instanceof ValueInstantiationException v && v.getCause() instanceof IllegalArgumentException iae) {
+            message = firstLine(iae.getMessage());
+        } else if (e instanceof InvalidFormatException f) {
+            message = "'" + f.getValue() + "' (expected: " + expected(f.getTargetType()) + ")";
+        } else if (e instanceof MismatchedInputException && message.contains("creator property")) {
+            message = "missing (expected: a value)";
+        } else if (e instanceof MismatchedInputException mi && mi.getTargetType() != null) {
+            message = "wrong type (expected: " + expected(mi.getTargetType()) + ")";
+        } else if (!(e instanceof JsonMappingException)) {
+            message = "JSON syntax: " + message;
+        }
+        return new ConfigProblem(source, line, path, message);
+    }
+
+    /** Every field of {@code json} by path with its line; empty when the text is not well-formed. */
+    private static java.util.Map<String, YamlTree.Located> fieldLines(String json) {
+        try (JsonParser p = Json.MAPPER.getFactory().createParser(json)) {
+            YamlTree.Node root = YamlTree.parse(p, "", new java.util.ArrayList<>());
+            return root == null ? java.util.Map.of() : YamlTree.index(root);
+        } catch (IOException e) {
+            return java.util.Map.of();
+        }
+    }
+
+    private static String expected(Class<?> type) {
+        if (type == double.class || type == Double.class || type == int.class || type == long.class) {
+            return "a number";
+        }
+        if (type == String.class) {
+            return "a string";
+        }
+        return "a " + type.getSimpleName();
+    }
+
+    private static String firstLine(String s) {
+        if (s == null) {
+            return "malformed";
+        }
+        int nl = s.indexOf('\n');
+        return (nl < 0 ? s : s.substring(0, nl)).trim();
+    }
+}

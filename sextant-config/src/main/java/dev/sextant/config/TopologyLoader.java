@@ -1,0 +1,521 @@
+package dev.sextant.config;
+
+import dev.sextant.config.YamlTree.Kind;
+import dev.sextant.config.YamlTree.Located;
+import dev.sextant.config.YamlTree.Mapping;
+import dev.sextant.config.YamlTree.Node;
+import dev.sextant.config.YamlTree.Scalar;
+import dev.sextant.config.YamlTree.Sequence;
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.EngineCluster;
+import dev.sextant.topology.GatewayCluster;
+import dev.sextant.topology.LatencyProfile;
+import dev.sextant.topology.MeasuredProfile;
+import dev.sextant.topology.Model;
+import dev.sextant.topology.ParametricProfile;
+import dev.sextant.topology.Problem;
+import dev.sextant.topology.Topology;
+import dev.sextant.topology.TrafficClass;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Loads a topology from its YAML form (documented in {@code docs/topology.md}; {@code examples/talk.yaml}
+ * is the reference example) and validates it completely: every problem found is reported at once, each
+ * naming the file, the line and the field, e.g. {@code talk.yaml:23: engines[1].capacity_rps: -3.0
+ * (expected: a finite number > 0)}.
+ *
+ * <p>Checks run in two stages. The first reads every entry (unknown keys, missing fields, wrong types,
+ * the record constructors' own range checks); the second checks references across the whole topology
+ * with {@link Topology#problems}. A reference to an entry that itself failed the first stage is not
+ * reported again, so one mistake gives one message rather than a cascade.
+ */
+public final class TopologyLoader {
+
+    private static final List<String> ROOT_KEYS = List.of("gateway_clusters", "engine_clusters", "network_rtt_ms",
+            "models", "engines", "classes", "demand_rps", "headroom", "affinity_discount_ms");
+    private static final List<String> CLUSTER_KEYS = List.of("id", "region");
+    private static final List<String> MODEL_KEYS = List.of("id", "output_tokens");
+    private static final List<String> ENGINE_KEYS = List.of("id", "cluster", "endpoint", "models", "capacity_rps",
+            "profile", "health");
+    private static final List<String> CLASS_KEYS = List.of("id", "model", "residency", "priority");
+    private static final List<String> PARAMETRIC_KEYS = List.of("ttft_ms", "tbt_ms", "tbt_slope");
+    private static final List<String> MEASURED_KEYS = List.of("points");
+    private static final List<String> POINT_KEYS = List.of("utilization", "ttft_ms", "tbt_ms");
+    private static final Pattern LIST_INDEX = Pattern.compile("^(gateway_clusters|engine_clusters|models|engines|classes)\\[(\\d+)]");
+    private static final Pattern FIELD_MESSAGE = Pattern.compile("^([a-z][a-z0-9_]*): (.*)$", Pattern.DOTALL);
+
+    private TopologyLoader() {
+    }
+
+    /** Loads the topology in {@code file}; messages name the file as given. */
+    public static Topology load(Path file) throws TopologyException {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException | RuntimeException e) {
+            throw new TopologyException(List.of(new ConfigProblem(file.toString(), 0, "",
+                    "cannot read: " + e.getClass().getSimpleName() + " " + e.getMessage())));
+        }
+        return load(text, file.toString());
+    }
+
+    /**
+     * Loads the topology in {@code yaml}.
+     *
+     * @param source the name messages give the text, e.g. its file name
+     */
+    public static Topology load(String yaml, String source) throws TopologyException {
+        return new Reading(source).run(yaml);
+    }
+
+    /** The state of one load: the tree, the problems so far, what was built. */
+    private static final class Reading {
+        private final String source;
+        private final List<ConfigProblem> problems = new ArrayList<>();
+        private Map<String, Located> index = Map.of();
+        /** ids and regions named by entries that failed to load; references to them are not reported. */
+        private final Set<String> failedNames = new HashSet<>();
+        /** list name → YAML index of each built entry, to map {@link Topology#problems} paths back. */
+        private final Map<String, List<Integer>> yamlIndex = new LinkedHashMap<>();
+
+        Reading(String source) {
+            this.source = source;
+        }
+
+        Topology run(String yaml) throws TopologyException {
+            Node root = YamlTree.parse(yaml, source, problems);
+            if (root == null) {
+                throw failure();
+            }
+            index = YamlTree.index(root);
+            if (!(root instanceof Mapping m)) {
+                problem("", shown(root) + " (expected: a mapping with keys " + String.join(", ", ROOT_KEYS) + ")");
+                throw failure();
+            }
+            Topology t = topology(m);
+            if (t == null || !problems.isEmpty()) {
+                throw failure();
+            }
+            return t;
+        }
+
+        private TopologyException failure() {
+            List<ConfigProblem> sorted = new ArrayList<>(problems);
+            sorted.sort(Comparator.comparingInt(ConfigProblem::line));
+            return new TopologyException(sorted);
+        }
+
+        private Topology topology(Mapping root) {
+            keys(root, "", ROOT_KEYS);
+            List<GatewayCluster> gateways = list(root, "gateway_clusters", this::gatewayCluster, CLUSTER_KEYS, true);
+            List<EngineCluster> clusters = list(root, "engine_clusters", this::engineCluster, CLUSTER_KEYS, true);
+            Map<String, Map<String, Double>> rtt = table(root, "network_rtt_ms");
+            List<Model> models = list(root, "models", this::model, MODEL_KEYS, false);
+            List<Engine> engines = list(root, "engines", this::engine, ENGINE_KEYS, false);
+            List<TrafficClass> classes = list(root, "classes", this::trafficClass, CLASS_KEYS, false);
+            Map<String, Map<String, Double>> demand = table(root, "demand_rps");
+            Double headroom = number(root, "", "headroom", Topology.DEFAULT_HEADROOM);
+            Double discount = number(root, "", "affinity_discount_ms", Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
+            if (gateways == null || clusters == null || rtt == null || models == null || engines == null
+                    || classes == null || demand == null || headroom == null || discount == null) {
+                return null;
+            }
+            for (Problem p : Topology.problems(gateways, clusters, rtt, models, engines, classes, demand, headroom,
+                    discount)) {
+                String path = yamlPath(p.path());
+                if (!refersToFailedEntry(path)) {
+                    problem(path, p.message());
+                }
+            }
+            if (!problems.isEmpty()) {
+                return null;
+            }
+            return build("", () -> new Topology(gateways, clusters, rtt, models, engines, classes, demand, headroom,
+                    discount));
+        }
+
+        // Each entry reads every field first, so that all of an entry's problems are reported, then
+        // lets the record's constructor check ranges.
+
+        private GatewayCluster gatewayCluster(Mapping m, String p) {
+            String id = string(m, p, "id");
+            String region = string(m, p, "region");
+            return id == null || region == null ? null : build(p, () -> new GatewayCluster(id, region));
+        }
+
+        private EngineCluster engineCluster(Mapping m, String p) {
+            String id = string(m, p, "id");
+            String region = string(m, p, "region");
+            return id == null || region == null ? null : build(p, () -> new EngineCluster(id, region));
+        }
+
+        private Model model(Mapping m, String p) {
+            String id = string(m, p, "id");
+            Integer outputTokens = integer(m, p, "output_tokens", null);
+            return id == null || outputTokens == null ? null : build(p, () -> new Model(id, outputTokens));
+        }
+
+        private TrafficClass trafficClass(Mapping m, String p) {
+            String id = string(m, p, "id");
+            String model = string(m, p, "model");
+            List<String> residency = stringList(m, p, "residency", List.of());
+            Integer priority = integer(m, p, "priority", 0);
+            if (id == null || model == null || residency == null || priority == null) {
+                return null;
+            }
+            return build(p, () -> new TrafficClass(id, model, residency, priority));
+        }
+
+        private Engine engine(Mapping m, String p) {
+            String id = string(m, p, "id");
+            String cluster = string(m, p, "cluster");
+            String endpoint = string(m, p, "endpoint");
+            List<String> models = stringList(m, p, "models", null);
+            Double capacity = number(m, p, "capacity_rps", null);
+            LatencyProfile profile = profile(m, p);
+            Double health = number(m, p, "health", 1.0);
+            if (id == null || cluster == null || endpoint == null || models == null || capacity == null
+                    || profile == null || health == null) {
+                return null;
+            }
+            return build(p, () -> new Engine(id, cluster, endpoint, models, capacity, profile, health));
+        }
+
+        private LatencyProfile profile(Mapping engine, String enginePath) {
+            String p = YamlTree.child(enginePath, "profile");
+            Mapping m = mapping(engine, enginePath, "profile", "a mapping with ttft_ms, tbt_ms[, tbt_slope] or points");
+            if (m == null) {
+                return null;
+            }
+            if (m.entries().containsKey("points")) {
+                keys(m, p, MEASURED_KEYS);
+                Sequence s = sequence(m, p, "points");
+                if (s == null) {
+                    return null;
+                }
+                int before = problems.size();
+                List<MeasuredProfile.Point> points = items(s, YamlTree.child(p, "points"), this::point, null);
+                return problems.size() > before ? null : build(p, () -> new MeasuredProfile(points));
+            }
+            keys(m, p, PARAMETRIC_KEYS);
+            Double ttft = number(m, p, "ttft_ms", null);
+            Double tbt = number(m, p, "tbt_ms", null);
+            Double slope = number(m, p, "tbt_slope", ParametricProfile.DEFAULT_TBT_SLOPE);
+            if (ttft == null || tbt == null || slope == null) {
+                return null;
+            }
+            return build(p, () -> new ParametricProfile(ttft, tbt, slope));
+        }
+
+        private MeasuredProfile.Point point(Mapping m, String p) {
+            keys(m, p, POINT_KEYS);
+            Double utilization = number(m, p, "utilization", null);
+            Double ttft = number(m, p, "ttft_ms", null);
+            Double tbt = number(m, p, "tbt_ms", null);
+            if (utilization == null || ttft == null || tbt == null) {
+                return null;
+            }
+            return build(p, () -> new MeasuredProfile.Point(utilization, ttft, tbt));
+        }
+
+        // ---- lists and tables ----
+
+        /** The entries under {@code key} that loaded; null when the list itself is missing or malformed. */
+        private <T> List<T> list(Mapping root, String key, EntryReader<T> reader, List<String> keys,
+                                 boolean regionIsName) {
+            Sequence s = sequence(root, "", key);
+            if (s == null) {
+                return null;
+            }
+            List<Integer> built = new ArrayList<>();
+            yamlIndex.put(key, built);
+            return items(s, key, (m, p) -> {
+                keys(m, p, keys);
+                return reader.read(m, p);
+            }, (i, ok, m) -> {
+                if (ok) {
+                    built.add(i);
+                } else if (m != null) {
+                    name(m, "id");
+                    if (regionIsName) {
+                        name(m, "region");
+                    }
+                }
+            });
+        }
+
+        private void name(Mapping m, String key) {
+            YamlTree.Entry e = m.entries().get(key);
+            if (e != null && e.value() instanceof Scalar s && s.kind() != Kind.NULL) {
+                failedNames.add(s.text());
+            }
+        }
+
+        /** Reads each item as a mapping; returns the items that loaded. */
+        private <T> List<T> items(Sequence s, String path, EntryReader<T> reader, ItemListener listener) {
+            List<T> out = new ArrayList<>();
+            for (int i = 0; i < s.items().size(); i++) {
+                String p = path + "[" + i + "]";
+                Node n = s.items().get(i);
+                int before = problems.size();
+                T value = null;
+                if (n instanceof Mapping m) {
+                    value = reader.read(m, p);
+                } else {
+                    problem(p, shown(n) + " (expected: a mapping)");
+                }
+                boolean ok = value != null && problems.size() == before;
+                if (ok) {
+                    out.add(value);
+                }
+                if (listener != null) {
+                    listener.item(i, ok, n instanceof Mapping m ? m : null);
+                }
+            }
+            return out;
+        }
+
+        /** {@code key: {row: {column: number}}}; null when the mapping is missing. */
+        private Map<String, Map<String, Double>> table(Mapping root, String key) {
+            Mapping m = mapping(root, "", key, "a mapping of gateway cluster id to a mapping");
+            if (m == null) {
+                return null;
+            }
+            Map<String, Map<String, Double>> out = new LinkedHashMap<>();
+            m.entries().forEach((row, e) -> {
+                String rowPath = YamlTree.child(key, row);
+                if (!(e.value() instanceof Mapping r)) {
+                    problem(rowPath, shown(e.value()) + " (expected: a mapping of id to number)");
+                    return;
+                }
+                Map<String, Double> cells = new LinkedHashMap<>();
+                // A malformed cell is reported here and kept as 0, so that the cross-reference stage
+                // does not also call the pair missing.
+                r.entries().forEach((column, c) -> {
+                    Double v = number(r, rowPath, column, null);
+                    cells.put(column, v == null ? 0.0 : v);
+                });
+                out.put(row, cells);
+            });
+            return out;
+        }
+
+        // ---- single fields ----
+
+        /** Reports keys of {@code m} not in {@code allowed}. */
+        private void keys(Mapping m, String path, List<String> allowed) {
+            m.entries().forEach((k, e) -> {
+                if (!allowed.contains(k)) {
+                    problem(YamlTree.child(path, k), "unknown key '" + k + "' (expected one of: "
+                            + String.join(", ", allowed) + ")");
+                }
+            });
+        }
+
+        /** The value under {@code key}, or null (and a problem) when it is missing and required. */
+        private Node value(Mapping m, String path, String key, String expected, boolean required) {
+            YamlTree.Entry e = m.entries().get(key);
+            if (e == null || e.value() instanceof Scalar s && s.kind() == Kind.NULL) {
+                if (required) {
+                    problem(YamlTree.child(path, key), "missing (expected: " + expected + ")");
+                }
+                return null;
+            }
+            return e.value();
+        }
+
+        private String string(Mapping m, String path, String key) {
+            Node n = value(m, path, key, "a string", true);
+            if (n == null) {
+                return null;
+            }
+            if (n instanceof Scalar s && s.kind() != Kind.OTHER) {
+                return s.text();
+            }
+            return wrongType(path, key, n, "a string");
+        }
+
+        /** A number, or {@code dflt} when absent (required when {@code dflt} is null). */
+        private Double number(Mapping m, String path, String key, Double dflt) {
+            Node n = value(m, path, key, "a number", dflt == null);
+            if (n == null) {
+                return dflt;
+            }
+            if (n instanceof Scalar s && (s.kind() == Kind.INTEGER || s.kind() == Kind.FLOAT)) {
+                return s.number();
+            }
+            return wrongType(path, key, n, "a number");
+        }
+
+        private Integer integer(Mapping m, String path, String key, Integer dflt) {
+            Node n = value(m, path, key, "an integer", dflt == null);
+            if (n == null) {
+                return dflt;
+            }
+            if (n instanceof Scalar s && (s.kind() == Kind.INTEGER || s.kind() == Kind.FLOAT)
+                    && s.number() == Math.rint(s.number()) && Math.abs(s.number()) <= Integer.MAX_VALUE) {
+                return (int) s.number();
+            }
+            return wrongType(path, key, n, "an integer");
+        }
+
+        private List<String> stringList(Mapping m, String path, String key, List<String> dflt) {
+            Node n = value(m, path, key, "a list of strings", dflt == null);
+            if (n == null) {
+                return dflt;
+            }
+            if (!(n instanceof Sequence s)) {
+                return wrongType(path, key, n, "a list of strings");
+            }
+            List<String> out = new ArrayList<>();
+            String p = YamlTree.child(path, key);
+            for (int i = 0; i < s.items().size(); i++) {
+                Node item = s.items().get(i);
+                if (item instanceof Scalar sc && sc.kind() != Kind.NULL && sc.kind() != Kind.OTHER) {
+                    out.add(sc.text());
+                } else {
+                    problem(p + "[" + i + "]", shown(item) + " (expected: a string)");
+                    return null;
+                }
+            }
+            return out;
+        }
+
+        private Mapping mapping(Mapping m, String path, String key, String expected) {
+            Node n = value(m, path, key, expected, true);
+            if (n == null) {
+                return null;
+            }
+            return n instanceof Mapping r ? r : wrongType(path, key, n, expected);
+        }
+
+        private Sequence sequence(Mapping m, String path, String key) {
+            Node n = value(m, path, key, "a list", true);
+            if (n == null) {
+                return null;
+            }
+            return n instanceof Sequence s ? s : wrongType(path, key, n, "a list");
+        }
+
+        private <T> T wrongType(String path, String key, Node n, String expected) {
+            problem(YamlTree.child(path, key), shown(n) + " (expected: " + expected + ")");
+            return null;
+        }
+
+        /**
+         * Runs a record constructor. Null arguments mean a problem was already reported, so the
+         * constructor's complaint about them is dropped; its other complaints ("capacity_rps: -3.0
+         * (expected: ...)") become problems at the field they name.
+         */
+        private <T> T build(String path, Supplier<T> constructor) {
+            int before = problems.size();
+            try {
+                T value = constructor.get();
+                return problems.size() == before ? value : null;
+            } catch (IllegalArgumentException | NullPointerException e) {
+                if (problems.size() == before) {
+                    fieldProblem(path, String.valueOf(e.getMessage()));
+                }
+                return null;
+            }
+        }
+
+        private void fieldProblem(String path, String message) {
+            Matcher f = FIELD_MESSAGE.matcher(message);
+            if (f.matches()) {
+                problem(YamlTree.child(path, f.group(1)), f.group(2));
+            } else {
+                problem(path, message);
+            }
+        }
+
+        // ---- paths and lines ----
+
+        /** Maps an index into a built list (entries that failed are missing) back to the file's index. */
+        private String yamlPath(String path) {
+            Matcher m = LIST_INDEX.matcher(path);
+            if (!m.find()) {
+                return path;
+            }
+            List<Integer> built = yamlIndex.get(m.group(1));
+            int i = Integer.parseInt(m.group(2));
+            if (built == null || i >= built.size()) {
+                return path;
+            }
+            return m.group(1) + "[" + built.get(i) + "]" + path.substring(m.end());
+        }
+
+        /** True when the node at {@code path}, or its last key, names an entry that failed to load. */
+        private boolean refersToFailedEntry(String path) {
+            if (failedNames.isEmpty()) {
+                return false;
+            }
+            Located at = index.get(path);
+            if (at != null && at.node() instanceof Scalar s && failedNames.contains(s.text())) {
+                return true;
+            }
+            String last = path.substring(path.lastIndexOf('.') + 1);
+            return failedNames.contains(last);
+        }
+
+        private void problem(String path, String message) {
+            problems.add(new ConfigProblem(source, lineOf(path), path, message));
+        }
+
+        /** The line of the node at {@code path}, or of its nearest ancestor that is in the file. */
+        private int lineOf(String path) {
+            String p = path;
+            while (true) {
+                Located at = index.get(p);
+                if (at != null) {
+                    return at.line();
+                }
+                if (p.isEmpty()) {
+                    return 1;
+                }
+                int cut = Math.max(p.lastIndexOf('.'), p.lastIndexOf('['));
+                p = cut < 0 ? "" : p.substring(0, cut);
+            }
+        }
+    }
+
+    /** How a message shows a node that has the wrong type. */
+    static String shown(Node n) {
+        if (n instanceof Mapping) {
+            return "a mapping";
+        }
+        if (n instanceof Sequence) {
+            return "a list";
+        }
+        Scalar s = (Scalar) n;
+        return switch (s.kind()) {
+            case STRING -> "'" + s.text() + "'";
+            case NULL -> "empty";
+            default -> s.text();
+        };
+    }
+
+    @FunctionalInterface
+    private interface EntryReader<T> {
+        T read(Mapping m, String path);
+    }
+
+    @FunctionalInterface
+    private interface ItemListener {
+        void item(int index, boolean ok, Mapping m);
+    }
+
+}

@@ -1,0 +1,199 @@
+package dev.sextant.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sextant.snapshot.EngineState;
+import dev.sextant.snapshot.Objective;
+import dev.sextant.snapshot.RetryBudget;
+import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.Snapshot;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class SnapshotJsonTest {
+
+    static EngineState engine(String cluster, double load, double latency) {
+        return new EngineState(cluster, "us-" + cluster, "http://" + cluster + ":9101", List.of("m"), load, 100, 90,
+                load / 100, latency, 2 * latency, 0, 1);
+    }
+
+    /** The talk example's shape: two gateways, two engines. */
+    static Snapshot sample(double eastLatency, double price) {
+        Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
+        routes.put("west", Map.of("chat", new Route("m", List.of(), 0, 40, Map.of("west-1", 1.0), 0, 4000)));
+        routes.put("east", Map.of("chat", new Route("m", List.of("us-east", "us-west"), 2, 120,
+                Map.of("west-1", 0.25, "east-1", 0.75), 0, price)));
+        Map<String, EngineState> engines = new LinkedHashMap<>();
+        engines.put("west-1", engine("gpu-west", 70, 5000));
+        engines.put("east-1", engine("gpu-east", 90, eastLatency));
+        return new Snapshot(3, "abc", "optimal", 0.89, RetryBudget.DEFAULT, routes, engines,
+                Map.of("east", Map.of("gpu-east", 2.0, "gpu-west", 60.0)),
+                new Objective(5123.5, 800000, 799999, 1.25e-6, 0, 12));
+    }
+
+    @Test
+    void write_sample_usesSnakeCaseNamesAtDocumentedPaths() throws Exception {
+        JsonNode json = new ObjectMapper().readTree(SnapshotJson.write(sample(5200, 4100)));
+
+        assertThat(json.at("/routes/east/chat/weights/east-1").asDouble()).isEqualTo(0.75);
+        assertThat(json.at("/routes/east/chat/shed_fraction").isNumber()).isTrue();
+        assertThat(json.at("/routes/east/chat/price_ms").asDouble()).isEqualTo(4100);
+        assertThat(json.at("/routes/east/chat/demand_rps").asDouble()).isEqualTo(120);
+        assertThat(json.at("/engines/east-1/load_rps").asDouble()).isEqualTo(90);
+        assertThat(json.at("/engines/east-1/effective_capacity_rps").asDouble()).isEqualTo(90);
+        assertThat(json.at("/engines/east-1/shadow_price_ms").isNumber()).isTrue();
+        assertThat(json.at("/objective/mean_latency_ms").asDouble()).isEqualTo(5123.5);
+        assertThat(json.at("/objective/gap_relative").asDouble()).isEqualTo(1.25e-6);
+        assertThat(json.at("/retry_budget/min_retries_per_second").asDouble()).isEqualTo(1.0);
+        assertThat(json.at("/network_rtt_ms/east/gpu-west").asDouble()).isEqualTo(60);
+        assertThat(json.at("/fleet_utilization").asDouble()).isEqualTo(0.89);
+        assertThat(json.at("/version").asLong()).isEqualTo(3);
+    }
+
+    @Test
+    void write_sample_startsWithVersionAndSortsMapKeys() {
+        String text = SnapshotJson.write(sample(5200, 4100));
+
+        assertThat(text).startsWith("{\n  \"version\" : 3,\n  \"hash\" : \"abc\",\n  \"policy\" : \"optimal\",\n")
+                .endsWith("}\n")
+                .doesNotContain("\r");
+        assertThat(text.indexOf("\"east-1\" : 0.75")).isLessThan(text.indexOf("\"west-1\" : 0.25"));
+        assertThat(text.indexOf("\"east\" : {")).isLessThan(text.indexOf("\"west\" : {"));
+    }
+
+    @Test
+    void write_equalSnapshotsBuiltInOtherOrder_areByteIdentical() {
+        Snapshot a = sample(5200, 4100);
+        Map<String, EngineState> reversed = new LinkedHashMap<>();
+        reversed.put("east-1", a.engines().get("east-1"));
+        reversed.put("west-1", a.engines().get("west-1"));
+        Snapshot b = new Snapshot(a.version(), a.hash(), a.policy(), a.fleetUtilization(), a.retryBudget(),
+                new LinkedHashMap<>(a.routes()), reversed, a.networkRttMs(), a.objective());
+
+        assertThat(SnapshotJson.write(b)).isEqualTo(SnapshotJson.write(a));
+    }
+
+    @Test
+    void write_nonFiniteNumbers_areNullAndReadBackAsNaN() throws SnapshotException {
+        String text = SnapshotJson.write(sample(Double.POSITIVE_INFINITY, Double.NaN));
+
+        assertThat(text).contains("\"latency_ms\" : null").contains("\"price_ms\" : null")
+                .doesNotContain("Infinity").doesNotContain("NaN");
+        Snapshot back = SnapshotJson.read(text);
+        assertThat(back.engines().get("east-1").latencyMs()).isNaN();
+        assertThat(back.route("east", "chat").priceMs()).isNaN();
+    }
+
+    @Test
+    void read_sample_roundTrips() throws SnapshotException {
+        Snapshot s = sample(5200, 4100);
+
+        assertThat(SnapshotJson.read(SnapshotJson.write(s))).isEqualTo(s);
+    }
+
+    @Test
+    void read_file_roundTripsAndNamesFileInErrors(@TempDir Path dir) throws Exception {
+        Path good = dir.resolve("snap.json");
+        Files.writeString(good, SnapshotJson.write(sample(5200, 4100)));
+        Path bad = dir.resolve("bad.json");
+        Files.writeString(bad, "{\n  \"version\": 1,\n  \"hash\": \n");
+
+        assertThat(SnapshotJson.read(good)).isEqualTo(sample(5200, 4100));
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(bad));
+        assertThat(e.getMessage()).startsWith(bad + ":");
+    }
+
+    @Test
+    void read_syntaxError_namesLine() {
+        String text = SnapshotJson.write(sample(5200, 4100)).replaceFirst("\"policy\" : \"optimal\",", "\"policy\" : optimal,");
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));
+
+        assertThat(e.problems()).singleElement().satisfies(p -> {
+            assertThat(p.line()).isEqualTo(4);
+            assertThat(p.message()).startsWith("JSON syntax: ");
+        });
+    }
+
+    @Test
+    void read_wrongType_namesLineAndField() {
+        String text = SnapshotJson.write(sample(5200, 4100)).replace("\"load_rps\" : 90.0", "\"load_rps\" : \"lots\"");
+        int line = lineOf(text, "\"lots\"");
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));
+
+        assertThat(e.getMessage()).startsWith("snap.json:" + line + ": engines.east-1.load_rps: 'lots' (expected: a number)");
+    }
+
+    @Test
+    void read_unknownField_namesFieldAndAllowedOnes() {
+        String text = SnapshotJson.write(sample(5200, 4100)).replace("\"shed_rps\"", "\"shed\" : 1,\n    \"shed_rps\"");
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));
+
+        assertThat(e.problems()).singleElement().satisfies(p -> {
+            assertThat(p.line()).isEqualTo(lineOf(text, "\"shed\""));
+            assertThat(p.path()).isEqualTo("objective.shed");
+            assertThat(p.message()).startsWith("unknown key 'shed' (expected one of: ").contains("shed_rps");
+        });
+    }
+
+    @Test
+    void read_missingField_namesField() {
+        String text = SnapshotJson.write(sample(5200, 4100)).replace("  \"fleet_utilization\" : 0.89,\n", "");
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));
+
+        assertThat(e.problems()).singleElement().satisfies(p -> {
+            assertThat(p.path()).isEqualTo("fleet_utilization");
+            assertThat(p.message()).startsWith("missing");
+        });
+    }
+
+    @Test
+    void read_valueOutOfRange_givesRecordsMessage() {
+        String text = SnapshotJson.write(sample(5200, 4100)).replaceFirst("\"shed_fraction\" : 0.0", "\"shed_fraction\" : 2.0");
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));
+
+        assertThat(e.getMessage()).contains("shed_fraction: 2.0 (expected: in [0, 1])").startsWith("snap.json:");
+    }
+
+    @Provide
+    Arbitrary<Snapshot> snapshots() {
+        Arbitrary<Double> finite = Arbitraries.doubles().between(-1e9, 1e9).ofScale(6)
+                .edgeCases(c -> c.add(0.0).add(1e-300));
+        Arbitrary<Double> fraction = Arbitraries.doubles().between(0, 1);
+        return Combinators.combine(Arbitraries.longs().between(0, Long.MAX_VALUE), finite, finite, fraction, fraction,
+                        Arbitraries.strings().alpha().numeric().withChars('-', '.', 'é').ofMinLength(1).ofMaxLength(8),
+                        Arbitraries.integers().between(-5, 5))
+                .as((version, a, b, w, shed, id, priority) -> new Snapshot(version, id, "optimal", w,
+                        new RetryBudget(List.of(new RetryBudget.Point(0.1, shed)), a >= 0 ? a : -a),
+                        Map.of(id, Map.of("k", new Route("m", List.of(id), priority, b, Map.of(id, w), shed, a))),
+                        Map.of(id, new EngineState(id, "r", "http://x", List.of("m"), a, b, w, shed, a, b, w, shed)),
+                        Map.of(id, Map.of(id, b)), new Objective(a, b, a, b, w, priority)));
+    }
+
+    @Property(tries = 200)
+    void read_ofWrite_isIdentityForFiniteSnapshots(@ForAll("snapshots") Snapshot s) throws SnapshotException {
+        assertThat(SnapshotJson.read(SnapshotJson.write(s))).isEqualTo(s);
+    }
+
+    private static int lineOf(String text, String needle) {
+        return text.substring(0, text.indexOf(needle)).split("\n", -1).length;
+    }
+}

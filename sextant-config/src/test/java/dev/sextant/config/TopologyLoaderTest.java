@@ -1,0 +1,251 @@
+package dev.sextant.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.MeasuredProfile;
+import dev.sextant.topology.ParametricProfile;
+import dev.sextant.topology.Topology;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class TopologyLoaderTest {
+
+    static final Path TALK = Path.of("..", "examples", "talk.yaml");
+
+    static String talk() {
+        try {
+            return Files.readString(TALK);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** talk.yaml with the first occurrence of {@code from} replaced by {@code to} ("\n" escapes allowed). */
+    static String talkWith(String from, String to) {
+        String text = talk();
+        String f = from.replace("\\n", "\n");
+        assertThat(text).contains(f);
+        int i = text.indexOf(f);
+        return text.substring(0, i) + to.replace("\\n", "\n") + text.substring(i + f.length());
+    }
+
+    static TopologyException failure(String yaml) {
+        return catchThrowableOfType(TopologyException.class, () -> TopologyLoader.load(yaml, "talk.yaml"));
+    }
+
+    @Test
+    void load_talkYaml_readsEveryFieldAndDefault() throws TopologyException {
+        Topology t = TopologyLoader.load(TALK);
+
+        assertThat(t.gatewayClusters()).extracting(g -> g.id() + "@" + g.region())
+                .containsExactly("east@us-east", "west@us-west");
+        assertThat(t.engineClusters()).extracting(c -> c.id() + "@" + c.region())
+                .containsExactly("gpu-east@us-east", "gpu-west@us-west");
+        assertThat(t.networkRttMs()).isEqualTo(Map.of("east", Map.of("gpu-east", 2.0, "gpu-west", 60.0),
+                "west", Map.of("gpu-east", 60.0, "gpu-west", 2.0)));
+        assertThat(t.models()).singleElement().satisfies(m -> {
+            assertThat(m.id()).isEqualTo("llama-3.1-70b");
+            assertThat(m.outputTokens()).isEqualTo(200);
+        });
+        Engine west = t.engines().get(1);
+        assertThat(west).isEqualTo(new Engine("west-1", "gpu-west", "http://127.0.0.1:9102", List.of("llama-3.1-70b"),
+                80, new ParametricProfile(150, 20, 1.0), 1.0));
+        assertThat(t.classes()).singleElement().satisfies(c -> {
+            assertThat(c.model()).isEqualTo("llama-3.1-70b");
+            assertThat(c.residency()).isEmpty();
+            assertThat(c.priority()).isZero();
+        });
+        assertThat(t.demandRps()).isEqualTo(Map.of("east", Map.of("chat", 120.0), "west", Map.of("chat", 40.0)));
+        assertThat(t.headroom()).isEqualTo(0.1);
+        assertThat(t.affinityDiscountMs()).isEqualTo(Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
+    }
+
+    @Test
+    void load_optionalFieldsGiven_overrideDefaults() throws TopologyException {
+        String yaml = talkWith("capacity_rps: 80", "capacity_rps: 80\\n    health: 0.5")
+                .replace("headroom: 0.1", "affinity_discount_ms: 7")
+                .replace("profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\nclasses",
+                        "profile: {ttft_ms: 150, tbt_ms: 20}\nclasses")
+                .replace("priority: 0}", "priority: 3, residency: [us-west]}");
+
+        Topology t = TopologyLoader.load(yaml, "talk.yaml");
+
+        assertThat(t.engines().get(1).health()).isEqualTo(0.5);
+        assertThat(t.engines().get(1).profile()).isEqualTo(new ParametricProfile(150, 20,
+                ParametricProfile.DEFAULT_TBT_SLOPE));
+        assertThat(t.headroom()).isEqualTo(Topology.DEFAULT_HEADROOM);
+        assertThat(t.affinityDiscountMs()).isEqualTo(7);
+        assertThat(t.classes().get(0).residency()).containsExactly("us-west");
+        assertThat(t.classes().get(0).priority()).isEqualTo(3);
+    }
+
+    @Test
+    void load_measuredProfile_buildsMeasuredProfile() throws TopologyException {
+        String yaml = talkWith("profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\\nclasses",
+                "profile:\\n      points:\\n        - {utilization: 0.0, ttft_ms: 150, tbt_ms: 20}\\n"
+                        + "        - {utilization: 0.8, ttft_ms: 600, tbt_ms: 35}\\nclasses");
+
+        Topology t = TopologyLoader.load(yaml, "talk.yaml");
+
+        assertThat(t.engines().get(1).profile()).isEqualTo(new MeasuredProfile(List.of(
+                new MeasuredProfile.Point(0.0, 150, 20), new MeasuredProfile.Point(0.8, 600, 35))));
+    }
+
+    /** One row per kind of mistake: the edit to talk.yaml, then the problem's line, field and message. */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', quoteCharacter = '"', textBlock = """
+            unknown engine cluster  | cluster: gpu-west         | cluster: gpu-north              | 23 | engines[1].cluster        | unknown engine cluster 'gpu-north' (expected one of [gpu-east, gpu-west])
+            unknown model of engine | models: [llama-3.1-70b]\\n    capacity_rps: 80 | models: [llama-4]\\n    capacity_rps: 80 | 25 | engines[1].models[0] | unknown model 'llama-4'
+            unknown model of class  | model: llama-3.1-70b, priority | model: llama-4, priority  | 29 | classes[0].model          | unknown model 'llama-4'
+            unknown class in demand | east: {chat: 120}         | east: {chatt: 120}              | 31 | demand_rps.east.chatt     | unknown class 'chatt' (expected one of [chat])
+            unknown gateway in rtt  | west: {gpu-east: 60       | north: {gpu-east: 60            | 12 | network_rtt_ms.north      | unknown gateway cluster 'north'
+            unknown residency region| priority: 0}              | priority: 0, residency: [us-east, mars]} | 29 | classes[0].residency[1] | unknown region 'mars' (expected one of [us-east, us-west])
+            missing rtt for demand  | east: {gpu-east: 2, gpu-west: 60} | east: {gpu-east: 2}     | 11 | network_rtt_ms.east       | missing round trip to engine cluster 'gpu-west', which serves class 'chat' demanded at gateway cluster 'east'
+            negative capacity       | capacity_rps: 80          | capacity_rps: -3                | 26 | engines[1].capacity_rps   | -3.0 (expected: a finite number > 0)
+            zero capacity           | capacity_rps: 80          | capacity_rps: 0                 | 26 | engines[1].capacity_rps   | 0.0 (expected: a finite number > 0)
+            health above 1          | capacity_rps: 80          | capacity_rps: 80\\n    health: 1.5  | 27 | engines[1].health     | 1.5 (expected: in [0, 1])
+            health below 0          | capacity_rps: 80          | capacity_rps: 80\\n    health: -0.1 | 27 | engines[1].health     | -0.1 (expected: in [0, 1])
+            negative rtt            | gpu-west: 60}             | gpu-west: -60}                  | 11 | network_rtt_ms.east.gpu-west | -60.0 (expected: a finite number >= 0)
+            headroom of 1           | headroom: 0.1             | headroom: 1                     | 33 | headroom                  | 1.0 (expected: in [0, 1))
+            output tokens 0         | output_tokens: 200        | output_tokens: 0                | 14 | models[0].output_tokens   | 0 (expected: >= 1)
+            profile ttft 0          | capacity_rps: 80\\n    profile: {ttft_ms: 150 | capacity_rps: 80\\n    profile: {ttft_ms: 0 | 27 | engines[1].profile.ttft_ms | 0.0 (expected: a finite number > 0)
+            unknown cluster in rtt  | gpu-west: 60}             | gpu-north: 60}                  | 11 | network_rtt_ms.east.gpu-north | unknown engine cluster 'gpu-north'
+            point utilization 1.2   | capacity_rps: 80\\n    profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0} | "capacity_rps: 80\\n    profile:\\n      points:\\n        - {utilization: 0.1, ttft_ms: 150, tbt_ms: 20}\\n        - {utilization: 1.2, ttft_ms: 900, tbt_ms: 40}" | 30 | engines[1].profile.points[1].utilization | 1.2 (expected: in [0, 1))
+            point utilization twice | capacity_rps: 80\\n    profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0} | "capacity_rps: 80\\n    profile:\\n      points:\\n        - {utilization: 0.5, ttft_ms: 150, tbt_ms: 20}\\n        - {utilization: 0.5, ttft_ms: 900, tbt_ms: 40}" | 28 | engines[1].profile.points | utilization 0.5 appears twice (expected: distinct utilizations)
+            no points               | capacity_rps: 80\\n    profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0} | "capacity_rps: 80\\n    profile: {points: []}" | 27 | engines[1].profile.points | empty (expected: at least one point)
+            points and ttft         | capacity_rps: 80\\n    profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0} | "capacity_rps: 80\\n    profile: {ttft_ms: 150, points: [{utilization: 0.5, ttft_ms: 150, tbt_ms: 20}]}" | 27 | engines[1].profile.ttft_ms | unknown key 'ttft_ms' (expected one of: points)
+            string for profile      | capacity_rps: 80\\n    profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0} | "capacity_rps: 80\\n    profile: fast" | 27 | engines[1].profile | 'fast' (expected: a mapping with ttft_ms, tbt_ms[, tbt_slope] or points)
+            duplicate engine id     | id: west-1                | id: east-1                      | 22 | engines[1].id             | duplicate id 'east-1' (expected: ids unique within engines)
+            duplicate cluster id    | {id: gpu-west             | {id: gpu-east                   | 9  | engine_clusters[1].id     | duplicate id 'gpu-east'
+            duplicate yaml key      | capacity_rps: 80          | capacity_rps: 80\\n    capacity_rps: 90 | 27 | engines[1].capacity_rps | duplicate key 'capacity_rps' (expected: each key once; first at line 26)
+            unknown key in engine   | capacity_rps: 80          | capacity: 80                    | 26 | engines[1].capacity       | unknown key 'capacity' (expected one of: id, cluster, endpoint, models, capacity_rps, profile, health)
+            unknown key at top      | headroom: 0.1             | head_room: 0.1                  | 33 | head_room                 | unknown key 'head_room' (expected one of: gateway_clusters,
+            unknown key in profile  | tbt_slope: 1.0}\\nclasses | tbt_slop: 1.0}\\nclasses        | 27 | engines[1].profile.tbt_slop | unknown key 'tbt_slop' (expected one of: ttft_ms, tbt_ms, tbt_slope)
+            string for number       | capacity_rps: 80          | capacity_rps: fast              | 26 | engines[1].capacity_rps   | 'fast' (expected: a number)
+            quoted number           | capacity_rps: 80          | capacity_rps: "80"              | 26 | engines[1].capacity_rps   | '80' (expected: a number)
+            string for list         | models: [llama-3.1-70b]\\n    capacity_rps: 80 | models: llama-3.1-70b\\n    capacity_rps: 80 | 25 | engines[1].models | 'llama-3.1-70b' (expected: a list of strings)
+            list for string         | cluster: gpu-west         | cluster: [gpu-west]             | 23 | engines[1].cluster        | a list (expected: a string)
+            fraction for integer    | priority: 0}              | priority: 1.5}                  | 29 | classes[0].priority       | 1.5 (expected: an integer)
+            mapping for list        | engines:\\n               | engines: {}\\nx_engines:\\n     | 15 | engines                   | a mapping (expected: a list)
+            missing required field  | "    endpoint: http://127.0.0.1:9102\\n" |                   | 22 | engines[1].endpoint       | missing (expected: a string)
+            empty required field    | endpoint: http://127.0.0.1:9102 | endpoint:                 | 24 | engines[1].endpoint       | empty (expected: a non-empty string)
+            null required field     | endpoint: http://127.0.0.1:9102 | endpoint: null            | 24 | engines[1].endpoint       | missing (expected: a string)
+            missing top-level list  | classes:\\n  - {id: chat, model: llama-3.1-70b, priority: 0}\\n | | 1 | classes       | missing (expected: a list)
+            """)
+    void load_mistake_namesFileLineAndField(String kind, String from, String to, int line, String path, String message) {
+        TopologyException e = failure(talkWith(from, to == null ? "" : to));
+
+        assertThat(e).as(kind).isNotNull();
+        assertThat(e.problems()).as(kind).anySatisfy(p -> {
+            assertThat(p.source()).isEqualTo("talk.yaml");
+            assertThat(p.line()).isEqualTo(line);
+            assertThat(p.path()).isEqualTo(path);
+            assertThat(p.message()).contains(message);
+        });
+        assertThat(e.getMessage()).as(kind).contains("talk.yaml:" + line + ": " + path + ": ");
+    }
+
+    @Test
+    void load_negativeCapacity_messageReadsAsOneLine() {
+        TopologyException e = failure(talkWith("capacity_rps: 80", "capacity_rps: -3"));
+
+        assertThat(e.getMessage()).isEqualTo("talk.yaml:26: engines[1].capacity_rps: -3.0 (expected: a finite number > 0)");
+    }
+
+    @Test
+    void load_yamlSyntaxError_namesLineOfError() {
+        TopologyException e = failure(talkWith("    cluster: gpu-west", "    cluster: [gpu-west"));
+
+        assertThat(e.problems()).singleElement().satisfies(p -> {
+            assertThat(p.line()).isBetween(23, 24);
+            assertThat(p.message()).startsWith("YAML syntax: ");
+        });
+        assertThat(e.getMessage()).startsWith("talk.yaml:2");
+    }
+
+    @Test
+    void load_badIndentation_isSyntaxErrorWithLine() {
+        TopologyException e = failure(talkWith("    endpoint: http://127.0.0.1:9102", "      endpoint: http://127.0.0.1:9102"));
+
+        assertThat(e.problems()).singleElement().satisfies(p -> {
+            assertThat(p.line()).isEqualTo(24);
+            assertThat(p.message()).isEqualTo("YAML syntax: mapping values are not allowed here (column 15)");
+        });
+    }
+
+    @Test
+    void load_severalMistakes_reportsAllInFileOrder() {
+        String yaml = talkWith("capacity_rps: 80", "capacity_rps: -3")
+                .replace("output_tokens: 200", "output_tokens: many")
+                .replace("east: {chat: 120}", "east: {chatt: 120}")
+                .replace("headroom: 0.1", "headroom: 0.1\nextra: 1");
+
+        TopologyException e = failure(yaml);
+
+        assertThat(e.problems()).extracting(ConfigProblem::line).containsExactly(14, 26, 31, 34);
+        assertThat(e.getMessage().split("\n")).hasSize(4);
+    }
+
+    @Test
+    void load_severalProblemsInOneEntry_reportsEach() {
+        TopologyException e = failure(talkWith("    endpoint: http://127.0.0.1:9102\n", "")
+                .replace("capacity_rps: 80", "capacity: 80")
+                .replace("ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\nclasses", "ttft_ms: 150, tbt_ms: x}\nclasses"));
+
+        assertThat(e.problems()).extracting(ConfigProblem::path).containsExactlyInAnyOrder("engines[1].endpoint",
+                "engines[1].capacity_rps", "engines[1].capacity", "engines[1].profile.tbt_ms");
+    }
+
+    @Test
+    void load_referenceToEntryThatFailed_isNotReportedTwice() {
+        TopologyException e = failure(talkWith("{id: gpu-west, region: us-west}", "{id: gpu-west, region: us-west, zone: b}"));
+
+        assertThat(e.problems()).singleElement().satisfies(p -> {
+            assertThat(p.path()).isEqualTo("engine_clusters[1].zone");
+            assertThat(p.line()).isEqualTo(9);
+        });
+    }
+
+    @Test
+    void load_malformedRoundTrip_isNotAlsoReportedMissing() {
+        TopologyException e = failure(talkWith("gpu-west: 60}", "gpu-west: far}"));
+
+        assertThat(e.problems()).singleElement().hasToString("talk.yaml:11: network_rtt_ms.east.gpu-west: 'far' (expected: a number)");
+    }
+
+    @Test
+    void load_crossReferenceAfterFailedEntry_namesFilesIndex() {
+        // engines[0] fails on its own; the unknown cluster of engines[1] must still say engines[1].
+        TopologyException e = failure(talkWith("capacity_rps: 100", "capacity_rps: -1")
+                .replace("cluster: gpu-west", "cluster: gpu-north"));
+
+        assertThat(e.problems()).extracting(ConfigProblem::path)
+                .containsExactly("engines[0].capacity_rps", "engines[1].cluster");
+    }
+
+    @Test
+    void load_emptyText_isProblemAtLineOne() {
+        assertThat(failure("").getMessage()).isEqualTo("talk.yaml:1: empty document (expected: a mapping)");
+    }
+
+    @Test
+    void load_rootNotMapping_saysWhatWasExpected() {
+        assertThat(failure("- a\n- b\n").getMessage()).startsWith("talk.yaml:1: a list (expected: a mapping with keys");
+    }
+
+    @Test
+    void load_missingFile_namesFile() {
+        assertThatThrownBy(() -> TopologyLoader.load(Path.of("no-such-topology.yaml")))
+                .isInstanceOf(TopologyException.class)
+                .hasMessageStartingWith("no-such-topology.yaml: cannot read: NoSuchFileException");
+    }
+}

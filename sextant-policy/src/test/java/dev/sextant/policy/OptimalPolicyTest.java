@@ -1,0 +1,170 @@
+package dev.sextant.policy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import dev.sextant.snapshot.EngineState;
+import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.EngineCluster;
+import dev.sextant.topology.GatewayCluster;
+import dev.sextant.topology.Model;
+import dev.sextant.topology.ParametricProfile;
+import dev.sextant.topology.Topology;
+import dev.sextant.topology.TrafficClass;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class OptimalPolicyTest {
+
+    private static final RoutingPolicy OPTIMAL = Policies.optimal();
+
+    @Test
+    void solve_talkExample_spillsPartOfEastToFartherEngineWithinCapacity() {
+        Snapshot s = OPTIMAL.solve(Topologies.talk(), SolveOptions.defaults());
+
+        Route east = s.route("east", "chat");
+        assertThat(east.weights().get("west-1")).isGreaterThan(0.05);
+        assertThat(east.weights().get("east-1")).isGreaterThan(0.5);
+        assertThat(east.shedFraction()).isZero();
+        for (EngineState e : s.engines().values()) {
+            assertThat(e.loadRps()).isLessThanOrEqualTo(e.effectiveCapacityRps() * (1 + 1e-9));
+        }
+        assertThat(s.engines().get("east-1").loadRps() + s.engines().get("west-1").loadRps())
+                .isCloseTo(160, within(1e-6));
+        assertThat(s.objective().gapRelative()).isLessThanOrEqualTo(SolveOptions.DEFAULT_GAP_TOLERANCE);
+    }
+
+    @Test
+    void solve_talkExample_beatsNearestAndWaterfall() {
+        Topology t = Topologies.talk();
+        double optimal = OPTIMAL.solve(t, SolveOptions.defaults()).objective().meanLatencyMs();
+        Snapshot nearest = Policies.nearest().solve(t, SolveOptions.defaults());
+        Snapshot waterfall = Policies.waterfall().solve(t, SolveOptions.defaults());
+
+        // nearest puts all of east's 120 req/s on an engine with 90 req/s of effective capacity
+        assertThat(nearest.engines().get("east-1").loadRps()).isEqualTo(120);
+        assertThat(nearest.engines().get("east-1").effectiveCapacityRps()).isEqualTo(90);
+        assertThat(optimal).isLessThan(nearest.objective().meanLatencyMs());
+        assertThat(optimal).isLessThan(waterfall.objective().meanLatencyMs());
+    }
+
+    @Test
+    void solve_usedEnginesOfAClass_shareOneMarginalCost() {
+        Snapshot s = OPTIMAL.solve(Topologies.talk(), SolveOptions.defaults());
+        Route east = s.route("east", "chat");
+        double viaEast = 2 + s.engines().get("east-1").marginalCostMs();
+        double viaWest = 60 + s.engines().get("west-1").marginalCostMs();
+        assertThat(viaEast).isCloseTo(east.priceMs(), within(1e-3 * east.priceMs()));
+        assertThat(viaWest).isCloseTo(east.priceMs(), within(1e-3 * east.priceMs()));
+    }
+
+    @Test
+    void solve_unusedEngine_costsAtLeastTheClassPriceAtTheMargin() {
+        Snapshot s = OPTIMAL.solve(Topologies.talk(), SolveOptions.defaults());
+        Route west = s.route("west", "chat");
+        assertThat(west.weights()).containsOnlyKeys("west-1");
+        assertThat(60 + s.engines().get("east-1").marginalCostMs()).isGreaterThanOrEqualTo(west.priceMs());
+    }
+
+    @Test
+    void solve_demandBeyondCapacity_shedsExactlyTheExcessFromTheLowestPriority() {
+        ParametricProfile profile = new ParametricProfile(100, 10, 1);
+        Topology t = new Topology(List.of(new GatewayCluster("g", "r")), List.of(new EngineCluster("c", "r")),
+                Map.of("g", Map.of("c", 1.0)), List.of(new Model("m", 50)),
+                List.of(new Engine("e1", "c", "http://e1", List.of("m"), 100, profile, 1),
+                        new Engine("e2", "c", "http://e2", List.of("m"), 100, profile, 1)),
+                List.of(new TrafficClass("gold", "m", List.of(), 2), new TrafficClass("bronze", "m", List.of(), 0)),
+                Map.of("g", Map.of("gold", 150.0, "bronze", 100.0)), 0.1, 0);
+        Snapshot s = OPTIMAL.solve(t, SolveOptions.defaults());
+
+        // 180 req/s of effective capacity, 250 demanded: 70 shed, all of it bronze
+        assertThat(s.objective().shedRps()).isCloseTo(70, within(1e-6));
+        assertThat(s.route("g", "gold").shedFraction()).isCloseTo(0, within(1e-9));
+        assertThat(s.route("g", "bronze").shedFraction()).isCloseTo(0.7, within(1e-6));
+        assertThat(s.engines().get("e1").loadRps()).isCloseTo(90, within(1e-6));
+        assertThat(s.route("g", "bronze").priceMs()).isLessThan(s.route("g", "gold").priceMs());
+    }
+
+    @Test
+    void solve_residency_neverRoutesOutsideTheAllowedRegion() {
+        ParametricProfile profile = new ParametricProfile(100, 10, 1);
+        Topology t = new Topology(List.of(new GatewayCluster("g", "eu")),
+                List.of(new EngineCluster("ceu", "eu"), new EngineCluster("cus", "us")),
+                Map.of("g", Map.of("ceu", 20.0, "cus", 1.0)), List.of(new Model("m", 50)),
+                List.of(new Engine("eu1", "ceu", "http://eu1", List.of("m"), 50, profile, 1),
+                        new Engine("us1", "cus", "http://us1", List.of("m"), 500, profile, 1)),
+                List.of(new TrafficClass("gdpr", "m", List.of("eu"), 0)),
+                Map.of("g", Map.of("gdpr", 80.0)), 0.1, 0);
+        Snapshot s = OPTIMAL.solve(t, SolveOptions.defaults());
+
+        assertThat(s.route("g", "gdpr").weights()).containsOnlyKeys("eu1");
+        assertThat(s.route("g", "gdpr").shedFraction()).isCloseTo(35.0 / 80, within(1e-6));
+        assertThat(s.engines().get("us1").loadRps()).isZero();
+    }
+
+    @Test
+    void solve_sameInput_givesEqualSnapshotsAndHashes() {
+        Topology t = Topologies.random(7);
+        Snapshot a = OPTIMAL.solve(t, SolveOptions.defaults());
+        Snapshot b = OPTIMAL.solve(t, SolveOptions.defaults());
+        assertThat(b).isEqualTo(a);
+        assertThat(b.hash()).isEqualTo(a.hash()).hasSize(64);
+    }
+
+    @Test
+    void solve_withPreviousSnapshot_affinityMovesLessTrafficAfterADemandChange() {
+        Topology before = Topologies.talk(120, 40);
+        Snapshot first = OPTIMAL.solve(before, SolveOptions.defaults());
+        Topology after = Topologies.talk(90, 40);
+
+        Snapshot free = OPTIMAL.solve(withDiscount(after, 0), SolveOptions.defaults().after(first));
+        Snapshot sticky = OPTIMAL.solve(withDiscount(after, 200), SolveOptions.defaults().after(first));
+
+        assertThat(churn(first, sticky)).isLessThan(churn(first, free));
+        assertThat(sticky.version()).isEqualTo(first.version() + 1);
+        assertThat(sticky.objective().gapRelative()).isLessThanOrEqualTo(SolveOptions.DEFAULT_GAP_TOLERANCE);
+    }
+
+    @Test
+    void solve_penalty_lowersAnEnginesEffectiveCapacity() {
+        Snapshot s = OPTIMAL.solve(Topologies.talk(),
+                SolveOptions.defaults().withPenalties(Map.of("east-1", 0.5)));
+        assertThat(s.engines().get("east-1").effectiveCapacityRps()).isCloseTo(45, within(1e-9));
+        assertThat(s.engines().get("east-1").loadRps()).isLessThanOrEqualTo(45 * (1 + 1e-9));
+        assertThat(s.engines().get("east-1").penalty()).isEqualTo(0.5);
+    }
+
+    @Test
+    void solve_classWithoutDemand_stillGetsARouteToItsCheapestEngines() {
+        Snapshot s = OPTIMAL.solve(Topologies.talk(120, 0), SolveOptions.defaults());
+        Route west = s.route("west", "chat");
+        assertThat(west.demandRps()).isZero();
+        assertThat(west.weights().values().stream().mapToDouble(Double::doubleValue).sum()).isCloseTo(1, within(1e-9));
+    }
+
+    static Topology withDiscount(Topology t, double ms) {
+        return new Topology(t.gatewayClusters(), t.engineClusters(), t.networkRttMs(), t.models(), t.engines(),
+                t.classes(), t.demandRps(), t.headroom(), ms);
+    }
+
+    /** Σ |Δw| over all routes. */
+    static double churn(Snapshot a, Snapshot b) {
+        double sum = 0;
+        for (var g : a.routes().entrySet()) {
+            for (var c : g.getValue().entrySet()) {
+                Map<String, Double> wa = c.getValue().weights();
+                Map<String, Double> wb = b.route(g.getKey(), c.getKey()).weights();
+                Map<String, Double> all = new HashMap<>(wa);
+                wb.forEach((k, v) -> all.merge(k, 0.0, (x, y) -> x));
+                for (String e : all.keySet()) {
+                    sum += Math.abs(wa.getOrDefault(e, 0.0) - wb.getOrDefault(e, 0.0));
+                }
+            }
+        }
+        return sum;
+    }
+}

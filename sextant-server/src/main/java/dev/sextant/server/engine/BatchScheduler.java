@@ -1,0 +1,186 @@
+package dev.sextant.server.engine;
+
+import io.netty.util.concurrent.EventExecutor;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * The continuous-batching latency model (see {@link EngineConfig}), run as a chain of timers on one event
+ * executor: no thread per request, no lock, all state confined to that executor.
+ *
+ * <p>A step starts by admitting waiting sequences while the batch has room and prefilling them; it lasts
+ * {@code (a + c · batch + p · prefillTokens) · slowdown} ms; at its end every running sequence that can write
+ * gets one token. The next step starts at once while work remains.
+ */
+final class BatchScheduler {
+    private final EngineConfig config;
+    private final EventExecutor executor;
+    private final LongSupplier nanoTime;
+    private final Supplier<Faults> faults;
+    private final EngineMeters meters;
+    private final PrefixCache prefixCache;
+    private final ArrayDeque<Sequence> waiting = new ArrayDeque<>();
+    private final List<Sequence> running = new ArrayList<>();
+    private final List<Sequence> admittedThisStep = new ArrayList<>();
+    private final AtomicLong generatedTokens = new AtomicLong();
+    private final AtomicLong pausedTokens = new AtomicLong();
+    private volatile int runningCount;
+    private volatile int waitingCount;
+    private volatile long kvTokens;
+    private boolean stepping;
+    private double stepMs;
+
+    BatchScheduler(EngineConfig config, EventExecutor executor, LongSupplier nanoTime, Supplier<Faults> faults,
+                   String model) {
+        this.config = config;
+        this.executor = executor;
+        this.nanoTime = nanoTime;
+        this.faults = faults;
+        this.prefixCache = new PrefixCache(config.prefixCacheEntries());
+        this.meters = new EngineMeters(model, () -> runningCount, () -> waitingCount,
+                () -> Math.min(1.0, (double) kvTokens / config.kvCacheTokens()));
+    }
+
+    EngineMeters meters() {
+        return meters;
+    }
+
+    /** Output tokens produced since start, over all requests. Any thread. */
+    long generatedTokens() {
+        return generatedTokens.get();
+    }
+
+    /** Tokens not produced at a step because their client could not take them (back-pressure). Any thread. */
+    long pausedTokens() {
+        return pausedTokens.get();
+    }
+
+    /** Queues a sequence. Any thread. */
+    void submit(Sequence sequence) {
+        executor.execute(() -> {
+            waiting.add(sequence);
+            waitingCount = waiting.size();
+            if (!stepping) {
+                startStep();
+            }
+        });
+    }
+
+    /** Drops a sequence whose client went away. Any thread. */
+    void cancel(Sequence sequence) {
+        executor.execute(() -> {
+            if (!sequence.done && !sequence.cancelled) {
+                sequence.cancelled = true;
+                if (waiting.remove(sequence)) {
+                    waitingCount = waiting.size();
+                    sequence.done = true;
+                    meters.finished("abort");
+                }
+            }
+        });
+    }
+
+    private void startStep() {
+        admittedThisStep.clear();
+        int prefillTokens = 0;
+        while (running.size() < config.maxSequences() && !waiting.isEmpty()) {
+            Sequence s = waiting.poll();
+            if (s.cancelled) {
+                continue;
+            }
+            s.queuedMs = (nanoTime.getAsLong() - s.arrivalNanos) / 1e6;
+            if (s.crashAfterTokens == 0) {
+                s.done = true;
+                meters.finished("abort");
+                s.sink.crashed(s);
+                continue;
+            }
+            s.cachedTokens = prefixCache.hit(s.conversationKey, s.promptTokens);
+            meters.admitted(s.promptTokens, s.cachedTokens);
+            prefillTokens += s.promptTokens - s.cachedTokens;
+            running.add(s);
+            admittedThisStep.add(s);
+        }
+        waitingCount = waiting.size();
+        runningCount = running.size();
+        updateKv();
+        if (running.isEmpty()) {
+            stepping = false;
+            return;
+        }
+        double slowdown = faults.get().slowdown();
+        stepMs = (config.decodeBaseMs() + config.decodeMsPerSequence() * running.size()
+                + config.prefillMsPerToken() * prefillTokens) * slowdown;
+        for (Sequence s : admittedThisStep) {
+            s.prefillMs = config.prefillMsPerToken() * (s.promptTokens - s.cachedTokens) * slowdown;
+            s.ttftMs = s.queuedMs + stepMs;
+        }
+        stepping = true;
+        executor.schedule(this::endStep, Math.max(1, Math.round(stepMs * 1e6)), TimeUnit.NANOSECONDS);
+    }
+
+    private void endStep() {
+        List<Sequence> finishedThisStep = null;
+        for (Sequence s : running) {
+            if (s.cancelled) {
+                s.done = true;
+                meters.finished("abort");
+                finishedThisStep = add(finishedThisStep, s);
+                continue;
+            }
+            boolean first = s.generated == 0;
+            if (!first && !s.sink.writable()) {
+                pausedTokens.incrementAndGet();
+                continue; // back-pressure: this sequence waits for its client
+            }
+            int index = s.generated++;
+            generatedTokens.incrementAndGet();
+            if (first) {
+                meters.firstToken(s.ttftMs / 1e3);
+            } else {
+                s.decodeMs += stepMs;
+                meters.nextToken(stepMs / 1e3);
+            }
+            if (s.crashAfterTokens > 0 && s.generated >= s.crashAfterTokens && s.generated < s.maxTokens) {
+                s.sink.token(s, index);
+                s.done = true;
+                meters.finished("abort");
+                s.sink.crashed(s);
+                finishedThisStep = add(finishedThisStep, s);
+                continue;
+            }
+            s.sink.token(s, index);
+            if (s.generated >= s.maxTokens) {
+                s.done = true;
+                String reason = s.maxTokensGiven ? "length" : "stop";
+                prefixCache.store(s.conversationKey, s.promptTokens + s.generated);
+                meters.finished(reason);
+                s.sink.finished(s, reason);
+                finishedThisStep = add(finishedThisStep, s);
+            }
+        }
+        if (finishedThisStep != null) {
+            running.removeAll(finishedThisStep);
+        }
+        startStep();
+    }
+
+    private void updateKv() {
+        long tokens = 0;
+        for (Sequence s : running) {
+            tokens += s.promptTokens + s.generated;
+        }
+        kvTokens = tokens;
+    }
+
+    private static List<Sequence> add(List<Sequence> list, Sequence s) {
+        List<Sequence> out = list == null ? new ArrayList<>() : list;
+        out.add(s);
+        return out;
+    }
+}

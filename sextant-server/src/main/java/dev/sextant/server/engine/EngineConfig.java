@@ -1,0 +1,113 @@
+package dev.sextant.server.engine;
+
+import java.util.List;
+
+/**
+ * Configuration of one emulated engine: its identity, its continuous-batching latency model and its faults.
+ *
+ * <p>The latency model: at most {@code maxSequences} sequences run in the batch, the rest wait in FIFO order.
+ * The engine works in steps; each step decodes one token for every running sequence and prefills the
+ * sequences admitted at its start, and lasts
+ * {@code (decodeBaseMs + decodeMsPerSequence · batch + prefillMsPerToken · uncachedPromptTokens) · slowdown}
+ * milliseconds. A sequence's first token comes at the end of the step that prefilled it; each later step
+ * gives it one more token.
+ *
+ * @param engineId            identifier sent in the {@code x-engine-id} response header, non-empty
+ * @param host                address to bind, e.g. {@code 127.0.0.1}
+ * @param port                TCP port, 0 for an ephemeral one
+ * @param models              model ids served, at least one; the first one labels the metrics
+ * @param maxSequences        maximum concurrent sequences in the batch, ≥ 1
+ * @param prefillMsPerToken   prefill time per uncached prompt token, milliseconds, ≥ 0
+ * @param decodeBaseMs        fixed part {@code a} of a step, milliseconds, ≥ 0
+ * @param decodeMsPerSequence per-sequence part {@code c} of a step, milliseconds, ≥ 0
+ * @param defaultMaxTokens    output tokens of a request that gives no {@code max_tokens}, ≥ 1
+ * @param kvCacheTokens       KV-cache size in tokens, ≥ 1; {@code vllm:kv_cache_usage_perc} is the tokens of
+ *                            running sequences over this
+ * @param prefixCacheEntries  conversations whose prefix stays cached (least recently used evicted), ≥ 0
+ * @param embeddingDimensions length of {@code /v1/embeddings} vectors, ≥ 1
+ * @param seed                seed of every random choice (faults)
+ * @param faults              faults at start
+ */
+public record EngineConfig(String engineId, String host, int port, List<String> models, int maxSequences,
+                           double prefillMsPerToken, double decodeBaseMs, double decodeMsPerSequence,
+                           int defaultMaxTokens, int kvCacheTokens, int prefixCacheEntries, int embeddingDimensions,
+                           long seed, Faults faults) {
+    public EngineConfig {
+        if (engineId == null || engineId.isBlank()) {
+            throw new IllegalArgumentException("engine_id: " + engineId + " (expected: a non-empty string)");
+        }
+        if (host == null || host.isBlank()) {
+            throw new IllegalArgumentException("host: " + host + " (expected: an address to bind)");
+        }
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("port: " + port + " (expected: in [0, 65535])");
+        }
+        if (models == null || models.isEmpty() || models.stream().anyMatch(m -> m == null || m.isBlank())) {
+            throw new IllegalArgumentException("models: " + models + " (expected: at least one non-empty model id)");
+        }
+        models = List.copyOf(models);
+        atLeast("max_sequences", maxSequences, 1);
+        nonNegative("prefill_ms_per_token", prefillMsPerToken);
+        nonNegative("decode_base_ms", decodeBaseMs);
+        nonNegative("decode_ms_per_sequence", decodeMsPerSequence);
+        atLeast("default_max_tokens", defaultMaxTokens, 1);
+        atLeast("kv_cache_tokens", kvCacheTokens, 1);
+        atLeast("prefix_cache_entries", prefixCacheEntries, 0);
+        atLeast("embedding_dimensions", embeddingDimensions, 1);
+        if (faults == null) {
+            faults = Faults.NONE;
+        }
+    }
+
+    /**
+     * A configuration resembling one vLLM engine serving a 70B model on a loopback port chosen by the OS: 64
+     * sequences, 0.02 ms per prefill token, steps of 8 ms + 0.15 ms per running sequence, 32 tokens by default.
+     *
+     * @param engineId the engine's identifier
+     * @param model    the model it serves
+     */
+    public static EngineConfig defaults(String engineId, String model) {
+        return new EngineConfig(engineId, "127.0.0.1", 0, List.of(model), 64, 0.02, 8, 0.15, 32, 200_000, 1024, 8,
+                1, Faults.NONE);
+    }
+
+    /** This configuration with another port. */
+    public EngineConfig withPort(int newPort) {
+        return new EngineConfig(engineId, host, newPort, models, maxSequences, prefillMsPerToken, decodeBaseMs,
+                decodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed,
+                faults);
+    }
+
+    /** This configuration with another latency model. */
+    public EngineConfig withLatency(int newMaxSequences, double newPrefillMsPerToken, double newDecodeBaseMs,
+                                    double newDecodeMsPerSequence) {
+        return new EngineConfig(engineId, host, port, models, newMaxSequences, newPrefillMsPerToken, newDecodeBaseMs,
+                newDecodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed,
+                faults);
+    }
+
+    /** This configuration with other faults at start and another seed. */
+    public EngineConfig withFaults(Faults newFaults, long newSeed) {
+        return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
+                decodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, newSeed,
+                newFaults);
+    }
+
+    /** This configuration with another default output length. */
+    public EngineConfig withDefaultMaxTokens(int tokens) {
+        return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
+                decodeMsPerSequence, tokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed, faults);
+    }
+
+    private static void atLeast(String field, long value, long min) {
+        if (value < min) {
+            throw new IllegalArgumentException(field + ": " + value + " (expected: >= " + min + ")");
+        }
+    }
+
+    private static void nonNegative(String field, double value) {
+        if (!(value >= 0) || Double.isInfinite(value)) {
+            throw new IllegalArgumentException(field + ": " + value + " (expected: a finite number >= 0)");
+        }
+    }
+}

@@ -1,0 +1,298 @@
+package dev.sextant.server.engine;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * An OpenAI-compatible stand-in for a vLLM engine, for the demo, tests and benchmarks: it answers
+ * {@code /v1/chat/completions}, {@code /v1/completions} (streaming or not), {@code /v1/embeddings},
+ * {@code /v1/models}, {@code /metrics} (vLLM names) and {@code /healthz}, with latencies from a
+ * continuous-batching model ({@link EngineConfig}) and injectable {@link Faults}
+ * ({@code GET|POST /admin/faults}). Every response carries the header {@code x-engine-id}.
+ *
+ * <p>Responses report the model's timing of the request in an extra {@code engine_timing} object ({@code
+ * queued_ms}, {@code prefill_ms}, {@code ttft_ms}, {@code decode_ms}, {@code cached_tokens}): in the
+ * completion for {@code stream: false}, in the chunk carrying {@code finish_reason} when streaming; and the
+ * cached prompt tokens in {@code usage.prompt_tokens_details.cached_tokens}, as OpenAI does.
+ *
+ * <p>One Netty event loop group serves HTTP/1.1 with keep-alive; the batch model runs as timers on one of its
+ * loops. A streaming sequence pauses while its channel is not writable. Usage:
+ * <pre>{@code
+ * try (EngineEmulator engine = EngineEmulator.start(EngineConfig.defaults("e1", "llama"))) {
+ *     URI base = URI.create("http://127.0.0.1:" + engine.port());
+ *     ...
+ * }
+ * }</pre>
+ */
+public final class EngineEmulator implements AutoCloseable {
+    /** Response header naming the engine that answered. */
+    public static final String ENGINE_ID_HEADER = "x-engine-id";
+
+    final EngineConfig config;
+    final ObjectMapper json = new ObjectMapper();
+    final BatchScheduler scheduler;
+    private final EventLoopGroup group;
+    private final Channel serverChannel;
+    private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    private final AtomicReference<Faults> faults;
+    private final AtomicLong requestsDrawn = new AtomicLong();
+    private final AtomicLong ids = new AtomicLong();
+    private final AtomicLong hung = new AtomicLong();
+
+    private EngineEmulator(EngineConfig config, int sendBufferBytes) throws InterruptedException {
+        this.config = config;
+        this.faults = new AtomicReference<>(config.faults());
+        this.group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
+        this.scheduler = new BatchScheduler(config, group.next(), System::nanoTime, faults::get, config.models().get(0));
+        ServerBootstrap bootstrap = new ServerBootstrap()
+                .group(group)
+                .channel(NioServerSocketChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(32 * 1024, 64 * 1024))
+                .childOption(ChannelOption.SO_SNDBUF, sendBufferBytes > 0 ? sendBufferBytes : null)
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        channels.add(ch);
+                        ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(16 * 1024 * 1024),
+                                new EngineHttpHandler(EngineEmulator.this));
+                    }
+                });
+        try {
+            this.serverChannel = bootstrap.bind(config.host(), config.port()).sync().channel();
+        } catch (RuntimeException | InterruptedException e) {
+            group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
+            throw e;
+        }
+    }
+
+    /**
+     * Starts an engine and returns once it listens.
+     *
+     * @throws IllegalStateException if the address cannot be bound
+     */
+    public static EngineEmulator start(EngineConfig config) {
+        return start(config, 0);
+    }
+
+    /**
+     * Starts an engine whose connections have a kernel send buffer of {@code sendBufferBytes} (0: the OS default);
+     * a small one makes back-pressure show after a few tokens instead of megabytes.
+     */
+    static EngineEmulator start(EngineConfig config, int sendBufferBytes) {
+        try {
+            return new EngineEmulator(config, sendBufferBytes);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while binding " + config.host() + ":" + config.port(), e);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("cannot bind " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The TCP port it listens on (the chosen one when configured with port 0). */
+    public int port() {
+        return ((InetSocketAddress) serverChannel.localAddress()).getPort();
+    }
+
+    /** Its configuration. */
+    public EngineConfig config() {
+        return config;
+    }
+
+    /** The faults in force now. */
+    public Faults faults() {
+        return faults.get();
+    }
+
+    /** Replaces the faults; requests arriving afterwards see the new ones. */
+    public void setFaults(Faults newFaults) {
+        if (newFaults == null) {
+            throw new IllegalArgumentException("faults: missing (expected: a Faults value)");
+        }
+        faults.set(newFaults);
+    }
+
+    /** Output tokens produced since start over all requests, ≥ 0 (what the batch model has generated). */
+    public long generatedTokens() {
+        return scheduler.generatedTokens();
+    }
+
+    /** Requests accepted and left unanswered by the hang fault since start, ≥ 0. */
+    public long hungRequests() {
+        return hung.get();
+    }
+
+    /** Stops listening, closes every connection (hung ones included) and stops its threads. Idempotent. */
+    @Override
+    public void close() {
+        serverChannel.close().awaitUninterruptibly();
+        channels.close().awaitUninterruptibly();
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+    }
+
+    // ---- used by the handler ----
+
+    /** Draws this request's fault dice in arrival order; true when it must fail with a 500. */
+    boolean drawError(Faults f) {
+        long n = requestsDrawn.getAndIncrement();
+        return uniform(config.seed(), n) < f.errorRate();
+    }
+
+    void hung() {
+        hung.incrementAndGet();
+    }
+
+    long nextId() {
+        return ids.incrementAndGet();
+    }
+
+    long nanoTime() {
+        return System.nanoTime();
+    }
+
+    long createdSeconds() {
+        return System.currentTimeMillis() / 1000;
+    }
+
+    /** The n-th number of a seeded stream, uniform in [0, 1): SplitMix64's finalizer over seed and index. */
+    static double uniform(long seed, long n) {
+        long z = seed + (n + 1) * 0x9E3779B97F4A7C15L;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        z = z ^ (z >>> 31);
+        return (z >>> 11) * 0x1.0p-53;
+    }
+
+    /** A deterministic unit vector for a text: the same text always gives the same vector. */
+    static double[] embedding(String text, int dimensions) {
+        long seed = 0;
+        for (byte b : text.getBytes(StandardCharsets.UTF_8)) {
+            seed = seed * 31 + b;
+        }
+        double[] v = new double[dimensions];
+        double norm = 0;
+        for (int i = 0; i < dimensions; i++) {
+            v[i] = uniform(seed, i) * 2 - 1;
+            norm += v[i] * v[i];
+        }
+        norm = Math.sqrt(norm);
+        for (int i = 0; i < dimensions; i++) {
+            v[i] = norm > 0 ? v[i] / norm : 0;
+        }
+        return v;
+    }
+
+    /**
+     * Runs one engine until the process is stopped. Options (all optional): {@code --id ID --host ADDR --port N
+     * --model NAME (repeatable) --max-seqs N --prefill-ms-per-token X --decode-base-ms X --decode-ms-per-seq X
+     * --default-max-tokens N --kv-cache-tokens N --prefix-cache-entries N --seed N --error-rate X --slowdown X
+     * --hang --crash-after-tokens N}.
+     */
+    public static void main(String[] args) throws InterruptedException {
+        EngineConfig config;
+        try {
+            config = parseArgs(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("engine: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
+        EngineEmulator engine = start(config);
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            engine.close();
+            stopped.countDown();
+        }, "engine-shutdown"));
+        System.out.println("engine " + config.engineId() + " serving " + config.models() + " on http://"
+                + config.host() + ":" + engine.port());
+        stopped.await();
+    }
+
+    static EngineConfig parseArgs(String[] args) {
+        EngineConfig d = EngineConfig.defaults("engine-0", "emulated-model");
+        String id = d.engineId();
+        String host = d.host();
+        int port = 8000;
+        List<String> models = new ArrayList<>();
+        int maxSeqs = d.maxSequences();
+        double prefill = d.prefillMsPerToken();
+        double base = d.decodeBaseMs();
+        double perSeq = d.decodeMsPerSequence();
+        int defaultMax = d.defaultMaxTokens();
+        int kv = d.kvCacheTokens();
+        int prefixEntries = d.prefixCacheEntries();
+        long seed = d.seed();
+        double errorRate = 0;
+        double slowdown = 1;
+        boolean hang = false;
+        int crash = -1;
+        for (int i = 0; i < args.length; i++) {
+            String option = args[i];
+            String value = null;
+            int eq = option.indexOf('=');
+            if (eq > 0) {
+                value = option.substring(eq + 1);
+                option = option.substring(0, eq);
+            }
+            if (option.equals("--hang")) {
+                hang = value == null || Boolean.parseBoolean(value);
+                continue;
+            }
+            if (value == null) {
+                if (i + 1 >= args.length) {
+                    throw new IllegalArgumentException(option + ": missing value");
+                }
+                value = args[++i];
+            }
+            try {
+                switch (option) {
+                    case "--id" -> id = value;
+                    case "--host" -> host = value;
+                    case "--port" -> port = Integer.parseInt(value);
+                    case "--model" -> models.add(value);
+                    case "--max-seqs" -> maxSeqs = Integer.parseInt(value);
+                    case "--prefill-ms-per-token" -> prefill = Double.parseDouble(value);
+                    case "--decode-base-ms" -> base = Double.parseDouble(value);
+                    case "--decode-ms-per-seq" -> perSeq = Double.parseDouble(value);
+                    case "--default-max-tokens" -> defaultMax = Integer.parseInt(value);
+                    case "--kv-cache-tokens" -> kv = Integer.parseInt(value);
+                    case "--prefix-cache-entries" -> prefixEntries = Integer.parseInt(value);
+                    case "--seed" -> seed = Long.parseLong(value);
+                    case "--error-rate" -> errorRate = Double.parseDouble(value);
+                    case "--slowdown" -> slowdown = Double.parseDouble(value);
+                    case "--crash-after-tokens" -> crash = Integer.parseInt(value);
+                    default -> throw new IllegalArgumentException(option + ": unknown option");
+                }
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(option + ": " + value + " (expected: a number)");
+            }
+        }
+        return new EngineConfig(id, host, port, models.isEmpty() ? d.models() : models, maxSeqs, prefill, base,
+                perSeq, defaultMax, kv, prefixEntries, d.embeddingDimensions(), seed,
+                new Faults(errorRate, slowdown, hang, crash));
+    }
+}

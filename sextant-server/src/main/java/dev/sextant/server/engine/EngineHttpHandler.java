@@ -1,0 +1,563 @@
+package dev.sextant.server.engine;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufInputStream;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * One connection's HTTP/1.1 handling. Requests are answered one at a time in arrival order (a pipelined
+ * request waits for the previous answer); the channel reads again only when the answer is written. Nothing
+ * throws out of here: an unexpected error becomes a 500 in OpenAI's shape, a log line and a close.
+ */
+final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
+    private static final Logger LOG = Logger.getLogger(EngineHttpHandler.class.getName());
+    private static final String[] WORDS = {"the", "engine", "routes", "tokens", "to", "a", "near", "cluster",
+        "while", "cache", "stays", "warm", "and", "latency", "low", "so"};
+
+    private final EngineEmulator engine;
+    private final ObjectMapper json;
+    private final ArrayDeque<FullHttpRequest> pending = new ArrayDeque<>();
+    private boolean busy;
+    private Sequence current;
+
+    EngineHttpHandler(EngineEmulator engine) {
+        super(false);
+        this.engine = engine;
+        this.json = engine.json;
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) {
+        ctx.read();
+    }
+
+    @Override
+    protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest request) {
+        if (busy) {
+            pending.add(request);
+            return;
+        }
+        busy = true;
+        try {
+            handle(ctx, request);
+        } finally {
+            request.release();
+        }
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (current != null) {
+            engine.scheduler.cancel(current);
+            current = null;
+        }
+        FullHttpRequest r;
+        while ((r = pending.poll()) != null) {
+            r.release();
+        }
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (!(cause instanceof IOException)) {
+            LOG.log(Level.WARNING, "engine " + engine.config.engineId() + ": closing a connection", cause);
+        }
+        ctx.close();
+    }
+
+    /** The previous answer is written: take the next pipelined request, or read more. */
+    private void done(ChannelHandlerContext ctx) {
+        current = null;
+        FullHttpRequest next = pending.poll();
+        if (next == null) {
+            busy = false;
+            ctx.read();
+            return;
+        }
+        try {
+            handle(ctx, next);
+        } finally {
+            next.release();
+        }
+    }
+
+    private void handle(ChannelHandlerContext ctx, FullHttpRequest request) {
+        boolean keepAlive = HttpUtil.isKeepAlive(request);
+        try {
+            if (!request.decoderResult().isSuccess()) {
+                throw OpenAiErrors.badRequest("Malformed HTTP request.");
+            }
+            String path = request.uri();
+            int q = path.indexOf('?');
+            if (q >= 0) {
+                path = path.substring(0, q);
+            }
+            HttpMethod method = request.method();
+            switch (path) {
+                case "/healthz" -> {
+                    expect(method, HttpMethod.GET);
+                    ObjectNode body = json.createObjectNode().put("status", "ok").put("engine_id", engine.config.engineId());
+                    respond(ctx, keepAlive, HttpResponseStatus.OK, body);
+                }
+                case "/metrics" -> {
+                    expect(method, HttpMethod.GET);
+                    respond(ctx, keepAlive, HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
+                            engine.scheduler.meters().scrape().getBytes(StandardCharsets.UTF_8));
+                }
+                case "/v1/models" -> {
+                    expect(method, HttpMethod.GET);
+                    respond(ctx, keepAlive, HttpResponseStatus.OK, models());
+                }
+                case "/admin/faults" -> {
+                    if (method.equals(HttpMethod.POST)) {
+                        engine.setFaults(faultsFrom(parse(request.content()), engine.faults()));
+                    } else {
+                        expect(method, HttpMethod.GET);
+                    }
+                    respond(ctx, keepAlive, HttpResponseStatus.OK, faultsJson(engine.faults()));
+                }
+                case "/v1/chat/completions", "/v1/completions" -> {
+                    expect(method, HttpMethod.POST);
+                    GenerationRequest g = GenerationRequest.parse(parse(request.content()),
+                            path.equals("/v1/chat/completions"), engine.config.defaultMaxTokens(), engine.config.models());
+                    generate(ctx, keepAlive, g);
+                }
+                case "/v1/embeddings" -> {
+                    expect(method, HttpMethod.POST);
+                    embed(ctx, keepAlive, parse(request.content()));
+                }
+                default -> throw OpenAiErrors.notFound("not_found", "No route for " + method + " " + path + ".");
+            }
+        } catch (OpenAiErrors.ApiError e) {
+            error(ctx, keepAlive, e);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "engine " + engine.config.engineId() + ": request failed", e);
+            error(ctx, false, new OpenAiErrors.ApiError(HttpResponseStatus.INTERNAL_SERVER_ERROR, "server_error",
+                    null, "Internal error."));
+        }
+    }
+
+    private static void expect(HttpMethod method, HttpMethod expected) {
+        if (!method.equals(expected)) {
+            throw new OpenAiErrors.ApiError(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error",
+                    "method_not_allowed", "Use " + expected + ".");
+        }
+    }
+
+    private JsonNode parse(ByteBuf content) {
+        if (!content.isReadable()) {
+            throw OpenAiErrors.badRequest("The request body is empty; expected JSON.");
+        }
+        try (ByteBufInputStream in = new ByteBufInputStream(content.duplicate())) {
+            return json.readTree((java.io.InputStream) in);
+        } catch (JsonProcessingException e) {
+            throw OpenAiErrors.badRequest("Malformed JSON: " + e.getOriginalMessage());
+        } catch (IOException e) {
+            throw OpenAiErrors.badRequest("Unreadable body: " + e.getMessage());
+        }
+    }
+
+    static String model(JsonNode body, List<String> models) {
+        JsonNode model = body.get("model");
+        if (model == null || !model.isTextual() || model.asText().isEmpty()) {
+            throw OpenAiErrors.badRequest("'model' must be a non-empty string.");
+        }
+        if (!models.contains(model.asText())) {
+            throw OpenAiErrors.notFound("model_not_found", "The model `" + model.asText() + "` does not exist.");
+        }
+        return model.asText();
+    }
+
+    // ---- faults ----
+
+    /**
+     * Applies the faults that act before any work; returns false when the request must not be served (it hangs
+     * or has been answered with an error).
+     */
+    private boolean admitPastFaults(ChannelHandlerContext ctx, boolean keepAlive, Faults faults) {
+        boolean error = engine.drawError(faults);
+        if (faults.hang()) {
+            engine.hung();
+            return false; // stay busy and never read again: the connection hangs
+        }
+        if (error) {
+            error(ctx, keepAlive, new OpenAiErrors.ApiError(HttpResponseStatus.INTERNAL_SERVER_ERROR, "server_error",
+                    "injected_fault", "The engine failed (injected fault)."));
+            return false;
+        }
+        return true;
+    }
+
+    private Faults faultsFrom(JsonNode body, Faults now) {
+        if (body == null || !body.isObject()) {
+            throw OpenAiErrors.badRequest("Faults must be a JSON object.");
+        }
+        try {
+            return new Faults(
+                    number(body, "error_rate", now.errorRate()),
+                    number(body, "slowdown", now.slowdown()),
+                    body.has("hang") ? bool(body.get("hang")) : now.hang(),
+                    (int) number(body, "crash_after_tokens", now.crashAfterTokens()));
+        } catch (IllegalArgumentException e) {
+            throw OpenAiErrors.badRequest(e.getMessage());
+        }
+    }
+
+    private static double number(JsonNode body, String field, double current) {
+        JsonNode n = body.get(field);
+        if (n == null) {
+            return current;
+        }
+        if (n.isNull()) {
+            return field.equals("crash_after_tokens") ? -1 : current;
+        }
+        if (!n.isNumber()) {
+            throw OpenAiErrors.badRequest("'" + field + "' must be a number.");
+        }
+        return n.asDouble();
+    }
+
+    private static boolean bool(JsonNode n) {
+        if (!n.isBoolean()) {
+            throw OpenAiErrors.badRequest("'hang' must be a boolean.");
+        }
+        return n.asBoolean();
+    }
+
+    private ObjectNode faultsJson(Faults f) {
+        return json.createObjectNode().put("error_rate", f.errorRate()).put("slowdown", f.slowdown())
+                .put("hang", f.hang()).put("crash_after_tokens", f.crashAfterTokens());
+    }
+
+    // ---- endpoints ----
+
+    private ObjectNode models() {
+        ObjectNode root = json.createObjectNode().put("object", "list");
+        ArrayNode data = root.putArray("data");
+        for (String m : engine.config.models()) {
+            data.addObject().put("id", m).put("object", "model").put("created", engine.createdSeconds())
+                    .put("owned_by", "sextant-engine-emulator").put("root", m);
+        }
+        return root;
+    }
+
+    private void embed(ChannelHandlerContext ctx, boolean keepAlive, JsonNode body) {
+        if (body == null || !body.isObject()) {
+            throw OpenAiErrors.badRequest("The request body must be a JSON object.");
+        }
+        String model = model(body, engine.config.models());
+        JsonNode input = body.get("input");
+        List<String> texts;
+        if (input != null && input.isTextual()) {
+            texts = List.of(input.asText());
+        } else if (input != null && input.isArray() && !input.isEmpty()) {
+            texts = new java.util.ArrayList<>();
+            for (JsonNode t : input) {
+                if (!t.isTextual()) {
+                    throw OpenAiErrors.badRequest("'input' must be a string or an array of strings.");
+                }
+                texts.add(t.asText());
+            }
+        } else {
+            throw OpenAiErrors.badRequest("'input' must be a string or an array of strings.");
+        }
+        if (!admitPastFaults(ctx, keepAlive, engine.faults())) {
+            return;
+        }
+        ObjectNode root = json.createObjectNode().put("object", "list");
+        ArrayNode data = root.putArray("data");
+        int tokens = 0;
+        for (int i = 0; i < texts.size(); i++) {
+            ArrayNode vector = data.addObject().put("object", "embedding").put("index", i).putArray("embedding");
+            for (double v : EngineEmulator.embedding(texts.get(i), engine.config.embeddingDimensions())) {
+                vector.add(v);
+            }
+            tokens += GenerationRequest.tokens(texts.get(i));
+        }
+        root.put("model", model);
+        root.putObject("usage").put("prompt_tokens", tokens).put("total_tokens", tokens);
+        respond(ctx, keepAlive, HttpResponseStatus.OK, root);
+    }
+
+    private void generate(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g) {
+        Faults faults = engine.faults();
+        if (!admitPastFaults(ctx, keepAlive, faults)) {
+            return;
+        }
+        String id = (g.chat() ? "chatcmpl-" : "cmpl-") + engine.config.engineId() + "-" + engine.nextId();
+        long created = engine.createdSeconds();
+        int wordOffset = Math.floorMod(g.conversationKey().hashCode(), WORDS.length);
+        Sequence.Sink sink = g.stream()
+                ? new StreamSink(ctx, keepAlive, g, id, created, wordOffset)
+                : new WholeSink(ctx, keepAlive, g, id, created, wordOffset);
+        if (g.stream()) {
+            HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
+            head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
+                    .set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_CACHE)
+                    .set(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED)
+                    .set(EngineEmulator.ENGINE_ID_HEADER, engine.config.engineId());
+            ctx.write(head);
+            ObjectNode first = chunk(g, id, created);
+            ObjectNode choice = (ObjectNode) first.get("choices").get(0);
+            if (g.chat()) {
+                choice.putObject("delta").put("role", "assistant").put("content", "");
+            } else {
+                choice.put("text", "");
+            }
+            ctx.writeAndFlush(sse(ctx, first));
+        }
+        Sequence s = new Sequence(g.conversationKey(), g.promptTokens(), g.maxTokens(), g.maxTokensGiven(),
+                faults.crashAfterTokens(), sink, engine.nanoTime());
+        current = s;
+        engine.scheduler.submit(s);
+    }
+
+    private static String word(int index, int offset) {
+        String w = WORDS[(index + offset) % WORDS.length];
+        return index == 0 ? w : " " + w;
+    }
+
+    private ObjectNode chunk(GenerationRequest g, String id, long created) {
+        ObjectNode root = json.createObjectNode().put("id", id)
+                .put("object", g.chat() ? "chat.completion.chunk" : "text_completion")
+                .put("created", created).put("model", g.model());
+        ObjectNode choice = root.putArray("choices").addObject().put("index", 0);
+        if (!g.chat()) {
+            choice.putNull("logprobs");
+        }
+        choice.putNull("finish_reason");
+        return root;
+    }
+
+    private ObjectNode usage(GenerationRequest g, int generated, Sequence.Timing timing) {
+        ObjectNode usage = json.createObjectNode().put("prompt_tokens", g.promptTokens())
+                .put("completion_tokens", generated).put("total_tokens", g.promptTokens() + generated);
+        usage.putObject("prompt_tokens_details").put("cached_tokens", timing.cachedTokens());
+        return usage;
+    }
+
+    private ObjectNode timingJson(Sequence.Timing t) {
+        return json.createObjectNode().put("queued_ms", t.queuedMs()).put("prefill_ms", t.prefillMs())
+                .put("ttft_ms", t.ttftMs()).put("decode_ms", t.decodeMs()).put("cached_tokens", t.cachedTokens());
+    }
+
+    private ByteBuf sse(ChannelHandlerContext ctx, JsonNode event) {
+        try {
+            byte[] bytes = json.writeValueAsBytes(event);
+            ByteBuf buf = ctx.alloc().buffer(bytes.length + 8);
+            buf.writeBytes(DATA).writeBytes(bytes).writeBytes(END);
+            return buf;
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("a JSON tree always serializes", e);
+        }
+    }
+
+    private static final byte[] DATA = "data: ".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] END = "\n\n".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
+
+    /** Streams tokens as server-sent events. */
+    private final class StreamSink implements Sequence.Sink {
+        private final ChannelHandlerContext ctx;
+        private final boolean keepAlive;
+        private final GenerationRequest g;
+        private final String id;
+        private final long created;
+        private final int wordOffset;
+
+        StreamSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
+                   int wordOffset) {
+            this.ctx = ctx;
+            this.keepAlive = keepAlive;
+            this.g = g;
+            this.id = id;
+            this.created = created;
+            this.wordOffset = wordOffset;
+        }
+
+        @Override
+        public boolean writable() {
+            return ctx.channel().isWritable();
+        }
+
+        @Override
+        public void token(Sequence sequence, int index) {
+            ctx.executor().execute(() -> {
+                if (!ctx.channel().isActive()) {
+                    return;
+                }
+                ObjectNode c = chunk(g, id, created);
+                ObjectNode choice = (ObjectNode) c.get("choices").get(0);
+                if (g.chat()) {
+                    choice.putObject("delta").put("content", word(index, wordOffset));
+                } else {
+                    choice.put("text", word(index, wordOffset));
+                }
+                ctx.writeAndFlush(new DefaultHttpContent(sse(ctx, c)));
+            });
+        }
+
+        @Override
+        public void finished(Sequence sequence, String reason) {
+            int generated = sequence.generated;
+            Sequence.Timing timing = sequence.timing();
+            ctx.executor().execute(() -> {
+                if (!ctx.channel().isActive()) {
+                    return;
+                }
+                ObjectNode last = chunk(g, id, created);
+                ObjectNode choice = (ObjectNode) last.get("choices").get(0);
+                if (g.chat()) {
+                    choice.putObject("delta");
+                } else {
+                    choice.put("text", "");
+                }
+                choice.put("finish_reason", reason);
+                last.set("engine_timing", timingJson(timing));
+                ctx.write(new DefaultHttpContent(sse(ctx, last)));
+                if (g.includeUsage()) {
+                    ObjectNode u = json.createObjectNode().put("id", id)
+                            .put("object", g.chat() ? "chat.completion.chunk" : "text_completion")
+                            .put("created", created).put("model", g.model());
+                    u.putArray("choices");
+                    u.set("usage", usage(g, generated, timing));
+                    ctx.write(new DefaultHttpContent(sse(ctx, u)));
+                }
+                ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(DONE)));
+                ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(afterResponse(keepAlive));
+            });
+        }
+
+        @Override
+        public void crashed(Sequence sequence) {
+            ctx.executor().execute(() -> ctx.close());
+        }
+    }
+
+    /** Collects tokens into one JSON completion. Touched on the channel's event loop only. */
+    private final class WholeSink implements Sequence.Sink {
+        private final ChannelHandlerContext ctx;
+        private final boolean keepAlive;
+        private final GenerationRequest g;
+        private final String id;
+        private final long created;
+        private final int wordOffset;
+        private final StringBuilder text = new StringBuilder();
+
+        WholeSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
+                  int wordOffset) {
+            this.ctx = ctx;
+            this.keepAlive = keepAlive;
+            this.g = g;
+            this.id = id;
+            this.created = created;
+            this.wordOffset = wordOffset;
+        }
+
+        @Override
+        public boolean writable() {
+            return true; // nothing is written before the end
+        }
+
+        @Override
+        public void token(Sequence sequence, int index) {
+            ctx.executor().execute(() -> text.append(word(index, wordOffset)));
+        }
+
+        @Override
+        public void finished(Sequence sequence, String reason) {
+            int generated = sequence.generated;
+            Sequence.Timing timing = sequence.timing();
+            ctx.executor().execute(() -> {
+                if (!ctx.channel().isActive()) {
+                    return;
+                }
+                ObjectNode root = json.createObjectNode().put("id", id)
+                        .put("object", g.chat() ? "chat.completion" : "text_completion")
+                        .put("created", created).put("model", g.model());
+                ObjectNode choice = root.putArray("choices").addObject().put("index", 0);
+                if (g.chat()) {
+                    choice.putObject("message").put("role", "assistant").put("content", text.toString());
+                } else {
+                    choice.put("text", text.toString());
+                }
+                choice.putNull("logprobs");
+                choice.put("finish_reason", reason);
+                root.set("usage", usage(g, generated, timing));
+                root.set("engine_timing", timingJson(timing));
+                respond(ctx, keepAlive, HttpResponseStatus.OK, root);
+            });
+        }
+
+        @Override
+        public void crashed(Sequence sequence) {
+            ctx.executor().execute(() -> ctx.close());
+        }
+    }
+
+    // ---- writing ----
+
+    private void error(ChannelHandlerContext ctx, boolean keepAlive, OpenAiErrors.ApiError e) {
+        respond(ctx, keepAlive, e.status, OpenAiErrors.body(json, e));
+    }
+
+    private void respond(ChannelHandlerContext ctx, boolean keepAlive, HttpResponseStatus status, JsonNode body) {
+        try {
+            respond(ctx, keepAlive, status, "application/json", json.writeValueAsBytes(body));
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("a JSON tree always serializes", e);
+        }
+    }
+
+    private void respond(ChannelHandlerContext ctx, boolean keepAlive, HttpResponseStatus status, String contentType,
+                         byte[] body) {
+        FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status,
+                Unpooled.wrappedBuffer(body));
+        response.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType)
+                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.length)
+                .set(EngineEmulator.ENGINE_ID_HEADER, engine.config.engineId());
+        if (!keepAlive) {
+            response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        }
+        ctx.writeAndFlush(response).addListener(afterResponse(keepAlive));
+    }
+
+    private ChannelFutureListener afterResponse(boolean keepAlive) {
+        return future -> {
+            ChannelHandlerContext ctx = future.channel().pipeline().context(this);
+            if (!future.isSuccess() || !keepAlive || ctx == null) {
+                future.channel().close();
+            } else {
+                done(ctx);
+            }
+        };
+    }
+}

@@ -1,0 +1,174 @@
+package dev.sextant.signal;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Predicate;
+
+/**
+ * What the signal path reads from one engine's {@code /metrics}: load, KV-cache pressure, latency histograms
+ * and completed requests, under vLLM's or SGLang's names.
+ *
+ * <p>Names read, first present wins:
+ * <table>
+ * <caption>metric names</caption>
+ * <tr><th>field</th><th>vLLM</th><th>SGLang</th></tr>
+ * <tr><td>running</td><td>{@code vllm:num_requests_running}</td><td>{@code sglang:num_running_reqs}</td></tr>
+ * <tr><td>waiting</td><td>{@code vllm:num_requests_waiting}</td><td>{@code sglang:num_queue_reqs}</td></tr>
+ * <tr><td>kvCacheUsage</td><td>{@code vllm:kv_cache_usage_perc}, {@code vllm:gpu_cache_usage_perc}</td>
+ *     <td>{@code sglang:token_usage}</td></tr>
+ * <tr><td>ttft</td><td>{@code vllm:time_to_first_token_seconds}</td>
+ *     <td>{@code sglang:time_to_first_token_seconds}</td></tr>
+ * <tr><td>tbt</td><td>{@code vllm:inter_token_latency_seconds}, {@code vllm:time_per_output_token_seconds}</td>
+ *     <td>{@code sglang:inter_token_latency_seconds}, {@code sglang:time_per_output_token_seconds}</td></tr>
+ * <tr><td>successCount</td><td>{@code vllm:request_success_total} without {@code finished_reason="abort"}</td>
+ *     <td>{@code sglang:num_requests_total}, else {@code sglang:e2e_request_latency_seconds_count}</td></tr>
+ * <tr><td>promptTokens</td><td>{@code vllm:prompt_tokens_total}</td><td>{@code sglang:prompt_tokens_total}</td></tr>
+ * <tr><td>generationTokens</td><td>{@code vllm:generation_tokens_total}</td>
+ *     <td>{@code sglang:generation_tokens_total}</td></tr>
+ * </table>
+ * Several series of one metric (data-parallel engines, several models) are summed; the KV-cache usage is
+ * their mean, and histogram buckets are summed per bound (bounds not present in every series are dropped).
+ * A metric the scrape lacks is {@code NaN} (a gauge or counter) or {@link Histogram#EMPTY}.
+ *
+ * @param flavor           whose names the scrape used
+ * @param running          requests in the running batch, ≥ 0
+ * @param waiting          requests queued for the batch, ≥ 0
+ * @param kvCacheUsage     KV-cache blocks in use, fraction in [0, 1]
+ * @param ttft             time to first token, seconds
+ * @param tbt              time between output tokens, seconds
+ * @param successCount     requests finished successfully since the engine started (a counter)
+ * @param promptTokens     prompt tokens prefilled since start (a counter)
+ * @param generationTokens output tokens generated since start (a counter)
+ */
+public record EngineMetrics(Flavor flavor, double running, double waiting, double kvCacheUsage, Histogram ttft,
+                            Histogram tbt, double successCount, double promptTokens, double generationTokens) {
+
+    /** Which engine's metric names a scrape carries. */
+    public enum Flavor {
+        /** {@code vllm:} names. */
+        VLLM,
+        /** {@code sglang:} names. */
+        SGLANG,
+        /** neither: every field is absent. */
+        UNKNOWN
+    }
+
+    public EngineMetrics {
+        if (flavor == null || ttft == null || tbt == null) {
+            throw new IllegalArgumentException("flavor, ttft, tbt: missing (expected: non-null)");
+        }
+    }
+
+    /** The metrics of all series in {@code scrape}. Never throws on a parsed scrape. */
+    public static EngineMetrics from(Scrape scrape) {
+        return from(scrape, null);
+    }
+
+    /**
+     * The metrics of the series whose {@code model_name} label is {@code modelName}.
+     *
+     * @param modelName a served model's name, or {@code null} for every series
+     */
+    public static EngineMetrics from(Scrape scrape, String modelName) {
+        Predicate<Sample> keep = modelName == null ? s -> true : s -> modelName.equals(s.label("model_name"));
+        Flavor flavor = flavorOf(scrape);
+        return switch (flavor) {
+            case VLLM -> new EngineMetrics(flavor,
+                    sum(scrape, keep, "vllm:num_requests_running"),
+                    sum(scrape, keep, "vllm:num_requests_waiting"),
+                    mean(scrape, keep, "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+                    histogram(scrape, keep, "vllm:time_to_first_token_seconds"),
+                    histogram(scrape, keep, "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+                    sum(scrape, keep.and(s -> !"abort".equals(s.label("finished_reason"))), "vllm:request_success_total"),
+                    sum(scrape, keep, "vllm:prompt_tokens_total"),
+                    sum(scrape, keep, "vllm:generation_tokens_total"));
+            case SGLANG -> new EngineMetrics(flavor,
+                    sum(scrape, keep, "sglang:num_running_reqs"),
+                    sum(scrape, keep, "sglang:num_queue_reqs"),
+                    mean(scrape, keep, "sglang:token_usage"),
+                    histogram(scrape, keep, "sglang:time_to_first_token_seconds"),
+                    histogram(scrape, keep, "sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
+                    sum(scrape, keep, "sglang:num_requests_total", "sglang:e2e_request_latency_seconds_count"),
+                    sum(scrape, keep, "sglang:prompt_tokens_total"),
+                    sum(scrape, keep, "sglang:generation_tokens_total"));
+            case UNKNOWN -> new EngineMetrics(flavor, Double.NaN, Double.NaN, Double.NaN, Histogram.EMPTY,
+                    Histogram.EMPTY, Double.NaN, Double.NaN, Double.NaN);
+        };
+    }
+
+    private static Flavor flavorOf(Scrape scrape) {
+        boolean sglang = false;
+        for (String name : scrape.families().keySet()) {
+            if (name.startsWith("vllm:")) {
+                return Flavor.VLLM;
+            }
+            sglang |= name.startsWith("sglang:");
+        }
+        return sglang ? Flavor.SGLANG : Flavor.UNKNOWN;
+    }
+
+    private static List<Sample> first(Scrape scrape, Predicate<Sample> keep, String... names) {
+        for (String name : names) {
+            List<Sample> samples = scrape.samples(name).stream().filter(keep).toList();
+            if (!samples.isEmpty()) {
+                return samples;
+            }
+        }
+        return List.of();
+    }
+
+    private static double sum(Scrape scrape, Predicate<Sample> keep, String... names) {
+        List<Sample> samples = first(scrape, keep, names);
+        return samples.isEmpty() ? Double.NaN : samples.stream().mapToDouble(Sample::value).sum();
+    }
+
+    private static double mean(Scrape scrape, Predicate<Sample> keep, String... names) {
+        List<Sample> samples = first(scrape, keep, names);
+        return samples.isEmpty() ? Double.NaN : samples.stream().mapToDouble(Sample::value).average().orElse(Double.NaN);
+    }
+
+    private static Histogram histogram(Scrape scrape, Predicate<Sample> keep, String... names) {
+        for (String name : names) {
+            List<Sample> buckets = scrape.samples(name + "_bucket").stream().filter(keep).toList();
+            List<Sample> counts = scrape.samples(name + "_count").stream().filter(keep).toList();
+            if (buckets.isEmpty() && counts.isEmpty()) {
+                continue;
+            }
+            // series key: the labels without "le"
+            Map<String, Map<Double, Double>> bySeries = new TreeMap<>();
+            for (Sample b : buckets) {
+                double bound;
+                try {
+                    bound = PrometheusText.parseValue(String.valueOf(b.label("le")));
+                } catch (NumberFormatException e) {
+                    continue;
+                }
+                if (Double.isNaN(bound)) {
+                    continue;
+                }
+                Map<String, String> series = new TreeMap<>(b.labels());
+                series.remove("le");
+                bySeries.computeIfAbsent(series.toString(), k -> new TreeMap<>()).merge(bound, b.value(), Double::sum);
+            }
+            TreeMap<Double, Double> merged = null;
+            for (Map<Double, Double> series : bySeries.values()) {
+                if (merged == null) {
+                    merged = new TreeMap<>(series);
+                } else {
+                    merged.keySet().retainAll(series.keySet());
+                    merged.replaceAll((bound, c) -> c + series.get(bound));
+                }
+            }
+            List<Histogram.Bucket> out = new ArrayList<>();
+            if (merged != null) {
+                merged.forEach((bound, c) -> out.add(new Histogram.Bucket(bound, c)));
+            }
+            double count = counts.stream().mapToDouble(Sample::value).sum();
+            double sum = scrape.samples(name + "_sum").stream().filter(keep).mapToDouble(Sample::value).sum();
+            return new Histogram(out, count, sum);
+        }
+        return Histogram.EMPTY;
+    }
+}

@@ -1,0 +1,321 @@
+package dev.sextant.server.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.signal.EngineMetrics;
+import dev.sextant.signal.PrometheusText;
+import dev.sextant.signal.Scrape;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class EngineEmulatorTest {
+    /** Fast, exact model: steps of 2 + 1·batch ms, 0.01 ms per prefill token. */
+    private static final EngineConfig FAST = EngineConfig.defaults("engine-a", "m").withLatency(8, 0.01, 2, 1)
+            .withDefaultMaxTokens(4);
+
+    private EngineEmulator engine;
+    private Client client;
+
+    @BeforeEach
+    void start() {
+        engine = EngineEmulator.start(FAST);
+        client = new Client(engine);
+    }
+
+    @AfterEach
+    void stop() {
+        engine.close();
+    }
+
+    private static String chat(String extra) {
+        return "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hello there\"}]" + extra + "}";
+    }
+
+    @Test
+    void chatCompletion_notStreaming_answersOneCompletionInOpenAisShape() {
+        HttpResponse<String> response = client.post("/v1/chat/completions", chat(",\"max_tokens\":5"));
+
+        assertThat(response.statusCode()).isEqualTo(200);
+        assertThat(response.headers().firstValue("x-engine-id")).hasValue("engine-a");
+        assertThat(response.headers().firstValue("content-type")).hasValue("application/json");
+        JsonNode body = Client.json(response);
+        assertThat(body.get("object").asText()).isEqualTo("chat.completion");
+        assertThat(body.get("id").asText()).startsWith("chatcmpl-");
+        assertThat(body.get("model").asText()).isEqualTo("m");
+        JsonNode choice = body.get("choices").get(0);
+        assertThat(choice.get("message").get("role").asText()).isEqualTo("assistant");
+        assertThat(choice.get("message").get("content").asText().split(" ")).hasSize(5);
+        assertThat(choice.get("finish_reason").asText()).isEqualTo("length");
+        // "user: hello there\n" is 18 characters: 5 tokens at 4 characters a token
+        assertThat(body.get("usage").get("prompt_tokens").asInt()).isEqualTo(5);
+        assertThat(body.get("usage").get("completion_tokens").asInt()).isEqualTo(5);
+        assertThat(body.get("usage").get("total_tokens").asInt()).isEqualTo(10);
+        assertThat(body.get("usage").get("prompt_tokens_details").get("cached_tokens").asInt()).isZero();
+    }
+
+    @Test
+    void engineTiming_singleRequest_followsTheStepModelExactly() {
+        JsonNode body = Client.json(client.post("/v1/chat/completions", chat(",\"max_tokens\":5")));
+
+        JsonNode t = body.get("engine_timing");
+        // first step: a + c·1 + p·5 prompt tokens; then 4 steps of a + c·1
+        assertThat(t.get("prefill_ms").asDouble()).isEqualTo(0.05, within(1e-9));
+        assertThat(t.get("ttft_ms").asDouble() - t.get("queued_ms").asDouble()).isEqualTo(3.05, within(1e-9));
+        assertThat(t.get("decode_ms").asDouble()).isEqualTo(12.0, within(1e-9));
+    }
+
+    @Test
+    void completion_withoutMaxTokens_generatesTheDefaultAndStops() {
+        HttpResponse<String> response = client.post("/v1/completions", "{\"model\":\"m\",\"prompt\":\"Once upon\"}");
+
+        JsonNode body = Client.json(response);
+        assertThat(response.statusCode()).isEqualTo(200);
+        assertThat(body.get("object").asText()).isEqualTo("text_completion");
+        assertThat(body.get("choices").get(0).get("text").asText().split(" ")).hasSize(4);
+        assertThat(body.get("choices").get(0).get("finish_reason").asText()).isEqualTo("stop");
+        assertThat(body.get("usage").get("completion_tokens").asInt()).isEqualTo(4);
+    }
+
+    @Test
+    void chatCompletion_streaming_sendsTheFirstChunkBeforeTheLastTokenIsProduced() {
+        engine.close();
+        engine = EngineEmulator.start(FAST.withLatency(8, 0.01, 10, 0));
+        client = new Client(engine);
+        int maxTokens = 100;
+        List<Long> producedAtArrival = new ArrayList<>();
+
+        Client.Stream stream = client.stream("/v1/chat/completions", chat(",\"max_tokens\":" + maxTokens + ",\"stream\":true"),
+                event -> producedAtArrival.add(engine.generatedTokens()));
+
+        assertThat(stream.failure()).isNull();
+        assertThat(stream.status()).isEqualTo(200);
+        assertThat(stream.engineId()).isEqualTo("engine-a");
+        List<JsonNode> chunks = stream.events().stream().filter(e -> !e.equals("[DONE]")).map(EngineEmulatorTest::read).toList();
+        assertThat(stream.events()).last().isEqualTo("[DONE]");
+        assertThat(chunks).allSatisfy(c -> assertThat(c.get("object").asText()).isEqualTo("chat.completion.chunk"));
+        assertThat(chunks.get(0).get("choices").get(0).get("delta").get("role").asText()).isEqualTo("assistant");
+        List<JsonNode> content = chunks.stream()
+                .filter(c -> c.get("choices").get(0).path("delta").path("content").asText("").length() > 0).toList();
+        assertThat(content).hasSize(maxTokens);
+        JsonNode last = chunks.get(chunks.size() - 1);
+        assertThat(last.get("choices").get(0).get("finish_reason").asText()).isEqualTo("length");
+        assertThat(last.get("engine_timing")).isNotNull();
+        // index 1 is the first content chunk: when it arrived, the engine had produced far from all tokens
+        assertThat(producedAtArrival.get(1)).isLessThan(maxTokens);
+        assertThat(producedAtArrival.stream().distinct().count()).as("chunks arrived while tokens were produced")
+                .isGreaterThan(2);
+    }
+
+    @Test
+    void completion_streamingWithUsage_endsWithAUsageChunkThenDone() {
+        Client.Stream stream = client.stream("/v1/completions",
+                "{\"model\":\"m\",\"prompt\":\"abc\",\"max_tokens\":3,\"stream\":true,"
+                        + "\"stream_options\":{\"include_usage\":true}}", e -> { });
+
+        List<String> events = stream.events();
+        assertThat(events).hasSize(1 + 3 + 1 + 1 + 1);
+        assertThat(events.get(events.size() - 1)).isEqualTo("[DONE]");
+        JsonNode usage = read(events.get(events.size() - 2));
+        assertThat(usage.get("choices")).isEmpty();
+        assertThat(usage.get("usage").get("completion_tokens").asInt()).isEqualTo(3);
+        JsonNode token = read(events.get(1));
+        assertThat(token.get("object").asText()).isEqualTo("text_completion");
+        assertThat(token.get("choices").get(0).get("text").asText()).isNotEmpty();
+        assertThat(token.get("choices").get(0).get("finish_reason").isNull()).isTrue();
+        assertThat(read(events.get(4)).get("choices").get(0).get("finish_reason").asText()).isEqualTo("length");
+    }
+
+    @Test
+    void embeddings_areDeterministicUnitVectors() {
+        JsonNode one = Client.json(client.post("/v1/embeddings", "{\"model\":\"m\",\"input\":[\"a\",\"b\"]}"));
+        JsonNode again = Client.json(client.post("/v1/embeddings", "{\"model\":\"m\",\"input\":\"a\"}"));
+
+        assertThat(one.get("object").asText()).isEqualTo("list");
+        assertThat(one.get("data")).hasSize(2);
+        JsonNode a = one.get("data").get(0).get("embedding");
+        assertThat(a).hasSize(8);
+        double norm = 0;
+        for (JsonNode x : a) {
+            norm += x.asDouble() * x.asDouble();
+        }
+        assertThat(norm).isEqualTo(1.0, within(1e-9));
+        assertThat(again.get("data").get(0).get("embedding")).isEqualTo(a);
+        assertThat(one.get("data").get(1).get("embedding")).isNotEqualTo(a);
+    }
+
+    @Test
+    void modelsAndHealthz_answer() {
+        JsonNode models = Client.json(client.get("/v1/models"));
+        HttpResponse<String> health = client.get("/healthz");
+
+        assertThat(models.get("data")).hasSize(1);
+        assertThat(models.get("data").get(0).get("id").asText()).isEqualTo("m");
+        assertThat(health.statusCode()).isEqualTo(200);
+        assertThat(health.headers().firstValue("x-engine-id")).hasValue("engine-a");
+    }
+
+    @Test
+    void metrics_parseWithTheSignalParserAndCountRequests() {
+        for (int i = 0; i < 3; i++) {
+            client.post("/v1/chat/completions", chat(",\"max_tokens\":" + (i + 2)));
+        }
+        client.post("/v1/completions", "{\"model\":\"m\",\"prompt\":\"x\"}");
+
+        HttpResponse<String> response = client.get("/metrics");
+        Scrape scrape = PrometheusText.parse(response.body());
+        EngineMetrics m = EngineMetrics.from(scrape, "m");
+
+        assertThat(response.headers().firstValue("content-type").orElse("")).startsWith("text/plain");
+        assertThat(scrape.problems()).isEmpty();
+        assertThat(scrape.families()).containsKeys("vllm:num_requests_running", "vllm:num_requests_waiting",
+                "vllm:kv_cache_usage_perc", "vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
+                "vllm:request_success_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total");
+        assertThat(m.flavor()).isEqualTo(EngineMetrics.Flavor.VLLM);
+        assertThat(m.successCount()).isEqualTo(4.0);
+        assertThat(scrape.samples("vllm:request_success_total").stream()
+                .filter(s -> "stop".equals(s.label("finished_reason"))).findFirst().orElseThrow().value()).isEqualTo(1.0);
+        assertThat(m.ttft().count()).isEqualTo(4.0);
+        assertThat(m.ttft().buckets()).hasSize(23);
+        assertThat(m.tbt().count()).as("gaps: 1 + 2 + 3 + 3").isEqualTo(9.0);
+        assertThat(m.generationTokens()).isEqualTo(2 + 3 + 4 + 4);
+        assertThat(m.promptTokens()).isEqualTo(5 * 3 + 1);
+        assertThat(m.running()).isZero();
+        assertThat(m.waiting()).isZero();
+        assertThat(m.kvCacheUsage()).isZero();
+    }
+
+    @Test
+    void batch_fullOfSequences_queuesTheRestAndShowsItInMetrics() {
+        engine.close();
+        engine = EngineEmulator.start(FAST.withLatency(1, 0.01, 5, 0));
+        client = new Client(engine);
+        List<Thread> streams = new ArrayList<>();
+        List<Client.Stream> results = java.util.Collections.synchronizedList(new ArrayList<>());
+        for (int i = 0; i < 3; i++) {
+            Thread t = new Thread(() -> results.add(client.stream("/v1/chat/completions",
+                    chat(",\"max_tokens\":40,\"stream\":true"), e -> { })));
+            t.start();
+            streams.add(t);
+        }
+
+        Client.await("one running and two waiting", () -> {
+            EngineMetrics m = EngineMetrics.from(PrometheusText.parse(client.get("/metrics").body()));
+            return m.running() == 1 && m.waiting() == 2;
+        });
+        streams.forEach(EngineEmulatorTest::join);
+
+        assertThat(results).hasSize(3).allSatisfy(r -> assertThat(r.events()).last().isEqualTo("[DONE]"));
+        EngineMetrics after = EngineMetrics.from(PrometheusText.parse(client.get("/metrics").body()));
+        assertThat(after.successCount()).isEqualTo(3.0);
+        assertThat(after.waiting()).isZero();
+    }
+
+    @ParameterizedTest
+    @CsvSource({
+        "'\"prompt_cache_key\":\"conv-1\",', '\"prompt_cache_key\":\"conv-1\",'",
+        "'\"user\":\"alice\",', '\"user\":\"alice\",'",
+        "'', ''"
+    })
+    void prefixCache_secondTurnOfAConversation_prefillsOnlyTheNewTokens(String key1, String key2) {
+        String history = "x".repeat(4000);
+        String turn1 = "{" + key1 + "\"model\":\"m\",\"max_tokens\":10,\"messages\":[{\"role\":\"user\",\"content\":\""
+                + history + "\"}]}";
+        String turn2 = "{" + key2 + "\"model\":\"m\",\"max_tokens\":10,\"messages\":[{\"role\":\"user\",\"content\":\""
+                + history + "\"},{\"role\":\"assistant\",\"content\":\"ok\"},{\"role\":\"user\",\"content\":\"" + "m".repeat(200) + "\"}]}";
+
+        JsonNode first = Client.json(client.post("/v1/chat/completions", turn1));
+        JsonNode second = Client.json(client.post("/v1/chat/completions", turn2));
+
+        int prompt1 = first.get("usage").get("prompt_tokens").asInt();
+        int prompt2 = second.get("usage").get("prompt_tokens").asInt();
+        assertThat(first.get("engine_timing").get("cached_tokens").asInt()).isZero();
+        assertThat(first.get("engine_timing").get("prefill_ms").asDouble()).isEqualTo(prompt1 * 0.01, within(1e-9));
+        // turn 1 left its prompt and its 10 answer tokens in the cache
+        int cached = second.get("usage").get("prompt_tokens_details").get("cached_tokens").asInt();
+        assertThat(cached).isEqualTo(prompt1 + 10);
+        assertThat(second.get("engine_timing").get("prefill_ms").asDouble())
+                .isEqualTo((prompt2 - cached) * 0.01, within(1e-9))
+                .isLessThan(first.get("engine_timing").get("prefill_ms").asDouble());
+        Scrape scrape = PrometheusText.parse(client.get("/metrics").body());
+        assertThat(scrape.samples("vllm:prefix_cache_hits_total").get(0).value()).isEqualTo(cached);
+    }
+
+    @Test
+    void prefixCache_anotherConversation_missesTheCache() {
+        client.post("/v1/chat/completions", "{\"prompt_cache_key\":\"a\",\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        JsonNode other = Client.json(client.post("/v1/chat/completions",
+                "{\"prompt_cache_key\":\"b\",\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"));
+
+        assertThat(other.get("usage").get("prompt_tokens_details").get("cached_tokens").asInt()).isZero();
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "POST|/v1/chat/completions|{\"model\":\"m\",|400|invalid_request_error",
+        "POST|/v1/chat/completions|[1,2]|400|invalid_request_error",
+        "POST|/v1/chat/completions|{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}|400|invalid_request_error",
+        "POST|/v1/chat/completions|{\"model\":\"m\",\"messages\":\"x\"}|400|invalid_request_error",
+        "POST|/v1/chat/completions|{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}],\"max_tokens\":\"5\"}|400|invalid_request_error",
+        "POST|/v1/chat/completions|{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}|404|invalid_request_error",
+        "POST|/v1/completions|{\"model\":\"m\"}|400|invalid_request_error",
+        "POST|/v1/embeddings|{\"model\":\"m\",\"input\":5}|400|invalid_request_error",
+        "POST|/v1/nothing|{}|404|invalid_request_error",
+        "GET|/v1/chat/completions||405|invalid_request_error",
+        "POST|/admin/faults|{\"error_rate\":2}|400|invalid_request_error",
+    })
+    void badRequest_isAnsweredInOpenAisErrorShapeAndTheEngineKeepsServing(String method, String path, String body,
+                                                                         int status, String type) {
+        java.net.http.HttpRequest.Builder request = client.request(path).header("content-type", "application/json");
+        request = method.equals("GET") ? request.GET()
+                : request.POST(java.net.http.HttpRequest.BodyPublishers.ofString(body == null ? "" : body));
+
+        HttpResponse<String> response = client.send(request.build());
+
+        assertThat(response.statusCode()).isEqualTo(status);
+        assertThat(response.headers().firstValue("x-engine-id")).hasValue("engine-a");
+        JsonNode error = Client.json(response).get("error");
+        assertThat(error.get("message").asText()).isNotEmpty();
+        assertThat(error.get("type").asText()).isEqualTo(type);
+        assertThat(error.has("code")).isTrue();
+        assertThat(client.post("/v1/chat/completions", chat("")).statusCode()).isEqualTo(200);
+    }
+
+    private static JsonNode read(String event) {
+        try {
+            return Client.JSON.readTree(event);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static void join(Thread t) {
+        try {
+            t.join(30_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    @Test
+    void requests_manyOnOneKeptAliveConnection_allSucceed() {
+        AtomicLong ok = new AtomicLong();
+        IntStream.range(0, 50).forEach(i -> {
+            if (client.post("/v1/completions", "{\"model\":\"m\",\"prompt\":\"p\",\"max_tokens\":1}").statusCode() == 200) {
+                ok.incrementAndGet();
+            }
+        });
+
+        assertThat(ok.get()).isEqualTo(50);
+    }
+}

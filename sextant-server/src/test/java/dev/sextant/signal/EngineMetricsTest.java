@@ -1,0 +1,172 @@
+package dev.sextant.signal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import org.junit.jupiter.api.Test;
+
+class EngineMetricsTest {
+
+    @Test
+    void from_vllmFixture_readsCurrentNames() {
+        EngineMetrics m = EngineMetrics.from(PrometheusText.parse(Fixtures.read("vllm-metrics.txt")));
+
+        assertThat(m.flavor()).isEqualTo(EngineMetrics.Flavor.VLLM);
+        assertThat(m.running()).isEqualTo(37.0);
+        assertThat(m.waiting()).isEqualTo(4.0);
+        assertThat(m.kvCacheUsage()).isEqualTo(0.6421875);
+        assertThat(m.successCount()).as("stop + length, not abort").isEqualTo(40211.0 + 3120.0);
+        assertThat(m.promptTokens()).isEqualTo(48211334.0);
+        assertThat(m.generationTokens()).isEqualTo(9523411.0);
+        assertThat(m.ttft().count()).isEqualTo(42369.0);
+        assertThat(m.ttft().sum()).isEqualTo(18923.41);
+        assertThat(m.ttft().buckets()).hasSize(23);
+        assertThat(m.ttft().buckets().get(3)).isEqualTo(new Histogram.Bucket(0.02, 3.0));
+        assertThat(m.ttft().buckets().get(22)).isEqualTo(new Histogram.Bucket(Double.POSITIVE_INFINITY, 42369.0));
+        assertThat(m.tbt().count()).isEqualTo(9509415.0);
+        assertThat(m.tbt().sum()).isEqualTo(421102.7);
+        assertThat(m.tbt().buckets()).hasSize(20);
+        assertThat(m.tbt().buckets().get(0)).isEqualTo(new Histogram.Bucket(0.01, 110322.0));
+    }
+
+    @Test
+    void from_olderVllmNames_fallsBackToGpuCacheAndTimePerOutputToken() {
+        String text = """
+                # TYPE vllm:gpu_cache_usage_perc gauge
+                vllm:gpu_cache_usage_perc{model_name="m"} 0.25
+                # TYPE vllm:time_per_output_token_seconds histogram
+                vllm:time_per_output_token_seconds_bucket{le="0.05",model_name="m"} 3
+                vllm:time_per_output_token_seconds_bucket{le="+Inf",model_name="m"} 4
+                vllm:time_per_output_token_seconds_count{model_name="m"} 4
+                vllm:time_per_output_token_seconds_sum{model_name="m"} 0.2
+                """;
+        EngineMetrics m = EngineMetrics.from(PrometheusText.parse(text));
+
+        assertThat(m.kvCacheUsage()).isEqualTo(0.25);
+        assertThat(m.tbt().count()).isEqualTo(4.0);
+        assertThat(m.tbt().mean()).isEqualTo(0.05, within(1e-12));
+        assertThat(m.running()).isNaN();
+        assertThat(m.ttft()).isEqualTo(Histogram.EMPTY);
+    }
+
+    @Test
+    void from_sglangFixture_readsSglangNames() {
+        EngineMetrics m = EngineMetrics.from(PrometheusText.parse(Fixtures.read("sglang-metrics.txt")));
+
+        assertThat(m.flavor()).isEqualTo(EngineMetrics.Flavor.SGLANG);
+        assertThat(m.running()).isEqualTo(52.0);
+        assertThat(m.waiting()).isEqualTo(9.0);
+        assertThat(m.kvCacheUsage()).isEqualTo(0.71);
+        assertThat(m.successCount()).as("e2e histogram count").isEqualTo(45245.0);
+        assertThat(m.promptTokens()).isEqualTo(8128902.0);
+        assertThat(m.generationTokens()).isEqualTo(7557572.0);
+        assertThat(m.ttft().count()).isEqualTo(42369.0);
+        assertThat(m.ttft().sum()).isEqualTo(18923.41);
+        assertThat(m.ttft().buckets()).hasSize(23);
+        assertThat(m.tbt().count()).isEqualTo(9509415.0);
+        assertThat(m.tbt().buckets()).hasSize(20);
+    }
+
+    @Test
+    void from_twoDataParallelEngines_sumsSeriesAndAveragesKvUsage() {
+        String text = """
+                vllm:num_requests_running{engine="0",model_name="a"} 3
+                vllm:num_requests_running{engine="1",model_name="a"} 5
+                vllm:num_requests_running{engine="0",model_name="b"} 100
+                vllm:kv_cache_usage_perc{engine="0",model_name="a"} 0.2
+                vllm:kv_cache_usage_perc{engine="1",model_name="a"} 0.4
+                # TYPE vllm:time_to_first_token_seconds histogram
+                vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="a"} 1
+                vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="a"} 2
+                vllm:time_to_first_token_seconds_bucket{engine="1",le="0.1",model_name="a"} 3
+                vllm:time_to_first_token_seconds_bucket{engine="1",le="0.5",model_name="a"} 3
+                vllm:time_to_first_token_seconds_bucket{engine="1",le="+Inf",model_name="a"} 4
+                vllm:time_to_first_token_seconds_count{engine="0",model_name="a"} 2
+                vllm:time_to_first_token_seconds_count{engine="1",model_name="a"} 4
+                vllm:time_to_first_token_seconds_sum{engine="0",model_name="a"} 1
+                vllm:time_to_first_token_seconds_sum{engine="1",model_name="a"} 2
+                """;
+        Scrape scrape = PrometheusText.parse(text);
+
+        assertThat(EngineMetrics.from(scrape).running()).isEqualTo(108.0);
+        EngineMetrics a = EngineMetrics.from(scrape, "a");
+        assertThat(a.running()).isEqualTo(8.0);
+        assertThat(a.kvCacheUsage()).isEqualTo(0.3, within(1e-12));
+        assertThat(a.ttft()).isEqualTo(new Histogram(java.util.List.of(
+                new Histogram.Bucket(0.1, 4), new Histogram.Bucket(Double.POSITIVE_INFINITY, 6)), 6, 3));
+    }
+
+    @Test
+    void from_noKnownNames_isUnknownAndAbsent() {
+        EngineMetrics m = EngineMetrics.from(PrometheusText.parse("up 1\n"));
+
+        assertThat(m.flavor()).isEqualTo(EngineMetrics.Flavor.UNKNOWN);
+        assertThat(m.running()).isNaN();
+        assertThat(m.successCount()).isNaN();
+    }
+
+    private static String scrape(double ttftCount, double ttftSum, double tbtCount, double tbtSum, double success,
+                                 double generated) {
+        return "# TYPE vllm:time_to_first_token_seconds histogram\n"
+                + "vllm:time_to_first_token_seconds_bucket{le=\"0.1\"} " + ttftCount / 2 + "\n"
+                + "vllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} " + ttftCount + "\n"
+                + "vllm:time_to_first_token_seconds_count " + ttftCount + "\n"
+                + "vllm:time_to_first_token_seconds_sum " + ttftSum + "\n"
+                + "# TYPE vllm:inter_token_latency_seconds histogram\n"
+                + "vllm:inter_token_latency_seconds_bucket{le=\"+Inf\"} " + tbtCount + "\n"
+                + "vllm:inter_token_latency_seconds_count " + tbtCount + "\n"
+                + "vllm:inter_token_latency_seconds_sum " + tbtSum + "\n"
+                + "vllm:request_success_total{finished_reason=\"stop\"} " + success + "\n"
+                + "vllm:generation_tokens_total " + generated + "\n";
+    }
+
+    @Test
+    void between_twoScrapes_givesTheIntervalsMeansAndRates() {
+        EngineMetrics first = EngineMetrics.from(PrometheusText.parse(scrape(100, 20, 1000, 30, 90, 1100)));
+        EngineMetrics second = EngineMetrics.from(PrometheusText.parse(scrape(140, 26, 3000, 80, 130, 3140)));
+
+        MetricsInterval interval = MetricsInterval.between(first, second, 10);
+
+        assertThat(interval.meanTtftSeconds()).isEqualTo(6.0 / 40, within(1e-12));
+        assertThat(interval.meanTbtSeconds()).isEqualTo(50.0 / 2000, within(1e-12));
+        assertThat(interval.successPerSecond()).isEqualTo(4.0);
+        assertThat(interval.firstTokensPerSecond()).isEqualTo(4.0);
+        assertThat(interval.generationTokensPerSecond()).isEqualTo(204.0);
+        assertThat(interval.promptTokensPerSecond()).isNaN();
+        assertThat(interval.ttft().buckets()).containsExactly(
+                new Histogram.Bucket(0.1, 20), new Histogram.Bucket(Double.POSITIVE_INFINITY, 40));
+    }
+
+    @Test
+    void between_engineRestarted_takesTheLaterCountersWhole() {
+        EngineMetrics before = EngineMetrics.from(PrometheusText.parse(scrape(100, 20, 1000, 30, 90, 1100)));
+        EngineMetrics after = EngineMetrics.from(PrometheusText.parse(scrape(10, 3, 100, 2, 8, 110)));
+
+        MetricsInterval interval = MetricsInterval.between(before, after, 2);
+
+        assertThat(interval.meanTtftSeconds()).isEqualTo(0.3, within(1e-12));
+        assertThat(interval.successPerSecond()).isEqualTo(4.0);
+        assertThat(interval.generationTokensPerSecond()).isEqualTo(55.0);
+    }
+
+    @Test
+    void between_nothingHappened_hasNoMeanAndZeroRates() {
+        EngineMetrics m = EngineMetrics.from(PrometheusText.parse(scrape(100, 20, 1000, 30, 90, 1100)));
+
+        MetricsInterval interval = MetricsInterval.between(m, m, 5);
+
+        assertThat(interval.meanTtftSeconds()).isNaN();
+        assertThat(interval.successPerSecond()).isZero();
+    }
+
+    @Test
+    void quantile_interpolatesInsideTheBucket() {
+        Histogram h = new Histogram(java.util.List.of(new Histogram.Bucket(0.1, 10), new Histogram.Bucket(0.2, 30),
+                new Histogram.Bucket(Double.POSITIVE_INFINITY, 40)), 40, 5);
+
+        assertThat(h.quantile(0.5)).isEqualTo(0.15, within(1e-12));
+        assertThat(h.quantile(0.125)).isEqualTo(0.05, within(1e-12));
+        assertThat(h.quantile(0.99)).isEqualTo(0.2);
+        assertThat(Histogram.EMPTY.quantile(0.5)).isNaN();
+    }
+}
