@@ -63,6 +63,41 @@ public final class Simulator {
         return out;
     }
 
+    /**
+     * {@code SCENARIO.yaml [--policies a,b,…] [--seed N] --out DIR}, the same arguments as
+     * {@code bin/sextant simulate}. Exit status 0 on success, 2 on bad arguments or a bad scenario file.
+     */
+    public static void main(String[] args) {
+        System.setProperty("java.awt.headless", "true");
+        Path scenario = null;
+        Path out = null;
+        List<String> policies = List.of();
+        long seed = 1;
+        try {
+            for (int i = 0; i < args.length; i++) {
+                switch (args[i]) {
+                    case "--policies" -> policies = List.of(args[++i].split(","));
+                    case "--seed" -> seed = Long.parseLong(args[++i]);
+                    case "--out" -> out = Path.of(args[++i]);
+                    default -> {
+                        if (args[i].startsWith("--") || scenario != null) {
+                            throw new IllegalArgumentException("unexpected argument '" + args[i] + "'");
+                        }
+                        scenario = Path.of(args[i]);
+                    }
+                }
+            }
+            if (scenario == null || out == null) {
+                throw new IllegalArgumentException("expected: SCENARIO.yaml [--policies a,b] [--seed N] --out DIR");
+            }
+            Map<String, Summary> result = run(scenario, policies, seed, out, System.err);
+            System.out.println("wrote " + out.resolve("report.md") + " (" + result.size() + " policies)");
+        } catch (ScenarioException | IllegalArgumentException | ArrayIndexOutOfBoundsException e) {
+            System.err.println("simulate: " + (e instanceof ArrayIndexOutOfBoundsException ? "missing value" : e.getMessage()));
+            System.exit(2);
+        }
+    }
+
     /** One finished run. */
     record Run(String policy, Simulation simulation, Metrics metrics, Summary summary, double wallSeconds) {
     }
