@@ -1,0 +1,283 @@
+package dev.sextant.sim;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+
+/**
+ * A continuous-batching engine like vLLM: a waiting queue, at most {@code maxSeqs} running sequences,
+ * a KV cache in tokens shared with an LRU prefix cache, and chunked prefill with a token budget per step.
+ *
+ * <p>One step: every running sequence whose prompt is prefilled decodes one token (one token of budget
+ * each); the rest of the budget goes to prompt chunks, first to running sequences still prefilling, then
+ * to requests admitted from the waiting queue in arrival order while a sequence slot and KV space for the
+ * whole request (prompt + output) are free. A request reuses the tokens its conversation left in this
+ * engine's prefix cache (at least one prompt token is always computed). The step lasts
+ * {@code (a + b·prefill tokens + c·decoding sequences) × slowdown} ms; the step that finishes a prompt
+ * emits the first token, each later step one more.
+ *
+ * <p>Implementation note. While nothing prefills and nobody new can be admitted, steps repeat
+ * identically until the first sequence finishes, so they are simulated as one event of k steps. An
+ * arrival or fault during such a run cuts it at the end of the step in progress, so the result equals a
+ * step-by-step simulation.
+ */
+final class EngineSim {
+    /** What the engine tells the simulation. */
+    interface Listener {
+        void firstToken(EngineSim engine, SimRequest r, double atMs);
+
+        void finished(EngineSim engine, SimRequest r, double atMs);
+
+        /**
+         * The attempt failed at the engine: refused connection ({@code connect}: the engine is down) or
+         * a crash / a request too large for the KV cache.
+         */
+        void failed(EngineSim engine, SimRequest r, double atMs, boolean connect);
+
+        /** The client gave up waiting at {@code atMs} before the engine admitted it. */
+        void timedOut(EngineSim engine, SimRequest r, double atMs);
+    }
+
+    final int index;
+    final String id;
+    final EngineParams params;
+    private final EventLoop loop;
+    private final Listener listener;
+    private final double clientTimeoutMs;
+
+    private final ArrayDeque<SimRequest> waiting = new ArrayDeque<>();
+    private final ArrayList<SimRequest> running = new ArrayList<>();
+    private final ArrayList<SimRequest> keep = new ArrayList<>();
+    final PrefixCache cache = new PrefixCache();
+    private long reserved;
+    private boolean up = true;
+    private double slowdown = 1;
+
+    private boolean stepping;
+    private boolean startPending;
+    private boolean macro;
+    private double stepStart;
+    private double stepDur;
+    private int stepK;
+    private long generation;
+
+    // counters, read by the simulation
+    double busyMs;
+    long steps;
+    long promptTokens;
+    long savedTokens;
+
+    EngineSim(int index, String id, EngineParams params, EventLoop loop, Listener listener, double clientTimeoutMs) {
+        this.index = index;
+        this.id = id;
+        this.params = params;
+        this.loop = loop;
+        this.listener = listener;
+        this.clientTimeoutMs = clientTimeoutMs;
+    }
+
+    boolean isUp() {
+        return up;
+    }
+
+    int runningCount() {
+        return running.size();
+    }
+
+    int waitingCount() {
+        return waiting.size();
+    }
+
+    /** Fraction of the KV cache held by running sequences, as vLLM's {@code kv_cache_usage_perc}. */
+    double kvUsage() {
+        return (double) reserved / params.kvCacheTokens();
+    }
+
+    /** A request reaches the engine now. */
+    void arrive(SimRequest r) {
+        if (!up) {
+            listener.failed(this, r, loop.now(), true);
+            return;
+        }
+        r.engineArrivalMs = loop.now();
+        waiting.add(r);
+        if (!stepping) {
+            if (!startPending) {
+                // start at the end of this instant, so requests arriving together share the first step
+                startPending = true;
+                loop.at(loop.now(), () -> {
+                    startPending = false;
+                    if (up && !stepping) {
+                        startStep();
+                    }
+                });
+            }
+        } else if (macro) {
+            cutMacro();
+        }
+    }
+
+    /** The engine crashes now: every request on it fails, its cache is lost. */
+    void crash() {
+        if (!up) {
+            return;
+        }
+        double now = loop.now();
+        if (stepping) {
+            busyMs += now - stepStart;
+        }
+        up = false;
+        stepping = false;
+        generation++;
+        ArrayList<SimRequest> lost = new ArrayList<>(running);
+        lost.addAll(waiting);
+        running.clear();
+        waiting.clear();
+        reserved = 0;
+        cache.clear();
+        for (SimRequest r : lost) {
+            listener.failed(this, r, now, false);
+        }
+    }
+
+    /** The engine is back, empty. */
+    void recover() {
+        up = true;
+    }
+
+    /** Step times are multiplied by {@code factor} (≥ 1 slows down) from the next step on. */
+    void setSlowdown(double factor) {
+        slowdown = factor;
+        if (stepping && macro) {
+            cutMacro();
+        }
+    }
+
+    private void cutMacro() {
+        int done = (int) Math.floor((loop.now() - stepStart) / stepDur);
+        int k = done + 1;
+        if (k < stepK) {
+            stepK = k;
+            schedule();
+        }
+    }
+
+    private void schedule() {
+        long g = ++generation;
+        loop.at(stepStart + stepK * stepDur, () -> {
+            if (g == generation) {
+                endStep();
+            }
+        });
+    }
+
+    private void startStep() {
+        EngineParams p = params;
+        int budget = p.chunkTokens();
+        int decoding = 0;
+        long prefill = 0;
+        for (int i = 0; i < running.size(); i++) {
+            if (running.get(i).prefillRemaining == 0) {
+                decoding++;
+            }
+        }
+        budget = Math.max(0, budget - decoding);
+        for (int i = 0; i < running.size(); i++) {
+            SimRequest r = running.get(i);
+            if (r.prefillRemaining > 0) {
+                int c = Math.min(r.prefillRemaining, budget);
+                r.chunk = c;
+                budget -= c;
+                prefill += c;
+            }
+        }
+        double now = loop.now();
+        while (budget > 0 && !waiting.isEmpty() && running.size() < p.maxSeqs()) {
+            SimRequest r = waiting.peekFirst();
+            if (now - r.arrivalMs > clientTimeoutMs) {
+                waiting.pollFirst();
+                listener.timedOut(this, r, r.arrivalMs + clientTimeoutMs);
+                continue;
+            }
+            long need = (long) r.promptTokens + r.outputTokens;
+            if (reserved + need > p.kvCacheTokens()) {
+                if (running.isEmpty()) {
+                    waiting.pollFirst();
+                    listener.failed(this, r, now, false);
+                    continue;
+                }
+                break;
+            }
+            waiting.pollFirst();
+            int cached = Math.min(cache.take(r.conversation == null ? -1 - r.id : r.conversation.id),
+                    r.promptTokens - 1);
+            r.cachedTokens = cached;
+            r.prefillRemaining = r.promptTokens - cached;
+            r.outputRemaining = r.outputTokens;
+            r.kvReserved = need;
+            reserved += need;
+            cache.shrinkTo(p.kvCacheTokens() - reserved);
+            promptTokens += r.promptTokens;
+            savedTokens += cached;
+            running.add(r);
+            int c = Math.min(r.prefillRemaining, budget);
+            r.chunk = c;
+            budget -= c;
+            prefill += c;
+        }
+        if (running.isEmpty()) {
+            stepping = false;
+            return;
+        }
+        stepping = true;
+        stepStart = now;
+        if (prefill == 0) {
+            int k = Integer.MAX_VALUE;
+            for (int i = 0; i < running.size(); i++) {
+                k = Math.min(k, running.get(i).outputRemaining);
+            }
+            macro = true;
+            stepK = k;
+            stepDur = (p.stepMs() + p.decodeMsPerSeq() * decoding) * slowdown;
+        } else {
+            macro = false;
+            stepK = 1;
+            stepDur = (p.stepMs() + p.prefillMsPerToken() * prefill + p.decodeMsPerSeq() * decoding) * slowdown;
+        }
+        schedule();
+    }
+
+    private void endStep() {
+        double now = loop.now();
+        int k = stepK;
+        busyMs += k * stepDur;
+        steps += k;
+        keep.clear();
+        for (int i = 0; i < running.size(); i++) {
+            SimRequest r = running.get(i);
+            if (r.prefillRemaining > 0) {
+                if (r.chunk > 0) {
+                    r.prefillRemaining -= r.chunk;
+                    r.chunk = 0;
+                    if (r.prefillRemaining == 0) {
+                        r.outputRemaining--;
+                        listener.firstToken(this, r, now);
+                    }
+                }
+            } else {
+                r.outputRemaining -= k;
+            }
+            if (r.prefillRemaining == 0 && r.outputRemaining <= 0) {
+                reserved -= r.kvReserved;
+                if (r.conversation != null) {
+                    cache.put(r.conversation.id, r.promptTokens + r.outputTokens, params.kvCacheTokens() - reserved);
+                }
+                listener.finished(this, r, now);
+            } else {
+                keep.add(r);
+            }
+        }
+        running.clear();
+        running.addAll(keep);
+        startStep();
+    }
+}

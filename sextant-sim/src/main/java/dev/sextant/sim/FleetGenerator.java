@@ -1,0 +1,117 @@
+package dev.sextant.sim;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.EngineCluster;
+import dev.sextant.topology.GatewayCluster;
+import dev.sextant.topology.Model;
+import dev.sextant.topology.Topology;
+import dev.sextant.topology.TrafficClass;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Builds a large topology from a few numbers (a {@code fleet:} block): regions grouped in continents,
+ * each with gateway clusters and engine clusters; every engine cluster holds engines of every model
+ * (engine i serves model i mod M) on one hardware kind (cycling through the list per cluster); for each
+ * model one class any region may serve and, per continent, one class whose data must stay there.
+ */
+final class FleetGenerator {
+    private final ScenarioLoader loader;
+
+    FleetGenerator(ScenarioLoader loader) {
+        this.loader = loader;
+    }
+
+    Topology generate(JsonNode f, Map<String, EngineParams> hw, Scenario.ClassWorkload w, List<String> engineHardware)
+            throws ScenarioException {
+        String p = "fleet.";
+        JsonNode regions = f.get("regions");
+        if (regions == null || !regions.isArray() || regions.isEmpty()) {
+            throw loader.fail(p + "regions", "missing (expected: a list of {id, continent, gateways, engine_clusters})");
+        }
+        int perCluster = (int) loader.number(f, "engines_per_cluster", p, 8);
+        int modelCount = (int) loader.number(f, "models", p, 1);
+        double share = loader.number(f, "residency_share", p, 0.25);
+        double perGateway = loader.number(f, "demand_rps_per_gateway", p, 10);
+        JsonNode rtt = f.get("rtt_ms");
+        double sameRegion = loader.number(rtt, "same_region", p + "rtt_ms.", 4);
+        double sameContinent = loader.number(rtt, "same_continent", p + "rtt_ms.", 40);
+        double other = loader.number(rtt, "other", p + "rtt_ms.", 150);
+        List<String> kinds = new ArrayList<>();
+        if (f.has("hardware")) {
+            f.get("hardware").forEach(h -> kinds.add(h.asText()));
+        } else {
+            kinds.add("default");
+        }
+        for (String k : kinds) {
+            if (!hw.containsKey(k)) {
+                throw loader.fail(p + "hardware", "unknown hardware '" + k + "' (expected one of " + hw.keySet() + ")");
+            }
+        }
+        List<GatewayCluster> gateways = new ArrayList<>();
+        List<EngineCluster> clusters = new ArrayList<>();
+        Map<String, String> continentOf = new LinkedHashMap<>();
+        Map<String, List<String>> regionsOf = new LinkedHashMap<>();
+        for (JsonNode r : regions) {
+            String id = r.get("id").asText();
+            String cont = r.has("continent") ? r.get("continent").asText() : id;
+            continentOf.put(id, cont);
+            regionsOf.computeIfAbsent(cont, c -> new ArrayList<>()).add(id);
+            int gw = (int) loader.number(r, "gateways", p + "regions." + id + ".", 1);
+            int ec = (int) loader.number(r, "engine_clusters", p + "regions." + id + ".", 1);
+            for (int i = 0; i < gw; i++) {
+                gateways.add(new GatewayCluster(id + "-gw" + i, id));
+            }
+            for (int i = 0; i < ec; i++) {
+                clusters.add(new EngineCluster(id + "-gpu" + i, id));
+            }
+        }
+        List<Model> models = new ArrayList<>();
+        List<TrafficClass> classes = new ArrayList<>();
+        for (int m = 0; m < modelCount; m++) {
+            String model = "model-" + m;
+            models.add(new Model(model, (int) Math.round(w.outputTokens())));
+            classes.add(new TrafficClass(model, model, List.of(), 0));
+            for (var cont : regionsOf.entrySet()) {
+                classes.add(new TrafficClass(model + "-" + cont.getKey(), model, cont.getValue(), 1));
+            }
+        }
+        List<Engine> engines = new ArrayList<>();
+        for (int c = 0; c < clusters.size(); c++) {
+            String kind = kinds.get(c % kinds.size());
+            for (int i = 0; i < perCluster; i++) {
+                String id = clusters.get(c).id() + "-" + i;
+                engines.add(ScenarioLoader.derive(id, clusters.get(c).id(), List.of("model-" + (i % modelCount)),
+                        hw.get(kind), w, Double.NaN));
+                engineHardware.add(kind);
+            }
+        }
+        Map<String, Map<String, Double>> net = new LinkedHashMap<>();
+        Map<String, Map<String, Double>> demand = new LinkedHashMap<>();
+        for (GatewayCluster g : gateways) {
+            Map<String, Double> row = new LinkedHashMap<>();
+            for (EngineCluster c : clusters) {
+                double ms = g.region().equals(c.region()) ? sameRegion
+                        : continentOf.get(g.region()).equals(continentOf.get(c.region())) ? sameContinent : other;
+                row.put(c.id(), ms);
+            }
+            net.put(g.id(), row);
+            Map<String, Double> d = new LinkedHashMap<>();
+            for (int m = 0; m < modelCount; m++) {
+                d.put("model-" + m, perGateway * (1 - share) / modelCount);
+                d.put("model-" + m + "-" + continentOf.get(g.region()), perGateway * share / modelCount);
+            }
+            demand.put(g.id(), d);
+        }
+        try {
+            return new Topology(gateways, clusters, net, models, engines, classes, demand,
+                    loader.number(f, "headroom", p, Topology.DEFAULT_HEADROOM),
+                    loader.number(f, "affinity_discount_ms", p, Topology.DEFAULT_AFFINITY_DISCOUNT_MS));
+        } catch (IllegalArgumentException e) {
+            throw loader.fail("fleet", e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,91 @@
+package dev.sextant.sim;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * {@code prefix-aware}: cache-aware routing as the SGLang model gateway's {@code cache_aware} policy
+ * describes it. Each gateway cluster keeps its own approximate picture of which engine holds which
+ * prefix (here: per conversation, the engine and prompt tokens it last sent there). When the load is
+ * imbalanced (max − min in-flight &gt; {@code balanceAbs} and max &gt; {@code balanceRel} × min) it sends
+ * the request to the least-loaded engine; otherwise to the engine with the longest cached prefix when the
+ * match ratio exceeds {@code cacheThreshold}, else to the engine whose picture holds the fewest tokens
+ * (most cache room). Defaults 0.3, 64 and 1.5 are that gateway's documented defaults.
+ */
+final class PrefixAwarePolicy extends BaselinePolicy {
+    static final double CACHE_THRESHOLD = 0.3;
+    static final int BALANCE_ABS = 64;
+    static final double BALANCE_REL = 1.5;
+
+    private Map<Long, long[]>[] trees;
+    private long[][] treeTokens;
+
+    @Override
+    public String name() {
+        return "prefix-aware";
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public void start(Simulation s) {
+        super.start(s);
+        trees = new Map[s.gatewayCount];
+        for (int g = 0; g < s.gatewayCount; g++) {
+            trees[g] = new HashMap<>();
+        }
+        treeTokens = new long[s.gatewayCount][s.engineCount];
+    }
+
+    @Override
+    protected int choose(SimRequest r, int exclude) {
+        int g = r.gateway;
+        int[] allowed = sim.allowed[r.trafficClass];
+        int[] load = sim.inFlight[g];
+        int min = Integer.MAX_VALUE;
+        int max = -1;
+        int argMin = -1;
+        for (int j : allowed) {
+            if (candidate(r, j, exclude)) {
+                if (load[j] < min) {
+                    min = load[j];
+                    argMin = j;
+                }
+                max = Math.max(max, load[j]);
+            }
+        }
+        if (argMin < 0) {
+            return -1;
+        }
+        int chosen;
+        long[] entry = trees[g].get(r.affinityKey());
+        if (max - min > BALANCE_ABS && max > BALANCE_REL * min) {
+            chosen = argMin;
+        } else if (entry != null && candidate(r, (int) entry[0], exclude)
+                && Math.min(entry[1], r.promptTokens) > CACHE_THRESHOLD * r.promptTokens) {
+            chosen = (int) entry[0];
+        } else {
+            chosen = -1;
+            long best = Long.MAX_VALUE;
+            for (int j : allowed) {
+                if (candidate(r, j, exclude) && treeTokens[g][j] < best) {
+                    best = treeTokens[g][j];
+                    chosen = j;
+                }
+            }
+        }
+        if (entry != null) {
+            treeTokens[g][(int) entry[0]] -= entry[1];
+        }
+        trees[g].put(r.affinityKey(), new long[] {chosen, r.promptTokens});
+        treeTokens[g][chosen] += r.promptTokens;
+        return chosen;
+    }
+
+    @Override
+    public void conversationEnded(Conversation c) {
+        long[] entry = trees[c.gateway].remove(c.id);
+        if (entry != null) {
+            treeTokens[c.gateway][(int) entry[0]] -= entry[1];
+        }
+    }
+}

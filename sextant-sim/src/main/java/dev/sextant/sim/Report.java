@@ -1,0 +1,426 @@
+package dev.sextant.sim;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import java.awt.BasicStroke;
+import java.awt.Color;
+import java.io.IOException;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.HdrHistogram.Histogram;
+import org.jfree.chart.ChartUtils;
+import org.jfree.chart.JFreeChart;
+import org.jfree.chart.axis.LogarithmicAxis;
+import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.plot.XYPlot;
+import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
+import org.jfree.data.xy.XYSeries;
+import org.jfree.data.xy.XYSeriesCollection;
+
+/**
+ * Writes a run's results: {@code summary.json} (the tooling contract), {@code report.md} and
+ * {@code report.html} with the same content, PNG plots (JFreeChart, headless) and CSV series.
+ */
+final class Report {
+    private static final int MAX_LINES = 12;
+
+    private final Scenario scenario;
+    private final List<Simulator.Run> runs;
+    private final long seed;
+    private final String file;
+
+    Report(Scenario scenario, List<Simulator.Run> runs, long seed, String file) {
+        this.scenario = scenario;
+        this.runs = runs;
+        this.seed = seed;
+        this.file = file;
+    }
+
+    void write(Path dir) throws IOException {
+        System.setProperty("java.awt.headless", "true");
+        writeSummary(dir.resolve("summary.json"));
+        List<String> images = new ArrayList<>();
+        images.add(cdf(dir, "ttft-cdf.png", "Time to first token (CDF)", true));
+        images.add(cdf(dir, "e2e-cdf.png", "End-to-end latency (CDF)", false));
+        images.add(overTime(dir, "cache-hit.png", "Prefix cache hit rate", "hit rate", 4));
+        images.add(overTime(dir, "ttft-over-time.png", "Mean TTFT of completed requests", "ms", 5));
+        for (Simulator.Run r : runs) {
+            images.add(utilization(dir, r));
+            String w = weights(dir, r);
+            if (w != null) {
+                images.add(w);
+            }
+            writeCsv(dir, r);
+        }
+        List<String[]> blocks = blocks(images);
+        Files.writeString(dir.resolve("report.md"), markdown(blocks), StandardCharsets.UTF_8);
+        Files.writeString(dir.resolve("report.html"), html(blocks), StandardCharsets.UTF_8);
+    }
+
+    // ---- summary.json
+
+    static Map<String, Object> summaryJson(Summary s) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("ttft_p50_ms", finite(s.ttftP50Ms()));
+        m.put("ttft_p99_ms", finite(s.ttftP99Ms()));
+        m.put("e2e_p50_ms", finite(s.e2eP50Ms()));
+        m.put("e2e_p99_ms", finite(s.e2eP99Ms()));
+        m.put("cache_hit_rate", finite(s.cacheHitRate()));
+        m.put("shed_fraction", finite(s.shedFraction()));
+        m.put("failed", s.failed());
+        m.put("retry_amplification", finite(s.retryAmplification()));
+        m.put("weight_churn_per_min", finite(s.weightChurnPerMin()));
+        m.put("residency_violations", s.residencyViolations());
+        return m;
+    }
+
+    private static Double finite(double v) {
+        return Double.isFinite(v) ? v : null;
+    }
+
+    private void writeSummary(Path p) throws IOException {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (Simulator.Run r : runs) {
+            out.put(r.policy(), summaryJson(r.summary()));
+        }
+        new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(p.toFile(), out);
+    }
+
+    // ---- CSV
+
+    private void writeCsv(Path dir, Simulator.Run r) throws IOException {
+        String slug = slug(r.policy());
+        Metrics m = r.metrics();
+        try (Writer w = Files.newBufferedWriter(dir.resolve("series-" + slug + ".csv"))) {
+            w.write("time_s,completed,shed,failed,cache_hit_rate,ttft_mean_ms\n");
+            for (double[] row : m.series) {
+                w.write(String.format(Locale.ROOT, "%.1f,%d,%d,%d,%s,%s%n", row[0], (long) row[1], (long) row[2],
+                        (long) row[3], num(row[4]), num(row[5])));
+            }
+        }
+        try (Writer w = Files.newBufferedWriter(dir.resolve("engines-" + slug + ".csv"))) {
+            w.write("time_s,engine,utilization,queue,weight\n");
+            for (int i = 0; i < m.series.size(); i++) {
+                double t = m.series.get(i)[0];
+                float[] u = m.utilization.get(i);
+                int[] q = m.queue.get(i);
+                float[] wt = m.weights.get(i);
+                for (int j = 0; j < u.length; j++) {
+                    w.write(String.format(Locale.ROOT, "%.1f,%s,%.4f,%d,%s%n", t, r.simulation().engines.get(j).id,
+                            u[j], q[j], num(wt[j])));
+                }
+            }
+        }
+    }
+
+    private static String num(double v) {
+        return Double.isFinite(v) ? String.format(Locale.ROOT, "%.4f", v) : "";
+    }
+
+    static String slug(String policy) {
+        return policy.replaceAll("[^A-Za-z0-9.-]+", "-").replaceAll("-+$", "");
+    }
+
+    // ---- plots
+
+    private static JFreeChart chart(String title, String x, String y, XYSeriesCollection data, boolean logX) {
+        NumberAxis xAxis = logX ? new LogarithmicAxis(x) : new NumberAxis(x);
+        if (logX) {
+            ((LogarithmicAxis) xAxis).setAllowNegativesFlag(false);
+        }
+        NumberAxis yAxis = new NumberAxis(y);
+        yAxis.setAutoRangeIncludesZero(false);
+        XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, false);
+        for (int i = 0; i < data.getSeriesCount(); i++) {
+            renderer.setSeriesStroke(i, new BasicStroke(1.6f));
+        }
+        XYPlot plot = new XYPlot(data, xAxis, yAxis, renderer);
+        plot.setBackgroundPaint(Color.WHITE);
+        plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
+        plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
+        JFreeChart c = new JFreeChart(title, JFreeChart.DEFAULT_TITLE_FONT, plot, true);
+        c.setBackgroundPaint(Color.WHITE);
+        return c;
+    }
+
+    private static String save(Path dir, String name, JFreeChart c) throws IOException {
+        ChartUtils.saveChartAsPNG(dir.resolve(name).toFile(), c, 960, 540);
+        return name;
+    }
+
+    private String cdf(Path dir, String name, String title, boolean ttft) throws IOException {
+        XYSeriesCollection data = new XYSeriesCollection();
+        for (Simulator.Run r : runs) {
+            Histogram h = ttft ? r.metrics().ttft : r.metrics().e2e;
+            XYSeries s = new XYSeries(r.policy(), false, true);
+            if (h.getTotalCount() > 0) {
+                for (double q = 0.5; q <= 99.95; q += q < 90 ? 0.5 : 0.1) {
+                    s.add(Math.max(0.01, h.getValueAtPercentile(q) / 1000.0), q / 100);
+                }
+            }
+            data.addSeries(s);
+        }
+        return save(dir, name, chart(title, "ms (log scale)", "fraction of completed requests", data, true));
+    }
+
+    private String overTime(Path dir, String name, String title, String y, int column) throws IOException {
+        XYSeriesCollection data = new XYSeriesCollection();
+        for (Simulator.Run r : runs) {
+            XYSeries s = new XYSeries(r.policy(), false, true);
+            for (double[] row : r.metrics().series) {
+                if (Double.isFinite(row[column])) {
+                    s.add(row[0], row[column]);
+                }
+            }
+            data.addSeries(s);
+        }
+        return save(dir, name, chart(title, "simulated time (s)", y, data, false));
+    }
+
+    private String utilization(Path dir, Simulator.Run r) throws IOException {
+        Metrics m = r.metrics();
+        int n = r.simulation().engineCount;
+        XYSeriesCollection data = new XYSeriesCollection();
+        if (n <= MAX_LINES) {
+            for (int j = 0; j < n; j++) {
+                XYSeries s = new XYSeries(r.simulation().engines.get(j).id, false, true);
+                for (int i = 0; i < m.series.size(); i++) {
+                    s.add(m.series.get(i)[0], m.utilization.get(i)[j]);
+                }
+                data.addSeries(s);
+            }
+        } else {
+            XYSeries mean = new XYSeries("mean over engines", false, true);
+            XYSeries max = new XYSeries("max", false, true);
+            XYSeries min = new XYSeries("min", false, true);
+            for (int i = 0; i < m.series.size(); i++) {
+                float[] u = m.utilization.get(i);
+                double sum = 0;
+                double hi = 0;
+                double lo = 1;
+                for (float v : u) {
+                    sum += v;
+                    hi = Math.max(hi, v);
+                    lo = Math.min(lo, v);
+                }
+                double t = m.series.get(i)[0];
+                mean.add(t, sum / n);
+                max.add(t, hi);
+                min.add(t, lo);
+            }
+            data.addSeries(mean);
+            data.addSeries(max);
+            data.addSeries(min);
+        }
+        return save(dir, "utilization-" + slug(r.policy()) + ".png",
+                chart("Engine utilization (busy fraction): " + r.policy(), "simulated time (s)", "busy fraction", data,
+                        false));
+    }
+
+    private String weights(Path dir, Simulator.Run r) throws IOException {
+        Metrics m = r.metrics();
+        Simulation sim = r.simulation();
+        if (m.weights.isEmpty() || Float.isNaN(firstWeight(m))) {
+            return null;
+        }
+        XYSeriesCollection data = new XYSeriesCollection();
+        int lines = 0;
+        for (int j : sim.allowed[0]) {
+            if (lines++ >= MAX_LINES) {
+                break;
+            }
+            XYSeries s = new XYSeries(sim.engines.get(j).id, false, true);
+            for (int i = 0; i < m.series.size(); i++) {
+                float w = m.weights.get(i)[j];
+                if (!Float.isNaN(w)) {
+                    s.add(m.series.get(i)[0], w);
+                }
+            }
+            data.addSeries(s);
+        }
+        String title = "Weights at " + sim.topology.gatewayClusters().get(0).id() + " for class "
+                + sim.topology.classes().get(0).id() + ": " + r.policy();
+        return save(dir, "weights-" + slug(r.policy()) + ".png", chart(title, "simulated time (s)", "weight", data,
+                false));
+    }
+
+    private static float firstWeight(Metrics m) {
+        for (float w : m.weights.get(0)) {
+            if (!Float.isNaN(w)) {
+                return w;
+            }
+        }
+        return Float.NaN;
+    }
+
+    // ---- report text: blocks rendered to Markdown and HTML
+
+    private List<String[]> blocks(List<String> images) {
+        List<String[]> b = new ArrayList<>();
+        var t = scenario.topology();
+        b.add(new String[] {"h1", "Simulation: " + scenario.name()});
+        if (!scenario.description().isEmpty()) {
+            b.add(new String[] {"p", scenario.description()});
+        }
+        long requests = runs.isEmpty() ? 0 : runs.get(0).metrics().generated;
+        b.add(new String[] {"p", String.format(Locale.ROOT,
+                "Scenario `%s`, seed %d: %d gateway clusters, %d engine clusters, %d engines, %d classes; "
+                        + "%.0f s of traffic (then in-flight requests drain), %,d requests under the first policy. "
+                        + "Reproduce with `bin/sextant simulate %s --seed %d --out DIR`.",
+                file, seed, t.gatewayClusters().size(), t.engineClusters().size(), t.engines().size(),
+                t.classes().size(), scenario.durationMs() / 1000, requests, file, seed)});
+        b.add(new String[] {"h2", "Results"});
+        List<String> header = List.of("policy", "TTFT p50 ms", "TTFT p99 ms", "E2E p50 ms", "E2E p99 ms",
+                "cache hit", "shed", "failed", "retry ampl.", "churn /min/gw", "residency viol.", "requests",
+                "wall s");
+        List<List<String>> rows = new ArrayList<>();
+        for (Simulator.Run r : runs) {
+            Summary s = r.summary();
+            rows.add(List.of(r.policy(), f0(s.ttftP50Ms()), f0(s.ttftP99Ms()), f0(s.e2eP50Ms()), f0(s.e2eP99Ms()),
+                    pct(s.cacheHitRate()), pct(s.shedFraction()), Long.toString(s.failed()),
+                    String.format(Locale.ROOT, "%.3f", s.retryAmplification()),
+                    String.format(Locale.ROOT, "%.3f", s.weightChurnPerMin()), Long.toString(s.residencyViolations()),
+                    String.format(Locale.ROOT, "%,d", r.metrics().generated),
+                    String.format(Locale.ROOT, "%.1f", r.wallSeconds())));
+        }
+        b.add(table(header, rows));
+        for (Simulator.Run r : runs) {
+            if (r.simulation().policy instanceof SextantPolicy sp) {
+                b.add(new String[] {"p", "Control plane of `" + r.policy() + "`: " + sp.controlPlaneSummary() + "."});
+            }
+        }
+        b.add(new String[] {"p", "TTFT and E2E are seen by the client (network round trip included) over completed "
+                + "requests. Cache hit = prompt tokens served from prefix caches / prompt tokens admitted. "
+                + "Churn = Σ|Δw| per minute per gateway cluster (0 for policies without weights). Failed = errors "
+                + "the client saw (crash mid-stream, unreachable after retries, client timeout)."});
+        if (t.classes().size() > 1 && t.classes().size() <= 16) {
+            b.add(new String[] {"h2", "TTFT by class (p50 / p99 ms)"});
+            List<String> h = new ArrayList<>();
+            h.add("policy");
+            t.classes().forEach(c -> h.add(c.id() + " (prio " + c.priority() + ")"));
+            List<List<String>> rs = new ArrayList<>();
+            for (Simulator.Run r : runs) {
+                List<String> row = new ArrayList<>();
+                row.add(r.policy());
+                for (int k = 0; k < t.classes().size(); k++) {
+                    Histogram hh = r.metrics().ttftByClass[k];
+                    row.add(f0(Metrics.ms(hh, 50)) + " / " + f0(Metrics.ms(hh, 99)));
+                }
+                rs.add(row);
+            }
+            b.add(table(h, rs));
+        }
+        b.add(new String[] {"h2", "Plots"});
+        for (String img : images) {
+            b.add(new String[] {"img", img});
+        }
+        b.add(new String[] {"h2", "Files"});
+        b.add(new String[] {"p", "`summary.json` (per policy, the measures above), `series-POLICY.csv` (per sample "
+                + "interval: completions, sheds, failures, cache hit rate, mean TTFT), `engines-POLICY.csv` (per "
+                + "sample and engine: busy fraction, queue length, weight at the first gateway cluster for the "
+                + "first class)."});
+        return b;
+    }
+
+    private static String[] table(List<String> header, List<List<String>> rows) {
+        String[] t = new String[1 + header.size() * (rows.size() + 1) + 1];
+        t[0] = "table";
+        t[1] = Integer.toString(header.size());
+        int i = 2;
+        for (String h : header) {
+            t[i++] = h;
+        }
+        for (List<String> r : rows) {
+            for (String c : r) {
+                t[i++] = c;
+            }
+        }
+        return java.util.Arrays.copyOf(t, i);
+    }
+
+    private static String f0(double v) {
+        return Double.isFinite(v) ? String.format(Locale.ROOT, "%.0f", v) : "–";
+    }
+
+    private static String pct(double v) {
+        return Double.isFinite(v) ? String.format(Locale.ROOT, "%.1f%%", 100 * v) : "–";
+    }
+
+    private static String markdown(List<String[]> blocks) {
+        StringBuilder sb = new StringBuilder();
+        for (String[] b : blocks) {
+            switch (b[0]) {
+                case "h1" -> sb.append("# ").append(b[1]).append("\n\n");
+                case "h2" -> sb.append("## ").append(b[1]).append("\n\n");
+                case "p" -> sb.append(b[1]).append("\n\n");
+                case "img" -> sb.append("![").append(b[1]).append("](").append(b[1]).append(")\n\n");
+                case "table" -> {
+                    int cols = Integer.parseInt(b[1]);
+                    for (int i = 2; i < b.length; i++) {
+                        int c = (i - 2) % cols;
+                        sb.append(c == 0 ? "| " : " ").append(b[i].replace("|", "\\|")).append(" |");
+                        if (c == cols - 1) {
+                            sb.append('\n');
+                            if (i - 2 == cols - 1) {
+                                sb.append("|").append(" --- |".repeat(cols)).append('\n');
+                            }
+                        }
+                    }
+                    sb.append('\n');
+                }
+                default -> throw new IllegalStateException(b[0]);
+            }
+        }
+        return sb.toString();
+    }
+
+    private static String esc(String s) {
+        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
+    }
+
+    private static String inline(String s) {
+        return esc(s).replaceAll("`([^`]*)`", "<code>$1</code>");
+    }
+
+    private static String html(List<String[]> blocks) {
+        StringBuilder sb = new StringBuilder("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
+        sb.append(esc(blocks.get(0)[1])).append("</title><style>body{font-family:sans-serif;max-width:1100px;"
+                + "margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;"
+                + "text-align:right}td:first-child,th:first-child{text-align:left}img{max-width:100%}</style>"
+                + "</head><body>\n");
+        for (String[] b : blocks) {
+            switch (b[0]) {
+                case "h1" -> sb.append("<h1>").append(esc(b[1])).append("</h1>\n");
+                case "h2" -> sb.append("<h2>").append(esc(b[1])).append("</h2>\n");
+                case "p" -> sb.append("<p>").append(inline(b[1])).append("</p>\n");
+                case "img" -> sb.append("<p><img src=\"").append(esc(b[1])).append("\" alt=\"").append(esc(b[1]))
+                        .append("\"></p>\n");
+                case "table" -> {
+                    int cols = Integer.parseInt(b[1]);
+                    sb.append("<table>\n");
+                    for (int i = 2; i < b.length; i++) {
+                        int c = (i - 2) % cols;
+                        boolean head = i - 2 < cols;
+                        if (c == 0) {
+                            sb.append("<tr>");
+                        }
+                        sb.append(head ? "<th>" : "<td>").append(esc(b[i])).append(head ? "</th>" : "</td>");
+                        if (c == cols - 1) {
+                            sb.append("</tr>\n");
+                        }
+                    }
+                    sb.append("</table>\n");
+                }
+                default -> throw new IllegalStateException(b[0]);
+            }
+        }
+        return sb.append("</body></html>\n").toString();
+    }
+}

@@ -1,0 +1,161 @@
+package dev.sextant.sim;
+
+import dev.sextant.topology.Topology;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Everything one simulation needs: the topology the control plane sees, how each engine really behaves,
+ * the workload, the control loop's timing, faults on a timeline and the policies to compare.
+ *
+ * @param name        short name, used in reports
+ * @param description what the scenario shows, for the report
+ * @param topology    the fleet as the optimizer sees it; its demand is the mean offered load
+ * @param hardware    per engine (same order as {@code topology.engines()}), how it really runs
+ * @param workload    per class (same order as {@code topology.classes()}), the conversation shape
+ * @param arrivals    per gateway cluster (same order as {@code topology.gatewayClusters()}), the arrival shape
+ * @param durationMs  how long clients send new conversations, ms; in-flight requests then drain
+ * @param clientTimeoutMs a request still waiting in an engine queue this long after it was sent fails
+ * @param control     timing of signals, solves and snapshot propagation
+ * @param faults      faults on the timeline
+ * @param policies    policy names to run by default, in order
+ * @param legacy      parameters of the legacy feedback controller
+ * @param gainSweep   extra gains of the legacy controller to run as {@code legacy-feedback[gain=g]}
+ * @param sampleMs    interval of the time series, ms
+ */
+record Scenario(String name, String description, Topology topology, List<EngineParams> hardware,
+                List<ClassWorkload> workload, List<Arrivals> arrivals, double durationMs, double clientTimeoutMs,
+                Control control, List<Fault> faults, List<String> policies, LegacyParams legacy,
+                List<Double> gainSweep, double sampleMs) {
+
+    Scenario {
+        hardware = List.copyOf(hardware);
+        workload = List.copyOf(workload);
+        arrivals = List.copyOf(arrivals);
+        faults = List.copyOf(faults);
+        policies = List.copyOf(policies);
+        gainSweep = List.copyOf(gainSweep);
+        if (hardware.size() != topology.engines().size()) {
+            throw new IllegalArgumentException("hardware: " + hardware.size() + " entries (expected: one per engine, "
+                    + topology.engines().size() + ")");
+        }
+    }
+
+    /**
+     * The shape of one class's conversations.
+     *
+     * @param turnsMean         mean turns per conversation (geometric, ≥ 1)
+     * @param thinkMeanMs       mean think time between a reply and the next turn (exponential), ms
+     * @param firstPromptTokens mean prompt tokens of a first turn (uniform in [½, 1½]× the mean)
+     * @param newTokensPerTurn  mean new user tokens added by each later turn (uniform in [½, 1½]× the mean)
+     * @param outputTokens      mean output tokens per reply (uniform in [½, 1½]× the mean)
+     */
+    record ClassWorkload(double turnsMean, double thinkMeanMs, double firstPromptTokens, double newTokensPerTurn,
+                         double outputTokens) {
+    }
+
+    /** Arrival shape of new conversations at a gateway cluster. */
+    enum Shape { POISSON, BURSTY, DIURNAL }
+
+    /**
+     * @param shape       Poisson, bursty (rate × {@code factor} during {@code burstMs} of every {@code periodMs},
+     *                    scaled so the mean is unchanged) or diurnal (rate × (1 + factor·sin(2πt/period)))
+     * @param factor      burst factor (≥ 1) or diurnal amplitude (in [0, 1))
+     * @param periodMs    period, ms
+     * @param burstMs     burst length within a period, ms
+     */
+    record Arrivals(Shape shape, double factor, double periodMs, double burstMs) {
+        static final Arrivals POISSON = new Arrivals(Shape.POISSON, 1, 1, 0);
+
+        /** Rate multiplier at time {@code t} ms (mean 1 over a period). */
+        double multiplier(double t) {
+            switch (shape) {
+                case BURSTY -> {
+                    double frac = burstMs / periodMs;
+                    double low = 1 / (frac * factor + (1 - frac));
+                    return (t % periodMs) < burstMs ? factor * low : low;
+                }
+                case DIURNAL -> {
+                    return 1 + factor * Math.sin(2 * Math.PI * t / periodMs);
+                }
+                default -> {
+                    return 1;
+                }
+            }
+        }
+
+        /** The largest multiplier. */
+        double maxMultiplier() {
+            return switch (shape) {
+                case BURSTY -> factor / ((burstMs / periodMs) * factor + (1 - burstMs / periodMs));
+                case DIURNAL -> 1 + factor;
+                default -> 1;
+            };
+        }
+    }
+
+    /**
+     * The control loop's timing.
+     *
+     * @param scrapeMs          engines' metrics are read every this many ms
+     * @param signalDelayMs     a scrape reaches the controller this much later
+     * @param smoothing         EWMA weight of a new observation, in (0, 1]
+     * @param noise             relative noise on observed demand and latency (uniform ±noise)
+     * @param solveMs           the optimizer re-solves every this many ms
+     * @param propagationMs     a snapshot reaches gateways this much later
+     * @param healthCheckMs     baselines notice an engine is down (or back) this much later
+     * @param connectTimeoutMs  an attempt across a cut network link fails after this long
+     */
+    record Control(double scrapeMs, double signalDelayMs, double smoothing, double noise, double solveMs,
+                   double propagationMs, double healthCheckMs, double connectTimeoutMs) {
+        static final Control DEFAULT = new Control(5_000, 2_000, 0.5, 0.05, 10_000, 1_000, 5_000, 1_000);
+    }
+
+    /**
+     * The legacy feedback controller's parameters.
+     *
+     * @param gain      proportional gain, ≥ 0
+     * @param periodMs  update period, ms
+     * @param smoothing EWMA weight of a new sample of TTFT, TBT, utilization, in (0, 1]
+     * @param minWeight lower clamp of an engine's weight relative to its initial weight, in (0, 1]
+     */
+    record LegacyParams(double gain, double periodMs, double smoothing, double minWeight) {
+        static final LegacyParams DEFAULT = new LegacyParams(0.5, 5_000, 0.5, 0.05);
+    }
+
+    /** Kinds of faults. */
+    enum FaultKind { ENGINE_CRASH, ENGINE_SLOWDOWN, PARTITION, CONTROL_PLANE_OUTAGE, DEMAND_SURGE }
+
+    /**
+     * A fault on the timeline, undone at {@code atMs + durationMs}.
+     *
+     * @param kind      what happens
+     * @param atMs      when, ms
+     * @param durationMs how long, ms
+     * @param engines   engine indices hit (crash, slowdown)
+     * @param gateway   gateway index (partition; surge: -1 = every gateway)
+     * @param cluster   engine cluster id (partition)
+     * @param factor    slowdown factor or demand multiplier
+     */
+    record Fault(FaultKind kind, double atMs, double durationMs, List<Integer> engines, int gateway, String cluster,
+                 double factor) {
+        Fault {
+            engines = List.copyOf(engines);
+        }
+    }
+
+    /** The same scenario with another traffic duration (for short test runs). */
+    Scenario withDuration(double ms) {
+        return new Scenario(name, description, topology, hardware, workload, arrivals, ms, clientTimeoutMs, control,
+                faults, policies, legacy, gainSweep, sampleMs);
+    }
+
+    /** Index of each engine id in {@code topology.engines()}. */
+    static Map<String, Integer> indexOf(List<String> ids) {
+        Map<String, Integer> m = new java.util.HashMap<>();
+        for (int i = 0; i < ids.size(); i++) {
+            m.put(ids.get(i), i);
+        }
+        return m;
+    }
+}

@@ -1,0 +1,438 @@
+package dev.sextant.sim;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.EngineCluster;
+import dev.sextant.topology.GatewayCluster;
+import dev.sextant.topology.LatencyProfile;
+import dev.sextant.topology.MeasuredProfile;
+import dev.sextant.topology.Model;
+import dev.sextant.topology.ParametricProfile;
+import dev.sextant.topology.Topology;
+import dev.sextant.topology.TrafficClass;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Reads a scenario YAML file (schema in {@code docs/evaluation.md}). The topology is either embedded
+ * under {@code topology:} in the schema of {@code examples/talk.yaml} (engines may add {@code hardware:}
+ * and leave out {@code capacity_rps}/{@code profile}, which are then derived from the hardware), or
+ * generated from a {@code fleet:} block for large fleets.
+ */
+final class ScenarioLoader {
+    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+
+    private final String file;
+
+    private ScenarioLoader(String file) {
+        this.file = file;
+    }
+
+    /** Loads {@code path}. */
+    static Scenario load(Path path) throws ScenarioException {
+        JsonNode root;
+        try {
+            root = YAML.readTree(Files.readString(path));
+        } catch (IOException e) {
+            throw new ScenarioException(path.getFileName() + ": " + e.getMessage(), e);
+        }
+        return new ScenarioLoader(path.getFileName().toString()).parse(root);
+    }
+
+    /** Loads a scenario from YAML text, {@code name} standing for the file in messages. */
+    static Scenario parse(String name, String yaml) throws ScenarioException {
+        try {
+            return new ScenarioLoader(name).parse(YAML.readTree(yaml));
+        } catch (IOException e) {
+            throw new ScenarioException(name + ": " + e.getMessage(), e);
+        }
+    }
+
+    private ScenarioException error(String field, String message) {
+        return new ScenarioException(file + ": " + field + ": " + message);
+    }
+
+    private double num(JsonNode n, String key, String path, double dflt) throws ScenarioException {
+        JsonNode v = n == null ? null : n.get(key);
+        if (v == null || v.isNull()) {
+            return dflt;
+        }
+        if (!v.isNumber()) {
+            throw error(path + key, "'" + v.asText() + "' (expected: a number)");
+        }
+        return v.asDouble();
+    }
+
+    private double req(JsonNode n, String key, String path) throws ScenarioException {
+        double v = num(n, key, path, Double.NaN);
+        if (Double.isNaN(v)) {
+            throw error(path + key, "missing (expected: a number)");
+        }
+        return v;
+    }
+
+    private String str(JsonNode n, String key, String path, String dflt) throws ScenarioException {
+        JsonNode v = n == null ? null : n.get(key);
+        if (v == null || v.isNull()) {
+            if (dflt == null) {
+                throw error(path + key, "missing (expected: a string)");
+            }
+            return dflt;
+        }
+        return v.asText();
+    }
+
+    private Scenario parse(JsonNode root) throws ScenarioException {
+        if (root == null || !root.isObject()) {
+            throw error("(root)", "not a mapping (expected: a scenario)");
+        }
+        String name = str(root, "name", "", file.replaceFirst("\\.ya?ml$", ""));
+        String description = str(root, "description", "", "").trim();
+        Map<String, EngineParams> hw = hardware(root.get("hardware"));
+        Map<String, Scenario.ClassWorkload> wl = new LinkedHashMap<>();
+        JsonNode w = root.get("workload");
+        Scenario.ClassWorkload dflt = classWorkload(w == null ? null : w.get("default"), "workload.default.",
+                new Scenario.ClassWorkload(4, 20_000, 1000, 100, 200));
+        if (w != null && w.has("classes")) {
+            for (Iterator<Map.Entry<String, JsonNode>> it = w.get("classes").fields(); it.hasNext(); ) {
+                var e = it.next();
+                wl.put(e.getKey(), classWorkload(e.getValue(), "workload.classes." + e.getKey() + ".", dflt));
+            }
+        }
+        List<String> engineHardware = new ArrayList<>();
+        Topology topology;
+        if (root.has("fleet")) {
+            topology = new FleetGenerator(this).generate(root.get("fleet"), hw, dflt, engineHardware);
+        } else if (root.has("topology")) {
+            topology = topology(root.get("topology"), hw, wl, dflt, engineHardware);
+        } else {
+            throw error("topology", "missing (expected: a topology mapping or a fleet block)");
+        }
+        List<EngineParams> hardware = new ArrayList<>();
+        for (String h : engineHardware) {
+            hardware.add(hw.get(h));
+        }
+        List<Scenario.ClassWorkload> workload = new ArrayList<>();
+        for (TrafficClass c : topology.classes()) {
+            workload.add(wl.getOrDefault(c.id(), dflt));
+        }
+        List<Scenario.Arrivals> arrivals = new ArrayList<>();
+        JsonNode a = root.get("arrivals");
+        Scenario.Arrivals da = arrivals(a == null ? null : a.get("default"), "arrivals.default.");
+        for (GatewayCluster g : topology.gatewayClusters()) {
+            JsonNode n = a == null || !a.has("gateways") ? null : a.get("gateways").get(g.id());
+            arrivals.add(n == null ? da : arrivals(n, "arrivals.gateways." + g.id() + "."));
+        }
+        JsonNode c = root.get("control");
+        Scenario.Control d = Scenario.Control.DEFAULT;
+        Scenario.Control control = new Scenario.Control(
+                1000 * num(c, "scrape_s", "control.", d.scrapeMs() / 1000),
+                1000 * num(c, "signal_delay_s", "control.", d.signalDelayMs() / 1000),
+                num(c, "smoothing", "control.", d.smoothing()),
+                num(c, "noise", "control.", d.noise()),
+                1000 * num(c, "solve_s", "control.", d.solveMs() / 1000),
+                1000 * num(c, "propagation_s", "control.", d.propagationMs() / 1000),
+                1000 * num(c, "health_check_s", "control.", d.healthCheckMs() / 1000),
+                1000 * num(c, "connect_timeout_s", "control.", d.connectTimeoutMs() / 1000));
+        if (!(control.smoothing() > 0 && control.smoothing() <= 1)) {
+            throw error("control.smoothing", control.smoothing() + " (expected: in (0, 1])");
+        }
+        JsonNode l = root.get("legacy");
+        Scenario.LegacyParams ld = Scenario.LegacyParams.DEFAULT;
+        Scenario.LegacyParams legacy = new Scenario.LegacyParams(num(l, "gain", "legacy.", ld.gain()),
+                1000 * num(l, "period_s", "legacy.", ld.periodMs() / 1000),
+                num(l, "smoothing", "legacy.", ld.smoothing()), num(l, "min_weight", "legacy.", ld.minWeight()));
+        List<Double> sweep = new ArrayList<>();
+        if (l != null && l.has("gain_sweep")) {
+            for (JsonNode g : l.get("gain_sweep")) {
+                sweep.add(g.asDouble());
+            }
+        }
+        List<String> policies = new ArrayList<>();
+        if (root.has("policies")) {
+            root.get("policies").forEach(p -> policies.add(p.asText()));
+        } else {
+            policies.addAll(SimPolicies.DEFAULT);
+        }
+        for (int i = 0; i < policies.size(); i++) {
+            if (!SimPolicies.ALL.contains(policies.get(i))) {
+                throw error("policies[" + i + "]", "unknown policy '" + policies.get(i) + "' (expected one of "
+                        + SimPolicies.ALL + ")");
+            }
+        }
+        List<Scenario.Fault> faults = faults(root.get("faults"), topology);
+        double duration = 1000 * req(root, "duration_s", "");
+        if (!(duration > 0)) {
+            throw error("duration_s", duration / 1000 + " (expected: > 0)");
+        }
+        return new Scenario(name, description, topology, hardware, workload, arrivals, duration,
+                1000 * num(root, "client_timeout_s", "", 60), control, faults, policies, legacy, sweep,
+                1000 * num(root, "sample_s", "", 10));
+    }
+
+    private Map<String, EngineParams> hardware(JsonNode n) throws ScenarioException {
+        Map<String, EngineParams> out = new LinkedHashMap<>();
+        out.put("default", new EngineParams(8, 0.05, 0.25, 64, 400_000, 2048));
+        if (n == null) {
+            return out;
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
+            var e = it.next();
+            String p = "hardware." + e.getKey() + ".";
+            JsonNode h = e.getValue();
+            try {
+                out.put(e.getKey(), new EngineParams(req(h, "step_ms", p), req(h, "prefill_ms_per_token", p),
+                        req(h, "decode_ms_per_seq", p), (int) req(h, "max_seqs", p),
+                        (long) req(h, "kv_cache_tokens", p), (int) num(h, "chunk_tokens", p, 2048)));
+            } catch (IllegalArgumentException ex) {
+                throw error("hardware." + e.getKey(), ex.getMessage());
+            }
+        }
+        return out;
+    }
+
+    private Scenario.ClassWorkload classWorkload(JsonNode n, String p, Scenario.ClassWorkload d)
+            throws ScenarioException {
+        Scenario.ClassWorkload w = new Scenario.ClassWorkload(num(n, "turns_mean", p, d.turnsMean()),
+                1000 * num(n, "think_s", p, d.thinkMeanMs() / 1000),
+                num(n, "first_prompt_tokens", p, d.firstPromptTokens()),
+                num(n, "new_tokens_per_turn", p, d.newTokensPerTurn()), num(n, "output_tokens", p, d.outputTokens()));
+        if (!(w.turnsMean() >= 1)) {
+            throw error(p + "turns_mean", w.turnsMean() + " (expected: >= 1)");
+        }
+        if (!(w.firstPromptTokens() >= 1 && w.newTokensPerTurn() >= 1 && w.outputTokens() >= 1)) {
+            throw error(p + "tokens", "(expected: first_prompt_tokens, new_tokens_per_turn, output_tokens >= 1)");
+        }
+        return w;
+    }
+
+    private Scenario.Arrivals arrivals(JsonNode n, String p) throws ScenarioException {
+        if (n == null) {
+            return Scenario.Arrivals.POISSON;
+        }
+        String shape = str(n, "shape", p, "poisson");
+        return switch (shape) {
+            case "poisson" -> Scenario.Arrivals.POISSON;
+            case "bursty" -> {
+                double f = num(n, "factor", p, 3);
+                double period = 1000 * num(n, "period_s", p, 60);
+                double burst = 1000 * num(n, "burst_s", p, 10);
+                if (!(f >= 1 && burst > 0 && burst < period)) {
+                    throw error(p + "factor", "bursty needs factor >= 1 and 0 < burst_s < period_s");
+                }
+                yield new Scenario.Arrivals(Scenario.Shape.BURSTY, f, period, burst);
+            }
+            case "diurnal" -> {
+                double f = num(n, "amplitude", p, 0.5);
+                if (!(f >= 0 && f < 1)) {
+                    throw error(p + "amplitude", f + " (expected: in [0, 1))");
+                }
+                yield new Scenario.Arrivals(Scenario.Shape.DIURNAL, f, 1000 * num(n, "period_s", p, 600), 0);
+            }
+            default -> throw error(p + "shape", "'" + shape + "' (expected one of [poisson, bursty, diurnal])");
+        };
+    }
+
+    /** Estimated uncached prompt tokens per request when later turns hit the cache. */
+    static double uncachedPrompt(Scenario.ClassWorkload w) {
+        return (w.firstPromptTokens() + (w.turnsMean() - 1) * w.newTokensPerTurn()) / w.turnsMean();
+    }
+
+    /**
+     * Capacity and profile of an engine derived from its hardware: capacity = 85% of the saturation
+     * throughput; idle TTFT = one step prefilling an average prompt beside half a batch; TBT of one
+     * sequence, growing to a full batch's step at capacity.
+     */
+    static Engine derive(String id, String cluster, List<String> models, EngineParams h, Scenario.ClassWorkload w,
+                         double capacity) {
+        double prompt = uncachedPrompt(w);
+        double cap = Double.isNaN(capacity) ? 0.85 * h.saturationRps(prompt, w.outputTokens()) : capacity;
+        double tbt = h.stepMs() + h.decodeMsPerSeq();
+        double ttft = h.stepMs() + h.prefillMsPerToken() * prompt + h.decodeMsPerSeq() * h.maxSeqs() / 2.0;
+        LatencyProfile profile = new ParametricProfile(ttft, tbt, h.decodeMsPerSeq() * (h.maxSeqs() - 1) / tbt);
+        return new Engine(id, cluster, "sim://" + id, models, cap, profile, 1.0);
+    }
+
+    private Topology topology(JsonNode t, Map<String, EngineParams> hw, Map<String, Scenario.ClassWorkload> wl,
+                              Scenario.ClassWorkload dflt, List<String> engineHardware) throws ScenarioException {
+        String p = "topology.";
+        List<GatewayCluster> gateways = new ArrayList<>();
+        List<EngineCluster> clusters = new ArrayList<>();
+        List<Model> models = new ArrayList<>();
+        List<Engine> engines = new ArrayList<>();
+        List<TrafficClass> classes = new ArrayList<>();
+        try {
+            int i = 0;
+            for (JsonNode g : list(t, "gateway_clusters", p)) {
+                String q = p + "gateway_clusters[" + i++ + "].";
+                gateways.add(new GatewayCluster(str(g, "id", q, null), str(g, "region", q, null)));
+            }
+            i = 0;
+            for (JsonNode c : list(t, "engine_clusters", p)) {
+                String q = p + "engine_clusters[" + i++ + "].";
+                clusters.add(new EngineCluster(str(c, "id", q, null), str(c, "region", q, null)));
+            }
+            i = 0;
+            for (JsonNode m : list(t, "models", p)) {
+                String q = p + "models[" + i++ + "].";
+                models.add(new Model(str(m, "id", q, null), (int) num(m, "output_tokens", q, dflt.outputTokens())));
+            }
+            i = 0;
+            for (JsonNode c : list(t, "classes", p)) {
+                String q = p + "classes[" + i++ + "].";
+                List<String> res = new ArrayList<>();
+                if (c.has("residency")) {
+                    c.get("residency").forEach(r -> res.add(r.asText()));
+                }
+                classes.add(new TrafficClass(str(c, "id", q, null), str(c, "model", q, null), res,
+                        (int) num(c, "priority", q, 0)));
+            }
+            i = 0;
+            for (JsonNode e : list(t, "engines", p)) {
+                String q = p + "engines[" + i++ + "].";
+                String h = str(e, "hardware", q, "default");
+                if (!hw.containsKey(h)) {
+                    throw error(q + "hardware", "unknown hardware '" + h + "' (expected one of " + hw.keySet() + ")");
+                }
+                List<String> ms = new ArrayList<>();
+                for (JsonNode m : list(e, "models", q)) {
+                    ms.add(m.asText());
+                }
+                String id = str(e, "id", q, null);
+                Scenario.ClassWorkload w = dflt;
+                for (TrafficClass c : classes) {
+                    if (ms.contains(c.model()) && wl.containsKey(c.id())) {
+                        w = wl.get(c.id());
+                        break;
+                    }
+                }
+                Engine derived = derive(id, str(e, "cluster", q, null), ms, hw.get(h), w,
+                        num(e, "capacity_rps", q, Double.NaN));
+                LatencyProfile profile = e.has("profile") ? profile(e.get("profile"), q + "profile.") : derived.profile();
+                engines.add(new Engine(id, derived.cluster(), str(e, "endpoint", q, "sim://" + id), ms,
+                        derived.capacityRps(), profile, num(e, "health", q, 1.0)));
+                engineHardware.add(h);
+            }
+            return new Topology(gateways, clusters, matrix(t.get("network_rtt_ms")), models, engines, classes,
+                    matrix(t.get("demand_rps")), num(t, "headroom", p, Topology.DEFAULT_HEADROOM),
+                    num(t, "affinity_discount_ms", p, Topology.DEFAULT_AFFINITY_DISCOUNT_MS));
+        } catch (IllegalArgumentException e) {
+            throw error("topology", e.getMessage());
+        }
+    }
+
+    private LatencyProfile profile(JsonNode n, String p) throws ScenarioException {
+        if (n.has("points")) {
+            List<MeasuredProfile.Point> pts = new ArrayList<>();
+            for (JsonNode pt : n.get("points")) {
+                pts.add(new MeasuredProfile.Point(req(pt, "utilization", p), req(pt, "ttft_ms", p),
+                        req(pt, "tbt_ms", p)));
+            }
+            return new MeasuredProfile(pts);
+        }
+        return new ParametricProfile(req(n, "ttft_ms", p), req(n, "tbt_ms", p),
+                num(n, "tbt_slope", p, ParametricProfile.DEFAULT_TBT_SLOPE));
+    }
+
+    private Iterable<JsonNode> list(JsonNode n, String key, String p) throws ScenarioException {
+        JsonNode v = n.get(key);
+        if (v == null || !v.isArray()) {
+            throw error(p + key, "missing (expected: a list)");
+        }
+        return v;
+    }
+
+    private static Map<String, Map<String, Double>> matrix(JsonNode n) {
+        Map<String, Map<String, Double>> out = new LinkedHashMap<>();
+        if (n == null) {
+            return out;
+        }
+        n.fields().forEachRemaining(row -> {
+            Map<String, Double> r = new LinkedHashMap<>();
+            row.getValue().fields().forEachRemaining(c -> r.put(c.getKey(), c.getValue().asDouble()));
+            out.put(row.getKey(), r);
+        });
+        return out;
+    }
+
+    private List<Scenario.Fault> faults(JsonNode n, Topology t) throws ScenarioException {
+        List<Scenario.Fault> out = new ArrayList<>();
+        if (n == null) {
+            return out;
+        }
+        List<String> engineIds = t.engines().stream().map(Engine::id).toList();
+        List<String> gatewayIds = t.gatewayClusters().stream().map(GatewayCluster::id).toList();
+        List<String> clusterIds = t.engineClusters().stream().map(EngineCluster::id).toList();
+        int i = 0;
+        for (JsonNode f : n) {
+            String p = "faults[" + i++ + "].";
+            String kindName = str(f, "kind", p, null);
+            Scenario.FaultKind kind;
+            try {
+                kind = Scenario.FaultKind.valueOf(kindName.toUpperCase(java.util.Locale.ROOT).replace('-', '_'));
+            } catch (IllegalArgumentException e) {
+                throw error(p + "kind", "'" + kindName + "' (expected one of [engine_crash, engine_slowdown, partition,"
+                        + " control_plane_outage, demand_surge])");
+            }
+            List<Integer> engines = new ArrayList<>();
+            if (f.has("engines")) {
+                for (JsonNode e : f.get("engines")) {
+                    int idx = engineIds.indexOf(e.asText());
+                    if (idx < 0) {
+                        throw error(p + "engines", "unknown engine '" + e.asText() + "'");
+                    }
+                    engines.add(idx);
+                }
+            }
+            String cluster = str(f, "engine_cluster", p, "");
+            if (!cluster.isEmpty() && !clusterIds.contains(cluster)) {
+                throw error(p + "engine_cluster", "unknown engine cluster '" + cluster + "' (expected one of "
+                        + clusterIds + ")");
+            }
+            if (kind == Scenario.FaultKind.ENGINE_CRASH || kind == Scenario.FaultKind.ENGINE_SLOWDOWN) {
+                if (!cluster.isEmpty()) {
+                    for (int j = 0; j < engineIds.size(); j++) {
+                        if (t.engines().get(j).cluster().equals(cluster)) {
+                            engines.add(j);
+                        }
+                    }
+                }
+                if (engines.isEmpty()) {
+                    throw error(p + "engines", "none (expected: engines or engine_cluster)");
+                }
+            }
+            if (kind == Scenario.FaultKind.PARTITION && cluster.isEmpty()) {
+                throw error(p + "engine_cluster", "missing (expected: the engine cluster cut off)");
+            }
+            String gw = str(f, "gateway", p, "");
+            int g = gw.isEmpty() ? -1 : gatewayIds.indexOf(gw);
+            if (!gw.isEmpty() && g < 0) {
+                throw error(p + "gateway", "unknown gateway cluster '" + gw + "' (expected one of " + gatewayIds + ")");
+            }
+            double factor = num(f, "factor", p, kind == Scenario.FaultKind.DEMAND_SURGE ? 2 : 3);
+            if (!(factor > 0)) {
+                throw error(p + "factor", factor + " (expected: > 0)");
+            }
+            out.add(new Scenario.Fault(kind, 1000 * req(f, "at_s", p), 1000 * req(f, "duration_s", p), engines, g,
+                    cluster, factor));
+        }
+        return out;
+    }
+
+    /** Field access for the fleet generator. */
+    double number(JsonNode n, String key, String path, double dflt) throws ScenarioException {
+        return num(n, key, path, dflt);
+    }
+
+    ScenarioException fail(String field, String message) {
+        return error(field, message);
+    }
+}

@@ -1,0 +1,55 @@
+package dev.sextant.sim;
+
+import java.util.List;
+
+/** The policies the simulator compares, by name. */
+final class SimPolicies {
+    private SimPolicies() {
+    }
+
+    /** Every policy name, Sextant first. */
+    static final List<String> ALL = List.of("sextant", "legacy-feedback", "nearest", "waterfall", "round-robin",
+            "least-request", "prefix-aware");
+
+    /** What a scenario runs when it names no policies. */
+    static final List<String> DEFAULT = ALL;
+
+    /**
+     * A fresh policy instance. {@code legacy-feedback[gain=g]} is the legacy controller at gain g.
+     *
+     * @throws IllegalArgumentException for an unknown name
+     */
+    static SimPolicy create(String name, Scenario scenario) {
+        if (name.startsWith("legacy-feedback[gain=") && name.endsWith("]")) {
+            double gain = Double.parseDouble(name.substring("legacy-feedback[gain=".length(), name.length() - 1));
+            Scenario.LegacyParams p = scenario.legacy();
+            return new LegacyFeedbackPolicy(name, new Scenario.LegacyParams(gain, p.periodMs(), p.smoothing(),
+                    p.minWeight()));
+        }
+        return switch (name) {
+            case "sextant" -> new SextantPolicy();
+            case "legacy-feedback" -> new LegacyFeedbackPolicy(name, scenario.legacy());
+            case "nearest" -> new NearestPolicy(false);
+            case "waterfall" -> new NearestPolicy(true);
+            case "round-robin" -> new RoundRobinPolicy();
+            case "least-request" -> new LeastRequestPolicy();
+            case "prefix-aware" -> new PrefixAwarePolicy();
+            default -> throw new IllegalArgumentException("policy: '" + name + "' (expected one of " + ALL
+                    + " or legacy-feedback[gain=G])");
+        };
+    }
+
+    /** The run list: the requested names, with the scenario's gain sweep after {@code legacy-feedback}. */
+    static List<String> expand(List<String> names, Scenario scenario) {
+        List<String> out = new java.util.ArrayList<>();
+        for (String n : names) {
+            out.add(n);
+            if (n.equals("legacy-feedback")) {
+                for (double g : scenario.gainSweep()) {
+                    out.add("legacy-feedback[gain=" + g + "]");
+                }
+            }
+        }
+        return out;
+    }
+}

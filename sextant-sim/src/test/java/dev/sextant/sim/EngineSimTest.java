@@ -1,0 +1,125 @@
+package dev.sextant.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class EngineSimTest {
+    /** a = 10 ms, b = 0.1 ms/token, c = 1 ms/sequence, 2 sequences, 100-token steps. */
+    private static final EngineParams P = new EngineParams(10, 0.1, 1, 2, 10_000, 100);
+
+    private final EventLoop loop = new EventLoop();
+    private final List<String> log = new ArrayList<>();
+    private final EngineSim.Listener listener = new EngineSim.Listener() {
+        @Override
+        public void firstToken(EngineSim e, SimRequest r, double at) {
+            log.add("first " + r.id + " @" + at);
+        }
+
+        @Override
+        public void finished(EngineSim e, SimRequest r, double at) {
+            log.add("done " + r.id + " @" + at);
+        }
+
+        @Override
+        public void failed(EngineSim e, SimRequest r, double at, boolean connect) {
+            log.add("failed " + r.id + " @" + at);
+        }
+
+        @Override
+        public void timedOut(EngineSim e, SimRequest r, double at) {
+            log.add("timeout " + r.id + " @" + at);
+        }
+    };
+    private final EngineSim engine = new EngineSim(0, "e", P, loop, listener, 60_000);
+
+    private static SimRequest request(long id, long conversation, int prompt, int output) {
+        return new SimRequest(id, new Conversation(conversation, 0, 0, 1), 0, 0, 0, prompt, output);
+    }
+
+    private void arriveAt(double t, SimRequest r) {
+        loop.at(t, () -> engine.arrive(r));
+    }
+
+    @Test
+    void chunkedPrefill_thenDecodeRun_matchesHandComputedSteps() {
+        // A: 150-token prompt in chunks of 100 (10 + 0.1·100 = 20 ms) and 50 (15 ms): first token at 35;
+        // two more tokens, one sequence decoding: 2 × (10 + 1) = 22 ms, done at 57.
+        arriveAt(0, request(1, 1, 150, 3));
+        loop.runAll();
+        assertThat(log).containsExactly("first 1 @35.0", "done 1 @57.0");
+        assertThat(engine.busyMs).isEqualTo(57.0);
+    }
+
+    @Test
+    void arrivalDuringDecodeRun_joinsAtTheNextStepBoundary() {
+        // A decodes from 35 in 11 ms steps; B arrives at 40, joins the step starting at 46:
+        // 10 + 0.1·20 + 1·1 = 13 ms, so A's last token and B's first token both come at 59; B's last at 70.
+        arriveAt(0, request(1, 1, 150, 3));
+        arriveAt(40, request(2, 2, 20, 2));
+        loop.runAll();
+        assertThat(log).containsExactly("first 1 @35.0", "done 1 @59.0", "first 2 @59.0", "done 2 @70.0");
+    }
+
+    @Test
+    void nextTurnOfConversation_prefillsOnlyItsNewTokens() {
+        // turn 1 leaves 150 + 3 = 153 tokens cached; turn 2 (160 tokens) prefills 7: 10 + 0.7 = 10.7 ms
+        arriveAt(0, request(1, 7, 150, 3));
+        arriveAt(100, request(2, 7, 160, 1));
+        loop.runAll();
+        assertThat(log).hasSize(4);
+        assertThat(log.get(2)).startsWith("first 2 @110.7");
+        assertThat(engine.savedTokens).isEqualTo(153);
+        assertThat(engine.promptTokens).isEqualTo(310);
+    }
+
+    @Test
+    void fullBatch_queuesTheThirdRequestUntilASlotFrees() {
+        // two 1-token prompts share a step: 10 + 0.1·2 = 10.2; both then decode 1 token (10 + 2 = 12) → 22.2.
+        // The third waits for a slot: step at 22.2 prefills it: 10.1 → first token at 32.3, done (1 output).
+        arriveAt(0, request(1, 1, 1, 2));
+        arriveAt(0, request(2, 2, 1, 2));
+        arriveAt(0, request(3, 3, 1, 1));
+        loop.runAll();
+        assertThat(log).containsExactly("first 1 @10.2", "first 2 @10.2", "done 1 @22.2", "done 2 @22.2",
+                "first 3 @32.3", "done 3 @32.3");
+    }
+
+    @Test
+    void crash_failsRunningAndWaiting_andLosesTheCache() {
+        arriveAt(0, request(1, 1, 150, 3));
+        arriveAt(0, request(2, 2, 150, 3));
+        arriveAt(0, request(3, 3, 150, 3));
+        loop.at(25, engine::crash);
+        loop.runAll();
+        assertThat(log).containsExactlyInAnyOrder("failed 1 @25.0", "failed 2 @25.0", "failed 3 @25.0");
+        assertThat(engine.cache.tokens()).isZero();
+        assertThat(engine.isUp()).isFalse();
+    }
+
+    @Test
+    void slowdown_multipliesStepTimes() {
+        engine.setSlowdown(2);
+        arriveAt(0, request(1, 1, 150, 3));
+        loop.runAll();
+        assertThat(log).containsExactly("first 1 @70.0", "done 1 @114.0");
+    }
+
+    @Test
+    void requestLargerThanTheKvCache_fails() {
+        EngineSim small = new EngineSim(1, "s", new EngineParams(10, 0.1, 1, 2, 100, 100), loop, listener, 60_000);
+        SimRequest r = request(9, 9, 150, 3);
+        loop.at(0, () -> small.arrive(r));
+        loop.runAll();
+        assertThat(log).containsExactly("failed 9 @0.0");
+    }
+
+    @Test
+    void saturationRps_followsTheClosedForm() {
+        // N = 2, n = 3, P = 150: 2·1000 / (3·(10 + 2) + 0.1·150·2) = 2000 / 66
+        assertThat(P.saturationRps(150, 3)).isCloseTo(2000.0 / 66, within(1e-9));
+    }
+}

@@ -1,0 +1,70 @@
+package dev.sextant.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ReportTest {
+    static final List<String> CONTRACT = List.of("ttft_p50_ms", "ttft_p99_ms", "e2e_p50_ms", "e2e_p99_ms",
+            "cache_hit_rate", "shed_fraction", "failed", "retry_amplification", "weight_churn_per_min",
+            "residency_violations");
+
+    @Test
+    void run_writesTheContractReportPlotsAndSeries(@TempDir Path dir) throws Exception {
+        Path scenario = dir.resolve("short.yaml");
+        Files.writeString(scenario, SimulationTest.FAULTY.replace("duration_s: 40", "duration_s: 15"));
+        Path out = dir.resolve("out");
+        Map<String, Summary> result = Simulator.run(scenario, List.of("sextant", "legacy-feedback", "nearest"), 3,
+                out, null);
+
+        assertThat(result).containsOnlyKeys("sextant", "legacy-feedback", "nearest");
+        JsonNode json = new ObjectMapper().readTree(out.resolve("summary.json").toFile());
+        List<String> names = new ArrayList<>();
+        json.fieldNames().forEachRemaining(names::add);
+        assertThat(names).containsExactly("sextant", "legacy-feedback", "nearest");
+        for (String policy : names) {
+            List<String> keys = new ArrayList<>();
+            json.get(policy).fieldNames().forEachRemaining(keys::add);
+            assertThat(keys).containsExactlyElementsOf(CONTRACT);
+            assertThat(json.get(policy).get("residency_violations").asLong()).isZero();
+            assertThat(json.get(policy).get("ttft_p50_ms").asDouble()).isPositive();
+        }
+        assertThat(json.get("sextant").get("ttft_p99_ms").asDouble()).isEqualTo(result.get("sextant").ttftP99Ms());
+
+        String md = Files.readString(out.resolve("report.md"));
+        assertThat(md).contains("| policy | TTFT p50 ms |", "| sextant |", "![ttft-cdf.png](ttft-cdf.png)");
+        assertThat(Files.readString(out.resolve("report.html"))).contains("<table>", "<img src=\"ttft-cdf.png\"");
+        for (String png : List.of("ttft-cdf.png", "e2e-cdf.png", "cache-hit.png", "utilization-sextant.png",
+                "weights-sextant.png", "weights-legacy-feedback.png")) {
+            byte[] bytes = Files.readAllBytes(out.resolve(png));
+            assertThat(bytes).hasSizeGreaterThan(1000);
+            assertThat(bytes[1]).isEqualTo((byte) 'P'); // PNG signature \x89PNG
+        }
+        assertThat(out.resolve("weights-nearest.png")).doesNotExist();
+        List<String> series = Files.readAllLines(out.resolve("series-nearest.csv"));
+        assertThat(series.get(0)).isEqualTo("time_s,completed,shed,failed,cache_hit_rate,ttft_mean_ms");
+        assertThat(series).hasSizeGreaterThan(2);
+        assertThat(Files.readAllLines(out.resolve("engines-sextant.csv")).get(0))
+                .isEqualTo("time_s,engine,utilization,queue,weight");
+    }
+
+    @Test
+    void sameSeed_writesTheSameSummary(@TempDir Path dir) throws Exception {
+        Path scenario = dir.resolve("short.yaml");
+        Files.writeString(scenario, SimulationTest.FAULTY.replace("duration_s: 40", "duration_s: 10"));
+        Simulator.run(scenario, List.of("sextant", "prefix-aware"), 5, dir.resolve("a"), null);
+        Simulator.run(scenario, List.of("sextant", "prefix-aware"), 5, dir.resolve("b"), null);
+        assertThat(Files.readString(dir.resolve("b/summary.json")))
+                .isEqualTo(Files.readString(dir.resolve("a/summary.json")));
+        assertThat(Files.readString(dir.resolve("b/series-sextant.csv")))
+                .isEqualTo(Files.readString(dir.resolve("a/series-sextant.csv")));
+    }
+}

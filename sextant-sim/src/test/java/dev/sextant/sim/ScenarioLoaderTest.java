@@ -1,0 +1,71 @@
+package dev.sextant.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Path;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.api.Test;
+
+class ScenarioLoaderTest {
+    static final Path SCENARIOS = Path.of("..", "examples", "scenarios");
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "duration_s: 40|duration_s: -1|duration_s: -1.0 (expected: > 0)",
+        "kind: engine_crash|kind: meteor|faults[0].kind: 'meteor'",
+        "engines: [eu-1]}|engines: [nope]}|faults[0].engines: unknown engine 'nope'",
+        "hardware: small}|hardware: tiny}|topology.engines[0].hardware: unknown hardware 'tiny'",
+        "turns_mean: 3|turns_mean: 0.5|workload.default.turns_mean: 0.5 (expected: >= 1)",
+        "gateway: eu, engine_cluster: gpu-eu2|gateway: mars, engine_cluster: gpu-eu2|faults[2].gateway: unknown gateway cluster 'mars'",
+    })
+    void badField_isNamedWithTheFile(String from, String to, String message) {
+        String yaml = SimulationTest.FAULTY.replaceFirst(java.util.regex.Pattern.quote(from), to);
+        assertThat(yaml).isNotEqualTo(SimulationTest.FAULTY);
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml))
+                .isInstanceOf(ScenarioException.class)
+                .hasMessageStartingWith("faulty.yaml: ")
+                .hasMessageContaining(message);
+    }
+
+    @Test
+    void unknownPolicy_isRefusedWithTheChoices() {
+        String yaml = SimulationTest.FAULTY.replace("duration_s: 40", "duration_s: 40\npolicies: [sextant, magic]");
+        assertThatThrownBy(() -> ScenarioLoader.parse("p.yaml", yaml))
+                .hasMessageContaining("policies[1]: unknown policy 'magic'");
+    }
+
+    @Test
+    void largeFleet_generates64GatewayClusters1024Engines8Models() throws Exception {
+        Scenario s = ScenarioLoader.load(SCENARIOS.resolve("large-fleet.yaml"));
+        assertThat(s.topology().gatewayClusters()).hasSize(64);
+        assertThat(s.topology().engines()).hasSize(1024);
+        assertThat(s.topology().models()).hasSize(8);
+        // per model: one global class and one per continent (na, eu)
+        assertThat(s.topology().classes()).hasSize(24);
+        assertThat(s.topology().classes()).filteredOn(c -> !c.residency().isEmpty()).hasSize(16);
+        assertThat(s.hardware()).hasSize(1024);
+        double total = s.topology().demandRps().values().stream()
+                .flatMap(m -> m.values().stream()).mapToDouble(Double::doubleValue).sum();
+        // ≈ 1M requests in 30 minutes
+        assertThat(total * 1800).isBetween(0.9e6, 1.1e6);
+    }
+
+    @Test
+    void derivedCapacity_is85PercentOfTheSaturationThroughput() throws Exception {
+        Scenario s = ScenarioLoader.load(SCENARIOS.resolve("regional-failure.yaml"));
+        EngineParams h = s.hardware().get(0);
+        Scenario.ClassWorkload w = s.workload().get(0);
+        assertThat(s.topology().engines().get(0).capacityRps())
+                .isEqualTo(0.85 * h.saturationRps(ScenarioLoader.uncachedPrompt(w), w.outputTokens()));
+    }
+
+    @Test
+    void talkExample_keepsTheDesignsNumbers() throws Exception {
+        Scenario s = ScenarioLoader.load(SCENARIOS.resolve("talk-example.yaml"));
+        assertThat(s.topology().engines()).extracting(e -> e.capacityRps()).containsExactly(100.0, 80.0);
+        assertThat(s.topology().demandRps().get("east").get("chat")).isEqualTo(120.0);
+        assertThat(s.topology().demandRps().get("west").get("chat")).isEqualTo(40.0);
+    }
+}

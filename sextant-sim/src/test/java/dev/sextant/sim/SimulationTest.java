@@ -1,0 +1,119 @@
+package dev.sextant.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.LongRange;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class SimulationTest {
+    /** Two regions, an EU-only class, a crash, a slow engine, a cut link and a surge, all within 40 s. */
+    static final String FAULTY = """
+            name: faulty
+            duration_s: 40
+            client_timeout_s: 20
+            sample_s: 5
+            hardware:
+              small: {step_ms: 5, prefill_ms_per_token: 0.01, decode_ms_per_seq: 0.05, max_seqs: 16, kv_cache_tokens: 60000, chunk_tokens: 1024}
+            workload:
+              default: {turns_mean: 3, think_s: 2, first_prompt_tokens: 300, new_tokens_per_turn: 50, output_tokens: 40}
+            control: {scrape_s: 2, signal_delay_s: 1, solve_s: 4, propagation_s: 0.5, health_check_s: 2, connect_timeout_s: 0.5}
+            legacy: {gain: 1.0, period_s: 2}
+            topology:
+              gateway_clusters:
+                - {id: us, region: us-east}
+                - {id: eu, region: eu-west}
+              engine_clusters:
+                - {id: gpu-us, region: us-east}
+                - {id: gpu-eu, region: eu-west}
+                - {id: gpu-eu2, region: eu-central}
+              network_rtt_ms:
+                us: {gpu-us: 2, gpu-eu: 80, gpu-eu2: 90}
+                eu: {gpu-us: 80, gpu-eu: 2, gpu-eu2: 15}
+              models:
+                - {id: m, output_tokens: 40}
+              engines:
+                - {id: us-1, cluster: gpu-us, models: [m], hardware: small}
+                - {id: us-2, cluster: gpu-us, models: [m], hardware: small}
+                - {id: eu-1, cluster: gpu-eu, models: [m], hardware: small}
+                - {id: eu-2, cluster: gpu-eu2, models: [m], hardware: small}
+              classes:
+                - {id: chat, model: m, priority: 0}
+                - {id: chat-eu, model: m, residency: [eu-west, eu-central], priority: 1}
+              demand_rps:
+                us: {chat: 12}
+                eu: {chat: 6, chat-eu: 8}
+            faults:
+              - {kind: engine_crash, at_s: 8, duration_s: 10, engines: [eu-1]}
+              - {kind: engine_slowdown, at_s: 5, duration_s: 20, engines: [us-2], factor: 4}
+              - {kind: partition, at_s: 12, duration_s: 10, gateway: eu, engine_cluster: gpu-eu2}
+              - {kind: demand_surge, at_s: 20, duration_s: 8, factor: 3}
+              - {kind: control_plane_outage, at_s: 25, duration_s: 10}
+            """;
+
+    static Scenario faulty() throws ScenarioException {
+        return ScenarioLoader.parse("faulty.yaml", FAULTY);
+    }
+
+    static List<String> policies() {
+        return SimPolicies.ALL;
+    }
+
+    @ParameterizedTest
+    @MethodSource("policies")
+    void everyRequestEndsExactlyOnce_underFaults(String policy) throws Exception {
+        Simulator.Run run = Simulator.simulate(faulty(), policy, 7, null);
+        Metrics m = run.metrics();
+        assertThat(m.generated).isGreaterThan(500);
+        assertThat(m.completed + m.shed + m.failed).isEqualTo(m.generated);
+        assertThat(m.open()).isZero();
+        assertThat(m.completed).isGreaterThan(m.generated / 2);
+    }
+
+    @ParameterizedTest
+    @MethodSource("policies")
+    void noRequestIsSentOutsideItsAllowedSet(String policy) throws Exception {
+        Simulator.Run run = Simulator.simulate(faulty(), policy, 3, null);
+        assertThat(run.summary().residencyViolations()).isZero();
+        assertThat(run.metrics().attempts).isGreaterThan(0);
+    }
+
+    @ParameterizedTest
+    @MethodSource("policies")
+    void sameScenarioAndSeed_giveIdenticalResults(String policy) throws Exception {
+        Simulator.Run a = Simulator.simulate(faulty(), policy, 11, null);
+        Simulator.Run b = Simulator.simulate(faulty(), policy, 11, null);
+        assertThat(b.summary()).isEqualTo(a.summary());
+        assertThat(b.metrics().series).usingRecursiveComparison().isEqualTo(a.metrics().series);
+        assertThat(b.metrics().ttft).isEqualTo(a.metrics().ttft);
+    }
+
+    @Property(tries = 4)
+    void conservationHolds_forAnySeed(@ForAll @LongRange(min = 0, max = 1_000_000) long seed) throws Exception {
+        Metrics m = Simulator.simulate(faulty().withDuration(15_000), "least-request", seed, null).metrics();
+        assertThat(m.completed + m.shed + m.failed).isEqualTo(m.generated);
+    }
+
+    @ParameterizedTest
+    @MethodSource("policies")
+    void everyPolicySeesTheSameConversations(String policy) throws Exception {
+        // without faults or timeouts the set of first turns does not depend on the policy
+        Scenario calm = ScenarioLoader.parse("calm.yaml", FAULTY.replaceAll("(?s)faults:.*", ""));
+        long first = Simulator.simulate(calm, "round-robin", 5, null).metrics().generated;
+        long other = Simulator.simulate(calm, policy, 5, null).metrics().generated;
+        // later turns depend on completion times; counts stay within a few percent
+        assertThat((double) other).isCloseTo(first, org.assertj.core.data.Percentage.withPercentage(5));
+    }
+
+    @ParameterizedTest
+    @MethodSource("policies")
+    void crashOfAnEngine_failsOrRetriesItsRequests_andOthersCarryOn(String policy) throws Exception {
+        Simulator.Run run = Simulator.simulate(faulty(), policy, 9, null);
+        EngineSim eu1 = run.simulation().engines.get(2);
+        assertThat(eu1.isUp()).isTrue(); // recovered at 18 s
+        assertThat(run.metrics().retries + run.metrics().failed).isGreaterThan(0);
+    }
+}
