@@ -1,0 +1,410 @@
+package dev.sextant.server.gateway;
+
+import dev.sextant.request.Decision;
+import dev.sextant.request.Outcome;
+import dev.sextant.server.internal.Http;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One proxied request, from its routing decision to the last byte: connects (or reuses a pooled connection),
+ * sends, streams the answer back, retries per the data plane while nothing reached the client, and ends with
+ * exactly one {@code onFinish} (or {@code retry} refusal), one metrics record and one access-log line.
+ *
+ * <p>Everything runs on the downstream channel's event loop, which is also the upstream channel's loop; no
+ * field needs synchronization. Back-pressure: the upstream channel reads only after the previous chunk was
+ * written to the client.
+ */
+final class Exchange {
+    private final Gateway gw;
+    private final FrontHandler front;
+    private final ChannelHandlerContext ctx;
+    private final EventLoop loop;
+    private final FullHttpRequest request; // owned: released once in end()
+    final String path;
+    private final boolean keepAlive;
+    private final String requestId;
+    private final long startNanos;
+
+    private Decision decision;
+    private Channel upstream;
+    private boolean headersSent;
+    private boolean sse;
+    private boolean responseKeepAlive;
+    private boolean ended;
+    private Outcome pending; // an error response being read before a retry
+    private int pendingStatus;
+    private final StringBuilder pendingBody = new StringBuilder();
+    private Outcome endOutcome = Outcome.SUCCESS;
+    private int status;
+    private long firstChunkNanos = -1;
+    private long lastChunkNanos;
+    private long bytes;
+    private ScheduledFuture<?> phaseTimer;
+    private ScheduledFuture<?> totalTimer;
+
+    Exchange(Gateway gw, FrontHandler front, ChannelHandlerContext ctx, FullHttpRequest request, String path,
+             boolean keepAlive, String requestId) {
+        this.gw = gw;
+        this.front = front;
+        this.ctx = ctx;
+        this.loop = ctx.channel().eventLoop();
+        this.request = request;
+        this.path = path;
+        this.keepAlive = keepAlive;
+        this.requestId = requestId;
+        this.startNanos = System.nanoTime();
+    }
+
+    void start(Decision first) {
+        decision = first;
+        totalTimer = loop.schedule(this::onTotalTimeout, gw.config.totalTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        send();
+    }
+
+    private void send() {
+        long backoff = decision.backoffNanos();
+        if (backoff > 0) {
+            loop.schedule(this::connectAndSend, backoff, TimeUnit.NANOSECONDS);
+        } else {
+            connectAndSend();
+        }
+    }
+
+    private void connectAndSend() {
+        if (ended) {
+            return;
+        }
+        String endpoint = decision.endpoint();
+        Channel idle = gw.pool.pollIdle(endpoint);
+        if (idle != null) {
+            bind(idle);
+            return;
+        }
+        Decision attempt = decision;
+        gw.pool.connect(loop, endpoint).addListener((ChannelFutureListener) f -> {
+            if (ended || attempt != decision) {
+                f.channel().close();
+                return;
+            }
+            if (!f.isSuccess()) {
+                failAttempt(Outcome.CONNECT_ERROR, "cannot connect to engine " + attempt.engineId() + " at " + endpoint
+                        + ": " + f.cause().getMessage());
+                return;
+            }
+            bind(f.channel());
+        });
+    }
+
+    private void bind(Channel c) {
+        upstream = c;
+        c.pipeline().get(UpstreamHandler.class).owner = this;
+        String endpoint = decision.endpoint();
+        DefaultFullHttpRequest r = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, request.method(),
+                UpstreamPool.basePath(endpoint) + request.uri(), request.content().retainedDuplicate());
+        for (CharSequence h : FORWARDED) {
+            String v = request.headers().get(h);
+            if (v != null) {
+                r.headers().set(h, v);
+            }
+        }
+        r.headers().set("x-request-id", requestId);
+        r.headers().set(HttpHeaderNames.HOST, java.net.URI.create(endpoint).getAuthority());
+        HttpUtil.setContentLength(r, r.content().readableBytes());
+        HttpUtil.setKeepAlive(r, true);
+        cancelPhase();
+        phaseTimer = loop.schedule(() -> onPhaseTimeout(c), gw.config.firstByteTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        c.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
+            if (f.isSuccess()) {
+                c.read();
+            } else {
+                onUpstreamClosed(c, f.cause());
+            }
+        });
+    }
+
+    private static final CharSequence[] FORWARDED = {HttpHeaderNames.CONTENT_TYPE, HttpHeaderNames.ACCEPT,
+            HttpHeaderNames.AUTHORIZATION, HttpHeaderNames.USER_AGENT};
+
+    void onResponse(HttpResponse r) {
+        if (ended) {
+            return;
+        }
+        cancelPhase();
+        int code = r.status().code();
+        if (!headersSent && (code >= 500 || code == 429)) {
+            pending = code == 429 || code == 503
+                    ? (r.headers().contains("x-sextant-overloaded") ? Outcome.SYSTEM_OVERLOADED : Outcome.ENGINE_BUSY)
+                    : Outcome.SERVER_ERROR;
+            pendingStatus = code;
+            responseKeepAlive = HttpUtil.isKeepAlive(r);
+            armPhase(gw.config.idleTimeout());
+            upstream.read();
+            return;
+        }
+        responseKeepAlive = HttpUtil.isKeepAlive(r);
+        String ct = r.headers().get(HttpHeaderNames.CONTENT_TYPE);
+        sse = ct != null && ct.startsWith("text/event-stream");
+        DefaultHttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, r.status());
+        out.headers().set(r.headers());
+        out.headers().remove(HttpHeaderNames.CONNECTION).remove("keep-alive");
+        out.headers().set("x-sextant-engine", decision.engineId());
+        out.headers().set("x-sextant-snapshot-version", Long.toString(decision.snapshotVersion()));
+        out.headers().set("x-sextant-attempts", Integer.toString(decision.attempt()));
+        out.headers().set("x-request-id", requestId);
+        HttpUtil.setKeepAlive(out, keepAlive && !gw.draining());
+        status = code;
+        endOutcome = code >= 400 ? Outcome.CLIENT_ERROR : Outcome.SUCCESS;
+        headersSent = true;
+        ctx.write(out);
+        armPhase(gw.config.idleTimeout());
+        upstream.read();
+    }
+
+    /** Takes ownership of {@code c}. */
+    void onContent(HttpContent c) {
+        if (ended) {
+            c.release();
+            return;
+        }
+        boolean last = c instanceof LastHttpContent;
+        if (pending != null) {
+            if (pendingBody.length() < 2048) {
+                pendingBody.append(c.content().toString(StandardCharsets.UTF_8));
+            }
+            c.release();
+            if (last) {
+                Channel up = detachUpstream();
+                if (responseKeepAlive) {
+                    gw.pool.release(decision.endpoint(), up);
+                } else {
+                    up.close();
+                }
+                failAttempt(pending, "engine " + decision.engineId() + " answered " + pendingStatus + ": "
+                        + abbreviate(pendingBody.toString()));
+            } else {
+                upstream.read();
+            }
+            return;
+        }
+        int n = c.content().readableBytes();
+        if (n > 0) {
+            long now = System.nanoTime();
+            if (firstChunkNanos < 0) {
+                firstChunkNanos = now;
+                long ttft = now - startNanos;
+                gw.metrics.ttft(decision.engineId(), ttft);
+                gw.reporter.ttft(decision.engineId(), ttft);
+            } else {
+                gw.metrics.tbt(decision.engineId(), now - lastChunkNanos);
+                gw.reporter.tbt(decision.engineId(), now - lastChunkNanos);
+            }
+            lastChunkNanos = now;
+            bytes += n;
+        }
+        if (last) {
+            Channel up = detachUpstream();
+            if (responseKeepAlive) {
+                gw.pool.release(decision.endpoint(), up);
+            } else {
+                up.close();
+            }
+            boolean keep = keepAlive && !gw.draining();
+            ctx.writeAndFlush(c).addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
+            end(endOutcome, status, null);
+            return;
+        }
+        armPhase(gw.config.idleTimeout());
+        Channel up = upstream;
+        ctx.writeAndFlush(c).addListener((ChannelFutureListener) f -> {
+            if (f.isSuccess() && !ended && upstream == up) {
+                up.read();
+            }
+        });
+    }
+
+    /** The engine connection closed or failed ({@code cause} may be null). */
+    void onUpstreamClosed(Channel c, Throwable cause) {
+        if (ended || c != upstream) {
+            return;
+        }
+        String why = cause == null ? "closed the connection" : "failed: " + cause.getMessage();
+        if (pending != null) {
+            failAttempt(pending, "engine " + decision.engineId() + " answered " + pendingStatus);
+        } else if (!headersSent) {
+            failAttempt(Outcome.SERVER_ERROR, "engine " + decision.engineId() + " " + why + " before answering");
+        } else {
+            failMidResponse(Outcome.SERVER_ERROR, "engine " + decision.engineId() + " " + why + " mid-response");
+        }
+    }
+
+    private void onPhaseTimeout(Channel c) {
+        if (ended || c != upstream) {
+            return;
+        }
+        if (headersSent) {
+            failMidResponse(Outcome.TIMEOUT, "engine " + decision.engineId() + " sent nothing for "
+                    + seconds(gw.config.idleTimeout()) + " (idle_timeout)");
+        } else if (pending != null) {
+            failAttempt(pending, "engine " + decision.engineId() + " answered " + pendingStatus);
+        } else {
+            failAttempt(Outcome.TIMEOUT, "engine " + decision.engineId() + " sent no response within "
+                    + seconds(gw.config.firstByteTimeout()) + " (first_byte_timeout)");
+        }
+    }
+
+    private void onTotalTimeout() {
+        if (ended) {
+            return;
+        }
+        String msg = "request did not complete within " + seconds(gw.config.totalTimeout()) + " (total_timeout)";
+        if (headersSent) {
+            failMidResponse(Outcome.TIMEOUT, msg);
+            return;
+        }
+        closeUpstream();
+        gw.plane().onFinish(decision, Outcome.TIMEOUT, -1);
+        gw.reporter.attempt(decision.engineId(), true);
+        respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", msg, null);
+    }
+
+    /** A failure while nothing reached the client: retry per the data plane, or answer with an error. */
+    private void failAttempt(Outcome outcome, String message) {
+        closeUpstream();
+        cancelPhase();
+        gw.reporter.attempt(decision.engineId(), outcome.failure());
+        Decision next = gw.plane().retry(decision, outcome);
+        pending = null;
+        pendingBody.setLength(0);
+        if (next.routed()) {
+            gw.metrics.retry();
+            decision = next;
+            send();
+            return;
+        }
+        if (outcome == Outcome.TIMEOUT) {
+            respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", message + "; " + next.message(), null);
+        } else {
+            long ra = next.retryAfterNanos();
+            gw.logFailure(message + "; " + next.message());
+            respondError(HttpResponseStatus.valueOf(next.refusal().status()), next.refusal().code(),
+                    message + "; not retried: " + next.message(), ra > 0 ? Duration.ofNanos(ra) : null);
+        }
+    }
+
+    /** A failure after the response started: an SSE error event and a clean end, or a closed connection. */
+    private void failMidResponse(Outcome outcome, String message) {
+        closeUpstream();
+        gw.reporter.attempt(decision.engineId(), outcome.failure());
+        if (sse) {
+            String event = "data: " + Http.errorBody(message, "server_error",
+                    outcome == Outcome.TIMEOUT ? "timeout" : "upstream_error") + "\n\n";
+            ctx.write(new DefaultHttpContent(Unpooled.copiedBuffer(event, StandardCharsets.UTF_8)));
+            ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(ChannelFutureListener.CLOSE);
+        } else {
+            ctx.channel().close();
+        }
+        end(outcome, status, message);
+    }
+
+    private void respondError(HttpResponseStatus st, String code, String message, Duration retryAfter) {
+        FullHttpResponse r = Http.error(st, st.code() >= 500 ? "server_error" : "invalid_request_error", code, message,
+                retryAfter);
+        r.headers().set("x-sextant-attempts", Integer.toString(Math.max(1, decision.attempt())));
+        r.headers().set("x-sextant-snapshot-version", Long.toString(decision.snapshotVersion()));
+        r.headers().set("x-request-id", requestId);
+        boolean keep = keepAlive && !gw.draining();
+        HttpUtil.setKeepAlive(r, keep);
+        ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
+        end(null, st.code(), message);
+    }
+
+    /** The client went away: cancel the engine request. */
+    void cancel() {
+        if (ended) {
+            return;
+        }
+        closeUpstream();
+        end(Outcome.CANCELLED, 499, "client closed the connection");
+    }
+
+    private void end(Outcome outcome, int finalStatus, String error) {
+        ended = true;
+        cancelPhase();
+        if (totalTimer != null) {
+            totalTimer.cancel(false);
+        }
+        long now = System.nanoTime();
+        if (outcome != null) {
+            gw.plane().onFinish(decision, outcome, firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos);
+            if (outcome == Outcome.SUCCESS || outcome == Outcome.CLIENT_ERROR) {
+                gw.reporter.attempt(decision.engineId(), false);
+            }
+        }
+        gw.metrics.request(decision.classId(), decision.engineId(), finalStatus);
+        gw.metrics.latency(decision.engineId(), now - startNanos);
+        gw.reporter.request(decision.classId());
+        gw.accessLog(request.method().name(), path, finalStatus, decision.classId(), decision.engineId(),
+                decision.attempt(), firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos, now - startNanos, bytes,
+                sse, error);
+        request.release();
+        front.exchangeEnded(this);
+    }
+
+    private Channel detachUpstream() {
+        Channel c = upstream;
+        upstream = null;
+        if (c != null) {
+            c.pipeline().get(UpstreamHandler.class).owner = null;
+        }
+        return c;
+    }
+
+    private void closeUpstream() {
+        Channel c = detachUpstream();
+        if (c != null) {
+            c.close();
+        }
+    }
+
+    private void armPhase(Duration d) {
+        cancelPhase();
+        Channel c = upstream;
+        phaseTimer = loop.schedule(() -> onPhaseTimeout(c), d.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    private void cancelPhase() {
+        if (phaseTimer != null) {
+            phaseTimer.cancel(false);
+            phaseTimer = null;
+        }
+    }
+
+    private static String seconds(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
+    }
+
+    private static String abbreviate(String s) {
+        String t = s.strip();
+        return t.length() > 300 ? t.substring(0, 300) + "…" : t;
+    }
+}

@@ -1,0 +1,185 @@
+package dev.sextant.server.gateway;
+
+import dev.sextant.request.Decision;
+import dev.sextant.request.HttpFields;
+import dev.sextant.request.Refusal;
+import dev.sextant.server.internal.Http;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.util.ReferenceCountUtil;
+import java.time.Duration;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The client side of the gateway: one request at a time per connection (the next is read only after the answer
+ * was written), routed to the proxy, {@code /v1/models}, {@code /metrics} or {@code /healthz}. Every problem
+ * becomes an OpenAI-shaped error response; nothing escapes the event loop.
+ */
+final class FrontHandler extends ChannelInboundHandlerAdapter {
+    private static final Logger LOG = Logger.getLogger(FrontHandler.class.getName());
+
+    private final Gateway gw;
+    private Exchange current;
+
+    FrontHandler(Gateway gw) {
+        this.gw = gw;
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) {
+        ctx.read();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (!(msg instanceof FullHttpRequest req)) {
+            ReferenceCountUtil.release(msg);
+            return;
+        }
+        boolean keepAlive = HttpUtil.isKeepAlive(req) && !gw.draining();
+        try {
+            if (req.decoderResult().isFailure()) {
+                req.release();
+                reply(ctx, error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", null,
+                        "malformed HTTP request: " + req.decoderResult().cause().getMessage()), false);
+                return;
+            }
+            String path = new QueryStringDecoder(req.uri()).path();
+            switch (path) {
+                case "/v1/chat/completions", "/v1/completions", "/v1/embeddings" -> {
+                    if (req.method() != HttpMethod.POST) {
+                        req.release();
+                        reply(ctx, error(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error",
+                                "method_not_allowed", req.method() + " " + path + ": use POST"), keepAlive);
+                        return;
+                    }
+                    proxy(ctx, req, path, keepAlive); // takes ownership of req
+                }
+                case "/v1/models" -> {
+                    req.release();
+                    reply(ctx, Http.json(HttpResponseStatus.OK, gw.modelsJson()), keepAlive);
+                }
+                case "/metrics" -> {
+                    req.release();
+                    reply(ctx, Http.response(HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
+                            gw.metrics.scrape()), keepAlive);
+                }
+                case "/healthz" -> {
+                    req.release();
+                    reply(ctx, Http.json(HttpResponseStatus.OK, gw.healthJson()), keepAlive);
+                }
+                default -> {
+                    String method = req.method().name();
+                    req.release();
+                    gw.metrics.request(null, null, 404);
+                    reply(ctx, error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_url",
+                            "unknown path: " + method + " " + path), keepAlive);
+                }
+            }
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "internal error handling " + req.uri(), e);
+            ReferenceCountUtil.safeRelease(req); // no-op when already released
+            reply(ctx, error(HttpResponseStatus.INTERNAL_SERVER_ERROR, "server_error", "internal_error",
+                    "internal error: " + e), false);
+        }
+    }
+
+    private void proxy(ChannelHandlerContext ctx, FullHttpRequest req, String path, boolean keepAlive) {
+        RequestBody body;
+        try {
+            body = RequestBody.parse(req.content());
+        } catch (RequestBody.Invalid e) {
+            req.release();
+            gw.metrics.request(null, null, 400);
+            gw.accessLog(req.method().name(), path, 400, null, null, 0, -1, 0, 0, false, e.getMessage());
+            reply(ctx, error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_request", e.getMessage()),
+                    keepAlive);
+            return;
+        }
+        String requestId = req.headers().get("x-request-id");
+        if (requestId == null || requestId.isBlank()) {
+            requestId = gw.newRequestId();
+        }
+        HttpFields fields = new HttpFields(body.model(), req.headers().get(HttpFields.RESIDENCY_HEADER),
+                req.headers().get(HttpFields.PRIORITY_HEADER), body.promptCacheKey(),
+                req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.promptText(), requestId);
+        Decision d = gw.plane().route(fields.toMeta());
+        if (!d.routed()) {
+            req.release();
+            refuse(ctx, d, path, keepAlive, requestId);
+            return;
+        }
+        Exchange x = new Exchange(gw, this, ctx, req, path, keepAlive, requestId);
+        current = x;
+        gw.exchangeStarted();
+        x.start(d);
+    }
+
+    private void refuse(ChannelHandlerContext ctx, Decision d, String path, boolean keepAlive, String requestId) {
+        Refusal r = d.refusal();
+        if (r == Refusal.SHED || r == Refusal.ENGINE_LIMIT) {
+            gw.metrics.shed(d.classId());
+        }
+        gw.metrics.request(d.classId(), null, r.status());
+        gw.accessLog("POST", path, r.status(), d.classId(), null, 0, -1, 0, 0, false, d.message());
+        long ra = d.retryAfterNanos();
+        String type = r.status() == 404 ? "invalid_request_error" : r.status() == 429 ? "rate_limit_error" : "server_error";
+        FullHttpResponse resp = Http.error(HttpResponseStatus.valueOf(r.status()), type, r.code(), d.message(),
+                ra > 0 ? Duration.ofNanos(ra) : null);
+        resp.headers().set("x-sextant-snapshot-version", Long.toString(d.snapshotVersion()));
+        resp.headers().set("x-sextant-attempts", "0");
+        resp.headers().set("x-request-id", requestId);
+        if (r == Refusal.SHED || r == Refusal.ENGINE_LIMIT) {
+            resp.headers().set("x-sextant-overloaded", "true");
+        }
+        reply(ctx, resp, keepAlive);
+    }
+
+    private static FullHttpResponse error(HttpResponseStatus status, String type, String code, String message) {
+        return Http.error(status, type, code, message, null);
+    }
+
+    private void reply(ChannelHandlerContext ctx, FullHttpResponse r, boolean keepAlive) {
+        HttpUtil.setKeepAlive(r, keepAlive);
+        ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> exchangeWritten(ctx, keepAlive && f.isSuccess()));
+    }
+
+    /** The answer to the current request was written: read the next request, or close. */
+    void exchangeWritten(ChannelHandlerContext ctx, boolean keepAlive) {
+        if (keepAlive && ctx.channel().isActive()) {
+            ctx.read();
+        } else {
+            ctx.close();
+        }
+    }
+
+    void exchangeEnded(Exchange x) {
+        if (current == x) {
+            current = null;
+        }
+        gw.exchangeEnded();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        Exchange x = current;
+        if (x != null) {
+            x.cancel();
+        }
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        LOG.log(Level.FINE, "client connection error", cause);
+        ctx.close();
+    }
+}

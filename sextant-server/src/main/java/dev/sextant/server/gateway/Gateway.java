@@ -1,0 +1,280 @@
+package dev.sextant.server.gateway;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sextant.request.DataPlane;
+import dev.sextant.request.DataPlaneListener;
+import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.request.DataPlaneStatus;
+import dev.sextant.request.Ejection;
+import dev.sextant.request.Ticker;
+import dev.sextant.server.internal.Http;
+import dev.sextant.server.internal.OversizedAwareAggregator;
+import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.Snapshot;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import java.net.InetSocketAddress;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The gateway: Sextant's data plane as an OpenAI-compatible HTTP proxy. {@code POST /v1/chat/completions},
+ * {@code /v1/completions}, {@code /v1/embeddings} are classified by the data plane core ({@link DataPlane}) and
+ * proxied to the chosen engine over pooled keep-alive connections, server-sent events chunk by chunk;
+ * {@code GET /v1/models} lists the models its snapshot routes; {@code /metrics} and {@code /healthz} report on it.
+ * See {@code docs/servers.md}.
+ *
+ * <pre>{@code
+ * try (Gateway gw = Gateway.start(GatewayConfig.defaults("east"), SnapshotSource.fixed(snapshot))) {
+ *     URI base = URI.create("http://127.0.0.1:" + gw.port());
+ * }
+ * }</pre>
+ */
+public final class Gateway implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(Gateway.class.getName());
+    private static final Logger ACCESS = Logger.getLogger("dev.sextant.gateway.access");
+
+    final GatewayConfig config;
+    final UpstreamPool pool;
+    final GatewayMetrics metrics;
+    final Reporter reporter;
+    private final AtomicReference<DataPlane> plane = new AtomicReference<>();
+    private final SnapshotSource source;
+    private final EventLoopGroup group;
+    private final Channel serverChannel;
+    private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private final AtomicLong ids = new AtomicLong();
+    private final String idPrefix = Long.toHexString(System.nanoTime() ^ System.identityHashCode(this));
+    private volatile boolean draining;
+
+    private Gateway(GatewayConfig config, SnapshotSource source, int threads) throws InterruptedException, TimeoutException {
+        this.config = config;
+        this.source = source;
+        this.pool = new UpstreamPool(config.connectTimeout());
+        this.reporter = new Reporter(config.gatewayCluster(), config.controlPlane(), config.token(),
+                config.reportInterval());
+        DataPlaneListener listener = new DataPlaneListener() {
+            @Override
+            public void onFallback(boolean fallback, String reason) {
+                if (fallback) {
+                    LOG.severe("FALLBACK MODE: " + reason + "; routing to the nearest healthy allowed engine");
+                } else {
+                    LOG.warning("fallback mode ended: " + reason);
+                }
+            }
+
+            @Override
+            public void onEjection(Ejection e) {
+                metrics().ejection();
+                LOG.warning("engine " + e.engineId() + " ejected: " + e.reason());
+            }
+        };
+        DataPlaneOptions opts = config.options().toBuilder().listener(listener).build();
+        CompletableFuture<Snapshot> first = new CompletableFuture<>();
+        source.start(s -> {
+            DataPlane p = plane.get();
+            if (p == null) {
+                plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts));
+                first.complete(s);
+            } else if (!p.swap(s)) {
+                LOG.warning("snapshot version " + s.version() + " is older than the held " + p.snapshot().version()
+                        + "; refused");
+            }
+        });
+        try {
+            first.get(60, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException("no first snapshot: " + e.getCause(), e.getCause());
+        }
+        this.metrics = new GatewayMetrics(plane::get, inFlight::get);
+        this.group = new MultiThreadIoEventLoopGroup(threads, NioIoHandler.newFactory());
+        ServerBootstrap b = new ServerBootstrap()
+                .group(group)
+                .channel(NioServerSocketChannel.class)
+                .option(ChannelOption.SO_BACKLOG, 4096)
+                .childOption(ChannelOption.AUTO_READ, false)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        channels.add(ch);
+                        ch.pipeline().addLast(new HttpServerCodec(),
+                                new OversizedAwareAggregator(config.maxBodyBytes(), metrics.oversized),
+                                new FrontHandler(Gateway.this));
+                    }
+                });
+        try {
+            serverChannel = b.bind(config.host(), config.port()).sync().channel();
+        } catch (RuntimeException | InterruptedException e) {
+            group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
+            reporter.close();
+            throw e;
+        }
+        LOG.info("gateway " + config.gatewayCluster() + " listening on http://" + config.host() + ":" + port()
+                + " with snapshot " + plane.get().snapshot().version());
+    }
+
+    private GatewayMetrics metrics() {
+        return metrics;
+    }
+
+    /**
+     * Starts a gateway: waits for the source's first snapshot (up to 60 s), then binds.
+     *
+     * @throws IllegalStateException when no snapshot arrives or the address cannot be bound
+     */
+    public static Gateway start(GatewayConfig config, SnapshotSource source) {
+        return start(config, source, Math.max(2, Runtime.getRuntime().availableProcessors()));
+    }
+
+    /** As {@link #start(GatewayConfig, SnapshotSource)} with {@code threads} event loops. */
+    public static Gateway start(GatewayConfig config, SnapshotSource source, int threads) {
+        try {
+            return new Gateway(config, source, threads);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            source.close();
+            throw new IllegalStateException("interrupted while starting", e);
+        } catch (TimeoutException e) {
+            source.close();
+            throw new IllegalStateException("no snapshot from the snapshot source within 60 s", e);
+        } catch (RuntimeException e) {
+            source.close();
+            throw new IllegalStateException("cannot start gateway on " + config.host() + ":" + config.port() + ": "
+                    + e.getMessage(), e);
+        }
+    }
+
+    /** The port it listens on. */
+    public int port() {
+        return ((InetSocketAddress) serverChannel.localAddress()).getPort();
+    }
+
+    /** The data plane (its snapshot, status and ejections). */
+    public DataPlane plane() {
+        return plane.get();
+    }
+
+    /** Requests being proxied now, ≥ 0. */
+    public int inFlight() {
+        return inFlight.get();
+    }
+
+    boolean draining() {
+        return draining;
+    }
+
+    void exchangeStarted() {
+        inFlight.incrementAndGet();
+    }
+
+    void exchangeEnded() {
+        inFlight.decrementAndGet();
+    }
+
+    String newRequestId() {
+        return "sx-" + idPrefix + "-" + ids.incrementAndGet();
+    }
+
+    String modelsJson() {
+        Snapshot s = plane.get().snapshot();
+        TreeSet<String> models = new TreeSet<>();
+        Map<String, Route> routes = s.routes().get(config.gatewayCluster());
+        if (routes != null) {
+            routes.values().forEach(r -> models.add(r.model()));
+        }
+        ObjectNode root = Http.JSON.createObjectNode();
+        root.put("object", "list");
+        ArrayNode data = root.putArray("data");
+        for (String m : models) {
+            data.addObject().put("id", m).put("object", "model").put("created", 0).put("owned_by", "sextant");
+        }
+        return root.toString();
+    }
+
+    String healthJson() {
+        DataPlaneStatus st = plane.get().status();
+        ObjectNode root = Http.JSON.createObjectNode();
+        root.put("status", draining ? "draining" : st.fallback() ? "fallback" : "ok");
+        root.put("gateway_cluster", st.gatewayCluster());
+        root.put("snapshot_version", st.version());
+        root.put("snapshot_hash", st.hash());
+        root.put("snapshot_age_seconds", st.ageNanos() / 1e9);
+        root.put("fallback", st.fallback());
+        root.put("in_flight", inFlight.get());
+        root.put("retry_tokens", st.retryTokens());
+        ArrayNode ej = root.putArray("ejections");
+        for (Ejection e : plane.get().ejections()) {
+            ej.addObject().put("engine", e.engineId()).put("reason", e.reason());
+        }
+        return root.toString();
+    }
+
+    void accessLog(String method, String path, int status, String classId, String engine, int attempts,
+                   long ttftNanos, long totalNanos, long bytes, boolean stream, String error) {
+        if (!config.accessLog() || !ACCESS.isLoggable(Level.INFO)) {
+            return;
+        }
+        StringBuilder sb = new StringBuilder(160).append(config.gatewayCluster()).append(' ').append(method).append(' ')
+                .append(path).append(' ').append(status).append(" class=").append(classId).append(" engine=")
+                .append(engine).append(" attempts=").append(attempts).append(" ttft_ms=")
+                .append(ttftNanos < 0 ? "-" : String.format("%.1f", ttftNanos / 1e6)).append(" total_ms=")
+                .append(String.format("%.1f", totalNanos / 1e6)).append(" bytes=").append(bytes)
+                .append(" stream=").append(stream);
+        if (error != null) {
+            sb.append(" error=\"").append(error.replace('"', '\'')).append('"');
+        }
+        ACCESS.info(sb.toString());
+    }
+
+    void logFailure(String message) {
+        LOG.warning(message);
+    }
+
+    /**
+     * Graceful shutdown: stops accepting, lets in-flight requests finish (up to the drain timeout), then closes
+     * every connection and the snapshot source.
+     */
+    @Override
+    public void close() {
+        draining = true;
+        serverChannel.close().awaitUninterruptibly();
+        long deadline = System.nanoTime() + config.drainTimeout().toNanos();
+        while (inFlight.get() > 0 && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(20); // drain: poll the in-flight count until zero or the deadline
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        if (inFlight.get() > 0) {
+            LOG.warning("drain timeout: closing " + inFlight.get() + " in-flight requests");
+        }
+        channels.close().awaitUninterruptibly();
+        source.close();
+        reporter.close();
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+    }
+}

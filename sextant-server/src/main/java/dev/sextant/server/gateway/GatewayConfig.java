@@ -1,0 +1,101 @@
+package dev.sextant.server.gateway;
+
+import dev.sextant.request.DataPlaneOptions;
+import java.net.URI;
+import java.time.Duration;
+
+/**
+ * How a gateway runs. Build with {@link #defaults(String)} and the withers.
+ *
+ * @param gatewayCluster  the gateway cluster whose routes it serves, non-empty
+ * @param host            address to bind
+ * @param port            port to bind, 0 = ephemeral
+ * @param maxBodyBytes    largest request body, bytes &gt; 0 (default 16 MiB; larger → 413)
+ * @param connectTimeout  to open a connection to an engine
+ * @param firstByteTimeout from sending the request to the engine's response headers
+ * @param idleTimeout     between two chunks of a response
+ * @param totalTimeout    whole request, all attempts
+ * @param drainTimeout    how long a graceful shutdown waits for in-flight requests
+ * @param controlPlane    base URL reports are sent to, or null (no reports)
+ * @param token           bearer token for the control plane, or null
+ * @param reportInterval  how often the signal reports are sent
+ * @param accessLog       one log line per request when true
+ * @param options         the data plane's tunables
+ */
+public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
+                            Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
+                            Duration drainTimeout, URI controlPlane, String token, Duration reportInterval,
+                            boolean accessLog, DataPlaneOptions options) {
+    /** The default body limit, 16 MiB. */
+    public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+    public GatewayConfig {
+        if (gatewayCluster == null || gatewayCluster.isBlank()) {
+            throw new IllegalArgumentException("gateway_cluster: missing (expected: a gateway cluster id)");
+        }
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("port: " + port + " (expected: 0..65535)");
+        }
+        if (maxBodyBytes <= 0) {
+            throw new IllegalArgumentException("max_body_bytes: " + maxBodyBytes + " (expected: > 0)");
+        }
+        positive("connect_timeout", connectTimeout);
+        positive("first_byte_timeout", firstByteTimeout);
+        positive("idle_timeout", idleTimeout);
+        positive("total_timeout", totalTimeout);
+        positive("drain_timeout", drainTimeout);
+        positive("report_interval", reportInterval);
+        if (options == null) {
+            throw new IllegalArgumentException("options: missing (expected: data plane options)");
+        }
+    }
+
+    private static void positive(String field, Duration d) {
+        if (d == null || d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(field + ": " + d + " (expected: > 0)");
+        }
+    }
+
+    /** Loopback, ephemeral port, 16 MiB, timeouts 2 s connect / 30 s first byte / 30 s idle / 10 min total. */
+    public static GatewayConfig defaults(String gatewayCluster) {
+        return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
+                Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofSeconds(30), null,
+                null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults());
+    }
+
+    /** With another address. */
+    public GatewayConfig withAddress(String newHost, int newPort) {
+        return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options);
+    }
+
+    /** With another body limit. */
+    public GatewayConfig withMaxBodyBytes(int bytes) {
+        return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options);
+    }
+
+    /** With other timeouts. */
+    public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
+                drainTimeout, controlPlane, token, reportInterval, accessLog, options);
+    }
+
+    /** With a control plane to report to. */
+    public GatewayConfig withControlPlane(URI uri, String newToken, Duration interval) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options);
+    }
+
+    /** With or without the access log. */
+    public GatewayConfig withAccessLog(boolean on) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options);
+    }
+
+    /** With other data plane options. */
+    public GatewayConfig withOptions(DataPlaneOptions newOptions) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions);
+    }
+}

@@ -1,0 +1,83 @@
+package dev.sextant.server.gateway;
+
+import dev.sextant.request.DataPlane;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
+
+/**
+ * The gateway's Prometheus metrics ({@code sextant_gateway_*}): requests by class, engine and status; TTFT, TBT
+ * and end-to-end latency histograms; retries, sheds, ejections, refused bodies; snapshot version, age and
+ * fallback mode.
+ */
+final class GatewayMetrics {
+    final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    final LongAdder oversized = new LongAdder();
+    private final Counter retries;
+    private final Counter ejections;
+
+    GatewayMetrics(Supplier<DataPlane> plane, Supplier<Integer> inFlight) {
+        retries = Counter.builder("sextant.gateway.retries").description("retries on another engine or after back-off")
+                .register(registry);
+        ejections = Counter.builder("sextant.gateway.ejections").description("local outlier ejections of engines")
+                .register(registry);
+        Gauge.builder("sextant.gateway.snapshot.version", () -> plane.get().status().version())
+                .description("version of the snapshot held").register(registry);
+        Gauge.builder("sextant.gateway.snapshot.age.seconds", () -> plane.get().status().ageNanos() / 1e9)
+                .description("time since the snapshot was swapped in or confirmed").register(registry);
+        Gauge.builder("sextant.gateway.fallback", () -> plane.get().status().fallback() ? 1 : 0)
+                .description("1 while the fallback policy routes (snapshot too old)").register(registry);
+        Gauge.builder("sextant.gateway.in.flight", inFlight::get).description("requests being proxied").register(registry);
+        Gauge.builder("sextant.gateway.ejected.engines", () -> plane.get().status().ejectedEngines())
+                .register(registry);
+        Gauge.builder("sextant.gateway.retry.tokens", () -> plane.get().status().retryTokens()).register(registry);
+        Gauge.builder("sextant.gateway.oversized.bodies", oversized::sum).register(registry);
+    }
+
+    void request(String classId, String engine, int status) {
+        Counter.builder("sextant.gateway.requests").description("requests by class, engine and status")
+                .tag("class", classId == null ? "none" : classId).tag("engine", engine == null ? "none" : engine)
+                .tag("status", Integer.toString(status)).register(registry).increment();
+    }
+
+    void shed(String classId) {
+        Counter.builder("sextant.gateway.sheds").description("requests refused by admission or the engine limit")
+                .tag("class", classId == null ? "none" : classId).register(registry).increment();
+    }
+
+    void retry() {
+        retries.increment();
+    }
+
+    void ejection() {
+        ejections.increment();
+    }
+
+    void ttft(String engine, long nanos) {
+        timer("sextant.gateway.ttft", "time to first content chunk", engine).record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    void tbt(String engine, long nanos) {
+        timer("sextant.gateway.tbt", "time between content chunks", engine).record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    void latency(String engine, long nanos) {
+        timer("sextant.gateway.latency", "end-to-end request latency", engine).record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    private Timer timer(String name, String description, String engine) {
+        return Timer.builder(name).description(description).tag("engine", engine == null ? "none" : engine)
+                .publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(1))
+                .maximumExpectedValue(Duration.ofSeconds(60)).register(registry);
+    }
+
+    String scrape() {
+        return registry.scrape();
+    }
+}

@@ -1,0 +1,44 @@
+package dev.sextant.server.gateway;
+
+import dev.sextant.snapshot.Snapshot;
+import java.net.URI;
+import java.time.Duration;
+import java.util.function.Consumer;
+
+/**
+ * Where a gateway gets its snapshots from (DESIGN.md §8): the control plane's HTTP long-poll today, an etcd
+ * watch later. A source delivers each new snapshot to its listener, and the held one again whenever the
+ * publisher confirms it is still current (which resets the data plane's snapshot age). It never delivers a
+ * version older than one it delivered before.
+ */
+public interface SnapshotSource extends AutoCloseable {
+
+    /**
+     * Starts delivering to {@code listener}, from a background thread; returns at once. Called once.
+     * The listener must be quick and must not throw.
+     */
+    void start(Consumer<Snapshot> listener);
+
+    /** Stops delivering and releases the source's thread and connections. */
+    @Override
+    void close();
+
+    /** A source holding {@code first}; {@link StaticSource#publish} hands it newer ones (tests, single-node setups). */
+    static StaticSource fixed(Snapshot first) {
+        return new StaticSource(first);
+    }
+
+    /**
+     * The long-poll client of a control plane: {@code GET {controlPlane}/v1/snapshot?gateway=ID&wait=…} with
+     * {@code If-None-Match}. While the control plane is unreachable it keeps the last snapshot (the gateway keeps
+     * serving from it) and retries with a growing back-off up to 5 s.
+     *
+     * @param controlPlane   base URL, e.g. {@code http://127.0.0.1:7000}
+     * @param gatewayCluster the gateway cluster id to ask for
+     * @param token          bearer token, or null
+     * @param wait           how long the control plane may hold a poll open, &gt; 0
+     */
+    static SnapshotSource longPoll(URI controlPlane, String gatewayCluster, String token, Duration wait) {
+        return new LongPollSource(controlPlane, gatewayCluster, token, wait);
+    }
+}

@@ -1,0 +1,50 @@
+package dev.sextant.server.gateway;
+
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.util.ReferenceCountUtil;
+
+/** The engine side of a proxied request: hands what the engine sends to the exchange that owns the connection. */
+final class UpstreamHandler extends ChannelInboundHandlerAdapter {
+    /** The exchange using this connection, null while idle in the pool. Touched only on the channel's loop. */
+    Exchange owner;
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        Exchange x = owner;
+        if (x == null) {
+            ReferenceCountUtil.release(msg); // bytes of no request: an idle connection must not receive any
+            ctx.close();
+            return;
+        }
+        if (msg instanceof HttpResponse r) {
+            x.onResponse(r);
+        }
+        if (msg instanceof HttpContent c) {
+            x.onContent(c); // takes ownership
+        } else {
+            ReferenceCountUtil.release(msg);
+        }
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        Exchange x = owner;
+        owner = null;
+        if (x != null) {
+            x.onUpstreamClosed(ctx.channel(), null);
+        }
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        Exchange x = owner;
+        owner = null;
+        ctx.close();
+        if (x != null) {
+            x.onUpstreamClosed(ctx.channel(), cause);
+        }
+    }
+}

@@ -1,0 +1,97 @@
+package dev.sextant.server.gateway;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.http.HttpClientCodec;
+import io.netty.util.concurrent.FastThreadLocal;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Keep-alive connections to engines, one pool per event loop: a downstream channel takes its upstream connection
+ * from its own loop's pool, so both sides of a proxied request run on one thread and the pool needs no lock.
+ */
+final class UpstreamPool {
+    /** Idle connections kept per engine endpoint per event loop. */
+    static final int MAX_IDLE_PER_ENDPOINT = 64;
+
+    private final Duration connectTimeout;
+    private final FastThreadLocal<Map<String, ArrayDeque<Channel>>> idle = new FastThreadLocal<>() {
+        @Override
+        protected Map<String, ArrayDeque<Channel>> initialValue() {
+            return new HashMap<>();
+        }
+    };
+    private final Map<String, InetSocketAddress> addresses = new java.util.concurrent.ConcurrentHashMap<>();
+
+    UpstreamPool(Duration connectTimeout) {
+        this.connectTimeout = connectTimeout;
+    }
+
+    /** An idle open connection to {@code endpoint} on {@code loop}'s pool, or null. Call on {@code loop}. */
+    Channel pollIdle(String endpoint) {
+        ArrayDeque<Channel> q = idle.get().get(endpoint);
+        if (q == null) {
+            return null;
+        }
+        for (Channel c; (c = q.pollLast()) != null; ) {
+            if (c.isActive()) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    /** Opens a new connection to {@code endpoint} on {@code loop}; the channel's handler forwards to an exchange. */
+    ChannelFuture connect(EventLoop loop, String endpoint) {
+        InetSocketAddress address = addresses.computeIfAbsent(endpoint, UpstreamPool::address);
+        Bootstrap b = new Bootstrap()
+                .group(loop)
+                .channel(NioSocketChannel.class)
+                .option(ChannelOption.AUTO_READ, false)
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, connectTimeout.toMillis()))
+                .handler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast(new HttpClientCodec(), new UpstreamHandler());
+                    }
+                });
+        return b.connect(address);
+    }
+
+    /** Returns a connection whose response ended cleanly; closes it when the pool is full. Call on its loop. */
+    void release(String endpoint, Channel c) {
+        if (!c.isActive()) {
+            return;
+        }
+        ArrayDeque<Channel> q = idle.get().computeIfAbsent(endpoint, k -> new ArrayDeque<>());
+        if (q.size() >= MAX_IDLE_PER_ENDPOINT) {
+            c.close();
+            return;
+        }
+        q.addLast(c);
+    }
+
+    private static InetSocketAddress address(String endpoint) {
+        URI u = URI.create(endpoint);
+        int port = u.getPort() > 0 ? u.getPort() : ("https".equals(u.getScheme()) ? 443 : 80);
+        return new InetSocketAddress(u.getHost(), port);
+    }
+
+    /** Path prefix of an endpoint ({@code http://h:p/base} → {@code /base}), empty for none. */
+    static String basePath(String endpoint) {
+        String p = URI.create(endpoint).getRawPath();
+        return p == null ? "" : p.replaceAll("/+$", "");
+    }
+}

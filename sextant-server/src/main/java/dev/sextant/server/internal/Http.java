@@ -1,0 +1,131 @@
+package dev.sextant.server.internal;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * HTTP helpers shared by Sextant's servers: full responses, OpenAI-shaped errors, query parameters and
+ * bearer-token checks. Not API: the servers' own packages use it.
+ */
+public final class Http {
+    /** One mapper for the servers' small JSON documents; thread-safe once configured. */
+    public static final ObjectMapper JSON = new ObjectMapper();
+
+    private Http() {
+    }
+
+    /** A full response with {@code body} of {@code contentType}; content-length set. */
+    public static FullHttpResponse response(HttpResponseStatus status, String contentType, String body) {
+        ByteBuf buf = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
+        FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, buf);
+        r.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType);
+        HttpUtil.setContentLength(r, buf.readableBytes());
+        return r;
+    }
+
+    /** A JSON response. */
+    public static FullHttpResponse json(HttpResponseStatus status, String body) {
+        return response(status, "application/json", body);
+    }
+
+    /** The JSON text of OpenAI's error shape {@code {"error": {"message", "type", "param", "code"}}}. */
+    public static String errorBody(String message, String type, String code) {
+        ObjectNode root = JSON.createObjectNode();
+        ObjectNode error = root.putObject("error");
+        error.put("message", message);
+        error.put("type", type);
+        error.putNull("param");
+        if (code == null) {
+            error.putNull("code");
+        } else {
+            error.put("code", code);
+        }
+        return root.toString();
+    }
+
+    /** An OpenAI-shaped error response; {@code retryAfter} (may be null) becomes a whole-seconds {@code Retry-After}. */
+    public static FullHttpResponse error(HttpResponseStatus status, String type, String code, String message,
+                                         Duration retryAfter) {
+        FullHttpResponse r = json(status, errorBody(message, type, code));
+        if (retryAfter != null && !retryAfter.isZero()) {
+            long s = Math.max(1, (retryAfter.toMillis() + 999) / 1000);
+            r.headers().set(HttpHeaderNames.RETRY_AFTER, Long.toString(s));
+        }
+        return r;
+    }
+
+    /** Writes {@code response}, keeping the connection when {@code keepAlive}, closing it after the flush otherwise. */
+    public static void send(ChannelHandlerContext ctx, FullHttpResponse response, boolean keepAlive) {
+        HttpUtil.setKeepAlive(response, keepAlive);
+        if (keepAlive) {
+            ctx.writeAndFlush(response);
+        } else {
+            ctx.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
+        }
+    }
+
+    /** The first value of query parameter {@code name}, or null. */
+    public static String query(QueryStringDecoder q, String name) {
+        List<String> v = q.parameters().get(name);
+        return v == null || v.isEmpty() ? null : v.get(0);
+    }
+
+    /**
+     * A duration such as {@code 30s}, {@code 500ms}, {@code 2m} or a bare number of seconds.
+     *
+     * @throws IllegalArgumentException naming {@code field} when it is not one
+     */
+    public static Duration duration(String field, String text) {
+        String t = text.trim();
+        try {
+            if (t.endsWith("ms")) {
+                return Duration.ofMillis(Long.parseLong(t.substring(0, t.length() - 2).trim()));
+            }
+            if (t.endsWith("s")) {
+                return Duration.ofMillis(Math.round(Double.parseDouble(t.substring(0, t.length() - 1).trim()) * 1000));
+            }
+            if (t.endsWith("m")) {
+                return Duration.ofSeconds(Math.round(Double.parseDouble(t.substring(0, t.length() - 1).trim()) * 60));
+            }
+            return Duration.ofMillis(Math.round(Double.parseDouble(t) * 1000));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(field + ": '" + text + "' (expected: a duration such as 30s or 500ms)");
+        }
+    }
+
+    /**
+     * True when the {@code Authorization} header is exactly {@code Bearer <token>}, compared in constant time
+     * (for a given length of the expected value).
+     */
+    public static boolean bearerMatches(String authorization, byte[] expectedToken) {
+        if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            return false;
+        }
+        byte[] given = authorization.substring(7).trim().getBytes(StandardCharsets.UTF_8);
+        return MessageDigest.isEqual(given, expectedToken);
+    }
+
+    /** Whether a keep-alive reply is possible for a request with these HTTP semantics. */
+    public static boolean keepAlive(io.netty.handler.codec.http.HttpRequest request) {
+        return HttpUtil.isKeepAlive(request);
+    }
+
+    /** {@code text/plain; charset=utf-8}. */
+    public static final String TEXT = HttpHeaderValues.TEXT_PLAIN + "; charset=utf-8";
+}

@@ -1,0 +1,104 @@
+package dev.sextant.server.gateway;
+
+import dev.sextant.config.TopologyLoader;
+import dev.sextant.policy.Policies;
+import dev.sextant.policy.SolveOptions;
+import dev.sextant.server.engine.EngineConfig;
+import dev.sextant.server.engine.EngineEmulator;
+import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.Topology;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Emulated engines on loopback and the topology that names them: two regions, eu-west (engines eu-1, eu-2) and
+ * us-east (us-1, us-2), one gateway cluster "gw" in eu-west, classes "chat" (any region) and "chat-eu" (eu-west
+ * only), both of model "m".
+ */
+final class Fleet implements AutoCloseable {
+    static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    final Map<String, EngineEmulator> engines = new LinkedHashMap<>();
+    final Topology topology;
+
+    Fleet(double decodeBaseMs) {
+        for (String id : List.of("eu-1", "eu-2", "us-1", "us-2")) {
+            engines.put(id, EngineEmulator.start(EngineConfig.defaults(id, "m").withLatency(64, 0.0, decodeBaseMs, 0.0)
+                    .withDefaultMaxTokens(8)));
+        }
+        this.topology = topology(engines);
+    }
+
+    static Topology topology(Map<String, EngineEmulator> engines) {
+        StringBuilder y = new StringBuilder();
+        y.append("gateway_clusters: [{id: gw, region: eu-west}]\n");
+        y.append("engine_clusters: [{id: c-eu, region: eu-west}, {id: c-us, region: us-east}]\n");
+        y.append("network_rtt_ms: {gw: {c-eu: 2, c-us: 10}}\n");
+        y.append("models: [{id: m, output_tokens: 8}]\n");
+        y.append("engines:\n");
+        engines.forEach((id, e) -> y.append("  - {id: ").append(id).append(", cluster: ")
+                .append(id.startsWith("eu") ? "c-eu" : "c-us").append(", endpoint: 'http://127.0.0.1:")
+                .append(e.port()).append("', models: [m], capacity_rps: 100, profile: {ttft_ms: 20, tbt_ms: 5}}\n"));
+        y.append("classes: [{id: chat, model: m}, {id: chat-eu, model: m, residency: [eu-west]}]\n");
+        y.append("demand_rps: {gw: {chat: 150, chat-eu: 40}}\n");
+        try {
+            return TopologyLoader.load(y.toString(), "fleet.yaml");
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    Snapshot snapshot() {
+        return Policies.optimal().solve(topology, SolveOptions.defaults());
+    }
+
+    @Override
+    public void close() {
+        engines.values().forEach(EngineEmulator::close);
+    }
+
+    static HttpResponse<String> post(int port, String path, String body, String... headers) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body));
+        for (int i = 0; i < headers.length; i += 2) {
+            b.header(headers[i], headers[i + 1]);
+        }
+        return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    static HttpResponse<String> get(int port, String path) throws Exception {
+        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                .timeout(Duration.ofSeconds(20)).GET().build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    static String chat(String key, boolean stream, int maxTokens) {
+        return "{\"model\":\"m\",\"stream\":" + stream + ",\"max_tokens\":" + maxTokens
+                + (key == null ? "" : ",\"prompt_cache_key\":\"" + key + "\"")
+                + ",\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}";
+    }
+
+    /** Polls {@code condition} until true or {@code timeout}; false when the deadline passed. */
+    static boolean await(BooleanSupplier condition, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (condition.getAsBoolean()) {
+                return true;
+            }
+            Thread.sleep(10);
+        }
+        return condition.getAsBoolean();
+    }
+
+    static List<String> list(String... s) {
+        return new ArrayList<>(List.of(s));
+    }
+}

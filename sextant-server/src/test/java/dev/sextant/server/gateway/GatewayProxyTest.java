@@ -1,0 +1,149 @@
+package dev.sextant.server.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.server.internal.Http;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The gateway in front of emulated engines on loopback, with a fixed snapshot. */
+class GatewayProxyTest {
+    static Fleet fleet;
+    static Gateway gw;
+
+    @BeforeAll
+    static void start() {
+        fleet = new Fleet(20);
+        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(fleet.snapshot()), 2);
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+        fleet.close();
+    }
+
+    @Test
+    void nonStreaming_passesTheEngineAnswerThrough_withSextantHeaders() throws Exception {
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("k1", false, 4));
+        assertThat(r.statusCode()).isEqualTo(200);
+        JsonNode body = Http.JSON.readTree(r.body());
+        assertThat(body.path("object").asText()).isEqualTo("chat.completion");
+        assertThat(body.path("usage").path("completion_tokens").asInt()).isEqualTo(4);
+        assertThat(r.headers().firstValue("x-sextant-engine")).isPresent()
+                .hasValueSatisfying(e -> assertThat(fleet.engines).containsKey(e));
+        assertThat(r.headers().firstValue("x-sextant-engine")).isEqualTo(r.headers().firstValue("x-engine-id"));
+        assertThat(r.headers().firstValue("x-sextant-snapshot-version")).hasValue("1");
+        assertThat(r.headers().firstValue("x-sextant-attempts")).hasValue("1");
+    }
+
+    @Test
+    void streaming_clientSeesFirstChunkBeforeTheEngineProducedTheLast() throws Exception {
+        int tokens = 40; // 40 steps of 20 ms: the engine needs ~0.8 s for the whole answer
+        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
+                .header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("stream-1", true, tokens))).build();
+        HttpResponse<Stream<String>> r = Fleet.HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.headers().firstValue("content-type")).hasValueSatisfying(ct -> assertThat(ct).startsWith("text/event-stream"));
+        String engine = r.headers().firstValue("x-sextant-engine").orElseThrow();
+        long before = -1;
+        int dataLines = 0;
+        String lastLine = null;
+        Iterator<String> lines = r.body().iterator();
+        while (lines.hasNext()) {
+            String line = lines.next();
+            if (line.startsWith("data: ")) {
+                dataLines++;
+                lastLine = line;
+                if (dataLines == 2) { // the first chunk after the role chunk carries the first token
+                    before = fleet.engines.get(engine).generatedTokens();
+                }
+            }
+        }
+        assertThat(before).isGreaterThanOrEqualTo(0);
+        assertThat(before).as("tokens the engine had generated when the client got the first token chunk")
+                .isLessThan(tokens);
+        assertThat(lastLine).isEqualTo("data: [DONE]");
+        assertThat(dataLines).isGreaterThanOrEqualTo(tokens + 2);
+    }
+
+    @Test
+    void affinity_hundredTurnsWithOnePromptCacheKey_landOnOneEngine() throws Exception {
+        Set<String> engines = new HashSet<>();
+        for (int i = 0; i < 100; i++) {
+            HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("conversation-42", false, 1));
+            assertThat(r.statusCode()).isEqualTo(200);
+            engines.add(r.headers().firstValue("x-sextant-engine").orElseThrow());
+        }
+        assertThat(engines).hasSize(1);
+        Set<String> spread = new HashSet<>();
+        for (int i = 0; i < 40; i++) {
+            spread.add(Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("c-" + i, false, 1))
+                    .headers().firstValue("x-sextant-engine").orElseThrow());
+        }
+        assertThat(spread).as("different keys follow the weights over several engines").hasSizeGreaterThan(1);
+    }
+
+    @Test
+    void residency_restrictedRequestsAreServedOnlyInTheirRegion() throws Exception {
+        for (int i = 0; i < 40; i++) {
+            HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("eu-" + i, false, 1),
+                    "x-sextant-residency", "eu-west");
+            assertThat(r.statusCode()).isEqualTo(200);
+            assertThat(r.headers().firstValue("x-sextant-engine").orElseThrow()).startsWith("eu-");
+        }
+    }
+
+    @Test
+    void models_listsTheRoutedModels() throws Exception {
+        HttpResponse<String> r = Fleet.get(gw.port(), "/v1/models");
+        assertThat(r.statusCode()).isEqualTo(200);
+        JsonNode body = Http.JSON.readTree(r.body());
+        assertThat(body.path("data").get(0).path("id").asText()).isEqualTo("m");
+        assertThat(body.path("data")).hasSize(1);
+    }
+
+    @Test
+    void embeddings_areProxied() throws Exception {
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/embeddings", "{\"model\":\"m\",\"input\":[\"a\",\"b\"]}");
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(Http.JSON.readTree(r.body()).path("data")).hasSize(2);
+    }
+
+    @Test
+    void metricsAndHealth_reportRequestsAndSnapshot() throws Exception {
+        Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("metrics", false, 1));
+        HttpResponse<String> m = Fleet.get(gw.port(), "/metrics");
+        assertThat(m.statusCode()).isEqualTo(200);
+        assertThat(m.body()).contains("sextant_gateway_requests_total{class=\"chat\"")
+                .contains("sextant_gateway_ttft_seconds_bucket").contains("sextant_gateway_snapshot_version 1.0");
+        HttpResponse<String> h = Fleet.get(gw.port(), "/healthz");
+        JsonNode health = Http.JSON.readTree(h.body());
+        assertThat(health.path("status").asText()).isEqualTo("ok");
+        assertThat(health.path("fallback").asBoolean()).isFalse();
+        assertThat(health.path("snapshot_version").asLong()).isEqualTo(1);
+    }
+
+    @Test
+    void unknownModel_is404InOpenAiShape() throws Exception {
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions",
+                "{\"model\":\"nope\",\"messages\":[]}");
+        assertThat(r.statusCode()).isEqualTo(404);
+        assertThat(Http.JSON.readTree(r.body()).path("error").path("code").asText()).isEqualTo("model_not_found");
+    }
+
+    static Duration seconds(int s) {
+        return Duration.ofSeconds(s);
+    }
+}
