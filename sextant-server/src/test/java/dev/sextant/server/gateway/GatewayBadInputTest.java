@@ -1,0 +1,77 @@
+package dev.sextant.server.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.server.internal.Http;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** Bad requests get the right 4xx in OpenAI's error shape, and the gateway keeps serving. */
+class GatewayBadInputTest {
+    static Fleet fleet;
+    static Gateway gw;
+
+    @BeforeAll
+    static void start() {
+        fleet = new Fleet(1);
+        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false).withMaxBodyBytes(4096),
+                SnapshotSource.fixed(fleet.snapshot()), 2);
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+        fleet.close();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            malformed JSON     | POST | /v1/chat/completions | {"model": "m",          | 400 | malformed JSON
+            not an object      | POST | /v1/chat/completions | [1, 2]                  | 400 | expected: a JSON object
+            empty body         | POST | /v1/completions      | ''                      | 400 | empty body
+            missing model      | POST | /v1/chat/completions | {"messages": []}        | 400 | model: missing
+            model not a string | POST | /v1/chat/completions | {"model": 5}            | 400 | model: 5
+            stream not boolean | POST | /v1/chat/completions | {"model": "m", "stream": "yes"} | 400 | stream
+            messages not array | POST | /v1/chat/completions | {"model": "m", "messages": "hi"} | 400 | messages
+            user not a string  | POST | /v1/chat/completions | {"model": "m", "user": {}} | 400 | user
+            unknown model      | POST | /v1/chat/completions | {"model": "gpt-9"}      | 404 | gpt-9
+            unknown path       | POST | /v1/nothing          | {"model": "m"}          | 404 | unknown path
+            wrong method       | GET  | /v1/chat/completions | ''                      | 405 | use POST
+            """)
+    void badRequest_getsTheRightStatusInOpenAiShape_andTheGatewayKeepsServing(String name, String method, String path,
+                                                                               String body, int status, String says)
+            throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + path))
+                .timeout(Duration.ofSeconds(10)).header("content-type", "application/json");
+        b = "GET".equals(method) ? b.GET() : b.POST(HttpRequest.BodyPublishers.ofString(body));
+        HttpResponse<String> r = Fleet.HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(status);
+        JsonNode error = Http.JSON.readTree(r.body()).path("error");
+        assertThat(error.path("message").asText()).contains(says);
+        assertThat(error.has("type")).isTrue();
+        assertThat(error.has("code")).isTrue();
+        assertStillServing();
+    }
+
+    @ParameterizedTest(name = "body of {0} bytes")
+    @CsvSource({"5000", "100000"})
+    void oversizedBody_is413InOpenAiShape(int size) throws Exception {
+        String body = "{\"model\":\"m\",\"prompt\":\"" + "x".repeat(size) + "\"}";
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/completions", body);
+        assertThat(r.statusCode()).isEqualTo(413);
+        assertThat(Http.JSON.readTree(r.body()).path("error").path("code").asText()).isEqualTo("request_too_large");
+        assertStillServing();
+    }
+
+    private static void assertStillServing() throws Exception {
+        HttpResponse<String> ok = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat(null, false, 1));
+        assertThat(ok.statusCode()).isEqualTo(200);
+    }
+}

@@ -1,0 +1,145 @@
+package dev.sextant.server.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.request.Ejection;
+import dev.sextant.server.engine.Faults;
+import dev.sextant.server.internal.Http;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Engines that die, hang or crash mid-stream behind a gateway; each test gets a fresh fleet. */
+class GatewayFailureTest {
+    Fleet fleet;
+    Gateway gw;
+
+    @BeforeEach
+    void start() {
+        fleet = new Fleet(10);
+        GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false)
+                .withTimeouts(Duration.ofSeconds(1), Duration.ofMillis(500), Duration.ofMillis(500), Duration.ofSeconds(20))
+                .withOptions(DataPlaneOptions.builder().consecutiveFailures(2).build());
+        gw = Gateway.start(config, SnapshotSource.fixed(fleet.snapshot()), 2);
+    }
+
+    @AfterEach
+    void stop() {
+        gw.close();
+        fleet.close();
+    }
+
+    private String engineOf(String key, String... headers) throws Exception {
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat(key, false, 1), headers);
+        assertThat(r.statusCode()).isEqualTo(200);
+        return r.headers().firstValue("x-sextant-engine").orElseThrow();
+    }
+
+    @Test
+    void engineKilledBeforeFirstByte_requestIsRetriedTransparentlyOnAnotherEngine() throws Exception {
+        String first = engineOf("kill-me");
+        fleet.engines.get(first).close();
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("kill-me", false, 2));
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.headers().firstValue("x-sextant-engine").orElseThrow()).isNotEqualTo(first);
+        assertThat(r.headers().firstValue("x-sextant-attempts")).hasValue("2");
+        assertThat(Http.JSON.readTree(r.body()).path("choices").get(0).path("message").path("content").asText())
+                .isNotEmpty();
+    }
+
+    @Test
+    void engineHangs_firstByteTimeoutRetriesOnAnotherEngine() throws Exception {
+        String first = engineOf("hang");
+        fleet.engines.get(first).setFaults(new Faults(0, 1, true, -1));
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("hang", false, 2));
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.headers().firstValue("x-sextant-engine").orElseThrow()).isNotEqualTo(first);
+        assertThat(r.headers().firstValue("x-sextant-attempts")).hasValue("2");
+    }
+
+    @Test
+    void engineCrashesMidStream_clientGetsAnSseErrorEventAndACleanEnd_thenTheEngineIsEjected() throws Exception {
+        String first = engineOf("crash");
+        fleet.engines.get(first).setFaults(new Faults(0, 1, false, 3));
+        List<String> data = streamData("crash", 20);
+        assertThat(data).isNotEmpty();
+        assertThat(data.get(data.size() - 1)).startsWith("data: {\"error\"").contains("mid-response");
+        assertThat(data).doesNotContain("data: [DONE]");
+        assertThat(data.stream().filter(l -> l.contains("chat.completion.chunk"))).isNotEmpty();
+
+        streamData("crash", 20); // second consecutive failure: ejected (consecutive_failures = 2)
+        assertThat(gw.plane().ejections()).extracting(Ejection::engineId).contains(first);
+        HttpResponse<String> moved = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("crash", false, 2));
+        assertThat(moved.statusCode()).isEqualTo(200);
+        assertThat(moved.headers().firstValue("x-sextant-engine").orElseThrow()).isNotEqualTo(first);
+        JsonNode health = Http.JSON.readTree(Fleet.get(gw.port(), "/healthz").body());
+        assertThat(health.path("ejections").get(0).path("engine").asText()).isEqualTo(first);
+    }
+
+    @Test
+    void residency_isKeptDuringFailover_andRefusedRatherThanViolated() throws Exception {
+        String[] eu = {"x-sextant-residency", "eu-west"};
+        String first = engineOf("eu-conv", eu);
+        assertThat(first).startsWith("eu-");
+        fleet.engines.get(first).close();
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("eu-conv", false, 1), eu);
+        assertThat(r.statusCode()).isEqualTo(200);
+        String second = r.headers().firstValue("x-sextant-engine").orElseThrow();
+        assertThat(second).startsWith("eu-").isNotEqualTo(first);
+
+        fleet.engines.get(second).close();
+        for (int i = 0; i < 10; i++) {
+            HttpResponse<String> dead = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("eu-" + i, false, 1), eu);
+            assertThat(dead.statusCode()).as("no EU engine is left: refuse, never serve in us-east").isIn(502, 503);
+            assertThat(dead.headers().firstValue("x-sextant-engine")).isEmpty();
+            assertThat(Http.JSON.readTree(dead.body()).path("error").path("message").asText()).isNotEmpty();
+        }
+        int served = 0;
+        for (int i = 0; i < 20; i++) { // unrestricted requests still find the us-east engines
+            HttpResponse<String> any = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("any-" + i, false, 1));
+            if (any.statusCode() == 200) {
+                served++;
+                assertThat(any.headers().firstValue("x-sextant-engine").orElseThrow()).startsWith("us-");
+            }
+        }
+        assertThat(served).isPositive();
+    }
+
+    @Test
+    void clientDisconnect_cancelsTheEngineRequest() throws Exception {
+        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
+                .header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("long", true, 5000))).build();
+        HttpResponse<Stream<String>> r = Fleet.HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+        String engine = r.headers().firstValue("x-sextant-engine").orElseThrow();
+        Iterator<String> lines = r.body().iterator();
+        assertThat(lines.next()).startsWith("data: ");
+        assertThat(gw.inFlight()).isEqualTo(1);
+        r.body().close();
+        assertThat(Fleet.await(() -> gw.inFlight() == 0 && gw.plane().inFlight(engine) == 0, Duration.ofSeconds(15)))
+                .as("the 5000-token stream (50 s) was cancelled").isTrue();
+        long tokens = fleet.engines.get(engine).generatedTokens();
+        assertThat(tokens).isLessThan(5000);
+    }
+
+    private List<String> streamData(String key, int tokens) throws Exception {
+        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
+                .header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat(key, true, tokens))).build();
+        HttpResponse<Stream<String>> r = Fleet.HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+        assertThat(r.statusCode()).isEqualTo(200);
+        List<String> out = new ArrayList<>();
+        r.body().filter(l -> l.startsWith("data: ")).forEach(out::add);
+        return out;
+    }
+}
