@@ -23,13 +23,13 @@ import java.util.function.BooleanSupplier;
  * us-east (us-1, us-2), one gateway cluster "gw" in eu-west, classes "chat" (any region) and "chat-eu" (eu-west
  * only), both of model "m".
  */
-final class Fleet implements AutoCloseable {
-    static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+public final class Fleet implements AutoCloseable {
+    public static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-    final Map<String, EngineEmulator> engines = new LinkedHashMap<>();
-    final Topology topology;
+    public final Map<String, EngineEmulator> engines = new LinkedHashMap<>();
+    public final Topology topology;
 
-    Fleet(double decodeBaseMs) {
+    public Fleet(double decodeBaseMs) {
         for (String id : List.of("eu-1", "eu-2", "us-1", "us-2")) {
             engines.put(id, EngineEmulator.start(EngineConfig.defaults(id, "m").withLatency(64, 0.0, decodeBaseMs, 0.0)
                     .withDefaultMaxTokens(8)));
@@ -38,6 +38,19 @@ final class Fleet implements AutoCloseable {
     }
 
     static Topology topology(Map<String, EngineEmulator> engines) {
+        try {
+            return TopologyLoader.load(yaml(engines, 150), "fleet.yaml");
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The topology's YAML with {@code chatDemand} req/s of class chat. */
+    public String yaml(double chatDemand) {
+        return yaml(engines, chatDemand);
+    }
+
+    static String yaml(Map<String, EngineEmulator> engines, double chatDemand) {
         StringBuilder y = new StringBuilder();
         y.append("gateway_clusters: [{id: gw, region: eu-west}]\n");
         y.append("engine_clusters: [{id: c-eu, region: eu-west}, {id: c-us, region: us-east}]\n");
@@ -48,15 +61,11 @@ final class Fleet implements AutoCloseable {
                 .append(id.startsWith("eu") ? "c-eu" : "c-us").append(", endpoint: 'http://127.0.0.1:")
                 .append(e.port()).append("', models: [m], capacity_rps: 100, profile: {ttft_ms: 20, tbt_ms: 5}}\n"));
         y.append("classes: [{id: chat, model: m}, {id: chat-eu, model: m, residency: [eu-west]}]\n");
-        y.append("demand_rps: {gw: {chat: 150, chat-eu: 40}}\n");
-        try {
-            return TopologyLoader.load(y.toString(), "fleet.yaml");
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        y.append("demand_rps: {gw: {chat: ").append(chatDemand).append(", chat-eu: 40}}\n");
+        return y.toString();
     }
 
-    Snapshot snapshot() {
+    public Snapshot snapshot() {
         return Policies.optimal().solve(topology, SolveOptions.defaults());
     }
 
@@ -65,7 +74,7 @@ final class Fleet implements AutoCloseable {
         engines.values().forEach(EngineEmulator::close);
     }
 
-    static HttpResponse<String> post(int port, String path, String body, String... headers) throws Exception {
+    public static HttpResponse<String> post(int port, String path, String body, String... headers) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                 .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body));
@@ -75,19 +84,19 @@ final class Fleet implements AutoCloseable {
         return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
-    static HttpResponse<String> get(int port, String path) throws Exception {
+    public static HttpResponse<String> get(int port, String path) throws Exception {
         return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                 .timeout(Duration.ofSeconds(20)).GET().build(), HttpResponse.BodyHandlers.ofString());
     }
 
-    static String chat(String key, boolean stream, int maxTokens) {
+    public static String chat(String key, boolean stream, int maxTokens) {
         return "{\"model\":\"m\",\"stream\":" + stream + ",\"max_tokens\":" + maxTokens
                 + (key == null ? "" : ",\"prompt_cache_key\":\"" + key + "\"")
                 + ",\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}";
     }
 
     /** Polls {@code condition} until true or {@code timeout}; false when the deadline passed. */
-    static boolean await(BooleanSupplier condition, Duration timeout) throws InterruptedException {
+    public static boolean await(BooleanSupplier condition, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < deadline) {
             if (condition.getAsBoolean()) {

@@ -1,0 +1,214 @@
+package dev.sextant.server.control;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sextant.config.Json;
+import dev.sextant.config.SnapshotJson;
+import dev.sextant.policy.Explainer;
+import dev.sextant.policy.Explanation;
+import dev.sextant.server.internal.Http;
+import dev.sextant.snapshot.Snapshot;
+import io.netty.buffer.ByteBufInputStream;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/** The control plane's HTTP endpoints; every problem becomes an OpenAI-shaped error response. */
+final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
+    private static final Logger LOG = Logger.getLogger(ControlHandler.class.getName());
+
+    private final ControlPlane cp;
+
+    ControlHandler(ControlPlane cp) {
+        this.cp = cp;
+    }
+
+    @Override
+    protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) {
+        boolean keepAlive = HttpUtil.isKeepAlive(req);
+        try {
+            QueryStringDecoder q = new QueryStringDecoder(req.uri());
+            String path = q.path();
+            switch (path) {
+                case "/healthz" -> Http.send(ctx, Http.json(HttpResponseStatus.OK, health()), keepAlive);
+                case "/metrics" -> Http.send(ctx, Http.response(HttpResponseStatus.OK,
+                        "text/plain; version=0.0.4; charset=utf-8", cp.registry.scrape()), keepAlive);
+                case "/v1/snapshot", "/v1/explain", "/v1/reports" -> {
+                    if (!Http.bearerMatches(req.headers().get(HttpHeaderNames.AUTHORIZATION), cp.token)) {
+                        FullHttpResponse r = Http.error(HttpResponseStatus.UNAUTHORIZED, "invalid_request_error",
+                                "unauthorized", "missing or wrong bearer token", null);
+                        r.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
+                        Http.send(ctx, r, keepAlive);
+                        return;
+                    }
+                    switch (path) {
+                        case "/v1/snapshot" -> snapshot(ctx, req, q, keepAlive);
+                        case "/v1/explain" -> explain(ctx, req, q, keepAlive);
+                        default -> report(ctx, req, keepAlive);
+                    }
+                }
+                default -> Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error",
+                        "unknown_url", "unknown path: " + req.method() + " " + path, null), keepAlive);
+            }
+        } catch (IllegalArgumentException e) {
+            Http.send(ctx, Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_request",
+                    e.getMessage(), null), keepAlive);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "internal error handling " + req.uri(), e);
+            Http.send(ctx, Http.error(HttpResponseStatus.INTERNAL_SERVER_ERROR, "server_error", "internal_error",
+                    "internal error: " + e, null), false);
+        }
+    }
+
+    private static String etag(Snapshot s) {
+        return "\"" + s.version() + "-" + s.hash().substring(0, Math.min(16, s.hash().length())) + "\"";
+    }
+
+    private void snapshot(ChannelHandlerContext ctx, FullHttpRequest req, QueryStringDecoder q, boolean keepAlive) {
+        requireMethod(req, HttpMethod.GET);
+        String gw = Http.query(q, "gateway");
+        Snapshot s = cp.current();
+        if (gw == null || !s.routes().containsKey(gw)) {
+            Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_gateway",
+                    "gateway: " + gw + " (expected: one of " + s.routes().keySet() + ")", null), keepAlive);
+            return;
+        }
+        String waitText = Http.query(q, "wait");
+        Duration wait = waitText == null ? Duration.ZERO : Http.duration("wait", waitText);
+        if (wait.compareTo(cp.config.maxWait()) > 0) {
+            wait = cp.config.maxWait();
+        }
+        String ifNoneMatch = req.headers().get(HttpHeaderNames.IF_NONE_MATCH);
+        if (ifNoneMatch == null || !ifNoneMatch.equals(etag(s))) {
+            sendSnapshot(ctx, s, keepAlive);
+            return;
+        }
+        if (wait.isZero()) {
+            notModified(ctx, s, keepAlive);
+            return;
+        }
+        // long-poll: answer at the next publication or after `wait`, whichever comes first (on this event loop)
+        boolean[] done = {false};
+        ScheduledFuture<?>[] timer = {null};
+        Runnable[] callback = {null};
+        callback[0] = () -> ctx.executor().execute(() -> {
+            if (done[0]) {
+                return;
+            }
+            done[0] = true;
+            if (timer[0] != null) {
+                timer[0].cancel(false);
+            }
+            if (ctx.channel().isActive()) {
+                sendSnapshot(ctx, cp.current(), keepAlive);
+            }
+        });
+        timer[0] = ctx.executor().schedule(() -> {
+            if (done[0]) {
+                return;
+            }
+            done[0] = true;
+            cp.publisher.cancel(callback[0]);
+            if (ctx.channel().isActive()) {
+                notModified(ctx, cp.current(), keepAlive);
+            }
+        }, wait.toNanos(), TimeUnit.NANOSECONDS);
+        ctx.channel().closeFuture().addListener(f -> cp.publisher.cancel(callback[0]));
+        cp.publisher.onNext(s.version(), callback[0]);
+    }
+
+    private static void sendSnapshot(ChannelHandlerContext ctx, Snapshot s, boolean keepAlive) {
+        FullHttpResponse r = Http.json(HttpResponseStatus.OK, SnapshotJson.write(s));
+        r.headers().set(HttpHeaderNames.ETAG, etag(s));
+        r.headers().set(HttpHeaderNames.CACHE_CONTROL, "no-cache");
+        Http.send(ctx, r, keepAlive);
+    }
+
+    private static void notModified(ChannelHandlerContext ctx, Snapshot s, boolean keepAlive) {
+        FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NOT_MODIFIED);
+        r.headers().set(HttpHeaderNames.ETAG, etag(s));
+        HttpUtil.setContentLength(r, 0);
+        Http.send(ctx, r, keepAlive);
+    }
+
+    private void explain(ChannelHandlerContext ctx, FullHttpRequest req, QueryStringDecoder q, boolean keepAlive) {
+        requireMethod(req, HttpMethod.GET);
+        String gw = Http.query(q, "gateway");
+        String cls = Http.query(q, "class");
+        if (gw == null || cls == null) {
+            throw new IllegalArgumentException("gateway and class: both required (e.g. ?gateway=east&class=chat)");
+        }
+        Snapshot s = cp.current();
+        if (s.route(gw, cls) == null) {
+            Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_route",
+                    "no route for gateway " + gw + " and class " + cls + " in snapshot " + s.version(), null), keepAlive);
+            return;
+        }
+        Explanation x = Explainer.explain(cp.solvedTopology(), s, gw, cls);
+        String format = Http.query(q, "format");
+        String accept = req.headers().get(HttpHeaderNames.ACCEPT, "");
+        boolean text = "text".equals(format) || (format == null && accept.startsWith("text/plain"));
+        if (text) {
+            Http.send(ctx, Http.response(HttpResponseStatus.OK, Http.TEXT, Explainer.toText(x)), keepAlive);
+        } else {
+            Http.send(ctx, Http.json(HttpResponseStatus.OK, Json.write(x)), keepAlive);
+        }
+    }
+
+    private void report(ChannelHandlerContext ctx, FullHttpRequest req, boolean keepAlive) {
+        requireMethod(req, HttpMethod.POST);
+        JsonNode body;
+        try (ByteBufInputStream in = new ByteBufInputStream(req.content().duplicate())) {
+            body = Http.JSON.readTree((java.io.InputStream) in);
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("malformed JSON report: " + e.getMessage());
+        }
+        if (body == null || !body.isObject()) {
+            throw new IllegalArgumentException("report: expected a JSON object");
+        }
+        cp.signals.report(body, cp.topology(), System.nanoTime());
+        FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
+        Http.send(ctx, r, keepAlive);
+    }
+
+    private static void requireMethod(FullHttpRequest req, HttpMethod m) {
+        if (req.method() != m) {
+            throw new IllegalArgumentException("method " + req.method() + " (expected: " + m + ")");
+        }
+    }
+
+    private String health() {
+        ObjectNode root = Http.JSON.createObjectNode();
+        Snapshot s = cp.current();
+        root.put("status", cp.topologyError() == null ? "ok" : "topology_invalid");
+        root.put("snapshot_version", s.version());
+        root.put("snapshot_hash", s.hash());
+        root.put("topology_file", cp.config.topologyFile().toString());
+        if (cp.topologyError() == null) {
+            root.putNull("topology_error");
+        } else {
+            root.put("topology_error", cp.topologyError());
+        }
+        root.set("engines", Http.JSON.valueToTree(cp.signals.describe()));
+        return root.toString();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        LOG.log(Level.FINE, "control plane connection error", cause);
+        ctx.close();
+    }
+}

@@ -1,0 +1,396 @@
+package dev.sextant.server.control;
+
+import dev.sextant.config.ConfigProblem;
+import dev.sextant.config.TopologyException;
+import dev.sextant.config.TopologyLoader;
+import dev.sextant.policy.Policies;
+import dev.sextant.policy.SolveOptions;
+import dev.sextant.signal.EngineMetrics;
+import dev.sextant.signal.PrometheusText;
+import dev.sextant.snapshot.EngineState;
+import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.Topology;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import java.util.stream.Collectors;
+
+/**
+ * The control plane: loads and watches the topology, scrapes engines and takes gateway reports (signal path),
+ * solves with {@link Policies#optimal()} on a schedule and when its inputs change, and publishes a new snapshot
+ * only when it differs materially (policy path). Serves {@code GET /v1/snapshot} (ETag, long-poll),
+ * {@code GET /v1/explain}, {@code POST /v1/reports} (all three behind a bearer token), {@code /metrics} and
+ * {@code /healthz}. See {@code docs/servers.md}.
+ */
+public final class ControlPlane implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(ControlPlane.class.getName());
+
+    final ControlPlaneConfig config;
+    final InMemoryPublisher publisher = SnapshotPublisher.inMemory();
+    final Signals signals;
+    final byte[] token;
+    final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final ScheduledExecutorService policy;
+    private final HttpClient scraper;
+    private final EventLoopGroup group;
+    private final Channel serverChannel;
+    private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    private final Counter solves;
+    private final Counter publications;
+    private final Counter scrapeFailures;
+    private final Counter reloadFailures;
+    private final Timer solveTime;
+
+    // policy-path state, touched only on the policy thread (and read through volatile fields)
+    private volatile Topology topology;
+    private volatile Topology solvedTopology;
+    private volatile String topologyError;
+    private String fingerprint;
+    private Object lastInputs;
+    private long lastSolveNanos;
+    private long lastScrapeNanos = Long.MIN_VALUE / 2;
+    private Map<String, Double> penalties = Map.of();
+
+    private ControlPlane(ControlPlaneConfig config) throws TopologyException, InterruptedException {
+        this.config = config;
+        this.token = config.token().getBytes(StandardCharsets.UTF_8);
+        this.signals = new Signals(config.missedScrapes());
+        this.topology = TopologyLoader.load(config.topologyFile());
+        this.fingerprint = fingerprint();
+        this.solves = Counter.builder("sextant.control.solves").register(registry);
+        this.publications = Counter.builder("sextant.control.publications").register(registry);
+        this.scrapeFailures = Counter.builder("sextant.control.scrape.failures").register(registry);
+        this.reloadFailures = Counter.builder("sextant.control.topology.reload.failures").register(registry);
+        this.solveTime = Timer.builder("sextant.control.solve.time").publishPercentileHistogram().register(registry);
+        Gauge.builder("sextant.control.snapshot.version", () -> {
+            Snapshot s = publisher.current();
+            return s == null ? 0 : s.version();
+        }).register(registry);
+        Gauge.builder("sextant.control.topology.invalid", () -> topologyError == null ? 0 : 1).register(registry);
+        this.scraper = HttpClient.newBuilder().connectTimeout(config.scrapeTimeout()).build();
+        solveAndMaybePublish("start");
+        this.policy = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "sextant-policy");
+            t.setDaemon(true);
+            return t;
+        });
+        policy.scheduleWithFixedDelay(this::tick, config.watchInterval().toMillis(), config.watchInterval().toMillis(),
+                TimeUnit.MILLISECONDS);
+        this.group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
+        ServerBootstrap b = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        channels.add(ch);
+                        ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(1024 * 1024),
+                                new ControlHandler(ControlPlane.this));
+                    }
+                });
+        try {
+            serverChannel = b.bind(config.host(), config.port()).sync().channel();
+        } catch (RuntimeException | InterruptedException e) {
+            policy.shutdownNow();
+            group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
+            throw e;
+        }
+        LOG.info("control plane listening on http://" + config.host() + ":" + port() + ", topology "
+                + config.topologyFile() + ", snapshot " + publisher.current().version());
+    }
+
+    /**
+     * Loads the topology, solves and publishes the first snapshot, then binds.
+     *
+     * @throws TopologyException when the topology file is invalid (file, line and field in the problems)
+     * @throws IllegalStateException when the address cannot be bound
+     */
+    public static ControlPlane start(ControlPlaneConfig config) throws TopologyException {
+        try {
+            return new ControlPlane(config);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while starting", e);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("cannot start control plane on " + config.host() + ":" + config.port()
+                    + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The port it listens on. */
+    public int port() {
+        return ((InetSocketAddress) serverChannel.localAddress()).getPort();
+    }
+
+    /** Its base URL, {@code http://host:port}. */
+    public URI uri() {
+        return URI.create("http://" + config.host() + ":" + port());
+    }
+
+    /** The snapshot published now (never null once started). */
+    public Snapshot current() {
+        return publisher.current();
+    }
+
+    /** The topology in force (the last valid version of the file). */
+    public Topology topology() {
+        return topology;
+    }
+
+    /** The topology the current snapshot was solved from (health and demand applied), for explanations. */
+    Topology solvedTopology() {
+        return solvedTopology;
+    }
+
+    /** The last reload error, or null when the file in force is the file on disk. */
+    String topologyError() {
+        return topologyError;
+    }
+
+    /** Runs a policy-path step now and waits for it (tests; the schedule does the same every watch interval). */
+    public void tickNow() {
+        try {
+            policy.submit(this::tick).get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("policy step failed: " + e, e);
+        }
+    }
+
+    private void tick() {
+        try {
+            long now = System.nanoTime();
+            reloadIfChanged();
+            if (now - lastScrapeNanos >= config.scrapeInterval().toNanos()) {
+                lastScrapeNanos = now;
+                scrapeAll();
+                penalties = signals.evaluatePenalties(topology, publisher.current(), config.ttftOutlierFactor(),
+                        config.errorRateLimit());
+            }
+            if (now - lastSolveNanos >= config.solveInterval().toNanos()) {
+                solveAndMaybePublish("schedule");
+            } else if (!Objects.equals(inputs(), lastInputs)) {
+                solveAndMaybePublish("inputs changed");
+            }
+        } catch (RuntimeException e) {
+            LOG.log(Level.SEVERE, "policy step failed; keeping snapshot "
+                    + (publisher.current() == null ? "none" : publisher.current().version()), e);
+        }
+    }
+
+    private void reloadIfChanged() {
+        String fp = fingerprint();
+        if (fp == null || fp.equals(fingerprint)) {
+            return;
+        }
+        fingerprint = fp;
+        try {
+            topology = TopologyLoader.load(config.topologyFile());
+            if (topologyError != null) {
+                LOG.warning("topology " + config.topologyFile() + " is valid again");
+            }
+            topologyError = null;
+            LOG.info("topology " + config.topologyFile() + " reloaded");
+        } catch (TopologyException e) {
+            reloadFailures.increment();
+            topologyError = e.problems().stream().map(ConfigProblem::toString).collect(Collectors.joining("; "));
+            LOG.severe("TOPOLOGY RELOAD FAILED, keeping the previous version in force: " + topologyError);
+        }
+    }
+
+    private String fingerprint() {
+        try {
+            byte[] bytes = Files.readAllBytes(config.topologyFile());
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+        } catch (IOException e) {
+            if (topologyError == null) {
+                LOG.severe("cannot read topology " + config.topologyFile() + ": " + e + "; keeping the version in force");
+                topologyError = "cannot read: " + e.getMessage();
+            }
+            return null;
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private void scrapeAll() {
+        long timeoutMs = config.scrapeTimeout().toMillis();
+        List<java.util.concurrent.CompletableFuture<?>> all = new ArrayList<>();
+        for (Engine e : topology.engines()) {
+            URI uri = URI.create(e.endpoint().replaceAll("/+$", "") + "/metrics");
+            HttpRequest req = HttpRequest.newBuilder(uri).timeout(config.scrapeTimeout()).GET().build();
+            all.add(scraper.sendAsync(req, HttpResponse.BodyHandlers.ofString()).handle((r, err) -> {
+                if (err != null) {
+                    scrapeFailures.increment();
+                    signals.scrapeFailed(e.id(), String.valueOf(err.getMessage() == null ? err : err.getMessage()));
+                } else if (r.statusCode() != 200) {
+                    scrapeFailures.increment();
+                    signals.scrapeFailed(e.id(), "HTTP " + r.statusCode());
+                } else {
+                    try {
+                        signals.scraped(e.id(), EngineMetrics.from(PrometheusText.parse(r.body())), System.nanoTime());
+                    } catch (RuntimeException ex) {
+                        scrapeFailures.increment();
+                        signals.scrapeFailed(e.id(), "unparsable metrics: " + ex.getMessage());
+                    }
+                }
+                return null;
+            }));
+        }
+        try {
+            java.util.concurrent.CompletableFuture.allOf(all.toArray(new java.util.concurrent.CompletableFuture[0]))
+                    .get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            LOG.fine("scrape round incomplete: " + e);
+        }
+    }
+
+    private record Inputs(Topology topology, Map<String, Double> health, Map<String, Double> penalties,
+                          Map<String, Map<String, Long>> demandBuckets) {
+    }
+
+    private Inputs inputs() {
+        Topology t = topology;
+        Map<String, Map<String, Double>> demand = demand(t);
+        Map<String, Map<String, Long>> buckets = new java.util.TreeMap<>();
+        // demand in 10% steps (log scale), so that noise in observed demand does not trigger solves
+        demand.forEach((g, m) -> m.forEach((c, v) -> buckets.computeIfAbsent(g, k -> new java.util.TreeMap<>())
+                .put(c, Math.round(Math.log1p(v) / Math.log(1.1)))));
+        return new Inputs(t, signals.health(), penalties, buckets);
+    }
+
+    private Map<String, Map<String, Double>> demand(Topology t) {
+        return signals.demand(t, config.demand(), System.nanoTime(), 3 * config.scrapeInterval().toNanos()
+                + java.time.Duration.ofSeconds(15).toNanos());
+    }
+
+    private void solveAndMaybePublish(String why) {
+        lastSolveNanos = System.nanoTime();
+        Inputs in = inputs();
+        lastInputs = in;
+        Topology t = in.topology();
+        Map<String, Double> health = in.health();
+        List<Engine> engines = new ArrayList<>();
+        for (Engine e : t.engines()) {
+            double h = health.getOrDefault(e.id(), 1.0);
+            engines.add(h < e.health() ? e.withHealth(h) : e);
+        }
+        Topology solveFor = t.withEngines(engines).withDemand(demand(t));
+        Snapshot prev = publisher.current();
+        SolveOptions options = new SolveOptions(prev == null ? 1 : prev.version() + 1, prev, in.penalties(),
+                SolveOptions.DEFAULT_GAP_TOLERANCE);
+        long start = System.nanoTime();
+        Snapshot next;
+        try {
+            next = Policies.optimal().solve(solveFor, options);
+        } catch (RuntimeException e) {
+            LOG.log(Level.SEVERE, "solve failed (" + why + "); keeping snapshot "
+                    + (prev == null ? "none" : prev.version()), e);
+            if (prev == null) {
+                throw e;
+            }
+            return;
+        }
+        solveTime.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+        solves.increment();
+        String change = prev == null ? "first snapshot" : materialChange(prev, next, config.weightHysteresis());
+        if (change != null) {
+            solvedTopology = solveFor;
+            publisher.publish(next);
+            publications.increment();
+            LOG.info("published snapshot " + next.version() + " (" + why + "; " + change + ")");
+        }
+    }
+
+    /**
+     * Why {@code next} differs materially from {@code prev}, or null when it does not: a weight or shed fraction
+     * moved by more than {@code hysteresis}, or the engines, their endpoints, models, regions or effective
+     * capacities (more than 5%), the gateway clusters or the classes changed.
+     */
+    static String materialChange(Snapshot prev, Snapshot next, double hysteresis) {
+        if (!prev.engines().keySet().equals(next.engines().keySet())) {
+            return "engines changed";
+        }
+        for (Map.Entry<String, EngineState> e : next.engines().entrySet()) {
+            EngineState a = prev.engines().get(e.getKey());
+            EngineState b = e.getValue();
+            if (!a.endpoint().equals(b.endpoint()) || !a.models().equals(b.models()) || !a.region().equals(b.region())) {
+                return "engine " + e.getKey() + " changed";
+            }
+            double ca = a.effectiveCapacityRps();
+            double cb = b.effectiveCapacityRps();
+            if (Math.abs(ca - cb) > 0.05 * Math.max(ca, cb)) {
+                return String.format("engine %s effective capacity %.1f → %.1f req/s", e.getKey(), ca, cb);
+            }
+        }
+        if (!prev.routes().keySet().equals(next.routes().keySet())) {
+            return "gateway clusters changed";
+        }
+        for (Map.Entry<String, Map<String, Route>> g : next.routes().entrySet()) {
+            Map<String, Route> before = prev.routes().get(g.getKey());
+            if (!before.keySet().equals(g.getValue().keySet())) {
+                return "classes of " + g.getKey() + " changed";
+            }
+            for (Map.Entry<String, Route> c : g.getValue().entrySet()) {
+                Route a = before.get(c.getKey());
+                Route b = c.getValue();
+                if (Math.abs(a.shedFraction() - b.shedFraction()) > hysteresis) {
+                    return String.format("%s/%s shed %.3f → %.3f", g.getKey(), c.getKey(), a.shedFraction(),
+                            b.shedFraction());
+                }
+                java.util.Set<String> ids = new java.util.TreeSet<>(a.weights().keySet());
+                ids.addAll(b.weights().keySet());
+                for (String id : ids) {
+                    double wa = a.weights().getOrDefault(id, 0.0);
+                    double wb = b.weights().getOrDefault(id, 0.0);
+                    if (Math.abs(wa - wb) > hysteresis) {
+                        return String.format("%s/%s weight of %s %.3f → %.3f", g.getKey(), c.getKey(), id, wa, wb);
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    /** Stops the server and the policy loop. */
+    @Override
+    public void close() {
+        policy.shutdownNow();
+        serverChannel.close().awaitUninterruptibly();
+        channels.close().awaitUninterruptibly();
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly();
+    }
+}

@@ -1,0 +1,195 @@
+package dev.sextant.server.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.server.gateway.Fleet;
+import dev.sextant.server.internal.Http;
+import dev.sextant.snapshot.Route;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** The control plane on loopback; its policy loop is driven by {@link ControlPlane#tickNow()}. */
+class ControlPlaneTest {
+    static final String TOKEN = "s3cret-token";
+
+    @TempDir
+    Path dir;
+    Fleet fleet;
+    Path file;
+    ControlPlane cp;
+
+    @BeforeEach
+    void start() throws Exception {
+        fleet = new Fleet(1);
+        file = dir.resolve("topology.yaml");
+        Files.writeString(file, fleet.yaml(150));
+        // the schedule never fires during a test: every step is tickNow(); each step scrapes
+        cp = ControlPlane.start(ControlPlaneConfig.defaults(file, TOKEN).withIntervals(Duration.ofHours(1),
+                Duration.ofHours(1), Duration.ofMillis(1), Duration.ofSeconds(1), 2));
+    }
+
+    @AfterEach
+    void stop() {
+        cp.close();
+        fleet.close();
+    }
+
+    private HttpResponse<String> get(String path, String... headers) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(cp.uri() + path)).timeout(Duration.ofSeconds(30));
+        for (int i = 0; i < headers.length; i += 2) {
+            b.header(headers[i], headers[i + 1]);
+        }
+        return Fleet.HTTP.send(b.GET().build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private HttpResponse<String> postReport(String body, String authorization) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(cp.uri() + "/v1/reports"))
+                .header("content-type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body));
+        if (authorization != null) {
+            b.header("authorization", authorization);
+        }
+        return Fleet.HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @ParameterizedTest(name = "{0} with authorization [{1}]")
+    @CsvSource(nullValues = "none", value = {
+            "/v1/snapshot?gateway=gw, none", "/v1/snapshot?gateway=gw, Bearer wrong", "/v1/snapshot?gateway=gw, Basic czNjcmV0",
+            "/v1/snapshot?gateway=gw, Bearer s3cret-token2", "/v1/explain?gateway=gw&class=chat, none",
+            "/v1/explain?gateway=gw&class=chat, Bearer s3cret-toke"})
+    void auth_missingOrWrongToken_is401AndNothingElse(String path, String authorization) throws Exception {
+        HttpResponse<String> r = authorization == null ? get(path) : get(path, "authorization", authorization);
+        assertThat(r.statusCode()).isEqualTo(401);
+        assertThat(Http.JSON.readTree(r.body()).path("error").path("code").asText()).isEqualTo("unauthorized");
+        assertThat(r.body()).doesNotContain("routes").doesNotContain("eu-1");
+        assertThat(r.headers().firstValue("etag")).isEmpty();
+    }
+
+    @Test
+    void auth_reportsWithoutTheToken_are401AndIgnored() throws Exception {
+        String report = "{\"gateway\":\"gw\",\"engines\":{\"eu-1\":{\"requests\":100,\"errors\":100}}}";
+        assertThat(postReport(report, null).statusCode()).isEqualTo(401);
+        assertThat(postReport(report, "Bearer nope").statusCode()).isEqualTo(401);
+        cp.tickNow();
+        assertThat(cp.current().engines().get("eu-1").penalty()).isEqualTo(1.0);
+    }
+
+    @Test
+    void snapshot_etagAndLongPoll_wakeOnANewVersionAfterTheTopologyChanged() throws Exception {
+        String auth = "Bearer " + TOKEN;
+        HttpResponse<String> first = get("/v1/snapshot?gateway=gw", "authorization", auth);
+        assertThat(first.statusCode()).isEqualTo(200);
+        assertThat(Http.JSON.readTree(first.body()).path("version").asLong()).isEqualTo(1);
+        String etag = first.headers().firstValue("etag").orElseThrow();
+        assertThat(get("/v1/snapshot?gateway=gw", "authorization", auth, "if-none-match", etag).statusCode())
+                .isEqualTo(304);
+        assertThat(get("/v1/snapshot?gateway=nope", "authorization", auth).statusCode()).isEqualTo(404);
+
+        CompletableFuture<HttpResponse<String>> poll = Fleet.HTTP.sendAsync(
+                HttpRequest.newBuilder(URI.create(cp.uri() + "/v1/snapshot?gateway=gw&wait=25s"))
+                        .header("authorization", auth).header("if-none-match", etag).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        Files.writeString(file, fleet.yaml(10)); // far less demand: the spill-over to us-east disappears
+        cp.tickNow();
+        HttpResponse<String> woken = poll.get();
+        assertThat(woken.statusCode()).isEqualTo(200);
+        assertThat(Http.JSON.readTree(woken.body()).path("version").asLong()).isEqualTo(2);
+        assertThat(woken.headers().firstValue("etag").orElseThrow()).isNotEqualTo(etag);
+    }
+
+    @Test
+    void unchangedInputs_publishNothingNew() throws Exception {
+        cp.tickNow();
+        cp.tickNow();
+        assertThat(cp.current().version()).isEqualTo(1);
+    }
+
+    @Test
+    void invalidTopology_keepsTheOldOneLoudly_untilAValidOneArrives() throws Exception {
+        Files.writeString(file, fleet.yaml(150).replace("capacity_rps: 100", "capacity_rps: -5"));
+        cp.tickNow();
+        JsonNode health = Http.JSON.readTree(get("/healthz").body());
+        assertThat(health.path("status").asText()).isEqualTo("topology_invalid");
+        assertThat(health.path("topology_error").asText()).contains("capacity_rps");
+        assertThat(cp.current().version()).isEqualTo(1);
+        assertThat(cp.topology().engines().get(0).capacityRps()).isEqualTo(100);
+
+        Files.writeString(file, fleet.yaml(10));
+        cp.tickNow();
+        assertThat(Http.JSON.readTree(get("/healthz").body()).path("status").asText()).isEqualTo("ok");
+        assertThat(cp.current().version()).isEqualTo(2);
+    }
+
+    @Test
+    void explain_answersJsonAndText() throws Exception {
+        String auth = "Bearer " + TOKEN;
+        HttpResponse<String> json = get("/v1/explain?gateway=gw&class=chat", "authorization", auth);
+        assertThat(json.statusCode()).isEqualTo(200);
+        assertThat(json.headers().firstValue("content-type")).hasValue("application/json");
+        assertThat(Http.JSON.readTree(json.body()).isObject()).isTrue();
+        assertThat(json.body()).contains("eu-1");
+        HttpResponse<String> text = get("/v1/explain?gateway=gw&class=chat", "authorization", auth, "accept", "text/plain");
+        assertThat(text.headers().firstValue("content-type").orElseThrow()).startsWith("text/plain");
+        assertThat(text.body()).contains("eu-1").doesNotStartWith("{");
+        assertThat(get("/v1/explain?gateway=gw&class=chat&format=text", "authorization", auth).body())
+                .isEqualTo(text.body());
+        assertThat(get("/v1/explain?gateway=gw&class=nope", "authorization", auth).statusCode()).isEqualTo(404);
+    }
+
+    @Test
+    void deadEngine_isMarkedUnhealthyAfterMissedScrapes_andLosesItsTraffic() throws Exception {
+        double before = cp.current().routes().get("gw").get("chat").weights().getOrDefault("us-1", 0.0);
+        assertThat(before).as("us-1 carries spill-over at 150 req/s").isPositive();
+        fleet.engines.get("us-1").close();
+        cp.tickNow(); // one miss
+        assertThat(cp.current().version()).isEqualTo(1);
+        cp.tickNow(); // two misses: unhealthy, re-solved
+        assertThat(cp.current().version()).isEqualTo(2);
+        for (Route r : cp.current().routes().get("gw").values()) {
+            assertThat(r.weights().getOrDefault("us-1", 0.0)).isZero();
+        }
+        JsonNode health = Http.JSON.readTree(get("/healthz").body());
+        assertThat(health.path("engines").path("us-1").path("healthy").asBoolean()).isFalse();
+        assertThat(health.path("engines").path("eu-1").path("healthy").asBoolean()).isTrue();
+    }
+
+    @Test
+    void reportedErrors_penalizeTheEngineWithAReason_andThePenaltyDecays() throws Exception {
+        String report = "{\"gateway\":\"gw\",\"interval_seconds\":5,\"demand_rps\":{\"chat\":150},"
+                + "\"engines\":{\"eu-1\":{\"requests\":100,\"errors\":60,\"ttft_ms\":30}}}";
+        assertThat(postReport(report, "Bearer " + TOKEN).statusCode()).isEqualTo(204);
+        cp.tickNow();
+        assertThat(cp.current().engines().get("eu-1").penalty()).isEqualTo(0.5);
+        assertThat(cp.current().engines().get("eu-2").penalty()).isEqualTo(1.0);
+        JsonNode eu1 = Http.JSON.readTree(get("/healthz").body()).path("engines").path("eu-1");
+        assertThat(eu1.path("reason").asText()).contains("errors 60 of 100");
+        cp.tickNow(); // no new errors: recovering
+        JsonNode later = Http.JSON.readTree(get("/healthz").body()).path("engines").path("eu-1");
+        assertThat(later.path("penalty").asDouble()).isEqualTo(0.6);
+    }
+
+    @Test
+    void malformedReport_is400() throws Exception {
+        assertThat(postReport("{not json", "Bearer " + TOKEN).statusCode()).isEqualTo(400);
+        assertThat(postReport("{\"gateway\":\"mars\"}", "Bearer " + TOKEN).statusCode()).isEqualTo(400);
+        assertThat(postReport("{\"gateway\":\"gw\",\"demand_rps\":{\"chat\":-1}}", "Bearer " + TOKEN).statusCode())
+                .isEqualTo(400);
+    }
+
+    @Test
+    void materialChange_ignoresSmallWeightMoves() {
+        var s = cp.current();
+        assertThat(ControlPlane.materialChange(s, s, 0.02)).isNull();
+    }
+}
