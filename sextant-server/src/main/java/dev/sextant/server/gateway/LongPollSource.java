@@ -91,7 +91,7 @@ final class LongPollSource implements SnapshotSource {
                     return;
                 }
                 if (reachable) {
-                    LOG.log(Level.WARNING, "control plane " + uri.getAuthority() + " unreachable (" + e.getMessage()
+                    LOG.log(Level.WARNING, "control plane " + uri.getAuthority() + " unreachable (" + e
                             + "); serving from snapshot " + (held == null ? "none" : held.version()));
                     reachable = false;
                 }

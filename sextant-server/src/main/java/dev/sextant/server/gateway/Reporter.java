@@ -139,7 +139,7 @@ final class Reporter implements AutoCloseable {
             Thread.currentThread().interrupt();
         } catch (Exception e) {
             if (!failing) {
-                LOG.warning("cannot send reports to " + uri + ": " + e.getMessage() + " (dropped; retrying next interval)");
+                LOG.warning("cannot send reports to " + uri + ": " + e + " (dropped; retrying next interval)");
                 failing = true;
             }
         }
