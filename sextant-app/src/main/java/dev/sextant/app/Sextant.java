@@ -11,14 +11,15 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Spec;
 
 /**
- * The {@code sextant} command line: {@code solve}, {@code explain} and {@code compare}.
+ * The {@code sextant} command line: {@code solve}, {@code explain} and {@code compare}; and the servers:
+ * {@code demo}, {@code gateway}, {@code control-plane} and {@code engine}.
  *
  * <p>Exit codes: 0 when it worked; 2 for bad input (a topology or snapshot file with problems, a bad
  * option, an unknown gateway cluster or class), with one line per problem on standard error; 1 for an
  * internal error, with its message (and the stack trace under {@code --verbose}).
  */
 @Command(name = "sextant", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
-        description = "Computes an LLM inference routing policy from a topology, explains it, and compares policies.",
+        description = "Computes an LLM inference routing policy from a topology, explains it, compares policies, and runs the servers.",
         synopsisSubcommandLabel = "COMMAND")
 public final class Sextant implements Callable<Integer> {
     /** Exit code of bad input. */
@@ -34,6 +35,10 @@ public final class Sextant implements Callable<Integer> {
 
     /** Runs the command line and exits with its exit code. */
     public static void main(String[] args) {
+        if (System.getProperty("java.util.logging.SimpleFormatter.format") == null) {
+            // one line per log record, for the servers' logs and access logs
+            System.setProperty("java.util.logging.SimpleFormatter.format", "%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n");
+        }
         PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true);
         PrintWriter err = new PrintWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8), true);
         System.exit(run(Services.production(), out, err, args));
@@ -44,7 +49,11 @@ public final class Sextant implements Callable<Integer> {
         CommandLine cl = new CommandLine(new Sextant())
                 .addSubcommand(new SolveCommand(services, out))
                 .addSubcommand(new ExplainCommand(services, out))
-                .addSubcommand(new CompareCommand(services, out, err));
+                .addSubcommand(new CompareCommand(services, out, err))
+                .addSubcommand(new DemoCommand(out))
+                .addSubcommand(new GatewayCommand(out))
+                .addSubcommand(new ControlPlaneCommand(out))
+                .addSubcommand(new EngineCommand());
         cl.setOut(out).setErr(err);
         cl.setParameterExceptionHandler((ex, a) -> {
             CommandLine c = ex.getCommandLine();

@@ -1,0 +1,60 @@
+package dev.sextant.app;
+
+import dev.sextant.server.control.ControlPlane;
+import dev.sextant.server.control.ControlPlaneConfig;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code sextant control-plane --config control-plane.yaml}: the control plane process. */
+@Command(name = "control-plane", description = "Run the control plane from a config file (docs/servers.md).")
+final class ControlPlaneCommand implements Callable<Integer> {
+    static final Set<String> KEYS = Set.of("topology", "host", "port", "token_file", "solve_interval",
+            "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "weight_hysteresis",
+            "ttft_outlier_factor", "error_rate_limit", "demand", "max_wait");
+    private final PrintWriter out;
+
+    @Option(names = "--config", paramLabel = "CONTROL-PLANE.yaml", required = true, description = "The control plane's settings.")
+    Path config;
+
+    @Option(names = "--port", paramLabel = "PORT", description = "Overrides the file's port.")
+    Integer port;
+
+    @Option(names = "--duration", paramLabel = "SECONDS", description = "Stop after this long (default: until Ctrl-C).")
+    double duration;
+
+    ControlPlaneCommand(PrintWriter out) {
+        this.out = out;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        ServerFile f = ServerFile.load(config, KEYS);
+        Path topology = f.path("topology");
+        if (topology == null) {
+            throw f.problem("topology", "missing (expected: the topology YAML file)");
+        }
+        ControlPlaneConfig d = ControlPlaneConfig.defaults(topology, "x");
+        ControlPlaneConfig c;
+        try {
+            c = new ControlPlaneConfig(topology, f.string("host", d.host()), port != null ? port : f.integer("port", 7070),
+                    f.token(true), f.duration("solve_interval", d.solveInterval()),
+                    f.duration("watch_interval", d.watchInterval()), f.duration("scrape_interval", d.scrapeInterval()),
+                    f.duration("scrape_timeout", d.scrapeTimeout()), f.integer("missed_scrapes", d.missedScrapes()),
+                    f.number("weight_hysteresis", d.weightHysteresis()),
+                    f.number("ttft_outlier_factor", d.ttftOutlierFactor()),
+                    f.number("error_rate_limit", d.errorRateLimit()), f.string("demand", d.demand()),
+                    f.duration("max_wait", d.maxWait()));
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(config + ": " + e.getMessage());
+        }
+        ControlPlane cp = ControlPlane.start(c);
+        out.println("control plane on " + cp.uri() + " (topology " + topology + ", snapshot " + cp.current().version() + ")");
+        out.flush();
+        Running.untilStopped(out, duration, cp);
+        return 0;
+    }
+}

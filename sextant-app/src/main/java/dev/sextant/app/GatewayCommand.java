@@ -1,0 +1,76 @@
+package dev.sextant.app;
+
+import dev.sextant.config.SnapshotJson;
+import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.server.gateway.Gateway;
+import dev.sextant.server.gateway.GatewayConfig;
+import dev.sextant.server.gateway.SnapshotSource;
+import java.io.PrintWriter;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code sextant gateway --config gateway.yaml}: one gateway process. */
+@Command(name = "gateway", description = "Run a gateway (OpenAI-compatible proxy) from a config file (docs/servers.md).")
+final class GatewayCommand implements Callable<Integer> {
+    static final Set<String> KEYS = Set.of("gateway_cluster", "host", "port", "control_plane", "token_file",
+            "snapshot_file", "long_poll_wait", "report_interval", "max_body_bytes", "connect_timeout",
+            "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
+            "threads");
+    private final PrintWriter out;
+
+    @Option(names = "--config", paramLabel = "GATEWAY.yaml", required = true, description = "The gateway's settings.")
+    Path config;
+
+    @Option(names = "--port", paramLabel = "PORT", description = "Overrides the file's port.")
+    Integer port;
+
+    @Option(names = "--duration", paramLabel = "SECONDS", description = "Stop after this long (default: until Ctrl-C).")
+    double duration;
+
+    GatewayCommand(PrintWriter out) {
+        this.out = out;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        ServerFile f = ServerFile.load(config, KEYS);
+        String cluster = f.string("gateway_cluster", null);
+        if (cluster == null) {
+            throw f.problem("gateway_cluster", "missing (expected: the gateway cluster id this gateway serves)");
+        }
+        GatewayConfig d = GatewayConfig.defaults(cluster);
+        String cpText = f.string("control_plane", null);
+        Path snapshotFile = f.path("snapshot_file");
+        if ((cpText == null) == (snapshotFile == null)) {
+            throw f.problem("control_plane", "expected exactly one of control_plane (a URL) and snapshot_file");
+        }
+        URI cp = cpText == null ? null : URI.create(cpText);
+        String token = f.token(cp != null);
+        GatewayConfig c;
+        try {
+            c = new GatewayConfig(cluster, f.string("host", d.host()), port != null ? port : f.integer("port", 8080),
+                    f.integer("max_body_bytes", d.maxBodyBytes()), f.duration("connect_timeout", d.connectTimeout()),
+                    f.duration("first_byte_timeout", d.firstByteTimeout()), f.duration("idle_timeout", d.idleTimeout()),
+                    f.duration("total_timeout", d.totalTimeout()), f.duration("drain_timeout", d.drainTimeout()), cp,
+                    token, f.duration("report_interval", d.reportInterval()), f.bool("access_log", true),
+                    DataPlaneOptions.builder().maxSnapshotAge(f.duration("max_snapshot_age", Duration.ofMinutes(5)))
+                            .build());
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(config + ": " + e.getMessage());
+        }
+        SnapshotSource source = cp != null
+                ? SnapshotSource.longPoll(cp, cluster, token, f.duration("long_poll_wait", Duration.ofSeconds(30)))
+                : SnapshotSource.fixed(SnapshotJson.read(snapshotFile));
+        Gateway gw = Gateway.start(c, source, f.integer("threads", Math.max(2, Runtime.getRuntime().availableProcessors())));
+        out.println("gateway " + cluster + " on http://" + c.host() + ":" + gw.port() + " (snapshot "
+                + gw.plane().snapshot().version() + (cp != null ? " from " + cp : " from " + snapshotFile) + ")");
+        out.flush();
+        Running.untilStopped(out, duration, gw);
+        return 0;
+    }
+}

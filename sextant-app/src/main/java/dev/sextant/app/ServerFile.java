@@ -1,0 +1,160 @@
+package dev.sextant.app;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.Set;
+
+/**
+ * A server's YAML configuration file (docs/servers.md): a flat map of keys. Every problem is a
+ * {@link UsageException} naming the file and the key; unknown keys are refused so that a typo does not pass
+ * silently.
+ */
+final class ServerFile {
+    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+
+    private final Path file;
+    private final JsonNode root;
+
+    private ServerFile(Path file, JsonNode root) {
+        this.file = file;
+        this.root = root;
+    }
+
+    static ServerFile load(Path file, Set<String> keys) {
+        JsonNode root;
+        try {
+            root = YAML.readTree(Files.readString(file, StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new UsageException(file + ": cannot read: " + e.getMessage());
+        }
+        if (root == null || root.isMissingNode() || root.isNull()) {
+            root = YAML.createObjectNode();
+        }
+        if (!root.isObject()) {
+            throw new UsageException(file + ": expected a map of settings");
+        }
+        for (Iterator<String> it = root.fieldNames(); it.hasNext(); ) {
+            String k = it.next();
+            if (!keys.contains(k)) {
+                throw new UsageException(file + ": " + k + ": unknown setting (expected one of " + keys + ")");
+            }
+        }
+        return new ServerFile(file, root);
+    }
+
+    static ServerFile empty() {
+        return new ServerFile(Path.of("(defaults)"), YAML.createObjectNode());
+    }
+
+    boolean has(String key) {
+        JsonNode n = root.get(key);
+        return n != null && !n.isNull();
+    }
+
+    String string(String key, String dflt) {
+        JsonNode n = root.get(key);
+        if (n == null || n.isNull()) {
+            return dflt;
+        }
+        if (!n.isValueNode()) {
+            throw bad(key, n, "a string");
+        }
+        return n.asText();
+    }
+
+    int integer(String key, int dflt) {
+        JsonNode n = root.get(key);
+        if (n == null || n.isNull()) {
+            return dflt;
+        }
+        if (!n.canConvertToInt() || !n.isIntegralNumber()) {
+            throw bad(key, n, "an integer");
+        }
+        return n.asInt();
+    }
+
+    double number(String key, double dflt) {
+        JsonNode n = root.get(key);
+        if (n == null || n.isNull()) {
+            return dflt;
+        }
+        if (!n.isNumber()) {
+            throw bad(key, n, "a number");
+        }
+        return n.asDouble();
+    }
+
+    boolean bool(String key, boolean dflt) {
+        JsonNode n = root.get(key);
+        if (n == null || n.isNull()) {
+            return dflt;
+        }
+        if (!n.isBoolean()) {
+            throw bad(key, n, "true or false");
+        }
+        return n.asBoolean();
+    }
+
+    Duration duration(String key, Duration dflt) {
+        String s = string(key, null);
+        if (s == null) {
+            return dflt;
+        }
+        try {
+            return dev.sextant.server.internal.Http.duration(key, s);
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(file + ": " + e.getMessage());
+        }
+    }
+
+    /** A path relative to the file's directory. */
+    Path path(String key) {
+        String s = string(key, null);
+        if (s == null) {
+            return null;
+        }
+        Path p = Path.of(s);
+        Path dir = file.toAbsolutePath().getParent();
+        return p.isAbsolute() || dir == null ? p : dir.resolve(p);
+    }
+
+    /** The bearer token: the file named by {@code token_file}, else the environment variable {@code SEXTANT_TOKEN}. */
+    String token(boolean required) {
+        Path tf = path("token_file");
+        if (tf != null) {
+            try {
+                String t = Files.readString(tf, StandardCharsets.UTF_8).strip();
+                if (t.isEmpty()) {
+                    throw new UsageException(file + ": token_file: " + tf + " is empty");
+                }
+                return t;
+            } catch (IOException e) {
+                throw new UsageException(file + ": token_file: cannot read " + tf + ": " + e.getMessage());
+            }
+        }
+        String env = System.getenv("SEXTANT_TOKEN");
+        if (env != null && !env.isBlank()) {
+            return env.strip();
+        }
+        if (required) {
+            throw new UsageException(file + ": token_file: missing (expected: token_file, or the environment variable"
+                    + " SEXTANT_TOKEN)");
+        }
+        return null;
+    }
+
+    UsageException problem(String key, String message) {
+        return new UsageException(file + ": " + key + ": " + message);
+    }
+
+    private UsageException bad(String key, JsonNode n, String expected) {
+        return new UsageException(file + ": " + key + ": " + n + " (expected: " + expected + ")");
+    }
+}

@@ -1,0 +1,163 @@
+package dev.sextant.server.demo;
+
+import dev.sextant.config.TopologyException;
+import dev.sextant.server.control.ControlPlane;
+import dev.sextant.server.control.ControlPlaneConfig;
+import dev.sextant.server.engine.EngineConfig;
+import dev.sextant.server.engine.EngineEmulator;
+import dev.sextant.server.gateway.Gateway;
+import dev.sextant.server.gateway.GatewayConfig;
+import dev.sextant.server.gateway.SnapshotSource;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The whole system in one process on loopback: six emulated engines in three regions, a control plane and two
+ * gateways (gateway clusters {@code east} in us-east and {@code eu} in eu-west). The built-in topology is a small
+ * cousin of the design's worked example: us-east's two engines (2 × 40 req/s) cannot carry east's 100 req/s, so
+ * part of it spills to us-west, 60 ms away; class {@code chat-eu} may only be served in eu-west.
+ */
+public final class Demo implements AutoCloseable {
+    /** The model every demo engine serves. */
+    public static final String MODEL = "llama-3.1-8b";
+
+    /** Engine id → engine cluster; two engines per cluster, one cluster per region. */
+    static final Map<String, String> ENGINES = new LinkedHashMap<>();
+
+    static {
+        ENGINES.put("use-1", "gpu-us-east");
+        ENGINES.put("use-2", "gpu-us-east");
+        ENGINES.put("usw-1", "gpu-us-west");
+        ENGINES.put("usw-2", "gpu-us-west");
+        ENGINES.put("eu-1", "gpu-eu-west");
+        ENGINES.put("eu-2", "gpu-eu-west");
+    }
+
+    private final List<EngineEmulator> engines = new ArrayList<>();
+    private final ControlPlane controlPlane;
+    private final List<Gateway> gateways = new ArrayList<>();
+    private final Path topologyFile;
+    private final String token;
+
+    private Demo(int controlPort, int gatewayPort) throws IOException, TopologyException {
+        Map<String, Integer> ports = new LinkedHashMap<>();
+        try {
+            for (String id : ENGINES.keySet()) {
+                EngineEmulator e = EngineEmulator.start(EngineConfig.defaults(id, MODEL));
+                engines.add(e);
+                ports.put(id, e.port());
+            }
+            topologyFile = Files.createTempFile("sextant-demo-", ".yaml");
+            topologyFile.toFile().deleteOnExit();
+            Files.writeString(topologyFile, topology(ports));
+            byte[] t = new byte[16];
+            new SecureRandom().nextBytes(t);
+            token = HexFormat.of().formatHex(t);
+            controlPlane = ControlPlane.start(ControlPlaneConfig.defaults(topologyFile, token)
+                    .withAddress("127.0.0.1", controlPort));
+            int port = gatewayPort;
+            for (String cluster : List.of("east", "eu")) {
+                GatewayConfig gc = GatewayConfig.defaults(cluster).withAddress("127.0.0.1", port == 0 ? 0 : port++)
+                        .withAccessLog(false).withControlPlane(controlPlane.uri(), token, Duration.ofSeconds(2));
+                gateways.add(Gateway.start(gc, SnapshotSource.longPoll(controlPlane.uri(), cluster, token,
+                        Duration.ofSeconds(30)), 2));
+            }
+        } catch (RuntimeException | IOException | TopologyException e) {
+            close();
+            throw e;
+        }
+    }
+
+    /**
+     * Starts everything; returns when all of it listens.
+     *
+     * @param controlPort  control plane port (0: ephemeral)
+     * @param gatewayPort  first gateway's port, the second gets the next one (0: both ephemeral)
+     */
+    public static Demo start(int controlPort, int gatewayPort) throws IOException, TopologyException {
+        return new Demo(controlPort, gatewayPort);
+    }
+
+    /** The built-in topology with the engines on {@code ports}. */
+    static String topology(Map<String, Integer> ports) {
+        StringBuilder y = new StringBuilder();
+        y.append("""
+                # Sextant demo: us-east is short of capacity at the default load; chat-eu stays in eu-west.
+                gateway_clusters:
+                  - {id: east, region: us-east}
+                  - {id: eu, region: eu-west}
+                engine_clusters:
+                  - {id: gpu-us-east, region: us-east}
+                  - {id: gpu-us-west, region: us-west}
+                  - {id: gpu-eu-west, region: eu-west}
+                network_rtt_ms:
+                  east: {gpu-us-east: 2, gpu-us-west: 60, gpu-eu-west: 80}
+                  eu:   {gpu-us-east: 80, gpu-us-west: 140, gpu-eu-west: 2}
+                models:
+                  - {id: llama-3.1-8b, output_tokens: 32}
+                engines:
+                """);
+        ports.forEach((id, port) -> y.append("  - {id: ").append(id).append(", cluster: ").append(ENGINES.get(id))
+                .append(", endpoint: 'http://127.0.0.1:").append(port)
+                .append("', models: [llama-3.1-8b], capacity_rps: 40, profile: {ttft_ms: 15, tbt_ms: 9, tbt_slope: 0.5}}\n"));
+        y.append("""
+                classes:
+                  - {id: chat, model: llama-3.1-8b, priority: 0}
+                  - {id: chat-eu, model: llama-3.1-8b, residency: [eu-west], priority: 1}
+                demand_rps:
+                  east: {chat: 100}
+                  eu: {chat: 20, chat-eu: 30}
+                headroom: 0.1
+                """);
+        return y.toString();
+    }
+
+    /** Gateway base URLs, {@code east} first. */
+    public List<URI> gatewayUris() {
+        List<URI> out = new ArrayList<>();
+        gateways.forEach(g -> out.add(URI.create("http://127.0.0.1:" + g.port())));
+        return out;
+    }
+
+    /** The control plane's base URL. */
+    public URI controlPlaneUri() {
+        return controlPlane.uri();
+    }
+
+    /** The bearer token of the control plane's snapshot, explain and report endpoints. */
+    public String token() {
+        return token;
+    }
+
+    /** The generated topology file the control plane watches. */
+    public Path topologyFile() {
+        return topologyFile;
+    }
+
+    /** Stops gateways (draining), control plane and engines. */
+    @Override
+    public void close() {
+        gateways.forEach(Gateway::close);
+        if (controlPlane != null) {
+            controlPlane.close();
+        }
+        engines.forEach(EngineEmulator::close);
+        try {
+            if (topologyFile != null) {
+                Files.deleteIfExists(topologyFile);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
