@@ -229,8 +229,8 @@ final class Exchange {
                 up.close();
             }
             boolean keep = keepAlive && !gw.draining();
+            end(endOutcome, status, null); // before the last bytes, so that the state is settled when the client sees them
             ctx.writeAndFlush(c).addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
-            end(endOutcome, status, null);
             return;
         }
         armPhase(gw.config.idleTimeout());
@@ -315,6 +315,7 @@ final class Exchange {
     private void failMidResponse(Outcome outcome, String message) {
         closeUpstream();
         gw.reporter.attempt(decision.engineId(), outcome.failure());
+        end(outcome, status, message);
         if (sse) {
             String event = "data: " + Http.errorBody(message, "server_error",
                     outcome == Outcome.TIMEOUT ? "timeout" : "upstream_error") + "\n\n";
@@ -323,7 +324,6 @@ final class Exchange {
         } else {
             ctx.channel().close();
         }
-        end(outcome, status, message);
     }
 
     private void respondError(HttpResponseStatus st, String code, String message, Duration retryAfter) {
@@ -334,8 +334,8 @@ final class Exchange {
         r.headers().set("x-request-id", requestId);
         boolean keep = keepAlive && !gw.draining();
         HttpUtil.setKeepAlive(r, keep);
-        ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
         end(null, st.code(), message);
+        ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
     }
 
     /** The client went away: cancel the engine request. */

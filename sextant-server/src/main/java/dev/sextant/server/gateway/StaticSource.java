@@ -37,6 +37,11 @@ public final class StaticSource implements SnapshotSource {
         return true;
     }
 
+    /** The snapshot held now. */
+    public synchronized Snapshot held() {
+        return held;
+    }
+
     @Override
     public void close() {
     }

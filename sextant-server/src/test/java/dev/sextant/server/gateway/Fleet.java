@@ -69,6 +69,15 @@ public final class Fleet implements AutoCloseable {
         return Policies.optimal().solve(topology, SolveOptions.defaults());
     }
 
+    /** The snapshot at {@code chatDemand} req/s of class chat. */
+    public Snapshot snapshot(double chatDemand) {
+        try {
+            return Policies.optimal().solve(TopologyLoader.load(yaml(chatDemand), "fleet.yaml"), SolveOptions.defaults());
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     @Override
     public void close() {
         engines.values().forEach(EngineEmulator::close);

@@ -132,6 +132,45 @@ class GatewayFailureTest {
         assertThat(tokens).isLessThan(5000);
     }
 
+    @Test
+    void everyEngineHangs_is504WithATimeoutError() throws Exception {
+        fleet.engines.values().forEach(e -> e.setFaults(new Faults(0, 1, true, -1)));
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("all-hang", false, 1));
+        assertThat(r.statusCode()).isEqualTo(504);
+        JsonNode error = Http.JSON.readTree(r.body()).path("error");
+        assertThat(error.path("code").asText()).isEqualTo("timeout");
+        assertThat(error.path("message").asText()).contains("first_byte_timeout");
+        assertThat(r.headers().firstValue("x-sextant-attempts").orElseThrow()).isNotEqualTo("1");
+    }
+
+    @Test
+    void gracefulShutdown_drainsAnOpenStreamToItsEnd() throws Exception {
+        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
+                .header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("drain", true, 60))).build();
+        HttpResponse<Stream<String>> r = Fleet.HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+        Iterator<String> lines = r.body().iterator();
+        assertThat(lines.next()).startsWith("data: ");
+        Thread closer = new Thread(gw::close);
+        closer.start();
+        assertThat(Fleet.await(() -> {
+            try (java.net.Socket s = new java.net.Socket("127.0.0.1", gw.port())) {
+                return false;
+            } catch (java.io.IOException e) {
+                return true;
+            }
+        }, Duration.ofSeconds(10))).as("no new connections while draining").isTrue();
+        String last = null;
+        while (lines.hasNext()) {
+            String l = lines.next();
+            if (l.startsWith("data: ")) {
+                last = l;
+            }
+        }
+        assertThat(last).isEqualTo("data: [DONE]");
+        closer.join();
+    }
+
     private List<String> streamData(String key, int tokens) throws Exception {
         HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
                 .header("content-type", "application/json")

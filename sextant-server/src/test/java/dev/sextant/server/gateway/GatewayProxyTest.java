@@ -143,6 +143,33 @@ class GatewayProxyTest {
         assertThat(Http.JSON.readTree(r.body()).path("error").path("code").asText()).isEqualTo("model_not_found");
     }
 
+    @Test
+    void shedClass_gets429WithRetryAfter_andTheRestIsServed() throws Exception {
+        try (StaticSource overloaded = SnapshotSource.fixed(fleet.snapshot(1000));
+             Gateway shedding = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), overloaded, 1)) {
+            double shed = overloaded.held().route("gw", "chat").shedFraction();
+            assertThat(shed).isGreaterThan(0.3);
+            int refused = 0;
+            int served = 0;
+            for (int i = 0; i < 40; i++) {
+                HttpResponse<String> r = Fleet.post(shedding.port(), "/v1/chat/completions", Fleet.chat("s" + i, false, 1));
+                if (r.statusCode() == 429) {
+                    refused++;
+                    assertThat(r.headers().firstValue("retry-after")).hasValue("1");
+                    JsonNode error = Http.JSON.readTree(r.body()).path("error");
+                    assertThat(error.path("code").asText()).isEqualTo("overloaded");
+                    assertThat(error.path("type").asText()).isEqualTo("rate_limit_error");
+                } else {
+                    assertThat(r.statusCode()).isEqualTo(200);
+                    served++;
+                }
+            }
+            assertThat(refused).isPositive();
+            assertThat(served).isPositive();
+            assertThat(Fleet.get(shedding.port(), "/metrics").body()).contains("sextant_gateway_sheds_total{class=\"chat\"}");
+        }
+    }
+
     static Duration seconds(int s) {
         return Duration.ofSeconds(s);
     }
