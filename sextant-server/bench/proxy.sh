@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Whole-process proxy benchmark on loopback: added latency of the Sextant gateway over calling the engine
+# emulator directly, and HAProxy in front of the same emulator, in the same run. Needs wrk and haproxy
+# (Debian: apt-get install -y wrk haproxy). Usage: sextant-server/bench/proxy.sh [seconds per run]
+# Prints one line per (target, offered rate) and a max-throughput line per target.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+here="$root/sextant-server/bench"
+secs="${1:-20}"
+work="$(mktemp -d)"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+"$root/bin/sextant" --version >/dev/null        # builds the jar when needed
+jar="$root/sextant-app/target/sextant.jar"
+ENGINE=19101 GATEWAY=19200 HAPROXY=19300
+
+# the engine: one emulator answering a 1-token completion after one ~1 ms decode step
+java -Xms512m -Xmx512m -jar "$jar" engine --id e1 --port $ENGINE --model m --max-seqs 1024 \
+     --decode-base-ms 1 --decode-ms-per-seq 0 --prefill-ms-per-token 0 >"$work/engine.log" 2>&1 &
+pids+=($!)
+
+# the gateway: a fixed snapshot with that one engine, one event loop, no access log
+cat >"$work/topology.yaml" <<YAML
+gateway_clusters: [{id: gw, region: r}]
+engine_clusters: [{id: c, region: r}]
+network_rtt_ms: {gw: {c: 1}}
+models: [{id: m, output_tokens: 1}]
+engines:
+  - {id: e1, cluster: c, endpoint: "http://127.0.0.1:$ENGINE", models: [m], capacity_rps: 100000, profile: {ttft_ms: 1, tbt_ms: 1}}
+classes: [{id: chat, model: m}]
+demand_rps: {gw: {chat: 1000}}
+YAML
+"$root/bin/sextant" solve "$work/topology.yaml" >"$work/snapshot.json"
+cat >"$work/gateway.yaml" <<YAML
+gateway_cluster: gw
+port: $GATEWAY
+snapshot_file: snapshot.json
+threads: 1
+access_log: false
+YAML
+java -Xms1g -Xmx1g -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
+pids+=($!)
+
+# HAProxy: the same single engine, one thread, keep-alive to the server
+cat >"$work/haproxy.cfg" <<CFG
+global
+  nbthread 1
+  maxconn 8000
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+  option http-keep-alive
+  http-reuse always
+frontend f
+  bind 127.0.0.1:$HAPROXY
+  default_backend b
+backend b
+  server e1 127.0.0.1:$ENGINE
+CFG
+haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
+pids+=($!)
+
+wait_for() { for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done; echo "port $1 not up" >&2; exit 1; }
+wait_for $ENGINE /healthz; wait_for $GATEWAY /healthz; wait_for $HAPROXY /healthz
+
+run() { # target port rate conns seconds
+  RATE=$3 CONNS=$4 THREADS=1 wrk -t1 -c"$4" -d"$5"s -s "$here/post.lua" "http://127.0.0.1:$2/v1/chat/completions" \
+    | grep '^RESULT' | sed "s/^RESULT/$1 offered=$3/"
+}
+echo "warm-up (discarded)"
+for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do run "${t%%:*}" "${t##*:}" 2000 20 10 >/dev/null; done
+for rate in 1000 5000; do
+  conns=$(( rate / 50 ))                       # each connection sends one request every 50 ms
+  for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do run "${t%%:*}" "${t##*:}" $rate $conns "$secs"; done
+done
+echo "max throughput (64 connections, no pacing)"
+for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do run "${t%%:*}" "${t##*:}" 0 64 "$secs"; done
