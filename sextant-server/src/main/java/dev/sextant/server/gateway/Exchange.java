@@ -118,9 +118,10 @@ final class Exchange {
     private void bind(Channel c) {
         upstream = c;
         c.pipeline().get(UpstreamHandler.class).owner = this;
-        String endpoint = decision.endpoint();
+        UpstreamPool.Target target = gw.pool.target(decision.endpoint());
         DefaultFullHttpRequest r = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, request.method(),
-                UpstreamPool.basePath(endpoint) + request.uri(), request.content().retainedDuplicate());
+                target.basePath().isEmpty() ? request.uri() : target.basePath() + request.uri(),
+                request.content().retainedDuplicate());
         for (CharSequence h : FORWARDED) {
             String v = request.headers().get(h);
             if (v != null) {
@@ -128,7 +129,7 @@ final class Exchange {
             }
         }
         r.headers().set("x-request-id", requestId);
-        r.headers().set(HttpHeaderNames.HOST, java.net.URI.create(endpoint).getAuthority());
+        r.headers().set(HttpHeaderNames.HOST, target.authority());
         HttpUtil.setContentLength(r, r.content().readableBytes());
         HttpUtil.setKeepAlive(r, true);
         cancelPhase();

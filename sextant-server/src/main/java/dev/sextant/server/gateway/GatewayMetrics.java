@@ -7,6 +7,8 @@ import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
@@ -40,15 +42,27 @@ final class GatewayMetrics {
         Gauge.builder("sextant.gateway.oversized.bodies", oversized::sum).register(registry);
     }
 
+    private record RequestKey(String classId, String engine, int status) {
+    }
+
+    // meters looked up once per label set: a Micrometer builder per request costs more than the proxying
+    private final Map<RequestKey, Counter> requests = new ConcurrentHashMap<>();
+    private final Map<String, Counter> sheds = new ConcurrentHashMap<>();
+    private final Map<String, Timer> ttft = new ConcurrentHashMap<>();
+    private final Map<String, Timer> tbt = new ConcurrentHashMap<>();
+    private final Map<String, Timer> latency = new ConcurrentHashMap<>();
+
     void request(String classId, String engine, int status) {
-        Counter.builder("sextant.gateway.requests").description("requests by class, engine and status")
-                .tag("class", classId == null ? "none" : classId).tag("engine", engine == null ? "none" : engine)
-                .tag("status", Integer.toString(status)).register(registry).increment();
+        requests.computeIfAbsent(new RequestKey(classId == null ? "none" : classId, engine == null ? "none" : engine,
+                status), k -> Counter.builder("sextant.gateway.requests").description("requests by class, engine and status")
+                .tag("class", k.classId()).tag("engine", k.engine()).tag("status", Integer.toString(k.status()))
+                .register(registry)).increment();
     }
 
     void shed(String classId) {
-        Counter.builder("sextant.gateway.sheds").description("requests refused by admission or the engine limit")
-                .tag("class", classId == null ? "none" : classId).register(registry).increment();
+        sheds.computeIfAbsent(classId == null ? "none" : classId, c -> Counter.builder("sextant.gateway.sheds")
+                .description("requests refused by admission or the engine limit").tag("class", c).register(registry))
+                .increment();
     }
 
     void retry() {
@@ -60,15 +74,18 @@ final class GatewayMetrics {
     }
 
     void ttft(String engine, long nanos) {
-        timer("sextant.gateway.ttft", "time to first content chunk", engine).record(nanos, TimeUnit.NANOSECONDS);
+        ttft.computeIfAbsent(engine == null ? "none" : engine,
+                e -> timer("sextant.gateway.ttft", "time to first content chunk", e)).record(nanos, TimeUnit.NANOSECONDS);
     }
 
     void tbt(String engine, long nanos) {
-        timer("sextant.gateway.tbt", "time between content chunks", engine).record(nanos, TimeUnit.NANOSECONDS);
+        tbt.computeIfAbsent(engine == null ? "none" : engine,
+                e -> timer("sextant.gateway.tbt", "time between content chunks", e)).record(nanos, TimeUnit.NANOSECONDS);
     }
 
     void latency(String engine, long nanos) {
-        timer("sextant.gateway.latency", "end-to-end request latency", engine).record(nanos, TimeUnit.NANOSECONDS);
+        latency.computeIfAbsent(engine == null ? "none" : engine,
+                e -> timer("sextant.gateway.latency", "end-to-end request latency", e)).record(nanos, TimeUnit.NANOSECONDS);
     }
 
     private Timer timer(String name, String description, String engine) {

@@ -89,9 +89,18 @@ final class UpstreamPool {
         return new InetSocketAddress(u.getHost(), port);
     }
 
-    /** Path prefix of an endpoint ({@code http://h:p/base} → {@code /base}), empty for none. */
-    static String basePath(String endpoint) {
-        String p = URI.create(endpoint).getRawPath();
-        return p == null ? "" : p.replaceAll("/+$", "");
+    /** What a request needs of an endpoint, parsed once per endpoint. */
+    record Target(String basePath, String authority) {
+    }
+
+    private final Map<String, Target> targets = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** The path prefix ({@code http://h:p/base} → {@code /base}, empty for none) and host header of an endpoint. */
+    Target target(String endpoint) {
+        return targets.computeIfAbsent(endpoint, e -> {
+            URI u = URI.create(e);
+            String p = u.getRawPath();
+            return new Target(p == null ? "" : p.replaceAll("/+$", ""), u.getAuthority());
+        });
     }
 }
