@@ -180,6 +180,28 @@ class ControlPlaneTest {
     }
 
     @Test
+    void slowEngine_isPenalizedForItsTtftAgainstItsProfile() throws Exception {
+        cp.tickNow(); // first scrape: the baseline of every engine's counters
+        var slow = fleet.engines.get("eu-1");
+        slow.setFaults(new dev.sextant.server.engine.Faults(0, 500, false, -1)); // ~0.5 s per step instead of 1 ms
+        java.util.List<CompletableFuture<HttpResponse<String>>> calls = new java.util.ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            calls.add(Fleet.HTTP.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + slow.port()
+                            + "/v1/chat/completions")).header("content-type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("x" + i, false, 1))).build(),
+                    HttpResponse.BodyHandlers.ofString()));
+        }
+        for (var c : calls) {
+            assertThat(c.get().statusCode()).isEqualTo(200);
+        }
+        cp.tickNow(); // second scrape: the interval's mean TTFT is far above the profile's
+        assertThat(cp.current().engines().get("eu-1").penalty()).isEqualTo(0.5);
+        JsonNode eu1 = Http.JSON.readTree(get("/healthz").body()).path("engines").path("eu-1");
+        assertThat(eu1.path("reason").asText()).startsWith("TTFT").contains("profile");
+        assertThat(cp.current().engines().get("eu-2").penalty()).isEqualTo(1.0);
+    }
+
+    @Test
     void malformedReport_is400() throws Exception {
         assertThat(postReport("{not json", "Bearer " + TOKEN).statusCode()).isEqualTo(400);
         assertThat(postReport("{\"gateway\":\"mars\"}", "Bearer " + TOKEN).statusCode()).isEqualTo(400);

@@ -1,0 +1,58 @@
+package dev.sextant.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** The server subcommands' config files: problems are bad input (exit 2) naming the file and the setting. */
+class ServerCommandsTest {
+    @TempDir
+    Path dir;
+    String stdout = "";
+    String stderr = "";
+
+    int run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = Sextant.run(Services.production(), new PrintWriter(out), new PrintWriter(err), args);
+        stdout = out.toString();
+        stderr = err.toString();
+        return code;
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            unknown key            | gateway       | gateway_cluster: east\\ncolour: blue\\nsnapshot_file: s.json | colour: unknown setting
+            no gateway cluster     | gateway       | port: 8080\\nsnapshot_file: s.json                         | gateway_cluster: missing
+            neither source         | gateway       | gateway_cluster: east                                     | exactly one of control_plane
+            bad duration           | gateway       | gateway_cluster: east\\ncontrol_plane: http://x:1\\ntoken_file: tok\\nidle_timeout: soon | idle_timeout
+            bad port type          | gateway       | gateway_cluster: east\\nport: eighty\\nsnapshot_file: s.json | port: "eighty" (expected: an integer)
+            no topology            | control-plane | port: 7070                                                | topology: missing
+            bad demand             | control-plane | topology: t.yaml\\ntoken_file: tok\\ndemand: lots          | demand: lots
+            """)
+    void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
+        Files.writeString(dir.resolve("tok"), "secret");
+        Path config = dir.resolve("server.yaml");
+        Files.writeString(config, yaml.replace("\\n", "\n"));
+        assertThat(run(command, "--config", config.toString())).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains("server.yaml").contains(says);
+    }
+
+    @Test
+    void gateway_withASnapshotFile_servesAndStops() throws Exception {
+        Path topology = Path.of("..", "examples", "talk.yaml");
+        assertThat(run("solve", topology.toString())).isZero();
+        Files.writeString(dir.resolve("snapshot.json"), stdout);
+        Path config = dir.resolve("gateway.yaml");
+        Files.writeString(config, "gateway_cluster: east\nport: 0\nsnapshot_file: snapshot.json\nthreads: 1\n");
+        assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
+        assertThat(stdout).contains("gateway east on http://127.0.0.1:").contains("(snapshot 1 from ").contains("stopped");
+    }
+}
