@@ -59,8 +59,13 @@ final class Exchange {
     private long firstChunkNanos = -1;
     private long lastChunkNanos;
     private long bytes;
-    private ScheduledFuture<?> phaseTimer;
-    private ScheduledFuture<?> totalTimer;
+    // One timer per exchange for all deadlines: re-arming the phase deadline on every chunk is a field write;
+    // the timer, when it fires early, re-schedules itself for the nearest deadline.
+    private long totalDeadline;
+    private long phaseDeadline = Long.MAX_VALUE;
+    private Channel phaseChannel;
+    private ScheduledFuture<?> timer;
+    private long timerAt;
 
     Exchange(Gateway gw, FrontHandler front, ChannelHandlerContext ctx, FullHttpRequest request, String path,
              boolean keepAlive, String requestId) {
@@ -77,7 +82,8 @@ final class Exchange {
 
     void start(Decision first) {
         decision = first;
-        totalTimer = loop.schedule(this::onTotalTimeout, gw.config.totalTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        totalDeadline = startNanos + gw.config.totalTimeout().toNanos();
+        ensureTimer();
         send();
     }
 
@@ -132,8 +138,7 @@ final class Exchange {
         r.headers().set(HttpHeaderNames.HOST, target.authority());
         HttpUtil.setContentLength(r, r.content().readableBytes());
         HttpUtil.setKeepAlive(r, true);
-        cancelPhase();
-        phaseTimer = loop.schedule(() -> onPhaseTimeout(c), gw.config.firstByteTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        armPhase(gw.config.firstByteTimeout());
         c.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
             if (f.isSuccess()) {
                 c.read();
@@ -259,7 +264,12 @@ final class Exchange {
     }
 
     private void onPhaseTimeout(Channel c) {
-        if (ended || c != upstream) {
+        if (ended) {
+            return;
+        }
+        if (c != upstream) { // a deadline left over from an earlier attempt
+            cancelPhase();
+            ensureTimer();
             return;
         }
         if (headersSent) {
@@ -351,8 +361,9 @@ final class Exchange {
     private void end(Outcome outcome, int finalStatus, String error) {
         ended = true;
         cancelPhase();
-        if (totalTimer != null) {
-            totalTimer.cancel(false);
+        if (timer != null) {
+            timer.cancel(false);
+            timer = null;
         }
         long now = System.nanoTime();
         if (outcome != null) {
@@ -388,15 +399,40 @@ final class Exchange {
     }
 
     private void armPhase(Duration d) {
-        cancelPhase();
-        Channel c = upstream;
-        phaseTimer = loop.schedule(() -> onPhaseTimeout(c), d.toNanos(), TimeUnit.NANOSECONDS);
+        phaseChannel = upstream;
+        phaseDeadline = System.nanoTime() + d.toNanos();
+        ensureTimer();
     }
 
     private void cancelPhase() {
-        if (phaseTimer != null) {
-            phaseTimer.cancel(false);
-            phaseTimer = null;
+        phaseDeadline = Long.MAX_VALUE;
+        phaseChannel = null;
+    }
+
+    private void ensureTimer() {
+        long at = Math.min(phaseDeadline, totalDeadline);
+        if (timer != null && timerAt <= at) {
+            return; // fires earlier and re-schedules itself then
+        }
+        if (timer != null) {
+            timer.cancel(false);
+        }
+        timerAt = at;
+        timer = loop.schedule(this::onTimer, Math.max(0, at - System.nanoTime()), TimeUnit.NANOSECONDS);
+    }
+
+    private void onTimer() {
+        timer = null;
+        if (ended) {
+            return;
+        }
+        long now = System.nanoTime();
+        if (now >= totalDeadline) {
+            onTotalTimeout();
+        } else if (now >= phaseDeadline) {
+            onPhaseTimeout(phaseChannel);
+        } else {
+            ensureTimer();
         }
     }
 
