@@ -1,15 +1,17 @@
 package dev.sextant.server.gateway;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import dev.sextant.server.internal.Http;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 
 /**
- * The body fields that classify a request, read from the JSON without copying the body: the parser reads the
- * request's buffer in place; the buffer itself is forwarded to the engine untouched.
+ * The body fields that classify a request, read from the JSON without copying the body: a streaming parser reads
+ * the request's buffer in place and skips every other field; the buffer itself is forwarded to the engine untouched.
  *
  * @param model          {@code model}
  * @param stream         {@code stream}, false when absent
@@ -31,83 +33,147 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
     }
 
     static RequestBody parse(ByteBuf content) throws Invalid {
-        JsonNode root;
-        try (ByteBufInputStream in = new ByteBufInputStream(content.duplicate())) {
-            root = Http.JSON.readTree((java.io.InputStream) in);
+        // a streaming read: only the fields that classify are looked at, everything else is skipped unparsed
+        String model = null;
+        boolean modelSeen = false;
+        boolean stream = false;
+        String promptCacheKey = null;
+        String user = null;
+        StringBuilder messages = new StringBuilder();
+        StringBuilder prompt = new StringBuilder();
+        StringBuilder input = new StringBuilder();
+        try (JsonParser p = Http.JSON.getFactory().createParser((InputStream) new ByteBufInputStream(content.duplicate()))) {
+            JsonToken t = p.nextToken();
+            if (t == null) {
+                throw new Invalid("empty body (expected: a JSON object)");
+            }
+            if (t != JsonToken.START_OBJECT) {
+                throw new Invalid("body: " + kind(t) + " (expected: a JSON object)");
+            }
+            while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                t = p.nextToken();
+                switch (name) {
+                    case "model" -> {
+                        modelSeen = t != JsonToken.VALUE_NULL;
+                        if (modelSeen && t != JsonToken.VALUE_STRING) {
+                            throw new Invalid("model: " + describe(p, t) + " (expected: a non-empty string)");
+                        }
+                        model = modelSeen ? p.getText() : null;
+                    }
+                    case "stream" -> {
+                        if (t != JsonToken.VALUE_TRUE && t != JsonToken.VALUE_FALSE && t != JsonToken.VALUE_NULL) {
+                            throw new Invalid("stream: " + describe(p, t) + " (expected: true or false)");
+                        }
+                        stream = t == JsonToken.VALUE_TRUE;
+                    }
+                    case "prompt_cache_key" -> promptCacheKey = optionalString(p, t, name);
+                    case "user" -> user = optionalString(p, t, name);
+                    case "messages" -> readMessages(p, t, messages);
+                    case "prompt" -> readText(p, t, prompt);
+                    case "input" -> readText(p, t, input);
+                    default -> p.skipChildren();
+                }
+            }
         } catch (JsonProcessingException e) {
             throw new Invalid("malformed JSON body: " + e.getOriginalMessage());
         } catch (IOException e) {
             throw new Invalid("unreadable body: " + e.getMessage());
         }
-        if (root == null || root.isMissingNode()) {
-            throw new Invalid("empty body (expected: a JSON object)");
-        }
-        if (!root.isObject()) {
-            throw new Invalid("body: a JSON " + root.getNodeType().name().toLowerCase() + " (expected: a JSON object)");
-        }
-        JsonNode model = root.get("model");
-        if (model == null || model.isNull()) {
+        if (!modelSeen) {
             throw new Invalid("model: missing (expected: a model id)");
         }
-        if (!model.isTextual() || model.asText().isBlank()) {
-            throw new Invalid("model: " + model + " (expected: a non-empty string)");
+        if (model.isBlank()) {
+            throw new Invalid("model: \"" + model + "\" (expected: a non-empty string)");
         }
-        JsonNode stream = root.get("stream");
-        if (stream != null && !stream.isNull() && !stream.isBoolean()) {
-            throw new Invalid("stream: " + stream + " (expected: true or false)");
-        }
-        StringBuilder prompt = new StringBuilder();
-        JsonNode messages = root.get("messages");
-        if (messages != null && !messages.isNull()) {
-            if (!messages.isArray()) {
-                throw new Invalid("messages: " + messages.getNodeType().name().toLowerCase() + " (expected: an array)");
-            }
-            for (JsonNode m : messages) {
-                if (!m.isObject()) {
-                    throw new Invalid("messages: an element is not an object");
-                }
-                appendText(prompt, m.get("content"));
-                if (prompt.length() >= PROMPT_CHARS) {
-                    break;
-                }
-            }
-        }
-        if (prompt.length() == 0) {
-            appendText(prompt, root.get("prompt"));
-        }
-        if (prompt.length() == 0) {
-            appendText(prompt, root.get("input"));
-        }
-        String text = prompt.length() > PROMPT_CHARS ? prompt.substring(0, PROMPT_CHARS) : prompt.toString();
-        return new RequestBody(model.asText(), stream != null && stream.asBoolean(),
-                optionalString(root, "prompt_cache_key"), optionalString(root, "user"), text.isEmpty() ? null : text);
+        StringBuilder text = messages.length() > 0 ? messages : prompt.length() > 0 ? prompt : input;
+        return new RequestBody(model, stream, promptCacheKey, user, text.length() == 0 ? null : text.toString());
     }
 
-    private static String optionalString(JsonNode root, String field) throws Invalid {
-        JsonNode n = root.get(field);
-        if (n == null || n.isNull()) {
-            return null;
-        }
-        if (!n.isTextual()) {
-            throw new Invalid(field + ": " + n + " (expected: a string)");
-        }
-        return n.asText();
-    }
-
-    private static void appendText(StringBuilder out, JsonNode content) {
-        if (content == null || out.length() >= PROMPT_CHARS) {
+    private static void readMessages(JsonParser p, JsonToken t, StringBuilder out) throws IOException, Invalid {
+        if (t == JsonToken.VALUE_NULL) {
             return;
         }
-        if (content.isTextual()) {
-            out.append(content.asText(), 0, Math.min(content.asText().length(), PROMPT_CHARS - out.length()));
-        } else if (content.isArray()) {
-            for (JsonNode part : content) {
-                if (part.isTextual()) {
-                    appendText(out, part);
-                } else if (part.isObject()) {
-                    appendText(out, part.get("text"));
+        if (t != JsonToken.START_ARRAY) {
+            throw new Invalid("messages: " + describe(p, t) + " (expected: an array)");
+        }
+        while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
+            if (t != JsonToken.START_OBJECT) {
+                throw new Invalid("messages: an element is " + describe(p, t) + " (expected: an object)");
+            }
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                JsonToken v = p.nextToken();
+                if (name.equals("content")) {
+                    readText(p, v, out);
+                } else {
+                    p.skipChildren();
                 }
             }
         }
+    }
+
+    /** Appends a string, or the strings (and parts' {@code text}) of an array, up to {@link #PROMPT_CHARS}. */
+    private static void readText(JsonParser p, JsonToken t, StringBuilder out) throws IOException {
+        if (t == JsonToken.VALUE_STRING) {
+            append(out, p.getText());
+        } else if (t == JsonToken.START_ARRAY) {
+            while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
+                if (t == JsonToken.VALUE_STRING) {
+                    append(out, p.getText());
+                } else if (t == JsonToken.START_OBJECT) {
+                    while (p.nextToken() == JsonToken.FIELD_NAME) {
+                        String name = p.currentName();
+                        JsonToken v = p.nextToken();
+                        if (name.equals("text") && v == JsonToken.VALUE_STRING) {
+                            append(out, p.getText());
+                        } else {
+                            p.skipChildren();
+                        }
+                    }
+                } else {
+                    p.skipChildren();
+                }
+            }
+        } else {
+            p.skipChildren();
+        }
+    }
+
+    private static void append(StringBuilder out, String s) {
+        int room = PROMPT_CHARS - out.length();
+        if (room > 0) {
+            out.append(s, 0, Math.min(room, s.length()));
+        }
+    }
+
+    private static String kind(JsonToken t) {
+        return switch (t) {
+            case START_ARRAY -> "an array";
+            case START_OBJECT -> "an object";
+            case VALUE_STRING -> "a string";
+            case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> "a number";
+            case VALUE_TRUE, VALUE_FALSE -> "a boolean";
+            case VALUE_NULL -> "null";
+            default -> t.name();
+        };
+    }
+
+    private static String describe(JsonParser p, JsonToken t) throws IOException {
+        return switch (t) {
+            case START_ARRAY, START_OBJECT -> kind(t);
+            case VALUE_STRING -> "\"" + p.getText() + "\"";
+            default -> p.getText();
+        };
+    }
+
+    private static String optionalString(JsonParser p, JsonToken t, String field) throws IOException, Invalid {
+        if (t == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        if (t != JsonToken.VALUE_STRING) {
+            throw new Invalid(field + ": " + describe(p, t) + " (expected: a string)");
+        }
+        return p.getText();
     }
 }

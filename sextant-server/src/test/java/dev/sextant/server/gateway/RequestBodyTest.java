@@ -1,0 +1,72 @@
+package dev.sextant.server.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class RequestBodyTest {
+
+    private static RequestBody parse(String json) throws RequestBody.Invalid {
+        ByteBuf buf = Unpooled.copiedBuffer(json, StandardCharsets.UTF_8);
+        try {
+            RequestBody b = RequestBody.parse(buf);
+            assertThat(buf.readerIndex()).as("the body is left as it was, to be forwarded").isZero();
+            return b;
+        } finally {
+            buf.release();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            chat messages in order          | {"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]} | be briefhi
+            content parts                   | {"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]} | ab
+            completion prompt               | {"model":"m","prompt":"once upon"} | once upon
+            prompt list                     | {"model":"m","prompt":["one ","two"]} | one two
+            embedding input                 | {"model":"m","input":"vector me"} | vector me
+            messages win over prompt        | {"prompt":"p","messages":[{"content":"m"}],"model":"m"} | m
+            unknown nested fields skipped   | {"tools":[{"model":"no","messages":"no"}],"model":"m","messages":[{"content":"ok","name":{"x":[1]}}]} | ok
+            """)
+    void promptText_followsTheRequestPathRules(String name, String json, String text) throws Exception {
+        RequestBody b = parse(json);
+        assertThat(b.model()).isEqualTo("m");
+        assertThat(b.promptText()).isEqualTo(text);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            stream and keys        | {"model":"m","stream":true,"prompt_cache_key":"k","user":"u"} | true  | k | u
+            nulls are absent       | {"model":"m","stream":null,"prompt_cache_key":null,"user":null} | false | | 
+            """)
+    void fields(String name, String json, boolean stream, String key, String user) throws Exception {
+        RequestBody b = parse(json);
+        assertThat(b.stream()).isEqualTo(stream);
+        assertThat(b.promptCacheKey()).isEqualTo(key);
+        assertThat(b.user()).isEqualTo(user);
+        assertThat(b.promptText()).isNull();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            blank model        | {"model":"  "}                      | model: "  "
+            model array        | {"model":["m"]}                     | model: an array
+            message not object | {"model":"m","messages":["hi"]}     | messages: an element is "hi"
+            truncated          | {"model":"m","messages":[            | malformed JSON
+            """)
+    void invalid_namesTheField(String name, String json, String says) {
+        assertThatThrownBy(() -> parse(json)).isInstanceOf(RequestBody.Invalid.class).hasMessageContaining(says);
+    }
+
+    @org.junit.jupiter.api.Test
+    void longPrompt_isCutAt1024Characters() throws Exception {
+        String json = "{\"model\":\"m\",\"messages\":[{\"content\":\"" + "a".repeat(1000) + "\"},{\"content\":\""
+                + "b".repeat(1000) + "\"}]}";
+        String text = parse(json).promptText();
+        assertThat(text).hasSize(RequestBody.PROMPT_CHARS).startsWith("a".repeat(1000)).endsWith("b".repeat(24));
+    }
+}
