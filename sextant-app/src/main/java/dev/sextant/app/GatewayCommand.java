@@ -20,7 +20,7 @@ final class GatewayCommand implements Callable<Integer> {
     static final Set<String> KEYS = Set.of("gateway_cluster", "host", "port", "control_plane", "token_file",
             "snapshot_file", "long_poll_wait", "report_interval", "max_body_bytes", "connect_timeout",
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
-            "threads");
+            "threads", "max_in_flight_per_engine");
     private final PrintWriter out;
 
     @Option(names = "--config", paramLabel = "GATEWAY.yaml", required = true, description = "The gateway's settings.")
@@ -59,6 +59,8 @@ final class GatewayCommand implements Callable<Integer> {
                     f.duration("total_timeout", d.totalTimeout()), f.duration("drain_timeout", d.drainTimeout()), cp,
                     token, f.duration("report_interval", d.reportInterval()), f.bool("access_log", true),
                     DataPlaneOptions.builder().maxSnapshotAge(f.duration("max_snapshot_age", Duration.ofMinutes(5)))
+                            .maxInFlightPerEngine(f.integer("max_in_flight_per_engine",
+                                    DataPlaneOptions.defaults().maxInFlightPerEngine()))
                             .build());
         } catch (IllegalArgumentException e) {
             throw new UsageException(config + ": " + e.getMessage());
