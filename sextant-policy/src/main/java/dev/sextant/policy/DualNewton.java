@@ -27,6 +27,8 @@ import java.util.Arrays;
  */
 final class DualNewton {
     private static final double ARMIJO = 1e-4;
+    /** Options this many τ above a source's price get no flow (e^-60 ≈ 1e-26 of it). */
+    private static final double NEGLIGIBLE = 60;
 
     private final int sources;
     private final int groupCount;
@@ -133,7 +135,9 @@ final class DualNewton {
             if (s.gap <= gapTolerance && s.fullGap <= gapTolerance) {
                 return s;
             }
-            tau *= 0.1;
+            // the gap shrinks in proportion to τ: aim the next stage at a third of the tolerance,
+            // but never more than tenfold at once (Newton's region of fast convergence shrinks with τ)
+            tau *= Math.max(0.1, Math.min(0.5, 0.3 * gapTolerance / Math.max(s.gap, s.fullGap)));
         }
         return best;
     }
@@ -239,7 +243,10 @@ final class DualNewton {
         // uncapped options only: log-sum-exp in closed form
         double z = Math.exp(-(shedCost[k] - cmin) / tau);
         for (int a = 0; a < sg.length; a++) {
-            z += Math.exp(-(arc[a] + p[sg[a]] - cmin) / tau);
+            double over = arc[a] + p[sg[a]] - cmin;
+            if (over <= NEGLIGIBLE * tau) {
+                z += Math.exp(-over / tau);
+            }
         }
         double piK = cmin + tau * Math.log(lam / z);
         if (capped) {
@@ -253,7 +260,8 @@ final class DualNewton {
         value += shedCost[k] * sh + tau * xlogx(sh);
         for (int a = 0; a < sg.length; a++) {
             double c = arc[a] + p[sg[a]];
-            double f = Math.exp((piK - c) / tau);
+            // an option 60 τ above the source's price carries e^-60 of it: none, to the last digit
+            double f = (c - piK) > NEGLIGIBLE * tau ? 0 : Math.exp((piK - c) / tau);
             flowRegular[k][a] = f;
             double s = f / tau;
             value += c * f + tau * xlogx(f);
@@ -346,29 +354,37 @@ final class DualNewton {
         for (double[] row : hessian) {
             Arrays.fill(row, 0);
         }
+        int[] active = new int[0];
         for (int k = 0; k < sources; k++) {
             int[] sg = slotGroup[k];
             double[] s = slotS[k];
+            if (active.length < sg.length) {
+                active = new int[sg.length];
+            }
+            int n = 0;
             double total = shedS[k];
-            for (double v : s) {
-                total += v;
+            for (int a = 0; a < sg.length; a++) {
+                if (s[a] > 0) {
+                    active[n++] = a;
+                    total += s[a];
+                }
             }
             if (total <= 0) {
                 continue;
             }
-            for (int a = 0; a < sg.length; a++) {
-                if (s[a] == 0) {
-                    continue;
-                }
+            for (int i = 0; i < n; i++) {
+                int a = active[i];
                 // s_a (S − s_a) / S with S − s_a summed from the others, free of cancellation
                 double others = shedS[k];
-                for (int b = 0; b < sg.length; b++) {
-                    if (b != a) {
+                double[] row = hessian[sg[a]];
+                for (int j = 0; j < n; j++) {
+                    if (j != i) {
+                        int b = active[j];
                         others += s[b];
-                        hessian[sg[a]][sg[b]] -= s[a] * s[b] / total;
+                        row[sg[b]] -= s[a] * s[b] / total;
                     }
                 }
-                hessian[sg[a]][sg[a]] += s[a] * others / total;
+                row[sg[a]] += s[a] * others / total;
             }
         }
         for (int g = 0; g < groupCount; g++) {
@@ -479,7 +495,10 @@ final class DualNewton {
         }
         repairCapacity(flow, shedOut, load);
         fillPricedGroups(p, flow, shedOut, load);
+        return finish(p, flow, shedOut, load);
+    }
 
+    private Solution finish(double[] p, double[][] flow, double[] shedOut, double[] load) {
         double objective = 0;
         double[][] engineLoads = new double[groupCount][];
         for (int g = 0; g < groupCount; g++) {
