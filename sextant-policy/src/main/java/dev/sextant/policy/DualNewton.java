@@ -318,14 +318,15 @@ final class DualNewton {
     /** The source price where the placed flow equals the demand, with capped (kept) options. */
     private double solvePrice(int k, double[] p, double upper) {
         double lam = lambda[k];
+        double[] ps = new double[2];
         double hi = upper;
         double lo = hi - tau;
-        for (int i = 0; i < 200 && placed(k, p, lo) > lam; i++) {
+        for (int i = 0; i < 200 && placed(k, p, lo, ps) > lam; i++) {
             lo = hi - 2 * (hi - lo);
         }
         double x = hi;
         for (int it = 0; it < 200; it++) {
-            double fx = placed(k, p, x) - lam;
+            double fx = placed(k, p, x, ps) - lam;
             if (Math.abs(fx) <= 1e-14 * lam) {
                 return x;
             }
@@ -337,37 +338,35 @@ final class DualNewton {
             if (hi - lo <= 1e-15 * Math.max(1, Math.abs(hi))) {
                 return 0.5 * (lo + hi);
             }
-            double next = x - fx / placedSlope(k, p, x);
+            double next = x - fx / ps[1];
             x = next > lo && next < hi ? next : 0.5 * (lo + hi);
         }
         return x;
     }
 
-    private double placed(int k, double[] p, double piK) {
+    /**
+     * Flow source k places at source price {@code piK}, returned and in {@code out[0]}, and its
+     * derivative with respect to the price in {@code out[1]}.
+     */
+    private double placed(int k, double[] p, double piK, double[] out) {
         int[] sg = slotGroup[k];
-        double sum = Math.exp((piK - shedCost[k]) / tau);
+        double shed = Math.exp((piK - shedCost[k]) / tau);
+        double sum = shed;
+        double slope = shed;
         for (int a = 0; a < sg.length; a++) {
             double c = slotArc[k][a] + p[sg[a]];
-            sum += Math.exp((piK - c) / tau);
-            if (slotKept[k][a] > 0) {
-                sum += slotKept[k][a] / (1 + Math.exp((c - discount - piK) / tau));
-            }
-        }
-        return sum;
-    }
-
-    private double placedSlope(int k, double[] p, double piK) {
-        int[] sg = slotGroup[k];
-        double sum = Math.exp((piK - shedCost[k]) / tau);
-        for (int a = 0; a < sg.length; a++) {
-            double c = slotArc[k][a] + p[sg[a]];
-            sum += Math.exp((piK - c) / tau);
+            double f = Math.exp((piK - c) / tau);
+            sum += f;
+            slope += f;
             if (slotKept[k][a] > 0) {
                 double sigma = 1 / (1 + Math.exp((c - discount - piK) / tau));
-                sum += slotKept[k][a] * sigma * (1 - sigma);
+                sum += slotKept[k][a] * sigma;
+                slope += slotKept[k][a] * sigma * (1 - sigma);
             }
         }
-        return sum / tau;
+        out[0] = sum;
+        out[1] = slope / tau;
+        return sum;
     }
 
     private void buildHessian() {
