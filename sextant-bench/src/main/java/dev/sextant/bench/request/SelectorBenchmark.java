@@ -5,7 +5,7 @@ import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.request.Decision;
 import dev.sextant.request.Outcome;
 import dev.sextant.request.RequestMeta;
-import dev.sextant.request.SlotTable;
+import dev.sextant.snapshot.SlotTable;
 import dev.sextant.request.Ticker;
 import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Objective;
