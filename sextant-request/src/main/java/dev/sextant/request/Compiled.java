@@ -194,8 +194,10 @@ final class Compiled {
         int[] idx = new int[r.weights().size()];
         double[] ws = new double[idx.length];
         int n = 0;
+        int positive = 0; // engines the snapshot's table indexes: every positive weight, allowed or not
         for (Map.Entry<String, Double> w : r.weights().entrySet()) { // sorted by engine id
             Integer j = engines.index.get(w.getKey());
+            positive += w.getValue() > 0 ? 1 : 0;
             if (w.getValue() > 0 && j != null && allowed.mask[j]) {
                 idx[n] = j;
                 ws[n] = w.getValue();
@@ -218,8 +220,8 @@ final class Compiled {
                 localTable = prev.localTable;
             } else if (r.slots().isEmpty()) {
                 localTable = "the snapshot carries no slot table";
-            } else if (n != r.slotEngines().size()) {
-                localTable = "the snapshot's slot table names " + (r.slotEngines().size() - n)
+            } else if (n != positive) {
+                localTable = "the snapshot's slot table names " + (positive - n)
                         + " engine(s) outside the class's allowed set or not in the snapshot";
             } else {
                 try {
