@@ -274,7 +274,6 @@ final class Compiled {
                 && engines.rttMs[a] == engines.rttMs[b];
     }
 
-
     private static double expectedTtft(String id, EngineState e, double rttMs, DataPlaneOptions options) {
         double engineMs = options.ttftPredictor().expectedTtftMs(id, e);
         if (!(engineMs > 0) || Double.isInfinite(engineMs)) {
