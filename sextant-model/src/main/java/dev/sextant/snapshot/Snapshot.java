@@ -68,6 +68,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                     f.count(r.priority()).number(r.demandRps()).number(r.shedFraction()).number(r.priceMs());
                     f.count(r.weights().size());
                     r.weights().forEach((e, w) -> f.text(e).number(w));
+                    f.text(r.slots());
                 });
             });
             f.count(engines.size());
