@@ -18,6 +18,8 @@ final class Metrics {
     final Histogram[] e2eByClass;
 
     long generated;
+    final long[] generatedByClass;
+    final long[] shedByClass;
     long completed;
     long shed;
     long failed;
@@ -57,6 +59,8 @@ final class Metrics {
             e2eByClass[k] = new Histogram(MAX_US, 3);
         }
         lastBusy = new double[sim.engineCount];
+        generatedByClass = new long[classes];
+        shedByClass = new long[classes];
     }
 
     /** Requests generated but not yet ended. */
@@ -66,6 +70,7 @@ final class Metrics {
 
     void generated(SimRequest r) {
         generated++;
+        generatedByClass[r.trafficClass]++;
     }
 
     void attempt(SimRequest r) {
@@ -107,6 +112,7 @@ final class Metrics {
             }
             case SHED -> {
                 shed++;
+                shedByClass[r.trafficClass]++;
                 bucketShed++;
             }
             case FAILED -> {

@@ -3,12 +3,14 @@ package dev.sextant.sim;
 /**
  * {@code nearest}: every request to the lowest-round-trip allowed engines, split among them in proportion
  * to capacity by weighted rendezvous hashing of the conversation (so turns return to the same engine),
- * whatever their load. {@code waterfall} does the same but skips an engine whose batch is full
- * (running + waiting ≥ max sequences), spilling to the next nearest, as priority-based failover in
- * L7 proxies does; when every engine is full it falls back to the nearest.
+ * whatever their load. {@code waterfall} does the same but skips an engine that its last scrape showed
+ * full (running + waiting ≥ max sequences; scraped metrics arrive with the scenario's signal delay, as a
+ * metrics-driven router sees them), spilling to the next nearest; when every engine looks full it falls
+ * back to the nearest.
  */
 final class NearestPolicy extends BaselinePolicy {
     private final boolean spill;
+    private int[] busy;
 
     NearestPolicy(boolean spill) {
         this.spill = spill;
@@ -17,6 +19,19 @@ final class NearestPolicy extends BaselinePolicy {
     @Override
     public String name() {
         return spill ? "waterfall" : "nearest";
+    }
+
+    @Override
+    public void start(Simulation s) {
+        super.start(s);
+        busy = new int[s.engineCount];
+        if (spill) {
+            s.onScrape(scrape -> {
+                for (int j = 0; j < busy.length; j++) {
+                    busy[j] = scrape.running()[j] + scrape.waiting()[j];
+                }
+            });
+        }
     }
 
     @Override
@@ -48,8 +63,7 @@ final class NearestPolicy extends BaselinePolicy {
                         bestScore = s;
                         best = j;
                     }
-                    EngineSim e = sim.engines.get(j);
-                    if (s < bestFreeScore && e.runningCount() + e.waitingCount() < e.params.maxSeqs()) {
+                    if (s < bestFreeScore && busy[j] < sim.engines.get(j).params.maxSeqs()) {
                         bestFreeScore = s;
                         bestFree = j;
                     }

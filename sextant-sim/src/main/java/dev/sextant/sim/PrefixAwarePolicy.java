@@ -64,11 +64,20 @@ final class PrefixAwarePolicy extends BaselinePolicy {
                 && Math.min(entry[1], r.promptTokens) > CACHE_THRESHOLD * r.promptTokens) {
             chosen = (int) entry[0];
         } else {
+            // fewest tokens; ties (common: many gateways, each with its own picture) broken by a hash of
+            // the conversation, so gateways do not all herd onto the lowest-numbered engine
             chosen = -1;
             long best = Long.MAX_VALUE;
+            double bestTie = 2;
             for (int j : allowed) {
-                if (candidate(r, j, exclude) && treeTokens[g][j] < best) {
-                    best = treeTokens[g][j];
+                if (!candidate(r, j, exclude)) {
+                    continue;
+                }
+                long t = treeTokens[g][j];
+                double tie = Hashing.unit(r.affinityKey(), j);
+                if (t < best || (t == best && tie < bestTie)) {
+                    best = t;
+                    bestTie = tie;
                     chosen = j;
                 }
             }
