@@ -1,10 +1,12 @@
 package dev.sextant.app;
 
+import dev.sextant.config.TopologyLoader;
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.SolveOptions;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Topology;
 import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -20,7 +22,7 @@ final class CompareCommand implements Callable<Integer> {
     private final PrintWriter err;
 
     @Parameters(index = "0", paramLabel = "TOPOLOGY.yaml", description = "The topology (docs/topology.md).")
-    java.nio.file.Path topologyFile;
+    Path topologyFile;
 
     @Mixin
     Common common;
@@ -33,7 +35,7 @@ final class CompareCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        Topology topology = dev.sextant.config.TopologyLoader.load(topologyFile);
+        Topology topology = TopologyLoader.load(topologyFile);
         Map<String, Object> results = new LinkedHashMap<>();
         boolean failed = false;
         for (String name : Policies.NAMES) {

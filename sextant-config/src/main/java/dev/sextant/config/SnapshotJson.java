@@ -12,7 +12,9 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -109,12 +111,12 @@ public final class SnapshotJson {
     }
 
     /** Every field of {@code json} by path with its line; empty when the text is not well-formed. */
-    private static java.util.Map<String, YamlTree.Located> fieldLines(String json) {
+    private static Map<String, YamlTree.Located> fieldLines(String json) {
         try (JsonParser p = Json.MAPPER.getFactory().createParser(json)) {
-            YamlTree.Node root = YamlTree.parse(p, "", new java.util.ArrayList<>());
-            return root == null ? java.util.Map.of() : YamlTree.index(root);
+            YamlTree.Node root = YamlTree.parse(p, "", new ArrayList<>());
+            return root == null ? Map.of() : YamlTree.index(root);
         } catch (IOException e) {
-            return java.util.Map.of();
+            return Map.of();
         }
     }
 

@@ -274,7 +274,7 @@ public final class TopologyLoader {
                 T value = null;
                 if (n instanceof Mapping m) {
                     value = reader.read(m, p);
-                } else {
+                } else if (!(n instanceof Scalar sc && sc.kind() == Kind.OTHER)) {
                     problem(p, shown(n) + " (expected: a mapping)");
                 }
                 boolean ok = value != null && problems.size() == before;
@@ -298,7 +298,7 @@ public final class TopologyLoader {
             m.entries().forEach((row, e) -> {
                 String rowPath = YamlTree.child(key, row);
                 if (!(e.value() instanceof Mapping r)) {
-                    problem(rowPath, shown(e.value()) + " (expected: a mapping of id to number)");
+                    wrongType(key, row, e.value(), "a mapping of id to number");
                     return;
                 }
                 Map<String, Double> cells = new LinkedHashMap<>();
@@ -387,7 +387,9 @@ public final class TopologyLoader {
                 if (item instanceof Scalar sc && sc.kind() != Kind.NULL && sc.kind() != Kind.OTHER) {
                     out.add(sc.text());
                 } else {
-                    problem(p + "[" + i + "]", shown(item) + " (expected: a string)");
+                    if (!(item instanceof Scalar sc && sc.kind() == Kind.OTHER)) {
+                        problem(p + "[" + i + "]", shown(item) + " (expected: a string)");
+                    }
                     return null;
                 }
             }
@@ -411,7 +413,9 @@ public final class TopologyLoader {
         }
 
         private <T> T wrongType(String path, String key, Node n, String expected) {
-            problem(YamlTree.child(path, key), shown(n) + " (expected: " + expected + ")");
+            if (!(n instanceof Scalar s && s.kind() == Kind.OTHER)) {
+                problem(YamlTree.child(path, key), shown(n) + " (expected: " + expected + ")");
+            }
             return null;
         }
 

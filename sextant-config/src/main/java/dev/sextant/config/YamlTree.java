@@ -5,12 +5,15 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A YAML document as a small tree whose every node remembers its line, read token by token with
@@ -18,6 +21,10 @@ import java.util.Map;
  * need them.
  */
 final class YamlTree {
+    /*
+     * Aliases (profile: *h100) are rejected rather than expanded: Jackson's anchor-replaying parser
+     * silently drops aliases nested inside an anchored node, and a topology must never lose a value.
+     */
     private static final YAMLFactory YAML = YAMLFactory.builder().build();
 
     private YamlTree() {
@@ -28,6 +35,7 @@ final class YamlTree {
         int line();
     }
 
+    /** The kinds of scalar; OTHER (an alias, binary data) is already reported as a problem when read. */
     enum Kind { STRING, INTEGER, FLOAT, BOOLEAN, NULL, OTHER }
 
     /** A scalar; {@code number} is its value when {@code kind} is INTEGER or FLOAT, else NaN. */
@@ -113,6 +121,11 @@ final class YamlTree {
                 return new Sequence(line, List.copyOf(items));
             }
             case VALUE_STRING:
+                if (p instanceof YAMLParser y && y.isCurrentAlias()) {
+                    problems.add(new ConfigProblem(source, line, path, "alias *" + p.getText()
+                            + " (expected: the value written out; anchors and aliases are not supported)"));
+                    return new Scalar(line, Kind.OTHER, "*" + p.getText(), Double.NaN);
+                }
                 return new Scalar(line, Kind.STRING, p.getText(), Double.NaN);
             case VALUE_NUMBER_INT:
                 return new Scalar(line, Kind.INTEGER, p.getText(), p.getDoubleValue());
@@ -124,6 +137,7 @@ final class YamlTree {
             case VALUE_NULL:
                 return new Scalar(line, Kind.NULL, "", Double.NaN);
             default:
+                problems.add(new ConfigProblem(source, line, path, "a " + t + " (expected: a string, number or boolean)"));
                 return new Scalar(line, Kind.OTHER, String.valueOf(p.getText()), Double.NaN);
         }
     }
@@ -168,15 +182,15 @@ final class YamlTree {
         return location == null || location.getLineNr() < 1 ? 0 : location.getLineNr();
     }
 
-    private static final java.util.regex.Pattern SCANNER_MARK =
-            java.util.regex.Pattern.compile("\\s*in '[^']*', line \\d+, column (\\d+):.*$", java.util.regex.Pattern.DOTALL);
+    private static final Pattern SCANNER_MARK =
+            Pattern.compile("\\s*in '[^']*', line \\d+, column (\\d+):.*$", Pattern.DOTALL);
 
     /** The scanner's message on one line, its source excerpt replaced by the column (the line is named anyway). */
     private static String oneLine(String s) {
         if (s == null) {
             return "malformed";
         }
-        java.util.regex.Matcher m = SCANNER_MARK.matcher(s);
+        Matcher m = SCANNER_MARK.matcher(s);
         String text = m.find() ? s.substring(0, m.start()) + " (column " + m.group(1) + ")" : s;
         return text.replaceAll("\\s*\\R\\s*", " ").trim();
     }

@@ -100,6 +100,18 @@ class TopologyLoaderTest {
                 new MeasuredProfile.Point(0.0, 150, 20), new MeasuredProfile.Point(0.8, 600, 35))));
     }
 
+    @Test
+    void load_alias_isRejectedWhereItIsUsed() {
+        String yaml = talkWith("profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\\n  - id: west-1",
+                "profile: &h100 {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\\n  - id: west-1")
+                .replace("profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\nclasses", "profile: *h100\nclasses");
+
+        TopologyException e = failure(yaml);
+
+        assertThat(e.problems()).extracting(ConfigProblem::toString).containsExactly("talk.yaml:27: engines[1].profile: alias *h100 "
+                + "(expected: the value written out; anchors and aliases are not supported)");
+    }
+
     /** One row per kind of mistake: the edit to talk.yaml, then the problem's line, field and message. */
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', quoteCharacter = '"', textBlock = """
@@ -133,6 +145,7 @@ class TopologyLoaderTest {
             string for number       | capacity_rps: 80          | capacity_rps: fast              | 26 | engines[1].capacity_rps   | 'fast' (expected: a number)
             quoted number           | capacity_rps: 80          | capacity_rps: "80"              | 26 | engines[1].capacity_rps   | '80' (expected: a number)
             string for list         | models: [llama-3.1-70b]\\n    capacity_rps: 80 | models: llama-3.1-70b\\n    capacity_rps: 80 | 25 | engines[1].models | 'llama-3.1-70b' (expected: a list of strings)
+            null in list of strings | models: [llama-3.1-70b]\\n    capacity_rps: 80 | models: [llama-3.1-70b, null]\\n    capacity_rps: 80 | 25 | engines[1].models[1] | empty (expected: a string)
             list for string         | cluster: gpu-west         | cluster: [gpu-west]             | 23 | engines[1].cluster        | a list (expected: a string)
             fraction for integer    | priority: 0}              | priority: 1.5}                  | 29 | classes[0].priority       | 1.5 (expected: an integer)
             mapping for list        | engines:\\n               | engines: {}\\nx_engines:\\n     | 15 | engines                   | a mapping (expected: a list)

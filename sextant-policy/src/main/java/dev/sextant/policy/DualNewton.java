@@ -27,6 +27,8 @@ import java.util.Arrays;
  */
 final class DualNewton {
     private static final double ARMIJO = 1e-4;
+    /** Options this many τ above a source's price get no flow (e^-60 ≈ 1e-26 of it). */
+    private static final double NEGLIGIBLE = 60;
 
     private final int sources;
     private final int groupCount;
@@ -133,7 +135,9 @@ final class DualNewton {
             if (s.gap <= gapTolerance && s.fullGap <= gapTolerance) {
                 return s;
             }
-            tau *= 0.1;
+            // the gap shrinks in proportion to τ: aim the next stage at a third of the tolerance,
+            // but never more than tenfold at once (Newton's region of fast convergence shrinks with τ)
+            tau *= Math.max(0.1, Math.min(0.5, 0.3 * gapTolerance / Math.max(s.gap, s.fullGap)));
         }
         return best;
     }
@@ -237,29 +241,33 @@ final class DualNewton {
             capped |= kept[a] > 0;
         }
         // uncapped options only: log-sum-exp in closed form
-        double z = StrictMath.exp(-(shedCost[k] - cmin) / tau);
+        double z = Math.exp(-(shedCost[k] - cmin) / tau);
         for (int a = 0; a < sg.length; a++) {
-            z += StrictMath.exp(-(arc[a] + p[sg[a]] - cmin) / tau);
+            double over = arc[a] + p[sg[a]] - cmin;
+            if (over <= NEGLIGIBLE * tau) {
+                z += Math.exp(-over / tau);
+            }
         }
-        double piK = cmin + tau * StrictMath.log(lam / z);
+        double piK = cmin + tau * Math.log(lam / z);
         if (capped) {
             piK = solvePrice(k, p, piK);
         }
         pi[k] = piK;
         double value = 0;
-        double sh = StrictMath.exp((piK - shedCost[k]) / tau);
+        double sh = Math.exp((piK - shedCost[k]) / tau);
         shed[k] = sh;
         shedS[k] = sh / tau;
         value += shedCost[k] * sh + tau * xlogx(sh);
         for (int a = 0; a < sg.length; a++) {
             double c = arc[a] + p[sg[a]];
-            double f = StrictMath.exp((piK - c) / tau);
+            // an option 60 τ above the source's price carries e^-60 of it: none, to the last digit
+            double f = (c - piK) > NEGLIGIBLE * tau ? 0 : Math.exp((piK - c) / tau);
             flowRegular[k][a] = f;
             double s = f / tau;
             value += c * f + tau * xlogx(f);
             if (kept[a] > 0) {
                 double cd = c - discount;
-                double e = StrictMath.exp((cd - piK) / tau);
+                double e = Math.exp((cd - piK) / tau);
                 double sigma = 1 / (1 + e);
                 double fk = kept[a] * sigma;
                 flowKept[k][a] = fk;
@@ -280,11 +288,11 @@ final class DualNewton {
 
     /** f·log f − f, the entropy of an uncapped option (0 at f = 0). */
     private static double xlogx(double f) {
-        return f > 0 ? f * StrictMath.log(f) - f : 0;
+        return f > 0 ? f * Math.log(f) - f : 0;
     }
 
     private static double plogp(double s) {
-        return s > 0 ? s * StrictMath.log(s) : 0;
+        return s > 0 ? s * Math.log(s) : 0;
     }
 
     /** The source price where the placed flow equals the demand, with capped (kept) options. */
@@ -317,12 +325,12 @@ final class DualNewton {
 
     private double placed(int k, double[] p, double piK) {
         int[] sg = slotGroup[k];
-        double sum = StrictMath.exp((piK - shedCost[k]) / tau);
+        double sum = Math.exp((piK - shedCost[k]) / tau);
         for (int a = 0; a < sg.length; a++) {
             double c = slotArc[k][a] + p[sg[a]];
-            sum += StrictMath.exp((piK - c) / tau);
+            sum += Math.exp((piK - c) / tau);
             if (slotKept[k][a] > 0) {
-                sum += slotKept[k][a] / (1 + StrictMath.exp((c - discount - piK) / tau));
+                sum += slotKept[k][a] / (1 + Math.exp((c - discount - piK) / tau));
             }
         }
         return sum;
@@ -330,12 +338,12 @@ final class DualNewton {
 
     private double placedSlope(int k, double[] p, double piK) {
         int[] sg = slotGroup[k];
-        double sum = StrictMath.exp((piK - shedCost[k]) / tau);
+        double sum = Math.exp((piK - shedCost[k]) / tau);
         for (int a = 0; a < sg.length; a++) {
             double c = slotArc[k][a] + p[sg[a]];
-            sum += StrictMath.exp((piK - c) / tau);
+            sum += Math.exp((piK - c) / tau);
             if (slotKept[k][a] > 0) {
-                double sigma = 1 / (1 + StrictMath.exp((c - discount - piK) / tau));
+                double sigma = 1 / (1 + Math.exp((c - discount - piK) / tau));
                 sum += slotKept[k][a] * sigma * (1 - sigma);
             }
         }
@@ -346,29 +354,37 @@ final class DualNewton {
         for (double[] row : hessian) {
             Arrays.fill(row, 0);
         }
+        int[] active = new int[0];
         for (int k = 0; k < sources; k++) {
             int[] sg = slotGroup[k];
             double[] s = slotS[k];
+            if (active.length < sg.length) {
+                active = new int[sg.length];
+            }
+            int n = 0;
             double total = shedS[k];
-            for (double v : s) {
-                total += v;
+            for (int a = 0; a < sg.length; a++) {
+                if (s[a] > 0) {
+                    active[n++] = a;
+                    total += s[a];
+                }
             }
             if (total <= 0) {
                 continue;
             }
-            for (int a = 0; a < sg.length; a++) {
-                if (s[a] == 0) {
-                    continue;
-                }
+            for (int i = 0; i < n; i++) {
+                int a = active[i];
                 // s_a (S − s_a) / S with S − s_a summed from the others, free of cancellation
                 double others = shedS[k];
-                for (int b = 0; b < sg.length; b++) {
-                    if (b != a) {
+                double[] row = hessian[sg[a]];
+                for (int j = 0; j < n; j++) {
+                    if (j != i) {
+                        int b = active[j];
                         others += s[b];
-                        hessian[sg[a]][sg[b]] -= s[a] * s[b] / total;
+                        row[sg[b]] -= s[a] * s[b] / total;
                     }
                 }
-                hessian[sg[a]][sg[a]] += s[a] * others / total;
+                row[sg[a]] += s[a] * others / total;
             }
         }
         for (int g = 0; g < groupCount; g++) {
@@ -479,7 +495,10 @@ final class DualNewton {
         }
         repairCapacity(flow, shedOut, load);
         fillPricedGroups(p, flow, shedOut, load);
+        return finish(p, flow, shedOut, load);
+    }
 
+    private Solution finish(double[] p, double[][] flow, double[] shedOut, double[] load) {
         double objective = 0;
         double[][] engineLoads = new double[groupCount][];
         for (int g = 0; g < groupCount; g++) {

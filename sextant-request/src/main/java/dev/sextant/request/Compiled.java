@@ -25,40 +25,38 @@ final class Compiled {
     final long receivedAt;
     final Map<String, ClassRoute[]> byModel;
     final Map<String, ClassRoute> byId;
-    /** Engine id → classes that route to it by weight, for the ejection cap. */
-    final Map<String, List<ClassRoute>> classesOf;
     /** r(u) in millionths of a retry, deposited by every admitted request. */
     final long depositMicro;
 
     private Compiled(Snapshot snapshot, long receivedAt, Map<String, ClassRoute[]> byModel,
-                     Map<String, ClassRoute> byId, Map<String, List<ClassRoute>> classesOf, long depositMicro) {
+                     Map<String, ClassRoute> byId, long depositMicro) {
         this.snapshot = snapshot;
         this.receivedAt = receivedAt;
         this.byModel = byModel;
         this.byId = byId;
-        this.classesOf = classesOf;
         this.depositMicro = depositMicro;
     }
 
     Compiled refreshed(long now) {
-        return new Compiled(snapshot, now, byModel, byId, classesOf, depositMicro);
+        return new Compiled(snapshot, now, byModel, byId, depositMicro);
     }
 
     static Compiled compile(String gateway, Snapshot s, Compiled previous, long now,
                             Function<String, EngineCell> cells, DataPlaneOptions options) {
         Map<String, Route> routes = s.routes().getOrDefault(gateway, Map.of());
-        Map<String, Double> rtt = s.networkRttMs().getOrDefault(gateway, Map.of());
-        Map<String, EngineState> engines = s.engines();
+        EngineIndex engines = new EngineIndex(s, gateway, cells, options);
+        Map<String, Allowed> allowedSets = new HashMap<>();
 
         // Each engine's share of this gateway's requests, over all classes, weighted by demand.
-        Map<String, Double> load = new HashMap<>();
+        double[] load = new double[engines.size()];
         double total = 0;
         for (Route r : routes.values()) {
             double d = Math.max(0, r.demandRps()) + DEMAND_EPSILON;
+            boolean[] mask = allowed(r, engines, allowedSets).mask;
             for (Map.Entry<String, Double> w : r.weights().entrySet()) {
-                EngineState e = engines.get(w.getKey());
-                if (w.getValue() > 0 && e != null && allowed(r, e)) {
-                    load.merge(w.getKey(), d * w.getValue(), Double::sum);
+                Integer j = engines.index.get(w.getKey());
+                if (w.getValue() > 0 && j != null && mask[j]) {
+                    load[j] += d * w.getValue();
                     total += d * w.getValue();
                 }
             }
@@ -66,17 +64,14 @@ final class Compiled {
 
         Map<String, ClassRoute> byId = new HashMap<>();
         Map<String, List<ClassRoute>> byModelList = new HashMap<>();
-        Map<String, List<ClassRoute>> classesOf = new HashMap<>();
         for (Map.Entry<String, Route> entry : routes.entrySet()) {
             String classId = entry.getKey();
             Route r = entry.getValue();
             ClassRoute prev = previous == null ? null : previous.byId.get(classId);
-            ClassRoute k = compileClass(classId, r, prev, engines, rtt, load, total, cells, options);
+            ClassRoute k = compileClass(classId, r, prev, engines, allowed(r, engines, allowedSets), load, total,
+                    options);
             byId.put(classId, k);
             byModelList.computeIfAbsent(r.model(), m -> new ArrayList<>()).add(k);
-            for (EngineCell c : k.cells) {
-                classesOf.computeIfAbsent(c.id, x -> new ArrayList<>()).add(k);
-            }
         }
         Map<String, ClassRoute[]> byModel = new HashMap<>();
         byModelList.forEach((m, list) -> {
@@ -84,80 +79,158 @@ final class Compiled {
             byModel.put(m, list.toArray(new ClassRoute[0]));
         });
         long deposit = Math.round(s.retryBudget().ratio(s.fleetUtilization()) * RetryTokens.UNIT);
-        return new Compiled(s, now, byModel, byId, classesOf, deposit);
+        return new Compiled(s, now, byModel, byId, deposit);
+    }
+
+    /** The snapshot's engines as arrays indexed in id order, built once per swap. */
+    private static final class EngineIndex {
+        final String[] ids;
+        final EngineState[] states;
+        final Map<String, Integer> index;
+        /** Round trip from this gateway cluster, ms; NaN when the engine's cluster is unreachable. */
+        final double[] rttMs;
+        final double[] expectedTtftMs;
+        final EngineCell[] cells;
+        /** Model id → which engines serve it. */
+        final Map<String, boolean[]> servers = new HashMap<>();
+        /** Every reachable engine: those with effective capacity first, then by round trip, then by id. */
+        final int[] nearOrder;
+
+        EngineIndex(Snapshot s, String gateway, Function<String, EngineCell> cellOf, DataPlaneOptions options) {
+            Map<String, Double> rtt = s.networkRttMs().getOrDefault(gateway, Map.of());
+            int n = s.engines().size();
+            ids = new String[n];
+            states = new EngineState[n];
+            index = new HashMap<>(n * 2);
+            rttMs = new double[n];
+            expectedTtftMs = new double[n];
+            cells = new EngineCell[n];
+            int j = 0;
+            for (Map.Entry<String, EngineState> e : s.engines().entrySet()) { // sorted by id
+                ids[j] = e.getKey();
+                states[j] = e.getValue();
+                index.put(e.getKey(), j);
+                Double ms = rtt.get(e.getValue().cluster());
+                rttMs[j] = ms == null ? Double.NaN : ms;
+                expectedTtftMs[j] = expectedTtft(e.getKey(), e.getValue(), ms == null ? 0 : ms, options);
+                cells[j] = cellOf.apply(e.getKey());
+                for (String model : e.getValue().models()) {
+                    servers.computeIfAbsent(model, m -> new boolean[n])[j] = true;
+                }
+                j++;
+            }
+            List<Integer> reachable = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                if (!Double.isNaN(rttMs[i])) {
+                    reachable.add(i);
+                }
+            }
+            reachable.sort(Comparator.<Integer>comparingInt(i -> states[i].effectiveCapacityRps() > 0 ? 0 : 1)
+                    .thenComparingDouble(i -> rttMs[i])
+                    .thenComparingInt(i -> i));
+            nearOrder = reachable.stream().mapToInt(Integer::intValue).toArray();
+        }
+
+        int size() {
+            return ids.length;
+        }
+    }
+
+    /** The allowed set of a (model, residency) pair, and its fallback order; shared by the classes that have it. */
+    private static final class Allowed {
+        final boolean[] mask;
+        /** Allowed, reachable engines: healthy first, then by round trip, then by id. */
+        final int[] near;
+
+        Allowed(boolean[] mask, int[] near) {
+            this.mask = mask;
+            this.near = near;
+        }
+    }
+
+    private static Allowed allowed(Route r, EngineIndex engines, Map<String, Allowed> cache) {
+        List<String> residency = new ArrayList<>(r.residency());
+        residency.sort(null);
+        return cache.computeIfAbsent(r.model() + "\u0000" + residency, key -> {
+            int n = engines.size();
+            boolean[] serves = engines.servers.get(r.model());
+            boolean[] mask = new boolean[n];
+            int reachable = 0;
+            for (int j = 0; j < n; j++) {
+                mask[j] = serves != null && serves[j]
+                        && (r.residency().isEmpty() || r.residency().contains(engines.states[j].region()));
+                if (mask[j] && !Double.isNaN(engines.rttMs[j])) {
+                    reachable++;
+                }
+            }
+            int[] near = new int[reachable];
+            int i = 0;
+            for (int j : engines.nearOrder) {
+                if (mask[j]) {
+                    near[i++] = j;
+                }
+            }
+            return new Allowed(mask, near);
+        });
     }
 
     static boolean allowed(Route r, EngineState e) {
         return e.models().contains(r.model()) && (r.residency().isEmpty() || r.residency().contains(e.region()));
     }
 
-    private static ClassRoute compileClass(String classId, Route r, ClassRoute prev, Map<String, EngineState> engines,
-                                           Map<String, Double> rtt, Map<String, Double> load, double total,
-                                           Function<String, EngineCell> cellOf, DataPlaneOptions options) {
-        List<String> ids = new ArrayList<>();
-        List<Double> ws = new ArrayList<>();
+    private static ClassRoute compileClass(String classId, Route r, ClassRoute prev, EngineIndex engines,
+                                           Allowed allowed, double[] load, double total, DataPlaneOptions options) {
+        int[] idx = new int[r.weights().size()];
+        double[] ws = new double[idx.length];
+        int n = 0;
         for (Map.Entry<String, Double> w : r.weights().entrySet()) { // sorted by engine id
-            EngineState e = engines.get(w.getKey());
-            if (w.getValue() > 0 && e != null && allowed(r, e)) {
-                ids.add(w.getKey());
-                ws.add(w.getValue());
+            Integer j = engines.index.get(w.getKey());
+            if (w.getValue() > 0 && j != null && allowed.mask[j]) {
+                idx[n] = j;
+                ws[n] = w.getValue();
+                n++;
             }
         }
-        int n = ids.size();
-        double[] weights = new double[n];
+        double[] weights = Arrays.copyOf(ws, n);
+        List<String> ids = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            weights[i] = ws.get(i);
+            ids.add(engines.ids[idx[i]]);
         }
         WeightedSlotTable table = null;
         if (n > 0) {
-            if (prev != null && prev.table != null && sameWeights(prev, ids, weights)) {
-                table = prev.table;
-            } else if (prev != null && prev.table != null) {
-                table = WeightedSlotTable.build(prev.table, ids, weights);
-            } else {
-                table = WeightedSlotTable.build(null, ids, weights);
-            }
+            int[] target = WeightedSlotTable.largestRemainder(weights, sum(weights), WeightedSlotTable.slotCountFor(n));
+            WeightedSlotTable before = prev == null ? null : prev.table;
+            table = before != null && sameCounts(before, ids, target)
+                    ? before
+                    : WeightedSlotTable.build(before, ids, weights, target);
         }
         EngineCell[] cells = new EngineCell[n];
         String[] endpoints = new String[n];
         double[] share = new double[n];
         double[] ttft = new double[n];
         for (int i = 0; i < n; i++) {
-            String id = ids.get(i);
-            EngineState e = engines.get(id);
-            cells[i] = cellOf.apply(id);
-            endpoints[i] = e.endpoint();
-            share[i] = total > 0 ? load.getOrDefault(id, 0.0) / total : 1.0 / n;
-            ttft[i] = expectedTtft(id, e, rtt, options);
+            int j = idx[i];
+            cells[i] = engines.cells[j];
+            endpoints[i] = engines.states[j].endpoint();
+            share[i] = total > 0 ? load[j] / total : 1.0 / n;
+            ttft[i] = engines.expectedTtftMs[j];
         }
         int maxEjected = n <= 1 ? 0 : Math.min(n - 1, Math.max(1, (int) Math.floor(options.maxEjectedFraction() * n)));
 
-        // Fallback order over the whole allowed set, reachable engines only.
-        List<String> nearIds = new ArrayList<>();
-        for (Map.Entry<String, EngineState> e : engines.entrySet()) {
-            if (allowed(r, e.getValue()) && rtt.containsKey(e.getValue().cluster())) {
-                nearIds.add(e.getKey());
-            }
-        }
-        Comparator<String> order = Comparator.<String>comparingInt(id -> engines.get(id).effectiveCapacityRps() > 0 ? 0 : 1)
-                .thenComparingDouble(id -> rtt.get(engines.get(id).cluster()))
-                .thenComparing(Comparator.naturalOrder());
-        nearIds.sort(order);
-        int m = nearIds.size();
+        int[] nearIdx = allowed.near;
+        int m = nearIdx.length;
         EngineCell[] near = new EngineCell[m];
         String[] nearEndpoints = new String[m];
         double[] nearTtft = new double[m];
         int[] groupEnd = new int[m];
         for (int i = 0; i < m; i++) {
-            String id = nearIds.get(i);
-            EngineState e = engines.get(id);
-            near[i] = cellOf.apply(id);
-            nearEndpoints[i] = e.endpoint();
-            nearTtft[i] = expectedTtft(id, e, rtt, options);
+            int j = nearIdx[i];
+            near[i] = engines.cells[j];
+            nearEndpoints[i] = engines.states[j].endpoint();
+            nearTtft[i] = engines.expectedTtftMs[j];
         }
         for (int i = m - 1; i >= 0; i--) {
-            boolean tiedWithNext = i + 1 < m
-                    && sameGroup(engines.get(nearIds.get(i)), engines.get(nearIds.get(i + 1)), rtt);
+            boolean tiedWithNext = i + 1 < m && sameGroup(engines, nearIdx[i], nearIdx[i + 1]);
             groupEnd[i] = tiedWithNext ? groupEnd[i + 1] : i + 1;
         }
         String[] residency = r.residency().toArray(new String[0]);
@@ -166,18 +239,17 @@ final class Compiled {
                 share, ttft, maxEjected, near, nearEndpoints, nearTtft, groupEnd);
     }
 
-    private static boolean sameGroup(EngineState a, EngineState b, Map<String, Double> rtt) {
-        return (a.effectiveCapacityRps() > 0) == (b.effectiveCapacityRps() > 0)
-                && rtt.get(a.cluster()).doubleValue() == rtt.get(b.cluster()).doubleValue();
+    private static boolean sameGroup(EngineIndex engines, int a, int b) {
+        return (engines.states[a].effectiveCapacityRps() > 0) == (engines.states[b].effectiveCapacityRps() > 0)
+                && engines.rttMs[a] == engines.rttMs[b];
     }
 
-    private static boolean sameWeights(ClassRoute prev, List<String> ids, double[] weights) {
-        if (!prev.table.engineIds().equals(ids)) {
+    private static boolean sameCounts(WeightedSlotTable before, List<String> ids, int[] target) {
+        if (before.slotCount() != WeightedSlotTable.slotCountFor(ids.size()) || !before.engineIds().equals(ids)) {
             return false;
         }
-        int[] target = WeightedSlotTable.largestRemainder(weights, sum(weights), prev.table.slotCount());
         for (int i = 0; i < target.length; i++) {
-            if (target[i] != prev.table.slots(i)) {
+            if (target[i] != before.slots(i)) {
                 return false;
             }
         }
@@ -192,12 +264,12 @@ final class Compiled {
         return s;
     }
 
-    private static double expectedTtft(String id, EngineState e, Map<String, Double> rtt, DataPlaneOptions options) {
+    private static double expectedTtft(String id, EngineState e, double rttMs, DataPlaneOptions options) {
         double engineMs = options.ttftPredictor().expectedTtftMs(id, e);
         if (!(engineMs > 0) || Double.isInfinite(engineMs)) {
             return Double.NaN;
         }
-        return engineMs + rtt.getOrDefault(e.cluster(), 0.0);
+        return engineMs + rttMs;
     }
 
     /**

@@ -83,63 +83,207 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
     }
 
     /**
-     * Snapshot age limit 5 min, ε 0.25 (never below 8 in flight), walk 8, eject after 5 failures for 30 s × k (cap 300 s, +10%
-     * jitter, ≤ 10% of a class), TTFT outlier at 5× prediction, 3 attempts, back-off 25 ms … 1 s,
-     * 100 banked retries, 1,024 in flight per engine, retry-after 1 s (shed) and 5 s (unavailable),
-     * default priority 0, seed 0.
+     * Snapshot age limit 5 min, ε 0.25 (never below 8 in flight), walk 8, eject after 5 failures for
+     * 30 s × k (cap 300 s, +10% jitter, ≤ 10% of a class), TTFT outlier at 5× prediction, 3 attempts,
+     * back-off 25 ms … 1 s, 100 banked retries, 1,024 in flight per engine, retry-after 1 s (shed) and
+     * 5 s (unavailable), default priority 0, seed 0.
      */
     public static DataPlaneOptions defaults() {
-        return new DataPlaneOptions(Duration.ofMinutes(5), 0.25, 8, 8, 5, Duration.ofSeconds(30), Duration.ofSeconds(300),
-                0.1, 0.1, 5.0, TtftPredictor.ENGINE_LATENCY, 3, Duration.ofMillis(25), Duration.ofSeconds(1), 100,
-                1024, Duration.ofSeconds(1), Duration.ofSeconds(5), 0, 0L, DataPlaneListener.NONE);
+        return builder().build();
     }
 
-    /** These options with another snapshot age limit. */
-    public DataPlaneOptions withMaxSnapshotAge(Duration d) {
-        return new DataPlaneOptions(d, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase, ejectionMax,
-                ejectionJitter, maxEjectedFraction, ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase,
-                retryBackoffMax, retryTokenCap, maxInFlightPerEngine, shedRetryAfter, unavailableRetryAfter,
-                defaultPriority, seed, listener);
+    /** A builder starting from {@link #defaults()}. */
+    public static Builder builder() {
+        return new Builder();
     }
 
-    /** These options with another ε. */
-    public DataPlaneOptions withBoundedLoadEpsilon(double e) {
-        return new DataPlaneOptions(maxSnapshotAge, e, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase, ejectionMax,
-                ejectionJitter, maxEjectedFraction, ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase,
-                retryBackoffMax, retryTokenCap, maxInFlightPerEngine, shedRetryAfter, unavailableRetryAfter,
-                defaultPriority, seed, listener);
+    /** A builder starting from these options. */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.maxSnapshotAge = maxSnapshotAge;
+        b.boundedLoadEpsilon = boundedLoadEpsilon;
+        b.boundedLoadMinInFlight = boundedLoadMinInFlight;
+        b.maxWalk = maxWalk;
+        b.consecutiveFailures = consecutiveFailures;
+        b.ejectionBase = ejectionBase;
+        b.ejectionMax = ejectionMax;
+        b.ejectionJitter = ejectionJitter;
+        b.maxEjectedFraction = maxEjectedFraction;
+        b.ttftOutlierFactor = ttftOutlierFactor;
+        b.ttftPredictor = ttftPredictor;
+        b.maxAttempts = maxAttempts;
+        b.retryBackoffBase = retryBackoffBase;
+        b.retryBackoffMax = retryBackoffMax;
+        b.retryTokenCap = retryTokenCap;
+        b.maxInFlightPerEngine = maxInFlightPerEngine;
+        b.shedRetryAfter = shedRetryAfter;
+        b.unavailableRetryAfter = unavailableRetryAfter;
+        b.defaultPriority = defaultPriority;
+        b.seed = seed;
+        b.listener = listener;
+        return b;
     }
 
-    /** These options with another per-engine concurrency limit. */
-    public DataPlaneOptions withMaxInFlightPerEngine(int limit) {
-        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase,
-                ejectionMax, ejectionJitter, maxEjectedFraction, ttftOutlierFactor, ttftPredictor, maxAttempts,
-                retryBackoffBase, retryBackoffMax, retryTokenCap, limit, shedRetryAfter, unavailableRetryAfter,
-                defaultPriority, seed, listener);
-    }
+    /** Builds {@link DataPlaneOptions}; every setter names the record component it sets. */
+    public static final class Builder {
+        private Duration maxSnapshotAge = Duration.ofMinutes(5);
+        private double boundedLoadEpsilon = 0.25;
+        private int boundedLoadMinInFlight = 8;
+        private int maxWalk = 8;
+        private int consecutiveFailures = 5;
+        private Duration ejectionBase = Duration.ofSeconds(30);
+        private Duration ejectionMax = Duration.ofSeconds(300);
+        private double ejectionJitter = 0.1;
+        private double maxEjectedFraction = 0.1;
+        private double ttftOutlierFactor = 5.0;
+        private TtftPredictor ttftPredictor = TtftPredictor.ENGINE_LATENCY;
+        private int maxAttempts = 3;
+        private Duration retryBackoffBase = Duration.ofMillis(25);
+        private Duration retryBackoffMax = Duration.ofSeconds(1);
+        private double retryTokenCap = 100;
+        private int maxInFlightPerEngine = 1024;
+        private Duration shedRetryAfter = Duration.ofSeconds(1);
+        private Duration unavailableRetryAfter = Duration.ofSeconds(5);
+        private int defaultPriority = 0;
+        private long seed = 0L;
+        private DataPlaneListener listener = DataPlaneListener.NONE;
 
-    /** These options with another jitter seed. */
-    public DataPlaneOptions withSeed(long s) {
-        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase,
-                ejectionMax, ejectionJitter, maxEjectedFraction, ttftOutlierFactor, ttftPredictor, maxAttempts,
-                retryBackoffBase, retryBackoffMax, retryTokenCap, maxInFlightPerEngine, shedRetryAfter,
-                unavailableRetryAfter, defaultPriority, s, listener);
-    }
+        private Builder() {
+        }
 
-    /** These options with another listener. */
-    public DataPlaneOptions withListener(DataPlaneListener l) {
-        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase,
-                ejectionMax, ejectionJitter, maxEjectedFraction, ttftOutlierFactor, ttftPredictor, maxAttempts,
-                retryBackoffBase, retryBackoffMax, retryTokenCap, maxInFlightPerEngine, shedRetryAfter,
-                unavailableRetryAfter, defaultPriority, seed, l);
-    }
+        /** Sets {@link DataPlaneOptions#maxSnapshotAge()}. */
+        public Builder maxSnapshotAge(Duration value) {
+            this.maxSnapshotAge = value;
+            return this;
+        }
 
-    /** These options with another TTFT predictor and outlier factor (0 disables the rule). */
-    public DataPlaneOptions withTtftRule(TtftPredictor predictor, double factor) {
-        return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk, consecutiveFailures, ejectionBase,
-                ejectionMax, ejectionJitter, maxEjectedFraction, factor, predictor, maxAttempts, retryBackoffBase,
-                retryBackoffMax, retryTokenCap, maxInFlightPerEngine, shedRetryAfter, unavailableRetryAfter,
-                defaultPriority, seed, listener);
+        /** Sets {@link DataPlaneOptions#boundedLoadEpsilon()}. */
+        public Builder boundedLoadEpsilon(double value) {
+            this.boundedLoadEpsilon = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#boundedLoadMinInFlight()}. */
+        public Builder boundedLoadMinInFlight(int value) {
+            this.boundedLoadMinInFlight = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#maxWalk()}. */
+        public Builder maxWalk(int value) {
+            this.maxWalk = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#consecutiveFailures()}. */
+        public Builder consecutiveFailures(int value) {
+            this.consecutiveFailures = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#ejectionBase()}. */
+        public Builder ejectionBase(Duration value) {
+            this.ejectionBase = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#ejectionMax()}. */
+        public Builder ejectionMax(Duration value) {
+            this.ejectionMax = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#ejectionJitter()}. */
+        public Builder ejectionJitter(double value) {
+            this.ejectionJitter = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#maxEjectedFraction()}. */
+        public Builder maxEjectedFraction(double value) {
+            this.maxEjectedFraction = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#ttftOutlierFactor()}. */
+        public Builder ttftOutlierFactor(double value) {
+            this.ttftOutlierFactor = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#ttftPredictor()}. */
+        public Builder ttftPredictor(TtftPredictor value) {
+            this.ttftPredictor = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#maxAttempts()}. */
+        public Builder maxAttempts(int value) {
+            this.maxAttempts = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#retryBackoffBase()}. */
+        public Builder retryBackoffBase(Duration value) {
+            this.retryBackoffBase = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#retryBackoffMax()}. */
+        public Builder retryBackoffMax(Duration value) {
+            this.retryBackoffMax = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#retryTokenCap()}. */
+        public Builder retryTokenCap(double value) {
+            this.retryTokenCap = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#maxInFlightPerEngine()}. */
+        public Builder maxInFlightPerEngine(int value) {
+            this.maxInFlightPerEngine = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#shedRetryAfter()}. */
+        public Builder shedRetryAfter(Duration value) {
+            this.shedRetryAfter = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#unavailableRetryAfter()}. */
+        public Builder unavailableRetryAfter(Duration value) {
+            this.unavailableRetryAfter = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#defaultPriority()}. */
+        public Builder defaultPriority(int value) {
+            this.defaultPriority = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#seed()}. */
+        public Builder seed(long value) {
+            this.seed = value;
+            return this;
+        }
+
+        /** Sets {@link DataPlaneOptions#listener()}. */
+        public Builder listener(DataPlaneListener value) {
+            this.listener = value;
+            return this;
+        }
+
+        /** The options; throws {@link IllegalArgumentException} naming the first invalid field. */
+        public DataPlaneOptions build() {
+            return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk,
+                    consecutiveFailures, ejectionBase, ejectionMax, ejectionJitter, maxEjectedFraction,
+                    ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase, retryBackoffMax, retryTokenCap,
+                    maxInFlightPerEngine, shedRetryAfter, unavailableRetryAfter, defaultPriority, seed, listener);
+        }
     }
 
     private static void positive(String field, Duration d) {

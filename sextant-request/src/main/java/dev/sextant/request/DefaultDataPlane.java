@@ -376,8 +376,8 @@ final class DefaultDataPlane implements DataPlane {
                 return;
             }
             Compiled c = compiled;
-            for (ClassRoute k : c.classesOf.getOrDefault(cell.id, List.of())) {
-                if (ejectedIn(k, now) + 1 > k.maxEjected) {
+            for (ClassRoute k : c.byId.values()) { // a rare path: scanning every class is fine
+                if (ClassRoute.indexOf(k.cells, cell) >= 0 && ejectedIn(k, now) + 1 > k.maxEjected) {
                     return; // the class's cap: it keeps its engines, failures stay counted
                 }
             }

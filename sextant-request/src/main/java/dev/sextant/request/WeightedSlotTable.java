@@ -59,6 +59,17 @@ final class WeightedSlotTable implements SlotTable {
     }
 
     static WeightedSlotTable build(WeightedSlotTable previous, List<String> engineIds, double[] weights) {
+        return build(previous, engineIds, weights, null);
+    }
+
+    /** Slots of a table over {@code n} engines: a power of two ≥ 64·n, within [2^12, 2^22]. */
+    static int slotCountFor(int n) {
+        return 1 << Math.max(MIN_BITS, Math.min(MAX_BITS, 64 - Long.numberOfLeadingZeros(64L * n - 1)));
+    }
+
+    /** As {@link #build(WeightedSlotTable, List, double[])}, with the slot counts already computed (or null). */
+    static WeightedSlotTable build(WeightedSlotTable previous, List<String> engineIds, double[] weights,
+                                   int[] targetCounts) {
         List<String> ids = List.copyOf(engineIds);
         int n = ids.size();
         if (weights.length != n) {
@@ -89,62 +100,89 @@ final class WeightedSlotTable implements SlotTable {
                 positive[p++] = i;
             }
         }
-        int bits = Math.max(MIN_BITS, Math.min(MAX_BITS, 64 - Long.numberOfLeadingZeros(64L * n - 1)));
-        int m = 1 << bits;
-        int[] target = largestRemainder(weights, total, m);
+        int m = slotCountFor(n);
+        int[] target = targetCounts != null ? targetCounts : largestRemainder(weights, total, m);
 
         char[] owner = new char[m];
-        Arrays.fill(owner, FREE);
         int[] counts = new int[n];
-        if (previous != null) {
-            inherit(previous, ids, owner, counts);
-            // Release the surplus of every engine that holds more than its target, from the top down.
-            for (int s = m - 1; s >= 0; s--) {
-                char j = owner[s];
-                if (j != FREE && counts[j] > target[j]) {
-                    owner[s] = FREE;
-                    counts[j]--;
-                }
+        if (previous == null) {
+            // No history: consecutive blocks in engine order.
+            for (int j = 0, s = 0; j < n; j++) {
+                Arrays.fill(owner, s, s + target[j], (char) j);
+                s += target[j];
+                counts[j] = target[j];
+            }
+            return new WeightedSlotTable(ids, owner, counts, positive);
+        }
+        int free = inherit(previous, ids, owner, counts);
+        // Release the surplus of every engine that holds more than its target, from the top down,
+        // and remember the freed slots. excess[j] > 0 marks an engine with surplus.
+        int[] excess = new int[n];
+        int surplus = 0;
+        for (int j = 0; j < n; j++) {
+            excess[j] = counts[j] - target[j];
+            surplus += Math.max(0, excess[j]);
+        }
+        int[] freed = new int[free + surplus];
+        int f = 0;
+        for (int s = m - 1; s >= 0 && f < freed.length; s--) {
+            char j = owner[s];
+            if (j == FREE) {
+                freed[f++] = s;
+            } else if (excess[j] > 0) {
+                excess[j]--;
+                counts[j]--;
+                owner[s] = FREE;
+                freed[f++] = s;
             }
         }
-        // Hand free slots, bottom up, to engines below their target in index order.
+        // Hand the free slots, bottom up, to engines below their target in index order.
         int j = 0;
-        for (int s = 0; s < m; s++) {
-            if (owner[s] != FREE) {
-                continue;
-            }
+        for (int i = f - 1; i >= 0; i--) {
             while (counts[j] >= target[j]) {
                 j++;
             }
-            owner[s] = (char) j;
+            owner[freed[i]] = (char) j;
             counts[j]++;
         }
         return new WeightedSlotTable(ids, owner, counts, positive);
     }
 
-    /** Copies the previous owners of the slots, by engine id, resampling when the table size changed. */
-    private static void inherit(WeightedSlotTable previous, List<String> ids, char[] owner, int[] counts) {
-        Map<String, Integer> index = new HashMap<>(ids.size() * 2);
-        for (int i = 0; i < ids.size(); i++) {
-            index.put(ids.get(i), i);
-        }
-        int[] remap = new int[previous.ids.size()];
-        for (int i = 0; i < remap.length; i++) {
-            Integer now = index.get(previous.ids.get(i));
-            remap[i] = now == null ? -1 : now;
+    /** Copies the previous owners into {@code owner}; returns how many slots were left free. */
+    private static int inherit(WeightedSlotTable previous, List<String> ids, char[] owner, int[] counts) {
+        char[] remap = new char[previous.ids.size()];
+        boolean identity = previous.ids.equals(ids);
+        if (!identity) {
+            Map<String, Integer> index = new HashMap<>(ids.size() * 2);
+            for (int i = 0; i < ids.size(); i++) {
+                index.put(ids.get(i), i);
+            }
+            for (int i = 0; i < remap.length; i++) {
+                Integer now = index.get(previous.ids.get(i));
+                remap[i] = now == null ? FREE : (char) (int) now;
+            }
         }
         int oldBits = Integer.numberOfTrailingZeros(previous.owner.length);
         int newBits = Integer.numberOfTrailingZeros(owner.length);
+        if (identity && oldBits == newBits) {
+            System.arraycopy(previous.owner, 0, owner, 0, owner.length);
+            System.arraycopy(previous.counts, 0, counts, 0, counts.length);
+            return 0;
+        }
+        int free = 0;
         for (int s = 0; s < owner.length; s++) {
             // A slot is the top bits of the mixed key: growing the table splits a slot in two halves
             // that keep its owner, shrinking it keeps the owner of the lower half.
             int old = newBits >= oldBits ? s >>> (newBits - oldBits) : s << (oldBits - newBits);
-            int j = remap[previous.owner[old]];
-            if (j >= 0) {
-                owner[s] = (char) j;
+            char j = identity ? previous.owner[old] : remap[previous.owner[old]];
+            owner[s] = j;
+            if (j != FREE) {
                 counts[j]++;
+            } else {
+                free++;
             }
         }
+        return free;
     }
 
     /** Integer slot counts summing to {@code m}, each within 1 of {@code m·w/total} (Hamilton's method). */
@@ -161,30 +199,25 @@ final class WeightedSlotTable implements SlotTable {
         }
         int left = (int) (m - assigned);
         if (left > 0) {
-            Integer[] order = new Integer[n];
+            // Largest remainders first, ties by lower index: sort (remainder, index) packed in a long,
+            // remainder in the top 46 bits, the complement of the index in the low 17.
+            long[] order = new long[n];
             for (int i = 0; i < n; i++) {
-                order[i] = i;
+                order[i] = weights[i] > 0 ? ((long) (rem[i] * 0x1.0p46) << 17) | (0x1FFFF - i) : -1L;
             }
-            Arrays.sort(order, (a, b) -> {
-                int c = Double.compare(rem[b], rem[a]);
-                return c != 0 ? c : Integer.compare(a, b);
-            });
-            for (int k = 0; k < left; k++) {
-                int i = order[k % n];
-                if (weights[i] > 0) {
-                    counts[i]++;
-                } else {
-                    left++;
+            Arrays.sort(order);
+            for (int k = n - 1; k >= 0 && left > 0; k--) {
+                if (order[k] >= 0) {
+                    counts[0x1FFFF - (int) (order[k] & 0x1FFFF)]++;
+                    left--;
                 }
             }
-        } else if (left < 0) {
-            // Rounding of m·w/total above m: take back from the largest counts (cannot happen with
-            // floor, kept so the invariant Σ counts = m never depends on floating point).
-            for (int k = 0; left < 0; k = (k + 1) % n) {
-                if (counts[k] > 0) {
-                    counts[k]--;
-                    left++;
+            if (left > 0) { // only if rounding made Σ remainders exceed the positive engines' count
+                int heaviest = 0;
+                for (int i = 1; i < n; i++) {
+                    heaviest = weights[i] > weights[heaviest] ? i : heaviest;
                 }
+                counts[heaviest] += left;
             }
         }
         return counts;

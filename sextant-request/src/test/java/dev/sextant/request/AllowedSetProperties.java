@@ -105,8 +105,8 @@ class AllowedSetProperties {
         World w = new World(seed);
         Fixtures.ManualTicker ticker = new Fixtures.ManualTicker();
         SplittableRandom rnd = w.rnd;
-        DataPlaneOptions options = DataPlaneOptions.defaults().withMaxSnapshotAge(Duration.ofSeconds(10))
-                .withMaxInFlightPerEngine(1 + rnd.nextInt(6)).withSeed(seed);
+        DataPlaneOptions options = DataPlaneOptions.builder().maxSnapshotAge(Duration.ofSeconds(10))
+                .maxInFlightPerEngine(1 + rnd.nextInt(6)).seed(seed).build();
         DataPlane plane = DataPlane.create("g", w.snapshot(), ticker, options);
         List<Decision> open = new ArrayList<>();
         Map<Decision, List<String>> requestedOf = new HashMap<>();

@@ -40,7 +40,7 @@ class ConcurrencyTest {
         Set<String> odd = Set.of("e0", "e1", "e2");
         Set<String> even = Set.of("e3", "e4", "e5");
         DataPlane plane = DataPlane.create("g", snapshots.get(0), new Fixtures.ManualTicker(),
-                DataPlaneOptions.defaults().withMaxInFlightPerEngine(64));
+                DataPlaneOptions.builder().maxInFlightPerEngine(64).build());
         int routers = 3;
         int perRouter = 60_000;
         ExecutorService pool = Executors.newFixedThreadPool(routers + 1);

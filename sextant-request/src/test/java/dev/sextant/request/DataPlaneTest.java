@@ -28,7 +28,8 @@ class DataPlaneTest {
         Snapshot s = Fixtures.simple(1, 0, 0.1, 0.2, 0.3, 0.4);
         Snapshot s2 = Fixtures.simple(2, 0, 0.4, 0.3, 0.2, 0.1);
         DataPlane a = plane(s);
-        DataPlane b = DataPlane.create("g", s, new Fixtures.ManualTicker(), DataPlaneOptions.defaults().withSeed(99));
+        DataPlane b = DataPlane.create("g", s, new Fixtures.ManualTicker(),
+                DataPlaneOptions.builder().seed(99).build());
         SplittableRandom rnd = new SplittableRandom(1);
         for (int round = 0; round < 2; round++) {
             for (int i = 0; i < 10_000; i++) {
@@ -103,7 +104,7 @@ class DataPlaneTest {
     @Test
     void route_concurrencyLimit_refusesWithRetryAfterOnceEveryEngineIsFull() {
         DataPlane p = DataPlane.create("g", Fixtures.simple(1, 0, 0.5, 0.5), ticker,
-                DataPlaneOptions.defaults().withMaxInFlightPerEngine(3));
+                DataPlaneOptions.builder().maxInFlightPerEngine(3).build());
         List<Decision> held = new ArrayList<>();
         for (int i = 0; i < 6; i++) {
             Decision d = p.route(RequestMeta.of("m", i, i));
@@ -144,13 +145,13 @@ class DataPlaneTest {
     @Test
     void onFinish_fiveConsecutiveFailures_ejectsForBaseWithJitterThenReturns() {
         List<Ejection> seen = new ArrayList<>();
-        DataPlane p = DataPlane.create("g", Fixtures.simple(1, 0, 0.5, 0.5), ticker, DataPlaneOptions.defaults()
-                .withListener(new DataPlaneListener() {
+        DataPlane p = DataPlane.create("g", Fixtures.simple(1, 0, 0.5, 0.5), ticker, DataPlaneOptions.builder()
+                .listener(new DataPlaneListener() {
                     @Override
                     public void onEjection(Ejection e) {
                         seen.add(e);
                     }
-                }));
+                }).build());
         long key = keyOn(p, "e0");
         for (int i = 0; i < 4; i++) {
             p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
@@ -293,12 +294,13 @@ class DataPlaneTest {
                 .route("k", "chat", List.of("us"), 0, 0, Map.of("f1", 1.0))
                 .build();
         List<String> events = new ArrayList<>();
-        DataPlane p = DataPlane.create("g", s, ticker, DataPlaneOptions.defaults().withListener(new DataPlaneListener() {
+        DataPlaneListener listener = new DataPlaneListener() {
             @Override
             public void onFallback(boolean fallback, String reason) {
                 events.add(fallback + ": " + reason);
             }
-        }));
+        };
+        DataPlane p = DataPlane.create("g", s, ticker, DataPlaneOptions.builder().listener(listener).build());
         assertThat(p.route(RequestMeta.of("chat", 1, 1)).engineId()).isEqualTo("f1");
         ticker.advanceSeconds(301);
         assertThat(p.status().fallback()).isTrue();

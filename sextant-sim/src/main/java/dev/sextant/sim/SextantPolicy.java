@@ -94,7 +94,7 @@ final class SextantPolicy implements SimPolicy {
         DataPlaneOptions options = DataPlaneOptions.defaults();
         for (int g = 0; g < s.gatewayCount; g++) {
             planes[g] = DataPlane.create(base.gatewayClusters().get(g).id(), latest,
-                    () -> Math.round(sim.loop.now() * 1e6), options.withSeed(Hashing.mix(s.seed + g)));
+                    () -> Math.round(sim.loop.now() * 1e6), options.toBuilder().seed(Hashing.mix(s.seed + g)).build());
             held[g] = latest;
         }
         s.onScrape(this::observe);

@@ -4,6 +4,7 @@ import dev.sextant.bench.fleet.Fleets;
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.RoutingPolicy;
 import dev.sextant.policy.SolveOptions;
+import dev.sextant.snapshot.Objective;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Topology;
 import java.util.concurrent.TimeUnit;
@@ -77,19 +78,24 @@ public class OptimizerBenchmark {
 
         base = Fleets.withAffinityDiscount(named, 0);
         changed = Fleets.withDemandScaled(base, Instances.CHANGE_SEED, Instances.CHANGE);
-        warm = cold.after(checked(optimal.solve(base, cold)));
-        checked(optimal.solve(changed, warm));
+        warm = cold.after(checked("cold", optimal.solve(base, cold)));
+        checked("cold after change", optimal.solve(changed, cold));
+        checked("warm", optimal.solve(changed, warm));
 
         Topology withAffinity = Fleets.withAffinityDiscount(named, Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
         changedWithAffinity = Fleets.withDemandScaled(withAffinity, Instances.CHANGE_SEED, Instances.CHANGE);
-        warmWithAffinity = cold.after(checked(optimal.solve(withAffinity, cold)));
-        checked(optimal.solve(changedWithAffinity, warmWithAffinity));
+        warmWithAffinity = cold.after(checked("cold (affinity)", optimal.solve(withAffinity, cold)));
+        checked("warm with affinity", optimal.solve(changedWithAffinity, warmWithAffinity));
     }
 
-    private static Snapshot checked(Snapshot s) {
-        if (!(s.objective().gapRelative() <= GAP)) {
-            throw new IllegalStateException("optimizer stopped at relative gap " + s.objective().gapRelative()
-                    + " (expected: <= " + GAP + ")");
+    /** Fails unless the snapshot reached the gap; prints what the run measures, for BENCHMARKS.md. */
+    private Snapshot checked(String what, Snapshot s) {
+        Objective o = s.objective();
+        System.out.printf("%n%s %s: gap %.2e, %d iterations, mean latency %.3f ms, shed %.3f req/s%n", size, what,
+                o.gapRelative(), o.iterations(), o.meanLatencyMs(), o.shedRps());
+        if (!(o.gapRelative() <= GAP)) {
+            throw new IllegalStateException(size + " " + what + ": optimizer stopped at relative gap "
+                    + o.gapRelative() + " (expected: <= " + GAP + ")");
         }
         return s;
     }

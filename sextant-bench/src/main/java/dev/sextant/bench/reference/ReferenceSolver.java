@@ -24,7 +24,7 @@ import org.ojalgo.optimisation.Variable;
  * <p>Formulation. One flow column f_kj ≥ 0 per demanded (gateway cluster, class) k and engine j that may
  * serve it (model served, region allowed by residency, a round trip known, effective capacity &gt; 0),
  * with cost L_kj, the round trip in ms; one shed column s_k ≥ 0 with cost P_k
- * ({@link #shedPenaltyMs(Topology, TrafficClass)}); one demand row Σ_j f_kj + s_k = λ_k per k; one load row
+ * ({@link #shedPenaltyMs(Topology, Map, TrafficClass)}); one demand row Σ_j f_kj + s_k = λ_k per k; one load row
  * Σ_k f_kj − Σ_s z_js = 0 per engine. The engine cost φ_j(x) = x·T_j(x),
  * T_j(x) = TTFT(ρ) + (n̄_j − 1)·TBT(ρ), ρ = x / capacity_rps, is replaced by its piecewise-linear
  * interpolation ψ_j on breakpoints 0 = b_0 &lt; … &lt; b_N = c_j, c_j the effective capacity
@@ -58,7 +58,7 @@ public final class ReferenceSolver {
     /** Default segments per engine cost: ε/latency cost ≈ 1e-6 on the test fleets. */
     public static final int DEFAULT_SEGMENTS = 400;
 
-    /** Base of the shed penalty, ms per request. */
+    /** Least base of the shed penalty, ms per request. */
     public static final double SHED_PENALTY_BASE_MS = 1e7;
 
     private static final int INTEGRATION_POINTS = 2048;
@@ -95,20 +95,49 @@ public final class ReferenceSolver {
     }
 
     /**
-     * The shed penalty of a class, ms per request shed:
-     * {@code P_k = 1e7 × (1 + 0.01 × number of distinct priority levels among the topology's classes
-     * below the class's priority)}. Large enough that shedding happens only when the allowed engines are
-     * full, and ordered so that a lower priority is always shed first (a difference of 1e5 ms outweighs
-     * any latency difference).
+     * The shed penalty of a class, ms per request shed, without outlier penalties; see
+     * {@link #shedPenaltyMs(Topology, Map, TrafficClass)}.
      */
     public static double shedPenaltyMs(Topology topology, TrafficClass c) {
+        return shedPenaltyMs(topology, Map.of(), c);
+    }
+
+    /**
+     * The shed penalty of a class, ms per request shed (the optimizer's rule, so that both solve the
+     * same problem): {@code P_k = B × (1 + 0.01 × number of distinct priority levels among the
+     * topology's classes below the class's priority)} with {@code B = max(1e7, 100 × the largest marginal
+     * engine cost φ'_j(c_j) at effective capacity)}. B makes shedding happen only when the allowed engines
+     * are full, and the step 0.01·B, at least the largest marginal latency, makes a lower priority shed
+     * first.
+     *
+     * @param penalties engine id → outlier penalty factor (they change effective capacities)
+     */
+    public static double shedPenaltyMs(Topology topology, Map<String, Double> penalties, TrafficClass c) {
+        return penaltyBaseMs(topology, penalties) * (1 + 0.01 * levelsBelow(topology, c));
+    }
+
+    private static double penaltyBaseMs(Topology topology, Map<String, Double> penalties) {
+        double maxMarginal = 0;
+        for (Engine e : topology.engines()) {
+            double cap = e.effectiveCapacityRps(topology.headroom(), penalties.getOrDefault(e.id(), 1.0));
+            if (cap > 0) {
+                double rho = cap / e.capacityRps();
+                int n = outputTokens(topology, e);
+                maxMarginal = Math.max(maxMarginal,
+                        e.profile().latencyMs(rho, n) + rho * e.profile().latencySlope(rho, n));
+            }
+        }
+        return Math.max(SHED_PENALTY_BASE_MS, 100 * maxMarginal);
+    }
+
+    private static int levelsBelow(Topology topology, TrafficClass c) {
         TreeSet<Integer> below = new TreeSet<>();
         for (TrafficClass other : topology.classes()) {
             if (other.priority() < c.priority()) {
                 below.add(other.priority());
             }
         }
-        return SHED_PENALTY_BASE_MS * (1 + 0.01 * below.size());
+        return below.size();
     }
 
     /**
@@ -220,6 +249,7 @@ public final class ReferenceSolver {
         }
 
         // demand rows, flow and shed columns
+        double penaltyBase = penaltyBaseMs(topology, penalties);
         List<Demand> demands = new ArrayList<>();
         for (Map.Entry<String, Map<String, Double>> row : topology.demandRps().entrySet()) {
             String gateway = row.getKey();
@@ -233,7 +263,8 @@ public final class ReferenceSolver {
                 Demand d = new Demand(gateway, c.id(), lambda);
                 Expression dr = lp.addExpression("demand" + demands.size()).level(lambda);
                 d.shedColumn = columns.size();
-                Variable shed = lp.addVariable("s" + columns.size()).lower(0).weight(shedPenaltyMs(topology, c));
+                Variable shed = lp.addVariable("s" + columns.size()).lower(0)
+                        .weight(penaltyBase * (1 + 0.01 * levelsBelow(topology, c)));
                 columns.add(shed);
                 dr.set(shed, 1);
                 boolean[] seen = new boolean[nodes.size()];
@@ -293,7 +324,7 @@ public final class ReferenceSolver {
         for (Demand d : demands) {
             double shed = Math.min(d.lambda, value[d.shedColumn]);
             totalShed += shed;
-            penaltyCost += shed * shedPenaltyMs(topology, topology.trafficClass(d.classId));
+            penaltyCost += shed * penaltyBase * (1 + 0.01 * levelsBelow(topology, topology.trafficClass(d.classId)));
             shedRps.computeIfAbsent(d.gateway, g -> new TreeMap<>()).put(d.classId, shed);
             Map<String, Double> flows = new TreeMap<>();
             for (int i = 0; i < d.columns.size(); i++) {

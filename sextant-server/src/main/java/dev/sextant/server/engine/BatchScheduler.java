@@ -8,6 +8,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * The continuous-batching latency model (see {@link EngineConfig}), run as a chain of timers on one event
@@ -18,6 +20,7 @@ import java.util.function.Supplier;
  * gets one token. The next step starts at once while work remains.
  */
 final class BatchScheduler {
+    private static final Logger LOG = Logger.getLogger(BatchScheduler.class.getName());
     private final EngineConfig config;
     private final EventExecutor executor;
     private final LongSupplier nanoTime;
@@ -33,6 +36,7 @@ final class BatchScheduler {
     private volatile int waitingCount;
     private volatile long kvTokens;
     private boolean stepping;
+    private boolean progressed = true;
     private double stepMs;
 
     BatchScheduler(EngineConfig config, EventExecutor executor, LongSupplier nanoTime, Supplier<Faults> faults,
@@ -121,11 +125,24 @@ final class BatchScheduler {
             s.ttftMs = s.queuedMs + stepMs;
         }
         stepping = true;
-        executor.schedule(this::endStep, Math.max(1, Math.round(stepMs * 1e6)), TimeUnit.NANOSECONDS);
+        // a step in which every sequence waited for its client is not repeated at once, even with a ~0 ms model
+        long minDelayNanos = progressed || !admittedThisStep.isEmpty() ? 1 : 1_000_000;
+        executor.schedule(this::endStep, Math.max(minDelayNanos, Math.round(stepMs * 1e6)), TimeUnit.NANOSECONDS);
     }
 
     private void endStep() {
+        try {
+            produceTokens();
+        } catch (RuntimeException e) {
+            // the chain of steps must survive: a lost step would stall every sequence for good
+            LOG.log(Level.SEVERE, "engine " + config.engineId() + ": step failed", e);
+        }
+        startStep();
+    }
+
+    private void produceTokens() {
         List<Sequence> finishedThisStep = null;
+        progressed = false;
         for (Sequence s : running) {
             if (s.cancelled) {
                 s.done = true;
@@ -139,6 +156,7 @@ final class BatchScheduler {
                 continue; // back-pressure: this sequence waits for its client
             }
             int index = s.generated++;
+            progressed = true;
             generatedTokens.incrementAndGet();
             if (first) {
                 meters.firstToken(s.ttftMs / 1e3);
@@ -167,7 +185,6 @@ final class BatchScheduler {
         if (finishedThisStep != null) {
             running.removeAll(finishedThisStep);
         }
-        startStep();
     }
 
     private void updateKv() {

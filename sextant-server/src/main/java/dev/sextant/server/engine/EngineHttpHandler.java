@@ -45,6 +45,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final ObjectMapper json;
     private final ArrayDeque<FullHttpRequest> pending = new ArrayDeque<>();
     private boolean busy;
+    private boolean http10;
     private Sequence current;
 
     EngineHttpHandler(EngineEmulator engine) {
@@ -111,6 +112,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
     private void handle(ChannelHandlerContext ctx, FullHttpRequest request) {
         boolean keepAlive = HttpUtil.isKeepAlive(request);
+        http10 = request.protocolVersion().equals(HttpVersion.HTTP_1_0);
         try {
             if (!request.decoderResult().isSuccess()) {
                 throw OpenAiErrors.badRequest("Malformed HTTP request.");
@@ -332,7 +334,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             } else {
                 choice.put("text", "");
             }
-            ctx.writeAndFlush(sse(ctx, first));
+            ctx.writeAndFlush(new DefaultHttpContent(sse(ctx, first)));
         }
         Sequence s = new Sequence(g.conversationKey(), g.promptTokens(), g.maxTokens(), g.maxTokensGiven(),
                 faults.crashAfterTokens(), sink, engine.nanoTime());
@@ -546,6 +548,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                 .set(EngineEmulator.ENGINE_ID_HEADER, engine.config.engineId());
         if (!keepAlive) {
             response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        } else if (http10) {
+            response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
         }
         ctx.writeAndFlush(response).addListener(afterResponse(keepAlive));
     }

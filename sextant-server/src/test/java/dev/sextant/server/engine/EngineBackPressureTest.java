@@ -64,9 +64,9 @@ class EngineBackPressureTest {
         int maxTokens = 1_000_000;
         try (EngineEmulator engine = EngineEmulator.start(FLOOD)) {
             Client client = new Client(engine);
-            try (Socket socket = streamingRequest(engine, maxTokens)) {
-                Client.await("tokens to flow", () -> engine.generatedTokens() > 0);
-            }
+            Socket socket = streamingRequest(engine, maxTokens);
+            Client.await("tokens to flow", () -> engine.generatedTokens() > 0);
+            socket.close();
 
             Client.await("the sequence to be aborted", () -> client.get("/metrics").body()
                     .contains("vllm:request_success_total{engine=\"0\",finished_reason=\"abort\",model_name=\"m\"} 1.0"));

@@ -197,13 +197,14 @@ class EngineEmulatorTest {
     @Test
     void batch_fullOfSequences_queuesTheRestAndShowsItInMetrics() {
         engine.close();
-        engine = EngineEmulator.start(FAST.withLatency(1, 0.01, 5, 0));
+        // each request decodes for 1 s, so the state "one running, two waiting" lasts about a second
+        engine = EngineEmulator.start(FAST.withLatency(1, 0.01, 10, 0));
         client = new Client(engine);
         List<Thread> streams = new ArrayList<>();
         List<Client.Stream> results = java.util.Collections.synchronizedList(new ArrayList<>());
         for (int i = 0; i < 3; i++) {
             Thread t = new Thread(() -> results.add(client.stream("/v1/chat/completions",
-                    chat(",\"max_tokens\":40,\"stream\":true"), e -> { })));
+                    chat(",\"max_tokens\":100,\"stream\":true"), e -> { })));
             t.start();
             streams.add(t);
         }
