@@ -1,6 +1,7 @@
 package dev.sextant.request;
 
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -221,6 +222,55 @@ final class WeightedSlotTable implements SlotTable {
             }
         }
         return counts;
+    }
+
+    private static final String ENCODING = "st1:";
+
+    @Override
+    public String encode() {
+        byte[] bytes = new byte[owner.length * 2];
+        for (int s = 0; s < owner.length; s++) {
+            bytes[2 * s] = (byte) (owner[s] >>> 8);
+            bytes[2 * s + 1] = (byte) owner[s];
+        }
+        return ENCODING + Base64.getUrlEncoder().withoutPadding().encodeToString(bytes);
+    }
+
+    static WeightedSlotTable decode(List<String> engineIds, double[] weights, String encoded) {
+        if (encoded == null || !encoded.startsWith(ENCODING)) {
+            throw new IllegalArgumentException("slots: " + (encoded == null ? "missing" : "unknown encoding")
+                    + " (expected: text starting with '" + ENCODING + "')");
+        }
+        WeightedSlotTable shape = build(null, engineIds, weights); // validates ids and weights
+        byte[] bytes;
+        try {
+            bytes = Base64.getUrlDecoder().decode(encoded.substring(ENCODING.length()));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("slots: not base64url (" + e.getMessage() + ")", e);
+        }
+        int m = shape.owner.length;
+        if (bytes.length != 2 * m) {
+            throw new IllegalArgumentException("slots: " + bytes.length / 2 + " slots (expected: " + m + " for "
+                    + engineIds.size() + " engines)");
+        }
+        char[] owner = new char[m];
+        int[] counts = new int[engineIds.size()];
+        for (int s = 0; s < m; s++) {
+            char j = (char) (((bytes[2 * s] & 0xFF) << 8) | (bytes[2 * s + 1] & 0xFF));
+            if (j >= counts.length) {
+                throw new IllegalArgumentException("slots[" + s + "]: engine " + (int) j + " (expected: < "
+                        + counts.length + ")");
+            }
+            owner[s] = j;
+            counts[j]++;
+        }
+        for (int j = 0; j < counts.length; j++) {
+            if (counts[j] != shape.counts[j]) {
+                throw new IllegalArgumentException("slots: engine '" + engineIds.get(j) + "' holds " + counts[j]
+                        + " slots (expected: " + shape.counts[j] + " from its weight)");
+            }
+        }
+        return new WeightedSlotTable(shape.ids, owner, counts, shape.positive);
     }
 
     @Override

@@ -14,6 +14,7 @@ import java.util.SplittableRandom;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.offset;
 
 class SlotTableTest {
 
@@ -30,7 +31,7 @@ class SlotTableTest {
         SlotTable before = SlotTable.of(List.of("a", "b"), new double[] {1, 3});
         SlotTable after = before.rebalance(List.of("a", "b"), new double[] {1, 1});
         assertThat(after.slots(0)).isEqualTo(2048);
-        assertThat(movedFraction(before, after, 200_000, 1)).isCloseTo(0.25, org.assertj.core.data.Offset.offset(0.005));
+        assertThat(movedFraction(before, after, 200_000, 1)).isCloseTo(0.25, offset(0.005));
     }
 
     @Test
@@ -56,7 +57,8 @@ class SlotTableTest {
                 maxErrorPp = Math.max(maxErrorPp, Math.abs(hits[i] / (double) keys - weight) * 100);
             }
         }
-        System.out.printf("share accuracy: %d engines, %,d keys, max |share - weight| = %.4f pp%n", n, keys, maxErrorPp);
+        System.out.printf("share accuracy: %d engines, %,d keys, max |share - weight| = %.4f pp%n", n, keys,
+                maxErrorPp);
         assertThat(maxErrorPp).isLessThanOrEqualTo(0.5);
     }
 
@@ -80,8 +82,8 @@ class SlotTableTest {
         for (int i = 0; i < n; i++) {
             maxErrorPp = Math.max(maxErrorPp, Math.abs(hits[i] / (double) keys - w[i] / sum) * 100);
         }
-        System.out.printf("share accuracy: %d engines, %,d keys, max |share - weight| over all = %.4f pp%n", n, keys,
-                maxErrorPp);
+        System.out.printf("share accuracy: %d engines, %,d keys, max |share - weight| over all = %.4f pp%n", n,
+                keys, maxErrorPp);
         assertThat(maxErrorPp).isLessThanOrEqualTo(0.5);
     }
 
@@ -147,6 +149,30 @@ class SlotTableTest {
             }
         }
         assertThat(stayed).isEqualTo(onBOrC);
+    }
+
+    @Test
+    void decode_ofEncode_choosesTheSameEnginesAsTheRebalancedTable() {
+        List<String> ids = Fixtures.ids(30);
+        SplittableRandom rnd = new SplittableRandom(9);
+        double[] w2 = randomWeights(rnd, 30);
+        SlotTable rebalanced = SlotTable.of(ids, randomWeights(rnd, 30)).rebalance(ids, w2);
+        SlotTable copy = SlotTable.decode(ids, w2, rebalanced.encode());
+        for (int i = 0; i < 10_000; i++) {
+            long key = rnd.nextLong();
+            assertThat(copy.first(key)).isEqualTo(rebalanced.first(key));
+        }
+    }
+
+    @Test
+    void decode_countsThatDoNotMatchTheWeights_isRejected() {
+        List<String> ids = List.of("a", "b");
+        String encoded = SlotTable.of(ids, new double[] {1, 3}).encode();
+        assertThatThrownBy(() -> SlotTable.decode(ids, new double[] {1, 1}, encoded))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("slots: engine 'a' holds 1024 slots (expected: 2048 from its weight)");
+        assertThatThrownBy(() -> SlotTable.decode(ids, new double[] {1, 3}, "xx"))
+                .hasMessageStartingWith("slots: unknown encoding");
     }
 
     @Test
