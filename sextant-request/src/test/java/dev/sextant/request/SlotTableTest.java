@@ -131,6 +131,29 @@ class SlotTableTest {
     }
 
     @Test
+    void rebalance_smallChangesToAThousandWeights_movesAtMost1point1TimesTheTotalVariation() {
+        SplittableRandom rnd = new SplittableRandom(13);
+        int n = 1000;
+        List<String> ids = Fixtures.ids(n);
+        double worst = 0;
+        for (double change : new double[] {0.02, 0.1, 0.5}) {
+            double[] w = new double[n];
+            double[] w2 = new double[n];
+            for (int i = 0; i < n; i++) {
+                w[i] = 0.2 + rnd.nextDouble();
+                w2[i] = w[i] * (1 - change + 2 * change * rnd.nextDouble());
+            }
+            SlotTable before = SlotTable.of(ids, w);
+            SlotTable after = before.rebalance(ids, w2);
+            double ratio = movedFraction(before, after, 1_000_000, 7) / tv(w, w2);
+            System.out.printf("disruption: 1,000 engines, every weight changed by up to ±%.0f%%: moved/TV %.3f%n",
+                    change * 100, ratio);
+            worst = Math.max(worst, ratio);
+        }
+        assertThat(worst).isLessThanOrEqualTo(1.1);
+    }
+
+    @Test
     void rebalance_engineJoinsAndLeaves_keepsOthersKeys() {
         SlotTable before = SlotTable.of(List.of("a", "b", "c"), new double[] {1, 1, 1});
         SlotTable after = before.rebalance(List.of("b", "c", "d"), new double[] {1, 1, 1});
