@@ -47,31 +47,37 @@ final class Compiled {
         EngineIndex engines = new EngineIndex(s, gateway, cells, options);
         Map<String, Allowed> allowedSets = new HashMap<>();
 
-        // Each engine's share of this gateway's requests, over all classes, weighted by demand.
+        // One pass over every class's weights: the allowed engines with positive weight, and each
+        // engine's share of this gateway's requests over all classes, weighted by demand.
         double[] load = new double[engines.size()];
         double total = 0;
-        for (Route r : routes.values()) {
+        List<ClassWeights> classes = new ArrayList<>(routes.size());
+        for (Map.Entry<String, Route> entry : routes.entrySet()) {
+            Route r = entry.getValue();
+            Allowed allowed = allowed(r, engines, allowedSets);
+            ClassWeights cw = new ClassWeights(entry.getKey(), r, allowed, r.weights().size());
             double d = Math.max(0, r.demandRps()) + DEMAND_EPSILON;
-            boolean[] mask = allowed(r, engines, allowedSets).mask;
-            for (Map.Entry<String, Double> w : r.weights().entrySet()) {
+            for (Map.Entry<String, Double> w : r.weights().entrySet()) { // sorted by engine id
                 Integer j = engines.index.get(w.getKey());
-                if (w.getValue() > 0 && j != null && mask[j]) {
-                    load[j] += d * w.getValue();
-                    total += d * w.getValue();
+                double weight = w.getValue();
+                if (weight > 0 && j != null && allowed.mask[j]) {
+                    cw.idx[cw.n] = j;
+                    cw.weights[cw.n] = weight;
+                    cw.n++;
+                    load[j] += d * weight;
+                    total += d * weight;
                 }
             }
+            classes.add(cw);
         }
 
         Map<String, ClassRoute> byId = new HashMap<>();
         Map<String, List<ClassRoute>> byModelList = new HashMap<>();
-        for (Map.Entry<String, Route> entry : routes.entrySet()) {
-            String classId = entry.getKey();
-            Route r = entry.getValue();
-            ClassRoute prev = previous == null ? null : previous.byId.get(classId);
-            ClassRoute k = compileClass(classId, r, prev, engines, allowed(r, engines, allowedSets), load, total,
-                    options);
-            byId.put(classId, k);
-            byModelList.computeIfAbsent(r.model(), m -> new ArrayList<>()).add(k);
+        for (ClassWeights cw : classes) {
+            ClassRoute prev = previous == null ? null : previous.byId.get(cw.id);
+            ClassRoute k = compileClass(cw, prev, engines, load, total, options);
+            byId.put(cw.id, k);
+            byModelList.computeIfAbsent(cw.route.model(), m -> new ArrayList<>()).add(k);
         }
         Map<String, ClassRoute[]> byModel = new HashMap<>();
         byModelList.forEach((m, list) -> {
@@ -178,20 +184,32 @@ final class Compiled {
         return e.models().contains(r.model()) && (r.residency().isEmpty() || r.residency().contains(e.region()));
     }
 
-    private static ClassRoute compileClass(String classId, Route r, ClassRoute prev, EngineIndex engines,
-                                           Allowed allowed, double[] load, double total, DataPlaneOptions options) {
-        int[] idx = new int[r.weights().size()];
-        double[] ws = new double[idx.length];
-        int n = 0;
-        for (Map.Entry<String, Double> w : r.weights().entrySet()) { // sorted by engine id
-            Integer j = engines.index.get(w.getKey());
-            if (w.getValue() > 0 && j != null && allowed.mask[j]) {
-                idx[n] = j;
-                ws[n] = w.getValue();
-                n++;
-            }
+    /** A class's allowed engines with positive weight, in engine id order: indices and weights. */
+    private static final class ClassWeights {
+        final String id;
+        final Route route;
+        final Allowed allowed;
+        final int[] idx;
+        final double[] weights;
+        int n;
+
+        ClassWeights(String id, Route route, Allowed allowed, int capacity) {
+            this.id = id;
+            this.route = route;
+            this.allowed = allowed;
+            this.idx = new int[capacity];
+            this.weights = new double[capacity];
         }
-        double[] weights = Arrays.copyOf(ws, n);
+    }
+
+    private static ClassRoute compileClass(ClassWeights cw, ClassRoute prev, EngineIndex engines, double[] load,
+                                           double total, DataPlaneOptions options) {
+        String classId = cw.id;
+        Route r = cw.route;
+        Allowed allowed = cw.allowed;
+        int n = cw.n;
+        int[] idx = cw.idx;
+        double[] weights = Arrays.copyOf(cw.weights, n);
         List<String> ids = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             ids.add(engines.ids[idx[i]]);

@@ -39,6 +39,24 @@ public interface SlotTable {
      */
     SlotTable rebalance(List<String> engineIds, double[] weights);
 
+    /**
+     * A table from its {@link #encode()}d form, checked against the engines and weights it must
+     * match: every slot owned by one of {@code engineIds}, and each engine's slot count the one its
+     * weight gives. This is how a table computed by the control plane (rebalanced from the previous
+     * snapshot's) would reach the gateways, so that the choice is a function of the snapshot alone.
+     *
+     * @throws IllegalArgumentException naming what does not match
+     */
+    static SlotTable decode(List<String> engineIds, double[] weights, String encoded) {
+        return WeightedSlotTable.decode(engineIds, weights, encoded);
+    }
+
+    /**
+     * The table as text: {@code "st1:"} then the slot owners (engine indices as 16-bit big-endian
+     * numbers, slot 0 first) in unpadded base64url. About 2.7 bytes per slot.
+     */
+    String encode();
+
     /** The index (into {@link #engineIds()}) of the key's first choice. Allocation-free, O(1). */
     int first(long key);
 

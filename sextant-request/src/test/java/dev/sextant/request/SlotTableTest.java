@@ -14,6 +14,7 @@ import java.util.SplittableRandom;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.offset;
 
 class SlotTableTest {
 
@@ -30,7 +31,7 @@ class SlotTableTest {
         SlotTable before = SlotTable.of(List.of("a", "b"), new double[] {1, 3});
         SlotTable after = before.rebalance(List.of("a", "b"), new double[] {1, 1});
         assertThat(after.slots(0)).isEqualTo(2048);
-        assertThat(movedFraction(before, after, 200_000, 1)).isCloseTo(0.25, org.assertj.core.data.Offset.offset(0.005));
+        assertThat(movedFraction(before, after, 200_000, 1)).isCloseTo(0.25, offset(0.005));
     }
 
     @Test
@@ -56,7 +57,8 @@ class SlotTableTest {
                 maxErrorPp = Math.max(maxErrorPp, Math.abs(hits[i] / (double) keys - weight) * 100);
             }
         }
-        System.out.printf("share accuracy: %d engines, %,d keys, max |share - weight| = %.4f pp%n", n, keys, maxErrorPp);
+        System.out.printf("share accuracy: %d engines, %,d keys, max |share - weight| = %.4f pp%n", n, keys,
+                maxErrorPp);
         assertThat(maxErrorPp).isLessThanOrEqualTo(0.5);
     }
 
@@ -80,8 +82,8 @@ class SlotTableTest {
         for (int i = 0; i < n; i++) {
             maxErrorPp = Math.max(maxErrorPp, Math.abs(hits[i] / (double) keys - w[i] / sum) * 100);
         }
-        System.out.printf("share accuracy: %d engines, %,d keys, max |share - weight| over all = %.4f pp%n", n, keys,
-                maxErrorPp);
+        System.out.printf("share accuracy: %d engines, %,d keys, max |share - weight| over all = %.4f pp%n", n,
+                keys, maxErrorPp);
         assertThat(maxErrorPp).isLessThanOrEqualTo(0.5);
     }
 
@@ -129,6 +131,29 @@ class SlotTableTest {
     }
 
     @Test
+    void rebalance_smallChangesToAThousandWeights_movesAtMost1point1TimesTheTotalVariation() {
+        SplittableRandom rnd = new SplittableRandom(13);
+        int n = 1000;
+        List<String> ids = Fixtures.ids(n);
+        double worst = 0;
+        for (double change : new double[] {0.02, 0.1, 0.5}) {
+            double[] w = new double[n];
+            double[] w2 = new double[n];
+            for (int i = 0; i < n; i++) {
+                w[i] = 0.2 + rnd.nextDouble();
+                w2[i] = w[i] * (1 - change + 2 * change * rnd.nextDouble());
+            }
+            SlotTable before = SlotTable.of(ids, w);
+            SlotTable after = before.rebalance(ids, w2);
+            double ratio = movedFraction(before, after, 1_000_000, 7) / tv(w, w2);
+            System.out.printf("disruption: 1,000 engines, every weight changed by up to ±%.0f%%: moved/TV %.3f%n",
+                    change * 100, ratio);
+            worst = Math.max(worst, ratio);
+        }
+        assertThat(worst).isLessThanOrEqualTo(1.1);
+    }
+
+    @Test
     void rebalance_engineJoinsAndLeaves_keepsOthersKeys() {
         SlotTable before = SlotTable.of(List.of("a", "b", "c"), new double[] {1, 1, 1});
         SlotTable after = before.rebalance(List.of("b", "c", "d"), new double[] {1, 1, 1});
@@ -147,6 +172,30 @@ class SlotTableTest {
             }
         }
         assertThat(stayed).isEqualTo(onBOrC);
+    }
+
+    @Test
+    void decode_ofEncode_choosesTheSameEnginesAsTheRebalancedTable() {
+        List<String> ids = Fixtures.ids(30);
+        SplittableRandom rnd = new SplittableRandom(9);
+        double[] w2 = randomWeights(rnd, 30);
+        SlotTable rebalanced = SlotTable.of(ids, randomWeights(rnd, 30)).rebalance(ids, w2);
+        SlotTable copy = SlotTable.decode(ids, w2, rebalanced.encode());
+        for (int i = 0; i < 10_000; i++) {
+            long key = rnd.nextLong();
+            assertThat(copy.first(key)).isEqualTo(rebalanced.first(key));
+        }
+    }
+
+    @Test
+    void decode_countsThatDoNotMatchTheWeights_isRejected() {
+        List<String> ids = List.of("a", "b");
+        String encoded = SlotTable.of(ids, new double[] {1, 3}).encode();
+        assertThatThrownBy(() -> SlotTable.decode(ids, new double[] {1, 1}, encoded))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("slots: engine 'a' holds 1024 slots (expected: 2048 from its weight)");
+        assertThatThrownBy(() -> SlotTable.decode(ids, new double[] {1, 3}, "xx"))
+                .hasMessageStartingWith("slots: unknown encoding");
     }
 
     @Test
