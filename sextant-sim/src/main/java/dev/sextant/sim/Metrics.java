@@ -20,6 +20,8 @@ final class Metrics {
     long generated;
     final long[] generatedByClass;
     final long[] shedByClass;
+    /** Gateway → engine → attempts sent. */
+    final long[][] attemptsTo;
     long completed;
     long shed;
     long failed;
@@ -61,6 +63,7 @@ final class Metrics {
         lastBusy = new double[sim.engineCount];
         generatedByClass = new long[classes];
         shedByClass = new long[classes];
+        attemptsTo = new long[sim.gatewayCount][sim.engineCount];
     }
 
     /** Requests generated but not yet ended. */
@@ -75,6 +78,7 @@ final class Metrics {
 
     void attempt(SimRequest r) {
         attempts++;
+        attemptsTo[r.gateway][r.engine]++;
         if (r.attempts == 1) {
             dispatched++;
         }

@@ -16,7 +16,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -102,8 +101,7 @@ final class ScenarioLoader {
         Scenario.ClassWorkload dflt = classWorkload(w == null ? null : w.get("default"), "workload.default.",
                 new Scenario.ClassWorkload(4, 20_000, 1000, 100, 200));
         if (w != null && w.has("classes")) {
-            for (Iterator<Map.Entry<String, JsonNode>> it = w.get("classes").fields(); it.hasNext(); ) {
-                var e = it.next();
+            for (Map.Entry<String, JsonNode> e : w.get("classes").properties()) {
                 wl.put(e.getKey(), classWorkload(e.getValue(), "workload.classes." + e.getKey() + ".", dflt));
             }
         }
@@ -184,8 +182,7 @@ final class ScenarioLoader {
         if (n == null) {
             return out;
         }
-        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
-            var e = it.next();
+        for (Map.Entry<String, JsonNode> e : n.properties()) {
             String p = "hardware." + e.getKey() + ".";
             JsonNode h = e.getValue();
             try {
@@ -355,9 +352,9 @@ final class ScenarioLoader {
         if (n == null) {
             return out;
         }
-        n.fields().forEachRemaining(row -> {
+        n.properties().forEach(row -> {
             Map<String, Double> r = new LinkedHashMap<>();
-            row.getValue().fields().forEachRemaining(c -> r.put(c.getKey(), c.getValue().asDouble()));
+            row.getValue().properties().forEach(c -> r.put(c.getKey(), c.getValue().asDouble()));
             out.put(row.getKey(), r);
         });
         return out;
