@@ -118,6 +118,12 @@ final class ScenarioLoader {
         for (String h : engineHardware) {
             hardware.add(hw.get(h));
         }
+        String profiles = str(root, "profiles", "", "derived");
+        if (profiles.equals("measured")) {
+            topology = measured(topology, engineHardware, hw, wl, dflt);
+        } else if (!profiles.equals("derived")) {
+            throw error("profiles", "'" + profiles + "' (expected one of [derived, measured])");
+        }
         List<Scenario.ClassWorkload> workload = new ArrayList<>();
         for (TrafficClass c : topology.classes()) {
             workload.add(wl.getOrDefault(c.id(), dflt));
@@ -174,6 +180,35 @@ final class ScenarioLoader {
         return new Scenario(name, description, topology, hardware, workload, arrivals, duration,
                 1000 * num(root, "client_timeout_s", "", 60), control, faults, policies, legacy, sweep,
                 1000 * num(root, "sample_s", "", 10));
+    }
+
+    /**
+     * The topology with every engine's profile measured on the simulated engine (see {@link Calibration}),
+     * once per (hardware, workload, capacity).
+     */
+    private static Topology measured(Topology t, List<String> engineHardware, Map<String, EngineParams> hw,
+                                     Map<String, Scenario.ClassWorkload> wl, Scenario.ClassWorkload dflt) {
+        Map<String, LatencyProfile> done = new LinkedHashMap<>();
+        List<Engine> engines = new ArrayList<>();
+        for (int j = 0; j < t.engines().size(); j++) {
+            Engine e = t.engines().get(j);
+            Scenario.ClassWorkload w = dflt;
+            for (TrafficClass c : t.classes()) {
+                if (e.serves(c.model()) && wl.containsKey(c.id())) {
+                    w = wl.get(c.id());
+                    break;
+                }
+            }
+            EngineParams h = hw.get(engineHardware.get(j));
+            String key = engineHardware.get(j) + "|" + w + "|" + e.capacityRps();
+            LatencyProfile p = done.get(key);
+            if (p == null) {
+                p = Calibration.measure(h, w, e.capacityRps(), 7);
+                done.put(key, p);
+            }
+            engines.add(new Engine(e.id(), e.cluster(), e.endpoint(), e.models(), e.capacityRps(), p, e.health()));
+        }
+        return t.withEngines(engines);
     }
 
     private Map<String, EngineParams> hardware(JsonNode n) throws ScenarioException {
