@@ -41,6 +41,10 @@ final class Assembler {
                 load[allowed[i]] += weights[k][i] * inst.demand[k];
             }
         }
+        double[] latency = new double[n];
+        for (int j = 0; j < n; j++) {
+            latency[j] = inst.costs[j].latency(load[j]);
+        }
         double routed = 0;
         double latencyCost = 0;
         double shed = 0;
@@ -55,7 +59,7 @@ final class Assembler {
                 }
                 if (f > 0) {
                     routed += f;
-                    latencyCost += f * (inst.rtt(k, allowed[i]) + inst.costs[allowed[i]].latency(load[allowed[i]]));
+                    latencyCost += f * (inst.rtt(k, allowed[i]) + latency[allowed[i]]);
                 }
             }
             shed += shedFraction[k] * inst.demand[k];
@@ -75,7 +79,7 @@ final class Assembler {
             totalLoad += load[j];
             totalCapacity += effective;
             engines.put(e.id(), new EngineState(e.cluster(), inst.engineRegion[j], e.endpoint(), e.models(), load[j],
-                    e.capacityRps(), effective, rho, cost.latency(load[j]), cost.marginal(load[j]), shadow[j],
+                    e.capacityRps(), effective, rho, latency[j], cost.marginal(load[j]), shadow[j],
                     inst.penalty[j]));
         }
         Map<String, Map<String, Double>> rtt = new TreeMap<>(inst.topology.networkRttMs());

@@ -58,6 +58,7 @@ final class DualNewton {
     private final double totalDemand;
 
     private double damping;
+    private double radius;
 
     int iterations;
     int stages;
@@ -144,6 +145,11 @@ final class DualNewton {
 
     private void newton(double[] p, double gradTol) {
         double q = evaluate(p, true);
+        double pmax = 0;
+        for (double v : p) {
+            pmax = Math.max(pmax, Math.abs(v));
+        }
+        radius = Math.max(radius, 0.5 * pmax + tau);
         damping = 1e-10;
         double[] d = new double[groupCount];
         double[] trial = new double[groupCount];
@@ -159,9 +165,18 @@ final class DualNewton {
             solveNewtonSystem(d);
             // far from the optimum the dual can be nearly flat (a full group, a source that sheds):
             // never move one price by more than the largest shed cost in one step
-            for (int g = 0; g < groupCount; g++) {
-                d[g] = Math.max(-maxShedCost, Math.min(maxShedCost, d[g]));
+            // trust region on the largest price move: a nearly singular direction (a full group
+            // that one source depends on) otherwise proposes absurd steps that the line search
+            // then halves a dozen times, one evaluation each
+            double dmax = 0;
+            for (double v : d) {
+                dmax = Math.max(dmax, Math.abs(v));
             }
+            double scaleDown = dmax > radius ? radius / dmax : 1;
+            for (int g = 0; g < groupCount; g++) {
+                d[g] *= scaleDown;
+            }
+            dmax *= scaleDown;
             double slope = 0;
             for (int g = 0; g < groupCount; g++) {
                 slope += grad[g] * d[g];
@@ -191,6 +206,11 @@ final class DualNewton {
             }
             // Levenberg–Marquardt: a step that had to be cut means the quadratic model was poor
             // (a nearly flat direction, e.g. a full group one source depends on); damp the next one
+            if (t == 1) {
+                radius = Math.min(maxShedCost, Math.max(radius, 4 * dmax));
+            } else {
+                radius = Math.max(1e-9, 2 * t * dmax);
+            }
             if (t == 1) {
                 damping = Math.max(1e-12, damping * 0.1);
             } else if (t < 0.25) {

@@ -201,9 +201,28 @@ final class OptimalPolicy implements RoutingPolicy {
                 }
             }
         }
+        double demand = 0;
+        double capacity = 0;
+        for (double l : lambda) {
+            demand += l;
+        }
+        for (Group g : groups) {
+            capacity += g.capacity;
+        }
+        boolean shedding = false;
+        for (double v : price) {
+            shedding |= v > Double.NEGATIVE_INFINITY;
+        }
         for (int g = 0; g < n; g++) {
+            double[] scratch = new double[groups[g].engines.length];
+            if (!shedding) {
+                // everything fits: every group as loaded as the component is on average is closer to
+                // the optimum than the greedy routing's full-or-empty groups
+                price[g] = groups[g].split(demand / capacity * groups[g].capacity, scratch);
+                continue;
+            }
             double load = groups[g].capacity - room[g];
-            double marginal = groups[g].split(load, new double[groups[g].engines.length]);
+            double marginal = groups[g].split(load, scratch);
             price[g] = room[g] > 1e-12 * groups[g].capacity ? marginal : Math.max(price[g], marginal);
         }
         return price;
