@@ -68,6 +68,7 @@ public class SelectorBenchmark {
         NaiveSelectors.WeightedRendezvous rendezvous;
         long[] keys;
         int next;
+        final int[] order = new int[3];
 
         @Setup
         public void setup() {
@@ -96,6 +97,12 @@ public class SelectorBenchmark {
     @Benchmark
     public int slotTable(Selection s) {
         return s.table.first(s.key());
+    }
+
+    /** The key's first three engines (first choice plus the retry order), into a reused array. */
+    @Benchmark
+    public int slotTableOrderOf3(Selection s) {
+        return s.table.fill(s.key(), s.order);
     }
 
     @Benchmark
