@@ -9,6 +9,7 @@ import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Objective;
 import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -149,6 +150,31 @@ class SnapshotJsonTest {
             assertThat(p.line()).isEqualTo(lineOf(text, "\"shed\""));
             assertThat(p.path()).isEqualTo("objective.shed");
             assertThat(p.message()).startsWith("unknown key 'shed' (expected one of: ").contains("shed_rps");
+        });
+    }
+
+    @Test
+    void read_routeWithSlotTable_roundTripsAndNamesAMissingTable() throws SnapshotException {
+        Snapshot base = sample(5200, 4100);
+        Route r = base.route("east", "chat");
+        String slots = SlotTable.of(r.slotEngines(), r.slotWeights()).encode();
+        Route withTable = new Route(r.model(), r.residency(), r.priority(), r.demandRps(), r.weights(),
+                r.shedFraction(), r.priceMs(), slots);
+        Snapshot s = new Snapshot(3, "", "optimal", base.fleetUtilization(), base.retryBudget(),
+                Map.of("east", Map.of("chat", withTable)), base.engines(), base.networkRttMs(), base.objective());
+
+        String text = SnapshotJson.write(s);
+        assertThat(text).contains("\"slots\" : \"" + slots + "\"");
+        assertThat(SnapshotJson.read(text)).isEqualTo(s);
+        assertThat(s.contentHash()).isNotEqualTo(new Snapshot(3, "", "optimal", base.fleetUtilization(),
+                base.retryBudget(), Map.of("east", Map.of("chat", r)), base.engines(), base.networkRttMs(),
+                base.objective()).contentHash());
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class,
+                () -> SnapshotJson.read(text.replace(",\n        \"slots\" : \"" + slots + "\"", ""), "snap.json"));
+        assertThat(e.problems()).singleElement().satisfies(p -> {
+            assertThat(p.path()).isEqualTo("routes.east.chat.slots");
+            assertThat(p.message()).startsWith("missing");
         });
     }
 

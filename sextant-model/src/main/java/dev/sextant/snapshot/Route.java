@@ -18,9 +18,21 @@ import java.util.TreeMap;
  * @param priceMs       the class's marginal latency π: the cost in ms of serving one more request of
  *                      this class (equal across the engines it uses); null-free, NaN for a policy
  *                      that has no prices
+ * @param slots         the class's slot table, {@link SlotTable#encode() encoded}, over the engines with
+ *                      positive weight in id order: the control plane computes it (from the previous
+ *                      snapshot's table, moving as few keys as possible) so that every gateway chooses
+ *                      the same engines for the same key. Empty when no weight is positive, or when the
+ *                      producer computed none (gateways then build one from the weights alone)
  */
 public record Route(String model, List<String> residency, int priority, double demandRps, Map<String, Double> weights,
-                    double shedFraction, double priceMs) {
+                    double shedFraction, double priceMs, String slots) {
+
+    /** A route without a slot table ({@code slots} empty): gateways build one from the weights. */
+    public Route(String model, List<String> residency, int priority, double demandRps, Map<String, Double> weights,
+                 double shedFraction, double priceMs) {
+        this(model, residency, priority, demandRps, weights, shedFraction, priceMs, "");
+    }
+
     public Route {
         residency = List.copyOf(residency);
         weights = Collections.unmodifiableSortedMap(new TreeMap<>(weights));
@@ -32,5 +44,26 @@ public record Route(String model, List<String> residency, int priority, double d
                 throw new IllegalArgumentException("weights." + e + ": " + w + " (expected: in [0, 1])");
             }
         });
+        if (slots == null) {
+            throw new IllegalArgumentException("slots: null (expected: an encoded slot table, or empty)");
+        }
+        if (!slots.isEmpty() && weights.values().stream().noneMatch(w -> w > 0)) {
+            throw new IllegalArgumentException("slots: " + abbreviated(slots)
+                    + " (expected: empty when no weight is positive)");
+        }
+    }
+
+    /** The engines with positive weight, in id order: the engines {@link #slots()} indexes. */
+    public List<String> slotEngines() {
+        return weights.entrySet().stream().filter(e -> e.getValue() > 0).map(Map.Entry::getKey).toList();
+    }
+
+    /** The positive weights, aligned with {@link #slotEngines()}. */
+    public double[] slotWeights() {
+        return weights.values().stream().mapToDouble(Double::doubleValue).filter(w -> w > 0).toArray();
+    }
+
+    private static String abbreviated(String s) {
+        return s.length() <= 24 ? "'" + s + "'" : "'" + s.substring(0, 24) + "…' (" + s.length() + " characters)";
     }
 }

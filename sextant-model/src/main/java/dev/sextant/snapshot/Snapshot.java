@@ -48,16 +48,76 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
 
     /**
      * Hex SHA-256 of everything but {@code version} and {@code hash}: two snapshots with the same
-     * routes, engines and numbers have the same content hash whatever their versions.
+     * routes, engines and numbers have the same content hash whatever their versions. Numbers enter
+     * by their exact bits and maps in key order, so the hash is as strict as {@link #equals}.
      */
     public String contentHash() {
-        String content = new Snapshot(0, "", policy, fleetUtilization, retryBudget, routes, engines, networkRttMs,
-                objective).toString();
         try {
-            MessageDigest sha = MessageDigest.getInstance("SHA-256");
-            return HexFormat.of().formatHex(sha.digest(content.getBytes(StandardCharsets.UTF_8)));
+            Feed f = new Feed(MessageDigest.getInstance("SHA-256"));
+            f.text(policy).number(fleetUtilization);
+            f.number(retryBudget.minRetriesPerSecond()).count(retryBudget.curve().size());
+            for (RetryBudget.Point p : retryBudget.curve()) {
+                f.number(p.utilization()).number(p.ratio());
+            }
+            f.count(routes.size());
+            routes.forEach((g, byClass) -> {
+                f.text(g).count(byClass.size());
+                byClass.forEach((c, r) -> {
+                    f.text(c).text(r.model()).count(r.residency().size());
+                    r.residency().forEach(f::text);
+                    f.count(r.priority()).number(r.demandRps()).number(r.shedFraction()).number(r.priceMs());
+                    f.count(r.weights().size());
+                    r.weights().forEach((e, w) -> f.text(e).number(w));
+                    f.text(r.slots());
+                });
+            });
+            f.count(engines.size());
+            engines.forEach((id, e) -> {
+                f.text(id).text(e.cluster()).text(e.region()).text(e.endpoint()).count(e.models().size());
+                e.models().forEach(f::text);
+                f.number(e.loadRps()).number(e.capacityRps()).number(e.effectiveCapacityRps())
+                        .number(e.utilization()).number(e.latencyMs()).number(e.marginalCostMs())
+                        .number(e.shadowPriceMs()).number(e.penalty());
+            });
+            f.count(networkRttMs.size());
+            networkRttMs.forEach((g, row) -> {
+                f.text(g).count(row.size());
+                row.forEach((c, ms) -> f.text(c).number(ms));
+            });
+            f.number(objective.meanLatencyMs()).number(objective.latencyCost()).number(objective.lowerBound())
+                    .number(objective.gapRelative()).number(objective.shedRps()).count(objective.iterations());
+            return HexFormat.of().formatHex(f.sha.digest());
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is required of every Java platform", e);
+        }
+    }
+
+    /** Feeds values to a digest unambiguously: lengths before contents, numbers as their bits. */
+    private static final class Feed {
+        final MessageDigest sha;
+        private final byte[] eight = new byte[8];
+
+        Feed(MessageDigest sha) {
+            this.sha = sha;
+        }
+
+        Feed count(long v) {
+            for (int i = 0; i < 8; i++) {
+                eight[i] = (byte) (v >>> (8 * i));
+            }
+            sha.update(eight);
+            return this;
+        }
+
+        Feed number(double v) {
+            return count(Double.doubleToLongBits(v));
+        }
+
+        Feed text(String s) {
+            byte[] b = s.getBytes(StandardCharsets.UTF_8);
+            count(b.length);
+            sha.update(b);
+            return this;
         }
     }
 

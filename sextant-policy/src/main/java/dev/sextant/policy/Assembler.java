@@ -4,16 +4,21 @@ import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Objective;
 import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Engine;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
 /**
  * Builds a snapshot from a policy's decision: per source, the weight of each allowed engine and the
  * shed fraction. Loads, latencies and the mean latency are computed here the same way for every
- * policy, so policies compare on equal terms.
+ * policy, so policies compare on equal terms. Each route's slot table is computed here too, from the
+ * previous snapshot's table for the same (gateway cluster, class) when there is one, so that gateways
+ * need no history of their own and the keys that move are as few as the weight change allows.
  */
 final class Assembler {
     private Assembler() {
@@ -41,6 +46,10 @@ final class Assembler {
                 load[allowed[i]] += weights[k][i] * inst.demand[k];
             }
         }
+        double[] latency = new double[n];
+        for (int j = 0; j < n; j++) {
+            latency[j] = inst.costs[j].latency(load[j]);
+        }
         double routed = 0;
         double latencyCost = 0;
         double shed = 0;
@@ -55,14 +64,16 @@ final class Assembler {
                 }
                 if (f > 0) {
                     routed += f;
-                    latencyCost += f * (inst.rtt(k, allowed[i]) + inst.costs[allowed[i]].latency(load[allowed[i]]));
+                    latencyCost += f * (inst.rtt(k, allowed[i]) + latency[allowed[i]]);
                 }
             }
             shed += shedFraction[k] * inst.demand[k];
             var c = inst.sourceClass[k];
-            routes.computeIfAbsent(inst.sourceGateway[k].id(), g -> new LinkedHashMap<>())
+            String gateway = inst.sourceGateway[k].id();
+            Route before = options.previous() == null ? null : options.previous().route(gateway, c.id());
+            routes.computeIfAbsent(gateway, g -> new LinkedHashMap<>())
                     .put(c.id(), new Route(c.model(), c.residency(), c.priority(), inst.demand[k], w, shedFraction[k],
-                            price[k]));
+                            price[k], slots(before, w)));
         }
         Map<String, EngineState> engines = new TreeMap<>();
         double totalLoad = 0;
@@ -75,7 +86,7 @@ final class Assembler {
             totalLoad += load[j];
             totalCapacity += effective;
             engines.put(e.id(), new EngineState(e.cluster(), inst.engineRegion[j], e.endpoint(), e.models(), load[j],
-                    e.capacityRps(), effective, rho, cost.latency(load[j]), cost.marginal(load[j]), shadow[j],
+                    e.capacityRps(), effective, rho, latency[j], cost.marginal(load[j]), shadow[j],
                     inst.penalty[j]));
         }
         Map<String, Map<String, Double>> rtt = new TreeMap<>(inst.topology.networkRttMs());
@@ -84,5 +95,27 @@ final class Assembler {
         double utilization = totalCapacity > 0 ? totalLoad / totalCapacity : 0;
         return new Snapshot(options.version(), "", policy, utilization, RetryBudget.DEFAULT, routes, engines, rtt,
                 objective).sealed(options.version());
+    }
+
+    /**
+     * The encoded slot table for positive weights {@code w} (sorted by engine id): rebalanced from the
+     * previous route's table when it has a valid one, else built from the weights alone; empty when
+     * {@code w} is. A pure function of its arguments, so equal inputs give equal snapshots.
+     */
+    static String slots(Route before, Map<String, Double> w) {
+        if (w.isEmpty()) {
+            return "";
+        }
+        List<String> ids = new ArrayList<>(w.keySet());
+        double[] weights = w.values().stream().mapToDouble(Double::doubleValue).toArray();
+        if (before != null && !before.slots().isEmpty()) {
+            try {
+                SlotTable previous = SlotTable.decode(before.slots(), before.slotEngines(), before.slotWeights());
+                return before.weights().equals(w) ? before.slots() : previous.rebalance(ids, weights).encode();
+            } catch (IllegalArgumentException e) {
+                // A previous snapshot with a bad table (hand-edited, or from another producer): start afresh.
+            }
+        }
+        return SlotTable.of(ids, weights).encode();
     }
 }

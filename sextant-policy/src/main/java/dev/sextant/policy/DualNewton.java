@@ -27,6 +27,8 @@ import java.util.Arrays;
  */
 final class DualNewton {
     private static final double ARMIJO = 1e-4;
+    /** Options this many τ above a source's price get no flow (e^-60 ≈ 1e-26 of it). */
+    private static final double NEGLIGIBLE = 60;
 
     private final int sources;
     private final int groupCount;
@@ -56,6 +58,7 @@ final class DualNewton {
     private final double totalDemand;
 
     private double damping;
+    private double radius;
 
     int iterations;
     int stages;
@@ -133,13 +136,20 @@ final class DualNewton {
             if (s.gap <= gapTolerance && s.fullGap <= gapTolerance) {
                 return s;
             }
-            tau *= 0.1;
+            // the gap shrinks in proportion to τ: aim the next stage at a third of the tolerance,
+            // but never more than tenfold at once (Newton's region of fast convergence shrinks with τ)
+            tau *= Math.max(0.1, Math.min(0.5, 0.3 * gapTolerance / Math.max(s.gap, s.fullGap)));
         }
         return best;
     }
 
     private void newton(double[] p, double gradTol) {
         double q = evaluate(p, true);
+        double pmax = 0;
+        for (double v : p) {
+            pmax = Math.max(pmax, Math.abs(v));
+        }
+        radius = Math.max(radius, 0.5 * pmax + tau);
         damping = 1e-10;
         double[] d = new double[groupCount];
         double[] trial = new double[groupCount];
@@ -155,9 +165,18 @@ final class DualNewton {
             solveNewtonSystem(d);
             // far from the optimum the dual can be nearly flat (a full group, a source that sheds):
             // never move one price by more than the largest shed cost in one step
-            for (int g = 0; g < groupCount; g++) {
-                d[g] = Math.max(-maxShedCost, Math.min(maxShedCost, d[g]));
+            // trust region on the largest price move: a nearly singular direction (a full group
+            // that one source depends on) otherwise proposes absurd steps that the line search
+            // then halves a dozen times, one evaluation each
+            double dmax = 0;
+            for (double v : d) {
+                dmax = Math.max(dmax, Math.abs(v));
             }
+            double scaleDown = dmax > radius ? radius / dmax : 1;
+            for (int g = 0; g < groupCount; g++) {
+                d[g] *= scaleDown;
+            }
+            dmax *= scaleDown;
             double slope = 0;
             for (int g = 0; g < groupCount; g++) {
                 slope += grad[g] * d[g];
@@ -187,6 +206,11 @@ final class DualNewton {
             }
             // Levenberg–Marquardt: a step that had to be cut means the quadratic model was poor
             // (a nearly flat direction, e.g. a full group one source depends on); damp the next one
+            if (t == 1) {
+                radius = Math.min(maxShedCost, Math.max(radius, 4 * dmax));
+            } else {
+                radius = Math.max(1e-9, 2 * t * dmax);
+            }
             if (t == 1) {
                 damping = Math.max(1e-12, damping * 0.1);
             } else if (t < 0.25) {
@@ -239,7 +263,10 @@ final class DualNewton {
         // uncapped options only: log-sum-exp in closed form
         double z = Math.exp(-(shedCost[k] - cmin) / tau);
         for (int a = 0; a < sg.length; a++) {
-            z += Math.exp(-(arc[a] + p[sg[a]] - cmin) / tau);
+            double over = arc[a] + p[sg[a]] - cmin;
+            if (over <= NEGLIGIBLE * tau) {
+                z += Math.exp(-over / tau);
+            }
         }
         double piK = cmin + tau * Math.log(lam / z);
         if (capped) {
@@ -253,7 +280,8 @@ final class DualNewton {
         value += shedCost[k] * sh + tau * xlogx(sh);
         for (int a = 0; a < sg.length; a++) {
             double c = arc[a] + p[sg[a]];
-            double f = Math.exp((piK - c) / tau);
+            // an option 60 τ above the source's price carries e^-60 of it: none, to the last digit
+            double f = (c - piK) > NEGLIGIBLE * tau ? 0 : Math.exp((piK - c) / tau);
             flowRegular[k][a] = f;
             double s = f / tau;
             value += c * f + tau * xlogx(f);
@@ -287,17 +315,20 @@ final class DualNewton {
         return s > 0 ? s * Math.log(s) : 0;
     }
 
-    /** The source price where the placed flow equals the demand, with capped (kept) options. */
+    /**
+     * The source price where the placed flow equals the demand, with capped (kept) options: Newton on
+     * a monotone function, started from the price this source had at the last evaluation (prices
+     * move little between evaluations) and kept inside a bracket; {@code upper}, the price without
+     * the capped options, is always above it.
+     */
     private double solvePrice(int k, double[] p, double upper) {
         double lam = lambda[k];
+        double[] ps = new double[2];
         double hi = upper;
-        double lo = hi - tau;
-        for (int i = 0; i < 200 && placed(k, p, lo) > lam; i++) {
-            lo = hi - 2 * (hi - lo);
-        }
-        double x = hi;
-        for (int it = 0; it < 200; it++) {
-            double fx = placed(k, p, x) - lam;
+        double lo = Double.NEGATIVE_INFINITY;
+        double x = pi[k] < hi && pi[k] > hi - 1e3 * tau - 1e-9 * Math.abs(hi) ? pi[k] : hi;
+        for (int it = 0; it < 300; it++) {
+            double fx = placed(k, p, x, ps) - lam;
             if (Math.abs(fx) <= 1e-14 * lam) {
                 return x;
             }
@@ -309,66 +340,76 @@ final class DualNewton {
             if (hi - lo <= 1e-15 * Math.max(1, Math.abs(hi))) {
                 return 0.5 * (lo + hi);
             }
-            double next = x - fx / placedSlope(k, p, x);
-            x = next > lo && next < hi ? next : 0.5 * (lo + hi);
+            double next = x - fx / ps[1];
+            if (!(next > lo && next < hi)) {
+                // no bracket below yet: step down by a growing multiple of τ; else bisect
+                next = lo == Double.NEGATIVE_INFINITY ? hi - Math.max(2 * (hi - x), tau) : 0.5 * (lo + hi);
+            }
+            x = next;
         }
         return x;
     }
 
-    private double placed(int k, double[] p, double piK) {
+    /**
+     * Flow source k places at source price {@code piK}, returned and in {@code out[0]}, and its
+     * derivative with respect to the price in {@code out[1]}.
+     */
+    private double placed(int k, double[] p, double piK, double[] out) {
         int[] sg = slotGroup[k];
-        double sum = Math.exp((piK - shedCost[k]) / tau);
+        double shed = Math.exp((piK - shedCost[k]) / tau);
+        double sum = shed;
+        double slope = shed;
         for (int a = 0; a < sg.length; a++) {
             double c = slotArc[k][a] + p[sg[a]];
-            sum += Math.exp((piK - c) / tau);
-            if (slotKept[k][a] > 0) {
-                sum += slotKept[k][a] / (1 + Math.exp((c - discount - piK) / tau));
-            }
-        }
-        return sum;
-    }
-
-    private double placedSlope(int k, double[] p, double piK) {
-        int[] sg = slotGroup[k];
-        double sum = Math.exp((piK - shedCost[k]) / tau);
-        for (int a = 0; a < sg.length; a++) {
-            double c = slotArc[k][a] + p[sg[a]];
-            sum += Math.exp((piK - c) / tau);
+            double f = Math.exp((piK - c) / tau);
+            sum += f;
+            slope += f;
             if (slotKept[k][a] > 0) {
                 double sigma = 1 / (1 + Math.exp((c - discount - piK) / tau));
-                sum += slotKept[k][a] * sigma * (1 - sigma);
+                sum += slotKept[k][a] * sigma;
+                slope += slotKept[k][a] * sigma * (1 - sigma);
             }
         }
-        return sum / tau;
+        out[0] = sum;
+        out[1] = slope / tau;
+        return sum;
     }
 
     private void buildHessian() {
         for (double[] row : hessian) {
             Arrays.fill(row, 0);
         }
+        int[] active = new int[0];
         for (int k = 0; k < sources; k++) {
             int[] sg = slotGroup[k];
             double[] s = slotS[k];
+            if (active.length < sg.length) {
+                active = new int[sg.length];
+            }
+            int n = 0;
             double total = shedS[k];
-            for (double v : s) {
-                total += v;
+            for (int a = 0; a < sg.length; a++) {
+                if (s[a] > 0) {
+                    active[n++] = a;
+                    total += s[a];
+                }
             }
             if (total <= 0) {
                 continue;
             }
-            for (int a = 0; a < sg.length; a++) {
-                if (s[a] == 0) {
-                    continue;
-                }
+            for (int i = 0; i < n; i++) {
+                int a = active[i];
                 // s_a (S − s_a) / S with S − s_a summed from the others, free of cancellation
                 double others = shedS[k];
-                for (int b = 0; b < sg.length; b++) {
-                    if (b != a) {
+                double[] row = hessian[sg[a]];
+                for (int j = 0; j < n; j++) {
+                    if (j != i) {
+                        int b = active[j];
                         others += s[b];
-                        hessian[sg[a]][sg[b]] -= s[a] * s[b] / total;
+                        row[sg[b]] -= s[a] * s[b] / total;
                     }
                 }
-                hessian[sg[a]][sg[a]] += s[a] * others / total;
+                row[sg[a]] += s[a] * others / total;
             }
         }
         for (int g = 0; g < groupCount; g++) {
@@ -479,7 +520,10 @@ final class DualNewton {
         }
         repairCapacity(flow, shedOut, load);
         fillPricedGroups(p, flow, shedOut, load);
+        return finish(p, flow, shedOut, load);
+    }
 
+    private Solution finish(double[] p, double[][] flow, double[] shedOut, double[] load) {
         double objective = 0;
         double[][] engineLoads = new double[groupCount][];
         for (int g = 0; g < groupCount; g++) {

@@ -67,6 +67,11 @@ final class EngineCost {
      * which also finds a breakpoint where φ' jumps over p (measured profiles).
      */
     double loadAt(double p) {
+        return loadAt(p, 0.5 * effectiveCapacity);
+    }
+
+    /** {@link #loadAt(double)} with Newton started at {@code hint} (the last answer, usually close). */
+    double loadAt(double p, double hint) {
         if (p <= marginalAtZero) {
             return 0;
         }
@@ -75,7 +80,7 @@ final class EngineCost {
         }
         double lo = 0;
         double hi = effectiveCapacity;
-        double x = 0.5 * hi;
+        double x = hint > 0 && hint < hi ? hint : 0.5 * hi;
         for (int it = 0; it < 200; it++) {
             double g = marginal(x) - p;
             if (Math.abs(g) <= 1e-13 * p) {

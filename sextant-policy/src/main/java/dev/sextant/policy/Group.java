@@ -16,6 +16,19 @@ final class Group {
     final double priceFloor;
     final double priceCeiling;
 
+    /*
+     * Engines of one group often share a shape (capacity_rps, profile, output tokens) and differ only
+     * in health, which moves the box, not the marginal cost. The inverse of the marginal cost is solved
+     * once per shape and clamped per engine; each shape remembers its last answer to start Newton there.
+     */
+    private final EngineCost[] shapes;
+    private final int[] shapeOf;
+    private final double[] shapeLoad;
+    private final double[] shapePrice;
+    private final double[] shapeSlope;
+    private final double[] shapeCost;
+    private final double[] costAtCapacity;
+
     Group(EngineCost[] engines) {
         this.engines = engines;
         double c = 0;
@@ -29,13 +42,58 @@ final class Group {
         this.capacity = c;
         this.priceFloor = lo;
         this.priceCeiling = hi;
+        java.util.List<EngineCost> reps = new java.util.ArrayList<>();
+        shapeOf = new int[engines.length];
+        costAtCapacity = new double[engines.length];
+        for (int i = 0; i < engines.length; i++) {
+            EngineCost e = engines[i];
+            costAtCapacity[i] = e.cost(e.effectiveCapacity);
+            int found = -1;
+            for (int s = 0; s < reps.size(); s++) {
+                EngineCost r = reps.get(s);
+                if (r.capacity == e.capacity && r.outputTokens == e.outputTokens && r.profile.equals(e.profile)) {
+                    found = s;
+                    if (e.effectiveCapacity > r.effectiveCapacity) {
+                        reps.set(s, new EngineCost(-1, e.capacity, e.effectiveCapacity, e.outputTokens, e.profile));
+                    }
+                    break;
+                }
+            }
+            if (found < 0) {
+                found = reps.size();
+                reps.add(new EngineCost(-1, e.capacity, e.effectiveCapacity, e.outputTokens, e.profile));
+            }
+            shapeOf[i] = found;
+        }
+        shapes = reps.toArray(new EngineCost[0]);
+        shapeLoad = new double[shapes.length];
+        shapePrice = new double[shapes.length];
+        java.util.Arrays.fill(shapePrice, Double.NaN);
+        shapeSlope = new double[shapes.length];
+        shapeCost = new double[shapes.length];
+    }
+
+    /** Solves every shape at price p (once per price), remembering load, slope and cost. */
+    private void solveShapes(double p) {
+        for (int s = 0; s < shapes.length; s++) {
+            if (shapePrice[s] == p) {
+                continue;
+            }
+            EngineCost r = shapes[s];
+            double x = r.loadAt(p, shapeLoad[s]);
+            shapeLoad[s] = x;
+            shapePrice[s] = p;
+            shapeSlope[s] = r.loadSlope(p, x);
+            shapeCost[s] = r.cost(x);
+        }
     }
 
     /** Load at price p, req/s; fills {@code loads} (per engine) and returns the sum. */
     double load(double p, double[] loads) {
+        solveShapes(p);
         double y = 0;
         for (int i = 0; i < engines.length; i++) {
-            loads[i] = engines[i].loadAt(p);
+            loads[i] = Math.min(shapeLoad[shapeOf[i]], engines[i].effectiveCapacity);
             y += loads[i];
         }
         return y;
@@ -43,18 +101,27 @@ final class Group {
 
     /** dy/dp given the per-engine loads at p. */
     double loadSlope(double p, double[] loads) {
+        solveShapes(p);
         double s = 0;
         for (int i = 0; i < engines.length; i++) {
-            s += engines[i].loadSlope(p, loads[i]);
+            if (loads[i] > 0 && loads[i] < engines[i].effectiveCapacity) {
+                s += shapeSlope[shapeOf[i]];
+            }
         }
         return s;
     }
 
     /** H*(p) given the per-engine loads at p. */
     double conjugate(double p, double[] loads) {
+        solveShapes(p);
         double v = 0;
         for (int i = 0; i < engines.length; i++) {
-            v += engines[i].conjugate(p, loads[i]);
+            double x = loads[i];
+            if (x <= 0) {
+                continue;
+            }
+            double cost = x < engines[i].effectiveCapacity ? shapeCost[shapeOf[i]] : costAtCapacity[i];
+            v += p * x - cost;
         }
         return v;
     }

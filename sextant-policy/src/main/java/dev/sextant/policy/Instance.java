@@ -52,6 +52,10 @@ final class Instance {
     final double discount;
     /** Per source: allowed engines, with or without capacity (for explanations and baselines). */
     final int[][] sourceEngines;
+    final int[] sourceGatewayIndex;
+    /** Engine → index of its engine cluster; gateway index → cluster index → round trip (NaN: none). */
+    final int[] engineCluster;
+    final double[][] rttByCluster;
 
     Instance(Topology topology, SolveOptions options) {
         this.topology = topology;
@@ -115,34 +119,63 @@ final class Instance {
         sourceEngines = new int[sourceCount][];
         discount = options.previous() == null ? 0 : topology.affinityDiscountMs();
 
+        // indices instead of map look-ups: sources × engines is large (2,048 × 4,096 on the L fleet)
+        Map<String, Integer> clusterIndex = new HashMap<>();
+        for (EngineCluster c : topology.engineClusters()) {
+            clusterIndex.put(c.id(), clusterIndex.size());
+        }
+        engineCluster = new int[n];
+        for (int j = 0; j < n; j++) {
+            engineCluster[j] = clusterIndex.get(engines.get(j).cluster());
+        }
+        Map<String, List<Integer>> servingModel = new HashMap<>();
+        for (int j = 0; j < n; j++) {
+            for (String m : engines.get(j).models()) {
+                servingModel.computeIfAbsent(m, x -> new ArrayList<>()).add(j);
+            }
+        }
+        rttByCluster = new double[gateways.size()][clusterIndex.size()];
+        for (int gi2 = 0; gi2 < gateways.size(); gi2++) {
+            java.util.Arrays.fill(rttByCluster[gi2], Double.NaN);
+            Map<String, Double> row = topology.networkRttMs().getOrDefault(gateways.get(gi2).id(), Map.of());
+            for (Map.Entry<String, Double> e : row.entrySet()) {
+                Integer ci = clusterIndex.get(e.getKey());
+                if (ci != null) {
+                    rttByCluster[gi2][ci] = e.getValue();
+                }
+            }
+        }
+        sourceGatewayIndex = new int[sourceCount];
         int k = 0;
-        for (GatewayCluster g : gateways) {
-            Map<String, Double> rtt = topology.networkRttMs().getOrDefault(g.id(), Map.of());
+        for (int gIndex = 0; gIndex < gateways.size(); gIndex++) {
+            GatewayCluster g = gateways.get(gIndex);
+            double[] rtt = rttByCluster[gIndex];
             Map<String, Double> demandRow = topology.demandRps().getOrDefault(g.id(), Map.of());
             for (TrafficClass c : classes) {
                 sourceGateway[k] = g;
+                sourceGatewayIndex[k] = gIndex;
                 sourceClass[k] = c;
                 demand[k] = demandRow.getOrDefault(c.id(), 0.0);
                 shedCost[k] = base * (1 + SHED_COST_STEP * priorities.headSet(c.priority()).size());
+                boolean[] clusterAllowed = new boolean[clusterIndex.size()];
+                for (EngineCluster ec : topology.engineClusters()) {
+                    int ci = clusterIndex.get(ec.id());
+                    clusterAllowed[ci] = c.allowsRegion(ec.region()) && !Double.isNaN(rtt[ci]);
+                }
                 List<Integer> allowedGroups = new ArrayList<>();
                 for (int h = 0; h < groupCount; h++) {
                     int first = groupEngines[h][0];
-                    if (rtt.containsKey(groupCluster[h]) && allowed(c, first)) {
+                    if (clusterAllowed[engineCluster[first]] && engines.get(first).serves(c.model())) {
                         allowedGroups.add(h);
                     }
                 }
                 sourceGroups[k] = allowedGroups.stream().mapToInt(Integer::intValue).toArray();
                 sourceRtt[k] = new double[sourceGroups[k].length];
                 for (int a = 0; a < sourceGroups[k].length; a++) {
-                    sourceRtt[k][a] = rtt.get(groupCluster[sourceGroups[k][a]]);
+                    sourceRtt[k][a] = rtt[engineCluster[groupEngines[sourceGroups[k][a]][0]]];
                 }
-                List<Integer> allowedEngines = new ArrayList<>();
-                for (int j = 0; j < n; j++) {
-                    if (rtt.containsKey(engines.get(j).cluster()) && allowed(c, j)) {
-                        allowedEngines.add(j);
-                    }
-                }
-                sourceEngines[k] = allowedEngines.stream().mapToInt(Integer::intValue).toArray();
+                sourceEngines[k] = servingModel.getOrDefault(c.model(), List.of()).stream()
+                        .filter(j -> clusterAllowed[engineCluster[j]]).mapToInt(Integer::intValue).toArray();
                 sourceKept[k] = new double[sourceGroups[k].length];
                 k++;
             }
@@ -158,9 +191,7 @@ final class Instance {
 
     /** Round trip from the source's gateway cluster to the engine, or NaN when not reachable. */
     double rtt(int source, int engine) {
-        Double ms = topology.networkRttMs().getOrDefault(sourceGateway[source].id(), Map.of())
-                .get(engines.get(engine).cluster());
-        return ms == null ? Double.NaN : ms;
+        return rttByCluster[sourceGatewayIndex[source]][engineCluster[engine]];
     }
 
     /** The affinity caps: last snapshot's flow of each source into each of its groups. */

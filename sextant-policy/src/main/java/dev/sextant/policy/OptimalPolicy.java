@@ -201,9 +201,28 @@ final class OptimalPolicy implements RoutingPolicy {
                 }
             }
         }
+        double demand = 0;
+        double capacity = 0;
+        for (double l : lambda) {
+            demand += l;
+        }
+        for (Group g : groups) {
+            capacity += g.capacity;
+        }
+        boolean shedding = false;
+        for (double v : price) {
+            shedding |= v > Double.NEGATIVE_INFINITY;
+        }
         for (int g = 0; g < n; g++) {
+            double[] scratch = new double[groups[g].engines.length];
+            if (!shedding) {
+                // everything fits: every group as loaded as the component is on average is closer to
+                // the optimum than the greedy routing's full-or-empty groups
+                price[g] = groups[g].split(demand / capacity * groups[g].capacity, scratch);
+                continue;
+            }
             double load = groups[g].capacity - room[g];
-            double marginal = groups[g].split(load, new double[groups[g].engines.length]);
+            double marginal = groups[g].split(load, scratch);
             price[g] = room[g] > 1e-12 * groups[g].capacity ? marginal : Math.max(price[g], marginal);
         }
         return price;
@@ -257,6 +276,8 @@ final class OptimalPolicy implements RoutingPolicy {
         double[][] weights = new double[inst.sourceCount][];
         double[] shedFraction = new double[inst.sourceCount];
         double[] sourcePrice = new double[inst.sourceCount];
+        int[] slotOfGroup = new int[inst.groupCount];
+        java.util.Arrays.fill(slotOfGroup, -1);
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] allowed = inst.sourceEngines[k];
             weights[k] = new double[allowed.length];
@@ -278,13 +299,13 @@ final class OptimalPolicy implements RoutingPolicy {
                 shedFraction[k] = sg.length == 0 ? 1 : 0;
                 sourcePrice[k] = best;
             }
+            for (int a = 0; a < sg.length; a++) {
+                slotOfGroup[sg[a]] = a;
+            }
             for (int i = 0; i < allowed.length; i++) {
                 int j = allowed[i];
                 int h = groupOf[j];
-                if (h < 0) {
-                    continue;
-                }
-                int a = indexOf(sg, h);
+                int a = h < 0 ? -1 : slotOfGroup[h];
                 if (a < 0) {
                     continue;
                 }
@@ -297,18 +318,12 @@ final class OptimalPolicy implements RoutingPolicy {
                     weights[k][i] = share;
                 }
             }
+            for (int a = 0; a < sg.length; a++) {
+                slotOfGroup[sg[a]] = -1;
+            }
         }
         double gap = objective > 0 ? Math.max(0, objective - bound) / objective : 0;
         return Assembler.assemble(inst, "optimal", options, weights, shedFraction, sourcePrice, shadow, bound, gap,
                 iterations);
-    }
-
-    private static int indexOf(int[] a, int v) {
-        for (int i = 0; i < a.length; i++) {
-            if (a[i] == v) {
-                return i;
-            }
-        }
-        return -1;
     }
 }

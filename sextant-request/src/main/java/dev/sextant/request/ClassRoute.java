@@ -1,5 +1,8 @@
 package dev.sextant.request;
 
+import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.SlotTable;
+
 /**
  * One class's routing state, precomputed at swap time so the request path only reads arrays.
  * Every engine in {@link #cells} and {@link #near} was checked against the class's allowed set
@@ -8,6 +11,8 @@ package dev.sextant.request;
  */
 final class ClassRoute {
     final String id;
+    /** The snapshot's route this was compiled from. */
+    final Route route;
     final String model;
     /** Regions allowed, sorted; empty = any. */
     final String[] residency;
@@ -15,8 +20,13 @@ final class ClassRoute {
     /** Fraction of requests refused by admission, in [0, 1]. */
     final double shed;
 
-    /** Weighted consistent hashing over the engines with positive weight; null when there are none. */
-    final WeightedSlotTable table;
+    /**
+     * Weighted consistent hashing over the allowed engines with positive weight, normally the
+     * snapshot's own table; null when there are none.
+     */
+    final SlotTable table;
+    /** Null when {@link #table} is the snapshot's; else why this gateway built it from the weights. */
+    final String localTable;
     /** Aligned with the table's engine indices. */
     final EngineCell[] cells;
     final String[] endpoints;
@@ -34,15 +44,16 @@ final class ClassRoute {
     /** {@code nearGroupEnd[i]}: index after the last engine tied with engine i (same health and RTT). */
     final int[] nearGroupEnd;
 
-    ClassRoute(String id, String model, String[] residency, int priority, double shed, WeightedSlotTable table,
-               EngineCell[] cells, String[] endpoints, double[] share, double[] expectedTtftMs, int maxEjected,
+    ClassRoute(String id, Route route, String[] residency, SlotTable table, String localTable, EngineCell[] cells, String[] endpoints, double[] share, double[] expectedTtftMs, int maxEjected,
                EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, int[] nearGroupEnd) {
         this.id = id;
-        this.model = model;
+        this.route = route;
+        this.model = route.model();
         this.residency = residency;
-        this.priority = priority;
-        this.shed = shed;
+        this.priority = route.priority();
+        this.shed = route.shedFraction();
         this.table = table;
+        this.localTable = localTable;
         this.cells = cells;
         this.endpoints = endpoints;
         this.share = share;

@@ -2,6 +2,7 @@ package dev.sextant.request;
 
 import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 
 import java.util.ArrayList;
@@ -27,18 +28,21 @@ final class Compiled {
     final Map<String, ClassRoute> byId;
     /** r(u) in millionths of a retry, deposited by every admitted request. */
     final long depositMicro;
+    /** Classes whose slot table this gateway built from the weights: the snapshot had none, or a bad one. */
+    final int localTables;
 
     private Compiled(Snapshot snapshot, long receivedAt, Map<String, ClassRoute[]> byModel,
-                     Map<String, ClassRoute> byId, long depositMicro) {
+                     Map<String, ClassRoute> byId, long depositMicro, int localTables) {
         this.snapshot = snapshot;
         this.receivedAt = receivedAt;
         this.byModel = byModel;
         this.byId = byId;
         this.depositMicro = depositMicro;
+        this.localTables = localTables;
     }
 
     Compiled refreshed(long now) {
-        return new Compiled(snapshot, now, byModel, byId, depositMicro);
+        return new Compiled(snapshot, now, byModel, byId, depositMicro, localTables);
     }
 
     static Compiled compile(String gateway, Snapshot s, Compiled previous, long now,
@@ -64,6 +68,7 @@ final class Compiled {
 
         Map<String, ClassRoute> byId = new HashMap<>();
         Map<String, List<ClassRoute>> byModelList = new HashMap<>();
+        int localTables = 0;
         for (Map.Entry<String, Route> entry : routes.entrySet()) {
             String classId = entry.getKey();
             Route r = entry.getValue();
@@ -72,6 +77,12 @@ final class Compiled {
                     options);
             byId.put(classId, k);
             byModelList.computeIfAbsent(r.model(), m -> new ArrayList<>()).add(k);
+            if (k.localTable != null) {
+                localTables++;
+                options.listener().onLocalSlotTable(classId, "snapshot " + s.version() + ", class '" + classId
+                        + "': " + k.localTable + "; built the slot table from the weights alone, so other gateways"
+                        + " may choose other engines for some keys");
+            }
         }
         Map<String, ClassRoute[]> byModel = new HashMap<>();
         byModelList.forEach((m, list) -> {
@@ -79,7 +90,7 @@ final class Compiled {
             byModel.put(m, list.toArray(new ClassRoute[0]));
         });
         long deposit = Math.round(s.retryBudget().ratio(s.fleetUtilization()) * RetryTokens.UNIT);
-        return new Compiled(s, now, byModel, byId, deposit);
+        return new Compiled(s, now, byModel, byId, deposit, localTables);
     }
 
     /** The snapshot's engines as arrays indexed in id order, built once per swap. */
@@ -183,8 +194,10 @@ final class Compiled {
         int[] idx = new int[r.weights().size()];
         double[] ws = new double[idx.length];
         int n = 0;
+        int positive = 0; // engines the snapshot's table indexes: every positive weight, allowed or not
         for (Map.Entry<String, Double> w : r.weights().entrySet()) { // sorted by engine id
             Integer j = engines.index.get(w.getKey());
+            positive += w.getValue() > 0 ? 1 : 0;
             if (w.getValue() > 0 && j != null && allowed.mask[j]) {
                 idx[n] = j;
                 ws[n] = w.getValue();
@@ -196,13 +209,30 @@ final class Compiled {
         for (int i = 0; i < n; i++) {
             ids.add(engines.ids[idx[i]]);
         }
-        WeightedSlotTable table = null;
+        SlotTable table = null;
+        String localTable = null;
         if (n > 0) {
-            int[] target = WeightedSlotTable.largestRemainder(weights, sum(weights), WeightedSlotTable.slotCountFor(n));
-            WeightedSlotTable before = prev == null ? null : prev.table;
-            table = before != null && sameCounts(before, ids, target)
-                    ? before
-                    : WeightedSlotTable.build(before, ids, weights, target);
+            SlotTable before = prev == null ? null : prev.table;
+            boolean sameRoute = before != null && r.slots().equals(prev.route.slots())
+                    && r.weights().equals(prev.route.weights()) && before.engineIds().equals(ids);
+            if (sameRoute) {
+                table = before; // the same table as before: keep it, and keep saying where it came from
+                localTable = prev.localTable;
+            } else if (r.slots().isEmpty()) {
+                localTable = "the snapshot carries no slot table";
+            } else if (n != positive) {
+                localTable = "the snapshot's slot table names " + (positive - n)
+                        + " engine(s) outside the class's allowed set or not in the snapshot";
+            } else {
+                try {
+                    table = SlotTable.decode(r.slots(), ids, weights);
+                } catch (IllegalArgumentException e) {
+                    localTable = "the snapshot's slot table is invalid (" + e.getMessage() + ")";
+                }
+            }
+            if (table == null) {
+                table = SlotTable.of(ids, weights);
+            }
         }
         EngineCell[] cells = new EngineCell[n];
         String[] endpoints = new String[n];
@@ -235,33 +265,13 @@ final class Compiled {
         }
         String[] residency = r.residency().toArray(new String[0]);
         Arrays.sort(residency);
-        return new ClassRoute(classId, r.model(), residency, r.priority(), r.shedFraction(), table, cells, endpoints,
-                share, ttft, maxEjected, near, nearEndpoints, nearTtft, groupEnd);
+        return new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, share, ttft, maxEjected,
+                near, nearEndpoints, nearTtft, groupEnd);
     }
 
     private static boolean sameGroup(EngineIndex engines, int a, int b) {
         return (engines.states[a].effectiveCapacityRps() > 0) == (engines.states[b].effectiveCapacityRps() > 0)
                 && engines.rttMs[a] == engines.rttMs[b];
-    }
-
-    private static boolean sameCounts(WeightedSlotTable before, List<String> ids, int[] target) {
-        if (before.slotCount() != WeightedSlotTable.slotCountFor(ids.size()) || !before.engineIds().equals(ids)) {
-            return false;
-        }
-        for (int i = 0; i < target.length; i++) {
-            if (target[i] != before.slots(i)) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static double sum(double[] a) {
-        double s = 0;
-        for (double v : a) {
-            s += v;
-        }
-        return s;
     }
 
     private static double expectedTtft(String id, EngineState e, double rttMs, DataPlaneOptions options) {

@@ -2,7 +2,8 @@ package dev.sextant.request;
 
 /**
  * Events a gateway should log and count loudly. Called on the thread that noticed the event (a
- * request thread), once per change; implementations must be quick and must not block.
+ * request thread, or for {@link #onLocalSlotTable} the thread that swaps snapshots in), once per
+ * change; implementations must be quick and must not block.
  */
 public interface DataPlaneListener {
     /** A listener that ignores everything. */
@@ -19,5 +20,16 @@ public interface DataPlaneListener {
 
     /** An engine was ejected. */
     default void onEjection(Ejection ejection) {
+    }
+
+    /**
+     * A swapped-in snapshot gave class {@code classId} no usable slot table (none, corrupt, or not
+     * matching the weights), so this gateway built one from the weights alone: it routes by the
+     * weights, but gateways that built theirs differently (or got a valid one) may choose other
+     * engines for some keys. Called once per such class for every new snapshot swapped in.
+     *
+     * @param reason e.g. {@code "snapshot 4, class 'chat': the snapshot carries no slot table; …"}
+     */
+    default void onLocalSlotTable(String classId, String reason) {
     }
 }

@@ -11,7 +11,11 @@ package dev.sextant.request;
  * @param inFlight        requests this gateway has in flight, all engines
  * @param retryTokens     retry budget tokens available now (deposits; the floor comes on top)
  * @param ejectedEngines  engines locally ejected now
+ * @param localSlotTables classes whose slot table this gateway built from the weights alone because the
+ *                        snapshot carried none or an invalid one (see
+ *                        {@link DataPlaneListener#onLocalSlotTable}); 0 when every class uses the
+ *                        snapshot's table, so that every gateway chooses the same engines for a key
  */
 public record DataPlaneStatus(String gatewayCluster, long version, String hash, long ageNanos, boolean fallback,
-                              int inFlight, double retryTokens, int ejectedEngines) {
+                              int inFlight, double retryTokens, int ejectedEngines, int localSlotTables) {
 }

@@ -1,5 +1,6 @@
 package dev.sextant.request;
 
+import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 
 import java.util.ArrayList;
@@ -149,7 +150,7 @@ final class DefaultDataPlane implements DataPlane {
      * the first one below the limit (ejection must not leave a class with nothing).
      */
     private int walk(ClassRoute k, long key, EngineCell[] exclude, long now) {
-        WeightedSlotTable t = k.table;
+        SlotTable t = k.table;
         int len = t.probeLength();
         int distinct = 0;
         int budget = Math.min(t.orderLength(), options.maxWalk() + (exclude == null ? 0 : exclude.length));
@@ -469,7 +470,8 @@ final class DefaultDataPlane implements DataPlane {
         Compiled c = compiled;
         long now = ticker.nanos();
         return new DataPlaneStatus(gateway, c.snapshot.version(), c.snapshot.hash(), Math.max(0, now - c.receivedAt),
-                now - c.receivedAt > maxAgeNanos, totalInFlight.get(), retryTokens.available(), ejections().size());
+                now - c.receivedAt > maxAgeNanos, totalInFlight.get(), retryTokens.available(), ejections().size(),
+                c.localTables);
     }
 
     @Override

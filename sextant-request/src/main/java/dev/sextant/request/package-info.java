@@ -6,7 +6,8 @@
  * <p>Entry points: {@link dev.sextant.request.DataPlane} (the facade a gateway or the simulator
  * calls), {@link dev.sextant.request.HttpFields} and {@link dev.sextant.request.RequestMeta} (what a
  * request is), {@link dev.sextant.request.Decision} (the answer), and
- * {@link dev.sextant.request.SlotTable} (the consistent-hashing table on its own). The rules are in
+ * {@link dev.sextant.snapshot.SlotTable} (the consistent-hashing table on its own, which the
+ * snapshot carries). The rules are in
  * {@code docs/request-path.md}.
  *
  * <p>Pure Java: no I/O, no locks on the request path, time only from a

@@ -1,6 +1,7 @@
 package dev.sextant.request;
 
 import dev.sextant.snapshot.RetryBudget;
+import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 import org.junit.jupiter.api.Test;
 

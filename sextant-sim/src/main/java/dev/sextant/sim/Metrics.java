@@ -18,6 +18,10 @@ final class Metrics {
     final Histogram[] e2eByClass;
 
     long generated;
+    final long[] generatedByClass;
+    final long[] shedByClass;
+    /** Gateway → engine → attempts sent. */
+    final long[][] attemptsTo;
     long completed;
     long shed;
     long failed;
@@ -57,6 +61,9 @@ final class Metrics {
             e2eByClass[k] = new Histogram(MAX_US, 3);
         }
         lastBusy = new double[sim.engineCount];
+        generatedByClass = new long[classes];
+        shedByClass = new long[classes];
+        attemptsTo = new long[sim.gatewayCount][sim.engineCount];
     }
 
     /** Requests generated but not yet ended. */
@@ -66,10 +73,12 @@ final class Metrics {
 
     void generated(SimRequest r) {
         generated++;
+        generatedByClass[r.trafficClass]++;
     }
 
     void attempt(SimRequest r) {
         attempts++;
+        attemptsTo[r.gateway][r.engine]++;
         if (r.attempts == 1) {
             dispatched++;
         }
@@ -107,6 +116,7 @@ final class Metrics {
             }
             case SHED -> {
                 shed++;
+                shedByClass[r.trafficClass]++;
                 bucketShed++;
             }
             case FAILED -> {

@@ -1,6 +1,8 @@
 package dev.sextant.sim;
 
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -17,7 +19,7 @@ final class PrefixAwarePolicy extends BaselinePolicy {
     static final int BALANCE_ABS = 64;
     static final double BALANCE_REL = 1.5;
 
-    private Map<Long, long[]>[] trees;
+    private List<Map<Long, long[]>> trees;
     private long[][] treeTokens;
 
     @Override
@@ -26,12 +28,11 @@ final class PrefixAwarePolicy extends BaselinePolicy {
     }
 
     @Override
-    @SuppressWarnings("unchecked")
     public void start(Simulation s) {
         super.start(s);
-        trees = new Map[s.gatewayCount];
+        trees = new ArrayList<>();
         for (int g = 0; g < s.gatewayCount; g++) {
-            trees[g] = new HashMap<>();
+            trees.add(new HashMap<>());
         }
         treeTokens = new long[s.gatewayCount][s.engineCount];
     }
@@ -57,18 +58,27 @@ final class PrefixAwarePolicy extends BaselinePolicy {
             return -1;
         }
         int chosen;
-        long[] entry = trees[g].get(r.affinityKey());
+        long[] entry = trees.get(g).get(r.affinityKey());
         if (max - min > BALANCE_ABS && max > BALANCE_REL * min) {
             chosen = argMin;
         } else if (entry != null && candidate(r, (int) entry[0], exclude)
                 && Math.min(entry[1], r.promptTokens) > CACHE_THRESHOLD * r.promptTokens) {
             chosen = (int) entry[0];
         } else {
+            // fewest tokens; ties (common: many gateways, each with its own picture) broken by a hash of
+            // the conversation, so gateways do not all herd onto the lowest-numbered engine
             chosen = -1;
             long best = Long.MAX_VALUE;
+            double bestTie = 2;
             for (int j : allowed) {
-                if (candidate(r, j, exclude) && treeTokens[g][j] < best) {
-                    best = treeTokens[g][j];
+                if (!candidate(r, j, exclude)) {
+                    continue;
+                }
+                long t = treeTokens[g][j];
+                double tie = Hashing.unit(r.affinityKey(), j);
+                if (t < best || (t == best && tie < bestTie)) {
+                    best = t;
+                    bestTie = tie;
                     chosen = j;
                 }
             }
@@ -76,14 +86,14 @@ final class PrefixAwarePolicy extends BaselinePolicy {
         if (entry != null) {
             treeTokens[g][(int) entry[0]] -= entry[1];
         }
-        trees[g].put(r.affinityKey(), new long[] {chosen, r.promptTokens});
+        trees.get(g).put(r.affinityKey(), new long[] {chosen, r.promptTokens});
         treeTokens[g][chosen] += r.promptTokens;
         return chosen;
     }
 
     @Override
     public void conversationEnded(Conversation c) {
-        long[] entry = trees[c.gateway].remove(c.id);
+        long[] entry = trees.get(c.gateway).remove(c.id);
         if (entry != null) {
             treeTokens[c.gateway][(int) entry[0]] -= entry[1];
         }

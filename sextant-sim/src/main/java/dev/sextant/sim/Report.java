@@ -301,7 +301,7 @@ final class Report {
                 + "Churn = Σ|Δw| per minute per gateway cluster (0 for policies without weights). Failed = errors "
                 + "the client saw (crash mid-stream, unreachable after retries, client timeout)."});
         if (t.classes().size() > 1 && t.classes().size() <= 16) {
-            b.add(new String[] {"h2", "TTFT by class (p50 / p99 ms)"});
+            b.add(new String[] {"h2", "By class: TTFT p50 / p99 ms, shed"});
             List<String> h = new ArrayList<>();
             h.add("policy");
             t.classes().forEach(c -> h.add(c.id() + " (prio " + c.priority() + ")"));
@@ -311,7 +311,9 @@ final class Report {
                 row.add(r.policy());
                 for (int k = 0; k < t.classes().size(); k++) {
                     Histogram hh = r.metrics().ttftByClass[k];
-                    row.add(f0(Metrics.ms(hh, 50)) + " / " + f0(Metrics.ms(hh, 99)));
+                    long gen = r.metrics().generatedByClass[k];
+                    row.add(f0(Metrics.ms(hh, 50)) + " / " + f0(Metrics.ms(hh, 99)) + ", "
+                            + pct(gen == 0 ? Double.NaN : (double) r.metrics().shedByClass[k] / gen));
                 }
                 rs.add(row);
             }

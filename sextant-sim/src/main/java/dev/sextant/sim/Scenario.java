@@ -100,7 +100,7 @@ record Scenario(String name, String description, Topology topology, List<EngineP
      * @param scrapeMs          engines' metrics are read every this many ms
      * @param signalDelayMs     a scrape reaches the controller this much later
      * @param smoothing         EWMA weight of a new observation, in (0, 1]
-     * @param noise             relative noise on observed demand and latency (uniform ±noise)
+     * @param noise             relative noise on the demand the control plane observes (uniform ±noise)
      * @param solveMs           the optimizer re-solves every this many ms
      * @param propagationMs     a snapshot reaches gateways this much later
      * @param healthCheckMs     baselines notice an engine is down (or back) this much later

@@ -16,7 +16,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -102,8 +101,7 @@ final class ScenarioLoader {
         Scenario.ClassWorkload dflt = classWorkload(w == null ? null : w.get("default"), "workload.default.",
                 new Scenario.ClassWorkload(4, 20_000, 1000, 100, 200));
         if (w != null && w.has("classes")) {
-            for (Iterator<Map.Entry<String, JsonNode>> it = w.get("classes").fields(); it.hasNext(); ) {
-                var e = it.next();
+            for (Map.Entry<String, JsonNode> e : w.get("classes").properties()) {
                 wl.put(e.getKey(), classWorkload(e.getValue(), "workload.classes." + e.getKey() + ".", dflt));
             }
         }
@@ -119,6 +117,12 @@ final class ScenarioLoader {
         List<EngineParams> hardware = new ArrayList<>();
         for (String h : engineHardware) {
             hardware.add(hw.get(h));
+        }
+        String profiles = str(root, "profiles", "", "derived");
+        if (profiles.equals("measured")) {
+            topology = measured(topology, engineHardware, hw, wl, dflt);
+        } else if (!profiles.equals("derived")) {
+            throw error("profiles", "'" + profiles + "' (expected one of [derived, measured])");
         }
         List<Scenario.ClassWorkload> workload = new ArrayList<>();
         for (TrafficClass c : topology.classes()) {
@@ -178,14 +182,42 @@ final class ScenarioLoader {
                 1000 * num(root, "sample_s", "", 10));
     }
 
+    /**
+     * The topology with every engine's profile measured on the simulated engine (see {@link Calibration}),
+     * once per (hardware, workload, capacity).
+     */
+    private static Topology measured(Topology t, List<String> engineHardware, Map<String, EngineParams> hw,
+                                     Map<String, Scenario.ClassWorkload> wl, Scenario.ClassWorkload dflt) {
+        Map<String, LatencyProfile> done = new LinkedHashMap<>();
+        List<Engine> engines = new ArrayList<>();
+        for (int j = 0; j < t.engines().size(); j++) {
+            Engine e = t.engines().get(j);
+            Scenario.ClassWorkload w = dflt;
+            for (TrafficClass c : t.classes()) {
+                if (e.serves(c.model()) && wl.containsKey(c.id())) {
+                    w = wl.get(c.id());
+                    break;
+                }
+            }
+            EngineParams h = hw.get(engineHardware.get(j));
+            String key = engineHardware.get(j) + "|" + w + "|" + e.capacityRps();
+            LatencyProfile p = done.get(key);
+            if (p == null) {
+                p = Calibration.measure(h, w, e.capacityRps(), 7);
+                done.put(key, p);
+            }
+            engines.add(new Engine(e.id(), e.cluster(), e.endpoint(), e.models(), e.capacityRps(), p, e.health()));
+        }
+        return t.withEngines(engines);
+    }
+
     private Map<String, EngineParams> hardware(JsonNode n) throws ScenarioException {
         Map<String, EngineParams> out = new LinkedHashMap<>();
         out.put("default", new EngineParams(8, 0.05, 0.25, 64, 400_000, 2048));
         if (n == null) {
             return out;
         }
-        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
-            var e = it.next();
+        for (Map.Entry<String, JsonNode> e : n.properties()) {
             String p = "hardware." + e.getKey() + ".";
             JsonNode h = e.getValue();
             try {
@@ -355,9 +387,9 @@ final class ScenarioLoader {
         if (n == null) {
             return out;
         }
-        n.fields().forEachRemaining(row -> {
+        n.properties().forEach(row -> {
             Map<String, Double> r = new LinkedHashMap<>();
-            row.getValue().fields().forEachRemaining(c -> r.put(c.getKey(), c.getValue().asDouble()));
+            row.getValue().properties().forEach(c -> r.put(c.getKey(), c.getValue().asDouble()));
             out.put(row.getKey(), r);
         });
         return out;

@@ -29,8 +29,8 @@ final class SimPolicies {
         return switch (name) {
             case "sextant" -> new SextantPolicy();
             case "legacy-feedback" -> new LegacyFeedbackPolicy(name, scenario.legacy());
-            case "nearest" -> new NearestPolicy(false);
-            case "waterfall" -> new NearestPolicy(true);
+            case "nearest" -> new NearestPolicy();
+            case "waterfall" -> new WaterfallPolicy();
             case "round-robin" -> new RoundRobinPolicy();
             case "least-request" -> new LeastRequestPolicy();
             case "prefix-aware" -> new PrefixAwarePolicy();

@@ -5,12 +5,12 @@ import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.request.Decision;
 import dev.sextant.request.Outcome;
 import dev.sextant.request.RequestMeta;
-import dev.sextant.request.SlotTable;
 import dev.sextant.request.Ticker;
 import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Objective;
 import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -68,6 +68,7 @@ public class SelectorBenchmark {
         NaiveSelectors.WeightedRendezvous rendezvous;
         long[] keys;
         int next;
+        final int[] order = new int[3];
 
         @Setup
         public void setup() {
@@ -96,6 +97,12 @@ public class SelectorBenchmark {
     @Benchmark
     public int slotTable(Selection s) {
         return s.table.first(s.key());
+    }
+
+    /** The key's first three engines (first choice plus the retry order), into a reused array. */
+    @Benchmark
+    public int slotTableOrderOf3(Selection s) {
+        return s.table.fill(s.key(), s.order);
     }
 
     @Benchmark
@@ -192,7 +199,10 @@ public class SelectorBenchmark {
             for (int i = 0; i < engines; i++) {
                 w.put("engine-" + i, raw[i] / sum);
             }
-            routes.put("class-" + k, new Route("model-" + k, List.of(), 0, 100, w, 0, Double.NaN));
+            Route r = new Route("model-" + k, List.of(), 0, 100, w, 0, Double.NaN);
+            // The table the control plane would publish, so a swap measures decoding and checking it.
+            String slots = SlotTable.of(r.slotEngines(), r.slotWeights()).encode();
+            routes.put("class-" + k, new Route("model-" + k, List.of(), 0, 100, w, 0, Double.NaN, slots));
         }
         return new Snapshot(version, "", "bench", 0.5, RetryBudget.DEFAULT, Map.of("g", routes), states,
                 Map.of("g", rtt), new Objective(0, 0, Double.NaN, Double.NaN, 0, 0));

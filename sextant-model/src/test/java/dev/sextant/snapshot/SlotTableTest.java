@@ -1,4 +1,4 @@
-package dev.sextant.request;
+package dev.sextant.snapshot;
 
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
@@ -7,6 +7,8 @@ import net.jqwik.api.constraints.IntRange;
 import net.jqwik.api.constraints.Size;
 import org.junit.jupiter.api.Test;
 
+import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -43,7 +45,7 @@ class SlotTableTest {
             w[i] = rnd.nextDouble() < 0.2 ? rnd.nextDouble() * 0.05 : rnd.nextDouble();
             sum += w[i];
         }
-        SlotTable t = SlotTable.of(Fixtures.ids(n), w);
+        SlotTable t = SlotTable.of(ids(n), w);
         int keys = 1_000_000;
         int[] hits = new int[n];
         for (int i = 0; i < keys; i++) {
@@ -70,7 +72,7 @@ class SlotTableTest {
             w[i] = i < 10 ? 40 : rnd.nextDouble(); // ten heavy engines (~4% each), the rest small
             sum += w[i];
         }
-        SlotTable t = SlotTable.of(Fixtures.ids(n), w);
+        SlotTable t = SlotTable.of(ids(n), w);
         int keys = 1_000_000;
         int[] hits = new int[n];
         for (int i = 0; i < keys; i++) {
@@ -95,7 +97,7 @@ class SlotTableTest {
         int trials = 20;
         for (int trial = 0; trial < trials; trial++) {
             int n = 5 + rnd.nextInt(60);
-            List<String> ids = Fixtures.ids(n);
+            List<String> ids = ids(n);
             double[] w = randomWeights(rnd, n);
             double[] w2 = w.clone();
             // every weight changes by up to ±50%, and now and then an engine leaves or arrives
@@ -163,7 +165,7 @@ class SlotTableTest {
         if (sum(w) == 0) {
             w[0] = 1;
         }
-        SlotTable t = SlotTable.of(Fixtures.ids(w.length), w);
+        SlotTable t = SlotTable.of(ids(w.length), w);
         int[] out = new int[want];
         int k = t.fill(key, out);
         int positive = 0;
@@ -184,7 +186,7 @@ class SlotTableTest {
         SplittableRandom rnd = new SplittableRandom(seed);
         double[] w = randomWeights(rnd, n);
         double[] w2 = randomWeights(rnd, n);
-        List<String> ids = Fixtures.ids(n);
+        List<String> ids = ids(n);
         SlotTable a = SlotTable.of(ids, w).rebalance(ids, w2);
         SlotTable b = SlotTable.of(ids, w).rebalance(ids, w2);
         for (int i = 0; i < 1000; i++) {
@@ -193,7 +195,114 @@ class SlotTableTest {
         }
     }
 
+    @Test
+    void encode_freshAndRebalancedTables_decodeToTablesThatRouteEveryKeyAlike() {
+        SplittableRandom rnd = new SplittableRandom(21);
+        for (int n : new int[] {1, 2, 16, 300}) {
+            List<String> ids = ids(n);
+            double[] w = positiveWeights(rnd, n);
+            SlotTable t = SlotTable.of(ids, w);
+            for (int step = 0; step < 4; step++) {
+                double[] w2 = positiveWeights(rnd, n);
+                t = t.rebalance(ids, w2);
+                w = w2;
+            }
+            SlotTable back = SlotTable.decode(t.encode(), ids, w);
+            assertThat(back.sameAs(t)).as("n = %d", n).isTrue();
+            assertThat(back.encode()).isEqualTo(t.encode());
+            for (int i = 0; i < 10_000; i++) {
+                long key = rnd.nextLong();
+                assertThat(back.first(key)).isEqualTo(t.first(key));
+            }
+        }
+    }
+
+    @Test
+    void encode_freshOrOftenRebalanced_staysAFewCharactersPerEngine() {
+        SplittableRandom rnd = new SplittableRandom(4);
+        for (int n : new int[] {16, 1000}) {
+            List<String> ids = ids(n);
+            double[] w = positiveWeights(rnd, n);
+            SlotTable t = SlotTable.of(ids, w);
+            int fresh = t.encode().length();
+            int after50 = 0;
+            for (int step = 1; step <= 400; step++) {
+                double[] w2 = w.clone();
+                for (int i = 0; i < n; i++) {
+                    w2[i] = Math.min(2, Math.max(0.05, w[i] * (0.8 + 0.4 * rnd.nextDouble())));
+                }
+                t = t.rebalance(ids, w2);
+                w = w2;
+                after50 = step == 50 ? t.encode().length() : after50;
+            }
+            int after400 = t.encode().length();
+            System.out.printf("slots encoding: %d engines, %d slots: %d characters built from weights, %d after 50"
+                    + " rebalances of every weight by ±20%%, %d after 400%n", n, t.slotCount(), fresh, after50,
+                    after400);
+            assertThat(fresh).isLessThanOrEqualTo(8 + 4 * n);
+            // Rebalancing gives up the shortest runs first, so fragmentation levels off instead of
+            // growing with every snapshot.
+            assertThat(after50).isLessThanOrEqualTo(64 + 16 * n);
+            assertThat(after400).isLessThanOrEqualTo(64 + 16 * n);
+        }
+    }
+
+    @Test
+    void decode_corruptTables_areRejectedWithWhatIsWrong() {
+        List<String> ids = List.of("a", "b", "c");
+        double[] w = {1, 1, 2};
+        String good = SlotTable.of(ids, w).encode();
+        byte[] raw = Base64.getUrlDecoder().decode(good);
+
+        byte[] flipped = raw.clone();
+        flipped[3] ^= 0x04; // the first run's owner becomes engine 2 instead of 0
+        byte[] truncated = java.util.Arrays.copyOf(raw, raw.length - 1);
+        byte[] trailing = java.util.Arrays.copyOf(raw, raw.length + 1);
+        byte[] format = raw.clone();
+        format[0] = 9;
+
+        assertThatThrownBy(() -> SlotTable.decode("not base64!", ids, w)).hasMessageStartingWith("slots: not base64");
+        assertThatThrownBy(() -> SlotTable.decode(encode(flipped), ids, w)).hasMessageStartingWith("slots: ");
+        assertThatThrownBy(() -> SlotTable.decode(encode(truncated), ids, w))
+                .hasMessageStartingWith("slots: truncated");
+        assertThatThrownBy(() -> SlotTable.decode(encode(trailing), ids, w))
+                .hasMessageContaining("after the last slot");
+        assertThatThrownBy(() -> SlotTable.decode(encode(format), ids, w)).hasMessage("slots: format 9 (expected: 1)");
+        assertThatThrownBy(() -> SlotTable.decode(good, List.of("a", "b"), new double[] {1, 1}))
+                .hasMessageStartingWith("slots: 3 engines (expected: 2");
+        // Well formed, but the shares are not the weights'.
+        assertThatThrownBy(() -> SlotTable.decode(good, ids, new double[] {2, 1, 1}))
+                .hasMessageStartingWith("slots: engine 0 (a) holds 1024 slots (expected: 2048 ± 1");
+        assertThat(SlotTable.decode(good, ids, w).slots(2)).isEqualTo(2048);
+    }
+
     // ------------------------------------------------------------------ helpers
+
+    static String encode(byte[] b) {
+        return Base64.getUrlEncoder().withoutPadding().encodeToString(b);
+    }
+
+    static double[] positiveWeights(SplittableRandom rnd, int n) {
+        double[] w = new double[n];
+        for (int i = 0; i < n; i++) {
+            w[i] = 0.05 + rnd.nextDouble();
+        }
+        return w;
+    }
+
+    static List<String> ids(int n) {
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            out.add(String.format("e%05d", i));
+        }
+        return out;
+    }
+
+    static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
+    }
 
     static double[] randomWeights(SplittableRandom rnd, int n) {
         double[] w = new double[n];
@@ -256,7 +365,7 @@ class SlotTableTest {
             if (w[j] <= 0) {
                 continue;
             }
-            double u = (Hashing.mix(key ^ Hashing.mix(j + 1L)) >>> 11) * 0x1.0p-53;
+            double u = (mix(key ^ mix(j + 1L)) >>> 11) * 0x1.0p-53;
             double score = -Math.log(u == 0 ? Double.MIN_VALUE : u) / w[j];
             if (score < bestScore) {
                 bestScore = score;

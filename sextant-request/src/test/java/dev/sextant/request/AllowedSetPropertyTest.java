@@ -21,7 +21,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Invariant 1: a request is never sent to an engine outside its allowed set — not on the first try,
  * not on a retry, not in fallback mode, not under any failure — and every attempt is released.
  */
-class AllowedSetProperties {
+class AllowedSetPropertyTest {
     static final String[] REGIONS = {"r0", "r1", "r2"};
     static final String[] MODELS = {"m0", "m1", "m2"};
     static final Outcome[] OUTCOMES = Outcome.values();
@@ -100,7 +100,7 @@ class AllowedSetProperties {
         }
     }
 
-    @Property(tries = 400)
+    @Property(tries = 1000)
     void everyAttempt_staysInTheAllowedSet_andIsReleased(@ForAll long seed) {
         World w = new World(seed);
         Fixtures.ManualTicker ticker = new Fixtures.ManualTicker();

@@ -1,0 +1,168 @@
+package dev.sextant.request;
+
+import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.SlotTable;
+import dev.sextant.snapshot.Snapshot;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The data plane routes by the slot table the snapshot carries, so gateways agree whatever their history. */
+class SnapshotSlotTableTest {
+    private static final int ENGINES = 12;
+
+    @Test
+    void route_planesWithDifferentHistories_chooseTheSameEngineForEveryKeyOfTheSameSnapshot() {
+        SplittableRandom rnd = new SplittableRandom(17);
+        List<Snapshot> published = new ArrayList<>();
+        SlotTable table = null;
+        for (long v = 1; v <= 3; v++) {
+            Snapshot s = Fixtures.simple(v, 0, weights(rnd));
+            Route r = s.route("g", "k");
+            // The control plane's history: each table rebalanced from the one before.
+            table = table == null ? SlotTable.of(r.slotEngines(), r.slotWeights())
+                    : table.rebalance(r.slotEngines(), r.slotWeights());
+            published.add(withSlots(s, table.encode()));
+        }
+        Snapshot v3 = published.get(2);
+        Route r3 = v3.route("g", "k");
+        SlotTable fresh = SlotTable.of(r3.slotEngines(), r3.slotWeights());
+
+        DataPlane sawAll = plane(published.get(0));
+        sawAll.swap(published.get(1));
+        sawAll.swap(v3);
+        DataPlane startedAtV3 = plane(v3);
+
+        int differFromFresh = 0;
+        for (int i = 0; i < 100_000; i++) {
+            long key = rnd.nextLong();
+            String a = routeOnce(sawAll, key);
+            String b = routeOnce(startedAtV3, key);
+            assertThat(b).isEqualTo(a);
+            assertThat(a).isEqualTo(table.engineIds().get(table.first(key)));
+            if (!a.equals(fresh.engineIds().get(fresh.first(key)))) {
+                differFromFresh++;
+            }
+        }
+        // The history matters: a table built from v3's weights alone would send these keys elsewhere.
+        assertThat(differFromFresh).isGreaterThan(1000);
+        assertThat(sawAll.status().localSlotTables()).isZero();
+        assertThat(startedAtV3.status().localSlotTables()).isZero();
+    }
+
+    @Test
+    void swap_snapshotWithoutTable_buildsOneFromTheWeightsAndSaysSo() {
+        List<String> events = new ArrayList<>();
+        Snapshot s = Fixtures.simple(3, 0, weights(new SplittableRandom(2)));
+        DataPlane p = DataPlane.create("g", s, new Fixtures.ManualTicker(),
+                DataPlaneOptions.builder().listener(recorder(events)).build());
+        Route r = s.route("g", "k");
+        assertFollows(p, SlotTable.of(r.slotEngines(), r.slotWeights()));
+        assertThat(p.status().localSlotTables()).isEqualTo(1);
+        assertThat(events).singleElement().asString()
+                .startsWith("k: snapshot 3, class 'k': the snapshot carries no slot table; built the slot table"
+                        + " from the weights alone");
+    }
+
+    @Test
+    void swap_corruptTable_isRejectedInFavourOfTheWeightsAndSaysWhy() {
+        SplittableRandom rnd = new SplittableRandom(5);
+        Snapshot v1 = Fixtures.simple(1, 0, weights(rnd));
+        Route good = v1.route("g", "k");
+        SlotTable t = SlotTable.of(good.slotEngines(), good.slotWeights());
+        List<String> events = new ArrayList<>();
+        DataPlane p = DataPlane.create("g", withSlots(v1, t.encode()), new Fixtures.ManualTicker(),
+                DataPlaneOptions.builder().listener(recorder(events)).build());
+        assertThat(p.status().localSlotTables()).isZero();
+        assertThat(events).isEmpty();
+
+        // Version 2: new weights, but the table of the old ones (well formed, wrong shares).
+        double[] w2 = weights(rnd);
+        Snapshot v2 = Fixtures.simple(2, 0, w2);
+        Route changed = v2.route("g", "k");
+        SlotTable right = SlotTable.of(changed.slotEngines(), changed.slotWeights());
+        p.swap(withSlots(v2, t.encode()));
+        assertFollows(p, right);
+        assertThat(p.status().localSlotTables()).isEqualTo(1);
+        assertThat(events).singleElement().asString().contains("the snapshot's slot table is invalid (slots: engine ");
+
+        // Version 3: not even a table. Version 4: a good one again.
+        p.swap(withSlots(Fixtures.simple(3, 0, w2), "AQ"));
+        assertThat(events).hasSize(2).last().asString().contains("is invalid (slots: truncated");
+        p.swap(withSlots(Fixtures.simple(4, 0, w2), right.encode()));
+        assertThat(p.status().localSlotTables()).isZero();
+        assertThat(events).hasSize(2);
+    }
+
+    @Test
+    void swap_tableOverAnEngineOutsideTheAllowedSet_isNotUsed() {
+        Snapshot s = new Fixtures.SnapshotBuilder("g").version(1).rtt("c", 1)
+                .engine("a", "c", "eu", 100, "m")
+                .engine("b", "c", "us", 100, "m")
+                .route("k", "m", List.of("eu"), 0, 0, Map.of("a", 0.5, "b", 0.5))
+                .build();
+        Route r = s.route("g", "k");
+        List<String> events = new ArrayList<>();
+        DataPlane p = DataPlane.create("g", withSlots(s, SlotTable.of(r.slotEngines(), r.slotWeights()).encode()),
+                new Fixtures.ManualTicker(), DataPlaneOptions.builder().listener(recorder(events)).build());
+        assertThat(events).singleElement().asString().contains("names 1 engine(s) outside the class's allowed set");
+        for (long key = 0; key < 1000; key++) {
+            assertThat(routeOnce(p, key)).isEqualTo("a");
+        }
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private static DataPlane plane(Snapshot s) {
+        return DataPlane.create("g", s, new Fixtures.ManualTicker(), DataPlaneOptions.defaults());
+    }
+
+    private static String routeOnce(DataPlane p, long key) {
+        Decision d = p.route(RequestMeta.of(p.snapshot().route("g", "k").model(), key, key));
+        p.onFinish(d, Outcome.SUCCESS, -1);
+        return d.engineId();
+    }
+
+    private static void assertFollows(DataPlane p, SlotTable t) {
+        for (long key = 0; key < 5_000; key++) {
+            assertThat(routeOnce(p, key * 0x9E3779B97F4A7C15L)).isEqualTo(t.engineIds().get(t.first(key
+                    * 0x9E3779B97F4A7C15L)));
+        }
+    }
+
+    private static double[] weights(SplittableRandom rnd) {
+        double[] w = new double[ENGINES];
+        double sum = 0;
+        for (int i = 0; i < ENGINES; i++) {
+            w[i] = 0.1 + rnd.nextDouble();
+            sum += w[i];
+        }
+        for (int i = 0; i < ENGINES; i++) {
+            w[i] /= sum;
+        }
+        return w;
+    }
+
+    private static DataPlaneListener recorder(List<String> events) {
+        return new DataPlaneListener() {
+            @Override
+            public void onLocalSlotTable(String classId, String reason) {
+                events.add(classId + ": " + reason);
+            }
+        };
+    }
+
+    /** {@code s} with the route of class "k" at gateway "g" carrying {@code slots}. */
+    static Snapshot withSlots(Snapshot s, String slots) {
+        Route r = s.route("g", "k");
+        Route withTable = new Route(r.model(), r.residency(), r.priority(), r.demandRps(), r.weights(),
+                r.shedFraction(), r.priceMs(), slots);
+        return new Snapshot(s.version(), "", s.policy(), s.fleetUtilization(), s.retryBudget(),
+                Map.of("g", Map.of("k", withTable)), s.engines(), s.networkRttMs(), s.objective()).sealed(s.version());
+    }
+}

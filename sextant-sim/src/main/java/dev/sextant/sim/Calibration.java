@@ -1,0 +1,106 @@
+package dev.sextant.sim;
+
+import dev.sextant.topology.MeasuredProfile;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * Measures an engine kind's latency profile the way an operator would: run one simulated engine alone
+ * under the scenario's conversation workload at several fractions of its rated capacity and record mean
+ * TTFT and TBT. The result is a {@link MeasuredProfile} for the control plane, consistent with how the
+ * simulated engine really behaves (unlike the closed-form profile derived from the hardware).
+ */
+final class Calibration {
+    /** Utilizations (load / rated capacity) measured. */
+    static final double[] UTILIZATIONS = {0.05, 0.25, 0.5, 0.7, 0.85, 0.95};
+
+    private Calibration() {
+    }
+
+    /** The measured profile of hardware {@code h} under workload {@code w} rated at {@code capacityRps}. */
+    static MeasuredProfile measure(EngineParams h, Scenario.ClassWorkload w, double capacityRps, long seed) {
+        List<MeasuredProfile.Point> points = new ArrayList<>();
+        for (double rho : UTILIZATIONS) {
+            double[] m = run(h, w, rho * capacityRps, seed);
+            points.add(new MeasuredProfile.Point(rho, Math.max(1e-3, m[0]), Math.max(0, m[1])));
+        }
+        return new MeasuredProfile(points);
+    }
+
+    /** Mean engine-side {TTFT, TBT} in ms at {@code rps} requests per second. */
+    static double[] run(EngineParams h, Scenario.ClassWorkload w, double rps, long seed) {
+        EventLoop loop = new EventLoop();
+        double[] sums = new double[4];
+        double warmupMs = 20_000;
+        EngineSim[] engine = new EngineSim[1];
+        SplittableRandom rng = new SplittableRandom(seed);
+        EngineSim.Listener listener = new EngineSim.Listener() {
+            @Override
+            public void firstToken(EngineSim e, SimRequest r, double at) {
+                r.firstTokenMs = at;
+                if (r.arrivalMs >= warmupMs) {
+                    sums[0] += at - r.arrivalMs;
+                    sums[1]++;
+                }
+            }
+
+            @Override
+            public void finished(EngineSim e, SimRequest r, double at) {
+                if (r.arrivalMs >= warmupMs && r.outputTokens > 1) {
+                    sums[2] += (at - r.firstTokenMs) / (r.outputTokens - 1);
+                    sums[3]++;
+                }
+                Conversation c = r.conversation;
+                c.contextTokens = r.promptTokens + r.outputTokens;
+                if (c.turnsLeft > 0) {
+                    double think = -Math.log(1 - rng.nextDouble()) * w.thinkMeanMs();
+                    loop.at(at + think, () -> turn(loop, engine[0], c, w, rng));
+                }
+            }
+
+            @Override
+            public void failed(EngineSim e, SimRequest r, double at, boolean connect) {
+            }
+
+            @Override
+            public void timedOut(EngineSim e, SimRequest r, double at) {
+            }
+        };
+        engine[0] = new EngineSim(0, "calibration", h, loop, listener, Double.POSITIVE_INFINITY);
+        double convPerMs = rps / w.turnsMean() / 1000;
+        double endMs = warmupMs + Math.max(60_000, 4_000 / Math.max(rps, 1e-3) * 1000);
+        long[] ids = {0};
+        Runnable[] next = new Runnable[1];
+        next[0] = () -> {
+            int turns = 1;
+            while (turns < 1000 && rng.nextDouble() >= 1 / w.turnsMean()) {
+                turns++;
+            }
+            Conversation c = new Conversation(ids[0]++, 0, 0, turns);
+            turn(loop, engine[0], c, w, rng);
+            double gap = -Math.log(1 - rng.nextDouble()) / convPerMs;
+            if (loop.now() + gap < endMs) {
+                loop.after(gap, next[0]);
+            }
+        };
+        loop.at(0, next[0]);
+        while (loop.step()) {
+            if (loop.now() > endMs + 600_000) {
+                break;
+            }
+        }
+        return new double[] {sums[1] == 0 ? h.stepMs() : sums[0] / sums[1], sums[3] == 0 ? h.stepMs() : sums[2] / sums[3]};
+    }
+
+    private static void turn(EventLoop loop, EngineSim engine, Conversation c, Scenario.ClassWorkload w,
+                             SplittableRandom rng) {
+        boolean first = c.contextTokens == 0;
+        int fresh = Math.max(1, (int) Math.round((first ? w.firstPromptTokens() : w.newTokensPerTurn())
+                * (0.5 + rng.nextDouble())));
+        int out = Math.max(1, (int) Math.round(w.outputTokens() * (0.5 + rng.nextDouble())));
+        c.turnsLeft--;
+        SimRequest r = new SimRequest(c.id * 1000 + c.turnsLeft, c, 0, 0, loop.now(), c.contextTokens + fresh, out);
+        engine.arrive(r);
+    }
+}

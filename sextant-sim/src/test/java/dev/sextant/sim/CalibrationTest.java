@@ -1,0 +1,41 @@
+package dev.sextant.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.MeasuredProfile;
+import org.junit.jupiter.api.Test;
+
+class CalibrationTest {
+    @Test
+    void lowLoad_matchesTheIdleStepModel() {
+        // alone on the engine: TTFT = a + b·prompt = 10 + 0.1·E[prompt] with prompts uniform in [25, 75];
+        // TBT = a + c = 11 ms
+        EngineParams h = new EngineParams(10, 0.1, 1, 2, 10_000, 100);
+        Scenario.ClassWorkload w = new Scenario.ClassWorkload(1, 1000, 50, 1, 3);
+        double[] m = Calibration.run(h, w, 0.1, 3);
+        assertThat(m[0]).isBetween(14.5, 15.5);
+        assertThat(m[1]).isBetween(11.0, 11.3);
+    }
+
+    @Test
+    void measuredProfiles_replaceTheDerivedOnes_andGrowWithLoad() throws Exception {
+        Scenario s = ScenarioLoader.parse("m.yaml", SimulationTest.FAULTY.replace("duration_s: 40",
+                "duration_s: 40\nprofiles: measured"));
+        for (Engine e : s.topology().engines()) {
+            assertThat(e.profile()).isInstanceOf(MeasuredProfile.class);
+            assertThat(e.profile().ttftMs(0.95)).isGreaterThan(e.profile().ttftMs(0.05));
+            assertThat(e.profile().tbtMs(0.95)).isGreaterThanOrEqualTo(e.profile().tbtMs(0.05));
+        }
+        Metrics m = Simulator.simulate(s.withDuration(15_000), "sextant", 1, null).metrics();
+        assertThat(m.completed + m.shed + m.failed).isEqualTo(m.generated);
+    }
+
+    @Test
+    void unknownProfilesMode_isRefused() {
+        assertThatThrownBy(() -> ScenarioLoader.parse("m.yaml", SimulationTest.FAULTY.replace("duration_s: 40",
+                "duration_s: 40\nprofiles: guessed")))
+                .hasMessageContaining("m.yaml: profiles: 'guessed' (expected one of [derived, measured])");
+    }
+}

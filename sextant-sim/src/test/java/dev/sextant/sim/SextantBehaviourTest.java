@@ -1,0 +1,45 @@
+package dev.sextant.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/** What DESIGN.md promises of the product, checked on live simulated traffic. */
+class SextantBehaviourTest {
+    @Test
+    void talkExample_sextantSpillsPartOfEastToTheFartherEngine_nearestDoesNot() throws Exception {
+        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("talk-example.yaml")).withDuration(60_000);
+        // gateway 0 = east, engine 1 = west-1
+        Metrics sextant = Simulator.simulate(s, "sextant", 1, null).metrics();
+        Metrics nearest = Simulator.simulate(s, "nearest", 1, null).metrics();
+        double spill = (double) sextant.attemptsTo[0][1] / (sextant.attemptsTo[0][0] + sextant.attemptsTo[0][1]);
+        // the optimum of DESIGN.md §3 sends a part of east's 120 req/s to the 80 req/s engine next to west
+        assertThat(spill).isBetween(0.05, 0.45);
+        assertThat(nearest.attemptsTo[0][1]).isZero();
+    }
+
+    @Test
+    void overload_sextantShedsLowestPriorityFirst_baselinesShedNothing() throws Exception {
+        // surge (2×) from 60 s; 120 s of traffic covers a minute of it
+        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("overload.yaml")).withDuration(120_000);
+        Metrics m = Simulator.simulate(s, "sextant", 1, null).metrics();
+        double batch = (double) m.shedByClass[0] / m.generatedByClass[0];
+        double standard = (double) m.shedByClass[1] / m.generatedByClass[1];
+        double premium = (double) m.shedByClass[2] / m.generatedByClass[2];
+        assertThat(batch).isGreaterThan(0.2);
+        assertThat(standard).isLessThan(batch);
+        assertThat(premium).isLessThanOrEqualTo(standard).isLessThan(0.01);
+        assertThat(m.completed + m.shed + m.failed).isEqualTo(m.generated);
+        assertThat(Simulator.simulate(s, "least-request", 1, null).metrics().shed).isZero();
+    }
+
+    @Test
+    void controlPlaneOutage_gatewaysKeepServingFromTheirLastSnapshot() throws Exception {
+        Scenario calm = ScenarioLoader.parse("outage.yaml", SimulationTest.FAULTY.replaceAll("(?s)faults:.*",
+                "faults:\n  - {kind: control_plane_outage, at_s: 5, duration_s: 30}\n"));
+        Metrics m = Simulator.simulate(calm, "sextant", 2, null).metrics();
+        assertThat(m.failed).isZero();
+        assertThat(m.shed).isZero();
+        assertThat(m.completed).isEqualTo(m.generated);
+    }
+}
