@@ -28,6 +28,10 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
 
     private final Gateway gw;
     private Exchange current;
+    /** Most requests held back while one is answered (HTTP pipelining); more close the connection. */
+    static final int MAX_PIPELINED = 16;
+    // requests that arrived in the same read as one being proxied; answers go out in request order
+    private final java.util.ArrayDeque<FullHttpRequest> pipelined = new java.util.ArrayDeque<>(2);
 
     FrontHandler(Gateway gw) {
         this.gw = gw;
@@ -43,6 +47,18 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         if (!(msg instanceof FullHttpRequest req)) {
             ReferenceCountUtil.release(msg);
             return;
+        }
+        if (current != null || !pipelined.isEmpty() && pipelined.peekFirst() != req) {
+            if (pipelined.size() < MAX_PIPELINED) {
+                pipelined.addLast(req);
+            } else {
+                req.release();
+                ctx.close();
+            }
+            return;
+        }
+        if (pipelined.peekFirst() == req) {
+            pipelined.pollFirst();
         }
         boolean keepAlive = HttpUtil.isKeepAlive(req) && !gw.draining();
         try {
@@ -155,9 +171,24 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     /** The answer to the current request was written: read the next request, or close. */
     void exchangeWritten(ChannelHandlerContext ctx, boolean keepAlive) {
         if (keepAlive && ctx.channel().isActive()) {
-            ctx.read();
+            if (current != null) {
+                return; // an earlier answer finished writing while a later request is proxied: it reads on
+            }
+            FullHttpRequest next = pipelined.peekFirst();
+            if (next != null) {
+                channelRead(ctx, next);
+            } else {
+                ctx.read();
+            }
         } else {
+            releasePipelined();
             ctx.close();
+        }
+    }
+
+    private void releasePipelined() {
+        for (FullHttpRequest r; (r = pipelined.pollFirst()) != null; ) {
+            r.release();
         }
     }
 
@@ -174,6 +205,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         if (x != null) {
             x.cancel();
         }
+        releasePipelined();
         ctx.fireChannelInactive();
     }
 

@@ -170,6 +170,23 @@ class GatewayProxyTest {
         }
     }
 
+    @Test
+    void pipelinedRequests_areAnsweredInOrderOnOneConnection() throws Exception {
+        String body = Fleet.chat("pipe", false, 2);
+        String one = "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                + "x-request-id: first\r\ncontent-length: " + body.length() + "\r\n\r\n" + body;
+        String two = one.replace("x-request-id: first", "x-request-id: second") ;
+        String three = "GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+        try (java.net.Socket s = new java.net.Socket("127.0.0.1", gw.port())) {
+            s.setSoTimeout(20_000);
+            s.getOutputStream().write((one + two + three).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            String all = new String(s.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(all.split("HTTP/1.1 200 OK", -1)).hasSize(4);
+            assertThat(all.indexOf("x-request-id: first")).isLessThan(all.indexOf("x-request-id: second"));
+            assertThat(all.indexOf("x-request-id: second")).isLessThan(all.indexOf("\"status\":\"ok\""));
+        }
+    }
+
     static Duration seconds(int s) {
         return Duration.ofSeconds(s);
     }
