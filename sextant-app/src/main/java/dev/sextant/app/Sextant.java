@@ -53,7 +53,8 @@ public final class Sextant implements Callable<Integer> {
                 .addSubcommand(new DemoCommand(out))
                 .addSubcommand(new GatewayCommand(out))
                 .addSubcommand(new ControlPlaneCommand(out))
-                .addSubcommand(new EngineCommand());
+                .addSubcommand(new EngineCommand())
+                .addSubcommand(new SimulateCommand(out, System.err));
         cl.setOut(out).setErr(err);
         cl.setParameterExceptionHandler((ex, a) -> {
             CommandLine c = ex.getCommandLine();

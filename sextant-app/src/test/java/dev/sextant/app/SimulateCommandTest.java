@@ -1,0 +1,54 @@
+package dev.sextant.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class SimulateCommandTest {
+
+    private final StringWriter out = new StringWriter();
+    private final StringWriter err = new StringWriter();
+
+    private int run(String... args) {
+        return Sextant.run(Services.production(), new PrintWriter(out), new PrintWriter(err), args);
+    }
+
+    private static Path scenario(String name) {
+        Path p = Path.of("..", "examples", "scenarios", name);
+        return Files.exists(p) ? p : Path.of("examples", "scenarios", name);
+    }
+
+    @Test
+    void simulate_talkExample_writesTheReportAndSummaryForEachPolicy(@TempDir Path dir) throws Exception {
+        int code = run("simulate", scenario("talk-example.yaml").toString(), "--policies", "sextant,nearest",
+                "--seed", "3", "--out", dir.toString());
+
+        assertThat(code).as(err.toString()).isZero();
+        assertThat(dir.resolve("report.md")).exists();
+        String summary = Files.readString(dir.resolve("summary.json"));
+        assertThat(summary).contains("\"sextant\"", "\"nearest\"", "\"ttft_p99_ms\"", "\"residency_violations\"");
+        assertThat(out.toString()).contains("sextant", "nearest", "report.md");
+    }
+
+    @Test
+    void simulate_missingScenario_exits2AndSaysSo(@TempDir Path dir) {
+        int code = run("simulate", dir.resolve("nope.yaml").toString(), "--out", dir.toString());
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).contains("nope.yaml: no such file").doesNotContain("Exception");
+    }
+
+    @Test
+    void simulate_unknownPolicy_exits2NamingTheKnownOnes(@TempDir Path dir) {
+        int code = run("simulate", scenario("talk-example.yaml").toString(), "--policies", "bogus", "--out",
+                dir.toString());
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).contains("bogus", "sextant", "legacy-feedback");
+    }
+}
