@@ -316,18 +316,31 @@ final class DualNewton {
     }
 
     /**
-     * The source price where the placed flow equals the demand, with capped (kept) options: Newton on
-     * a monotone function, started from the price this source had at the last evaluation (prices
-     * move little between evaluations) and kept inside a bracket; {@code upper}, the price without
-     * the capped options, is always above it.
+     * The source price where the placed flow equals the demand, with capped (kept) options: a bracket
+     * first, grown in steps of τ doubling from the price this source had at the last evaluation (prices
+     * move little between evaluations; {@code upper}, the price without the capped options, is always
+     * above the answer), then Newton kept inside it, bisecting when a step leaves it.
      */
     private double solvePrice(int k, double[] p, double upper) {
         double lam = lambda[k];
         double[] ps = new double[2];
         double hi = upper;
-        double lo = Double.NEGATIVE_INFINITY;
-        double x = pi[k] < hi && pi[k] > hi - 1e3 * tau - 1e-9 * Math.abs(hi) ? pi[k] : hi;
-        for (int it = 0; it < 300; it++) {
+        double lo;
+        double start = pi[k] < hi && pi[k] > hi - 1e3 * tau ? pi[k] : hi;
+        if (start < hi && placed(k, p, start, ps) < lam) {
+            lo = start;
+        } else {
+            hi = start;
+            double step = tau;
+            lo = hi - step;
+            for (int i = 0; i < 200 && placed(k, p, lo, ps) > lam; i++) {
+                hi = lo;
+                step *= 2;
+                lo = hi - step;
+            }
+        }
+        double x = 0.5 * (lo + hi);
+        for (int it = 0; it < 200; it++) {
             double fx = placed(k, p, x, ps) - lam;
             if (Math.abs(fx) <= 1e-14 * lam) {
                 return x;
@@ -341,11 +354,7 @@ final class DualNewton {
                 return 0.5 * (lo + hi);
             }
             double next = x - fx / ps[1];
-            if (!(next > lo && next < hi)) {
-                // no bracket below yet: step down by a growing multiple of τ; else bisect
-                next = lo == Double.NEGATIVE_INFINITY ? hi - Math.max(2 * (hi - x), tau) : 0.5 * (lo + hi);
-            }
-            x = next;
+            x = next > lo && next < hi ? next : 0.5 * (lo + hi);
         }
         return x;
     }

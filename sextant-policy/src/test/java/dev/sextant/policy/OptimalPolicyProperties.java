@@ -53,6 +53,30 @@ class OptimalPolicyProperties {
         assertThat(s.objective().gapRelative()).isLessThanOrEqualTo(tolerance);
     }
 
+    @Property(tries = 150)
+    void resolveWithAffinity_afterADemandChange_isCertifiedAndKeepsTheInvariants(
+            @ForAll @LongRange(min = 0, max = 1_000_000) long seed) {
+        Topology t = Topologies.random(seed);
+        Snapshot first = Policies.optimal().solve(t, SolveOptions.defaults());
+        java.util.Random r = new java.util.Random(seed);
+        Map<String, Map<String, Double>> demand = new java.util.LinkedHashMap<>();
+        t.demandRps().forEach((g, row) -> {
+            Map<String, Double> changed = new java.util.LinkedHashMap<>();
+            row.forEach((c, v) -> changed.put(c, v * (0.7 + 0.6 * r.nextDouble())));
+            demand.put(g, changed);
+        });
+        Snapshot next = Policies.optimal().solve(t.withDemand(demand), SolveOptions.defaults().after(first));
+
+        assertThat(next.version()).isEqualTo(first.version() + 1);
+        double tolerance = next.objective().shedRps() > 0 ? 1e-4 : SolveOptions.DEFAULT_GAP_TOLERANCE;
+        assertThat(next.objective().gapRelative()).isLessThanOrEqualTo(tolerance);
+        for (EngineState e : next.engines().values()) {
+            assertThat(e.loadRps()).isLessThanOrEqualTo(e.effectiveCapacityRps() * (1 + 1e-9));
+        }
+        next.routes().values().forEach(byClass -> byClass.values().forEach(route ->
+                assertThat(route.shedFraction()).isBetween(0.0, 1.0)));
+    }
+
     @Property(tries = 50)
     void sameInput_sameSnapshot(@ForAll @LongRange(min = 0, max = 1_000_000) long seed) {
         Topology t = Topologies.random(seed);
