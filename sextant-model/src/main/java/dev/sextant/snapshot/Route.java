@@ -35,7 +35,7 @@ public record Route(String model, List<String> residency, int priority, double d
 
     public Route {
         residency = List.copyOf(residency);
-        weights = Collections.unmodifiableSortedMap(new TreeMap<>(weights));
+        weights = sortedCopy(weights);
         if (!(shedFraction >= 0 && shedFraction <= 1)) {
             throw new IllegalArgumentException("shed_fraction: " + shedFraction + " (expected: in [0, 1])");
         }
@@ -65,5 +65,29 @@ public record Route(String model, List<String> residency, int priority, double d
 
     private static String abbreviated(String s) {
         return s.length() <= 24 ? "'" + s + "'" : "'" + s.substring(0, 24) + "…' (" + s.length() + " characters)";
+    }
+
+    /**
+     * An unmodifiable copy iterating in engine-id order. Routes of a large fleet carry hundreds of
+     * weights each and snapshots are rebuilt often, so a copy of input that is already in order (as
+     * the policies build it) is one linear pass, not a tree built key by key.
+     */
+    private static Map<String, Double> sortedCopy(Map<String, Double> weights) {
+        String previous = null;
+        boolean inOrder = true;
+        for (String id : weights.keySet()) {
+            if (previous != null && previous.compareTo(id) >= 0) {
+                inOrder = false;
+                break;
+            }
+            previous = id;
+        }
+        Map<String, Double> out = new java.util.LinkedHashMap<>(Math.max(4, weights.size() * 4 / 3 + 1));
+        if (inOrder) {
+            out.putAll(weights);
+        } else {
+            out.putAll(new TreeMap<>(weights));
+        }
+        return Collections.unmodifiableMap(out);
     }
 }

@@ -56,7 +56,7 @@ final class Assembler {
         Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] allowed = inst.sourceEngines[k];
-            Map<String, Double> w = new TreeMap<>();
+            Map<String, Double> w = new LinkedHashMap<>(); // allowed engines come in id order
             for (int i = 0; i < allowed.length; i++) {
                 double f = weights[k][i] * inst.demand[k];
                 if (weights[k][i] > 0) {

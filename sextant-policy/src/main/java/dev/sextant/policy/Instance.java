@@ -128,8 +128,14 @@ final class Instance {
         for (int j = 0; j < n; j++) {
             engineCluster[j] = clusterIndex.get(engines.get(j).cluster());
         }
-        Map<String, List<Integer>> servingModel = new HashMap<>();
+        // engines in id order, so that every route's weights come out sorted as snapshots print them
+        Integer[] byId = new Integer[n];
         for (int j = 0; j < n; j++) {
+            byId[j] = j;
+        }
+        java.util.Arrays.sort(byId, java.util.Comparator.comparing(j -> engines.get(j).id()));
+        Map<String, List<Integer>> servingModel = new HashMap<>();
+        for (int j : byId) {
             for (String m : engines.get(j).models()) {
                 servingModel.computeIfAbsent(m, x -> new ArrayList<>()).add(j);
             }
