@@ -13,7 +13,8 @@ import java.util.TreeMap;
  * @param priority      the class's priority, higher is more important
  * @param demandRps     the demand the policy was computed for, req/s, ≥ 0
  * @param weights       engine id → fraction of this class's requests sent there, each in [0, 1],
- *                      summing to {@code 1 − shedFraction}; only allowed engines appear
+ *                      summing to {@code 1 − shedFraction}; only allowed engines appear; unmodifiable,
+ *                      iterating in engine-id order
  * @param shedFraction  fraction refused by admission, in [0, 1]
  * @param priceMs       the class's marginal latency π: the cost in ms of serving one more request of
  *                      this class (equal across the engines it uses); null-free, NaN for a policy
