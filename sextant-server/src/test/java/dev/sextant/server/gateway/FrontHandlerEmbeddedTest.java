@@ -19,7 +19,6 @@ import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
-import io.netty.util.ResourceLeakDetector;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.LongAdder;
 import org.junit.jupiter.api.AfterAll;
@@ -34,14 +33,13 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class FrontHandlerEmbeddedTest {
     private static final int MAX_BODY = 4096;
-    private static ResourceLeakDetector.Level leakLevel;
+    private static LeakWatch leaks;
     private static Fleet fleet;
     private static Gateway gw;
 
     @BeforeAll
     static void start() {
-        leakLevel = ResourceLeakDetector.getLevel();
-        ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
+        leaks = LeakWatch.paranoid();
         fleet = new Fleet(1);
         gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false).withMaxBodyBytes(MAX_BODY),
                 SnapshotSource.fixed(fleet.snapshot()), 1);
@@ -51,7 +49,11 @@ class FrontHandlerEmbeddedTest {
     static void stop() {
         gw.close();
         fleet.close();
-        ResourceLeakDetector.setLevel(leakLevel);
+        try {
+            leaks.assertNoLeakReported();
+        } finally {
+            leaks.close();
+        }
     }
 
     private static EmbeddedChannel channel() {

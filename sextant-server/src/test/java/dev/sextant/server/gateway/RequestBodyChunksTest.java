@@ -7,7 +7,6 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
-import io.netty.util.ResourceLeakDetector;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -25,17 +24,20 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class RequestBodyChunksTest {
     private static final ByteBufAllocator ALLOC = PooledByteBufAllocator.DEFAULT;
-    private static ResourceLeakDetector.Level leakLevel;
+    private static LeakWatch leaks;
 
     @BeforeAll
     static void paranoid() {
-        leakLevel = ResourceLeakDetector.getLevel();
-        ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
+        leaks = LeakWatch.paranoid();
     }
 
     @AfterAll
     static void restore() {
-        ResourceLeakDetector.setLevel(leakLevel);
+        try {
+            leaks.assertNoLeakReported();
+        } finally {
+            leaks.close();
+        }
     }
 
     // "é" and "→" are multi-byte in UTF-8, so some cuts fall inside a character

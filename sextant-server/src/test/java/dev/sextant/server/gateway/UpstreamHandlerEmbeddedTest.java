@@ -18,7 +18,6 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
-import io.netty.util.ResourceLeakDetector;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -34,14 +33,13 @@ import org.junit.jupiter.api.Test;
  * reaches the client in order, each chunk forwarded as is and released exactly once.
  */
 class UpstreamHandlerEmbeddedTest {
-    private static ResourceLeakDetector.Level leakLevel;
+    private static LeakWatch leaks;
     private static Fleet fleet;
     private static Gateway gw;
 
     @BeforeAll
     static void start() {
-        leakLevel = ResourceLeakDetector.getLevel();
-        ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
+        leaks = LeakWatch.paranoid();
         fleet = new Fleet(1);
         gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(fleet.snapshot()), 1);
     }
@@ -50,7 +48,11 @@ class UpstreamHandlerEmbeddedTest {
     static void stop() {
         gw.close();
         fleet.close();
-        ResourceLeakDetector.setLevel(leakLevel);
+        try {
+            leaks.assertNoLeakReported();
+        } finally {
+            leaks.close();
+        }
     }
 
     @Test
