@@ -1,0 +1,150 @@
+package dev.sextant.server.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sextant.server.internal.OversizedAwareAggregator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.DefaultLastHttpContent;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link UpstreamHandler} on an {@link EmbeddedChannel} standing in for an engine connection: an exchange started by
+ * {@link FrontHandler} (itself on an EmbeddedChannel) takes the connection from the pool, and what the engine sends
+ * reaches the client in order, each chunk forwarded as is and released exactly once.
+ */
+class UpstreamHandlerEmbeddedTest {
+    private static LeakWatch leaks;
+    private static Fleet fleet;
+    private static Gateway gw;
+
+    @BeforeAll
+    static void start() {
+        leaks = LeakWatch.paranoid();
+        fleet = new Fleet(1);
+        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(fleet.snapshot()), 1);
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+        fleet.close();
+        try {
+            leaks.assertNoLeakReported();
+        } finally {
+            leaks.close();
+        }
+    }
+
+    @Test
+    void engineResponse_isForwardedToTheClientInOrder_eachChunkReleasedExactlyOnce() throws Exception {
+        // an idle "connection" to every engine, in the pool of this thread (the embedded channels' loop)
+        Map<EmbeddedChannel, String> engines = new LinkedHashMap<>();
+        fleet.engines.values().forEach(e -> {
+            EmbeddedChannel up = new EmbeddedChannel(new UpstreamHandler());
+            engines.put(up, "http://127.0.0.1:" + e.port());
+            gw.pool.release(engines.get(up), up);
+        });
+        EmbeddedChannel front = new EmbeddedChannel(new OversizedAwareAggregator(1 << 20, new LongAdder()),
+                new FrontHandler(gw));
+        FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST, "/v1/chat/completions",
+                Unpooled.copiedBuffer(Fleet.chat(null, true, 3), StandardCharsets.UTF_8));
+        HttpUtil.setContentLength(req, req.content().readableBytes());
+        req.headers().set("x-request-id", "r-42");
+        front.writeInbound(req);
+
+        // exactly one engine connection got the request, with the client's body and id
+        EmbeddedChannel engine = null;
+        for (EmbeddedChannel up : engines.keySet()) {
+            Object sent = up.readOutbound();
+            if (sent != null) {
+                assertThat(engine).as("one attempt only").isNull();
+                engine = up;
+                FullHttpRequest forwarded = (FullHttpRequest) sent;
+                assertThat(forwarded.uri()).isEqualTo("/v1/chat/completions");
+                assertThat(forwarded.headers().get("x-request-id")).isEqualTo("r-42");
+                assertThat(forwarded.content().toString(StandardCharsets.UTF_8)).isEqualTo(Fleet.chat(null, true, 3));
+                // a retained duplicate of the client's body, kept by the exchange for a retry: drop our reference
+                assertThat(forwarded.refCnt()).isEqualTo(2);
+                forwarded.release();
+            }
+        }
+        assertThat(engine).as("the exchange took a pooled connection").isNotNull();
+
+        HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
+        head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream");
+        HttpUtil.setTransferEncodingChunked(head, true);
+        List<HttpContent> chunks = List.of(
+                new DefaultHttpContent(Unpooled.copiedBuffer("data: one\n\n", StandardCharsets.UTF_8)),
+                new DefaultHttpContent(Unpooled.copiedBuffer("data: two\n\n", StandardCharsets.UTF_8)),
+                new DefaultLastHttpContent(Unpooled.copiedBuffer("data: [DONE]\n\n", StandardCharsets.UTF_8)));
+        engine.writeInbound(head);
+        for (HttpContent c : chunks) {
+            engine.writeInbound(c);
+        }
+
+        Object first = front.readOutbound();
+        assertThat(first).isInstanceOf(HttpResponse.class).isNotInstanceOf(HttpContent.class);
+        HttpResponse out = (HttpResponse) first;
+        assertThat(out.status().code()).isEqualTo(200);
+        assertThat(out.headers().get("x-request-id")).isEqualTo("r-42");
+        assertThat(out.headers().get("x-sextant-engine")).isNotBlank();
+        assertThat(out.headers().get("x-sextant-attempts")).isEqualTo("1");
+        for (HttpContent c : chunks) {
+            Object forwarded = front.readOutbound();
+            assertThat(forwarded).as("forwarded as is, in order").isSameAs(c);
+            assertThat(c.refCnt()).as("held once, by the client side's outbound buffer").isEqualTo(1);
+            assertThat(c.release()).isTrue();
+        }
+        assertThat((Object) front.readOutbound()).isNull();
+        assertThat(req.refCnt()).as("the client's request is released when the exchange ends").isZero();
+        assertThat(gw.inFlight()).isZero();
+        assertThat(front.isOpen()).as("keep-alive").isTrue();
+        assertThat(gw.pool.pollIdle(engines.get(engine)))
+                .as("a cleanly ended response returns the connection to the pool").isSameAs(engine);
+
+        assertThat(front.finishAndReleaseAll()).isFalse();
+        for (EmbeddedChannel up : engines.keySet()) {
+            assertThat(up.finishAndReleaseAll()).as("nothing else sent to an engine").isFalse();
+        }
+    }
+
+    @Test
+    void bytesOnAnIdleConnection_areReleasedAndTheConnectionClosed() {
+        EmbeddedChannel idle = new EmbeddedChannel(new UpstreamHandler());
+        HttpContent stray = new DefaultHttpContent(Unpooled.copiedBuffer("late", StandardCharsets.UTF_8));
+        assertThat(idle.writeInbound(stray)).isFalse();
+        assertThat(stray.refCnt()).isZero();
+        assertThat(idle.isOpen()).isFalse();
+        assertThat(idle.finishAndReleaseAll()).isFalse();
+    }
+
+    @Test
+    void aLastChunkOnAnIdleConnection_isReleasedAndTheConnectionClosed() {
+        EmbeddedChannel idle = new EmbeddedChannel(new UpstreamHandler());
+        LastHttpContent last = new DefaultLastHttpContent(Unpooled.copiedBuffer("x", StandardCharsets.UTF_8));
+        assertThat(idle.writeInbound(last)).isFalse();
+        assertThat(last.refCnt()).isZero();
+        assertThat(idle.isOpen()).isFalse();
+        assertThat(idle.finishAndReleaseAll()).isFalse();
+    }
+}
