@@ -51,7 +51,7 @@ class GatewayBadInputTest {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + path))
                 .timeout(Duration.ofSeconds(10)).header("content-type", "application/json");
         b = "GET".equals(method) ? b.GET() : b.POST(HttpRequest.BodyPublishers.ofString(body));
-        HttpResponse<String> r = Fleet.HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = Fleet.send(b.build(), HttpResponse.BodyHandlers.ofString());
         assertThat(r.statusCode()).isEqualTo(status);
         JsonNode error = Http.JSON.readTree(r.body()).path("error");
         assertThat(error.path("message").asText()).contains(says);

@@ -120,7 +120,7 @@ class GatewayFailureTest {
         HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
                 .header("content-type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("long", true, 5000))).build();
-        HttpResponse<Stream<String>> r = Fleet.HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+        HttpResponse<Stream<String>> r = Fleet.send(req, HttpResponse.BodyHandlers.ofLines());
         String engine = r.headers().firstValue("x-sextant-engine").orElseThrow();
         Iterator<String> lines = r.body().iterator();
         assertThat(lines.next()).startsWith("data: ");
@@ -148,7 +148,7 @@ class GatewayFailureTest {
         HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
                 .header("content-type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("drain", true, 60))).build();
-        HttpResponse<Stream<String>> r = Fleet.HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+        HttpResponse<Stream<String>> r = Fleet.send(req, HttpResponse.BodyHandlers.ofLines());
         Iterator<String> lines = r.body().iterator();
         assertThat(lines.next()).startsWith("data: ");
         Thread closer = new Thread(gw::close);
@@ -175,7 +175,7 @@ class GatewayFailureTest {
         HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
                 .header("content-type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat(key, true, tokens))).build();
-        HttpResponse<Stream<String>> r = Fleet.HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+        HttpResponse<Stream<String>> r = Fleet.send(req, HttpResponse.BodyHandlers.ofLines());
         assertThat(r.statusCode()).isEqualTo(200);
         List<String> out = new ArrayList<>();
         r.body().filter(l -> l.startsWith("data: ")).forEach(out::add);

@@ -53,7 +53,7 @@ class GatewayProxyTest {
         HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
                 .header("content-type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("stream-1", true, tokens))).build();
-        HttpResponse<Stream<String>> r = Fleet.HTTP.send(req, HttpResponse.BodyHandlers.ofLines());
+        HttpResponse<Stream<String>> r = Fleet.send(req, HttpResponse.BodyHandlers.ofLines());
         assertThat(r.statusCode()).isEqualTo(200);
         assertThat(r.headers().firstValue("content-type")).hasValueSatisfying(ct -> assertThat(ct).startsWith("text/event-stream"));
         String engine = r.headers().firstValue("x-sextant-engine").orElseThrow();
