@@ -693,13 +693,4 @@ final class DualNewton {
         }
         return value;
     }
-
-    /** Marginal price of source k over its regular arcs at prices p, capped by its shed cost. */
-    double sourcePrice(int k, double[] p) {
-        double best = shedCost[k];
-        for (int a = 0; a < slotGroup[k].length; a++) {
-            best = Math.min(best, slotArc[k][a] + p[slotGroup[k][a]]);
-        }
-        return best;
-    }
 }

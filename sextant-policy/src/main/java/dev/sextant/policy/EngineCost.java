@@ -64,13 +64,9 @@ final class EngineCost {
     /**
      * The load that maximizes p·x − φ(x) on [0, c]: where the marginal cost equals the price
      * {@code p}, clamped to the box. Safeguarded Newton: bisection whenever Newton leaves the bracket,
-     * which also finds a breakpoint where φ' jumps over p (measured profiles).
+     * which also finds a breakpoint where φ' jumps over p (measured profiles). Newton starts at
+     * {@code hint} (the last answer, usually close) when it lies inside the box.
      */
-    double loadAt(double p) {
-        return loadAt(p, 0.5 * effectiveCapacity);
-    }
-
-    /** {@link #loadAt(double)} with Newton started at {@code hint} (the last answer, usually close). */
     double loadAt(double p, double hint) {
         if (p <= marginalAtZero) {
             return 0;

@@ -191,10 +191,6 @@ final class Instance {
         }
     }
 
-    boolean allowed(TrafficClass c, int engine) {
-        return engines.get(engine).serves(c.model()) && c.allowsRegion(engineRegion[engine]);
-    }
-
     /** Round trip from the source's gateway cluster to the engine, or NaN when not reachable. */
     double rtt(int source, int engine) {
         return rttByCluster[sourceGatewayIndex[source]][engineCluster[engine]];
@@ -225,15 +221,6 @@ final class Instance {
                 }
             }
         }
-    }
-
-    /** Total effective capacity of a group, req/s. */
-    double groupCapacity(int h) {
-        double c = 0;
-        for (int j : groupEngines[h]) {
-            c += costs[j].effectiveCapacity;
-        }
-        return c;
     }
 
     /** Lowest marginal cost at zero load among a group's engines: the group's price floor, ms. */
