@@ -2,6 +2,7 @@
 # Whole-process proxy benchmark on loopback: added latency of the Sextant gateway over calling the engine
 # emulator directly, and HAProxy in front of the same emulator, in the same run. Needs wrk and haproxy
 # (Debian: apt-get install -y wrk haproxy). Usage: sextant-server/bench/proxy.sh [seconds per run]
+# GATEWAY_JAVA_OPTS adds JVM options to the gateway (a GC choice, a GC log: -Xlog:gc:file=gc.log).
 # Prints one line per (target, offered rate) and a max-throughput line per target.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -40,7 +41,7 @@ snapshot_file: snapshot.json
 threads: 1
 access_log: false
 YAML
-java -Xms1g -Xmx1g -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
+java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
 pids+=($!)
 
 # HAProxy: the same single engine, one thread, keep-alive to the server

@@ -10,6 +10,7 @@ import dev.sextant.request.Ejection;
 import dev.sextant.request.Ticker;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.OversizedAwareAggregator;
+import dev.sextant.server.internal.Transport;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
 import io.netty.bootstrap.ServerBootstrap;
@@ -17,12 +18,9 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
@@ -108,10 +106,10 @@ public final class Gateway implements AutoCloseable {
             throw new IllegalStateException("no first snapshot: " + e.getCause(), e.getCause());
         }
         this.metrics = new GatewayMetrics(plane::get, inFlight::get);
-        this.group = new MultiThreadIoEventLoopGroup(threads, NioIoHandler.newFactory());
+        this.group = Transport.current().group(threads);
         ServerBootstrap b = new ServerBootstrap()
                 .group(group)
-                .channel(NioServerSocketChannel.class)
+                .channel(Transport.current().serverChannel())
                 .option(ChannelOption.SO_BACKLOG, 4096)
                 .childOption(ChannelOption.AUTO_READ, false)
                 .childOption(ChannelOption.TCP_NODELAY, true)
@@ -132,7 +130,8 @@ public final class Gateway implements AutoCloseable {
             throw e;
         }
         LOG.info("gateway " + config.gatewayCluster() + " listening on http://" + config.host() + ":" + port()
-                + " with snapshot " + plane.get().snapshot().version());
+                + " with snapshot " + plane.get().snapshot().version() + " (" + Transport.current().name().toLowerCase()
+                + " transport)");
     }
 
     private GatewayMetrics metrics() {

@@ -1,5 +1,6 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.server.internal.Transport;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -7,7 +8,6 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.http.HttpClientCodec;
 import io.netty.util.concurrent.FastThreadLocal;
 import java.net.InetSocketAddress;
@@ -57,7 +57,7 @@ final class UpstreamPool {
         InetSocketAddress address = addresses.computeIfAbsent(endpoint, UpstreamPool::address);
         Bootstrap b = new Bootstrap()
                 .group(loop)
-                .channel(NioSocketChannel.class)
+                .channel(Transport.current().socketChannel())
                 .option(ChannelOption.AUTO_READ, false)
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, connectTimeout.toMillis()))
