@@ -144,10 +144,11 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     /**
-     * Walks the key's order: the first engine that is not excluded, not ejected, within its bounded
-     * load and below the concurrency limit; else the least loaded (relative to its share) of the first
-     * {@code maxWalk} usable ones; else any usable engine further on; else, if every engine is ejected,
-     * the first one below the limit (ejection must not leave a class with nothing).
+     * Walks the key's order: the first engine that is not excluded, not ejected (for a retry, not failing
+     * either: its last attempt did not fail), within its bounded load and below the concurrency limit;
+     * else the least loaded (relative to its share) of the first {@code maxWalk} usable ones; else any
+     * usable engine further on; else, if every engine is ejected or failing, the first one below the limit
+     * (ejection must not leave a class with nothing).
      */
     private int walk(ClassRoute k, long key, EngineCell[] exclude, long now) {
         SlotTable t = k.table;
@@ -169,7 +170,7 @@ final class DefaultDataPlane implements DataPlane {
             if (exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
                 continue;
             }
-            if (cell.ejected(now)) {
+            if (cell.ejected(now) || exclude != null && cell.failures.get() > 0) {
                 if (panic < 0 && cell.inFlight.get() < limit) {
                     panic = e;
                 }
@@ -203,7 +204,7 @@ final class DefaultDataPlane implements DataPlane {
             if (exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
                 continue;
             }
-            if (cell.ejected(now)) {
+            if (cell.ejected(now) || exclude != null && cell.failures.get() > 0) {
                 if (panic < 0 && cell.inFlight.get() < limit) {
                     panic = e;
                 }
@@ -264,6 +265,38 @@ final class DefaultDataPlane implements DataPlane {
         return -1;
     }
 
+    private static boolean failing(EngineCell cell, long now) {
+        return cell.ejected(now) || cell.failures.get() > 0;
+    }
+
+    /**
+     * A retry's spill-over: the engine with the fewest requests in flight in the nearest group of the class's
+     * allowed engines that is not excluded, not ejected, not failing and below the limit; -1 if none.
+     */
+    private int pickSpill(ClassRoute k, EngineCell[] exclude, long now) {
+        EngineCell[] near = k.near;
+        for (int g = 0; g < near.length; ) {
+            int end = k.nearGroupEnd[g];
+            int best = -1;
+            int bestInFlight = Integer.MAX_VALUE;
+            for (int i = g; i < end; i++) {
+                EngineCell cell = near[i];
+                int inFlight = cell.inFlight.get();
+                if (inFlight < bestInFlight && inFlight < limit && !failing(cell, now)
+                        && (exclude == null || ClassRoute.indexOf(exclude, cell) < 0)) {
+                    best = i;
+                    bestInFlight = inFlight;
+                }
+            }
+            if (best >= 0 && near[best].tryAcquire(limit)) {
+                totalInFlight.incrementAndGet();
+                return best;
+            }
+            g = end;
+        }
+        return -1;
+    }
+
     private static boolean allEjectedOrExcluded(EngineCell[] cells, EngineCell[] exclude, long now) {
         for (EngineCell c : cells) {
             if (!c.ejected(now) && (exclude == null || ClassRoute.indexOf(exclude, c) < 0)) {
@@ -296,7 +329,11 @@ final class DefaultDataPlane implements DataPlane {
                     unavailableRetryAfterNanos);
         }
         long now = ticker.nanos();
-        if (!retryTokens.trySpend(now)) {
+        // A connection that was never made put no load on any engine, so its retry (a "requeue") spends no
+        // token: a dead engine's refused connections must not drain the budget that protects live engines.
+        // The attempt limit still bounds it.
+        boolean requeue = outcome == Outcome.CONNECT_ERROR;
+        if (!requeue && !retryTokens.trySpend(now)) {
             return Decision.refused(k.id, version, failed.fallback(), Refusal.RETRY_BUDGET_EXHAUSTED,
                     "not retried: the gateway's retry budget is spent (last: " + outcome + ")",
                     shedRetryAfterNanos);
@@ -304,8 +341,23 @@ final class DefaultDataPlane implements DataPlane {
         EngineCell[] tried = failed.triedSoFar();
         boolean stale = stale(c, now);
         int attempt = failed.attempt() + 1;
+        boolean nearest = stale; // whether i indexes the nearest-first arrays or the route's
         EngineCell[] cellsOf = stale ? k.near : k.cells;
         int i = stale ? pickNear(k, tried, now) : k.table == null ? -1 : pickHashed(k, failed.key, tried, now);
+        if (!stale && (i < 0 || failing(k.cells[i], now))) {
+            // Every engine the route weights is tried, ejected or failing (a whole engine cluster down, say):
+            // spill to the nearest healthy allowed engine outside them rather than fail or hit a failing one.
+            int spill = pickSpill(k, tried, now);
+            if (spill >= 0) {
+                if (i >= 0) {
+                    k.cells[i].inFlight.decrementAndGet();
+                    totalInFlight.decrementAndGet();
+                }
+                i = spill;
+                nearest = true;
+                cellsOf = k.near;
+            }
+        }
         long backoff = 0;
         if (i < 0) {
             // Nothing else left: the same engine again, if still allowed and not ejected, after a
@@ -320,7 +372,9 @@ final class DefaultDataPlane implements DataPlane {
             }
         }
         if (i < 0) {
-            retryTokens.refund();
+            if (!requeue) {
+                retryTokens.refund();
+            }
             return Decision.refused(k.id, version, stale, Refusal.NO_ENGINE_LEFT, "no allowed engine left to retry"
                     + " on (tried " + tried.length + ", others ejected or at their limit; last: " + outcome + ")",
                     unavailableRetryAfterNanos);
@@ -330,9 +384,9 @@ final class DefaultDataPlane implements DataPlane {
             nowTried = java.util.Arrays.copyOf(tried, tried.length + 1);
             nowTried[tried.length] = cellsOf[i];
         }
-        return Decision.routed(k.id, version, stale, cellsOf[i], stale ? k.nearEndpoints[i] : k.endpoints[i],
+        return Decision.routed(k.id, version, stale, cellsOf[i], nearest ? k.nearEndpoints[i] : k.endpoints[i],
                 attempt, backoff, failed.key, failed.requestId,
-                stale ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried);
+                nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried);
     }
 
     @Override

@@ -367,6 +367,97 @@ class DataPlaneTest {
         assertThat(amplification).isGreaterThan(1 + budget.ratio(u) * 0.9); // the budget is used, not just refused
     }
 
+    @Test
+    void retry_afterARefusedConnection_spendsNoTokenButStaysWithinTheAttemptLimit() {
+        Snapshot s = Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25);
+        DataPlane p = plane(s);
+        // Spend the budget down with server errors (each retry of one costs a token) until a retry is refused.
+        int i = 0;
+        Decision refused;
+        do {
+            refused = p.retry(p.route(RequestMeta.of("m", i, i)), Outcome.SERVER_ERROR);
+            p.onFinish(refused, Outcome.CANCELLED, -1);
+            i++;
+        } while (refused.routed() && i < 10_000);
+        assertThat(refused.refusal()).isEqualTo(Refusal.RETRY_BUDGET_EXHAUSTED);
+
+        // With the budget empty, refused connections are still retried on other engines, up to 3 attempts.
+        Decision d = p.route(RequestMeta.of("m", 7, 10_001));
+        double tokens = p.status().retryTokens();
+        assertThat(tokens).isLessThan(1);
+        List<String> engines = new java.util.ArrayList<>(List.of(d.engineId()));
+        Decision last = d;
+        for (Decision next = p.retry(d, Outcome.CONNECT_ERROR); next.routed();
+             next = p.retry(next, Outcome.CONNECT_ERROR)) {
+            engines.add(next.engineId());
+            last = next;
+        }
+        assertThat(engines).hasSize(3).doesNotHaveDuplicates();
+        assertThat(last.attempt()).isEqualTo(3);
+        assertThat(p.status().retryTokens()).isEqualTo(tokens);
+        // and a server error, which did load an engine, is still refused
+        assertThat(p.retry(p.route(RequestMeta.of("m", 8, 10_002)), Outcome.SERVER_ERROR).refusal())
+                .isEqualTo(Refusal.RETRY_BUDGET_EXHAUSTED);
+        assertThat(p.status().inFlight()).isZero();
+    }
+
+    @Test
+    void retry_passesOverAnEngineWhoseLastAttemptFailed_unlessNothingElseIsLeft() {
+        Snapshot s = Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25);
+        SlotTable t = SlotTable.of(List.of("e0", "e1", "e2", "e3"), new double[] {1, 1, 1, 1});
+        long key = 4242;
+        int[] order = new int[4];
+        t.fill(key, order);
+        DataPlane p = plane(s);
+        // another request just failed on the key's second choice: one failure, far from an ejection
+        Decision other = p.route(RequestMeta.of("m", keyOn(p, "e" + order[1]), 1));
+        p.onFinish(other, Outcome.SERVER_ERROR, -1);
+        assertThat(p.ejections()).isEmpty();
+
+        Decision first = p.route(RequestMeta.of("m", key, 2));
+        assertThat(first.engineId()).isEqualTo("e" + order[0]);
+        Decision retried = p.retry(first, Outcome.CONNECT_ERROR);
+        assertThat(retried.engineId()).isEqualTo("e" + order[2]);
+
+        // once every other engine is failing, the retry still goes somewhere (the first of them)
+        DataPlane q = plane(s);
+        for (int e = 0; e < 4; e++) {
+            if (e != order[0]) {
+                q.onFinish(q.route(RequestMeta.of("m", keyOn(q, "e" + e), 10 + e)), Outcome.SERVER_ERROR, -1);
+            }
+        }
+        Decision again = q.retry(q.route(RequestMeta.of("m", key, 3)), Outcome.CONNECT_ERROR);
+        assertThat(again.routed()).isTrue();
+        assertThat(again.engineId()).isEqualTo("e" + order[1]);
+    }
+
+    @Test
+    void retry_whenEveryWeightedEngineIsDownOrFailing_spillsToTheNearestHealthyAllowedEngine() {
+        // the route puts everything on the near cluster; the far clusters are allowed but unweighted
+        Snapshot s = new Fixtures.SnapshotBuilder("g").rtt("near", 2).rtt("mid", 30).rtt("far", 60)
+                .engine("n1", "near", "r1", 100, "m").engine("n2", "near", "r1", 100, "m")
+                .engine("m1", "mid", "r2", 100, "m").engine("f1", "far", "r3", 100, "m")
+                .route("k", "m", List.of(), 0, 0, Map.of("n1", 0.5, "n2", 0.5, "m1", 0.0, "f1", 0.0))
+                .build();
+        DataPlane p = plane(s);
+        Decision d = p.route(RequestMeta.of("m", 99, 1));
+        Decision second = p.retry(d, Outcome.CONNECT_ERROR);
+        assertThat(second.engineId()).isIn("n1", "n2").isNotEqualTo(d.engineId());
+        Decision third = p.retry(second, Outcome.CONNECT_ERROR);
+        assertThat(third.engineId()).isEqualTo("m1"); // the nearest allowed engine outside the route's weights
+        assertThat(third.fallback()).isFalse();
+        assertThat(third.attempt()).isEqualTo(3);
+        p.onFinish(third, Outcome.SUCCESS, 1_000_000L);
+        assertThat(p.status().inFlight()).isZero();
+
+        // the near cluster keeps failing (not yet ejected): a new request's first retry leaves it at once
+        Decision next = p.route(RequestMeta.of("m", 98, 2));
+        Decision retried = p.retry(next, Outcome.CONNECT_ERROR);
+        assertThat(retried.engineId()).isEqualTo("m1");
+        p.onFinish(retried, Outcome.SUCCESS, 1_000_000L);
+        assertThat(p.status().inFlight()).isZero();
+    }
+
     /** A key whose first choice is {@code engine}. */
     static long keyOn(DataPlane p, String engine) {
         for (long key = 0; ; key++) {
