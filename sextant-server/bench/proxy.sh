@@ -3,6 +3,8 @@
 # emulator directly, and HAProxy in front of the same emulator, in the same run. Needs wrk and haproxy
 # (Debian: apt-get install -y wrk haproxy). Usage: sextant-server/bench/proxy.sh [seconds per run]
 # GATEWAY_JAVA_OPTS adds JVM options to the gateway (a GC choice, a GC log: -Xlog:gc:file=gc.log).
+# PIN=1 pins the proxies (gateway, HAProxy) to CPU 1 and wrk and the engine to CPU 0 (taskset), so that the
+# proxy under test does not compete with the load generator for a core.
 # Prints one line per (target, offered rate) and a max-throughput line per target.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -16,9 +18,10 @@ trap cleanup EXIT
 "$root/bin/sextant" --version >/dev/null        # builds the jar when needed
 jar="$root/sextant-app/target/sextant.jar"
 ENGINE=19101 GATEWAY=19200 HAPROXY=19300
+if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
 
 # the engine: one emulator answering a 1-token completion after one ~1 ms decode step
-java -Xms512m -Xmx512m -jar "$jar" engine --id e1 --port $ENGINE --model m --max-seqs 1024 \
+$near java -Xms512m -Xmx512m -jar "$jar" engine --id e1 --port $ENGINE --model m --max-seqs 1024 \
      --decode-base-ms 1 --decode-ms-per-seq 0 --prefill-ms-per-token 0 >"$work/engine.log" 2>&1 &
 pids+=($!)
 
@@ -41,7 +44,7 @@ snapshot_file: snapshot.json
 threads: 1
 access_log: false
 YAML
-java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
+$proxy java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
 pids+=($!)
 
 # HAProxy: the same single engine, one thread, keep-alive to the server
@@ -62,14 +65,14 @@ frontend f
 backend b
   server e1 127.0.0.1:$ENGINE
 CFG
-haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
+$proxy haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
 pids+=($!)
 
 wait_for() { for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done; echo "port $1 not up" >&2; exit 1; }
 wait_for $ENGINE /healthz; wait_for $GATEWAY /healthz; wait_for $HAPROXY /healthz
 
 run() { # target port rate conns seconds
-  RATE=$3 CONNS=$4 THREADS=1 wrk -t1 -c"$4" -d"$5"s -s "$here/post.lua" "http://127.0.0.1:$2/v1/chat/completions" \
+  RATE=$3 CONNS=$4 THREADS=1 $near wrk -t1 -c"$4" -d"$5"s -s "$here/post.lua" "http://127.0.0.1:$2/v1/chat/completions" \
     | grep '^RESULT' | sed "s/^RESULT/$1 offered=$3/"
 }
 echo "warm-up (discarded)"
