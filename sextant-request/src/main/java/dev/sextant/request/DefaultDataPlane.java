@@ -229,38 +229,16 @@ final class DefaultDataPlane implements DataPlane {
      * If every engine is ejected, the nearest one below the limit.
      */
     private int pickNear(ClassRoute k, EngineCell[] exclude, long now) {
-        EngineCell[] near = k.near;
-        int panic = -1;
-        for (int g = 0; g < near.length; ) {
-            int end = k.nearGroupEnd[g];
-            int best = -1;
-            int bestInFlight = Integer.MAX_VALUE;
-            for (int i = g; i < end; i++) {
-                EngineCell cell = near[i];
-                if (exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
-                    continue;
-                }
-                int inFlight = cell.inFlight.get();
-                if (cell.ejected(now)) {
-                    if (panic < 0 && inFlight < limit) {
-                        panic = i;
-                    }
-                    continue;
-                }
-                if (inFlight < bestInFlight && inFlight < limit) {
-                    best = i;
-                    bestInFlight = inFlight;
-                }
-            }
-            if (best >= 0 && near[best].tryAcquire(limit)) {
-                totalInFlight.incrementAndGet();
-                return best;
-            }
-            g = end;
+        int best = pickNearest(k, exclude, now, false);
+        if (best >= 0 || !allEjectedOrExcluded(k.near, exclude, now)) {
+            return best;
         }
-        if (panic >= 0 && allEjectedOrExcluded(near, exclude, now) && near[panic].tryAcquire(limit)) {
-            totalInFlight.incrementAndGet();
-            return panic;
+        for (int i = 0; i < k.near.length; i++) {
+            EngineCell cell = k.near[i];
+            if ((exclude == null || ClassRoute.indexOf(exclude, cell) < 0) && cell.tryAcquire(limit)) {
+                totalInFlight.incrementAndGet();
+                return i;
+            }
         }
         return -1;
     }
@@ -270,10 +248,11 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     /**
-     * A retry's spill-over: the engine with the fewest requests in flight in the nearest group of the class's
-     * allowed engines that is not excluded, not ejected, not failing and below the limit; -1 if none.
+     * In the nearest group of the class's allowed engines, the one with the fewest requests in flight that is
+     * not excluded, not ejected (nor failing, if {@code avoidFailing}) and below the limit; then the next
+     * group; -1 if none. A retry's spill-over uses it with {@code avoidFailing}.
      */
-    private int pickSpill(ClassRoute k, EngineCell[] exclude, long now) {
+    private int pickNearest(ClassRoute k, EngineCell[] exclude, long now, boolean avoidFailing) {
         EngineCell[] near = k.near;
         for (int g = 0; g < near.length; ) {
             int end = k.nearGroupEnd[g];
@@ -282,7 +261,8 @@ final class DefaultDataPlane implements DataPlane {
             for (int i = g; i < end; i++) {
                 EngineCell cell = near[i];
                 int inFlight = cell.inFlight.get();
-                if (inFlight < bestInFlight && inFlight < limit && !failing(cell, now)
+                if (inFlight < bestInFlight && inFlight < limit
+                        && !(avoidFailing ? failing(cell, now) : cell.ejected(now))
                         && (exclude == null || ClassRoute.indexOf(exclude, cell) < 0)) {
                     best = i;
                     bestInFlight = inFlight;
@@ -347,7 +327,7 @@ final class DefaultDataPlane implements DataPlane {
         if (!stale && (i < 0 || failing(k.cells[i], now))) {
             // Every engine the route weights is tried, ejected or failing (a whole engine cluster down, say):
             // spill to the nearest healthy allowed engine outside them rather than fail or hit a failing one.
-            int spill = pickSpill(k, tried, now);
+            int spill = pickNearest(k, tried, now, true);
             if (spill >= 0) {
                 if (i >= 0) {
                     k.cells[i].inFlight.decrementAndGet();
