@@ -178,6 +178,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             throw new IllegalArgumentException("report: expected a JSON object");
         }
         cp.signals.report(body, cp.topology(), System.nanoTime());
+        cp.reports.increment();
         FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
         Http.send(ctx, r, keepAlive);
     }

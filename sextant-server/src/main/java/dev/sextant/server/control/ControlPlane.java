@@ -79,6 +79,7 @@ public final class ControlPlane implements AutoCloseable {
     private final Counter reloadFailures;
     private final Timer solveTime;
     final Counter unauthorized;
+    final Counter reports;
     private final SslContext serverTls;
 
     // policy-path state, touched only on the policy thread (and read through volatile fields)
@@ -103,6 +104,8 @@ public final class ControlPlane implements AutoCloseable {
         this.reloadFailures = Counter.builder("sextant.control.topology.reload.failures").register(registry);
         this.unauthorized = Counter.builder("sextant.control.unauthorized.requests")
                 .description("requests refused for a missing or wrong bearer token").register(registry);
+        this.reports = Counter.builder("sextant.control.reports").description("gateway reports taken")
+                .register(registry);
         this.solveTime = Timer.builder("sextant.control.solve.time").publishPercentileHistogram().register(registry);
         Gauge.builder("sextant.control.snapshot.version", () -> {
             Snapshot s = publisher.current();

@@ -59,6 +59,7 @@ final class LongPollSource implements SnapshotSource {
         String etag = null;
         long backoffMs = 100;
         boolean reachable = true;
+        Class<?> lastProblem = null; // logged once per kind, so a timeout does not hide a certificate refusal
         while (!closed) {
             try {
                 HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(wait.plusSeconds(10)).GET();
@@ -91,6 +92,7 @@ final class LongPollSource implements SnapshotSource {
                 if (!reachable) {
                     LOG.info("control plane " + uri.getAuthority() + " reachable again");
                     reachable = true;
+                    lastProblem = null;
                 }
                 backoffMs = 100;
             } catch (InterruptedException e) {
@@ -99,10 +101,11 @@ final class LongPollSource implements SnapshotSource {
                 if (closed) {
                     return;
                 }
-                if (reachable && !(e instanceof RefusedSnapshot)) {
+                if ((reachable || e.getClass() != lastProblem) && !(e instanceof RefusedSnapshot)) {
                     LOG.log(Level.WARNING, "control plane " + uri.getAuthority() + " unreachable (" + e
                             + "); serving from snapshot " + (held == null ? "none" : held.version()));
                     reachable = false;
+                    lastProblem = e.getClass();
                 }
                 try {
                     Thread.sleep(backoffMs); // back-off between polls of an unreachable control plane
