@@ -11,15 +11,20 @@ import java.util.logging.Logger;
 import java.util.logging.SimpleFormatter;
 
 /**
- * Everything logged through {@code java.util.logging} while open, at every level (the root logger's and its
- * handlers' levels are lowered to {@code ALL} for the duration), each record as its formatted text with the
- * stack trace of its exception.
+ * Everything logged through {@code java.util.logging} while open, at every level (the root logger's level is
+ * lowered to {@code ALL} for the duration; the console keeps showing {@code INFO} and above), each record as its
+ * formatted text with the stack trace of its exception. The JDK HTTP client's own byte-level debug logger stays at
+ * {@code INFO}: it is the JDK's trace, off unless an operator asks for it, and at {@code ALL} it writes tens of
+ * thousands of records per test.
  */
 final class LogCapture implements AutoCloseable {
     private static final Logger ROOT = Logger.getLogger("");
 
     private final List<String> lines = new CopyOnWriteArrayList<>();
+    private static final Logger JDK_HTTP_DEBUG = Logger.getLogger("jdk.internal.httpclient.debug");
+
     private final Level previous = ROOT.getLevel();
+    private final Level previousJdk = JDK_HTTP_DEBUG.getLevel();
     private final SimpleFormatter formatter = new SimpleFormatter();
     private final Handler handler = new Handler() {
         @Override
@@ -47,6 +52,7 @@ final class LogCapture implements AutoCloseable {
         handler.setLevel(Level.ALL);
         ROOT.addHandler(handler);
         ROOT.setLevel(Level.ALL);
+        JDK_HTTP_DEBUG.setLevel(Level.INFO);
         for (Handler h : ROOT.getHandlers()) {
             if (h != handler && h.getLevel().intValue() < Level.INFO.intValue()) {
                 h.setLevel(Level.INFO); // keep the console as it was: INFO and above
@@ -75,5 +81,6 @@ final class LogCapture implements AutoCloseable {
     public void close() {
         ROOT.removeHandler(handler);
         ROOT.setLevel(previous);
+        JDK_HTTP_DEBUG.setLevel(previousJdk);
     }
 }
