@@ -172,6 +172,14 @@ public final class EngineEmulator implements AutoCloseable {
         return scheduler.generatedTokens();
     }
 
+    /**
+     * Generation and embedding requests that reached this engine since start, ≥ 0, whatever became of them (served,
+     * failed by a fault, hung, cut off): what an engine-side check of where requests went counts.
+     */
+    public long requestsReceived() {
+        return requestsDrawn.get();
+    }
+
     /** Requests accepted and left unanswered by the hang fault since start, ≥ 0. */
     public long hungRequests() {
         return hung.get();
