@@ -74,6 +74,7 @@ public final class Gateway implements AutoCloseable {
     private Gateway(GatewayConfig config, SnapshotSource source, int threads) throws InterruptedException, TimeoutException {
         this.config = config;
         this.source = source;
+        warnIfTokenInClear(config);
         // TLS files are read before anything starts, so a bad file stops the start with its key and path
         SslContext serverTls = config.tls() == null ? null : TlsContexts.server(config.tls());
         this.pool = new UpstreamPool(config.connectTimeout(), TlsContexts.client(config.clientTls()));
@@ -146,6 +147,21 @@ public final class Gateway implements AutoCloseable {
         LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")
                 + "://" + config.host() + ":" + port()
                 + " with snapshot " + plane.get().snapshot().version());
+    }
+
+    /** The bearer token crosses the network in clear when the control plane is plain HTTP on another host. */
+    private static void warnIfTokenInClear(GatewayConfig config) {
+        java.net.URI cp = config.controlPlane();
+        if (cp == null || config.token() == null || !"http".equalsIgnoreCase(cp.getScheme())) {
+            return;
+        }
+        String host = cp.getHost() == null ? "" : cp.getHost();
+        boolean loopback = host.equals("localhost") || host.startsWith("127.") || host.equals("[::1]")
+                || host.equals("::1");
+        if (!loopback) {
+            LOG.warning("control plane " + cp.getAuthority() + " is plain HTTP: the bearer token and the snapshots"
+                    + " cross the network unencrypted and unauthenticated; use an https:// URL (docs/servers.md, TLS)");
+        }
     }
 
     private static String abbreviate(String hash) {
