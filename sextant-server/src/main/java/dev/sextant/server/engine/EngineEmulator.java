@@ -1,6 +1,8 @@
 package dev.sextant.server.engine;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sextant.server.tls.ServerTls;
+import dev.sextant.server.tls.TlsContexts;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
@@ -16,8 +18,6 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.ssl.SslContext;
-import dev.sextant.server.tls.ServerTls;
-import dev.sextant.server.tls.TlsContexts;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
