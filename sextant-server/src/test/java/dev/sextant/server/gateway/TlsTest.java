@@ -200,6 +200,37 @@ class TlsTest {
     }
 
     @Test
+    void mutualTls_controlPlaneRequiringClientCertificates_servesOnlyHoldersOfOne() throws Exception {
+        Map<String, EngineEmulator> engines = Map.of("e-1", engine("e-1", pki.issue("e-1").server()));
+        Path file = Files.writeString(dir.resolve("topology.yaml"), yaml(engines));
+        TestPki.Issued cpCert = pki.issue("control-plane");
+        ControlPlane cp = keep(ControlPlane.start(ControlPlaneConfig.defaults(file, TOKEN)
+                .withIntervals(Duration.ofHours(1), Duration.ofHours(1), Duration.ofHours(1), Duration.ofSeconds(10), 2)
+                .withTls(new ServerTls(cpCert.certificateFile(), cpCert.keyFile(), pki.caFile), trusting)));
+        TestPki.Issued gwCert = pki.issue("gateway");
+        TestPki.Issued rogueCert = rogue.issue("gateway");
+        List<Snapshot> withCert = new CopyOnWriteArrayList<>();
+        List<Snapshot> withRogueCert = new CopyOnWriteArrayList<>();
+        List<Snapshot> without = new CopyOnWriteArrayList<>();
+        try (LogCapture logs = new LogCapture();
+             SnapshotSource a = SnapshotSource.longPoll(cp.uri(), "gw", TOKEN, Duration.ofSeconds(5),
+                     new ClientTls(pki.caFile, gwCert.certificateFile(), gwCert.keyFile()));
+             SnapshotSource b = SnapshotSource.longPoll(cp.uri(), "gw", TOKEN, Duration.ofSeconds(5),
+                     new ClientTls(pki.caFile, rogueCert.certificateFile(), rogueCert.keyFile()));
+             SnapshotSource c = SnapshotSource.longPoll(cp.uri(), "gw", TOKEN, Duration.ofSeconds(5), trusting)) {
+            a.start(withCert::add);
+            b.start(withRogueCert::add);
+            c.start(without::add);
+            assertThat(Fleet.await(() -> !withCert.isEmpty(), Duration.ofSeconds(20))).isTrue();
+            assertThat(withCert.get(0)).isEqualTo(cp.current());
+            assertThat(Fleet.await(() -> logs.lines().stream().filter(l -> l.contains("unreachable")).count() >= 2,
+                    Duration.ofSeconds(20))).as("both clients without a trusted certificate refused").isTrue();
+            assertThat(withRogueCert).isEmpty();
+            assertThat(without).isEmpty();
+        }
+    }
+
+    @Test
     void unusableTlsFiles_failTheStart_namingTheKeyAndFile() throws Exception {
         Path missing = dir.resolve("nope.pem");
         assertThatThrownBy(() -> EngineEmulator.start(EngineConfig.defaults("e", "m"),
