@@ -14,7 +14,8 @@ import picocli.CommandLine.Option;
 final class ControlPlaneCommand implements Callable<Integer> {
     static final Set<String> KEYS = Set.of("topology", "host", "port", "token_file", "solve_interval",
             "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "weight_hysteresis",
-            "ttft_outlier_factor", "error_rate_limit", "demand", "max_wait");
+            "ttft_outlier_factor", "error_rate_limit", "demand", "max_wait", "tls_cert_file", "tls_key_file",
+            "tls_client_ca_file", "tls_ca_file", "tls_client_cert_file", "tls_client_key_file");
     private final PrintWriter out;
 
     @Option(names = "--config", paramLabel = "CONTROL-PLANE.yaml", required = true, description = "The control plane's settings.")
@@ -47,7 +48,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                     f.number("weight_hysteresis", d.weightHysteresis()),
                     f.number("ttft_outlier_factor", d.ttftOutlierFactor()),
                     f.number("error_rate_limit", d.errorRateLimit()), f.string("demand", d.demand()),
-                    f.duration("max_wait", d.maxWait()));
+                    f.duration("max_wait", d.maxWait()), f.serverTls(), f.clientTls());
         } catch (IllegalArgumentException e) {
             throw new UsageException(config + ": " + e.getMessage());
         }

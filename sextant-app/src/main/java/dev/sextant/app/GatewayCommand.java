@@ -20,7 +20,8 @@ final class GatewayCommand implements Callable<Integer> {
     static final Set<String> KEYS = Set.of("gateway_cluster", "host", "port", "control_plane", "token_file",
             "snapshot_file", "long_poll_wait", "report_interval", "max_body_bytes", "connect_timeout",
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
-            "threads", "max_in_flight_per_engine");
+            "threads", "max_in_flight_per_engine", "tls_cert_file", "tls_key_file", "tls_client_ca_file", "tls_ca_file",
+            "tls_client_cert_file", "tls_client_key_file");
     private final PrintWriter out;
 
     @Option(names = "--config", paramLabel = "GATEWAY.yaml", required = true, description = "The gateway's settings.")
@@ -61,15 +62,16 @@ final class GatewayCommand implements Callable<Integer> {
                     DataPlaneOptions.builder().maxSnapshotAge(f.duration("max_snapshot_age", Duration.ofMinutes(5)))
                             .maxInFlightPerEngine(f.integer("max_in_flight_per_engine",
                                     DataPlaneOptions.defaults().maxInFlightPerEngine()))
-                            .build());
+                            .build(), f.serverTls(), f.clientTls());
         } catch (IllegalArgumentException e) {
             throw new UsageException(config + ": " + e.getMessage());
         }
         SnapshotSource source = cp != null
-                ? SnapshotSource.longPoll(cp, cluster, token, f.duration("long_poll_wait", Duration.ofSeconds(30)))
+                ? SnapshotSource.longPoll(cp, cluster, token, f.duration("long_poll_wait", Duration.ofSeconds(30)),
+                        c.clientTls())
                 : SnapshotSource.fixed(SnapshotJson.read(snapshotFile));
         Gateway gw = Gateway.start(c, source, f.integer("threads", Math.max(2, Runtime.getRuntime().availableProcessors())));
-        out.println("gateway " + cluster + " on http://" + c.host() + ":" + gw.port() + " (snapshot "
+        out.println("gateway " + cluster + " on " + (c.tls() == null ? "http" : "https") + "://" + c.host() + ":" + gw.port() + " (snapshot "
                 + gw.plane().snapshot().version() + (cp != null ? " from " + cp : " from " + snapshotFile) + ")");
         out.flush();
         Running.untilStopped(out, duration, gw);

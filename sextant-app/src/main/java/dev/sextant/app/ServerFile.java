@@ -150,6 +150,34 @@ final class ServerFile {
         return null;
     }
 
+    /** TLS on the listener from {@code tls_cert_file}, {@code tls_key_file}, {@code tls_client_ca_file}; null: none. */
+    dev.sextant.server.tls.ServerTls serverTls() {
+        Path cert = path("tls_cert_file");
+        Path key = path("tls_key_file");
+        Path clientCa = path("tls_client_ca_file");
+        if (cert == null && key == null) {
+            if (clientCa != null) {
+                throw problem("tls_client_ca_file", "set without tls_cert_file and tls_key_file");
+            }
+            return null;
+        }
+        try {
+            return new dev.sextant.server.tls.ServerTls(cert, key, clientCa);
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(file + ": " + e.getMessage());
+        }
+    }
+
+    /** How https peers are verified: {@code tls_ca_file}, {@code tls_client_cert_file}, {@code tls_client_key_file}. */
+    dev.sextant.server.tls.ClientTls clientTls() {
+        try {
+            return new dev.sextant.server.tls.ClientTls(path("tls_ca_file"), path("tls_client_cert_file"),
+                    path("tls_client_key_file"));
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(file + ": " + e.getMessage());
+        }
+    }
+
     UsageException problem(String key, String message) {
         return new UsageException(file + ": " + key + ": " + message);
     }

@@ -36,9 +36,14 @@ class ServerCommandsTest {
             bad port type          | gateway       | gateway_cluster: east\\nport: eighty\\nsnapshot_file: s.json | port: "eighty" (expected: an integer)
             no topology            | control-plane | port: 7070                                                | topology: missing
             bad demand             | control-plane | topology: t.yaml\\ntoken_file: tok\\ndemand: lots          | demand: lots
+            tls cert without key   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntls_cert_file: c.pem | tls_key_file: missing
+            client cert without key| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntls_client_cert_file: c.pem | (expected: both or neither)
+            client CA without cert | control-plane | topology: t.yaml\\ntoken_file: tok\\ntls_client_ca_file: ca.pem | tls_client_ca_file: set without tls_cert_file
+            empty token file       | control-plane | topology: t.yaml\\ntoken_file: empty                    | token_file:
             """)
     void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
         Files.writeString(dir.resolve("tok"), "secret");
+        Files.writeString(dir.resolve("empty"), "\n");
         Path config = dir.resolve("server.yaml");
         Files.writeString(config, yaml.replace("\\n", "\n"));
         assertThat(run(command, "--config", config.toString())).isEqualTo(Sextant.EXIT_BAD_INPUT);

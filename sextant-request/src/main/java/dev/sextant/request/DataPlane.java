@@ -71,10 +71,11 @@ public interface DataPlane {
 
     /**
      * Holds {@code snapshot} from now on, precomputing the per-class tables off the request path.
-     * A snapshot older than the held one (lower version) is ignored; the held one again (equal) only
-     * resets the age, as a "not modified" answer from the control plane should.
+     * A snapshot older than the held one (lower version) is ignored, and so is one with the held
+     * version but other content (a version names one content, never two); the held one again (equal)
+     * only resets the age, as a "not modified" answer from the control plane should.
      *
-     * @return false when ignored as older
+     * @return false when ignored: older, or the held version with other content
      */
     boolean swap(Snapshot snapshot);
 

@@ -482,6 +482,8 @@ final class DefaultDataPlane implements DataPlane {
         }
         if (snapshot == current.snapshot || snapshot.equals(current.snapshot)) {
             compiled = current.refreshed(now);
+        } else if (snapshot.version() == current.snapshot.version()) {
+            return false; // one version, two contents: a publisher that does not know its own history
         } else {
             Compiled next = Compiled.compile(gateway, snapshot, current, now, this::cell, options);
             retryTokens.floorPerSecond(snapshot.retryBudget().minRetriesPerSecond());

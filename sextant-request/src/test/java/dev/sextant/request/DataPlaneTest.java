@@ -328,6 +328,17 @@ class DataPlaneTest {
     }
 
     @Test
+    void swap_heldVersionWithOtherContent_isIgnored_andTheSameContentOnlyRefreshes() {
+        DataPlane p = plane(Fixtures.simple(5, 0, 1.0, 0.0));
+        assertThat(p.swap(Fixtures.simple(5, 0, 0.0, 1.0))).isFalse();
+        assertThat(p.snapshot().route("g", "k").weights()).containsEntry("e0", 1.0);
+        assertThat(p.route(RequestMeta.of("m", 1, 1)).engineId()).isEqualTo("e0");
+        assertThat(p.swap(Fixtures.simple(5, 0, 1.0, 0.0))).isTrue();
+        assertThat(p.swap(Fixtures.simple(6, 0, 0.0, 1.0))).isTrue();
+        assertThat(p.route(RequestMeta.of("m", 1, 2)).engineId()).isEqualTo("e1");
+    }
+
+    @Test
     void swap_keepsInFlightCountsOfEnginesThatStay() {
         DataPlane p = plane(Fixtures.simple(1, 0, 1.0));
         Decision d = p.route(RequestMeta.of("m", 1, 1));

@@ -153,7 +153,9 @@ public class SelectorBenchmark {
         DataPlane plane;
         Snapshot a;
         Snapshot b;
+        Snapshot next;
         boolean flip;
+        long version = 1;
 
         @Setup(Level.Trial)
         public void setup() {
@@ -162,14 +164,22 @@ public class SelectorBenchmark {
             Ticker ticker = System::nanoTime;
             plane = DataPlane.create("g", a, ticker, DataPlaneOptions.defaults());
         }
+
+        /** The other snapshot under the next version (a data plane refuses a version it holds with other content). */
+        @Setup(Level.Invocation)
+        public void nextVersion() {
+            flip = !flip;
+            Snapshot s = flip ? b : a;
+            next = new Snapshot(++version, s.hash(), s.policy(), s.fleetUtilization(), s.retryBudget(), s.routes(),
+                    s.engines(), s.networkRttMs(), s.objective());
+        }
     }
 
     @Benchmark
     @BenchmarkMode(Mode.AverageTime)
     @OutputTimeUnit(TimeUnit.MILLISECONDS)
     public boolean swap64x1000(Swap s) {
-        s.flip = !s.flip;
-        return s.plane.swap(s.flip ? s.b : s.a);
+        return s.plane.swap(s.next);
     }
 
     /** {@code classes} classes of one model each over the same {@code engines} engines, random weights. */

@@ -48,10 +48,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                         "text/plain; version=0.0.4; charset=utf-8", cp.registry.scrape()), keepAlive);
                 case "/v1/snapshot", "/v1/explain", "/v1/reports" -> {
                     if (!Http.bearerMatches(req.headers().get(HttpHeaderNames.AUTHORIZATION), cp.token)) {
-                        FullHttpResponse r = Http.error(HttpResponseStatus.UNAUTHORIZED, "invalid_request_error",
-                                "unauthorized", "missing or wrong bearer token", null);
-                        r.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
-                        Http.send(ctx, r, keepAlive);
+                        cp.unauthorized.increment();
+                        Http.send(ctx, Http.unauthorized(), keepAlive);
                         return;
                     }
                     switch (path) {
@@ -180,6 +178,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             throw new IllegalArgumentException("report: expected a JSON object");
         }
         cp.signals.report(body, cp.topology(), System.nanoTime());
+        cp.reports.increment();
         FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
         Http.send(ctx, r, keepAlive);
     }

@@ -5,6 +5,7 @@ import dev.sextant.config.TopologyException;
 import dev.sextant.config.TopologyLoader;
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.SolveOptions;
+import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.signal.EngineMetrics;
 import dev.sextant.signal.PrometheusText;
 import dev.sextant.snapshot.EngineState;
@@ -29,6 +30,7 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -76,6 +78,9 @@ public final class ControlPlane implements AutoCloseable {
     private final Counter scrapeFailures;
     private final Counter reloadFailures;
     private final Timer solveTime;
+    final Counter unauthorized;
+    final Counter reports;
+    private final SslContext serverTls;
 
     // policy-path state, touched only on the policy thread (and read through volatile fields)
     private volatile Topology topology;
@@ -97,13 +102,20 @@ public final class ControlPlane implements AutoCloseable {
         this.publications = Counter.builder("sextant.control.publications").register(registry);
         this.scrapeFailures = Counter.builder("sextant.control.scrape.failures").register(registry);
         this.reloadFailures = Counter.builder("sextant.control.topology.reload.failures").register(registry);
+        this.unauthorized = Counter.builder("sextant.control.unauthorized.requests")
+                .description("requests refused for a missing or wrong bearer token").register(registry);
+        this.reports = Counter.builder("sextant.control.reports").description("gateway reports taken")
+                .register(registry);
         this.solveTime = Timer.builder("sextant.control.solve.time").publishPercentileHistogram().register(registry);
         Gauge.builder("sextant.control.snapshot.version", () -> {
             Snapshot s = publisher.current();
             return s == null ? 0 : s.version();
         }).register(registry);
         Gauge.builder("sextant.control.topology.invalid", () -> topologyError == null ? 0 : 1).register(registry);
-        this.scraper = HttpClient.newBuilder().connectTimeout(config.scrapeTimeout()).build();
+        // TLS files are read before anything starts, so a bad file stops the start with its key and path
+        this.serverTls = config.tls() == null ? null : TlsContexts.server(config.tls());
+        this.scraper = HttpClient.newBuilder().connectTimeout(config.scrapeTimeout())
+                .sslContext(TlsContexts.jdkClient(config.engineTls())).build();
         solveAndMaybePublish("start");
         this.policy = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "sextant-policy");
@@ -118,6 +130,9 @@ public final class ControlPlane implements AutoCloseable {
                     @Override
                     protected void initChannel(SocketChannel ch) {
                         channels.add(ch);
+                        if (serverTls != null) {
+                            ch.pipeline().addLast(serverTls.newHandler(ch.alloc()));
+                        }
                         ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(1024 * 1024),
                                 new ControlHandler(ControlPlane.this));
                     }
@@ -129,7 +144,7 @@ public final class ControlPlane implements AutoCloseable {
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
             throw e;
         }
-        LOG.info("control plane listening on http://" + config.host() + ":" + port() + ", topology "
+        LOG.info("control plane listening on " + uri() + ", topology "
                 + config.topologyFile() + ", snapshot " + publisher.current().version());
     }
 
@@ -156,9 +171,9 @@ public final class ControlPlane implements AutoCloseable {
         return ((InetSocketAddress) serverChannel.localAddress()).getPort();
     }
 
-    /** Its base URL, {@code http://host:port}. */
+    /** Its base URL, {@code http://host:port}, or {@code https://host:port} with TLS. */
     public URI uri() {
-        return URI.create("http://" + config.host() + ":" + port());
+        return URI.create((config.tls() == null ? "http://" : "https://") + config.host() + ":" + port());
     }
 
     /** The snapshot published now (never null once started). */

@@ -1,5 +1,7 @@
 package dev.sextant.server.control;
 
+import dev.sextant.server.tls.ClientTls;
+import dev.sextant.server.tls.ServerTls;
 import java.nio.file.Path;
 import java.time.Duration;
 
@@ -22,11 +24,15 @@ import java.time.Duration;
  * @param errorRateLimit   an engine whose gateways see more than this fraction of errors is penalized, in (0, 1]
  * @param demand           {@code configured}, {@code observed} or {@code max} (per class, the larger of the two)
  * @param maxWait          longest long-poll the server holds open, &gt; 0
+ * @param tls              TLS on its listener (then its URL is {@code https://…}), or null for plain HTTP
+ * @param engineTls        how {@code https} engine endpoints are verified when scraped, or null for the JDK's
+ *                         default CAs
  */
 public record ControlPlaneConfig(Path topologyFile, String host, int port, String token, Duration solveInterval,
                                  Duration watchInterval, Duration scrapeInterval, Duration scrapeTimeout,
                                  int missedScrapes, double weightHysteresis, double ttftOutlierFactor,
-                                 double errorRateLimit, String demand, Duration maxWait) {
+                                 double errorRateLimit, String demand, Duration maxWait, ServerTls tls,
+                                 ClientTls engineTls) {
     public ControlPlaneConfig {
         if (topologyFile == null) {
             throw new IllegalArgumentException("topology: missing (expected: a topology YAML file)");
@@ -67,26 +73,48 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Strin
     public static ControlPlaneConfig defaults(Path topologyFile, String token) {
         return new ControlPlaneConfig(topologyFile, "127.0.0.1", 0, token, Duration.ofSeconds(10),
                 Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(1), 3, 0.02, 5.0, 0.2, "max",
-                Duration.ofSeconds(60));
+                Duration.ofSeconds(60), null, null);
     }
 
     /** With another address. */
     public ControlPlaneConfig withAddress(String newHost, int newPort) {
         return new ControlPlaneConfig(topologyFile, newHost, newPort, token, solveInterval, watchInterval,
                 scrapeInterval, scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit,
-                demand, maxWait);
+                demand, maxWait, tls, engineTls);
     }
 
     /** With other intervals. */
     public ControlPlaneConfig withIntervals(Duration solve, Duration watch, Duration scrape, Duration timeout,
                                             int misses) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solve, watch, scrape, timeout, misses,
-                weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait);
+                weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait, tls, engineTls);
     }
 
     /** With another demand source. */
     public ControlPlaneConfig withDemand(String newDemand) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, newDemand, maxWait);
+                scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, newDemand, maxWait, tls,
+                engineTls);
+    }
+
+    /**
+     * With TLS on the listener ({@code serverTls}, null for plain HTTP) and for scraping {@code https} engines
+     * ({@code engines}, null for the JDK's default CAs).
+     */
+    public ControlPlaneConfig withTls(ServerTls serverTls, ClientTls engines) {
+        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
+                scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait,
+                serverTls, engines);
+    }
+
+    /** Never the token: a config printed or logged must not leak it. */
+    @Override
+    public String toString() {
+        return "ControlPlaneConfig[topologyFile=" + topologyFile + ", host=" + host + ", port=" + port
+                + ", token=(redacted), solveInterval=" + solveInterval + ", watchInterval=" + watchInterval
+                + ", scrapeInterval=" + scrapeInterval + ", scrapeTimeout=" + scrapeTimeout + ", missedScrapes="
+                + missedScrapes + ", weightHysteresis=" + weightHysteresis + ", ttftOutlierFactor=" + ttftOutlierFactor
+                + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", maxWait=" + maxWait + ", tls=" + tls
+                + ", engineTls=" + engineTls + "]";
     }
 }

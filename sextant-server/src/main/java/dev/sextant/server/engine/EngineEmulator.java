@@ -1,6 +1,8 @@
 package dev.sextant.server.engine;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sextant.server.tls.ServerTls;
+import dev.sextant.server.tls.TlsContexts;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
@@ -15,6 +17,7 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -60,9 +63,14 @@ public final class EngineEmulator implements AutoCloseable {
     private final AtomicLong requestsDrawn = new AtomicLong();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong hung = new AtomicLong();
+    /** Bearer token {@code /admin/faults} requires, UTF-8; null: the endpoint is open (tests, the demo). */
+    final byte[] adminToken;
 
-    private EngineEmulator(EngineConfig config, int sendBufferBytes) throws InterruptedException {
+    private EngineEmulator(EngineConfig config, int sendBufferBytes, ServerTls tls, String adminToken)
+            throws InterruptedException {
         this.config = config;
+        this.adminToken = adminToken == null ? null : adminToken.getBytes(StandardCharsets.UTF_8);
+        SslContext sslContext = tls == null ? null : TlsContexts.server(tls);
         this.faults = new AtomicReference<>(config.faults());
         this.group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
         this.scheduler = new BatchScheduler(config, group.next(), System::nanoTime, faults::get, config.models().get(0));
@@ -77,6 +85,9 @@ public final class EngineEmulator implements AutoCloseable {
                     @Override
                     protected void initChannel(SocketChannel ch) {
                         channels.add(ch);
+                        if (sslContext != null) {
+                            ch.pipeline().addLast(sslContext.newHandler(ch.alloc()));
+                        }
                         ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(16 * 1024 * 1024),
                                 new EngineHttpHandler(EngineEmulator.this));
                     }
@@ -95,7 +106,21 @@ public final class EngineEmulator implements AutoCloseable {
      * @throws IllegalStateException if the address cannot be bound
      */
     public static EngineEmulator start(EngineConfig config) {
-        return start(config, 0);
+        return start(config, 0, null, null);
+    }
+
+    /**
+     * Starts an engine serving HTTPS with {@code tls} (null: plain HTTP) whose {@code /admin/faults} requires
+     * {@code Authorization: Bearer <adminToken>} (null: open, as in tests and the demo).
+     *
+     * @throws IllegalArgumentException if the TLS files are unusable (the message names the key and file)
+     * @throws IllegalStateException if the address cannot be bound
+     */
+    public static EngineEmulator start(EngineConfig config, ServerTls tls, String adminToken) {
+        if (adminToken != null && adminToken.isBlank()) {
+            throw new IllegalArgumentException("admin token: blank (expected: a non-empty token, or none)");
+        }
+        return start(config, 0, tls, adminToken);
     }
 
     /**
@@ -103,11 +128,17 @@ public final class EngineEmulator implements AutoCloseable {
      * a small one makes back-pressure show after a few tokens instead of megabytes.
      */
     static EngineEmulator start(EngineConfig config, int sendBufferBytes) {
+        return start(config, sendBufferBytes, null, null);
+    }
+
+    private static EngineEmulator start(EngineConfig config, int sendBufferBytes, ServerTls tls, String adminToken) {
         try {
-            return new EngineEmulator(config, sendBufferBytes);
+            return new EngineEmulator(config, sendBufferBytes, tls, adminToken);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while binding " + config.host() + ":" + config.port(), e);
+        } catch (IllegalArgumentException e) {
+            throw e;
         } catch (RuntimeException e) {
             throw new IllegalStateException("cannot bind " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
         }
@@ -139,6 +170,14 @@ public final class EngineEmulator implements AutoCloseable {
     /** Output tokens produced since start over all requests, ≥ 0 (what the batch model has generated). */
     public long generatedTokens() {
         return scheduler.generatedTokens();
+    }
+
+    /**
+     * Generation and embedding requests that reached this engine since start, ≥ 0, whatever became of them (served,
+     * failed by a fault, hung, cut off): what an engine-side check of where requests went counts.
+     */
+    public long requestsReceived() {
+        return requestsDrawn.get();
     }
 
     /** Requests accepted and left unanswered by the hang fault since start, ≥ 0. */
@@ -210,26 +249,74 @@ public final class EngineEmulator implements AutoCloseable {
      * Runs one engine until the process is stopped. Options (all optional): {@code --id ID --host ADDR --port N
      * --model NAME (repeatable) --max-seqs N --prefill-ms-per-token X --decode-base-ms X --decode-ms-per-seq X
      * --default-max-tokens N --kv-cache-tokens N --prefix-cache-entries N --seed N --error-rate X --slowdown X
-     * --hang --crash-after-tokens N}.
+     * --hang --crash-after-tokens N}, and for security {@code --tls-cert-file PEM --tls-key-file PEM} (serve HTTPS)
+     * and {@code --admin-token-file FILE} (require that bearer token on {@code /admin/faults}; the token itself is
+     * never an option, so it does not show in the process list).
      */
     public static void main(String[] args) throws InterruptedException {
         EngineConfig config;
+        ServerTls tls;
+        String adminToken;
         try {
-            config = parseArgs(args);
+            List<String> rest = new ArrayList<>();
+            java.util.Map<String, String> security = securityOptions(args, rest);
+            config = parseArgs(rest.toArray(new String[0]));
+            String cert = security.get("--tls-cert-file");
+            String key = security.get("--tls-key-file");
+            tls = cert == null && key == null ? null
+                    : new ServerTls(cert == null ? null : java.nio.file.Path.of(cert),
+                            key == null ? null : java.nio.file.Path.of(key), null);
+            adminToken = security.containsKey("--admin-token-file")
+                    ? readToken(java.nio.file.Path.of(security.get("--admin-token-file"))) : null;
         } catch (IllegalArgumentException e) {
             System.err.println("engine: " + e.getMessage());
             System.exit(2);
             return;
         }
-        EngineEmulator engine = start(config);
+        EngineEmulator engine = start(config, tls, adminToken);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             engine.close();
             stopped.countDown();
         }, "engine-shutdown"));
-        System.out.println("engine " + config.engineId() + " serving " + config.models() + " on http://"
+        System.out.println("engine " + config.engineId() + " serving " + config.models() + " on "
+                + (tls == null ? "http" : "https") + "://"
                 + config.host() + ":" + engine.port());
         stopped.await();
+    }
+
+    /** Takes the security options out of {@code args} (into the map), the others into {@code rest}. */
+    static java.util.Map<String, String> securityOptions(String[] args, List<String> rest) {
+        java.util.Map<String, String> out = new java.util.HashMap<>();
+        for (int i = 0; i < args.length; i++) {
+            String option = args[i];
+            int eq = option.indexOf('=');
+            String name = eq > 0 ? option.substring(0, eq) : option;
+            if (!name.equals("--tls-cert-file") && !name.equals("--tls-key-file") && !name.equals("--admin-token-file")) {
+                rest.add(option);
+                continue;
+            }
+            if (eq > 0) {
+                out.put(name, option.substring(eq + 1));
+            } else if (i + 1 < args.length) {
+                out.put(name, args[++i]);
+            } else {
+                throw new IllegalArgumentException(name + ": missing value");
+            }
+        }
+        return out;
+    }
+
+    private static String readToken(java.nio.file.Path file) {
+        try {
+            String t = java.nio.file.Files.readString(file, StandardCharsets.UTF_8).strip();
+            if (t.isEmpty()) {
+                throw new IllegalArgumentException("--admin-token-file: " + file + " is empty");
+            }
+            return t;
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("--admin-token-file: cannot read " + file + ": " + e.getMessage());
+        }
     }
 
     static EngineConfig parseArgs(String[] args) {

@@ -139,6 +139,11 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     respond(ctx, keepAlive, HttpResponseStatus.OK, models());
                 }
                 case "/admin/faults" -> {
+                    if (engine.adminToken != null && !dev.sextant.server.internal.Http.bearerMatches(
+                            request.headers().get(HttpHeaderNames.AUTHORIZATION), engine.adminToken)) {
+                        throw new OpenAiErrors.ApiError(HttpResponseStatus.UNAUTHORIZED, "invalid_request_error",
+                                "unauthorized", "Missing or wrong bearer token.");
+                    }
                     if (method.equals(HttpMethod.POST)) {
                         engine.setFaults(faultsFrom(parse(request.content()), engine.faults()));
                     } else {

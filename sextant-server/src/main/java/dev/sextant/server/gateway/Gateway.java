@@ -11,6 +11,7 @@ import dev.sextant.request.Ticker;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.OversizedAwareAggregator;
 import dev.sextant.server.internal.Transport;
+import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
 import io.netty.bootstrap.ServerBootstrap;
@@ -22,6 +23,7 @@ import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
 import java.util.Map;
@@ -62,6 +64,7 @@ public final class Gateway implements AutoCloseable {
     private final Channel serverChannel;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final AtomicInteger inFlight = new AtomicInteger();
+    private final java.util.concurrent.atomic.LongAdder refusedSnapshots = new java.util.concurrent.atomic.LongAdder();
     private final AtomicLong ids = new AtomicLong();
     private final String idPrefix = Long.toHexString(System.nanoTime() ^ System.identityHashCode(this));
     private volatile boolean draining;
@@ -69,9 +72,12 @@ public final class Gateway implements AutoCloseable {
     private Gateway(GatewayConfig config, SnapshotSource source, int threads) throws InterruptedException, TimeoutException {
         this.config = config;
         this.source = source;
-        this.pool = new UpstreamPool(config.connectTimeout());
+        warnIfTokenInClear(config);
+        // TLS files are read before anything starts, so a bad file stops the start with its key and path
+        SslContext serverTls = config.tls() == null ? null : TlsContexts.server(config.tls());
+        this.pool = new UpstreamPool(config.connectTimeout(), TlsContexts.client(config.clientTls()));
         this.reporter = new Reporter(config.gatewayCluster(), config.controlPlane(), config.token(),
-                config.reportInterval());
+                config.reportInterval(), config.clientTls());
         DataPlaneListener listener = new DataPlaneListener() {
             @Override
             public void onFallback(boolean fallback, String reason) {
@@ -96,8 +102,11 @@ public final class Gateway implements AutoCloseable {
                 plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts));
                 first.complete(s);
             } else if (!p.swap(s)) {
-                LOG.warning("snapshot version " + s.version() + " is older than the held " + p.snapshot().version()
-                        + "; refused");
+                refusedSnapshots.increment();
+                Snapshot held = p.snapshot();
+                LOG.severe("SNAPSHOT REFUSED: version " + s.version() + " (hash " + abbreviate(s.hash())
+                        + ") does not succeed the held version " + held.version() + " (hash "
+                        + abbreviate(held.hash()) + "); keeping " + held.version());
             }
         });
         try {
@@ -105,7 +114,8 @@ public final class Gateway implements AutoCloseable {
         } catch (java.util.concurrent.ExecutionException e) {
             throw new IllegalStateException("no first snapshot: " + e.getCause(), e.getCause());
         }
-        this.metrics = new GatewayMetrics(plane::get, inFlight::get);
+        this.metrics = new GatewayMetrics(plane::get, inFlight::get,
+                () -> refusedSnapshots.sum() + source.refusals());
         this.group = Transport.current().group(threads);
         ServerBootstrap b = new ServerBootstrap()
                 .group(group)
@@ -117,6 +127,9 @@ public final class Gateway implements AutoCloseable {
                     @Override
                     protected void initChannel(SocketChannel ch) {
                         channels.add(ch);
+                        if (serverTls != null) {
+                            ch.pipeline().addLast(serverTls.newHandler(ch.alloc()));
+                        }
                         ch.pipeline().addLast(new HttpServerCodec(),
                                 new OversizedAwareAggregator(config.maxBodyBytes(), metrics.oversized),
                                 new FrontHandler(Gateway.this));
@@ -129,9 +142,28 @@ public final class Gateway implements AutoCloseable {
             reporter.close();
             throw e;
         }
-        LOG.info("gateway " + config.gatewayCluster() + " listening on http://" + config.host() + ":" + port()
-                + " with snapshot " + plane.get().snapshot().version() + " (" + Transport.current().name().toLowerCase()
-                + " transport)");
+        LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")
+                + "://" + config.host() + ":" + port() + " with snapshot " + plane.get().snapshot().version() + " ("
+                + Transport.current().name().toLowerCase() + " transport)");
+    }
+
+    /** The bearer token crosses the network in clear when the control plane is plain HTTP on another host. */
+    private static void warnIfTokenInClear(GatewayConfig config) {
+        java.net.URI cp = config.controlPlane();
+        if (cp == null || config.token() == null || !"http".equalsIgnoreCase(cp.getScheme())) {
+            return;
+        }
+        String host = cp.getHost() == null ? "" : cp.getHost();
+        boolean loopback = host.equals("localhost") || host.startsWith("127.") || host.equals("[::1]")
+                || host.equals("::1");
+        if (!loopback) {
+            LOG.warning("control plane " + cp.getAuthority() + " is plain HTTP: the bearer token and the snapshots"
+                    + " cross the network unencrypted and unauthenticated; use an https:// URL (docs/servers.md, TLS)");
+        }
+    }
+
+    private static String abbreviate(String hash) {
+        return hash.length() > 16 ? hash.substring(0, 16) : hash;
     }
 
     private GatewayMetrics metrics() {

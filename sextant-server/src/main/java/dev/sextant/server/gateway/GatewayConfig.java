@@ -1,6 +1,8 @@
 package dev.sextant.server.gateway;
 
 import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.server.tls.ClientTls;
+import dev.sextant.server.tls.ServerTls;
 import java.net.URI;
 import java.time.Duration;
 
@@ -21,11 +23,14 @@ import java.time.Duration;
  * @param reportInterval  how often the signal reports are sent
  * @param accessLog       one log line per request when true
  * @param options         the data plane's tunables
+ * @param tls             TLS on its own listener, or null for plain HTTP
+ * @param clientTls       how {@code https} control planes and engines are verified (and the client certificate
+ *                        shown to them), or null for the JDK's default CAs and no client certificate
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
                             Duration drainTimeout, URI controlPlane, String token, Duration reportInterval,
-                            boolean accessLog, DataPlaneOptions options) {
+                            boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
@@ -60,42 +65,63 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public static GatewayConfig defaults(String gatewayCluster) {
         return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofSeconds(30), null,
-                null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults());
+                null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null);
     }
 
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
         return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls);
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
         return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls);
     }
 
     /** With other timeouts. */
     public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
-                drainTimeout, controlPlane, token, reportInterval, accessLog, options);
+                drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls);
     }
 
     /** With a control plane to report to. */
     public GatewayConfig withControlPlane(URI uri, String newToken, Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options);
+                idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options, tls, clientTls);
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options, tls, clientTls);
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions, tls, clientTls);
+    }
+
+    /**
+     * With TLS on its listener ({@code serverTls}, null for plain HTTP) and for its connections to {@code https}
+     * control planes and engines ({@code client}, null for the JDK's default CAs).
+     */
+    public GatewayConfig withTls(ServerTls serverTls, ClientTls client) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                serverTls, client);
+    }
+
+    /** Never the token: a config printed or logged must not leak it. */
+    @Override
+    public String toString() {
+        return "GatewayConfig[gatewayCluster=" + gatewayCluster + ", host=" + host + ", port=" + port
+                + ", maxBodyBytes=" + maxBodyBytes + ", connectTimeout=" + connectTimeout + ", firstByteTimeout="
+                + firstByteTimeout + ", idleTimeout=" + idleTimeout + ", totalTimeout=" + totalTimeout
+                + ", drainTimeout=" + drainTimeout + ", controlPlane=" + controlPlane + ", token="
+                + (token == null ? "null" : "(redacted)") + ", reportInterval=" + reportInterval + ", accessLog="
+                + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + "]";
     }
 }

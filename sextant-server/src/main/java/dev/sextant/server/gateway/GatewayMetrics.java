@@ -24,7 +24,11 @@ final class GatewayMetrics {
     private final Counter retries;
     private final Counter ejections;
 
-    GatewayMetrics(Supplier<DataPlane> plane, Supplier<Integer> inFlight) {
+    GatewayMetrics(Supplier<DataPlane> plane, Supplier<Integer> inFlight, java.util.function.LongSupplier refusedSnapshots) {
+        io.micrometer.core.instrument.FunctionCounter.builder("sextant.gateway.snapshot.refusals", refusedSnapshots,
+                        s -> s.getAsLong())
+                .description("snapshots refused: older than the held one, or its version with other content")
+                .register(registry);
         retries = Counter.builder("sextant.gateway.retries").description("retries on another engine or after back-off")
                 .register(registry);
         ejections = Counter.builder("sextant.gateway.ejections").description("local outlier ejections of engines")

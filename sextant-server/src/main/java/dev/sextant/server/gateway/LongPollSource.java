@@ -24,10 +24,12 @@ final class LongPollSource implements SnapshotSource {
     private final String token;
     private final Duration wait;
     private final HttpClient http;
+    private final java.util.concurrent.atomic.AtomicLong refusals = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean closed;
     private Thread thread;
 
-    LongPollSource(URI controlPlane, String gatewayCluster, String token, Duration wait) {
+    LongPollSource(URI controlPlane, String gatewayCluster, String token, Duration wait,
+                   dev.sextant.server.tls.ClientTls tls) {
         if (wait == null || wait.isNegative() || wait.isZero()) {
             throw new IllegalArgumentException("wait: " + wait + " (expected: > 0)");
         }
@@ -36,7 +38,10 @@ final class LongPollSource implements SnapshotSource {
                 + "&wait=" + wait.toMillis() + "ms");
         this.token = token;
         this.wait = wait;
-        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        // never follows a redirect: snapshots come from the configured URL only
+        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
+                .followRedirects(HttpClient.Redirect.NEVER)
+                .sslContext(dev.sextant.server.tls.TlsContexts.jdkClient(tls)).build();
     }
 
     @Override
@@ -54,6 +59,7 @@ final class LongPollSource implements SnapshotSource {
         String etag = null;
         long backoffMs = 100;
         boolean reachable = true;
+        Class<?> lastProblem = null; // logged once per kind, so a timeout does not hide a certificate refusal
         while (!closed) {
             try {
                 HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(wait.plusSeconds(10)).GET();
@@ -68,9 +74,13 @@ final class LongPollSource implements SnapshotSource {
                     listener.accept(held);
                 } else if (r.statusCode() == 200) {
                     Snapshot s = SnapshotJson.read(r.body(), uri.toString());
-                    if (held != null && s.version() < held.version()) {
-                        LOG.warning("control plane sent snapshot version " + s.version() + ", older than the held "
-                                + held.version() + "; refused, keeping " + held.version());
+                    String refusal = refusal(held, s);
+                    if (refusal != null) {
+                        refusals.incrementAndGet();
+                        LOG.severe("SNAPSHOT REFUSED from " + uri.getAuthority() + ": " + refusal + "; keeping "
+                                + (held == null ? "none" : held.version()));
+                        // the control plane answers this ETag with the same document again: wait before asking
+                        throw new RefusedSnapshot(refusal);
                     } else {
                         held = s;
                         etag = r.headers().firstValue("etag").orElse(null);
@@ -82,6 +92,7 @@ final class LongPollSource implements SnapshotSource {
                 if (!reachable) {
                     LOG.info("control plane " + uri.getAuthority() + " reachable again");
                     reachable = true;
+                    lastProblem = null;
                 }
                 backoffMs = 100;
             } catch (InterruptedException e) {
@@ -90,10 +101,11 @@ final class LongPollSource implements SnapshotSource {
                 if (closed) {
                     return;
                 }
-                if (reachable) {
+                if ((reachable || e.getClass() != lastProblem) && !(e instanceof RefusedSnapshot)) {
                     LOG.log(Level.WARNING, "control plane " + uri.getAuthority() + " unreachable (" + e
                             + "); serving from snapshot " + (held == null ? "none" : held.version()));
                     reachable = false;
+                    lastProblem = e.getClass();
                 }
                 try {
                     Thread.sleep(backoffMs); // back-off between polls of an unreachable control plane
@@ -103,6 +115,41 @@ final class LongPollSource implements SnapshotSource {
                 backoffMs = Math.min(MAX_BACKOFF_MS, backoffMs * 2);
             }
         }
+    }
+
+    /** Why {@code next} may not follow {@code held}, or null when it may (no snapshot held, or a newer version). */
+    static String refusal(Snapshot held, Snapshot next) {
+        if (!next.hash().equals(next.contentHash())) {
+            return "version " + next.version() + " carries hash " + prefix(next.hash())
+                    + " but its content hashes to " + prefix(next.contentHash()) + " (altered or corrupted)";
+        }
+        if (held == null || next.version() > held.version()) {
+            return null;
+        }
+        if (next.version() < held.version()) {
+            return "version " + next.version() + " is older than the held " + held.version();
+        }
+        if (!next.equals(held)) {
+            return "version " + next.version() + " (hash " + prefix(next.hash()) + ") differs from the held version "
+                    + held.version() + " (hash " + prefix(held.hash()) + ")";
+        }
+        return null;
+    }
+
+    private static String prefix(String hash) {
+        return hash.length() > 16 ? hash.substring(0, 16) : hash;
+    }
+
+    /** A snapshot that was refused; handled like an unreachable control plane (back-off), logged once by itself. */
+    private static final class RefusedSnapshot extends RuntimeException {
+        RefusedSnapshot(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    @Override
+    public long refusals() {
+        return refusals.get();
     }
 
     private static String abbreviate(String s) {

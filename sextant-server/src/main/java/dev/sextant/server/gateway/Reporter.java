@@ -43,7 +43,8 @@ final class Reporter implements AutoCloseable {
     private long lastNanos = System.nanoTime();
     private volatile boolean failing;
 
-    Reporter(String gatewayCluster, URI controlPlane, String token, Duration interval) {
+    Reporter(String gatewayCluster, URI controlPlane, String token, Duration interval,
+             dev.sextant.server.tls.ClientTls tls) {
         this.gatewayCluster = gatewayCluster;
         this.token = token;
         if (controlPlane == null) {
@@ -53,7 +54,8 @@ final class Reporter implements AutoCloseable {
             return;
         }
         this.uri = URI.create(controlPlane.toString().replaceAll("/+$", "") + "/v1/reports");
-        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
+                .sslContext(dev.sextant.server.tls.TlsContexts.jdkClient(tls)).build();
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "sextant-gateway-reports");
             t.setDaemon(true);

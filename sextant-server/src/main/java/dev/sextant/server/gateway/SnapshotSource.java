@@ -19,6 +19,14 @@ public interface SnapshotSource extends AutoCloseable {
      */
     void start(Consumer<Snapshot> listener);
 
+    /**
+     * Snapshots this source refused so far, ≥ 0: an older version than one it delivered, or the same version with
+     * other content. Each refusal is also a {@code SEVERE} log line.
+     */
+    default long refusals() {
+        return 0;
+    }
+
     /** Stops delivering and releases the source's thread and connections. */
     @Override
     void close();
@@ -39,6 +47,16 @@ public interface SnapshotSource extends AutoCloseable {
      * @param wait           how long the control plane may hold a poll open, &gt; 0
      */
     static SnapshotSource longPoll(URI controlPlane, String gatewayCluster, String token, Duration wait) {
-        return new LongPollSource(controlPlane, gatewayCluster, token, wait);
+        return new LongPollSource(controlPlane, gatewayCluster, token, wait, null);
+    }
+
+    /**
+     * As {@link #longPoll(URI, String, String, Duration)}, verifying an {@code https} control plane with {@code tls}
+     * (null: the JDK's default CAs). Only the configured URL is asked: redirects are not followed, and over TLS the
+     * control plane's certificate must chain to a trusted CA and name its host.
+     */
+    static SnapshotSource longPoll(URI controlPlane, String gatewayCluster, String token, Duration wait,
+                                   dev.sextant.server.tls.ClientTls tls) {
+        return new LongPollSource(controlPlane, gatewayCluster, token, wait, tls);
     }
 }

@@ -26,6 +26,7 @@ final class UpstreamPool {
     static final int MAX_IDLE_PER_ENDPOINT = 64;
 
     private final Duration connectTimeout;
+    private final io.netty.handler.ssl.SslContext tls;
     private final FastThreadLocal<Map<String, ArrayDeque<Channel>>> idle = new FastThreadLocal<>() {
         @Override
         protected Map<String, ArrayDeque<Channel>> initialValue() {
@@ -34,8 +35,10 @@ final class UpstreamPool {
     };
     private final Map<String, InetSocketAddress> addresses = new java.util.concurrent.ConcurrentHashMap<>();
 
-    UpstreamPool(Duration connectTimeout) {
+    /** {@code tls}: the client context for {@code https} endpoints (it verifies the engine's certificate and host). */
+    UpstreamPool(Duration connectTimeout, io.netty.handler.ssl.SslContext tls) {
         this.connectTimeout = connectTimeout;
+        this.tls = tls;
     }
 
     /** An idle open connection to {@code endpoint} on {@code loop}'s pool, or null. Call on {@code loop}. */
@@ -55,6 +58,7 @@ final class UpstreamPool {
     /** Opens a new connection to {@code endpoint} on {@code loop}; the channel's handler forwards to an exchange. */
     ChannelFuture connect(EventLoop loop, String endpoint) {
         InetSocketAddress address = addresses.computeIfAbsent(endpoint, UpstreamPool::address);
+        boolean https = endpoint.regionMatches(true, 0, "https:", 0, 6);
         Bootstrap b = new Bootstrap()
                 .group(loop)
                 .channel(Transport.current().socketChannel())
@@ -64,6 +68,10 @@ final class UpstreamPool {
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
+                        if (https) {
+                            // the engine's certificate must chain to a trusted CA and name the endpoint's host
+                            ch.pipeline().addLast(tls.newHandler(ch.alloc(), address.getHostString(), address.getPort()));
+                        }
                         ch.pipeline().addLast(new HttpClientCodec(), new UpstreamHandler());
                     }
                 });

@@ -110,15 +110,38 @@ public final class Http {
     }
 
     /**
-     * True when the {@code Authorization} header is exactly {@code Bearer <token>}, compared in constant time
-     * (for a given length of the expected value).
+     * True when the {@code Authorization} header is exactly {@code Bearer <token>}. The two tokens are compared as
+     * their SHA-256 digests with {@link MessageDigest#isEqual}, so the time taken depends neither on where they
+     * first differ nor on the expected token's length (only on the length of what the client sent, which it
+     * knows anyway).
+     *
+     * @param expectedToken the token's UTF-8 bytes, non-empty
      */
     public static boolean bearerMatches(String authorization, byte[] expectedToken) {
         if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
             return false;
         }
         byte[] given = authorization.substring(7).trim().getBytes(StandardCharsets.UTF_8);
-        return MessageDigest.isEqual(given, expectedToken);
+        return MessageDigest.isEqual(sha256(given), sha256(expectedToken));
+    }
+
+    private static byte[] sha256(byte[] bytes) {
+        try {
+            return MessageDigest.getInstance("SHA-256").digest(bytes);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is required of every Java platform", e);
+        }
+    }
+
+    /**
+     * The 401 answer to a request without the right bearer token: an OpenAI-shaped error with
+     * {@code WWW-Authenticate: Bearer}; it never repeats what the client sent.
+     */
+    public static FullHttpResponse unauthorized() {
+        FullHttpResponse r = error(HttpResponseStatus.UNAUTHORIZED, "invalid_request_error", "unauthorized",
+                "missing or wrong bearer token", null);
+        r.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
+        return r;
     }
 
     /** Whether a keep-alive reply is possible for a request with these HTTP semantics. */

@@ -1,0 +1,78 @@
+package dev.sextant.server.tls;
+
+import io.netty.handler.ssl.ClientAuth;
+import io.netty.handler.ssl.JdkSslContext;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.ssl.SslProvider;
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLException;
+
+/**
+ * Builds TLS contexts from {@link ServerTls} and {@link ClientTls}: Netty {@link SslContext}s for the Netty servers
+ * and the gateway's engine connections, and a JDK {@link SSLContext} for the {@code java.net.http} clients (the
+ * gateway's long-poll and reports, the control plane's scrapes). Always the JDK's TLS provider; client contexts
+ * check the server's hostname ({@code HTTPS} endpoint identification). Problems with the files are
+ * {@link IllegalArgumentException}s naming the config key and the file, never the file's contents.
+ */
+public final class TlsContexts {
+    private TlsContexts() {
+    }
+
+    /** A server context; with {@link ServerTls#clientCaFile()}, client certificates are required. */
+    public static SslContext server(ServerTls tls) {
+        File cert = readable("tls_cert_file", tls.certificateFile());
+        File key = readable("tls_key_file", tls.keyFile());
+        try {
+            SslContextBuilder b = SslContextBuilder.forServer(cert, key).sslProvider(SslProvider.JDK);
+            if (tls.clientCaFile() != null) {
+                b.trustManager(readable("tls_client_ca_file", tls.clientCaFile())).clientAuth(ClientAuth.REQUIRE);
+            }
+            return b.build();
+        } catch (SSLException | RuntimeException e) {
+            throw new IllegalArgumentException("tls_cert_file, tls_key_file: " + tls.certificateFile() + ", "
+                    + tls.keyFile() + ": not a usable PEM certificate chain and PKCS#8 private key (" + e.getMessage()
+                    + ")", e);
+        }
+    }
+
+    /** A Netty client context; {@code tls} null means {@link ClientTls#DEFAULT}. */
+    public static SslContext client(ClientTls tls) {
+        ClientTls t = tls == null ? ClientTls.DEFAULT : tls;
+        try {
+            SslContextBuilder b = SslContextBuilder.forClient().sslProvider(SslProvider.JDK)
+                    .endpointIdentificationAlgorithm("HTTPS");
+            if (t.caFile() != null) {
+                b.trustManager(readable("tls_ca_file", t.caFile()));
+            }
+            if (t.certificateFile() != null) {
+                b.keyManager(readable("tls_client_cert_file", t.certificateFile()),
+                        readable("tls_client_key_file", t.keyFile()));
+            }
+            return b.build();
+        } catch (SSLException | RuntimeException e) {
+            if (e instanceof IllegalArgumentException iae && iae.getMessage() != null
+                    && iae.getMessage().startsWith("tls_")) {
+                throw iae;
+            }
+            throw new IllegalArgumentException("tls_ca_file, tls_client_cert_file, tls_client_key_file: " + t.caFile()
+                    + ", " + t.certificateFile() + ", " + t.keyFile() + ": not usable PEM files (" + e.getMessage()
+                    + ")", e);
+        }
+    }
+
+    /** The same client context as a JDK {@link SSLContext}, for {@code java.net.http.HttpClient}. */
+    public static SSLContext jdkClient(ClientTls tls) {
+        return ((JdkSslContext) client(tls)).context();
+    }
+
+    private static File readable(String key, Path file) {
+        if (!Files.isReadable(file)) {
+            throw new IllegalArgumentException(key + ": " + file + " (expected: a readable PEM file)");
+        }
+        return file.toFile();
+    }
+}

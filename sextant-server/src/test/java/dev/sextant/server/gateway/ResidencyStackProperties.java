@@ -1,0 +1,155 @@
+package dev.sextant.server.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.server.control.ControlPlane;
+import dev.sextant.server.control.ControlPlaneConfig;
+import dev.sextant.server.engine.EngineEmulator;
+import dev.sextant.server.engine.Faults;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The residency invariant (DESIGN.md §6.1) across the whole stack under random faults: engine emulators, a control
+ * plane that scrapes them and publishes snapshots, and a gateway that long-polls it, on loopback. In every round
+ * the engines get random faults (500s, hanging, crashing before or during the stream, slow), one EU engine is
+ * stopped for good half-way, and the control plane is stopped so that the gateway ends in fallback mode. Every
+ * request is of the EU-only class; every answer that names an engine names an EU one, and the US engines never
+ * receive a single request, counted on the engines themselves (failed and hung requests included).
+ *
+ * <p>A seeded loop rather than a jqwik property: each try costs seconds of real servers. Seed and size from
+ * {@code -Dsextant.residency.seed=N} (default 6) and {@code -Dsextant.residency.rounds=N} (default 10, about
+ * 15 s on an idle 2-core machine).
+ */
+class ResidencyStackProperties {
+    private static final String[] EU = {"x-sextant-residency", "eu-west"};
+    private static final int REQUESTS_PER_ROUND = 24;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void euOnlyRequests_areNeverAnsweredOrSeenOutsideEu_underRandomFaultsFailoverAndFallback() throws Exception {
+        long seed = Long.getLong("sextant.residency.seed", 6);
+        int rounds = Integer.getInteger("sextant.residency.rounds", 10);
+        SplittableRandom rnd = new SplittableRandom(seed);
+        LeakWatch leaks = LeakWatch.paranoid();
+        Map<String, Integer> statuses = new TreeMap<>();
+        Map<String, Integer> engines = new TreeMap<>();
+        int retried = 0;
+        int sent = 0;
+        try (Fleet fleet = new Fleet(1)) {
+            Path file = Files.writeString(dir.resolve("topology.yaml"), fleet.yaml(150));
+            ControlPlane cp = ControlPlane.start(ControlPlaneConfig.defaults(file, "tok").withIntervals(
+                    Duration.ofSeconds(1), Duration.ofMillis(100), Duration.ofMillis(200), Duration.ofSeconds(1), 2));
+            GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false)
+                    .withTimeouts(Duration.ofMillis(500), Duration.ofMillis(600), Duration.ofSeconds(1), Duration.ofSeconds(4))
+                    .withControlPlane(cp.uri(), "tok", Duration.ofMillis(200))
+                    .withOptions(DataPlaneOptions.builder().maxSnapshotAge(Duration.ofSeconds(2)).seed(seed).build());
+            ExecutorService clients = Executors.newFixedThreadPool(8);
+            boolean cpUp = true;
+            try (Gateway gw = Gateway.start(config, SnapshotSource.longPoll(cp.uri(), "gw", "tok", Duration.ofMillis(500)), 2)) {
+                for (int round = 0; round < rounds; round++) {
+                    if (cpUp && round == rounds / 2) {
+                        cp.close(); // from now on static stability, then the fallback policy
+                        cpUp = false;
+                        assertThat(Fleet.await(() -> gw.plane().status().fallback(), Duration.ofSeconds(20)))
+                                .as("fallback mode once the snapshot is older than 2 s").isTrue();
+                    }
+                    if (round == (3 * rounds) / 4 && fleet.engines.get("eu-2") != null) {
+                        fleet.engines.get("eu-2").close(); // crashed for good: connection refused
+                    }
+                    boolean euDown = rnd.nextInt(5) == 0; // now and then no EU engine can answer at all
+                    for (Map.Entry<String, EngineEmulator> e : fleet.engines.entrySet()) {
+                        boolean eu = e.getKey().startsWith("eu-");
+                        e.getValue().setFaults(eu && euDown ? fatal(rnd) : randomFaults(rnd));
+                    }
+                    List<Future<HttpResponse<String>>> answers = new ArrayList<>();
+                    for (int i = 0; i < REQUESTS_PER_ROUND; i++) {
+                        String body = Fleet.chat(rnd.nextInt(4) == 0 ? null : "conv-" + rnd.nextInt(40), rnd.nextBoolean(),
+                                1 + rnd.nextInt(6));
+                        answers.add(clients.submit(() -> Fleet.send(HttpRequest.newBuilder(
+                                        URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
+                                        .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
+                                        .header(EU[0], EU[1]).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                                HttpResponse.BodyHandlers.ofString())));
+                        sent++;
+                    }
+                    for (Future<HttpResponse<String>> f : answers) {
+                        HttpResponse<String> r = f.get(30, TimeUnit.SECONDS); // every request ends, none hangs
+                        String engine = r.headers().firstValue("x-sextant-engine").orElse(null);
+                        statuses.merge(Integer.toString(r.statusCode()), 1, Integer::sum);
+                        if (engine != null) {
+                            engines.merge(engine, 1, Integer::sum);
+                            assertThat(engine).as("round %d, status %d", round, r.statusCode()).isIn("eu-1", "eu-2");
+                        }
+                        if (r.statusCode() == 200) {
+                            assertThat(engine).isNotNull();
+                        } else {
+                            assertThat(r.statusCode()).isIn(429, 502, 503, 504);
+                            assertThat(r.body()).contains("\"error\"");
+                        }
+                        if (Integer.parseInt(r.headers().firstValue("x-sextant-attempts").orElse("1")) > 1) {
+                            retried++;
+                        }
+                    }
+                }
+                assertThat(gw.plane().status().fallback()).as("ended in fallback mode").isTrue();
+            } finally {
+                clients.shutdownNow();
+                if (cpUp) {
+                    cp.close();
+                }
+            }
+            for (String us : List.of("us-1", "us-2")) {
+                assertThat(fleet.engines.get(us).requestsReceived()).as("requests that reached %s", us).isZero();
+            }
+            long euReceived = fleet.engines.get("eu-1").requestsReceived() + fleet.engines.get("eu-2").requestsReceived();
+            assertThat(euReceived).as("the EU engines did receive the requests").isGreaterThanOrEqualTo(statuses.getOrDefault("200", 0));
+        } finally {
+            leaks.close();
+        }
+        System.out.printf("residency under faults: seed %d, %d rounds, %d requests, statuses %s, engines %s, retried %d%n",
+                seed, rounds, sent, statuses, engines, retried);
+        assertThat(statuses.getOrDefault("200", 0)).as("some requests were served").isPositive();
+        assertThat(retried).as("failover happened (answers after more than one attempt)").isPositive();
+        leaks.assertNoLeakReported();
+    }
+
+    /** A random fault or none: 500s, hanging, crashing before the first token or mid-stream, slow. */
+    private static Faults randomFaults(SplittableRandom rnd) {
+        return switch (rnd.nextInt(6)) {
+            case 0 -> Faults.NONE;
+            case 1 -> new Faults(0.3 + 0.7 * rnd.nextDouble(), 1, false, -1);
+            case 2 -> new Faults(0, 1, true, -1);
+            case 3 -> new Faults(0, 1, false, rnd.nextInt(3));
+            case 4 -> new Faults(0, 10, false, -1);
+            default -> new Faults(0.3, 1, false, 1);
+        };
+    }
+
+    /** A fault that answers no request properly. */
+    private static Faults fatal(SplittableRandom rnd) {
+        return switch (rnd.nextInt(3)) {
+            case 0 -> new Faults(1, 1, false, -1);
+            case 1 -> new Faults(0, 1, true, -1);
+            default -> new Faults(0, 1, false, 0);
+        };
+    }
+}
