@@ -58,6 +58,7 @@ public final class EngineEmulator implements AutoCloseable {
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final AtomicReference<Faults> faults;
     private final AtomicLong requestsDrawn = new AtomicLong();
+    private final AtomicLong received = new AtomicLong();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong hung = new AtomicLong();
 
@@ -141,6 +142,14 @@ public final class EngineEmulator implements AutoCloseable {
         return scheduler.generatedTokens();
     }
 
+    /**
+     * Requests received on the generation and embedding endpoints since start, ≥ 0: every one, whatever became of
+     * it (served, refused as invalid, failed by a fault, hung).
+     */
+    public long requestsReceived() {
+        return received.get();
+    }
+
     /** Requests accepted and left unanswered by the hang fault since start, ≥ 0. */
     public long hungRequests() {
         return hung.get();
@@ -160,6 +169,10 @@ public final class EngineEmulator implements AutoCloseable {
     boolean drawError(Faults f) {
         long n = requestsDrawn.getAndIncrement();
         return uniform(config.seed(), n) < f.errorRate();
+    }
+
+    void received() {
+        received.incrementAndGet();
     }
 
     void hung() {
@@ -210,7 +223,7 @@ public final class EngineEmulator implements AutoCloseable {
      * Runs one engine until the process is stopped. Options (all optional): {@code --id ID --host ADDR --port N
      * --model NAME (repeatable) --max-seqs N --prefill-ms-per-token X --decode-base-ms X --decode-ms-per-seq X
      * --default-max-tokens N --kv-cache-tokens N --prefix-cache-entries N --seed N --error-rate X --slowdown X
-     * --hang --crash-after-tokens N}.
+     * --hang --crash-after-tokens N --corrupt-stream none|truncate|malformed}.
      */
     public static void main(String[] args) throws InterruptedException {
         EngineConfig config;
@@ -250,6 +263,7 @@ public final class EngineEmulator implements AutoCloseable {
         double slowdown = 1;
         boolean hang = false;
         int crash = -1;
+        Faults.Corruption corrupt = Faults.Corruption.NONE;
         for (int i = 0; i < args.length; i++) {
             String option = args[i];
             String value = null;
@@ -285,6 +299,7 @@ public final class EngineEmulator implements AutoCloseable {
                     case "--error-rate" -> errorRate = Double.parseDouble(value);
                     case "--slowdown" -> slowdown = Double.parseDouble(value);
                     case "--crash-after-tokens" -> crash = Integer.parseInt(value);
+                    case "--corrupt-stream" -> corrupt = Faults.Corruption.parse(value);
                     default -> throw new IllegalArgumentException(option + ": unknown option");
                 }
             } catch (NumberFormatException e) {
@@ -293,6 +308,6 @@ public final class EngineEmulator implements AutoCloseable {
         }
         return new EngineConfig(id, host, port, models.isEmpty() ? d.models() : models, maxSeqs, prefill, base,
                 perSeq, defaultMax, kv, prefixEntries, d.embeddingDimensions(), seed,
-                new Faults(errorRate, slowdown, hang, crash));
+                new Faults(errorRate, slowdown, hang, crash, corrupt));
     }
 }
