@@ -2,6 +2,7 @@ package dev.sextant.server.gateway;
 
 import dev.sextant.request.Decision;
 import dev.sextant.request.Outcome;
+import dev.sextant.request.Refusal;
 import dev.sextant.server.internal.Http;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -55,6 +56,8 @@ final class Exchange {
     private Outcome pending; // an error response being read before a retry
     private int pendingStatus;
     private final StringBuilder pendingBody = new StringBuilder();
+    private StringBuilder failures; // what each failed attempt's engine did, for the final error (rare path)
+    private boolean reachedAnEngine; // some attempt got past connecting
     private Outcome endOutcome = Outcome.SUCCESS;
     private int status;
     private long firstChunkNanos = -1;
@@ -385,28 +388,46 @@ final class Exchange {
         respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", msg, null);
     }
 
-    /** A failure while nothing reached the client: retry per the data plane, or answer with an error. */
+    /**
+     * A failure while nothing reached the client: retry per the data plane, or answer with an error that says what
+     * every attempt's engine did. When no attempt could even connect (every engine allowed to take the request is
+     * down or cut off), the answer is 503: the service is unavailable, no engine answered badly.
+     */
     private void failAttempt(Outcome outcome, String message) {
         closeUpstream();
         cancelPhase();
         gw.reporter.attempt(decision.engineId(), outcome.failure());
+        if (outcome != Outcome.CONNECT_ERROR) {
+            reachedAnEngine = true;
+        }
         Decision next = gw.plane().retry(decision, outcome);
         pending = null;
         pendingBody.setLength(0);
+        if (failures == null) {
+            failures = new StringBuilder(message);
+        } else {
+            failures.append("; then ").append(message);
+        }
         if (next.routed()) {
             gw.metrics.retry();
             decision = next;
             send();
             return;
         }
+        String why = next.message().startsWith("not retried") ? next.message() : "not retried: " + next.message();
+        String all = failures + "; " + why;
         if (outcome == Outcome.TIMEOUT) {
-            respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", message + "; " + next.message(), null);
-        } else {
-            long ra = next.retryAfterNanos();
-            gw.logFailure(message + "; " + next.message());
-            respondError(HttpResponseStatus.valueOf(next.refusal().status()), next.refusal().code(),
-                    message + "; not retried: " + next.message(), ra > 0 ? Duration.ofNanos(ra) : null);
+            respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", all, null);
+            return;
         }
+        long ra = next.retryAfterNanos();
+        gw.logFailure(all);
+        HttpResponseStatus st = HttpResponseStatus.valueOf(next.refusal().status());
+        if (!reachedAnEngine && (next.refusal() == Refusal.ATTEMPTS_EXHAUSTED || next.refusal() == Refusal.NO_ENGINE_LEFT)) {
+            st = HttpResponseStatus.SERVICE_UNAVAILABLE;
+            all = "no engine allowed to serve this request could be reached: " + all;
+        }
+        respondError(st, next.refusal().code(), all, ra > 0 ? Duration.ofNanos(ra) : null);
     }
 
     /** A failure after the response started: an SSE error event and a clean end, or a closed connection. */
