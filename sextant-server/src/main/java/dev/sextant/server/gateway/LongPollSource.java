@@ -54,6 +54,7 @@ final class LongPollSource implements SnapshotSource {
         String etag = null;
         long backoffMs = 100;
         boolean reachable = true;
+        long refusedVersion = -1; // the last older version refused, so that a control plane stuck on it is logged once
         while (!closed) {
             try {
                 HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(wait.plusSeconds(10)).GET();
@@ -69,9 +70,20 @@ final class LongPollSource implements SnapshotSource {
                 } else if (r.statusCode() == 200) {
                     Snapshot s = SnapshotJson.read(r.body(), uri.toString());
                     if (held != null && s.version() < held.version()) {
-                        LOG.warning("control plane sent snapshot version " + s.version() + ", older than the held "
-                                + held.version() + "; refused, keeping " + held.version());
+                        // The control plane answers at once while our ETag is not its own: without a pause this
+                        // would be a busy loop against it for as long as it stays behind.
+                        if (s.version() != refusedVersion) {
+                            LOG.warning("control plane sent snapshot version " + s.version() + ", older than the held "
+                                    + held.version() + "; refused, keeping " + held.version());
+                            refusedVersion = s.version();
+                        }
+                        if (!pause(backoffMs)) {
+                            return;
+                        }
+                        backoffMs = Math.min(MAX_BACKOFF_MS, backoffMs * 2);
+                        continue;
                     } else {
+                        refusedVersion = -1;
                         held = s;
                         etag = r.headers().firstValue("etag").orElse(null);
                         listener.accept(s);
@@ -91,17 +103,26 @@ final class LongPollSource implements SnapshotSource {
                     return;
                 }
                 if (reachable) {
-                    LOG.log(Level.WARNING, "control plane " + uri.getAuthority() + " unreachable (" + e
+                    LOG.log(Level.WARNING, "control plane " + uri.getAuthority()
+                            + (e instanceof SnapshotException ? " sent an invalid snapshot (" : " unreachable (") + e
                             + "); serving from snapshot " + (held == null ? "none" : held.version()));
                     reachable = false;
                 }
-                try {
-                    Thread.sleep(backoffMs); // back-off between polls of an unreachable control plane
-                } catch (InterruptedException ie) {
+                if (!pause(backoffMs)) {
                     return;
                 }
                 backoffMs = Math.min(MAX_BACKOFF_MS, backoffMs * 2);
             }
+        }
+    }
+
+    /** Sleeps between polls of a control plane that is unreachable or behind; false when interrupted (closed). */
+    private static boolean pause(long ms) {
+        try {
+            Thread.sleep(ms);
+            return true;
+        } catch (InterruptedException e) {
+            return false;
         }
     }
 

@@ -42,7 +42,9 @@ class EngineMisbehaviourFaultsTest extends FaultCase {
             Tally tally = new Tally("slow engine (eu-1 at 10× TBT)");
             traffic.run(tally, N, CONCURRENCY, i -> { });
             assertSound(rig, tally, before, Rig.WARM_UP + N);
-            assertThat(tally.completedCount()).as("slow is not broken: within the timeouts, nothing fails").isEqualTo(N);
+            assertThat(tally.completedCount()).as("slow is not broken: within the timeouts, it completes")
+                    .isGreaterThanOrEqualTo(N * 9 / 10);
+            assertThat(tally.statusCount("200+sse-error")).as("no stream cut for being slow").isZero();
             assertThat(tally.served("eu-1")).as("eu-1 kept serving, slowly").isPositive();
         }
     }
