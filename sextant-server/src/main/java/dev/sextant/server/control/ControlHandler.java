@@ -71,6 +71,19 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         }
     }
 
+    /** The version in an ETag of ours ({@code "<version>-<hash prefix>"}), or -1. */
+    static long heldVersion(String etag) {
+        int dash = etag.indexOf('-');
+        if (!etag.startsWith("\"") || dash < 2) {
+            return -1;
+        }
+        try {
+            return Long.parseLong(etag.substring(1, dash));
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
     private static String etag(Snapshot s) {
         return "\"" + s.version() + "-" + s.hash().substring(0, Math.min(16, s.hash().length())) + "\"";
     }
@@ -90,7 +103,13 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             wait = cp.config.maxWait();
         }
         String ifNoneMatch = req.headers().get(HttpHeaderNames.IF_NONE_MATCH);
-        if (ifNoneMatch == null || !ifNoneMatch.equals(etag(s))) {
+        boolean behind = ifNoneMatch != null && !ifNoneMatch.equals(etag(s)) && heldVersion(ifNoneMatch) >= s.version();
+        if (behind) {
+            // the gateway holds a version this control plane has not published: it restarted and lost its count,
+            // and the gateway would refuse everything it sends until the count caught up. Republish above it,
+            // and answer this poll with that publication.
+            cp.catchUp(heldVersion(ifNoneMatch));
+        } else if (ifNoneMatch == null || !ifNoneMatch.equals(etag(s))) {
             sendSnapshot(ctx, s, keepAlive);
             return;
         }

@@ -400,6 +400,27 @@ public final class ControlPlane implements AutoCloseable {
         return null;
     }
 
+    /**
+     * A gateway holds snapshot version {@code held}, at or above this control plane's current one with other
+     * content: this control plane restarted and its versions started again from 1. Republishes the current
+     * snapshot as {@code held + 1} (on the policy thread, ordered with solves), so that versions stay monotone for
+     * every gateway and the fleet takes this control plane's snapshots again.
+     */
+    void catchUp(long held) {
+        policy.execute(() -> {
+            Snapshot current = publisher.current();
+            if (current == null || held < current.version() || held == Long.MAX_VALUE) {
+                return;
+            }
+            Snapshot next = current.sealed(held + 1);
+            publisher.publish(next);
+            publications.increment();
+            LOG.warning("a gateway holds snapshot version " + held + ", at or above this control plane's "
+                    + current.version() + " (restarted?): republished snapshot " + current.version() + " as version "
+                    + next.version());
+        });
+    }
+
     /** Stops the server and the policy loop. */
     @Override
     public void close() {

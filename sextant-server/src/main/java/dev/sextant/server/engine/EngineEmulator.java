@@ -61,6 +61,7 @@ public final class EngineEmulator implements AutoCloseable {
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final AtomicReference<Faults> faults;
     private final AtomicLong requestsDrawn = new AtomicLong();
+    private final AtomicLong received = new AtomicLong();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong hung = new AtomicLong();
     /** Bearer token {@code /admin/faults} requires, UTF-8; null: the endpoint is open (tests, the demo). */
@@ -173,11 +174,11 @@ public final class EngineEmulator implements AutoCloseable {
     }
 
     /**
-     * Generation and embedding requests that reached this engine since start, ≥ 0, whatever became of them (served,
-     * failed by a fault, hung, cut off): what an engine-side check of where requests went counts.
+     * Requests received on the generation and embedding endpoints since start, ≥ 0: every one, whatever became of
+     * it (served, refused as invalid, failed by a fault, hung).
      */
     public long requestsReceived() {
-        return requestsDrawn.get();
+        return received.get();
     }
 
     /** Requests accepted and left unanswered by the hang fault since start, ≥ 0. */
@@ -199,6 +200,10 @@ public final class EngineEmulator implements AutoCloseable {
     boolean drawError(Faults f) {
         long n = requestsDrawn.getAndIncrement();
         return uniform(config.seed(), n) < f.errorRate();
+    }
+
+    void received() {
+        received.incrementAndGet();
     }
 
     void hung() {
@@ -249,9 +254,10 @@ public final class EngineEmulator implements AutoCloseable {
      * Runs one engine until the process is stopped. Options (all optional): {@code --id ID --host ADDR --port N
      * --model NAME (repeatable) --max-seqs N --prefill-ms-per-token X --decode-base-ms X --decode-ms-per-seq X
      * --default-max-tokens N --kv-cache-tokens N --prefix-cache-entries N --seed N --error-rate X --slowdown X
-     * --hang --crash-after-tokens N}, and for security {@code --tls-cert-file PEM --tls-key-file PEM} (serve HTTPS)
-     * and {@code --admin-token-file FILE} (require that bearer token on {@code /admin/faults}; the token itself is
-     * never an option, so it does not show in the process list).
+     * --hang --crash-after-tokens N --corrupt-stream none|truncate|malformed}, and for security
+     * {@code --tls-cert-file PEM --tls-key-file PEM} (serve HTTPS) and {@code --admin-token-file FILE} (require that
+     * bearer token on {@code /admin/faults}; the token itself is never an option, so it does not show in the
+     * process list).
      */
     public static void main(String[] args) throws InterruptedException {
         EngineConfig config;
@@ -337,6 +343,7 @@ public final class EngineEmulator implements AutoCloseable {
         double slowdown = 1;
         boolean hang = false;
         int crash = -1;
+        Faults.Corruption corrupt = Faults.Corruption.NONE;
         for (int i = 0; i < args.length; i++) {
             String option = args[i];
             String value = null;
@@ -372,6 +379,7 @@ public final class EngineEmulator implements AutoCloseable {
                     case "--error-rate" -> errorRate = Double.parseDouble(value);
                     case "--slowdown" -> slowdown = Double.parseDouble(value);
                     case "--crash-after-tokens" -> crash = Integer.parseInt(value);
+                    case "--corrupt-stream" -> corrupt = Faults.Corruption.parse(value);
                     default -> throw new IllegalArgumentException(option + ": unknown option");
                 }
             } catch (NumberFormatException e) {
@@ -380,6 +388,6 @@ public final class EngineEmulator implements AutoCloseable {
         }
         return new EngineConfig(id, host, port, models.isEmpty() ? d.models() : models, maxSeqs, prefill, base,
                 perSeq, defaultMax, kv, prefixEntries, d.embeddingDimensions(), seed,
-                new Faults(errorRate, slowdown, hang, crash));
+                new Faults(errorRate, slowdown, hang, crash, corrupt));
     }
 }

@@ -152,12 +152,14 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     respond(ctx, keepAlive, HttpResponseStatus.OK, faultsJson(engine.faults()));
                 }
                 case "/v1/chat/completions", "/v1/completions" -> {
+                    engine.received();
                     expect(method, HttpMethod.POST);
                     GenerationRequest g = GenerationRequest.parse(parse(request.content()),
                             path.equals("/v1/chat/completions"), engine.config.defaultMaxTokens(), engine.config.models());
                     generate(ctx, keepAlive, g);
                 }
                 case "/v1/embeddings" -> {
+                    engine.received();
                     expect(method, HttpMethod.POST);
                     embed(ctx, keepAlive, parse(request.content()));
                 }
@@ -232,7 +234,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     number(body, "error_rate", now.errorRate()),
                     number(body, "slowdown", now.slowdown()),
                     body.has("hang") ? bool(body.get("hang")) : now.hang(),
-                    (int) number(body, "crash_after_tokens", now.crashAfterTokens()));
+                    (int) number(body, "crash_after_tokens", now.crashAfterTokens()),
+                    corruption(body.get("corrupt_stream"), now.corruptStream()));
         } catch (IllegalArgumentException e) {
             throw OpenAiErrors.badRequest(e.getMessage());
         }
@@ -252,6 +255,19 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         return n.asDouble();
     }
 
+    private static Faults.Corruption corruption(JsonNode n, Faults.Corruption current) {
+        if (n == null) {
+            return current;
+        }
+        if (n.isNull()) {
+            return Faults.Corruption.NONE;
+        }
+        if (!n.isTextual()) {
+            throw OpenAiErrors.badRequest("'corrupt_stream' must be one of \"none\", \"truncate\", \"malformed\" or null.");
+        }
+        return Faults.Corruption.parse(n.asText());
+    }
+
     private static boolean bool(JsonNode n) {
         if (!n.isBoolean()) {
             throw OpenAiErrors.badRequest("'hang' must be a boolean.");
@@ -261,7 +277,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
     private ObjectNode faultsJson(Faults f) {
         return json.createObjectNode().put("error_rate", f.errorRate()).put("slowdown", f.slowdown())
-                .put("hang", f.hang()).put("crash_after_tokens", f.crashAfterTokens());
+                .put("hang", f.hang()).put("crash_after_tokens", f.crashAfterTokens())
+                .put("corrupt_stream", f.corruptStream().label());
     }
 
     // ---- endpoints ----
@@ -323,7 +340,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         long created = engine.createdSeconds();
         int wordOffset = Math.floorMod(g.conversationKey().hashCode(), WORDS.length);
         Sequence.Sink sink = g.stream()
-                ? new StreamSink(ctx, keepAlive, g, id, created, wordOffset)
+                ? new StreamSink(ctx, keepAlive, g, id, created, wordOffset, faults.corruptStream())
                 : new WholeSink(ctx, keepAlive, g, id, created, wordOffset);
         if (g.stream()) {
             HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
@@ -390,6 +407,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     private static final byte[] DATA = "data: ".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] END = "\n\n".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] GARBAGE = "zz-not-a-chunk-size\r\n{\"garbage\r\n".getBytes(StandardCharsets.US_ASCII);
 
     /** Streams tokens as server-sent events. */
     private final class StreamSink implements Sequence.Sink {
@@ -399,15 +417,37 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         private final String id;
         private final long created;
         private final int wordOffset;
+        private final Faults.Corruption corruption;
+        private boolean corrupted; // touched on the channel's loop only
 
         StreamSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                   int wordOffset) {
+                   int wordOffset, Faults.Corruption corruption) {
             this.ctx = ctx;
             this.keepAlive = keepAlive;
             this.g = g;
             this.id = id;
             this.created = created;
             this.wordOffset = wordOffset;
+            this.corruption = corruption;
+        }
+
+        /** Applies the stream corruption fault after the first token chunk; true when nothing more may be written. */
+        private boolean corrupt() {
+            if (corruption == Faults.Corruption.NONE) {
+                return false;
+            }
+            if (corrupted) {
+                return corruption == Faults.Corruption.TRUNCATE;
+            }
+            corrupted = true;
+            if (corruption == Faults.Corruption.TRUNCATE) {
+                ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(afterResponse(keepAlive));
+                return true;
+            }
+            // raw bytes written below the HTTP encoder (which would frame them as a chunk): a chunk-size line that
+            // is not hexadecimal, in the middle of the body
+            ctx.pipeline().firstContext().writeAndFlush(Unpooled.wrappedBuffer(GARBAGE));
+            return false;
         }
 
         @Override
@@ -418,7 +458,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         @Override
         public void token(Sequence sequence, int index) {
             ctx.executor().execute(() -> {
-                if (!ctx.channel().isActive()) {
+                if (!ctx.channel().isActive() || corrupted && corruption == Faults.Corruption.TRUNCATE) {
                     return;
                 }
                 ObjectNode c = chunk(g, id, created);
@@ -429,6 +469,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     choice.put("text", word(index, wordOffset));
                 }
                 ctx.writeAndFlush(new DefaultHttpContent(sse(ctx, c)));
+                corrupt();
             });
         }
 
@@ -437,7 +478,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             int generated = sequence.generated;
             Sequence.Timing timing = sequence.timing();
             ctx.executor().execute(() -> {
-                if (!ctx.channel().isActive()) {
+                if (!ctx.channel().isActive() || (corrupted && corruption == Faults.Corruption.TRUNCATE)) {
                     return;
                 }
                 ObjectNode last = chunk(g, id, created);

@@ -14,10 +14,48 @@ package dev.sextant.server.engine;
  * @param hang             when true, requests are accepted and never answered (the connection stays open)
  * @param crashAfterTokens when ≥ 0, the connection is closed after this many output tokens of a request, in the
  *                         middle of a stream (0: before the first token); negative = off
+ * @param corruptStream    what happens to a streaming answer after its first token: {@link Corruption#NONE}, or
+ *                         it is cut short or broken ({@link Corruption}); non-streaming answers are untouched
  */
-public record Faults(double errorRate, double slowdown, boolean hang, int crashAfterTokens) {
+public record Faults(double errorRate, double slowdown, boolean hang, int crashAfterTokens, Corruption corruptStream) {
     /** No fault: every request is served normally. */
     public static final Faults NONE = new Faults(0, 1, false, -1);
+
+    /** How a streaming answer goes wrong after its first token chunk. */
+    public enum Corruption {
+        /** Streams are served normally. */
+        NONE,
+        /**
+         * The chunked body ends cleanly right after the first token chunk: no {@code finish_reason}, no
+         * {@code data: [DONE]}. Well framed as HTTP, incomplete as an OpenAI stream.
+         */
+        TRUNCATE,
+        /**
+         * After the first token chunk the engine writes bytes that are not HTTP chunked encoding (a chunk-size line
+         * that is not hexadecimal), then goes on generating as if nothing happened.
+         */
+        MALFORMED;
+
+        /** Its name in JSON and on the command line: {@code none}, {@code truncate}, {@code malformed}. */
+        public String label() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+
+        /** The value named {@code label} ({@code none}, {@code truncate} or {@code malformed}). */
+        public static Corruption parse(String label) {
+            for (Corruption c : values()) {
+                if (c.label().equals(label)) {
+                    return c;
+                }
+            }
+            throw new IllegalArgumentException("corrupt_stream: " + label + " (expected: none, truncate or malformed)");
+        }
+    }
+
+    /** Faults without stream corruption. */
+    public Faults(double errorRate, double slowdown, boolean hang, int crashAfterTokens) {
+        this(errorRate, slowdown, hang, crashAfterTokens, Corruption.NONE);
+    }
 
     public Faults {
         if (!(errorRate >= 0 && errorRate <= 1)) {
@@ -25,6 +63,9 @@ public record Faults(double errorRate, double slowdown, boolean hang, int crashA
         }
         if (!(slowdown > 0) || Double.isInfinite(slowdown)) {
             throw new IllegalArgumentException("slowdown: " + slowdown + " (expected: a finite number > 0)");
+        }
+        if (corruptStream == null) {
+            throw new IllegalArgumentException("corrupt_stream: missing (expected: none, truncate or malformed)");
         }
     }
 

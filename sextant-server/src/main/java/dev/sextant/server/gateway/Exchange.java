@@ -2,6 +2,7 @@ package dev.sextant.server.gateway;
 
 import dev.sextant.request.Decision;
 import dev.sextant.request.Outcome;
+import dev.sextant.request.Refusal;
 import dev.sextant.server.internal.Http;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -47,6 +48,7 @@ final class Exchange {
 
     private Decision decision;
     private Channel upstream;
+    private boolean reusedUpstream; // the connection came from the pool and this attempt has not reconnected yet
     private boolean headersSent;
     private boolean sse;
     private boolean responseKeepAlive;
@@ -54,11 +56,17 @@ final class Exchange {
     private Outcome pending; // an error response being read before a retry
     private int pendingStatus;
     private final StringBuilder pendingBody = new StringBuilder();
+    private StringBuilder failures; // what each failed attempt's engine did, for the final error (rare path)
+    private boolean reachedAnEngine; // some attempt got past connecting
     private Outcome endOutcome = Outcome.SUCCESS;
     private int status;
     private long firstChunkNanos = -1;
     private long lastChunkNanos;
     private long bytes;
+    // the last bytes of a server-sent event stream, to tell a stream that ended with `data: [DONE]` from one the
+    // engine cut short; allocated for event streams only
+    private byte[] sseTail;
+    private int sseTailLength;
     // One timer per exchange for all deadlines: re-arming the phase deadline on every chunk is a field write;
     // the timer, when it fires early, re-schedules itself for the nearest deadline.
     private long totalDeadline;
@@ -103,9 +111,15 @@ final class Exchange {
         String endpoint = decision.endpoint();
         Channel idle = gw.pool.pollIdle(endpoint);
         if (idle != null) {
+            reusedUpstream = true;
             bind(idle);
             return;
         }
+        reusedUpstream = false;
+        connectFresh(endpoint);
+    }
+
+    private void connectFresh(String endpoint) {
         Decision attempt = decision;
         gw.pool.connect(loop, endpoint).addListener((ChannelFutureListener) f -> {
             if (ended || attempt != decision) {
@@ -170,6 +184,9 @@ final class Exchange {
         responseKeepAlive = HttpUtil.isKeepAlive(r);
         String ct = r.headers().get(HttpHeaderNames.CONTENT_TYPE);
         sse = ct != null && ct.startsWith("text/event-stream");
+        if (sse && code == 200) {
+            sseTail = new byte[SSE_TAIL];
+        }
         DefaultHttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, r.status());
         out.headers().set(r.headers());
         out.headers().remove(HttpHeaderNames.CONNECTION).remove("keep-alive");
@@ -226,6 +243,9 @@ final class Exchange {
             }
             lastChunkNanos = now;
             bytes += n;
+            if (sseTail != null) {
+                keepTail(c.content());
+            }
         }
         if (last) {
             Channel up = detachUpstream();
@@ -235,6 +255,10 @@ final class Exchange {
                 up.close();
             }
             boolean keep = keepAlive && !gw.draining();
+            if (sseTail != null && !endsWithDone()) {
+                endCutStream(c, keep);
+                return;
+            }
             end(endOutcome, status, null); // before the last bytes, so that the state is settled when the client sees them
             ctx.writeAndFlush(c).addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
             return;
@@ -248,12 +272,78 @@ final class Exchange {
         });
     }
 
+    /**
+     * An event stream that the engine ended cleanly as HTTP but without {@code data: [DONE]}: the client could not
+     * tell it from a complete answer, so it gets the engine's last bytes, an SSE error event and a clean end; the
+     * engine is charged with a failure.
+     */
+    private void endCutStream(HttpContent c, boolean keep) {
+        String message = "engine " + decision.engineId() + " ended the event stream without data: [DONE]";
+        gw.reporter.attempt(decision.engineId(), true);
+        end(Outcome.SERVER_ERROR, status, message);
+        if (c.content().isReadable()) {
+            ctx.write(new DefaultHttpContent(c.content().retain()));
+        }
+        c.release();
+        ctx.write(new DefaultHttpContent(Unpooled.copiedBuffer("data: " + Http.errorBody(message, "server_error",
+                "upstream_error") + "\n\n", StandardCharsets.UTF_8)));
+        ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT)
+                .addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
+    }
+
+    private static final int SSE_TAIL = 24;
+    private static final byte[] DONE = "data: [DONE]".getBytes(StandardCharsets.US_ASCII);
+
+    private void keepTail(io.netty.buffer.ByteBuf b) {
+        int n = b.readableBytes();
+        int take = Math.min(n, SSE_TAIL);
+        int keep = Math.min(sseTailLength, SSE_TAIL - take);
+        System.arraycopy(sseTail, sseTailLength - keep, sseTail, 0, keep);
+        b.getBytes(b.readerIndex() + n - take, sseTail, keep, take);
+        sseTailLength = keep + take;
+    }
+
+    /** Whether the stream's last event is {@code data: [DONE]} (or {@code data:[DONE]}), trailing blank lines aside. */
+    private boolean endsWithDone() {
+        int end = sseTailLength;
+        while (end > 0 && (sseTail[end - 1] == '\n' || sseTail[end - 1] == '\r')) {
+            end--;
+        }
+        int i = end - 1;
+        for (int k = DONE.length - 1; k >= 6; k--, i--) { // "[DONE]" backwards
+            if (i < 0 || sseTail[i] != DONE[k]) {
+                return false;
+            }
+        }
+        if (i >= 0 && sseTail[i] == ' ') {
+            i--;
+        }
+        for (int k = 4; k >= 0; k--, i--) { // "data:" backwards
+            if (i < 0 || sseTail[i] != DONE[k]) {
+                return false;
+            }
+        }
+        return i < 0 || sseTail[i] == '\n' || sseTail[i] == '\r';
+    }
+
     /** The engine connection closed or failed ({@code cause} may be null). */
     void onUpstreamClosed(Channel c, Throwable cause) {
         if (ended || c != upstream) {
             return;
         }
-        String why = cause == null ? "closed the connection" : "failed: " + cause.getMessage();
+        if (reusedUpstream && !headersSent && pending == null
+                && !(cause instanceof UpstreamHandler.MalformedResponseException)) {
+            // a pooled connection the engine closed as we reused it (an idle-timeout race): nothing was answered,
+            // so send once more on a new connection to the same engine, not as a retry of the data plane
+            reusedUpstream = false;
+            closeUpstream();
+            cancelPhase();
+            connectFresh(decision.endpoint());
+            return;
+        }
+        String why = cause == null ? "closed the connection"
+                : cause instanceof UpstreamHandler.MalformedResponseException ? cause.getMessage()
+                : "failed: " + cause.getMessage();
         if (pending != null) {
             failAttempt(pending, "engine " + decision.engineId() + " answered " + pendingStatus);
         } else if (!headersSent) {
@@ -298,28 +388,50 @@ final class Exchange {
         respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", msg, null);
     }
 
-    /** A failure while nothing reached the client: retry per the data plane, or answer with an error. */
+    /**
+     * A failure while nothing reached the client: retry per the data plane, or answer with an error that says what
+     * every attempt's engine did. When no attempt could even connect (every engine allowed to take the request is
+     * down or cut off), the answer is 503: the service is unavailable, no engine answered badly.
+     */
     private void failAttempt(Outcome outcome, String message) {
         closeUpstream();
         cancelPhase();
         gw.reporter.attempt(decision.engineId(), outcome.failure());
+        if (outcome != Outcome.CONNECT_ERROR) {
+            reachedAnEngine = true;
+        }
         Decision next = gw.plane().retry(decision, outcome);
         pending = null;
         pendingBody.setLength(0);
+        if (failures == null) {
+            failures = new StringBuilder(message);
+        } else {
+            failures.append("; then ").append(message);
+        }
         if (next.routed()) {
-            gw.metrics.retry();
+            if (outcome == Outcome.CONNECT_ERROR) {
+                gw.metrics.requeue(); // no engine saw it: the data plane spent no retry token
+            } else {
+                gw.metrics.retry();
+            }
             decision = next;
             send();
             return;
         }
+        String why = next.message().startsWith("not retried") ? next.message() : "not retried: " + next.message();
+        String all = failures + "; " + why;
         if (outcome == Outcome.TIMEOUT) {
-            respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", message + "; " + next.message(), null);
-        } else {
-            long ra = next.retryAfterNanos();
-            gw.logFailure(message + "; " + next.message());
-            respondError(HttpResponseStatus.valueOf(next.refusal().status()), next.refusal().code(),
-                    message + "; not retried: " + next.message(), ra > 0 ? Duration.ofNanos(ra) : null);
+            respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", all, null);
+            return;
         }
+        long ra = next.retryAfterNanos();
+        gw.logFailure(all);
+        HttpResponseStatus st = HttpResponseStatus.valueOf(next.refusal().status());
+        if (!reachedAnEngine && (next.refusal() == Refusal.ATTEMPTS_EXHAUSTED || next.refusal() == Refusal.NO_ENGINE_LEFT)) {
+            st = HttpResponseStatus.SERVICE_UNAVAILABLE;
+            all = "no engine allowed to serve this request could be reached: " + all;
+        }
+        respondError(st, next.refusal().code(), all, ra > 0 ? Duration.ofNanos(ra) : null);
     }
 
     /** A failure after the response started: an SSE error event and a clean end, or a closed connection. */

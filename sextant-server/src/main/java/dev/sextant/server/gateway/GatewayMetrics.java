@@ -22,6 +22,7 @@ final class GatewayMetrics {
     final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     final LongAdder oversized = new LongAdder();
     private final Counter retries;
+    private final Counter requeues;
     private final Counter ejections;
 
     GatewayMetrics(Supplier<DataPlane> plane, Supplier<Integer> inFlight, java.util.function.LongSupplier refusedSnapshots) {
@@ -30,6 +31,9 @@ final class GatewayMetrics {
                 .description("snapshots refused: older than the held one, or its version with other content")
                 .register(registry);
         retries = Counter.builder("sextant.gateway.retries").description("retries on another engine or after back-off")
+                .register(registry);
+        requeues = Counter.builder("sextant.gateway.requeues")
+                .description("retries after a connection to an engine could not be made (outside the retry budget)")
                 .register(registry);
         ejections = Counter.builder("sextant.gateway.ejections").description("local outlier ejections of engines")
                 .register(registry);
@@ -71,6 +75,10 @@ final class GatewayMetrics {
 
     void retry() {
         retries.increment();
+    }
+
+    void requeue() {
+        requeues.increment();
     }
 
     void ejection() {

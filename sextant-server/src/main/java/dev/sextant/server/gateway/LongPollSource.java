@@ -60,6 +60,7 @@ final class LongPollSource implements SnapshotSource {
         long backoffMs = 100;
         boolean reachable = true;
         Class<?> lastProblem = null; // logged once per kind, so a timeout does not hide a certificate refusal
+        String lastRefusal = null; // a control plane stuck on one refused snapshot is logged once for it
         while (!closed) {
             try {
                 HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(wait.plusSeconds(10)).GET();
@@ -77,11 +78,16 @@ final class LongPollSource implements SnapshotSource {
                     String refusal = refusal(held, s);
                     if (refusal != null) {
                         refusals.incrementAndGet();
-                        LOG.severe("SNAPSHOT REFUSED from " + uri.getAuthority() + ": " + refusal + "; keeping "
-                                + (held == null ? "none" : held.version()));
-                        // the control plane answers this ETag with the same document again: wait before asking
+                        if (!refusal.equals(lastRefusal)) {
+                            LOG.severe("SNAPSHOT REFUSED from " + uri.getAuthority() + ": " + refusal + "; keeping "
+                                    + (held == null ? "none" : held.version()));
+                            lastRefusal = refusal;
+                        }
+                        // The control plane answers this ETag with the same document again at once: without the
+                        // back-off this would be a busy loop against it for as long as it stays behind.
                         throw new RefusedSnapshot(refusal);
                     } else {
+                        lastRefusal = null;
                         held = s;
                         etag = r.headers().firstValue("etag").orElse(null);
                         listener.accept(s);
@@ -102,18 +108,27 @@ final class LongPollSource implements SnapshotSource {
                     return;
                 }
                 if ((reachable || e.getClass() != lastProblem) && !(e instanceof RefusedSnapshot)) {
-                    LOG.log(Level.WARNING, "control plane " + uri.getAuthority() + " unreachable (" + e
+                    LOG.log(Level.WARNING, "control plane " + uri.getAuthority()
+                            + (e instanceof SnapshotException ? " sent an invalid snapshot (" : " unreachable (") + e
                             + "); serving from snapshot " + (held == null ? "none" : held.version()));
                     reachable = false;
                     lastProblem = e.getClass();
                 }
-                try {
-                    Thread.sleep(backoffMs); // back-off between polls of an unreachable control plane
-                } catch (InterruptedException ie) {
+                if (!pause(backoffMs)) {
                     return;
                 }
                 backoffMs = Math.min(MAX_BACKOFF_MS, backoffMs * 2);
             }
+        }
+    }
+
+    /** Sleeps between polls of a control plane that is unreachable or behind; false when interrupted (closed). */
+    private static boolean pause(long ms) {
+        try {
+            Thread.sleep(ms);
+            return true;
+        } catch (InterruptedException e) {
+            return false;
         }
     }
 

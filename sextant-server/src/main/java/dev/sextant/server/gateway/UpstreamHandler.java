@@ -3,6 +3,7 @@ package dev.sextant.server.gateway;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.util.ReferenceCountUtil;
 
@@ -17,6 +18,15 @@ final class UpstreamHandler extends ChannelInboundHandlerAdapter {
         if (x == null) {
             ReferenceCountUtil.release(msg); // bytes of no request: an idle connection must not receive any
             ctx.close();
+            return;
+        }
+        if (msg instanceof HttpObject o && o.decoderResult().isFailure()) {
+            // not HTTP: the codec gave up on this connection, and nothing it holds can be trusted or reused
+            Throwable cause = o.decoderResult().cause();
+            ReferenceCountUtil.release(msg);
+            owner = null;
+            ctx.close();
+            x.onUpstreamClosed(ctx.channel(), new MalformedResponseException(cause));
             return;
         }
         if (msg instanceof HttpResponse r) {
@@ -45,6 +55,14 @@ final class UpstreamHandler extends ChannelInboundHandlerAdapter {
         ctx.close();
         if (x != null) {
             x.onUpstreamClosed(ctx.channel(), cause);
+        }
+    }
+
+    /** The engine sent bytes that are not a valid HTTP response. */
+    static final class MalformedResponseException extends Exception {
+        MalformedResponseException(Throwable cause) {
+            super("sent a malformed HTTP response (" + (cause == null ? "undecodable" : cause.getMessage()) + ")",
+                    cause, false, false);
         }
     }
 }

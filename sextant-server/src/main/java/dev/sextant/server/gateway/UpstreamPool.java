@@ -78,7 +78,15 @@ final class UpstreamPool {
         return b.connect(address);
     }
 
-    /** Returns a connection whose response ended cleanly; closes it when the pool is full. Call on its loop. */
+    /**
+     * Returns a connection whose response ended cleanly; closes it when the pool is full. Call on its loop.
+     *
+     * <p>An idle connection keeps one read pending: with auto-read off, a connection nobody reads from never
+     * notices that the engine closed or reset it, and the next request would be sent into a dead socket (a failed
+     * attempt, a retry token and a failure counted against a healthy engine). Reading while idle turns the
+     * engine's close into {@code channelInactive} at once, and any byte an idle connection receives (a response
+     * to no request) closes it ({@link UpstreamHandler}).
+     */
     void release(String endpoint, Channel c) {
         if (!c.isActive()) {
             return;
@@ -89,6 +97,7 @@ final class UpstreamPool {
             return;
         }
         q.addLast(c);
+        c.read();
     }
 
     private static InetSocketAddress address(String endpoint) {

@@ -175,4 +175,49 @@ class EngineFaultsTest {
             assertThat(engine.generatedTokens()).isZero();
         }
     }
+
+    @Test
+    void corruptStreamTruncate_endsTheChunkedBodyCleanlyAfterTheFirstTokenWithoutDone() throws IOException {
+        try (EngineEmulator engine = EngineEmulator.start(FAST.withFaults(
+                new Faults(0, 1, false, -1, Faults.Corruption.TRUNCATE), 1))) {
+            String wire = closingExchange(engine.port(), STREAM);
+
+            assertThat(wire).startsWith("HTTP/1.1 200 OK");
+            assertThat(wire.split("data: ", -1)).as("role chunk and one token").hasSize(1 + 1 + 1);
+            assertThat(wire).doesNotContain("[DONE]").doesNotContain("finish_reason\":\"");
+            assertThat(wire).as("a clean end of the chunked body").endsWith("\r\n0\r\n\r\n");
+            assertThat(Client.json(new Client(engine).post("/v1/chat/completions", CHAT)).at("/choices/0/finish_reason")
+                    .asText()).as("non-streaming answers are untouched").isEqualTo("length");
+        }
+    }
+
+    @Test
+    void corruptStreamMalformed_writesBytesThatAreNotChunkedEncoding() throws IOException {
+        try (EngineEmulator engine = EngineEmulator.start(FAST)) {
+            Client client = new Client(engine);
+            JsonNode set = Client.json(client.post("/admin/faults", "{\"corrupt_stream\":\"malformed\"}"));
+            String wire = closingExchange(engine.port(), STREAM);
+            int bad = client.post("/admin/faults", "{\"corrupt_stream\":\"sideways\"}").statusCode();
+            client.post("/admin/faults", "{\"corrupt_stream\":null}");
+
+            assertThat(set.get("corrupt_stream").asText()).isEqualTo("malformed");
+            assertThat(wire).startsWith("HTTP/1.1 200 OK").contains("\r\nzz-not-a-chunk-size\r\n");
+            assertThat(bad).isEqualTo(400);
+            assertThat(engine.faults()).isEqualTo(Faults.NONE);
+        }
+    }
+
+    /** Sends one request with {@code connection: close} and reads everything until the server closes. */
+    private static String closingExchange(int port, String body) throws IOException {
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+            socket.setSoTimeout(20_000);
+            byte[] bytes = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            String head = "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                    + "connection: close\r\ncontent-length: " + bytes.length + "\r\n\r\n";
+            socket.getOutputStream().write(head.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            socket.getOutputStream().write(bytes);
+            socket.getOutputStream().flush();
+            return new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        }
+    }
 }

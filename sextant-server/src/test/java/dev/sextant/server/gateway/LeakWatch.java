@@ -18,7 +18,7 @@ import java.util.logging.Logger;
  * fail on them instead of only logging them. Detection runs when a leaked buffer is collected and the next buffer
  * is tracked, so {@link #assertNoLeakReported()} collects garbage and allocates before looking.
  */
-final class LeakWatch {
+public final class LeakWatch {
     private static final Logger DETECTOR = Logger.getLogger(ResourceLeakDetector.class.getName());
 
     private final ResourceLeakDetector.Level previous = ResourceLeakDetector.getLevel();
@@ -46,12 +46,12 @@ final class LeakWatch {
     }
 
     /** Sets the level to {@code PARANOID} and starts collecting reports; {@link #close()} restores the level. */
-    static LeakWatch paranoid() {
+    public static LeakWatch paranoid() {
         return new LeakWatch();
     }
 
     /** Fails when a leak of a buffer collected by now was reported. */
-    void assertNoLeakReported() {
+    public void assertNoLeakReported() {
         for (int i = 0; i < 3; i++) {
             System.gc();
             System.runFinalization();
@@ -65,7 +65,7 @@ final class LeakWatch {
     }
 
     /** Stops collecting and restores the previous level. */
-    void close() {
+    public void close() {
         DETECTOR.removeHandler(handler);
         ResourceLeakDetector.setLevel(previous);
     }
