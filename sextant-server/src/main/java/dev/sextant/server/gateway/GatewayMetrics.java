@@ -29,6 +29,7 @@ final class GatewayMetrics {
         io.micrometer.core.instrument.FunctionCounter.builder("sextant.gateway.snapshot.refusals", refusedSnapshots,
                         s -> s.getAsLong())
                 .description("snapshots refused: older than the held one, or its version with other content")
+                .strongReference(true) // the supplier is a lambda no one else holds: a weak one would be collected
                 .register(registry);
         retries = Counter.builder("sextant.gateway.retries").description("retries on another engine or after back-off")
                 .register(registry);

@@ -179,7 +179,7 @@ class ControlPlaneFaultsTest extends FaultCase {
                 }
             }
             assertThat(warnings).anyMatch(w -> w.contains("sent an invalid snapshot"))
-                    .anyMatch(w -> w.contains("older than the held 5; refused"));
+                    .anyMatch(w -> w.contains("SNAPSHOT REFUSED") && w.contains("older than the held 5"));
         } finally {
             fake.stop(0);
             log.removeHandler(handler);
