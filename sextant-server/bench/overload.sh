@@ -120,7 +120,7 @@ all0=$(metric '^sextant_gateway_requests_total')
 ) >"$work/samples.txt" &
 sampler=$!
 pids+=($sampler)
-start=$(date +%s)
+start_ms=$(date +%s%3N)
 phase overload "$overload" "$secs"
 kill $sampler 2>/dev/null || true
 retries=$(( $(metric '^sextant_gateway_retries_total') - retries0 ))
@@ -131,9 +131,12 @@ echo "overload totals: client requests $all, sent to an engine $routed, retries 
      "$(awk -v a="$all" -v r="$routed" -v x="$retries" 'BEGIN {printf "%.4f", (r + x) / a}') (attempts / all requests)"
 echo "gateway status counts: $(curl -s "http://127.0.0.1:$GATEWAY/metrics" | grep '^sextant_gateway_requests_total' \
      | sed 's/.*class="\([a-z]*\)".*status="\([0-9]*\)".* \(.*\)/\1:\2=\3/' | sort | tr '\n' ' ')"
-echo "control plane: $(grep -c 'published snapshot' "$work/control-plane.log") snapshots published;" \
-     "first shed at +$(awk -v s="$start" '/sheds:/ && /low=[1-9]/ {print $1 - s; exit}' "$work/samples.txt") s (5 s samples)"
-grep 'published snapshot' "$work/control-plane.log" | sed 's/^.*published/  published/' | tail -4
+echo "control plane: $(grep -c 'published snapshot' "$work/control-plane.log") snapshots published; those since the 2× phase began:"
+# log lines start with the time of day (HH:MM:SS.mmm)
+grep 'published snapshot' "$work/control-plane.log" | while read -r when _ _ what; do
+  t=$(date -d "$(date +%F) $when" +%s%3N 2>/dev/null || echo 0)
+  if (( t >= start_ms )); then echo "  +$(awk -v t="$t" -v s="$start_ms" 'BEGIN {printf "%.1f", (t - s) / 1000}') s $what"; fi
+done | awk 'NR <= 8' # (awk reads everything: head would end the pipeline early, and pipefail the script)
 echo "gateway RSS during overload: max $(awk '{sub("rss_kib=", "", $2); if ($2 > m) m = $2} END {printf "%.0f", m / 1024}' "$work/samples.txt") MiB" \
      "(samples $(awk '{sub("rss_kib=", "", $2); printf "%.0f ", $2 / 1024}' "$work/samples.txt")MiB)"
 echo "gateway GC pauses: $(grep -c Pause "$work/gc.log"), longest $(grep -o '[0-9.]*ms$' "$work/gc.log" | sort -n | tail -1)"
