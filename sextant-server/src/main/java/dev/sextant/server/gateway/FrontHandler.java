@@ -145,6 +145,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             gw.metrics.shed(d.classId());
         }
         gw.metrics.request(d.classId(), null, r.status());
+        gw.reporter.request(d.classId()); // demand is what arrived: a shed request still asked to be served
         gw.accessLog("POST", path, r.status(), d.classId(), null, 0, -1, 0, 0, false, d.message());
         long ra = d.retryAfterNanos();
         String type = r.status() == 404 ? "invalid_request_error" : r.status() == 429 ? "rate_limit_error" : "server_error";

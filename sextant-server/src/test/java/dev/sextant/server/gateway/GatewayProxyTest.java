@@ -167,6 +167,11 @@ class GatewayProxyTest {
             assertThat(refused).isPositive();
             assertThat(served).isPositive();
             assertThat(Fleet.get(shedding.port(), "/metrics").body()).contains("sextant_gateway_sheds_total{class=\"chat\"}");
+            // the demand reported to the control plane counts the shed requests too: otherwise shedding would lower
+            // the observed demand, and the next solve would shed less (an oscillation)
+            JsonNode report = Http.JSON.readTree(shedding.reporter.drain());
+            assertThat(report.path("demand_rps").path("chat").asDouble() * report.path("interval_seconds").asDouble())
+                    .isCloseTo(40.0, org.assertj.core.data.Offset.offset(1e-6));
         }
     }
 
