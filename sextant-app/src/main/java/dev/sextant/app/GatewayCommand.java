@@ -20,7 +20,7 @@ final class GatewayCommand implements Callable<Integer> {
     static final Set<String> KEYS = Set.of("gateway_cluster", "host", "port", "control_plane", "token_file",
             "snapshot_file", "long_poll_wait", "report_interval", "max_body_bytes", "connect_timeout",
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
-            "threads", "max_in_flight_per_engine", "tls_cert_file", "tls_key_file", "tls_client_ca_file", "tls_ca_file",
+            "threads", "max_in_flight_per_engine", "priority_reserve", "tls_cert_file", "tls_key_file", "tls_client_ca_file", "tls_ca_file",
             "tls_client_cert_file", "tls_client_key_file");
     private final PrintWriter out;
 
@@ -62,6 +62,8 @@ final class GatewayCommand implements Callable<Integer> {
                     DataPlaneOptions.builder().maxSnapshotAge(f.duration("max_snapshot_age", Duration.ofMinutes(5)))
                             .maxInFlightPerEngine(f.integer("max_in_flight_per_engine",
                                     DataPlaneOptions.defaults().maxInFlightPerEngine()))
+                            .priorityReserve(f.number("priority_reserve",
+                                    DataPlaneOptions.defaults().priorityReserve()))
                             .build(), f.serverTls(), f.clientTls());
         } catch (IllegalArgumentException e) {
             throw new UsageException(config + ": " + e.getMessage());

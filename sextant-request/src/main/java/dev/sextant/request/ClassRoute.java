@@ -43,6 +43,8 @@ final class ClassRoute {
     final double[] nearExpectedTtftMs;
     /** {@code nearGroupEnd[i]}: index after the last engine tied with engine i (same health and RTT). */
     final int[] nearGroupEnd;
+    /** Requests in flight per engine this class may fill up to: the engine limit less the priority reserve. */
+    int limit;
 
     ClassRoute(String id, Route route, String[] residency, SlotTable table, String localTable, EngineCell[] cells, String[] endpoints, double[] share, double[] expectedTtftMs, int maxEjected,
                EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, int[] nearGroupEnd) {

@@ -84,6 +84,7 @@ final class Compiled {
                         + " may choose other engines for some keys");
             }
         }
+        classLimits(byId.values(), options);
         Map<String, ClassRoute[]> byModel = new HashMap<>();
         byModelList.forEach((m, list) -> {
             list.sort(Comparator.comparing(k -> k.id));
@@ -91,6 +92,21 @@ final class Compiled {
         });
         long deposit = Math.round(s.retryBudget().ratio(s.fleetUtilization()) * RetryTokens.UNIT);
         return new Compiled(s, now, byModel, byId, deposit, localTables);
+    }
+
+    /**
+     * Each class's share of the per-engine limit: of the R distinct priorities, rank r (0 = highest) may fill an
+     * engine up to ⌈limit × (1 − reserve × r / (R − 1))⌉, at least 1, so that when engines are full the lowest
+     * priorities are refused first and the highest always finds the reserved room.
+     */
+    private static void classLimits(java.util.Collection<ClassRoute> classes, DataPlaneOptions options) {
+        int[] priorities = classes.stream().mapToInt(k -> k.priority).distinct().sorted().toArray(); // ascending
+        int ranks = priorities.length;
+        for (ClassRoute k : classes) {
+            int rank = ranks - 1 - java.util.Arrays.binarySearch(priorities, k.priority);
+            double keep = ranks == 1 ? 1 : 1 - options.priorityReserve() * rank / (ranks - 1);
+            k.limit = Math.max(1, (int) Math.ceil(options.maxInFlightPerEngine() * keep - 1e-9));
+        }
     }
 
     /** The snapshot's engines as arrays indexed in id order, built once per swap. */

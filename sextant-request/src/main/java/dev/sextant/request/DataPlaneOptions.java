@@ -31,6 +31,9 @@ import java.time.Duration;
  * @param retryBackoffMax         cap of that back-off
  * @param retryTokenCap           the retry budget's deposits never bank more than this many retries, ≥ 1
  * @param maxInFlightPerEngine    this gateway's concurrency limit per engine, the final guard, ≥ 1
+ * @param priorityReserve         the share of that limit kept for the highest priority, in [0, 1): of the R
+ *                                distinct priorities of the gateway's classes, the one of rank r (0 = highest)
+ *                                may fill an engine up to ⌈limit × (1 − reserve × r / (R − 1))⌉, at least 1
  * @param shedRetryAfter          retry-after hint of a shed or concurrency-limit refusal
  * @param unavailableRetryAfter   retry-after hint when no engine is allowed or left
  * @param defaultPriority         the priority of a request that names none
@@ -43,7 +46,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
                                double ejectionJitter, double maxEjectedFraction, double ttftOutlierFactor,
                                TtftPredictor ttftPredictor, int maxAttempts, Duration retryBackoffBase,
                                Duration retryBackoffMax, double retryTokenCap, int maxInFlightPerEngine,
-                               Duration shedRetryAfter, Duration unavailableRetryAfter, int defaultPriority,
+                               double priorityReserve, Duration shedRetryAfter, Duration unavailableRetryAfter, int defaultPriority,
                                long seed, DataPlaneListener listener) {
 
     public DataPlaneOptions {
@@ -75,6 +78,9 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             throw new IllegalArgumentException("retry_token_cap: " + retryTokenCap + " (expected: >= 1)");
         }
         atLeast("max_in_flight_per_engine", maxInFlightPerEngine, 1);
+        if (!(priorityReserve >= 0 && priorityReserve < 1)) {
+            throw new IllegalArgumentException("priority_reserve: " + priorityReserve + " (expected: in [0, 1))");
+        }
         positive("shed_retry_after", shedRetryAfter);
         positive("unavailable_retry_after", unavailableRetryAfter);
         if (listener == null) {
@@ -116,6 +122,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         b.retryBackoffMax = retryBackoffMax;
         b.retryTokenCap = retryTokenCap;
         b.maxInFlightPerEngine = maxInFlightPerEngine;
+        b.priorityReserve = priorityReserve;
         b.shedRetryAfter = shedRetryAfter;
         b.unavailableRetryAfter = unavailableRetryAfter;
         b.defaultPriority = defaultPriority;
@@ -142,6 +149,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         private Duration retryBackoffMax = Duration.ofSeconds(1);
         private double retryTokenCap = 100;
         private int maxInFlightPerEngine = 1024;
+        private double priorityReserve = 0.25;
         private Duration shedRetryAfter = Duration.ofSeconds(1);
         private Duration unavailableRetryAfter = Duration.ofSeconds(5);
         private int defaultPriority = 0;
@@ -247,6 +255,12 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             return this;
         }
 
+        /** Sets {@link DataPlaneOptions#priorityReserve()}. */
+        public Builder priorityReserve(double value) {
+            this.priorityReserve = value;
+            return this;
+        }
+
         /** Sets {@link DataPlaneOptions#shedRetryAfter()}. */
         public Builder shedRetryAfter(Duration value) {
             this.shedRetryAfter = value;
@@ -282,7 +296,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk,
                     consecutiveFailures, ejectionBase, ejectionMax, ejectionJitter, maxEjectedFraction,
                     ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase, retryBackoffMax, retryTokenCap,
-                    maxInFlightPerEngine, shedRetryAfter, unavailableRetryAfter, defaultPriority, seed, listener);
+                    maxInFlightPerEngine, priorityReserve, shedRetryAfter, unavailableRetryAfter, defaultPriority, seed, listener);
         }
     }
 

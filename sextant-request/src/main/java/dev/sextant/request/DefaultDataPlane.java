@@ -129,7 +129,7 @@ final class DefaultDataPlane implements DataPlane {
         if (exclude == null) {
             int e = k.table.first(key);
             EngineCell cell = k.cells[e];
-            if (!cell.ejected(now) && withinBound(cell.inFlight.get(), k.share[e]) && cell.tryAcquire(limit)) {
+            if (!cell.ejected(now) && withinBound(cell.inFlight.get(), k.share[e]) && cell.tryAcquire(k.limit)) {
                 totalInFlight.incrementAndGet();
                 return e;
             }
@@ -171,17 +171,17 @@ final class DefaultDataPlane implements DataPlane {
                 continue;
             }
             if (cell.ejected(now) || exclude != null && cell.failures.get() > 0) {
-                if (panic < 0 && cell.inFlight.get() < limit) {
+                if (panic < 0 && cell.inFlight.get() < k.limit) {
                     panic = e;
                 }
                 continue;
             }
             sawHealthy = true;
             int inFlight = cell.inFlight.get();
-            if (inFlight >= limit) {
+            if (inFlight >= k.limit) {
                 continue;
             }
-            if (withinBound(inFlight, k.share[e]) && cell.tryAcquire(limit)) {
+            if (withinBound(inFlight, k.share[e]) && cell.tryAcquire(k.limit)) {
                 totalInFlight.incrementAndGet();
                 return e;
             }
@@ -191,7 +191,7 @@ final class DefaultDataPlane implements DataPlane {
                 bestRatio = ratio;
             }
         }
-        if (best >= 0 && k.cells[best].tryAcquire(limit)) {
+        if (best >= 0 && k.cells[best].tryAcquire(k.limit)) {
             totalInFlight.incrementAndGet();
             return best;
         }
@@ -205,18 +205,18 @@ final class DefaultDataPlane implements DataPlane {
                 continue;
             }
             if (cell.ejected(now) || exclude != null && cell.failures.get() > 0) {
-                if (panic < 0 && cell.inFlight.get() < limit) {
+                if (panic < 0 && cell.inFlight.get() < k.limit) {
                     panic = e;
                 }
                 continue;
             }
             sawHealthy = true;
-            if (cell.tryAcquire(limit)) {
+            if (cell.tryAcquire(k.limit)) {
                 totalInFlight.incrementAndGet();
                 return e;
             }
         }
-        if (!sawHealthy && panic >= 0 && k.cells[panic].tryAcquire(limit)) {
+        if (!sawHealthy && panic >= 0 && k.cells[panic].tryAcquire(k.limit)) {
             totalInFlight.incrementAndGet();
             return panic;
         }
@@ -235,7 +235,7 @@ final class DefaultDataPlane implements DataPlane {
         }
         for (int i = 0; i < k.near.length; i++) {
             EngineCell cell = k.near[i];
-            if ((exclude == null || ClassRoute.indexOf(exclude, cell) < 0) && cell.tryAcquire(limit)) {
+            if ((exclude == null || ClassRoute.indexOf(exclude, cell) < 0) && cell.tryAcquire(k.limit)) {
                 totalInFlight.incrementAndGet();
                 return i;
             }
@@ -261,14 +261,14 @@ final class DefaultDataPlane implements DataPlane {
             for (int i = g; i < end; i++) {
                 EngineCell cell = near[i];
                 int inFlight = cell.inFlight.get();
-                if (inFlight < bestInFlight && inFlight < limit
+                if (inFlight < bestInFlight && inFlight < k.limit
                         && !(avoidFailing ? failing(cell, now) : cell.ejected(now))
                         && (exclude == null || ClassRoute.indexOf(exclude, cell) < 0)) {
                     best = i;
                     bestInFlight = inFlight;
                 }
             }
-            if (best >= 0 && near[best].tryAcquire(limit)) {
+            if (best >= 0 && near[best].tryAcquire(k.limit)) {
                 totalInFlight.incrementAndGet();
                 return best;
             }
@@ -343,7 +343,7 @@ final class DefaultDataPlane implements DataPlane {
             // Nothing else left: the same engine again, if still allowed and not ejected, after a
             // full-jitter back-off (Brooker 2015): uniform in [0, min(max, base·2^(attempt−2))].
             int same = ClassRoute.indexOf(cellsOf, failed.cell);
-            if (same >= 0 && !failed.cell.ejected(now) && failed.cell.tryAcquire(limit)) {
+            if (same >= 0 && !failed.cell.ejected(now) && failed.cell.tryAcquire(k.limit)) {
                 totalInFlight.incrementAndGet();
                 i = same;
                 long cap = Math.min(backoffMaxNanos, backoffBaseNanos << Math.min(30, attempt - 2));
@@ -465,7 +465,8 @@ final class DefaultDataPlane implements DataPlane {
 
     private Decision engineLimit(Compiled c, ClassRoute k, boolean fallback) {
         return Decision.refused(k.id, c.snapshot.version(), fallback, Refusal.ENGINE_LIMIT, "every engine class '"
-                + k.id + "' may use is at its limit of " + limit + " requests in flight", shedRetryAfterNanos);
+                + k.id + "' may use is at its limit of " + k.limit + " requests in flight" + (k.limit < limit
+                ? " (" + limit + " less the share kept for higher priorities)" : ""), shedRetryAfterNanos);
     }
 
     // ---------------------------------------------------------------- policy path

@@ -469,6 +469,45 @@ class DataPlaneTest {
         assertThat(p.status().inFlight()).isZero();
     }
 
+    @Test
+    void engineLimit_keepsAShareForHigherPriorities_lowestRefusedFirst() {
+        Map<String, Double> w = Map.of("e0", 0.5, "e1", 0.5);
+        Snapshot s = new Fixtures.SnapshotBuilder("g").rtt("c", 1)
+                .engine("e0", "c", "r", 100, "m").engine("e1", "c", "r", 100, "m")
+                .route("low", "m", List.of(), 0, 0, w).route("normal", "m", List.of(), 1, 0, w)
+                .route("high", "m", List.of(), 2, 0, w).build();
+        DataPlane p = DataPlane.create("g", s, ticker,
+                DataPlaneOptions.builder().maxInFlightPerEngine(4).priorityReserve(0.5).build());
+        // each class alone fills both engines up to its share of the limit of 4: 2, 3 and 4 per engine
+        Map<Integer, Integer> admitted = new java.util.TreeMap<>();
+        for (int priority = 0; priority <= 2; priority++) {
+            List<Decision> held = new java.util.ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                Decision d = p.route(new RequestMeta("m", List.of(), priority, i, 1000L * priority + i));
+                if (!d.routed()) {
+                    assertThat(d.refusal()).isEqualTo(Refusal.ENGINE_LIMIT);
+                    break;
+                }
+                held.add(d);
+            }
+            admitted.put(priority, held.size());
+            held.forEach(d -> p.onFinish(d, Outcome.CANCELLED, -1));
+        }
+        assertThat(admitted).containsExactly(Map.entry(0, 4), Map.entry(1, 6), Map.entry(2, 8));
+
+        // engines full of low-priority work: low and normal are refused, high still gets in
+        List<Decision> low = new java.util.ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            low.add(p.route(new RequestMeta("m", List.of(), 0, i, 5000L + i)));
+        }
+        assertThat(low).allMatch(Decision::routed);
+        Decision normal = p.route(new RequestMeta("m", List.of(), 1, 7, 6001L));
+        Decision high = p.route(new RequestMeta("m", List.of(), 2, 7, 6002L));
+        assertThat(normal.routed()).isTrue(); // normal may fill up to 3: one more
+        assertThat(high.routed()).isTrue();
+        assertThat(p.route(new RequestMeta("m", List.of(), 0, 8, 6003L)).refusal()).isEqualTo(Refusal.ENGINE_LIMIT);
+    }
+
     /** A key whose first choice is {@code engine}. */
     static long keyOn(DataPlane p, String engine) {
         for (long key = 0; ; key++) {

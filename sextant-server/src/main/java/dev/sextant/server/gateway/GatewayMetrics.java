@@ -23,13 +23,15 @@ final class GatewayMetrics {
     final LongAdder oversized = new LongAdder();
     private final Counter retries;
     private final Counter requeues;
+    // A function counter holds its state weakly: this field keeps the supplier (a lambda no one else holds) alive.
+    private final java.util.function.LongSupplier refusedSnapshots;
     private final Counter ejections;
 
     GatewayMetrics(Supplier<DataPlane> plane, Supplier<Integer> inFlight, java.util.function.LongSupplier refusedSnapshots) {
+        this.refusedSnapshots = refusedSnapshots;
         io.micrometer.core.instrument.FunctionCounter.builder("sextant.gateway.snapshot.refusals", refusedSnapshots,
                         s -> s.getAsLong())
                 .description("snapshots refused: older than the held one, or its version with other content")
-                .strongReference(true) // the supplier is a lambda no one else holds: a weak one would be collected
                 .register(registry);
         retries = Counter.builder("sextant.gateway.retries").description("retries on another engine or after back-off")
                 .register(registry);
