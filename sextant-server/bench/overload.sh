@@ -63,6 +63,7 @@ threads: 2
 access_log: false
 report_interval: 2s
 max_in_flight_per_engine: 4
+priority_reserve: 0.5
 YAML
 wait_for() { for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done; echo "port $1 not up" >&2; exit 1; }
 wait_for $E1 /healthz; wait_for $E2 /healthz; wait_for $CONTROL /healthz
