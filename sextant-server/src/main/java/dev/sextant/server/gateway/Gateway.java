@@ -23,6 +23,7 @@ import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.HttpDecoderConfig;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
@@ -119,7 +120,12 @@ public final class Gateway implements AutoCloseable {
                     @Override
                     protected void initChannel(SocketChannel ch) {
                         channels.add(ch);
-                        ch.pipeline().addLast(new HttpServerCodec(),
+                        ClientLimits limits = config.clientLimits();
+                        RequestGuard guard = new RequestGuard(limits, config.idleTimeout());
+                        ch.pipeline().addLast(guard.bytesIn(),
+                                new HttpServerCodec(new HttpDecoderConfig().setMaxInitialLineLength(limits.maxHeaderBytes())
+                                        .setMaxHeaderSize(limits.maxHeaderBytes())),
+                                guard,
                                 new OversizedAwareAggregator(config.maxBodyBytes(), metrics.oversized),
                                 new FrontHandler(Gateway.this));
                     }

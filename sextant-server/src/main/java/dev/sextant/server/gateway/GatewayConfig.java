@@ -21,11 +21,12 @@ import java.time.Duration;
  * @param reportInterval  how often the signal reports are sent
  * @param accessLog       one log line per request when true
  * @param options         the data plane's tunables
+ * @param clientLimits    timeouts and size limits for what clients send before a request is whole
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
                             Duration drainTimeout, URI controlPlane, String token, Duration reportInterval,
-                            boolean accessLog, DataPlaneOptions options) {
+                            boolean accessLog, DataPlaneOptions options, ClientLimits clientLimits) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
@@ -48,6 +49,9 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         if (options == null) {
             throw new IllegalArgumentException("options: missing (expected: data plane options)");
         }
+        if (clientLimits == null) {
+            throw new IllegalArgumentException("client_limits: missing (expected: client limits)");
+        }
     }
 
     private static void positive(String field, Duration d) {
@@ -60,42 +64,55 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public static GatewayConfig defaults(String gatewayCluster) {
         return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofSeconds(30), null,
-                null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults());
+                null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), ClientLimits.defaults());
     }
 
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
         return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                clientLimits);
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
         return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                clientLimits);
     }
 
     /** With other timeouts. */
     public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
-                drainTimeout, controlPlane, token, reportInterval, accessLog, options);
+                drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                clientLimits);
     }
 
     /** With a control plane to report to. */
     public GatewayConfig withControlPlane(URI uri, String newToken, Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options);
+                idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options,
+                clientLimits);
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options,
+                clientLimits);
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions,
+                clientLimits);
+    }
+
+    /** With other client limits (request head and body timeouts, head size). */
+    public GatewayConfig withClientLimits(ClientLimits limits) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                limits);
     }
 }
