@@ -187,6 +187,16 @@ public final class Gateway implements AutoCloseable {
         return inFlight.get();
     }
 
+    /** Bytes written to client connections and not yet taken by the kernel, summed over the connections. */
+    long bufferedForClients() {
+        long sum = 0;
+        for (Channel c : channels) {
+            io.netty.channel.ChannelOutboundBuffer b = c.unsafe().outboundBuffer();
+            sum += b == null ? 0 : b.totalPendingWriteBytes();
+        }
+        return sum;
+    }
+
     boolean draining() {
         return draining;
     }

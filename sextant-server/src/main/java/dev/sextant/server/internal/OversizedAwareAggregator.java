@@ -1,6 +1,6 @@
 package dev.sextant.server.internal;
 
-import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http.FullHttpResponse;
@@ -29,6 +29,7 @@ public final class OversizedAwareAggregator extends HttpObjectAggregator {
     private final LongAdder refused;
     private boolean draining;
     private long drained;
+    private ChannelFuture answer;
 
     /**
      * Drains up to {@code max(maxBytes, 1 MiB)} bytes after a 413.
@@ -63,7 +64,7 @@ public final class OversizedAwareAggregator extends HttpObjectAggregator {
         HttpUtil.setKeepAlive(r, false);
         draining = true; // channelRead ends the drain at once when the message that went over was the last part
         drained = 0;
-        ctx.writeAndFlush(r);
+        answer = ctx.writeAndFlush(r);
     }
 
     @Override
@@ -88,8 +89,8 @@ public final class OversizedAwareAggregator extends HttpObjectAggregator {
 
     private void finishDrain(ChannelHandlerContext ctx) {
         draining = false;
-        // after the 413 was flushed: an empty write completes after every earlier one
-        ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+        answer.addListener(ChannelFutureListener.CLOSE); // once the 413 is written
+        answer = null;
     }
 
     @Override
