@@ -4,6 +4,7 @@ import dev.sextant.request.Decision;
 import dev.sextant.request.HttpFields;
 import dev.sextant.request.Refusal;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.internal.OversizedAwareAggregator;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -13,6 +14,7 @@ import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.handler.codec.http.TooLongHttpContentException;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
@@ -119,6 +121,23 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     private void malformed(ChannelHandlerContext ctx, Throwable cause) {
         HttpResponseStatus status;
         String code;
+        if (cause instanceof TooLongHttpContentException) {
+            // in its turn after earlier pipelined answers; the connection closes once the rest of the body is dropped
+            gw.metrics.request(null, null, 413);
+            FullHttpResponse r = error(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error",
+                    "request_too_large", cause.getMessage());
+            HttpUtil.setKeepAlive(r, false);
+            ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
+                releasePipelined();
+                OversizedAwareAggregator body = ctx.pipeline().get(OversizedAwareAggregator.class);
+                if (body != null && f.isSuccess()) {
+                    body.closeWhenBodyDropped(ctx);
+                } else {
+                    ctx.close();
+                }
+            });
+            return;
+        }
         if (cause instanceof TooLongHttpHeaderException) {
             status = HttpResponseStatus.REQUEST_HEADER_FIELDS_TOO_LARGE;
             code = "headers_too_large";
