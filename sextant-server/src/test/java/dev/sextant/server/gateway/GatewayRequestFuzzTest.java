@@ -65,7 +65,8 @@ import net.jqwik.api.lifecycle.BeforeContainer;
  * {@code connection: close}; what reaches an engine is one well-formed request with only the forwarded headers, no
  * CR/LF/NUL in a value, and a JSON object body. Leaks: Netty's detector at PARANOID over the whole run.
  *
- * <p>Size: {@code -Dsextant.fuzz.tries=N} inputs (default 1,500: a few seconds on an idle machine), seed {@code -Dsextant.fuzz.seed}.
+ * <p>Size: {@code -Dsextant.fuzz.tries=N} inputs (default 1,500: a few seconds on an idle machine), seed
+ * {@code -Dsextant.fuzz.seed}; a progress line every 10,000 inputs.
  * The nightly-size run (docs/reliability-hostile.md):
  * {@code mvn -B -pl sextant-server -am test -Dtest=GatewayRequestFuzzTest -Dsurefire.failIfNoSpecifiedTests=false
  * -Dsextant.fuzz.tries=100000}
@@ -323,6 +324,10 @@ class GatewayRequestFuzzTest {
         Map<Integer, Integer> statuses = new java.util.TreeMap<>();
         long started = System.nanoTime();
         for (int i = 0; i < TRIES; i++) {
+            if (i > 0 && i % 10_000 == 0) {
+                System.out.printf("request fuzz: %d inputs in %.1f s, answers by status %s%n", i,
+                        (System.nanoTime() - started) / 1e9, statuses);
+            }
             Input input = gen.next(random).value();
             byte[] raw = input.bytes();
             try {
