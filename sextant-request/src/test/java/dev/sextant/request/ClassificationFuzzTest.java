@@ -23,8 +23,8 @@ import net.jqwik.api.Tuple;
  * become {@link HttpFields}, as arbitrary strings (blank, huge, control characters, lone surrogates, numbers that
  * overflow, comma lists), through {@link HttpFields#toMeta()}, {@link Keys} and {@link DataPlane#route}.
  *
- * <p>Properties: nothing throws (but an empty or missing model, refused by name: the gateway answers 400 before); the parsed residency is trimmed, without blanks or duplicates; the priority is the
- * header's integer or none; the same fields give the same keys; a routed request goes to an engine that serves its
+ * <p>Properties: nothing throws (but an empty or missing model, refused by name: the gateway answers 400 before);
+ * the parsed residency is trimmed, without blanks or duplicates; the priority is the header's integer or none; the same fields give the same keys; a routed request goes to an engine that serves its
  * model, inside the regions it named and inside its class's regions; a refusal is a 404, 429 or 503 with a message.
  *
  * <p>Size: {@code -Dsextant.fuzz.tries=N} (default 5,000: about a second on an idle machine), seed
