@@ -2,6 +2,7 @@ package dev.sextant.app;
 
 import dev.sextant.config.SnapshotJson;
 import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.server.gateway.ClientLimits;
 import dev.sextant.server.gateway.Gateway;
 import dev.sextant.server.gateway.GatewayConfig;
 import dev.sextant.server.gateway.SnapshotSource;
@@ -20,7 +21,8 @@ final class GatewayCommand implements Callable<Integer> {
     static final Set<String> KEYS = Set.of("gateway_cluster", "host", "port", "control_plane", "token_file",
             "snapshot_file", "long_poll_wait", "report_interval", "max_body_bytes", "connect_timeout",
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
-            "threads", "max_in_flight_per_engine", "priority_reserve", "tls_cert_file", "tls_key_file", "tls_client_ca_file", "tls_ca_file",
+            "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
+            "max_header_bytes", "tls_cert_file", "tls_key_file", "tls_client_ca_file", "tls_ca_file",
             "tls_client_cert_file", "tls_client_key_file");
     private final PrintWriter out;
 
@@ -54,6 +56,10 @@ final class GatewayCommand implements Callable<Integer> {
         String token = f.token(cp != null);
         GatewayConfig c;
         try {
+            ClientLimits l = d.clientLimits();
+            ClientLimits limits = new ClientLimits(f.duration("request_header_timeout", l.requestHeaderTimeout()),
+                    f.duration("request_body_timeout", l.requestBodyTimeout()),
+                    f.integer("max_header_bytes", l.maxHeaderBytes()));
             c = new GatewayConfig(cluster, f.string("host", d.host()), port != null ? port : f.integer("port", 8080),
                     f.integer("max_body_bytes", d.maxBodyBytes()), f.duration("connect_timeout", d.connectTimeout()),
                     f.duration("first_byte_timeout", d.firstByteTimeout()), f.duration("idle_timeout", d.idleTimeout()),
@@ -64,7 +70,7 @@ final class GatewayCommand implements Callable<Integer> {
                                     DataPlaneOptions.defaults().maxInFlightPerEngine()))
                             .priorityReserve(f.number("priority_reserve",
                                     DataPlaneOptions.defaults().priorityReserve()))
-                            .build(), f.serverTls(), f.clientTls());
+                            .build(), f.serverTls(), f.clientTls(), limits);
         } catch (IllegalArgumentException e) {
             throw new UsageException(config + ": " + e.getMessage());
         }

@@ -34,6 +34,9 @@ class ServerCommandsTest {
             neither source         | gateway       | gateway_cluster: east                                     | exactly one of control_plane
             bad duration           | gateway       | gateway_cluster: east\\ncontrol_plane: http://x:1\\ntoken_file: tok\\nidle_timeout: soon | idle_timeout
             bad port type          | gateway       | gateway_cluster: east\\nport: eighty\\nsnapshot_file: s.json | port: "eighty" (expected: an integer)
+            bad header limit       | gateway       | gateway_cluster: east\\nmax_header_bytes: 0\\nsnapshot_file: s.json | max_header_bytes: 0 (expected: 1..1048576)
+            zero header timeout    | gateway       | gateway_cluster: east\\nrequest_header_timeout: 0s\\nsnapshot_file: s.json | request_header_timeout
+            bad body timeout       | gateway       | gateway_cluster: east\\nrequest_body_timeout: later\\nsnapshot_file: s.json | request_body_timeout
             no topology            | control-plane | port: 7070                                                | topology: missing
             bad demand             | control-plane | topology: t.yaml\\ntoken_file: tok\\ndemand: lots          | demand: lots
             tls cert without key   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntls_cert_file: c.pem | tls_key_file: missing
@@ -56,7 +59,8 @@ class ServerCommandsTest {
         assertThat(run("solve", topology.toString())).isZero();
         Files.writeString(dir.resolve("snapshot.json"), stdout);
         Path config = dir.resolve("gateway.yaml");
-        Files.writeString(config, "gateway_cluster: east\nport: 0\nsnapshot_file: snapshot.json\nthreads: 1\n");
+        Files.writeString(config, "gateway_cluster: east\nport: 0\nsnapshot_file: snapshot.json\nthreads: 1\n"
+                + "max_header_bytes: 8192\nrequest_header_timeout: 5s\nrequest_body_timeout: 30s\n");
         assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
         assertThat(stdout).contains("gateway east on http://127.0.0.1:").contains("(snapshot 1 from ").contains("stopped");
     }

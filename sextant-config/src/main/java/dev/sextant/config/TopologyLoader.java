@@ -64,6 +64,11 @@ public final class TopologyLoader {
     public static Topology load(Path file) throws TopologyException {
         String text;
         try {
+            long size = Files.size(file);
+            if (size > YamlTree.MAX_DOCUMENT_CHARS) {
+                throw new TopologyException(List.of(new ConfigProblem(file.toString(), 0, "", "file of " + size
+                        + " bytes (expected: at most " + YamlTree.MAX_DOCUMENT_CHARS + ")")));
+            }
             text = Files.readString(file, StandardCharsets.UTF_8);
         } catch (IOException | RuntimeException e) {
             throw new TopologyException(List.of(new ConfigProblem(file.toString(), 0, "",

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 import java.io.IOException;
@@ -14,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.yaml.snakeyaml.LoaderOptions;
 
 /**
  * A YAML document as a small tree whose every node remembers its line, read token by token with
@@ -24,8 +26,33 @@ final class YamlTree {
     /*
      * Aliases (profile: *h100) are rejected rather than expanded: Jackson's anchor-replaying parser
      * silently drops aliases nested inside an anchored node, and a topology must never lose a value.
+     *
+     * Limits, set here rather than left to library defaults, so that no input can make a load slow or large: a
+     * topology nests 6 levels deep (root, engines, an engine, profile, points, a point), and the largest fleets we
+     * model are a few MB of YAML (a long string is bounded by the document's limit). Aliases are refused (above) and never expanded, so
+     * an alias bomb costs its own length; the alias limit is set to none as a second guard.
      */
-    private static final YAMLFactory YAML = YAMLFactory.builder().build();
+    /** Deepest nesting of mappings and lists. */
+    static final int MAX_NESTING = 64;
+    /** Largest document, characters (and bytes of a file, checked before reading it). */
+    static final int MAX_DOCUMENT_CHARS = 16 << 20;
+
+    private static final YAMLFactory YAML = YAMLFactory.builder().loaderOptions(loaderOptions())
+            .streamReadConstraints(StreamReadConstraints.builder()
+                    .maxNestingDepth(MAX_NESTING)
+                    .maxNumberLength(1000)
+                    .maxDocumentLength(MAX_DOCUMENT_CHARS)
+                    .build())
+            .build();
+
+    private static LoaderOptions loaderOptions() {
+        LoaderOptions o = new LoaderOptions();
+        o.setCodePointLimit(MAX_DOCUMENT_CHARS);
+        o.setNestingDepthLimit(MAX_NESTING);
+        o.setMaxAliasesForCollections(0);
+        o.setAllowRecursiveKeys(false);
+        return o;
+    }
 
     private YamlTree() {
     }

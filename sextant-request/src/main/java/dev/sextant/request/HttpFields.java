@@ -75,7 +75,7 @@ public record HttpFields(String model, String residencyHeader, String priorityHe
         }
         List<String> out = new ArrayList<>();
         for (String part : header.split(",")) {
-            String r = part.trim();
+            String r = part.trim().strip(); // control characters and Unicode spaces (U+2028…) alike: blank is absent
             if (!r.isEmpty() && !out.contains(r)) {
                 out.add(r);
             }

@@ -4,6 +4,7 @@ import dev.sextant.request.Decision;
 import dev.sextant.request.HttpFields;
 import dev.sextant.request.Refusal;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.internal.OversizedAwareAggregator;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -13,6 +14,9 @@ import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.handler.codec.http.TooLongHttpContentException;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
 import java.time.Duration;
 import java.util.logging.Level;
@@ -63,12 +67,14 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         boolean keepAlive = HttpUtil.isKeepAlive(req) && !gw.draining();
         try {
             if (req.decoderResult().isFailure()) {
+                Throwable cause = req.decoderResult().cause();
                 req.release();
-                reply(ctx, error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", null,
-                        "malformed HTTP request: " + req.decoderResult().cause().getMessage()), false);
+                malformed(ctx, cause);
                 return;
             }
-            String path = new QueryStringDecoder(req.uri()).path();
+            // the raw path, not a decoded one: /v1%2Fchat%2Fcompletions or /metrics/../x name no endpoint (404), and
+            // what is classified is exactly what the engine is sent
+            String path = new QueryStringDecoder(req.uri()).rawPath();
             switch (path) {
                 case "/v1/chat/completions", "/v1/completions", "/v1/embeddings" -> {
                     if (req.method() != HttpMethod.POST) {
@@ -106,6 +112,44 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             reply(ctx, error(HttpResponseStatus.INTERNAL_SERVER_ERROR, "server_error", "internal_error",
                     "internal error: " + e), false);
         }
+    }
+
+    /**
+     * A request the HTTP decoder refused (a head over the limit, conflicting lengths, a bad chunk…): an error and a
+     * closed connection, since where the next request would start is unknown. The decoder reads nothing after it.
+     */
+    private void malformed(ChannelHandlerContext ctx, Throwable cause) {
+        HttpResponseStatus status;
+        String code;
+        if (cause instanceof TooLongHttpContentException) {
+            // in its turn after earlier pipelined answers; the connection closes once the rest of the body is dropped
+            gw.metrics.request(null, null, 413);
+            FullHttpResponse r = error(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error",
+                    "request_too_large", cause.getMessage());
+            HttpUtil.setKeepAlive(r, false);
+            ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
+                releasePipelined();
+                OversizedAwareAggregator body = ctx.pipeline().get(OversizedAwareAggregator.class);
+                if (body != null && f.isSuccess()) {
+                    body.closeWhenBodyDropped(ctx);
+                } else {
+                    ctx.close();
+                }
+            });
+            return;
+        }
+        if (cause instanceof TooLongHttpHeaderException) {
+            status = HttpResponseStatus.REQUEST_HEADER_FIELDS_TOO_LARGE;
+            code = "headers_too_large";
+        } else if (cause instanceof TooLongHttpLineException) {
+            status = HttpResponseStatus.REQUEST_URI_TOO_LONG;
+            code = "request_line_too_long";
+        } else {
+            status = HttpResponseStatus.BAD_REQUEST;
+            code = "malformed_request";
+        }
+        gw.metrics.request(null, null, status.code());
+        reply(ctx, error(status, "invalid_request_error", code, "malformed HTTP request: " + cause.getMessage()), false);
     }
 
     private void proxy(ChannelHandlerContext ctx, FullHttpRequest req, String path, boolean keepAlive) {

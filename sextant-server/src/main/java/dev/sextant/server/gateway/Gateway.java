@@ -22,6 +22,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.http.HttpDecoderConfig;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -130,7 +131,12 @@ public final class Gateway implements AutoCloseable {
                         if (serverTls != null) {
                             ch.pipeline().addLast(serverTls.newHandler(ch.alloc()));
                         }
-                        ch.pipeline().addLast(new HttpServerCodec(),
+                        ClientLimits limits = config.clientLimits();
+                        RequestGuard guard = new RequestGuard(limits, config.idleTimeout());
+                        ch.pipeline().addLast(guard.bytesIn(),
+                                new HttpServerCodec(new HttpDecoderConfig().setMaxInitialLineLength(limits.maxHeaderBytes())
+                                        .setMaxHeaderSize(limits.maxHeaderBytes())),
+                                guard,
                                 new OversizedAwareAggregator(config.maxBodyBytes(), metrics.oversized),
                                 new FrontHandler(Gateway.this));
                     }
@@ -210,6 +216,16 @@ public final class Gateway implements AutoCloseable {
     /** Requests being proxied now, ≥ 0. */
     public int inFlight() {
         return inFlight.get();
+    }
+
+    /** Bytes written to client connections and not yet taken by the kernel, summed over the connections. */
+    long bufferedForClients() {
+        long sum = 0;
+        for (Channel c : channels) {
+            io.netty.channel.ChannelOutboundBuffer b = c.unsafe().outboundBuffer();
+            sum += b == null ? 0 : b.totalPendingWriteBytes();
+        }
+        return sum;
     }
 
     boolean draining() {

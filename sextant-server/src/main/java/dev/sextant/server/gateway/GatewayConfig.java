@@ -26,11 +26,13 @@ import java.time.Duration;
  * @param tls             TLS on its own listener, or null for plain HTTP
  * @param clientTls       how {@code https} control planes and engines are verified (and the client certificate
  *                        shown to them), or null for the JDK's default CAs and no client certificate
+ * @param clientLimits    timeouts and size limits for what clients send before a request is whole
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
                             Duration drainTimeout, URI controlPlane, String token, Duration reportInterval,
-                            boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls) {
+                            boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
+                            ClientLimits clientLimits) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
@@ -53,6 +55,9 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         if (options == null) {
             throw new IllegalArgumentException("options: missing (expected: data plane options)");
         }
+        if (clientLimits == null) {
+            throw new IllegalArgumentException("client_limits: missing (expected: client limits)");
+        }
     }
 
     private static void positive(String field, Duration d) {
@@ -65,43 +70,50 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public static GatewayConfig defaults(String gatewayCluster) {
         return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofSeconds(30), null,
-                null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null);
+                null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
+                ClientLimits.defaults());
     }
 
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
         return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
+                clientLimits);
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
         return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
+                clientLimits);
     }
 
     /** With other timeouts. */
     public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
-                drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls);
+                drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
+                clientLimits);
     }
 
     /** With a control plane to report to. */
     public GatewayConfig withControlPlane(URI uri, String newToken, Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options, tls, clientTls);
+                idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options, tls, clientTls,
+                clientLimits);
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options, tls, clientTls);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options, tls, clientTls,
+                clientLimits);
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions, tls, clientTls);
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions, tls,
+                clientTls, clientLimits);
     }
 
     /**
@@ -111,7 +123,14 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withTls(ServerTls serverTls, ClientTls client) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                serverTls, client);
+                serverTls, client, clientLimits);
+    }
+
+    /** With other client limits (request head and body timeouts, head size). */
+    public GatewayConfig withClientLimits(ClientLimits limits) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                tls, clientTls, limits);
     }
 
     /** Never the token: a config printed or logged must not leak it. */
@@ -122,6 +141,6 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 + firstByteTimeout + ", idleTimeout=" + idleTimeout + ", totalTimeout=" + totalTimeout
                 + ", drainTimeout=" + drainTimeout + ", controlPlane=" + controlPlane + ", token="
                 + (token == null ? "null" : "(redacted)") + ", reportInterval=" + reportInterval + ", accessLog="
-                + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + "]";
+                + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + ", clientLimits=" + clientLimits + "]";
     }
 }

@@ -1,0 +1,41 @@
+package dev.sextant.server.gateway;
+
+import java.time.Duration;
+
+/**
+ * What a gateway allows a client connection before it has a whole request: how long the request head and the body
+ * may take to arrive, and how large the head may be. They bound what a slow or hostile client can hold: a connection
+ * that trickles its head (slowloris) or its body is closed when its timeout passes, whatever it sends meanwhile.
+ *
+ * @param requestHeaderTimeout from the moment the gateway is ready to read a request (a new connection, or the
+ *                             previous answer written) until its whole head (request line and headers) arrived;
+ *                             &gt; 0. Past it a connection that sent part of a request gets 408 and is closed; an idle
+ *                             keep-alive connection is closed without an answer
+ * @param requestBodyTimeout   from the end of the head until the end of the body; &gt; 0. Past it: 408, connection
+ *                             closed
+ * @param maxHeaderBytes       largest request line, and largest header block, bytes in 1..1 MiB; larger → 414 (line)
+ *                             or 431 (headers), connection closed
+ */
+public record ClientLimits(Duration requestHeaderTimeout, Duration requestBodyTimeout, int maxHeaderBytes) {
+    /** The default head limit, 16 KiB. */
+    public static final int DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+
+    public ClientLimits {
+        positive("request_header_timeout", requestHeaderTimeout);
+        positive("request_body_timeout", requestBodyTimeout);
+        if (maxHeaderBytes < 1 || maxHeaderBytes > 1 << 20) {
+            throw new IllegalArgumentException("max_header_bytes: " + maxHeaderBytes + " (expected: 1..1048576)");
+        }
+    }
+
+    private static void positive(String field, Duration d) {
+        if (d == null || d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(field + ": " + d + " (expected: > 0)");
+        }
+    }
+
+    /** 10 s for the head, 60 s for the body, 16 KiB of head. */
+    public static ClientLimits defaults() {
+        return new ClientLimits(Duration.ofSeconds(10), Duration.ofSeconds(60), DEFAULT_MAX_HEADER_BYTES);
+    }
+}

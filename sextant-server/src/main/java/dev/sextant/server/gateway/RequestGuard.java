@@ -1,0 +1,232 @@
+package dev.sextant.server.gateway;
+
+import dev.sextant.server.internal.Http;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * Bounds what one client connection may hold: the time its request head and body take to arrive
+ * ({@link ClientLimits}), and the time an answer may wait for a client that does not read it. Sits between the HTTP
+ * codec and the body aggregator, so it sees where a request's head and body end; {@link #bytesIn()}, placed before
+ * the codec, tells it whether any byte of a request arrived.
+ *
+ * <ul>
+ *   <li>Head: timed from when the gateway is ready to read a request (the connection's first read, or the read after
+ *   an answer was written). Past {@code request_header_timeout}: 408 and close when part of a request arrived,
+ *   close without an answer when the keep-alive connection was idle.</li>
+ *   <li>Body: timed from the end of the head. Past {@code request_body_timeout}: 408 and close; only close when the
+ *   gateway is still answering an earlier request on this connection (an answer cannot be interleaved), or already
+ *   answered this one (a 413 whose body is being drained).</li>
+ *   <li>Unread answer: a write the client has not taken for {@code idle_timeout} (a reader that never reads; the
+ *   engine side has stopped reading by then, so nothing piles up) closes the connection.</li>
+ * </ul>
+ *
+ * <p>Runs on the channel's event loop; one timer per guard for the head and body deadlines, re-armed only when a
+ * deadline moves earlier (the {@link Exchange} habit), and one for stalled writes, armed only while a write waits.
+ */
+final class RequestGuard extends ChannelDuplexHandler {
+    private static final Logger LOG = Logger.getLogger(RequestGuard.class.getName());
+
+    private enum Phase { WAITING, BODY, HANDLING }
+
+    private final long headNanos;
+    private final long bodyNanos;
+    private final long stallNanos;
+    private final Duration headTimeout;
+    private final Duration bodyTimeout;
+    private ChannelHandlerContext ctx;
+    private Phase phase = Phase.HANDLING; // the first read() starts the head clock
+    private boolean bytesSeen;
+    /** Requests whose head arrived and whose final answer has not been written yet. */
+    private int owed;
+
+    private long deadline = Long.MAX_VALUE;
+    private ScheduledFuture<?> timer;
+    private long timerAt;
+
+    private int pendingWrites;
+    private long lastWriteProgress;
+    private ScheduledFuture<?> stallTimer;
+    private final ChannelFutureListener writeDone = f -> {
+        pendingWrites--;
+        lastWriteProgress = System.nanoTime();
+    };
+
+    private final ChannelInboundHandlerAdapter bytesIn = new ChannelInboundHandlerAdapter() {
+        @Override
+        public void channelRead(ChannelHandlerContext c, Object msg) {
+            if (msg instanceof ByteBuf b && b.isReadable()) {
+                bytesSeen = true;
+            }
+            c.fireChannelRead(msg);
+        }
+    };
+
+    /**
+     * @param limits       head and body timeouts
+     * @param unreadAnswer how long a write may wait for the client to read, &gt; 0
+     */
+    RequestGuard(ClientLimits limits, Duration unreadAnswer) {
+        this.headTimeout = limits.requestHeaderTimeout();
+        this.bodyTimeout = limits.requestBodyTimeout();
+        this.headNanos = headTimeout.toNanos();
+        this.bodyNanos = bodyTimeout.toNanos();
+        this.stallNanos = unreadAnswer.toNanos();
+    }
+
+    /** The handler to place before the HTTP codec; it only notes that bytes arrived. */
+    ChannelHandler bytesIn() {
+        return bytesIn;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext c) {
+        this.ctx = c;
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext c, Object msg) {
+        if (msg instanceof HttpRequest r) {
+            owed++;
+            if (r.decoderResult().isFailure()) {
+                endOfRequest(); // answered at once with an error, and the connection closed
+            } else {
+                phase = Phase.BODY;
+                arm(System.nanoTime() + bodyNanos);
+            }
+        }
+        if (msg instanceof LastHttpContent || msg instanceof io.netty.handler.codec.http.HttpContent h
+                && h.decoderResult().isFailure()) {
+            endOfRequest();
+        }
+        c.fireChannelRead(msg);
+    }
+
+    private void endOfRequest() {
+        phase = Phase.HANDLING;
+        bytesSeen = false;
+        deadline = Long.MAX_VALUE;
+    }
+
+    @Override
+    public void read(ChannelHandlerContext c) {
+        if (phase == Phase.HANDLING) { // the gateway is ready for the next request
+            phase = Phase.WAITING;
+            arm(System.nanoTime() + headNanos);
+        }
+        c.read();
+    }
+
+    @Override
+    public void write(ChannelHandlerContext c, Object msg, ChannelPromise promise) {
+        if (msg instanceof LastHttpContent && !(msg instanceof HttpResponse r && r.status().codeClass()
+                == io.netty.handler.codec.http.HttpStatusClass.INFORMATIONAL)) {
+            owed = Math.max(0, owed - 1);
+        }
+        if (!promise.isVoid()) {
+            if (pendingWrites++ == 0) {
+                lastWriteProgress = System.nanoTime();
+                if (stallTimer == null) {
+                    stallTimer = c.executor().schedule(this::onStallTimer, stallNanos, TimeUnit.NANOSECONDS);
+                }
+            }
+            promise.addListener(writeDone);
+        }
+        c.write(msg, promise);
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext c) {
+        deadline = Long.MAX_VALUE;
+        if (timer != null) {
+            timer.cancel(false);
+            timer = null;
+        }
+        if (stallTimer != null) {
+            stallTimer.cancel(false);
+            stallTimer = null;
+        }
+        c.fireChannelInactive();
+    }
+
+    private void arm(long at) {
+        deadline = at;
+        if (timer != null && timerAt <= at) {
+            return; // fires earlier and re-arms itself then
+        }
+        if (timer != null) {
+            timer.cancel(false);
+        }
+        timerAt = at;
+        timer = ctx.executor().schedule(this::onTimer, Math.max(0, at - System.nanoTime()), TimeUnit.NANOSECONDS);
+    }
+
+    private void onTimer() {
+        timer = null;
+        if (deadline == Long.MAX_VALUE || !ctx.channel().isActive()) {
+            return;
+        }
+        long now = System.nanoTime();
+        if (now < deadline) {
+            arm(deadline);
+            return;
+        }
+        deadline = Long.MAX_VALUE;
+        if (phase == Phase.WAITING) {
+            if (bytesSeen && owed == 0) {
+                timeout("request head not complete within " + seconds(headTimeout) + " (request_header_timeout)");
+            } else {
+                ctx.close(); // an idle keep-alive connection
+            }
+        } else if (phase == Phase.BODY) {
+            if (owed == 1) {
+                timeout("request body not complete within " + seconds(bodyTimeout) + " (request_body_timeout)");
+            } else {
+                ctx.close(); // answered already (413), or an earlier answer is still being written
+            }
+        }
+    }
+
+    private void timeout(String message) {
+        LOG.log(Level.FINE, () -> ctx.channel() + ": " + message);
+        FullHttpResponse r = Http.error(HttpResponseStatus.REQUEST_TIMEOUT, "invalid_request_error", "request_timeout",
+                message, null);
+        HttpUtil.setKeepAlive(r, false);
+        ctx.writeAndFlush(r).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    private void onStallTimer() {
+        stallTimer = null;
+        if (pendingWrites <= 0 || !ctx.channel().isActive()) {
+            return;
+        }
+        long idle = System.nanoTime() - lastWriteProgress;
+        if (idle >= stallNanos) {
+            LOG.log(Level.FINE, () -> ctx.channel() + ": the client read nothing for " + seconds(Duration.ofNanos(stallNanos))
+                    + " (idle_timeout); closing");
+            ctx.close();
+        } else {
+            stallTimer = ctx.executor().schedule(this::onStallTimer, stallNanos - idle, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    private static String seconds(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
+    }
+}
