@@ -356,8 +356,8 @@ final class Compiled {
             return Decision.refused(null, snapshot.version(), false, Refusal.UNKNOWN_MODEL, "model '" + m.model()
                     + "' is not served at gateway cluster '" + gateway + "' (known models: " + models + ")", 0);
         }
-        return Decision.refused(null, snapshot.version(), false, Refusal.NO_ALLOWED_ENGINE, "no class of model '"
-                + m.model() + "' is restricted to regions within " + m.residency()
-                + ", so no engine may process this request's data", unavailableNanos);
+        return Decision.refused(null, snapshot.version(), false, Refusal.RESIDENCY_NOT_SERVED, "no class of model '"
+                + m.model() + "' is restricted to regions within " + m.residency() + " at gateway cluster '" + gateway
+                + "', so no engine may process this request's data", 0);
     }
 }

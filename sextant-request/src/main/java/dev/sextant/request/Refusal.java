@@ -7,7 +7,12 @@ package dev.sextant.request;
 public enum Refusal {
     /** No class of this gateway cluster serves the requested model. */
     UNKNOWN_MODEL(404, "model_not_found"),
-    /** The model is known, but no engine may serve the request (residency, or no engine at all). */
+    /**
+     * The request names regions, and no class of its model is restricted to them: the fleet never serves this
+     * model within those regions, so it is the request that cannot be met (like an unknown model), not an outage.
+     */
+    RESIDENCY_NOT_SERVED(400, "residency_not_served"),
+    /** The class has no engine it may use at this gateway cluster: the fleet's configuration, not the request. */
     NO_ALLOWED_ENGINE(503, "no_allowed_engine"),
     /** Admission refused it: the policy sheds this fraction of the class. Carries a retry-after hint. */
     SHED(429, "overloaded"),

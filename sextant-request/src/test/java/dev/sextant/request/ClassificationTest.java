@@ -65,13 +65,13 @@ class ClassificationTest {
     }
 
     @Test
-    void route_residencyNoClassFits_refuses503NoAllowedEngine() {
+    void route_residencyNoClassFits_refuses400ResidencyNotServed() {
         DataPlane plane = DataPlane.create("g", snapshot(), new Fixtures.ManualTicker(), DataPlaneOptions.defaults());
         Decision d = plane.route(new RequestMeta("embed", List.of("eu-west"), RequestMeta.NO_PRIORITY, 1, 1));
-        assertThat(d.refusal()).isEqualTo(Refusal.NO_ALLOWED_ENGINE);
-        assertThat(d.refusal().status()).isEqualTo(503);
+        assertThat(d.refusal()).isEqualTo(Refusal.RESIDENCY_NOT_SERVED);
+        assertThat(d.refusal().status()).isEqualTo(400);
         assertThat(d.message()).contains("embed").contains("eu-west");
-        assertThat(d.retryAfterNanos()).isPositive();
+        assertThat(d.retryAfterNanos()).isZero(); // asking again will not help
     }
 
     @Test

@@ -192,7 +192,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         gw.reporter.request(d.classId()); // demand is what arrived: a shed request still asked to be served
         gw.accessLog("POST", path, r.status(), d.classId(), null, 0, -1, 0, 0, false, d.message());
         long ra = d.retryAfterNanos();
-        String type = r.status() == 404 ? "invalid_request_error" : r.status() == 429 ? "rate_limit_error" : "server_error";
+        String type = r.status() == 429 ? "rate_limit_error" : r.status() < 500 ? "invalid_request_error" : "server_error";
         FullHttpResponse resp = Http.error(HttpResponseStatus.valueOf(r.status()), type, r.code(), d.message(),
                 ra > 0 ? Duration.ofNanos(ra) : null);
         resp.headers().set("x-sextant-snapshot-version", Long.toString(d.snapshotVersion()));

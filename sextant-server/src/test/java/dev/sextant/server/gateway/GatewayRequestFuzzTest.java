@@ -58,8 +58,8 @@ import net.jqwik.api.lifecycle.BeforeContainer;
  * JSON level or byte for byte (request line, headers, chunk framing included), and delivered in random segments.
  * Engines are {@link UpstreamHandler}s on embedded channels in the gateway's pool, answering 200 (JSON or SSE) or 400.
  *
- * <p>Properties, for every input: no answer is a 5xx other than the documented 503 {@code no_allowed_engine} (the
- * engines never send one, so any other 5xx would be caused by the input); no exception reaches the end of the
+ * <p>Properties, for every input: no answer is a 5xx (the engines never send one, so any 5xx would be caused by
+ * the input); no exception reaches the end of the
  * pipeline and nothing is logged as an internal error; every answer on the wire is a whole HTTP response; an open
  * connection has answered every request that arrived whole, exactly once, and a closed one said
  * {@code connection: close}; what reaches an engine is one well-formed request with only the forwarded headers, no
@@ -387,8 +387,7 @@ class GatewayRequestFuzzTest {
                 statuses.merge(code, 1, Integer::sum);
                 if (code >= 500) {
                     String body = r.content().toString(StandardCharsets.UTF_8);
-                    assertThat(code == 503 && body.contains("no_allowed_engine"))
-                            .as("a 5xx with no engine 5xx behind it: " + code + " " + body).isTrue();
+                    assertThat(code).as("a 5xx with no engine 5xx behind it: " + code + " " + body).isLessThan(500);
                 }
             }
             assertThat(finals.size()).as("answers ≤ requests begun").isLessThanOrEqualTo(counter.begun);
