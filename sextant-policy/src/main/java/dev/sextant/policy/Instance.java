@@ -50,7 +50,10 @@ final class Instance {
     /** Per source and allowed group: flow kept from the previous snapshot (affinity cap), req/s. */
     final double[][] sourceKept;
     final double discount;
-    /** Per source: allowed engines, with or without capacity (for explanations and baselines). */
+    /**
+     * Per source: allowed engines, with or without capacity (for explanations and baselines). Sources
+     * of one model with the same allowed engine clusters share one array: read only.
+     */
     final int[][] sourceEngines;
     final int[] sourceGatewayIndex;
     /** Engine → index of its engine cluster; gateway index → cluster index → round trip (NaN: none). */
@@ -134,12 +137,18 @@ final class Instance {
             byId[j] = j;
         }
         java.util.Arrays.sort(byId, java.util.Comparator.comparing(j -> engines.get(j).id()));
-        Map<String, List<Integer>> servingModel = new HashMap<>();
-        for (int j : byId) {
-            for (String m : engines.get(j).models()) {
-                servingModel.computeIfAbsent(m, x -> new ArrayList<>()).add(j);
+        Map<String, int[]> servingModel = new HashMap<>();
+        {
+            Map<String, List<Integer>> serving = new HashMap<>();
+            for (int j : byId) {
+                for (String m : engines.get(j).models()) {
+                    serving.computeIfAbsent(m, x -> new ArrayList<>()).add(j);
+                }
             }
+            serving.forEach((m, list) -> servingModel.put(m, list.stream().mapToInt(Integer::intValue).toArray()));
         }
+        // many sources share a model and a set of allowed engine clusters: one engine list for each such pair
+        Map<String, int[]> enginesByModelAndClusters = new HashMap<>();
         rttByCluster = new double[gateways.size()][clusterIndex.size()];
         for (int gi2 = 0; gi2 < gateways.size(); gi2++) {
             java.util.Arrays.fill(rttByCluster[gi2], Double.NaN);
@@ -180,8 +189,9 @@ final class Instance {
                 for (int a = 0; a < sourceGroups[k].length; a++) {
                     sourceRtt[k][a] = rtt[engineCluster[groupEngines[sourceGroups[k][a]][0]]];
                 }
-                sourceEngines[k] = servingModel.getOrDefault(c.model(), List.of()).stream()
-                        .filter(j -> clusterAllowed[engineCluster[j]]).mapToInt(Integer::intValue).toArray();
+                sourceEngines[k] = enginesByModelAndClusters.computeIfAbsent(
+                        c.model() + "\u0000" + java.util.Arrays.toString(clusterAllowed),
+                        x -> allowedEngines(servingModel.getOrDefault(c.model(), new int[0]), clusterAllowed));
                 sourceKept[k] = new double[sourceGroups[k].length];
                 k++;
             }
@@ -189,6 +199,18 @@ final class Instance {
         if (discount > 0) {
             fillKept(options.previous());
         }
+    }
+
+    /** The engines of {@code serving} (in id order) whose engine cluster is allowed. */
+    private int[] allowedEngines(int[] serving, boolean[] clusterAllowed) {
+        int[] out = new int[serving.length];
+        int count = 0;
+        for (int j : serving) {
+            if (clusterAllowed[engineCluster[j]]) {
+                out[count++] = j;
+            }
+        }
+        return java.util.Arrays.copyOf(out, count);
     }
 
     /** Round trip from the source's gateway cluster to the engine, or NaN when not reachable. */
