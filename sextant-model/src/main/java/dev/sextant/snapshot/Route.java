@@ -1,5 +1,7 @@
 package dev.sextant.snapshot;
 
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -56,12 +58,25 @@ public record Route(String model, List<String> residency, int priority, double d
 
     /** The engines with positive weight, in id order: the engines {@link #slots()} indexes. */
     public List<String> slotEngines() {
-        return weights.entrySet().stream().filter(e -> e.getValue() > 0).map(Map.Entry::getKey).toList();
+        List<String> out = new ArrayList<>(weights.size());
+        weights.forEach((e, w) -> {
+            if (w > 0) {
+                out.add(e);
+            }
+        });
+        return Collections.unmodifiableList(out);
     }
 
     /** The positive weights, aligned with {@link #slotEngines()}. */
     public double[] slotWeights() {
-        return weights.values().stream().mapToDouble(Double::doubleValue).filter(w -> w > 0).toArray();
+        double[] out = new double[weights.size()];
+        int count = 0;
+        for (double w : weights.values()) {
+            if (w > 0) {
+                out[count++] = w;
+            }
+        }
+        return count == out.length ? out : Arrays.copyOf(out, count);
     }
 
     private static String abbreviated(String s) {

@@ -86,26 +86,33 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             });
             f.number(objective.meanLatencyMs()).number(objective.latencyCost()).number(objective.lowerBound())
                     .number(objective.gapRelative()).number(objective.shedRps()).count(objective.iterations());
-            return HexFormat.of().formatHex(f.sha.digest());
+            return HexFormat.of().formatHex(f.digest());
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is required of every Java platform", e);
         }
     }
 
-    /** Feeds values to a digest unambiguously: lengths before contents, numbers as their bits. */
+    /**
+     * Feeds values to a digest unambiguously: lengths before contents, numbers as their bits. Bytes go
+     * through a buffer: a large fleet's snapshot feeds millions of small values, and one digest update
+     * per value would cost more than the hashing itself.
+     */
     private static final class Feed {
-        final MessageDigest sha;
-        private final byte[] eight = new byte[8];
+        private final MessageDigest sha;
+        private final byte[] buffer = new byte[1 << 14];
+        private int used;
 
         Feed(MessageDigest sha) {
             this.sha = sha;
         }
 
         Feed count(long v) {
-            for (int i = 0; i < 8; i++) {
-                eight[i] = (byte) (v >>> (8 * i));
+            if (used + 8 > buffer.length) {
+                flush();
             }
-            sha.update(eight);
+            for (int i = 0; i < 8; i++) {
+                buffer[used++] = (byte) (v >>> (8 * i));
+            }
             return this;
         }
 
@@ -116,8 +123,26 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         Feed text(String s) {
             byte[] b = s.getBytes(StandardCharsets.UTF_8);
             count(b.length);
-            sha.update(b);
+            if (used + b.length > buffer.length) {
+                flush();
+                if (b.length > buffer.length) {
+                    sha.update(b);
+                    return this;
+                }
+            }
+            System.arraycopy(b, 0, buffer, used, b.length);
+            used += b.length;
             return this;
+        }
+
+        byte[] digest() {
+            flush();
+            return sha.digest();
+        }
+
+        private void flush() {
+            sha.update(buffer, 0, used);
+            used = 0;
         }
     }
 
