@@ -110,12 +110,14 @@ final class Assembler {
         double[] weights = w.values().stream().mapToDouble(Double::doubleValue).toArray();
         if (before != null && !before.slots().isEmpty()) {
             try {
-                SlotTable previous = SlotTable.decode(before.slots(), before.slotEngines(), before.slotWeights());
-                return before.weights().equals(w) ? before.slots() : previous.rebalance(ids, weights).encode();
+                // on runs of slots, not slots: the same text as decoding, rebalancing and encoding
+                String rebalanced = SlotTable.rebalanceEncoded(before.slots(), before.slotEngines(),
+                        before.slotWeights(), ids, weights);
+                return before.weights().equals(w) ? before.slots() : rebalanced;
             } catch (IllegalArgumentException e) {
                 // A previous snapshot with a bad table (hand-edited, or from another producer): start afresh.
             }
         }
-        return SlotTable.of(ids, weights).encode();
+        return SlotTable.encodedOf(ids, weights);
     }
 }
