@@ -67,7 +67,13 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                     r.residency().forEach(f::text);
                     f.count(r.priority()).number(r.demandRps()).number(r.shedFraction()).number(r.priceMs());
                     f.count(r.weights().size());
-                    r.weights().forEach((e, w) -> f.text(e).number(w));
+                    if (r.weights() instanceof SortedWeights sw) {
+                        for (int i = 0; i < sw.rank.length; i++) {
+                            f.text(sw.ids.utf8(sw.rank[i])).number(sw.value[i]);
+                        }
+                    } else {
+                        r.weights().forEach((e, w) -> f.text(e).number(w));
+                    }
                     f.text(r.slots());
                 });
             });
@@ -121,7 +127,11 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         }
 
         Feed text(String s) {
-            byte[] b = s.getBytes(StandardCharsets.UTF_8);
+            return text(s.getBytes(StandardCharsets.UTF_8));
+        }
+
+        /** A text given by its UTF-8 bytes. */
+        Feed text(byte[] b) {
             count(b.length);
             if (used + b.length > buffer.length) {
                 flush();
