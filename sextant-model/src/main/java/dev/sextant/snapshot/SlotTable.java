@@ -306,7 +306,7 @@ public final class SlotTable {
         long assigned = 0;
         for (int i = 0; i < n; i++) {
             double exact = weights[i] / total * m;
-            counts[i] = (int) Math.floor(exact);
+            counts[i] = (int) exact; // exact ≥ 0: the cast is the floor
             rem[i] = exact - counts[i];
             assigned += counts[i];
         }

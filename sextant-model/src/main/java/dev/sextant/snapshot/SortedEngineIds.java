@@ -1,6 +1,5 @@
 package dev.sextant.snapshot;
 
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /**
@@ -11,15 +10,9 @@ import java.util.List;
  */
 public final class SortedEngineIds {
     private final String[] ids;
-    /** The UTF-8 bytes of each id, for {@link Snapshot#contentHash()}. */
-    private final byte[][] utf8;
 
     private SortedEngineIds(String[] ids) {
         this.ids = ids;
-        this.utf8 = new byte[ids.length][];
-        for (int i = 0; i < ids.length; i++) {
-            utf8[i] = ids[i].getBytes(StandardCharsets.UTF_8);
-        }
     }
 
     /**
@@ -50,7 +43,8 @@ public final class SortedEngineIds {
         return ids[rank];
     }
 
-    byte[] utf8(int rank) {
-        return utf8[rank];
+    /** True when these are exactly {@code ids}, in the same order. */
+    boolean sameAs(String[] ids) {
+        return java.util.Arrays.equals(this.ids, ids);
     }
 }
