@@ -73,7 +73,9 @@ public record Route(String model, List<String> residency, int priority, double d
                 throw new IllegalArgumentException("ranks[" + i + "]: " + ranks[i] + " (expected: ascending, in [0, "
                         + ids.size() + "))");
             }
-            checkWeight(ids.get(ranks[i]), values[i]);
+            if (!(values[i] >= 0 && values[i] <= 1)) {
+                checkWeight(ids.get(ranks[i]), values[i]);
+            }
         }
         return new SortedWeights(ids, ranks.clone(), values.clone());
     }

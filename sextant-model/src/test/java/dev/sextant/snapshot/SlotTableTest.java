@@ -236,6 +236,44 @@ class SlotTableTest {
         }
     }
 
+    @Property(tries = 300)
+    void largestRemainder_givesTheLargestRemaindersTheExtraSlots_tiesToTheLowerIndex(
+            @ForAll @IntRange(min = 1, max = 400) int n, @ForAll long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        double[] w = randomWeights(rnd, n);
+        if (rnd.nextBoolean()) { // equal weights: every remainder ties
+            for (int i = 0; i < n; i++) {
+                w[i] = w[i] > 0 ? 1 : 0;
+            }
+            w[0] = 1;
+        }
+        int m = SlotTable.slotCountFor(n);
+        int[] counts = SlotTable.largestRemainder(w, sum(w), m);
+        // by the definition: floors, then one more for each of the largest (remainder, −index) pairs
+        double total = sum(w);
+        Integer[] byRemainder = new Integer[n];
+        int[] expected = new int[n];
+        int left = m;
+        for (int i = 0; i < n; i++) {
+            byRemainder[i] = i;
+            expected[i] = (int) Math.floor(w[i] / total * m);
+            left -= expected[i];
+        }
+        java.util.Arrays.sort(byRemainder, (a, b) -> {
+            long ka = (long) ((w[a] / total * m - expected[a]) * 0x1.0p46);
+            long kb = (long) ((w[b] / total * m - expected[b]) * 0x1.0p46);
+            return ka != kb ? Long.compare(kb, ka) : Integer.compare(a, b);
+        });
+        for (int k = 0; k < n && left > 0; k++) {
+            if (w[byRemainder[k]] > 0) {
+                expected[byRemainder[k]]++;
+                left--;
+            }
+        }
+        assertThat(left).isZero();
+        assertThat(counts).containsExactly(expected);
+    }
+
     @Test
     void rebalanceEncoded_badPreviousTable_isRejectedLikeDecode() {
         List<String> ids = ids(3);

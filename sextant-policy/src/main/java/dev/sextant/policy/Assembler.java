@@ -36,15 +36,12 @@ final class Assembler {
                              int iterations) {
         int n = inst.engines.size();
         double[] load = new double[n];
-        for (double[] w : weights) {
-            for (int i = 0; i < w.length; i++) {
-                w[i] = Math.min(1, Math.max(0, w[i]));
-            }
-        }
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] allowed = inst.sourceEngines[k];
+            double[] w = weights[k];
             for (int i = 0; i < allowed.length; i++) {
-                load[allowed[i]] += weights[k][i] * inst.demand[k];
+                w[i] = Math.min(1, Math.max(0, w[i]));
+                load[allowed[i]] += w[i] * inst.demand[k];
             }
         }
         double[] latency = new double[n];
