@@ -76,7 +76,8 @@ final class Assembler {
             var c = inst.sourceClass[k];
             String gateway = inst.sourceGateway[k].id();
             Route before = options.previous() == null ? null : options.previous().route(gateway, c.id());
-            String slots = slots(before, w, Arrays.asList(Arrays.copyOf(id, positive)), Arrays.copyOf(value, positive));
+            String slots = slots(before, w, Arrays.asList(Arrays.copyOf(id, positive)),
+                    Arrays.copyOf(value, positive));
             routes.computeIfAbsent(gateway, g -> new LinkedHashMap<>())
                     .put(c.id(), new Route(c.model(), c.residency(), c.priority(), inst.demand[k], w, shedFraction[k],
                             price[k], slots));
