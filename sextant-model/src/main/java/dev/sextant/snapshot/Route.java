@@ -1,5 +1,7 @@
 package dev.sextant.snapshot;
 
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -36,15 +38,13 @@ public record Route(String model, List<String> residency, int priority, double d
 
     public Route {
         residency = List.copyOf(residency);
-        weights = sortedCopy(weights);
         if (!(shedFraction >= 0 && shedFraction <= 1)) {
             throw new IllegalArgumentException("shed_fraction: " + shedFraction + " (expected: in [0, 1])");
         }
-        weights.forEach((e, w) -> {
-            if (!(w >= 0 && w <= 1)) {
-                throw new IllegalArgumentException("weights." + e + ": " + w + " (expected: in [0, 1])");
-            }
-        });
+        if (!(weights instanceof SortedWeights)) { // those are checked when made, and immutable
+            weights = sortedCopy(weights);
+            weights.forEach((e, w) -> checkWeight(e, w));
+        }
         if (slots == null) {
             throw new IllegalArgumentException("slots: null (expected: an encoded slot table, or empty)");
         }
@@ -54,14 +54,84 @@ public record Route(String model, List<String> residency, int priority, double d
         }
     }
 
+    /**
+     * Weights for a route without building a map: engine {@code ids.get(ranks[i])} has weight
+     * {@code values[i]}. The result is an unmodifiable map iterating in engine-id order; the arrays are
+     * copied. Policies use it for large fleets, where a snapshot holds about a million weights.
+     *
+     * @param ids    the engine ids the ranks refer to, shared by all routes of a snapshot
+     * @param ranks  strictly ascending, each in [0, {@code ids.size()})
+     * @param values one per rank, each in [0, 1]
+     */
+    public static Map<String, Double> weights(SortedEngineIds ids, int[] ranks, double[] values) {
+        if (ranks.length != values.length) {
+            throw new IllegalArgumentException("values: " + values.length + " for " + ranks.length
+                    + " ranks (expected: one per rank)");
+        }
+        for (int i = 0; i < ranks.length; i++) {
+            if (ranks[i] < 0 || ranks[i] >= ids.size() || i > 0 && ranks[i] <= ranks[i - 1]) {
+                throw new IllegalArgumentException("ranks[" + i + "]: " + ranks[i] + " (expected: ascending, in [0, "
+                        + ids.size() + "))");
+            }
+            if (!(values[i] >= 0 && values[i] <= 1)) {
+                checkWeight(ids.get(ranks[i]), values[i]);
+            }
+        }
+        return new SortedWeights(ids, ranks.clone(), values.clone());
+    }
+
+    private static void checkWeight(String engine, double w) {
+        if (!(w >= 0 && w <= 1)) {
+            throw new IllegalArgumentException("weights." + engine + ": " + w + " (expected: in [0, 1])");
+        }
+    }
+
     /** The engines with positive weight, in id order: the engines {@link #slots()} indexes. */
     public List<String> slotEngines() {
-        return weights.entrySet().stream().filter(e -> e.getValue() > 0).map(Map.Entry::getKey).toList();
+        if (weights instanceof SortedWeights sw) {
+            List<String> out = new ArrayList<>(sw.rank.length);
+            for (int i = 0; i < sw.rank.length; i++) {
+                if (sw.value[i] > 0) {
+                    out.add(sw.ids.get(sw.rank[i]));
+                }
+            }
+            return Collections.unmodifiableList(out);
+        }
+        List<String> out = new ArrayList<>(weights.size());
+        weights.forEach((e, w) -> {
+            if (w > 0) {
+                out.add(e);
+            }
+        });
+        return Collections.unmodifiableList(out);
     }
 
     /** The positive weights, aligned with {@link #slotEngines()}. */
     public double[] slotWeights() {
-        return weights.values().stream().mapToDouble(Double::doubleValue).filter(w -> w > 0).toArray();
+        if (weights instanceof SortedWeights sw) {
+            int count = 0;
+            for (double w : sw.value) {
+                count += w > 0 ? 1 : 0;
+            }
+            if (count == sw.value.length) {
+                return sw.value.clone();
+            }
+            double[] out = new double[count];
+            for (int i = 0, p = 0; i < sw.value.length; i++) {
+                if (sw.value[i] > 0) {
+                    out[p++] = sw.value[i];
+                }
+            }
+            return out;
+        }
+        double[] out = new double[weights.size()];
+        int count = 0;
+        for (double w : weights.values()) {
+            if (w > 0) {
+                out[count++] = w;
+            }
+        }
+        return count == out.length ? out : Arrays.copyOf(out, count);
     }
 
     private static String abbreviated(String s) {

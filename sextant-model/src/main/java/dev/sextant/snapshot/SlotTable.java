@@ -1,6 +1,5 @@
 package dev.sextant.snapshot;
 
-import java.io.ByteArrayOutputStream;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.HashMap;
@@ -307,21 +306,25 @@ public final class SlotTable {
         long assigned = 0;
         for (int i = 0; i < n; i++) {
             double exact = weights[i] / total * m;
-            counts[i] = (int) Math.floor(exact);
+            counts[i] = (int) exact; // exact ≥ 0: the cast is the floor
             rem[i] = exact - counts[i];
             assigned += counts[i];
         }
         int left = (int) (m - assigned);
         if (left > 0) {
-            // Largest remainders first, ties by lower index: sort (remainder, index) packed in a long,
-            // remainder in the top 46 bits, the complement of the index in the low 17.
+            // Largest remainders first, ties by lower index: (remainder, index) packed in a long,
+            // remainder in the top 46 bits, the complement of the index in the low 17; keys are
+            // distinct, so the `left` largest are those at or above the key of rank p − left.
             long[] order = new long[n];
+            int p = 0;
             for (int i = 0; i < n; i++) {
-                order[i] = weights[i] > 0 ? ((long) (rem[i] * 0x1.0p46) << 17) | (0x1FFFF - i) : -1L;
+                if (weights[i] > 0) {
+                    order[p++] = ((long) (rem[i] * 0x1.0p46) << 17) | (0x1FFFF - i);
+                }
             }
-            Arrays.sort(order);
-            for (int k = n - 1; k >= 0 && left > 0; k--) {
-                if (order[k] >= 0) {
+            long threshold = left >= p ? Long.MIN_VALUE : select(order, p, p - left);
+            for (int k = 0; k < p; k++) {
+                if (order[k] >= threshold) {
                     counts[0x1FFFF - (int) (order[k] & 0x1FFFF)]++;
                     left--;
                 }
@@ -337,6 +340,48 @@ public final class SlotTable {
         return counts;
     }
 
+    /**
+     * The value of rank {@code r} (0 = smallest) among the first {@code size} values of {@code a},
+     * which it reorders (Hoare's selection, median-of-three pivots): linear time on average where a
+     * sort would be n log n, for the slot counts of every route of every snapshot.
+     */
+    private static long select(long[] a, int size, int r) {
+        int lo = 0;
+        int hi = size - 1;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            long x = a[lo];
+            long y = a[mid];
+            long z = a[hi];
+            long pivot = x < y ? (y < z ? y : Math.max(x, z)) : (x < z ? x : Math.max(y, z));
+            int i = lo;
+            int j = hi;
+            while (i <= j) {
+                while (a[i] < pivot) {
+                    i++;
+                }
+                while (a[j] > pivot) {
+                    j--;
+                }
+                if (i <= j) {
+                    long t = a[i];
+                    a[i] = a[j];
+                    a[j] = t;
+                    i++;
+                    j--;
+                }
+            }
+            if (r <= j) {
+                hi = j;
+            } else if (r >= i) {
+                lo = i;
+            } else {
+                return a[r];
+            }
+        }
+        return a[r];
+    }
+
     // ------------------------------------------------------------------ encoding
 
     /**
@@ -344,10 +389,10 @@ public final class SlotTable {
      * give equal text. About 2–3 characters per run of slots; n runs for a table built without history.
      */
     public String encode() {
-        ByteArrayOutputStream out = new ByteArrayOutputStream(16 + 4 * ids.size());
+        Bytes out = new Bytes(16 + 4 * ids.size());
         out.write(FORMAT);
         out.write(Integer.numberOfTrailingZeros(owner.length));
-        varint(out, ids.size());
+        out.varint(ids.size());
         int prev = 0;
         for (int s = 0; s < owner.length; ) {
             int j = owner[s];
@@ -356,20 +401,57 @@ public final class SlotTable {
                 end++;
             }
             int delta = j - prev;
-            varint(out, (delta << 1) ^ (delta >> 31));
-            varint(out, end - s);
+            out.varint((delta << 1) ^ (delta >> 31));
+            out.varint(end - s);
             prev = j;
             s = end;
         }
-        return Base64.getUrlEncoder().withoutPadding().encodeToString(out.toByteArray());
+        return out.base64();
     }
 
-    private static void varint(ByteArrayOutputStream out, int v) {
-        while ((v & ~0x7F) != 0) {
-            out.write((v & 0x7F) | 0x80);
-            v >>>= 7;
+    /** The encoding of runs that cover all {@code 2^bits} slots, owners in [0, n): as {@link #encode}. */
+    private static String encode(int bits, int n, SlotRuns runs) {
+        Bytes out = new Bytes(16 + 3 * runs.size);
+        out.write(FORMAT);
+        out.write(bits);
+        out.varint(n);
+        int prev = 0;
+        for (int r = 0; r < runs.size; r++) {
+            int delta = runs.owner[r] - prev;
+            out.varint((delta << 1) ^ (delta >> 31));
+            out.varint(runs.length[r]);
+            prev = runs.owner[r];
         }
-        out.write(v);
+        return out.base64();
+    }
+
+    /** A growable byte array: what {@code ByteArrayOutputStream} does without a lock per byte. */
+    private static final class Bytes {
+        private byte[] b;
+        private int size;
+
+        Bytes(int capacity) {
+            b = new byte[capacity];
+        }
+
+        void write(int v) {
+            if (size == b.length) {
+                b = Arrays.copyOf(b, size * 2);
+            }
+            b[size++] = (byte) v;
+        }
+
+        void varint(int v) {
+            while ((v & ~0x7F) != 0) {
+                write((v & 0x7F) | 0x80);
+                v >>>= 7;
+            }
+            write(v);
+        }
+
+        String base64() {
+            return Base64.getUrlEncoder().withoutPadding().encodeToString(Arrays.copyOf(b, size));
+        }
     }
 
     /**
@@ -386,6 +468,22 @@ public final class SlotTable {
      */
     public static SlotTable decode(String encoded, List<String> engineIds, double[] weights) {
         List<String> ids = List.copyOf(engineIds);
+        int n = ids.size();
+        int[] counts = new int[n];
+        SlotRuns runs = parse(encoded, ids, weights, counts);
+        char[] owner = new char[slotCountFor(n)];
+        for (int r = 0, s = 0; r < runs.size; r++) {
+            Arrays.fill(owner, s, s + runs.length[r], (char) runs.owner[r]);
+            s += runs.length[r];
+        }
+        return new SlotTable(ids, owner, counts, positive(weights));
+    }
+
+    /**
+     * The runs {@code encoded} describes, checked as {@link #decode} documents; fills {@code counts}
+     * (slots per engine). Runs that the text splits in two with one owner are joined.
+     */
+    private static SlotRuns parse(String encoded, List<String> ids, double[] weights, int[] counts) {
         int n = ids.size();
         double total = checkWeights(n, weights);
         byte[] bytes;
@@ -410,8 +508,7 @@ public final class SlotTable {
             throw new IllegalArgumentException("slots: " + declared + " engines (expected: " + n
                     + ", one per positive weight)");
         }
-        char[] owner = new char[m];
-        int[] counts = new int[n];
+        SlotRuns runs = new SlotRuns(bytes.length / 2);
         int prev = 0;
         for (int s = 0; s < m; ) {
             int z = in.varint();
@@ -425,7 +522,7 @@ public final class SlotTable {
                 throw new IllegalArgumentException("slots: run of " + run + " slots at slot " + s
                         + " (expected: in [1, " + (m - s) + "])");
             }
-            Arrays.fill(owner, s, s + run, (char) j);
+            runs.add(j, run);
             counts[j] += run;
             s += run;
             prev = j;
@@ -441,7 +538,176 @@ public final class SlotTable {
                         + " slots (expected: " + Math.round(exact) + " ± 1 for weight " + weights[j] / total + ")");
             }
         }
-        return new SlotTable(ids, owner, counts, positive(weights));
+        return runs;
+    }
+
+    // ------------------------------------------------------------------ the control plane's shortcuts
+
+    /**
+     * {@code SlotTable.of(engineIds, weights).encode()}, without building the slot array: one run per
+     * engine with a positive weight.
+     */
+    public static String encodedOf(List<String> engineIds, double[] weights) {
+        int n = engineIds.size();
+        double total = checkWeights(n, weights);
+        int m = slotCountFor(n);
+        int[] target = largestRemainder(weights, total, m);
+        SlotRuns runs = new SlotRuns(n);
+        for (int j = 0; j < n; j++) {
+            runs.add(j, target[j]);
+        }
+        return encode(Integer.numberOfTrailingZeros(m), n, runs);
+    }
+
+    /**
+     * {@code SlotTable.decode(previous, previousIds, previousWeights).rebalance(engineIds, weights).encode()},
+     * the same text, computed on runs of slots instead of slots: time proportional to the number of runs
+     * (a few per engine) and engines rather than to the number of slots. The control plane rebalances
+     * every route of every snapshot this way.
+     *
+     * @throws IllegalArgumentException when {@code previous} fails {@link #decode}'s check, or when
+     *                                  {@code weights} are invalid as in {@link #of}
+     */
+    public static String rebalanceEncoded(String previous, List<String> previousIds, double[] previousWeights,
+                                          List<String> engineIds, double[] weights) {
+        int[] oldCounts = new int[previousIds.size()];
+        SlotRuns old = parse(previous, previousIds, previousWeights, oldCounts);
+        int oldBits = Integer.numberOfTrailingZeros(slotCountFor(previousIds.size()));
+        int n = engineIds.size();
+        double total = checkWeights(n, weights);
+        int m = slotCountFor(n);
+        int bits = Integer.numberOfTrailingZeros(m);
+        int[] target = largestRemainder(weights, total, m);
+        int[] counts = new int[n];
+        SlotRuns runs = inheritRuns(old, oldCounts, oldBits, previousIds, engineIds, bits, counts);
+        runs = releaseRuns(runs, counts, target, m);
+        runs = assignRuns(runs, counts, target, m);
+        return encode(bits, n, runs);
+    }
+
+    /** {@link #inherit} on runs: the previous owners, remapped to the new engine list and table size. */
+    private static SlotRuns inheritRuns(SlotRuns old, int[] oldCounts, int oldBits, List<String> previousIds,
+                                        List<String> ids, int newBits, int[] counts) {
+        boolean identity = previousIds.equals(ids);
+        if (identity && oldBits == newBits) {
+            System.arraycopy(oldCounts, 0, counts, 0, counts.length);
+            return old;
+        }
+        int[] remap = null;
+        if (!identity) {
+            Map<String, Integer> index = new HashMap<>(ids.size() * 2);
+            for (int i = 0; i < ids.size(); i++) {
+                index.put(ids.get(i), i);
+            }
+            remap = new int[previousIds.size()];
+            for (int i = 0; i < remap.length; i++) {
+                Integer now = index.get(previousIds.get(i));
+                remap[i] = now == null ? SlotRuns.FREE : now;
+            }
+        }
+        SlotRuns out = new SlotRuns(old.size + 1);
+        int shrink = oldBits - newBits;
+        for (int r = 0, at = 0; r < old.size; r++) {
+            int from = at;
+            at += old.length[r];
+            int who = identity ? old.owner[r] : remap[old.owner[r]];
+            // growing splits every slot in two halves that keep its owner; shrinking keeps the owner of
+            // the lowest old slot of each new slot: new slot s takes old slot s << shrink
+            int len = shrink <= 0 ? old.length[r] << -shrink
+                    : ((at + (1 << shrink) - 1) >> shrink) - ((from + (1 << shrink) - 1) >> shrink);
+            out.add(who, len);
+            if (who != SlotRuns.FREE && len > 0) {
+                counts[who] += len;
+            }
+        }
+        return out;
+    }
+
+    /** {@link #release} on runs. */
+    private static SlotRuns releaseRuns(SlotRuns runs, int[] counts, int[] target, int m) {
+        int[] starts = new int[runs.size];
+        long[] surplus = new long[runs.size];
+        int r = 0;
+        for (int i = 0, at = 0; i < runs.size; i++) {
+            starts[i] = at;
+            int j = runs.owner[i];
+            if (j != SlotRuns.FREE && counts[j] > target[j]) {
+                surplus[r++] = ((long) j << 45) | ((long) runs.length[i] << 22) | (m - 1 - at);
+            }
+            at += runs.length[i];
+        }
+        if (r == 0) {
+            return runs;
+        }
+        Arrays.sort(surplus, 0, r);
+        int[] give = new int[runs.size];
+        for (int i = 0; i < r; i++) {
+            int j = (int) (surplus[i] >>> 45);
+            int len = (int) ((surplus[i] >>> 22) & 0x7FFFFF);
+            int start = m - 1 - (int) (surplus[i] & 0x3FFFFF);
+            int excess = counts[j] - target[j];
+            if (excess <= 0) {
+                continue;
+            }
+            int g = Math.min(len, excess);
+            give[Arrays.binarySearch(starts, start)] = g;
+            counts[j] -= g;
+        }
+        SlotRuns out = new SlotRuns(runs.size + r);
+        for (int i = 0; i < runs.size; i++) {
+            out.add(runs.owner[i], runs.length[i] - give[i]);
+            out.add(SlotRuns.FREE, give[i]);
+        }
+        return out;
+    }
+
+    /** {@link #assign} on runs. */
+    private static SlotRuns assignRuns(SlotRuns runs, int[] counts, int[] target, int m) {
+        SlotRuns near = new SlotRuns(runs.size + 4);
+        for (int i = 0, at = 0; i < runs.size; i++) {
+            int len = runs.length[i];
+            if (runs.owner[i] != SlotRuns.FREE) {
+                near.add(runs.owner[i], len);
+                at += len;
+                continue;
+            }
+            int below = -1;
+            int fromBelow = 0;
+            if (at > 0) {
+                below = runs.owner[i - 1];
+                fromBelow = Math.max(0, Math.min(len, target[below] - counts[below]));
+                counts[below] += fromBelow;
+            }
+            int above = -1;
+            int fromAbove = 0;
+            if (at + len < m) {
+                above = runs.owner[i + 1];
+                fromAbove = Math.max(0, Math.min(len - fromBelow, target[above] - counts[above]));
+                counts[above] += fromAbove;
+            }
+            near.add(below, fromBelow);
+            near.add(SlotRuns.FREE, len - fromBelow - fromAbove);
+            near.add(above, fromAbove);
+            at += len;
+        }
+        SlotRuns out = new SlotRuns(near.size + 4);
+        int j = 0;
+        for (int i = 0; i < near.size; i++) {
+            if (near.owner[i] != SlotRuns.FREE) {
+                out.add(near.owner[i], near.length[i]);
+                continue;
+            }
+            for (int left = near.length[i]; left > 0; ) {
+                while (counts[j] >= target[j]) {
+                    j++;
+                }
+                int take = Math.min(left, target[j] - counts[j]);
+                out.add(j, take);
+                counts[j] += take;
+                left -= take;
+            }
+        }
+        return out;
     }
 
     /** Reads bytes and varints; a read past the end is a truncated table. */

@@ -4,7 +4,9 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
@@ -49,7 +51,9 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
     /**
      * Hex SHA-256 of everything but {@code version} and {@code hash}: two snapshots with the same
      * routes, engines and numbers have the same content hash whatever their versions. Numbers enter
-     * by their exact bits and maps in key order, so the hash is as strict as {@link #equals}.
+     * by their exact bits and maps in key order, so the hash is as strict as {@link #equals}; a
+     * route's weight names its engine by the engine's position in {@code engines} (its id when the
+     * snapshot has no such engine), so a route's weights hash alike however the map holds them.
      */
     public String contentHash() {
         try {
@@ -59,6 +63,15 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             for (RetryBudget.Point p : retryBudget.curve()) {
                 f.number(p.utilization()).number(p.ratio());
             }
+            // a weight names its engine by the engine's index in `engines` (fed below, so the pair is
+            // unambiguous): a large fleet's snapshot has about a million weights, and 4 bytes each
+            // instead of the id's length and text halve what the digest reads
+            String[] engineOrder = engines.keySet().toArray(new String[0]);
+            Map<String, Integer> engineIndex = new HashMap<>(engineOrder.length * 2);
+            for (int i = 0; i < engineOrder.length; i++) {
+                engineIndex.put(engineOrder[i], i);
+            }
+            Map<SortedEngineIds, Boolean> alignedWithEngines = new IdentityHashMap<>();
             f.count(routes.size());
             routes.forEach((g, byClass) -> {
                 f.text(g).count(byClass.size());
@@ -67,7 +80,22 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                     r.residency().forEach(f::text);
                     f.count(r.priority()).number(r.demandRps()).number(r.shedFraction()).number(r.priceMs());
                     f.count(r.weights().size());
-                    r.weights().forEach((e, w) -> f.text(e).number(w));
+                    if (r.weights() instanceof SortedWeights sw && alignedWithEngines.computeIfAbsent(sw.ids,
+                            ids -> ids.sameAs(engineOrder))) {
+                        for (int i = 0; i < sw.rank.length; i++) {
+                            f.index(sw.rank[i]).number(sw.value[i]);
+                        }
+                    } else {
+                        r.weights().forEach((e, w) -> {
+                            Integer at = engineIndex.get(e);
+                            if (at == null) {
+                                f.index(-1).text(e); // an engine the snapshot does not describe
+                            } else {
+                                f.index(at);
+                            }
+                            f.number(w);
+                        });
+                    }
                     f.text(r.slots());
                 });
             });
@@ -86,26 +114,43 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             });
             f.number(objective.meanLatencyMs()).number(objective.latencyCost()).number(objective.lowerBound())
                     .number(objective.gapRelative()).number(objective.shedRps()).count(objective.iterations());
-            return HexFormat.of().formatHex(f.sha.digest());
+            return HexFormat.of().formatHex(f.digest());
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is required of every Java platform", e);
         }
     }
 
-    /** Feeds values to a digest unambiguously: lengths before contents, numbers as their bits. */
+    /**
+     * Feeds values to a digest unambiguously: lengths before contents, numbers as their bits. Bytes go
+     * through a buffer: a large fleet's snapshot feeds millions of small values, and one digest update
+     * per value would cost more than the hashing itself.
+     */
     private static final class Feed {
-        final MessageDigest sha;
-        private final byte[] eight = new byte[8];
+        private final MessageDigest sha;
+        private final byte[] buffer = new byte[1 << 14];
+        private int used;
 
         Feed(MessageDigest sha) {
             this.sha = sha;
         }
 
         Feed count(long v) {
-            for (int i = 0; i < 8; i++) {
-                eight[i] = (byte) (v >>> (8 * i));
+            if (used + 8 > buffer.length) {
+                flush();
             }
-            sha.update(eight);
+            for (int i = 0; i < 8; i++) {
+                buffer[used++] = (byte) (v >>> (8 * i));
+            }
+            return this;
+        }
+
+        Feed index(int v) {
+            if (used + 4 > buffer.length) {
+                flush();
+            }
+            for (int i = 0; i < 4; i++) {
+                buffer[used++] = (byte) (v >>> (8 * i));
+            }
             return this;
         }
 
@@ -114,10 +159,32 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         }
 
         Feed text(String s) {
-            byte[] b = s.getBytes(StandardCharsets.UTF_8);
+            return text(s.getBytes(StandardCharsets.UTF_8));
+        }
+
+        /** A text given by its UTF-8 bytes. */
+        Feed text(byte[] b) {
             count(b.length);
-            sha.update(b);
+            if (used + b.length > buffer.length) {
+                flush();
+                if (b.length > buffer.length) {
+                    sha.update(b);
+                    return this;
+                }
+            }
+            System.arraycopy(b, 0, buffer, used, b.length);
+            used += b.length;
             return this;
+        }
+
+        byte[] digest() {
+            flush();
+            return sha.digest();
+        }
+
+        private void flush() {
+            sha.update(buffer, 0, used);
+            used = 0;
         }
     }
 

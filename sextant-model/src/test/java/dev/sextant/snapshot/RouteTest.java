@@ -25,4 +25,33 @@ class RouteTest {
         assertThatThrownBy(() -> new Route("m", List.of(), 0, 1, Map.of("a", 1.0), 0, Double.NaN, null))
                 .hasMessage("slots: null (expected: an encoded slot table, or empty)");
     }
+
+    @Test
+    void weights_fromRanks_actLikeTheSortedMapOfTheSameEntries() {
+        SortedEngineIds ids = SortedEngineIds.of(List.of("a", "b", "c", "d"));
+        Map<String, Double> w = Route.weights(ids, new int[] {0, 2, 3}, new double[] {0.5, 0.0, 0.25});
+        Map<String, Double> plain = new java.util.TreeMap<>(Map.of("a", 0.5, "c", 0.0, "d", 0.25));
+        assertThat(w).isEqualTo(plain).containsExactlyEntriesOf(plain);
+        assertThat(plain).isEqualTo(w);
+        assertThat(w.hashCode()).isEqualTo(plain.hashCode());
+        assertThat(w.get("d")).isEqualTo(0.25);
+        assertThat(w.get("b")).isNull();
+        assertThat(w).isNotEqualTo(Route.weights(ids, new int[] {0, 2, 3}, new double[] {0.5, 0.0, 0.3}));
+        Route r = new Route("m", List.of(), 0, 1, w, 0.25, Double.NaN);
+        assertThat(r).isEqualTo(new Route("m", List.of(), 0, 1, plain, 0.25, Double.NaN));
+        assertThat(r.slotEngines()).containsExactly("a", "d");
+        assertThat(r.slotWeights()).containsExactly(0.5, 0.25);
+        assertThatThrownBy(() -> w.put("b", 0.1)).isInstanceOf(UnsupportedOperationException.class);
+    }
+
+    @Test
+    void weights_fromRanks_badInput_isRejectedWithTheField() {
+        SortedEngineIds ids = SortedEngineIds.of(List.of("a", "b"));
+        assertThatThrownBy(() -> Route.weights(ids, new int[] {1, 0}, new double[] {0.5, 0.5}))
+                .hasMessage("ranks[1]: 0 (expected: ascending, in [0, 2))");
+        assertThatThrownBy(() -> Route.weights(ids, new int[] {0}, new double[] {1.5}))
+                .hasMessage("weights.a: 1.5 (expected: in [0, 1])");
+        assertThatThrownBy(() -> SortedEngineIds.of(List.of("b", "a")))
+                .hasMessage("ids[1]: a after b (expected: strictly ascending)");
+    }
 }

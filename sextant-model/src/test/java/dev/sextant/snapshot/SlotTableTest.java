@@ -195,6 +195,96 @@ class SlotTableTest {
         }
     }
 
+    @Property(tries = 200)
+    void rebalanceEncoded_givesTheTextOfDecodeRebalanceEncode(@ForAll @IntRange(min = 1, max = 300) int n,
+                                                              @ForAll long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        List<String> ids = ids(n);
+        double[] w = randomWeights(rnd, n);
+        String text = SlotTable.encodedOf(ids, w);
+        assertThat(text).isEqualTo(SlotTable.of(ids, w).encode());
+        for (int step = 0; step < 6; step++) {
+            // engines leave and join (the table may change size), weights move a little or a lot
+            List<String> nextIds = new ArrayList<>();
+            for (String id : ids) {
+                if (rnd.nextDouble() >= 0.15) {
+                    nextIds.add(id);
+                }
+            }
+            for (int i = 0, joining = rnd.nextInt(1 + n / 2); i < joining; i++) {
+                nextIds.add(String.format("j%d-%05d", step, i));
+            }
+            if (nextIds.isEmpty()) {
+                nextIds.add("only");
+            }
+            double[] next = new double[nextIds.size()];
+            boolean small = rnd.nextBoolean();
+            for (int i = 0; i < next.length; i++) {
+                int before = ids.indexOf(nextIds.get(i));
+                next[i] = small && before >= 0 ? w[before] * (0.95 + 0.1 * rnd.nextDouble())
+                        : rnd.nextDouble() < 0.1 ? 0 : rnd.nextDouble();
+            }
+            if (sum(next) == 0) {
+                next[0] = 1;
+            }
+            String expected = SlotTable.decode(text, ids, w).rebalance(nextIds, next).encode();
+            String actual = SlotTable.rebalanceEncoded(text, ids, w, nextIds, next);
+            assertThat(actual).as("step %d, %d -> %d engines", step, ids.size(), nextIds.size()).isEqualTo(expected);
+            ids = nextIds;
+            w = next;
+            text = actual;
+        }
+    }
+
+    @Property(tries = 300)
+    void largestRemainder_givesTheLargestRemaindersTheExtraSlots_tiesToTheLowerIndex(
+            @ForAll @IntRange(min = 1, max = 400) int n, @ForAll long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        double[] w = randomWeights(rnd, n);
+        if (rnd.nextBoolean()) { // equal weights: every remainder ties
+            for (int i = 0; i < n; i++) {
+                w[i] = w[i] > 0 ? 1 : 0;
+            }
+            w[0] = 1;
+        }
+        int m = SlotTable.slotCountFor(n);
+        int[] counts = SlotTable.largestRemainder(w, sum(w), m);
+        // by the definition: floors, then one more for each of the largest (remainder, −index) pairs
+        double total = sum(w);
+        Integer[] byRemainder = new Integer[n];
+        int[] expected = new int[n];
+        int left = m;
+        for (int i = 0; i < n; i++) {
+            byRemainder[i] = i;
+            expected[i] = (int) Math.floor(w[i] / total * m);
+            left -= expected[i];
+        }
+        java.util.Arrays.sort(byRemainder, (a, b) -> {
+            long ka = (long) ((w[a] / total * m - expected[a]) * 0x1.0p46);
+            long kb = (long) ((w[b] / total * m - expected[b]) * 0x1.0p46);
+            return ka != kb ? Long.compare(kb, ka) : Integer.compare(a, b);
+        });
+        for (int k = 0; k < n && left > 0; k++) {
+            if (w[byRemainder[k]] > 0) {
+                expected[byRemainder[k]]++;
+                left--;
+            }
+        }
+        assertThat(left).isZero();
+        assertThat(counts).containsExactly(expected);
+    }
+
+    @Test
+    void rebalanceEncoded_badPreviousTable_isRejectedLikeDecode() {
+        List<String> ids = ids(3);
+        double[] w = {1, 1, 2};
+        String good = SlotTable.encodedOf(ids, w);
+        assertThatThrownBy(() -> SlotTable.rebalanceEncoded(good, ids, new double[] {4, 1, 1}, ids, w))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("holds");
+        assertThatThrownBy(() -> SlotTable.rebalanceEncoded("!!", ids, w, ids, w))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("base64url");
+    }
+
     @Test
     void encode_freshAndRebalancedTables_decodeToTablesThatRouteEveryKeyAlike() {
         SplittableRandom rnd = new SplittableRandom(21);

@@ -8,6 +8,7 @@ import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Engine;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -35,15 +36,12 @@ final class Assembler {
                              int iterations) {
         int n = inst.engines.size();
         double[] load = new double[n];
-        for (double[] w : weights) {
-            for (int i = 0; i < w.length; i++) {
-                w[i] = Math.min(1, Math.max(0, w[i]));
-            }
-        }
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] allowed = inst.sourceEngines[k];
+            double[] w = weights[k];
             for (int i = 0; i < allowed.length; i++) {
-                load[allowed[i]] += weights[k][i] * inst.demand[k];
+                w[i] = Math.min(1, Math.max(0, w[i]));
+                load[allowed[i]] += w[i] * inst.demand[k];
             }
         }
         double[] latency = new double[n];
@@ -54,26 +52,35 @@ final class Assembler {
         double latencyCost = 0;
         double shed = 0;
         Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
+        int[] rank = new int[n];
+        double[] value = new double[n];
+        String[] id = new String[n];
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] allowed = inst.sourceEngines[k];
-            Map<String, Double> w = new LinkedHashMap<>(); // allowed engines come in id order
+            int positive = 0; // allowed engines come in id order, so ranks ascend
             for (int i = 0; i < allowed.length; i++) {
                 double f = weights[k][i] * inst.demand[k];
                 if (weights[k][i] > 0) {
-                    w.put(inst.engines.get(allowed[i]).id(), weights[k][i]);
+                    rank[positive] = inst.engineRank[allowed[i]];
+                    id[positive] = inst.engineIds.get(rank[positive]);
+                    value[positive++] = weights[k][i];
                 }
                 if (f > 0) {
                     routed += f;
                     latencyCost += f * (inst.rtt(k, allowed[i]) + latency[allowed[i]]);
                 }
             }
+            Map<String, Double> w = Route.weights(inst.engineIds, Arrays.copyOf(rank, positive),
+                    Arrays.copyOf(value, positive));
             shed += shedFraction[k] * inst.demand[k];
             var c = inst.sourceClass[k];
             String gateway = inst.sourceGateway[k].id();
             Route before = options.previous() == null ? null : options.previous().route(gateway, c.id());
+            String slots = slots(before, w, Arrays.asList(Arrays.copyOf(id, positive)),
+                    Arrays.copyOf(value, positive));
             routes.computeIfAbsent(gateway, g -> new LinkedHashMap<>())
                     .put(c.id(), new Route(c.model(), c.residency(), c.priority(), inst.demand[k], w, shedFraction[k],
-                            price[k], slots(before, w)));
+                            price[k], slots));
         }
         Map<String, EngineState> engines = new TreeMap<>();
         double totalLoad = 0;
@@ -103,19 +110,26 @@ final class Assembler {
      * {@code w} is. A pure function of its arguments, so equal inputs give equal snapshots.
      */
     static String slots(Route before, Map<String, Double> w) {
+        List<String> ids = new ArrayList<>(w.keySet());
+        double[] weights = w.values().stream().mapToDouble(Double::doubleValue).toArray();
+        return slots(before, w, ids, weights);
+    }
+
+    /** {@link #slots(Route, Map)} with {@code w}'s ids and values given as lists. */
+    private static String slots(Route before, Map<String, Double> w, List<String> ids, double[] weights) {
         if (w.isEmpty()) {
             return "";
         }
-        List<String> ids = new ArrayList<>(w.keySet());
-        double[] weights = w.values().stream().mapToDouble(Double::doubleValue).toArray();
         if (before != null && !before.slots().isEmpty()) {
             try {
-                SlotTable previous = SlotTable.decode(before.slots(), before.slotEngines(), before.slotWeights());
-                return before.weights().equals(w) ? before.slots() : previous.rebalance(ids, weights).encode();
+                // on runs of slots, not slots: the same text as decoding, rebalancing and encoding
+                String rebalanced = SlotTable.rebalanceEncoded(before.slots(), before.slotEngines(),
+                        before.slotWeights(), ids, weights);
+                return before.weights().equals(w) ? before.slots() : rebalanced;
             } catch (IllegalArgumentException e) {
                 // A previous snapshot with a bad table (hand-edited, or from another producer): start afresh.
             }
         }
-        return SlotTable.of(ids, weights).encode();
+        return SlotTable.encodedOf(ids, weights);
     }
 }

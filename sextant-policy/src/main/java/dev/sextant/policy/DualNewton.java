@@ -384,6 +384,10 @@ final class DualNewton {
         return sum;
     }
 
+    /**
+     * The Newton system's matrix at the last evaluation: its lower triangle and diagonal only, which is
+     * all {@link #cholesky} reads.
+     */
     private void buildHessian() {
         for (double[] row : hessian) {
             Arrays.fill(row, 0);
@@ -408,17 +412,25 @@ final class DualNewton {
             }
             for (int i = 0; i < n; i++) {
                 int a = active[i];
+                int ga = sg[a];
                 // s_a (S − s_a) / S with S − s_a summed from the others, free of cancellation
                 double others = shedS[k];
-                double[] row = hessian[sg[a]];
                 for (int j = 0; j < n; j++) {
                     if (j != i) {
-                        int b = active[j];
-                        others += s[b];
-                        row[sg[b]] -= s[a] * s[b] / total;
+                        others += s[active[j]];
                     }
                 }
-                row[sg[a]] += s[a] * others / total;
+                // the lower triangle only, each pair once: it is all the Cholesky factorization reads
+                for (int j = 0; j < i; j++) {
+                    int b = active[j];
+                    int gb = sg[b];
+                    if (ga > gb) {
+                        hessian[ga][gb] -= s[a] * s[b] / total;
+                    } else {
+                        hessian[gb][ga] -= s[b] * s[a] / total;
+                    }
+                }
+                hessian[ga][ga] += s[a] * others / total;
             }
         }
         for (int g = 0; g < groupCount; g++) {

@@ -2,6 +2,7 @@ package dev.sextant.policy;
 
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
+import dev.sextant.snapshot.SortedEngineIds;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.EngineCluster;
 import dev.sextant.topology.GatewayCluster;
@@ -44,15 +45,24 @@ final class Instance {
     final TrafficClass[] sourceClass;
     final double[] demand;
     final double[] shedCost;
-    /** Per source: allowed groups (with capacity) and the network round trip to each. */
+    /**
+     * Per source: allowed groups (with capacity; shared between sources like {@link #sourceEngines},
+     * read only) and the network round trip to each.
+     */
     final int[][] sourceGroups;
     final double[][] sourceRtt;
     /** Per source and allowed group: flow kept from the previous snapshot (affinity cap), req/s. */
     final double[][] sourceKept;
     final double discount;
-    /** Per source: allowed engines, with or without capacity (for explanations and baselines). */
+    /**
+     * Per source: allowed engines, with or without capacity (for explanations and baselines). Sources
+     * of one model with the same allowed engine clusters share one array: read only.
+     */
     final int[][] sourceEngines;
     final int[] sourceGatewayIndex;
+    /** All engine ids in ascending order (shared by the snapshot's routes), and each engine's rank there. */
+    final SortedEngineIds engineIds;
+    final int[] engineRank;
     /** Engine → index of its engine cluster; gateway index → cluster index → round trip (NaN: none). */
     final int[] engineCluster;
     final double[][] rttByCluster;
@@ -134,12 +144,26 @@ final class Instance {
             byId[j] = j;
         }
         java.util.Arrays.sort(byId, java.util.Comparator.comparing(j -> engines.get(j).id()));
-        Map<String, List<Integer>> servingModel = new HashMap<>();
-        for (int j : byId) {
-            for (String m : engines.get(j).models()) {
-                servingModel.computeIfAbsent(m, x -> new ArrayList<>()).add(j);
-            }
+        engineRank = new int[n];
+        List<String> sortedIds = new ArrayList<>(n);
+        for (int r = 0; r < n; r++) {
+            engineRank[byId[r]] = r;
+            sortedIds.add(engines.get(byId[r]).id());
         }
+        engineIds = SortedEngineIds.of(sortedIds);
+        Map<String, int[]> servingModel = new HashMap<>();
+        {
+            Map<String, List<Integer>> serving = new HashMap<>();
+            for (int j : byId) {
+                for (String m : engines.get(j).models()) {
+                    serving.computeIfAbsent(m, x -> new ArrayList<>()).add(j);
+                }
+            }
+            serving.forEach((m, list) -> servingModel.put(m, list.stream().mapToInt(Integer::intValue).toArray()));
+        }
+        // many sources share a model and a set of allowed engine clusters: one group list and one engine
+        // list for each such pair
+        Map<String, int[][]> allowedByModelAndClusters = new HashMap<>();
         rttByCluster = new double[gateways.size()][clusterIndex.size()];
         for (int gi2 = 0; gi2 < gateways.size(); gi2++) {
             java.util.Arrays.fill(rttByCluster[gi2], Double.NaN);
@@ -168,20 +192,16 @@ final class Instance {
                     int ci = clusterIndex.get(ec.id());
                     clusterAllowed[ci] = c.allowsRegion(ec.region()) && !Double.isNaN(rtt[ci]);
                 }
-                List<Integer> allowedGroups = new ArrayList<>();
-                for (int h = 0; h < groupCount; h++) {
-                    int first = groupEngines[h][0];
-                    if (clusterAllowed[engineCluster[first]] && engines.get(first).serves(c.model())) {
-                        allowedGroups.add(h);
-                    }
-                }
-                sourceGroups[k] = allowedGroups.stream().mapToInt(Integer::intValue).toArray();
+                int[][] allowed = allowedByModelAndClusters.computeIfAbsent(
+                        c.model() + "\u0000" + java.util.Arrays.toString(clusterAllowed),
+                        x -> new int[][] {allowedGroups(c.model(), clusterAllowed),
+                            allowedEngines(servingModel.getOrDefault(c.model(), new int[0]), clusterAllowed)});
+                sourceGroups[k] = allowed[0];
                 sourceRtt[k] = new double[sourceGroups[k].length];
                 for (int a = 0; a < sourceGroups[k].length; a++) {
                     sourceRtt[k][a] = rtt[engineCluster[groupEngines[sourceGroups[k][a]][0]]];
                 }
-                sourceEngines[k] = servingModel.getOrDefault(c.model(), List.of()).stream()
-                        .filter(j -> clusterAllowed[engineCluster[j]]).mapToInt(Integer::intValue).toArray();
+                sourceEngines[k] = allowed[1];
                 sourceKept[k] = new double[sourceGroups[k].length];
                 k++;
             }
@@ -189,6 +209,31 @@ final class Instance {
         if (discount > 0) {
             fillKept(options.previous());
         }
+    }
+
+    /** The groups (ascending) that serve {@code model} in an allowed engine cluster. */
+    private int[] allowedGroups(String model, boolean[] clusterAllowed) {
+        int[] out = new int[groupCount];
+        int count = 0;
+        for (int h = 0; h < groupCount; h++) {
+            int first = groupEngines[h][0];
+            if (clusterAllowed[engineCluster[first]] && engines.get(first).serves(model)) {
+                out[count++] = h;
+            }
+        }
+        return java.util.Arrays.copyOf(out, count);
+    }
+
+    /** The engines of {@code serving} (in id order) whose engine cluster is allowed. */
+    private int[] allowedEngines(int[] serving, boolean[] clusterAllowed) {
+        int[] out = new int[serving.length];
+        int count = 0;
+        for (int j : serving) {
+            if (clusterAllowed[engineCluster[j]]) {
+                out[count++] = j;
+            }
+        }
+        return java.util.Arrays.copyOf(out, count);
     }
 
     /** Round trip from the source's gateway cluster to the engine, or NaN when not reachable. */
@@ -204,21 +249,27 @@ final class Instance {
                 groupOfEngine.put(engines.get(j).id(), h);
             }
         }
+        int[] slotOf = new int[groupCount];
+        java.util.Arrays.fill(slotOf, -1);
         for (int k = 0; k < sourceCount; k++) {
             Route r = previous.route(sourceGateway[k].id(), sourceClass[k].id());
             if (r == null) {
                 continue;
             }
-            for (Map.Entry<String, Double> w : r.weights().entrySet()) {
-                Integer h = groupOfEngine.get(w.getKey());
-                if (h == null) {
-                    continue;
+            int[] groups = sourceGroups[k];
+            for (int a = 0; a < groups.length; a++) {
+                slotOf[groups[a]] = a;
+            }
+            double[] kept = sourceKept[k];
+            double rate = r.demandRps();
+            r.weights().forEach((engine, w) -> {
+                Integer h = groupOfEngine.get(engine);
+                if (h != null && slotOf[h] >= 0) {
+                    kept[slotOf[h]] += w * rate;
                 }
-                for (int a = 0; a < sourceGroups[k].length; a++) {
-                    if (sourceGroups[k][a] == h) {
-                        sourceKept[k][a] += w.getValue() * r.demandRps();
-                    }
-                }
+            });
+            for (int g : groups) {
+                slotOf[g] = -1;
             }
         }
     }

@@ -1,0 +1,50 @@
+package dev.sextant.snapshot;
+
+import java.util.List;
+
+/**
+ * Engine ids in ascending order, each once: the ids that {@link Route#weights(SortedEngineIds, int[], double[])}
+ * indexes. A policy builds one per solve and every route of the snapshot shares it, so a route's
+ * weights are two arrays instead of a map of boxed numbers, and the ids are checked for order once.
+ * Immutable.
+ */
+public final class SortedEngineIds {
+    private final String[] ids;
+
+    private SortedEngineIds(String[] ids) {
+        this.ids = ids;
+    }
+
+    /**
+     * @param ids engine ids, strictly ascending ({@link String#compareTo})
+     * @throws IllegalArgumentException when an id is null or not above the one before it
+     */
+    public static SortedEngineIds of(List<String> ids) {
+        String[] a = ids.toArray(new String[0]);
+        for (int i = 0; i < a.length; i++) {
+            if (a[i] == null) {
+                throw new IllegalArgumentException("ids[" + i + "]: null (expected: an engine id)");
+            }
+            if (i > 0 && a[i - 1].compareTo(a[i]) >= 0) {
+                throw new IllegalArgumentException("ids[" + i + "]: " + a[i] + " after " + a[i - 1]
+                        + " (expected: strictly ascending)");
+            }
+        }
+        return new SortedEngineIds(a);
+    }
+
+    /** Number of ids. */
+    public int size() {
+        return ids.length;
+    }
+
+    /** The id at {@code rank}, in [0, {@link #size()}). */
+    public String get(int rank) {
+        return ids[rank];
+    }
+
+    /** True when these are exactly {@code ids}, in the same order. */
+    boolean sameAs(String[] ids) {
+        return java.util.Arrays.equals(this.ids, ids);
+    }
+}

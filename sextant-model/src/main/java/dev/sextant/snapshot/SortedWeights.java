@@ -1,0 +1,124 @@
+package dev.sextant.snapshot;
+
+import java.util.AbstractMap;
+import java.util.AbstractSet;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Set;
+import java.util.function.BiConsumer;
+
+/**
+ * A route's weights as parallel arrays over shared {@link SortedEngineIds}: engine {@code ids.get(rank[i])}
+ * has weight {@code value[i]}, ranks strictly ascending, so iteration is in engine-id order. Unmodifiable.
+ * A large fleet's snapshot holds about a million weights; as map entries with boxed numbers they cost
+ * more to build, copy and hash than the solve itself.
+ */
+final class SortedWeights extends AbstractMap<String, Double> {
+    final SortedEngineIds ids;
+    final int[] rank;
+    final double[] value;
+
+    SortedWeights(SortedEngineIds ids, int[] rank, double[] value) {
+        this.ids = ids;
+        this.rank = rank;
+        this.value = value;
+    }
+
+    @Override
+    public int size() {
+        return rank.length;
+    }
+
+    @Override
+    public Double get(Object key) {
+        int i = indexOf(key);
+        return i < 0 ? null : value[i];
+    }
+
+    @Override
+    public boolean containsKey(Object key) {
+        return indexOf(key) >= 0;
+    }
+
+    private int indexOf(Object key) {
+        if (!(key instanceof String s)) {
+            return -1;
+        }
+        int lo = 0;
+        int hi = rank.length - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            int c = ids.get(rank[mid]).compareTo(s);
+            if (c < 0) {
+                lo = mid + 1;
+            } else if (c > 0) {
+                hi = mid - 1;
+            } else {
+                return mid;
+            }
+        }
+        return -1;
+    }
+
+    @Override
+    public void forEach(BiConsumer<? super String, ? super Double> action) {
+        for (int i = 0; i < rank.length; i++) {
+            action.accept(ids.get(rank[i]), value[i]);
+        }
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (o instanceof SortedWeights other) {
+            if (other.rank.length != rank.length) {
+                return false;
+            }
+            for (int i = 0; i < rank.length; i++) {
+                if (Double.compare(value[i], other.value[i]) != 0
+                        || !ids.get(rank[i]).equals(other.ids.get(other.rank[i]))) {
+                    return false;
+                }
+            }
+            return true;
+        }
+        return super.equals(o);
+    }
+
+    @Override
+    public int hashCode() {
+        return super.hashCode();
+    }
+
+    @Override
+    public Set<Map.Entry<String, Double>> entrySet() {
+        return new AbstractSet<>() {
+            @Override
+            public int size() {
+                return rank.length;
+            }
+
+            @Override
+            public Iterator<Map.Entry<String, Double>> iterator() {
+                return new Iterator<>() {
+                    private int i;
+
+                    @Override
+                    public boolean hasNext() {
+                        return i < rank.length;
+                    }
+
+                    @Override
+                    public Map.Entry<String, Double> next() {
+                        if (i >= rank.length) {
+                            throw new NoSuchElementException();
+                        }
+                        Map.Entry<String, Double> e = new SimpleImmutableEntry<>(ids.get(rank[i]), value[i]);
+                        i++;
+                        return e;
+                    }
+                };
+            }
+        };
+    }
+}

@@ -1,0 +1,43 @@
+package dev.sextant.snapshot;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class SnapshotTest {
+
+    private static Snapshot snapshot(Map<String, Double> weights) {
+        Route r = new Route("m", List.of(), 1, 10, weights, 0, 5.0);
+        Map<String, EngineState> engines = new TreeMap<>();
+        for (String id : List.of("a", "b", "c")) {
+            engines.put(id, new EngineState("k", "us", "http://" + id, List.of("m"), 1, 10, 9, 0.1, 3, 4, 0, 1));
+        }
+        return new Snapshot(0, "", "optimal", 0.5, RetryBudget.DEFAULT, Map.of("g", Map.of("c1", r)), engines,
+                Map.of("g", Map.of("k", 2.0)), new Objective(5, 50, 49.99, 2e-4, 0, 3)).sealed(1);
+    }
+
+    @Test
+    void contentHash_sameWeightsAsArraysOrAsAMap_isTheSame() {
+        SortedEngineIds ids = SortedEngineIds.of(List.of("a", "b", "c"));
+        Snapshot arrays = snapshot(Route.weights(ids, new int[] {0, 2}, new double[] {0.25, 0.75}));
+        Snapshot map = snapshot(new TreeMap<>(Map.of("a", 0.25, "c", 0.75)));
+        assertThat(arrays).isEqualTo(map);
+        assertThat(arrays.hash()).isEqualTo(map.hash()).hasSize(64);
+    }
+
+    @Test
+    void contentHash_weightMovedOrOnAnUnknownEngine_differs() {
+        Snapshot base = snapshot(new TreeMap<>(Map.of("a", 0.25, "c", 0.75)));
+        assertThat(snapshot(new TreeMap<>(Map.of("a", 0.25, "b", 0.75))).hash()).isNotEqualTo(base.hash());
+        assertThat(snapshot(new TreeMap<>(Map.of("a", 0.25, "z", 0.75))).hash()).isNotEqualTo(base.hash());
+        assertThat(snapshot(new TreeMap<>(Map.of("a", 0.25, "c", 0.7500001))).hash()).isNotEqualTo(base.hash());
+        // a subset of engines as the ids of the arrays: the hash still names engines by their position
+        SortedEngineIds fewer = SortedEngineIds.of(List.of("a", "c"));
+        assertThat(snapshot(Route.weights(fewer, new int[] {0, 1}, new double[] {0.25, 0.75})).hash())
+                .isEqualTo(base.hash());
+    }
+}
