@@ -81,15 +81,26 @@ final class OptimalPolicy implements RoutingPolicy {
             for (int i = 0; i < compGroups.length; i++) {
                 localGroups[i] = groups[compGroups[i]];
             }
-            double[] p0 = options.previous() == null ? null : warmPrices(inst, compGroups, options.previous());
-            double tau0 = p0 == null ? 0.05 * scale : 1e-4 * scale;
-            if (p0 == null) {
-                p0 = coldPrices(lambda, shedCost, slotGroup, slotRtt, localGroups);
+            double[] warm = options.previous() == null ? null : warmPrices(inst, compGroups, options.previous());
+            DualNewton.Solution sol = null;
+            if (warm != null) {
+                DualNewton solver = new DualNewton(lambda, shedCost, slotGroup, slotRtt, slotKept, inst.discount,
+                        localGroups);
+                sol = solver.solve(warm, 1e-4 * scale, options.gapTolerance());
+                iterations += solver.iterations;
             }
-            DualNewton solver = new DualNewton(lambda, shedCost, slotGroup, slotRtt, slotKept, inst.discount,
-                    localGroups);
-            DualNewton.Solution sol = solver.solve(p0, tau0, options.gapTolerance());
-            iterations += solver.iterations;
+            if (sol == null || Math.max(sol.gap(), sol.fullGap()) > options.gapTolerance()) {
+                // No previous snapshot, or its prices led the small-τ Newton steps astray (seen when the demand
+                // change moves which classes shed): start again from the cold guess at a large τ.
+                DualNewton solver = new DualNewton(lambda, shedCost, slotGroup, slotRtt, slotKept, inst.discount,
+                        localGroups);
+                DualNewton.Solution cold = solver.solve(coldPrices(lambda, shedCost, slotGroup, slotRtt, localGroups),
+                        0.05 * scale, options.gapTolerance());
+                iterations += solver.iterations;
+                if (sol == null || Math.max(cold.gap(), cold.fullGap()) < Math.max(sol.gap(), sol.fullGap())) {
+                    sol = cold;
+                }
+            }
             objective += sol.objective();
             bound += sol.bound();
             for (int i = 0; i < compGroups.length; i++) {

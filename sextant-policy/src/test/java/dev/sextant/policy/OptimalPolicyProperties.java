@@ -10,6 +10,7 @@ import dev.sextant.topology.Engine;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
 import java.util.Map;
+import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.LongRange;
@@ -51,6 +52,16 @@ class OptimalPolicyProperties {
 );
         double tolerance = s.objective().shedRps() > 0 ? 1e-4 : SolveOptions.DEFAULT_GAP_TOLERANCE;
         assertThat(s.objective().gapRelative()).isLessThanOrEqualTo(tolerance);
+    }
+
+    /**
+     * A topology whose warm-started re-solve with affinity once stalled at a gap of 0.81 after 800 Newton steps
+     * (the demand change makes it shed): the solver now starts again from the cold guess when the warm start
+     * does not certify.
+     */
+    @Example
+    void resolveWithAffinity_warmStartThatStalled_isCertified() {
+        resolveWithAffinity_afterADemandChange_isCertifiedAndKeepsTheInvariants(142_889);
     }
 
     @Property(tries = 150)
