@@ -76,7 +76,11 @@ run() { # target port rate conns seconds
     | grep '^RESULT' | sed "s/^RESULT/$1 offered=$3/"
 }
 echo "warm-up (discarded)"
-for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do run "${t%%:*}" "${t##*:}" 2000 20 10 >/dev/null; done
+# at both measured concurrencies, so that each target has its connections open and its code compiled for them
+for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do
+  run "${t%%:*}" "${t##*:}" 2000 20 10 >/dev/null
+  run "${t%%:*}" "${t##*:}" 5000 100 10 >/dev/null
+done
 for rate in 1000 5000; do
   conns=$(( rate / 50 ))                       # each connection sends one request every 50 ms
   for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do run "${t%%:*}" "${t##*:}" $rate $conns "$secs"; done

@@ -23,7 +23,7 @@ import java.util.Map;
  */
 final class UpstreamPool {
     /** Idle connections kept per engine endpoint per event loop. */
-    static final int MAX_IDLE_PER_ENDPOINT = 64;
+    static final int MAX_IDLE_PER_ENDPOINT = 1024;
 
     private final Duration connectTimeout;
     private final io.netty.handler.ssl.SslContext tls;
