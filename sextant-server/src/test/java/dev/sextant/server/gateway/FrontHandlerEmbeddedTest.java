@@ -49,11 +49,7 @@ class FrontHandlerEmbeddedTest {
     static void stop() {
         gw.close();
         fleet.close();
-        try {
-            leaks.assertNoLeakReported();
-        } finally {
-            leaks.close();
-        }
+        leaks.assertNoLeakThenClose();
     }
 
     private static EmbeddedChannel channel() {

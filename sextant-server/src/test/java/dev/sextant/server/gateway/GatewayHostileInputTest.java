@@ -40,11 +40,7 @@ class GatewayHostileInputTest {
     static void stop() {
         gw.close();
         fleet.close();
-        try {
-            leaks.assertNoLeakReported();
-        } finally {
-            leaks.close();
-        }
+        leaks.assertNoLeakThenClose();
     }
 
     private static final String SMUGGLED = "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n";

@@ -117,11 +117,7 @@ class GatewayRequestFuzzTest {
         Logger.getLogger("dev.sextant.server.gateway").removeHandler(errorLog);
         gw.close();
         fleet.close();
-        try {
-            leaks.assertNoLeakReported();
-        } finally {
-            leaks.close();
-        }
+        leaks.assertNoLeakThenClose();
     }
 
     // ---- inputs ----

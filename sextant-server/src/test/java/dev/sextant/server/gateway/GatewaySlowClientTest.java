@@ -40,11 +40,7 @@ class GatewaySlowClientTest {
     static void stop() {
         gw.close();
         fleet.close();
-        try {
-            leaks.assertNoLeakReported();
-        } finally {
-            leaks.close();
-        }
+        leaks.assertNoLeakThenClose();
     }
 
     @Test

@@ -64,6 +64,15 @@ public final class LeakWatch {
         assertThat(reports).as("Netty leak reports").isEmpty();
     }
 
+    /** {@link #assertNoLeakReported()}, then {@link #close()} whatever it found. */
+    public void assertNoLeakThenClose() {
+        try {
+            assertNoLeakReported();
+        } finally {
+            close();
+        }
+    }
+
     /** Stops collecting and restores the previous level. */
     public void close() {
         DETECTOR.removeHandler(handler);

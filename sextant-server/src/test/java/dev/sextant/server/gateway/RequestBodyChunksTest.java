@@ -33,11 +33,7 @@ class RequestBodyChunksTest {
 
     @AfterAll
     static void restore() {
-        try {
-            leaks.assertNoLeakReported();
-        } finally {
-            leaks.close();
-        }
+        leaks.assertNoLeakThenClose();
     }
 
     // "é" and "→" are multi-byte in UTF-8, so some cuts fall inside a character

@@ -48,11 +48,7 @@ class UpstreamHandlerEmbeddedTest {
     static void stop() {
         gw.close();
         fleet.close();
-        try {
-            leaks.assertNoLeakReported();
-        } finally {
-            leaks.close();
-        }
+        leaks.assertNoLeakThenClose();
     }
 
     @Test

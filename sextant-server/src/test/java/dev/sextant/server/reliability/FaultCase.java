@@ -23,11 +23,7 @@ abstract class FaultCase {
 
     @AfterAll
     static void noLeaks() {
-        try {
-            leaks.assertNoLeakReported();
-        } finally {
-            leaks.close();
-        }
+        leaks.assertNoLeakThenClose();
     }
 
     /**
