@@ -170,7 +170,7 @@ final class DefaultDataPlane implements DataPlane {
             if (exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
                 continue;
             }
-            if (cell.ejected(now) || exclude != null && cell.failures.get() > 0) {
+            if (exclude == null ? cell.ejected(now) : failing(cell, now)) { // a retry passes over failing ones too
                 if (panic < 0 && cell.inFlight.get() < k.limit) {
                     panic = e;
                 }
@@ -204,7 +204,7 @@ final class DefaultDataPlane implements DataPlane {
             if (exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
                 continue;
             }
-            if (cell.ejected(now) || exclude != null && cell.failures.get() > 0) {
+            if (exclude == null ? cell.ejected(now) : failing(cell, now)) { // a retry passes over failing ones too
                 if (panic < 0 && cell.inFlight.get() < k.limit) {
                     panic = e;
                 }
