@@ -12,10 +12,9 @@ import picocli.CommandLine.Option;
 /** {@code sextant control-plane --config control-plane.yaml}: the control plane process. */
 @Command(name = "control-plane", description = "Run the control plane from a config file (docs/servers.md).")
 final class ControlPlaneCommand implements Callable<Integer> {
-    static final Set<String> KEYS = Set.of("topology", "host", "port", "token_file", "solve_interval",
+    static final Set<String> KEYS = ServerFile.withTlsKeys("topology", "host", "port", "token_file", "solve_interval",
             "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "weight_hysteresis",
-            "ttft_outlier_factor", "error_rate_limit", "demand", "max_wait", "tls_cert_file", "tls_key_file",
-            "tls_client_ca_file", "tls_ca_file", "tls_client_cert_file", "tls_client_key_file");
+            "ttft_outlier_factor", "error_rate_limit", "demand", "max_wait");
     private final PrintWriter out;
 
     @Option(names = "--config", paramLabel = "CONTROL-PLANE.yaml", required = true, description = "The control plane's settings.")

@@ -18,12 +18,11 @@ import picocli.CommandLine.Option;
 /** {@code sextant gateway --config gateway.yaml}: one gateway process. */
 @Command(name = "gateway", description = "Run a gateway (OpenAI-compatible proxy) from a config file (docs/servers.md).")
 final class GatewayCommand implements Callable<Integer> {
-    static final Set<String> KEYS = Set.of("gateway_cluster", "host", "port", "control_plane", "token_file",
+    static final Set<String> KEYS = ServerFile.withTlsKeys("gateway_cluster", "host", "port", "control_plane", "token_file",
             "snapshot_file", "long_poll_wait", "report_interval", "max_body_bytes", "connect_timeout",
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
-            "max_header_bytes", "tls_cert_file", "tls_key_file", "tls_client_ca_file", "tls_ca_file",
-            "tls_client_cert_file", "tls_client_key_file");
+            "max_header_bytes");
     private final PrintWriter out;
 
     @Option(names = "--config", paramLabel = "GATEWAY.yaml", required = true, description = "The gateway's settings.")

@@ -43,7 +43,7 @@ final class ServerFile {
         for (Iterator<String> it = root.fieldNames(); it.hasNext(); ) {
             String k = it.next();
             if (!keys.contains(k)) {
-                throw new UsageException(file + ": " + k + ": unknown setting (expected one of " + keys + ")");
+                throw new UsageException(file + ": " + k + ": unknown setting (expected one of " + new java.util.TreeSet<>(keys) + ")");
             }
         }
         return new ServerFile(file, root);
@@ -148,6 +148,14 @@ final class ServerFile {
                     + " SEXTANT_TOKEN)");
         }
         return null;
+    }
+
+    /** {@code keys} and the TLS keys {@link #serverTls()} and {@link #clientTls()} read. */
+    static Set<String> withTlsKeys(String... keys) {
+        java.util.Set<String> all = new java.util.HashSet<>(Set.of(keys));
+        all.addAll(Set.of("tls_cert_file", "tls_key_file", "tls_client_ca_file", "tls_ca_file", "tls_client_cert_file",
+                "tls_client_key_file"));
+        return Set.copyOf(all);
     }
 
     /** TLS on the listener from {@code tls_cert_file}, {@code tls_key_file}, {@code tls_client_ca_file}; null: none. */
