@@ -126,8 +126,12 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
      * per value would cost more than the hashing itself.
      */
     private static final class Feed {
+        private static final java.lang.invoke.VarHandle LONGS = java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
+                long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+        private static final java.lang.invoke.VarHandle INTS = java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
+                int[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
         private final MessageDigest sha;
-        private final byte[] buffer = new byte[1 << 14];
+        private final byte[] buffer = new byte[1 << 16];
         private int used;
 
         Feed(MessageDigest sha) {
@@ -138,9 +142,8 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             if (used + 8 > buffer.length) {
                 flush();
             }
-            for (int i = 0; i < 8; i++) {
-                buffer[used++] = (byte) (v >>> (8 * i));
-            }
+            LONGS.set(buffer, used, v); // the same little-endian bytes as a loop over them, in one store
+            used += 8;
             return this;
         }
 
@@ -148,9 +151,8 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             if (used + 4 > buffer.length) {
                 flush();
             }
-            for (int i = 0; i < 4; i++) {
-                buffer[used++] = (byte) (v >>> (8 * i));
-            }
+            INTS.set(buffer, used, v);
+            used += 4;
             return this;
         }
 

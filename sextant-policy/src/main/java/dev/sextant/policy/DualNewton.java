@@ -70,6 +70,14 @@ final class DualNewton {
         this.groupCount = groups.length;
         this.lambda = lambda;
         this.shedCost = shedCost;
+        for (int[] sg : slotGroup) {
+            for (int a = 1; a < sg.length; a++) {
+                if (sg[a] <= sg[a - 1]) { // the Hessian's lower triangle is filled on this order
+                    throw new IllegalArgumentException("a source's groups: " + Arrays.toString(sg)
+                            + " (expected: strictly ascending)");
+                }
+            }
+        }
         this.slotGroup = slotGroup;
         this.slotArc = slotRtt;
         this.slotKept = slotKept;
@@ -216,8 +224,11 @@ final class DualNewton {
             } else if (t < 0.25) {
                 damping = Math.min(1, damping * 10);
             }
+            // the accepted trial's evaluation left flows, loads and gradient at the new prices: only the
+            // Hessian is missing
             System.arraycopy(trial, 0, p, 0, groupCount);
-            q = evaluate(p, true);
+            buildHessian();
+            q = qTrial;
         }
     }
 
@@ -260,31 +271,37 @@ final class DualNewton {
             cmin = Math.min(cmin, arc[a] + p[sg[a]]);
             capped |= kept[a] > 0;
         }
-        // uncapped options only: log-sum-exp in closed form
+        // uncapped options only: log-sum-exp in closed form. Each option's Boltzmann factor is kept, so
+        // that its flow below is that factor times λ/z: one exponential per option, and no logarithm
+        // (log f = (π − c)/τ is known)
+        double[] boltzmann = slotS[k];
         double z = Math.exp(-(shedCost[k] - cmin) / tau);
         for (int a = 0; a < sg.length; a++) {
             double over = arc[a] + p[sg[a]] - cmin;
-            if (over <= NEGLIGIBLE * tau) {
-                z += Math.exp(-over / tau);
-            }
+            double e = over <= NEGLIGIBLE * tau ? Math.exp(-over / tau) : 0;
+            boltzmann[a] = e;
+            z += e;
         }
         double piK = cmin + tau * Math.log(lam / z);
+        double share = lam / z;
         if (capped) {
             piK = solvePrice(k, p, piK);
+            share = Math.exp((piK - cmin) / tau);
         }
         pi[k] = piK;
         double value = 0;
         double sh = Math.exp((piK - shedCost[k]) / tau);
         shed[k] = sh;
         shedS[k] = sh / tau;
-        value += shedCost[k] * sh + tau * xlogx(sh);
+        // c·f + τ·(f·log f − f) with log f = (π − c)/τ: f·(π − τ)
+        value += sh * (piK - tau);
         for (int a = 0; a < sg.length; a++) {
             double c = arc[a] + p[sg[a]];
             // an option 60 τ above the source's price carries e^-60 of it: none, to the last digit
-            double f = (c - piK) > NEGLIGIBLE * tau ? 0 : Math.exp((piK - c) / tau);
+            double f = (c - piK) > NEGLIGIBLE * tau ? 0 : boltzmann[a] * share;
             flowRegular[k][a] = f;
             double s = f / tau;
-            value += c * f + tau * xlogx(f);
+            value += f * (piK - tau);
             if (kept[a] > 0) {
                 double cd = c - discount;
                 double e = Math.exp((cd - piK) / tau);
@@ -304,11 +321,6 @@ final class DualNewton {
             placed += flowRegular[k][a] + flowKept[k][a];
         }
         return value + piK * (lam - placed);
-    }
-
-    /** f·log f − f, the entropy of an uncapped option (0 at f = 0). */
-    private static double xlogx(double f) {
-        return f > 0 ? f * Math.log(f) - f : 0;
     }
 
     private static double plogp(double s) {
@@ -393,6 +405,7 @@ final class DualNewton {
             Arrays.fill(row, 0);
         }
         int[] active = new int[0];
+        double[] after = new double[0];
         for (int k = 0; k < sources; k++) {
             int[] sg = slotGroup[k];
             double[] s = slotS[k];
@@ -410,27 +423,30 @@ final class DualNewton {
             if (total <= 0) {
                 continue;
             }
+            // s_a (S − s_a) / S with S − s_a summed from the others (the shed option, the active options
+            // before a and those after it), free of cancellation: suffix sums first
+            if (after.length < n + 1) {
+                after = new double[n + 1];
+            }
+            after[n] = 0;
+            for (int i = n - 1; i >= 0; i--) {
+                after[i] = after[i + 1] + s[active[i]];
+            }
+            double before = shedS[k];
             for (int i = 0; i < n; i++) {
                 int a = active[i];
                 int ga = sg[a];
-                // s_a (S − s_a) / S with S − s_a summed from the others, free of cancellation
-                double others = shedS[k];
-                for (int j = 0; j < n; j++) {
-                    if (j != i) {
-                        others += s[active[j]];
-                    }
-                }
+                double others = before + after[i + 1];
+                before += s[a];
+                double sa = s[a] / total;
                 // the lower triangle only, each pair once: it is all the Cholesky factorization reads
+                // (a source's groups ascend, so gb < ga)
+                double[] row = hessian[ga];
                 for (int j = 0; j < i; j++) {
                     int b = active[j];
-                    int gb = sg[b];
-                    if (ga > gb) {
-                        hessian[ga][gb] -= s[a] * s[b] / total;
-                    } else {
-                        hessian[gb][ga] -= s[b] * s[a] / total;
-                    }
+                    row[sg[b]] -= sa * s[b];
                 }
-                hessian[ga][ga] += s[a] * others / total;
+                hessian[ga][ga] += sa * others;
             }
         }
         for (int g = 0; g < groupCount; g++) {
