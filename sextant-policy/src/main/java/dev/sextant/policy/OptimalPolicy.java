@@ -267,7 +267,6 @@ final class OptimalPolicy implements RoutingPolicy {
                                      double bound, int iterations) {
         int n = inst.engines.size();
         int[] groupOf = new int[n];
-        int[] slotOf = new int[n];
         java.util.Arrays.fill(groupOf, -1);
         double[] groupLoad = new double[inst.groupCount];
         double[] shadow = new double[n];
@@ -275,7 +274,6 @@ final class OptimalPolicy implements RoutingPolicy {
             for (int i = 0; i < inst.groupEngines[h].length; i++) {
                 int j = inst.groupEngines[h][i];
                 groupOf[j] = h;
-                slotOf[j] = i;
                 double x = engineLoads[h][i];
                 groupLoad[h] += x;
                 EngineCost c = inst.costs[j];
@@ -284,11 +282,21 @@ final class OptimalPolicy implements RoutingPolicy {
                 }
             }
         }
+        // each engine's share of its group's load: the same for every source that uses the group
+        double[] shareOf = new double[n];
+        for (int h = 0; h < inst.groupCount; h++) {
+            for (int i = 0; i < inst.groupEngines[h].length; i++) {
+                int j = inst.groupEngines[h][i];
+                shareOf[j] = groupLoad[h] > 0 ? engineLoads[h][i] / groupLoad[h]
+                        : inst.costs[j].effectiveCapacity / groups[h].capacity;
+            }
+        }
         double[][] weights = new double[inst.sourceCount][];
         double[] shedFraction = new double[inst.sourceCount];
         double[] sourcePrice = new double[inst.sourceCount];
         int[] slotOfGroup = new int[inst.groupCount];
         java.util.Arrays.fill(slotOfGroup, -1);
+        double[] groupFraction = new double[inst.groupCount];
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] allowed = inst.sourceEngines[k];
             weights[k] = new double[allowed.length];
@@ -312,21 +320,16 @@ final class OptimalPolicy implements RoutingPolicy {
             }
             for (int a = 0; a < sg.length; a++) {
                 slotOfGroup[sg[a]] = a;
+                // the fraction of the source's requests its group gets; with no demand expected, a
+                // request that comes anyway goes where it costs least
+                groupFraction[sg[a]] = lambda > 0 ? groupFlow[k][a] / lambda : a == bestSlot ? 1 : 0;
             }
+            double[] w = weights[k];
             for (int i = 0; i < allowed.length; i++) {
                 int j = allowed[i];
                 int h = groupOf[j];
-                int a = h < 0 ? -1 : slotOfGroup[h];
-                if (a < 0) {
-                    continue;
-                }
-                double share = groupLoad[h] > 0 ? engineLoads[h][slotOf[j]] / groupLoad[h]
-                        : inst.costs[j].effectiveCapacity / groups[h].capacity;
-                if (lambda > 0) {
-                    weights[k][i] = groupFlow[k][a] / lambda * share;
-                } else if (a == bestSlot) {
-                    // no demand expected: a request that comes anyway goes where it costs least
-                    weights[k][i] = share;
+                if (h >= 0 && slotOfGroup[h] >= 0) {
+                    w[i] = groupFraction[h] * shareOf[j];
                 }
             }
             for (int a = 0; a < sg.length; a++) {
