@@ -486,6 +486,13 @@ public final class SlotTable {
     private static SlotRuns parse(String encoded, List<String> ids, double[] weights, int[] counts) {
         int n = ids.size();
         double total = checkWeights(n, weights);
+        SlotRuns runs = parseRuns(encoded, n, counts);
+        checkCounts(ids, weights, total, counts);
+        return runs;
+    }
+
+    /** The runs {@code encoded} describes for a table over {@code n} engines, well-formed; fills {@code counts}. */
+    private static SlotRuns parseRuns(String encoded, int n, int[] counts) {
         byte[] bytes;
         try {
             bytes = Base64.getUrlDecoder().decode(encoded);
@@ -531,6 +538,13 @@ public final class SlotTable {
             throw new IllegalArgumentException("slots: " + in.remaining() + " bytes after the last slot"
                     + " (expected: none)");
         }
+        return runs;
+    }
+
+    /** Every engine holds within one slot of its exact share of the table (none for weight 0). */
+    private static void checkCounts(List<String> ids, double[] weights, double total, int[] counts) {
+        int n = ids.size();
+        int m = slotCountFor(n);
         for (int j = 0; j < n; j++) {
             double exact = weights[j] / total * m;
             if (weights[j] == 0 ? counts[j] != 0 : !(Math.abs(counts[j] - exact) < 1 + 1e-9)) {
@@ -538,7 +552,6 @@ public final class SlotTable {
                         + " slots (expected: " + Math.round(exact) + " ± 1 for weight " + weights[j] / total + ")");
             }
         }
-        return runs;
     }
 
     // ------------------------------------------------------------------ the control plane's shortcuts
@@ -548,15 +561,7 @@ public final class SlotTable {
      * engine with a positive weight.
      */
     public static String encodedOf(List<String> engineIds, double[] weights) {
-        int n = engineIds.size();
-        double total = checkWeights(n, weights);
-        int m = slotCountFor(n);
-        int[] target = largestRemainder(weights, total, m);
-        SlotRuns runs = new SlotRuns(n);
-        for (int j = 0; j < n; j++) {
-            runs.add(j, target[j]);
-        }
-        return encode(Integer.numberOfTrailingZeros(m), n, runs);
+        return new Batch().encodedOf(engineIds, weights);
     }
 
     /**
@@ -570,19 +575,87 @@ public final class SlotTable {
      */
     public static String rebalanceEncoded(String previous, List<String> previousIds, double[] previousWeights,
                                           List<String> engineIds, double[] weights) {
-        int[] oldCounts = new int[previousIds.size()];
-        SlotRuns old = parse(previous, previousIds, previousWeights, oldCounts);
-        int oldBits = Integer.numberOfTrailingZeros(slotCountFor(previousIds.size()));
-        int n = engineIds.size();
-        double total = checkWeights(n, weights);
-        int m = slotCountFor(n);
-        int bits = Integer.numberOfTrailingZeros(m);
-        int[] target = largestRemainder(weights, total, m);
-        int[] counts = new int[n];
-        SlotRuns runs = inheritRuns(old, oldCounts, oldBits, previousIds, engineIds, bits, counts);
-        runs = releaseRuns(runs, counts, target, m);
-        runs = assignRuns(runs, counts, target, m);
-        return encode(bits, n, runs);
+        return new Batch().rebalanceEncoded(previous, previousIds, previousWeights, engineIds, weights);
+    }
+
+    /**
+     * {@link SlotTable#encodedOf} and {@link SlotTable#rebalanceEncoded} for the routes of one snapshot, each
+     * distinct table computed once. A table is a function of the previous table, the engines and their
+     * integer slot counts only, and on a large fleet many routes share all three: the classes of one
+     * model at one gateway cluster get the same shares, and weights that differ in their last bits give
+     * the same counts (the L benchmark fleet's 3,072 routes have 694 distinct tables). Same results as
+     * the static methods, same checks of every argument. The lists and arrays given must not change while
+     * the batch is in use (it keys on them). Not thread-safe: one per snapshot being built.
+     */
+    public static final class Batch {
+        private final Map<ParseKey, Parsed> parsed = new HashMap<>();
+        private final Map<BuildKey, String> built = new HashMap<>();
+
+        /** As {@link SlotTable#encodedOf}. */
+        public String encodedOf(List<String> engineIds, double[] weights) {
+            int n = engineIds.size();
+            double total = checkWeights(n, weights);
+            int m = slotCountFor(n);
+            int[] target = largestRemainder(weights, total, m);
+            return built.computeIfAbsent(new BuildKey(null, null, engineIds, target), k -> {
+                SlotRuns runs = new SlotRuns(n);
+                for (int j = 0; j < n; j++) {
+                    runs.add(j, target[j]);
+                }
+                return encode(Integer.numberOfTrailingZeros(m), n, runs);
+            });
+        }
+
+        /** As {@link SlotTable#rebalanceEncoded}. */
+        public String rebalanceEncoded(String previous, List<String> previousIds, double[] previousWeights,
+                                       List<String> engineIds, double[] weights) {
+            double previousTotal = checkWeights(previousIds.size(), previousWeights);
+            ParseKey pk = new ParseKey(previous, previousIds.size());
+            Parsed old = parsed.get(pk);
+            if (old == null) {
+                int[] counts = new int[previousIds.size()];
+                old = new Parsed(parseRuns(previous, previousIds.size(), counts), counts);
+                parsed.put(pk, old);
+            }
+            checkCounts(previousIds, previousWeights, previousTotal, old.counts);
+            int n = engineIds.size();
+            double total = checkWeights(n, weights);
+            int m = slotCountFor(n);
+            int[] target = largestRemainder(weights, total, m);
+            Parsed from = old;
+            return built.computeIfAbsent(new BuildKey(previous, previousIds, engineIds, target), k -> {
+                int oldBits = Integer.numberOfTrailingZeros(slotCountFor(previousIds.size()));
+                int bits = Integer.numberOfTrailingZeros(m);
+                int[] counts = new int[n];
+                // the runs below are new arrays, or the shared parsed ones read but never written
+                SlotRuns runs = inheritRuns(from.runs, from.counts, oldBits, previousIds, engineIds, bits, counts);
+                runs = releaseRuns(runs, counts, target, m);
+                runs = assignRuns(runs, counts, target, m);
+                return encode(bits, n, runs);
+            });
+        }
+    }
+
+    private record ParseKey(String encoded, int engines) {
+    }
+
+    private record Parsed(SlotRuns runs, int[] counts) {
+    }
+
+    /** A table's inputs: the previous table and its engines (null without history), the engines and their counts. */
+    private record BuildKey(String previous, List<String> previousIds, List<String> ids, int[] target) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof BuildKey k && java.util.Objects.equals(previous, k.previous)
+                    && java.util.Objects.equals(previousIds, k.previousIds) && ids.equals(k.ids)
+                    && Arrays.equals(target, k.target);
+        }
+
+        @Override
+        public int hashCode() {
+            return ((java.util.Objects.hashCode(previous) * 31 + java.util.Objects.hashCode(previousIds)) * 31
+                    + ids.hashCode()) * 31 + Arrays.hashCode(target);
+        }
     }
 
     /** {@link #inherit} on runs: the previous owners, remapped to the new engine list and table size. */

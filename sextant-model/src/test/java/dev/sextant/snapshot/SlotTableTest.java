@@ -274,6 +274,47 @@ class SlotTableTest {
         assertThat(counts).containsExactly(expected);
     }
 
+    @Property(tries = 100)
+    void batch_givesEveryRouteTheTextOfTheStaticMethods_sharedInputsOrNot(
+            @ForAll @IntRange(min = 1, max = 200) int n, @ForAll long seed) {
+        // routes as a snapshot has them: several share their previous table and engines, some of those also
+        // their slot counts (weights equal, or equal but for their last bits), others differ
+        SplittableRandom rnd = new SplittableRandom(seed);
+        List<String> ids = ids(n);
+        double[] w = positiveWeights(rnd, n);
+        String previous = SlotTable.encodedOf(ids, w);
+        SlotTable.Batch batch = new SlotTable.Batch();
+        assertThat(batch.encodedOf(ids, w)).isEqualTo(previous);
+        double[] moved = new double[n];
+        for (int i = 0; i < n; i++) {
+            moved[i] = w[i] * (0.9 + 0.2 * rnd.nextDouble());
+        }
+        for (int route = 0; route < 12; route++) {
+            double[] next = moved.clone();
+            switch (route % 3) {
+                case 0 -> { } // the same weights as another route
+                case 1 -> next[rnd.nextInt(n)] = Math.nextUp(next[rnd.nextInt(n)]); // the last bit differs
+                default -> next[rnd.nextInt(n)] *= 1 + rnd.nextDouble(); // really different
+            }
+            String expected = SlotTable.rebalanceEncoded(previous, ids, w, ids, next);
+            assertThat(batch.rebalanceEncoded(previous, ids, w, ids, next)).as("route %d", route).isEqualTo(expected);
+            assertThat(batch.encodedOf(ids, next)).isEqualTo(SlotTable.encodedOf(ids, next));
+        }
+    }
+
+    @Test
+    void batch_checksThePreviousTableAgainstEachRoutesOwnWeights_evenWhenItParsedItBefore() {
+        List<String> ids = ids(3);
+        double[] w = {1, 1, 2};
+        String good = SlotTable.encodedOf(ids, w);
+        SlotTable.Batch batch = new SlotTable.Batch();
+        assertThat(batch.rebalanceEncoded(good, ids, w, ids, new double[] {1, 2, 2})).isNotEmpty();
+        assertThatThrownBy(() -> batch.rebalanceEncoded(good, ids, new double[] {4, 1, 1}, ids, w))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("holds");
+        assertThatThrownBy(() -> batch.rebalanceEncoded("!!", ids, w, ids, w))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("base64url");
+    }
+
     @Test
     void rebalanceEncoded_badPreviousTable_isRejectedLikeDecode() {
         List<String> ids = ids(3);

@@ -52,6 +52,7 @@ final class Assembler {
         double latencyCost = 0;
         double shed = 0;
         Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
+        SlotTable.Batch tables = new SlotTable.Batch();
         int[] rank = new int[n];
         double[] value = new double[n];
         String[] id = new String[n];
@@ -76,7 +77,7 @@ final class Assembler {
             var c = inst.sourceClass[k];
             String gateway = inst.sourceGateway[k].id();
             Route before = options.previous() == null ? null : options.previous().route(gateway, c.id());
-            String slots = slots(before, w, Arrays.asList(Arrays.copyOf(id, positive)),
+            String slots = slots(tables, before, w, Arrays.asList(Arrays.copyOf(id, positive)),
                     Arrays.copyOf(value, positive));
             routes.computeIfAbsent(gateway, g -> new LinkedHashMap<>())
                     .put(c.id(), new Route(c.model(), c.residency(), c.priority(), inst.demand[k], w, shedFraction[k],
@@ -112,24 +113,25 @@ final class Assembler {
     static String slots(Route before, Map<String, Double> w) {
         List<String> ids = new ArrayList<>(w.keySet());
         double[] weights = w.values().stream().mapToDouble(Double::doubleValue).toArray();
-        return slots(before, w, ids, weights);
+        return slots(new SlotTable.Batch(), before, w, ids, weights);
     }
 
     /** {@link #slots(Route, Map)} with {@code w}'s ids and values given as lists. */
-    private static String slots(Route before, Map<String, Double> w, List<String> ids, double[] weights) {
+    private static String slots(SlotTable.Batch tables, Route before, Map<String, Double> w, List<String> ids,
+                                double[] weights) {
         if (w.isEmpty()) {
             return "";
         }
         if (before != null && !before.slots().isEmpty()) {
             try {
                 // on runs of slots, not slots: the same text as decoding, rebalancing and encoding
-                String rebalanced = SlotTable.rebalanceEncoded(before.slots(), before.slotEngines(),
+                String rebalanced = tables.rebalanceEncoded(before.slots(), before.slotEngines(),
                         before.slotWeights(), ids, weights);
                 return before.weights().equals(w) ? before.slots() : rebalanced;
             } catch (IllegalArgumentException e) {
                 // A previous snapshot with a bad table (hand-edited, or from another producer): start afresh.
             }
         }
-        return SlotTable.encodedOf(ids, weights);
+        return tables.encodedOf(ids, weights);
     }
 }
