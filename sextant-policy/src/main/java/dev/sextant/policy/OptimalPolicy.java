@@ -135,29 +135,37 @@ final class OptimalPolicy implements RoutingPolicy {
                 }
             }
         }
+        // sources and groups bucketed by their component's root in one pass each (not one pass per root)
+        List<List<Integer>> sourcesOf = new ArrayList<>(n);
+        List<List<Integer>> groupsOf = new ArrayList<>(n);
+        for (int h = 0; h < n; h++) {
+            sourcesOf.add(null);
+            groupsOf.add(null);
+        }
+        for (int k = 0; k < inst.sourceCount; k++) {
+            if (inst.demand[k] > 0 && inst.sourceGroups[k].length > 0) {
+                int root = find(parent, inst.sourceGroups[k][0]);
+                if (sourcesOf.get(root) == null) {
+                    sourcesOf.set(root, new ArrayList<>());
+                }
+                sourcesOf.get(root).add(k);
+            }
+        }
+        for (int h = 0; h < n; h++) {
+            int root = find(parent, h);
+            if (groupsOf.get(root) == null) {
+                groupsOf.set(root, new ArrayList<>());
+            }
+            groupsOf.get(root).add(h);
+        }
         List<int[][]> out = new ArrayList<>();
         for (int root = 0; root < n; root++) {
-            if (find(parent, root) != root) {
+            List<Integer> sources = sourcesOf.get(root);
+            if (find(parent, root) != root || sources == null) {
                 continue;
-            }
-            List<Integer> sources = new ArrayList<>();
-            for (int k = 0; k < inst.sourceCount; k++) {
-                if (inst.demand[k] > 0 && inst.sourceGroups[k].length > 0
-                        && find(parent, inst.sourceGroups[k][0]) == root) {
-                    sources.add(k);
-                }
-            }
-            if (sources.isEmpty()) {
-                continue;
-            }
-            List<Integer> groups = new ArrayList<>();
-            for (int h = 0; h < n; h++) {
-                if (find(parent, h) == root) {
-                    groups.add(h);
-                }
             }
             out.add(new int[][] {sources.stream().mapToInt(Integer::intValue).toArray(),
-                groups.stream().mapToInt(Integer::intValue).toArray()});
+                groupsOf.get(root).stream().mapToInt(Integer::intValue).toArray()});
         }
         return out;
     }
