@@ -85,7 +85,11 @@ final class Instance {
             penalty[j] = options.penalties().getOrDefault(e.id(), 1.0);
             engineRegion[j] = clusters.get(e.cluster()).region();
             // an engine serving several models is costed with the longest expected output (conservative)
-            int tokens = e.models().stream().mapToInt(outputTokens::get).max().orElse(1);
+            int tokens = 0;
+            for (String m : e.models()) {
+                tokens = Math.max(tokens, outputTokens.get(m));
+            }
+            tokens = e.models().isEmpty() ? 1 : tokens;
             costs[j] = new EngineCost(j, e.capacityRps(), e.effectiveCapacityRps(topology.headroom(), penalty[j]),
                     tokens, e.profile());
             if (costs[j].effectiveCapacity > 0) {
@@ -99,7 +103,9 @@ final class Instance {
                 continue;
             }
             Engine e = engines.get(j);
-            String key = e.cluster() + "\u0000" + new TreeSet<>(e.models());
+            // the set of models: most engines serve one, which needs no sorted copy
+            String key = e.cluster() + "\u0000" + (e.models().size() == 1 ? e.models().get(0)
+                    : String.join("\u0001", new TreeSet<>(e.models())));
             byKey.computeIfAbsent(key, k -> new ArrayList<>()).add(j);
         }
         groupCount = byKey.size();
@@ -176,24 +182,35 @@ final class Instance {
             }
         }
         sourceGatewayIndex = new int[sourceCount];
+        // per class, the engine clusters its residency allows (classes × clusters, not sources × clusters)
+        boolean[][] regionAllowed = new boolean[classes.size()][clusterIndex.size()];
+        for (int ci = 0; ci < classes.size(); ci++) {
+            for (EngineCluster ec : topology.engineClusters()) {
+                regionAllowed[ci][clusterIndex.get(ec.id())] = classes.get(ci).allowsRegion(ec.region());
+            }
+        }
         int k = 0;
         for (int gIndex = 0; gIndex < gateways.size(); gIndex++) {
             GatewayCluster g = gateways.get(gIndex);
             double[] rtt = rttByCluster[gIndex];
             Map<String, Double> demandRow = topology.demandRps().getOrDefault(g.id(), Map.of());
-            for (TrafficClass c : classes) {
+            for (int ci = 0; ci < classes.size(); ci++) {
+                TrafficClass c = classes.get(ci);
                 sourceGateway[k] = g;
                 sourceGatewayIndex[k] = gIndex;
                 sourceClass[k] = c;
                 demand[k] = demandRow.getOrDefault(c.id(), 0.0);
                 shedCost[k] = base * (1 + SHED_COST_STEP * priorities.headSet(c.priority()).size());
                 boolean[] clusterAllowed = new boolean[clusterIndex.size()];
-                for (EngineCluster ec : topology.engineClusters()) {
-                    int ci = clusterIndex.get(ec.id());
-                    clusterAllowed[ci] = c.allowsRegion(ec.region()) && !Double.isNaN(rtt[ci]);
+                char[] bits = new char[(clusterAllowed.length + 15) / 16]; // the same set, 16 clusters a char
+                for (int cl = 0; cl < clusterAllowed.length; cl++) {
+                    clusterAllowed[cl] = regionAllowed[ci][cl] && !Double.isNaN(rtt[cl]);
+                    if (clusterAllowed[cl]) {
+                        bits[cl >> 4] |= (char) (1 << (cl & 15));
+                    }
                 }
                 int[][] allowed = allowedByModelAndClusters.computeIfAbsent(
-                        c.model() + "\u0000" + java.util.Arrays.toString(clusterAllowed),
+                        c.model() + "\u0000" + new String(bits),
                         x -> new int[][] {allowedGroups(c.model(), clusterAllowed),
                             allowedEngines(servingModel.getOrDefault(c.model(), new int[0]), clusterAllowed)});
                 sourceGroups[k] = allowed[0];
