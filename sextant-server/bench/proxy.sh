@@ -5,7 +5,9 @@
 # GATEWAY_JAVA_OPTS adds JVM options to the gateway (a GC choice, a GC log: -Xlog:gc:file=gc.log).
 # PIN=1 pins the proxies (gateway, HAProxy) to CPU 1 and wrk and the engine to CPU 0 (taskset), so that the
 # proxy under test does not compete with the load generator for a core.
-# Prints one line per (target, offered rate) and a max-throughput line per target.
+# REPEAT=N measures the paced rates N times (targets interleaved in each round) and prints the median and range of
+# the added p50 and p99 over the rounds: one run's p99 moves by milliseconds on 2 shared cores.
+# Prints one line per (round, target, offered rate) and a max-throughput line per target.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 here="$root/sextant-server/bench"
@@ -81,9 +83,33 @@ for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do
   run "${t%%:*}" "${t##*:}" 2000 20 10 >/dev/null
   run "${t%%:*}" "${t##*:}" 5000 100 10 >/dev/null
 done
-for rate in 1000 5000; do
-  conns=$(( rate / 50 ))                       # each connection sends one request every 50 ms
-  for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do run "${t%%:*}" "${t##*:}" $rate $conns "$secs"; done
+repeat="${REPEAT:-1}"
+for round in $(seq 1 "$repeat"); do
+  for rate in 1000 5000; do
+    conns=$(( rate / 50 ))                     # each connection sends one request every 50 ms
+    for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do
+      run "${t%%:*}" "${t##*:}" $rate $conns "$secs" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
+    done
+  done
 done
+if [ "$repeat" -gt 1 ]; then
+  # added latency per round (the proxy's percentile minus the engine's in the same round), then the median
+  # and range over the rounds
+  echo "added latency over $repeat rounds: median (min-max), ms"
+  for rate in 1000 5000; do
+    for t in sextant haproxy; do
+      for q in p50_ms p99_ms; do
+        awk -v rate="$rate" -v t="$t" -v q="$q" '
+          { r = ""; v = ""; for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "round") r = kv[2];
+              if (kv[1] == q) v = kv[2] }
+            if ($0 ~ ("offered=" rate " ")) { if ($2 == "engine") e[r] = v; else if ($2 == t) p[r] = v } }
+          END { for (r in p) print p[r] - e[r] }' "$work/rounds.txt" | sort -g |
+        awk -v rate="$rate" -v t="$t" -v q="$q" '{ a[NR] = $1 }
+          END { printf "%s offered=%s added_%s median=%.2f min=%.2f max=%.2f rounds=%d\n", t, rate, q,
+                  (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), a[1], a[NR], NR }'
+      done
+    done
+  done
+fi
 echo "max throughput (64 connections, no pacing)"
 for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do run "${t%%:*}" "${t##*:}" 0 64 "$secs"; done
