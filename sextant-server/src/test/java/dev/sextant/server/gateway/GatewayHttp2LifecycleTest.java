@@ -123,6 +123,49 @@ class GatewayHttp2LifecycleTest {
     }
 
     @Test
+    void streamTheClientNeverReads_stopsTheGatewayReadingFromTheEngine_andOnlyThatStreamEnds() throws Exception {
+        Duration idle = Duration.ofSeconds(1);
+        try (GatewaySlowClientTest.BlastingEngine engine = new GatewaySlowClientTest.BlastingEngine()) {
+            Gateway gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false)
+                            .withTimeouts(Duration.ofSeconds(2), Duration.ofSeconds(5), idle, Duration.ofSeconds(60)),
+                    SnapshotSource.fixed(GatewaySlowClientTest.oneEngineSnapshot(engine.port())), 1);
+            open.add(gw);
+            H2Client c = client(gw);
+            H2Client.Stream stalled = c.postNeverReading("/v1/chat/completions", Fleet.chat(null, true, 1000));
+            // the stream's window fills, the gateway's write waits for it, so the gateway stops reading the engine;
+            // the engine's writes block until idle_timeout ends the exchange and closes the engine connection
+            assertThat(engine.ended.await(30, TimeUnit.SECONDS)).as("the engine's stream ended").isTrue();
+            assertThat(engine.written.get()).as("bytes the engine could send before it was stopped")
+                    .isLessThan(GatewaySlowClientTest.BlastingEngine.LIMIT);
+            assertThat(engine.failure).as("the gateway closed the engine connection").isNotNull();
+            assertThat(Fleet.await(() -> gw.inFlight() == 0, Duration.ofSeconds(10))).isTrue();
+            // a reset is not flow-controlled: the client sees it while it still reads nothing
+            assertThat(stalled.reset.get(10, TimeUnit.SECONDS)).as("RST_STREAM after idle_timeout unread").isPositive();
+            stalled.readFromNowOn(); // the frames the client held unread: the answer's head, part of its body
+            assertThat(stalled.status()).isEqualTo(200);
+            assertThat(stalled.end.isCompletedExceptionally()).as("the stalled stream was reset, not ended").isTrue();
+            assertThat(c.isOpen()).as("the connection and its other streams live on").isTrue();
+            H2Client.Stream health = c.get("/healthz");
+            assertThat(health.status()).isEqualTo(200);
+            assertThat(Http.JSON.readTree(health.body()).path("in_flight").asInt()).isZero();
+        }
+    }
+
+    @Test
+    void connectionWithNoOpenStream_isClosedWithGoAway_afterRequestHeaderTimeout() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false)
+                .withClientLimits(new ClientLimits(Duration.ofMillis(500), Duration.ofSeconds(60), 16384)));
+        H2Client c = client(gw);
+        H2Client.Stream s = c.post("/v1/chat/completions", Fleet.chat("then-idle", false, 1));
+        assertThat(s.status()).isEqualTo(200);
+        assertThat(s.body()).contains("\"completion_tokens\":1");
+        assertThat(c.goAway.get(10, TimeUnit.SECONDS)).as("last stream id: the one served").isEqualTo(s.id());
+        assertThat(Fleet.await(() -> !c.isOpen(), Duration.ofSeconds(10))).as("closed by the gateway").isTrue();
+        assertThat(Fleet.await(() -> gw.metrics.scrape().contains("sextant_gateway_http2_connections 0.0"),
+                Duration.ofSeconds(10))).isTrue();
+    }
+
+    @Test
     void headerListOverMaxHeaderBytes_is431OnThatStream() throws Exception {
         Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false)
                 .withClientLimits(new ClientLimits(Duration.ofSeconds(10), Duration.ofSeconds(60), 4096)));

@@ -6,6 +6,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
@@ -84,9 +85,22 @@ final class H2Client implements AutoCloseable {
         return open("GET", path, null);
     }
 
+    /**
+     * As {@link #post} on a stream that reads nothing: its window is never renewed, so the server may send it no more
+     * than the initial 65,535 bytes (a client that stopped reading one stream).
+     */
+    Stream postNeverReading(String path, String body) throws Exception {
+        return open(new Http2StreamChannelBootstrap(channel).option(ChannelOption.AUTO_READ, false), "POST", path, body);
+    }
+
     private Stream open(String method, String path, String body, String... headers) throws Exception {
+        return open(streams, method, path, body, headers);
+    }
+
+    private Stream open(Http2StreamChannelBootstrap bootstrap, String method, String path, String body,
+                        String... headers) throws Exception {
         Stream s = new Stream();
-        Http2StreamChannel ch = streams.handler(s.handler()).open().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        Http2StreamChannel ch = bootstrap.handler(s.handler()).open().get(WAIT.toSeconds(), TimeUnit.SECONDS);
         s.channel = ch;
         Http2Headers h = new DefaultHttp2Headers().method(method).path(path).scheme("http").authority("127.0.0.1");
         if (body != null) {
@@ -147,13 +161,19 @@ final class H2Client implements AutoCloseable {
                             if (f.isEndStream()) {
                                 ended();
                             }
-                        } else if (msg instanceof Http2ResetFrame f) {
-                            reset.complete(f.errorCode());
-                            end.completeExceptionally(new IllegalStateException("stream reset: " + f.errorCode()));
                         }
                     } finally {
                         ReferenceCountUtil.release(msg);
                     }
+                }
+
+                @Override
+                public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+                    if (evt instanceof Http2ResetFrame f) { // a stream channel gets the peer's reset as an event
+                        reset.complete(f.errorCode());
+                        end.completeExceptionally(new IllegalStateException("stream reset: " + f.errorCode()));
+                    }
+                    ReferenceCountUtil.release(evt);
                 }
 
                 @Override
@@ -189,6 +209,11 @@ final class H2Client implements AutoCloseable {
 
         int id() {
             return channel.stream().id();
+        }
+
+        /** Starts reading a stream opened by {@link #postNeverReading}: what the server sent and queued is seen now. */
+        void readFromNowOn() {
+            channel.config().setAutoRead(true);
         }
 
         /** Resets the stream (RST_STREAM CANCEL), as a client that gave up does. */
