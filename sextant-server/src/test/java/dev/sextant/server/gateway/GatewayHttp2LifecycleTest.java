@@ -3,6 +3,7 @@ package dev.sextant.server.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.engine.Faults;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.tls.ClientTls;
@@ -163,6 +164,51 @@ class GatewayHttp2LifecycleTest {
         assertThat(Fleet.await(() -> !c.isOpen(), Duration.ofSeconds(10))).as("closed by the gateway").isTrue();
         assertThat(Fleet.await(() -> gw.metrics.scrape().contains("sextant_gateway_http2_connections 0.0"),
                 Duration.ofSeconds(10))).isTrue();
+    }
+
+    @Test
+    void engineGoneBeforeTheFirstByte_theStreamIsRetriedOnAnotherEngine() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false));
+        H2Client c = client(gw);
+        H2Client.Stream first = c.post("/v1/chat/completions", Fleet.chat("retry-me", false, 1));
+        assertThat(first.status()).isEqualTo(200);
+        String engine = first.header("x-sextant-engine");
+        first.body();
+        fleet.engines.get(engine).close();
+        H2Client.Stream again = c.post("/v1/chat/completions", Fleet.chat("retry-me", false, 2));
+        assertThat(again.status()).isEqualTo(200);
+        assertThat(again.header("x-sextant-engine")).isNotEqualTo(engine);
+        assertThat(again.header("x-sextant-attempts")).isEqualTo("2");
+        assertThat(Http.JSON.readTree(again.body()).path("usage").path("completion_tokens").asInt()).isEqualTo(2);
+    }
+
+    @Test
+    void everyAllowedEngineAtItsLimit_is429InOpenAiShapeOnThatStream_whileTheOthersStream() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false)
+                .withOptions(DataPlaneOptions.defaults().toBuilder().maxInFlightPerEngine(1).build()));
+        H2Client c = client(gw);
+        List<H2Client.Stream> streams = new ArrayList<>();
+        for (int i = 0; i <= fleet.engines.size(); i++) { // one more long stream than there are engines
+            streams.add(c.post("/v1/chat/completions", Fleet.chat("full-" + i, true, 100)));
+        }
+        int served = 0;
+        int refused = 0;
+        for (H2Client.Stream s : streams) {
+            if (s.status() == 200) {
+                served++;
+                assertThat(s.body().strip()).endsWith("data: [DONE]");
+            } else {
+                refused++;
+                assertThat(s.status()).isEqualTo(429);
+                assertThat(s.header("retry-after")).isNotNull();
+                assertThat(s.header("x-sextant-overloaded")).isEqualTo("true");
+                JsonNode error = Http.JSON.readTree(s.body()).path("error");
+                assertThat(error.path("type").asText()).isEqualTo("rate_limit_error");
+                assertThat(error.path("code").asText()).isEqualTo("overloaded");
+            }
+        }
+        assertThat(refused).as("streams beyond one per engine").isPositive();
+        assertThat(served).as("streams the engines took").isPositive().isLessThanOrEqualTo(fleet.engines.size());
     }
 
     @Test
