@@ -35,6 +35,8 @@ class ServerCommandsTest {
             bad duration           | gateway       | gateway_cluster: east\\ncontrol_plane: http://x:1\\ntoken_file: tok\\nidle_timeout: soon | idle_timeout
             bad port type          | gateway       | gateway_cluster: east\\nport: eighty\\nsnapshot_file: s.json | port: "eighty" (expected: an integer)
             bad header limit       | gateway       | gateway_cluster: east\\nmax_header_bytes: 0\\nsnapshot_file: s.json | max_header_bytes: 0 (expected: 1..1048576)
+            zero stream limit      | gateway       | gateway_cluster: east\\nmax_concurrent_streams: 0\\nsnapshot_file: s.json | max_concurrent_streams: 0 (expected: >= 1)
+            http2 not a boolean    | gateway       | gateway_cluster: east\\nhttp2: h2c\\nsnapshot_file: s.json | http2: "h2c" (expected: true or false)
             zero header timeout    | gateway       | gateway_cluster: east\\nrequest_header_timeout: 0s\\nsnapshot_file: s.json | request_header_timeout
             bad body timeout       | gateway       | gateway_cluster: east\\nrequest_body_timeout: later\\nsnapshot_file: s.json | request_body_timeout
             no topology            | control-plane | port: 7070                                                | topology: missing
@@ -60,7 +62,8 @@ class ServerCommandsTest {
         Files.writeString(dir.resolve("snapshot.json"), stdout);
         Path config = dir.resolve("gateway.yaml");
         Files.writeString(config, "gateway_cluster: east\nport: 0\nsnapshot_file: snapshot.json\nthreads: 1\n"
-                + "max_header_bytes: 8192\nrequest_header_timeout: 5s\nrequest_body_timeout: 30s\n");
+                + "max_header_bytes: 8192\nrequest_header_timeout: 5s\nrequest_body_timeout: 30s\n"
+                + "http2: true\nmax_concurrent_streams: 250\n");
         assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
         assertThat(stdout).contains("gateway east on http://127.0.0.1:").contains("(snapshot 1 from ").contains("stopped");
     }

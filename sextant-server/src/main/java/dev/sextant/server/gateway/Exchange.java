@@ -16,6 +16,7 @@ import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
@@ -188,8 +189,7 @@ final class Exchange {
             sseTail = new byte[SSE_TAIL];
         }
         DefaultHttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, r.status());
-        out.headers().set(r.headers());
-        out.headers().remove(HttpHeaderNames.CONNECTION).remove("keep-alive");
+        copyEndToEnd(r, out);
         out.headers().set("x-sextant-engine", decision.engineId());
         out.headers().set("x-sextant-snapshot-version", Long.toString(decision.snapshotVersion()));
         out.headers().set("x-sextant-attempts", Integer.toString(decision.attempt()));
@@ -202,6 +202,35 @@ final class Exchange {
         armPhase(gw.config.idleTimeout());
         upstream.read();
     }
+
+    /**
+     * The engine's response headers meant for the client. The hop-by-hop fields (RFC 9110 §7.6.1: {@code Connection}
+     * and the fields it names, {@code Keep-Alive}, {@code Proxy-Connection}, {@code TE}, {@code Trailer},
+     * {@code Transfer-Encoding}, {@code Upgrade}) describe the engine connection only, and HTTP/2 forbids them; an
+     * answer without a length goes to an HTTP/1.1 client chunked (an HTTP/2 stream frames it itself).
+     */
+    private static void copyEndToEnd(HttpResponse from, HttpResponse to) {
+        HttpHeaders h = to.headers();
+        h.set(from.headers());
+        for (String connection : from.headers().getAll(HttpHeaderNames.CONNECTION)) {
+            for (String name : connection.split(",")) {
+                String n = name.trim();
+                if (!n.isEmpty()) {
+                    h.remove(n);
+                }
+            }
+        }
+        for (CharSequence name : HOP_BY_HOP) {
+            h.remove(name);
+        }
+        if (!h.contains(HttpHeaderNames.CONTENT_LENGTH)) {
+            HttpUtil.setTransferEncodingChunked(to, true);
+        }
+    }
+
+    private static final CharSequence[] HOP_BY_HOP = {HttpHeaderNames.CONNECTION, HttpHeaderNames.KEEP_ALIVE,
+            HttpHeaderNames.PROXY_CONNECTION, HttpHeaderNames.TE, HttpHeaderNames.TRAILER,
+            HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderNames.UPGRADE};
 
     /** Takes ownership of {@code c}. */
     void onContent(HttpContent c) {

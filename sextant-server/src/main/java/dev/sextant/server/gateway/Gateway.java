@@ -9,7 +9,6 @@ import dev.sextant.request.DataPlaneStatus;
 import dev.sextant.request.Ejection;
 import dev.sextant.request.Ticker;
 import dev.sextant.server.internal.Http;
-import dev.sextant.server.internal.OversizedAwareAggregator;
 import dev.sextant.server.internal.Transport;
 import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.snapshot.Route;
@@ -22,8 +21,9 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.handler.codec.http.HttpDecoderConfig;
-import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http2.DefaultHttp2GoAwayFrame;
+import io.netty.handler.codec.http2.Http2Error;
+import io.netty.handler.codec.http2.Http2FrameCodec;
 import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
@@ -65,6 +65,7 @@ public final class Gateway implements AutoCloseable {
     private final Channel serverChannel;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final AtomicInteger inFlight = new AtomicInteger();
+    private final AtomicInteger http2Connections = new AtomicInteger();
     private final java.util.concurrent.atomic.LongAdder refusedSnapshots = new java.util.concurrent.atomic.LongAdder();
     private final AtomicLong ids = new AtomicLong();
     private final String idPrefix = Long.toHexString(System.nanoTime() ^ System.identityHashCode(this));
@@ -75,7 +76,7 @@ public final class Gateway implements AutoCloseable {
         this.source = source;
         warnIfTokenInClear(config);
         // TLS files are read before anything starts, so a bad file stops the start with its key and path
-        SslContext serverTls = config.tls() == null ? null : TlsContexts.server(config.tls());
+        SslContext serverTls = config.tls() == null ? null : TlsContexts.server(config.tls(), config.http2());
         this.pool = new UpstreamPool(config.connectTimeout(), TlsContexts.client(config.clientTls()));
         this.reporter = new Reporter(config.gatewayCluster(), config.controlPlane(), config.token(),
                 config.reportInterval(), config.clientTls());
@@ -115,8 +116,9 @@ public final class Gateway implements AutoCloseable {
         } catch (java.util.concurrent.ExecutionException e) {
             throw new IllegalStateException("no first snapshot: " + e.getCause(), e.getCause());
         }
-        this.metrics = new GatewayMetrics(plane::get, inFlight::get,
+        this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
                 () -> refusedSnapshots.sum() + source.refusals());
+        ClientPipeline clients = new ClientPipeline(this, serverTls);
         this.group = Transport.current().group(threads);
         ServerBootstrap b = new ServerBootstrap()
                 .group(group)
@@ -128,17 +130,7 @@ public final class Gateway implements AutoCloseable {
                     @Override
                     protected void initChannel(SocketChannel ch) {
                         channels.add(ch);
-                        if (serverTls != null) {
-                            ch.pipeline().addLast(serverTls.newHandler(ch.alloc()));
-                        }
-                        ClientLimits limits = config.clientLimits();
-                        RequestGuard guard = new RequestGuard(limits, config.idleTimeout());
-                        ch.pipeline().addLast(guard.bytesIn(),
-                                new HttpServerCodec(new HttpDecoderConfig().setMaxInitialLineLength(limits.maxHeaderBytes())
-                                        .setMaxHeaderSize(limits.maxHeaderBytes())),
-                                guard,
-                                new OversizedAwareAggregator(config.maxBodyBytes(), metrics.oversized),
-                                new FrontHandler(Gateway.this));
+                        clients.init(ch);
                     }
                 });
         try {
@@ -149,7 +141,8 @@ public final class Gateway implements AutoCloseable {
             throw e;
         }
         LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")
-                + "://" + config.host() + ":" + port() + " with snapshot " + plane.get().snapshot().version() + " ("
+                + "://" + config.host() + ":" + port() + (config.http2() ? " (HTTP/1.1 and HTTP/2)" : " (HTTP/1.1)")
+                + " with snapshot " + plane.get().snapshot().version() + " ("
                 + Transport.current().name().toLowerCase() + " transport)");
     }
 
@@ -232,6 +225,14 @@ public final class Gateway implements AutoCloseable {
         return draining;
     }
 
+    void http2ConnectionOpened() {
+        http2Connections.incrementAndGet();
+    }
+
+    void http2ConnectionClosed() {
+        http2Connections.decrementAndGet();
+    }
+
     void exchangeStarted() {
         inFlight.incrementAndGet();
     }
@@ -300,13 +301,20 @@ public final class Gateway implements AutoCloseable {
     }
 
     /**
-     * Graceful shutdown: stops accepting, lets in-flight requests finish (up to the drain timeout), then closes
-     * every connection and the snapshot source.
+     * Graceful shutdown: stops accepting, tells HTTP/2 clients to open no more streams (GOAWAY; HTTP/1.1 clients
+     * get {@code Connection: close} on their answers), lets in-flight requests finish (up to the drain timeout), then
+     * closes every connection and the snapshot source.
      */
     @Override
     public void close() {
         draining = true;
         serverChannel.close().awaitUninterruptibly();
+        for (Channel c : channels) {
+            if (c.pipeline().get(Http2FrameCodec.class) != null) {
+                // the last stream id is the last the client opened: those finish, later ones the client retries
+                c.writeAndFlush(new DefaultHttp2GoAwayFrame(Http2Error.NO_ERROR));
+            }
+        }
         long deadline = System.nanoTime() + config.drainTimeout().toNanos();
         while (inFlight.get() > 0 && System.nanoTime() < deadline) {
             try {

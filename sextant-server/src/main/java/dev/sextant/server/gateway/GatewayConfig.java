@@ -27,14 +27,21 @@ import java.time.Duration;
  * @param clientTls       how {@code https} control planes and engines are verified (and the client certificate
  *                        shown to them), or null for the JDK's default CAs and no client certificate
  * @param clientLimits    timeouts and size limits for what clients send before a request is whole
+ * @param http2           whether clients may speak HTTP/2 (h2c on a plain listener, h2 by ALPN with TLS) besides
+ *                        HTTP/1.1; engines are always spoken to in HTTP/1.1
+ * @param maxConcurrentStreams most streams one HTTP/2 client connection may have open at once, ≥ 1 (default
+ *                        {@value #DEFAULT_MAX_CONCURRENT_STREAMS}); a stream over it is refused with
+ *                        {@code RST_STREAM REFUSED_STREAM}, which a client may retry
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
                             Duration drainTimeout, URI controlPlane, String token, Duration reportInterval,
                             boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
-                            ClientLimits clientLimits) {
+                            ClientLimits clientLimits, boolean http2, int maxConcurrentStreams) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+    /** The default limit of open streams per HTTP/2 connection, 100 (RFC 9113 §6.5.2 asks for no fewer). */
+    public static final int DEFAULT_MAX_CONCURRENT_STREAMS = 100;
 
     public GatewayConfig {
         if (gatewayCluster == null || gatewayCluster.isBlank()) {
@@ -58,6 +65,9 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         if (clientLimits == null) {
             throw new IllegalArgumentException("client_limits: missing (expected: client limits)");
         }
+        if (maxConcurrentStreams < 1) {
+            throw new IllegalArgumentException("max_concurrent_streams: " + maxConcurrentStreams + " (expected: >= 1)");
+        }
     }
 
     private static void positive(String field, Duration d) {
@@ -71,49 +81,49 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofSeconds(30), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
-                ClientLimits.defaults());
+                ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS);
     }
 
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
         return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits);
+                clientLimits, http2, maxConcurrentStreams);
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
         return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits);
+                clientLimits, http2, maxConcurrentStreams);
     }
 
     /** With other timeouts. */
     public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
                 drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits);
+                clientLimits, http2, maxConcurrentStreams);
     }
 
     /** With a control plane to report to. */
     public GatewayConfig withControlPlane(URI uri, String newToken, Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options, tls, clientTls,
-                clientLimits);
+                clientLimits, http2, maxConcurrentStreams);
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options, tls, clientTls,
-                clientLimits);
+                clientLimits, http2, maxConcurrentStreams);
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions, tls,
-                clientTls, clientLimits);
+                clientTls, clientLimits, http2, maxConcurrentStreams);
     }
 
     /**
@@ -123,14 +133,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withTls(ServerTls serverTls, ClientTls client) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                serverTls, client, clientLimits);
+                serverTls, client, clientLimits, http2, maxConcurrentStreams);
     }
 
     /** With other client limits (request head and body timeouts, head size). */
     public GatewayConfig withClientLimits(ClientLimits limits) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, limits);
+                tls, clientTls, limits, http2, maxConcurrentStreams);
+    }
+
+    /** With HTTP/2 for clients on or off, and another limit of open streams per HTTP/2 connection (≥ 1). */
+    public GatewayConfig withHttp2(boolean on, int streamsPerConnection) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                tls, clientTls, clientLimits, on, streamsPerConnection);
     }
 
     /** Never the token: a config printed or logged must not leak it. */
@@ -141,6 +158,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 + firstByteTimeout + ", idleTimeout=" + idleTimeout + ", totalTimeout=" + totalTimeout
                 + ", drainTimeout=" + drainTimeout + ", controlPlane=" + controlPlane + ", token="
                 + (token == null ? "null" : "(redacted)") + ", reportInterval=" + reportInterval + ", accessLog="
-                + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + ", clientLimits=" + clientLimits + "]";
+                + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + ", clientLimits=" + clientLimits
+                + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + "]";
     }
 }

@@ -27,7 +27,8 @@ final class GatewayMetrics {
     private final java.util.function.LongSupplier refusedSnapshots;
     private final Counter ejections;
 
-    GatewayMetrics(Supplier<DataPlane> plane, Supplier<Integer> inFlight, java.util.function.LongSupplier refusedSnapshots) {
+    GatewayMetrics(Supplier<DataPlane> plane, Supplier<Integer> inFlight, Supplier<Integer> http2Connections,
+                   java.util.function.LongSupplier refusedSnapshots) {
         this.refusedSnapshots = refusedSnapshots;
         io.micrometer.core.instrument.FunctionCounter.builder("sextant.gateway.snapshot.refusals", refusedSnapshots,
                         s -> s.getAsLong())
@@ -47,6 +48,8 @@ final class GatewayMetrics {
         Gauge.builder("sextant.gateway.fallback", () -> plane.get().status().fallback() ? 1 : 0)
                 .description("1 while the fallback policy routes (snapshot too old)").register(registry);
         Gauge.builder("sextant.gateway.in.flight", inFlight::get).description("requests being proxied").register(registry);
+        Gauge.builder("sextant.gateway.http2.connections", http2Connections::get)
+                .description("open HTTP/2 client connections").register(registry);
         Gauge.builder("sextant.gateway.ejected.engines", () -> plane.get().status().ejectedEngines())
                 .register(registry);
         Gauge.builder("sextant.gateway.retry.tokens", () -> plane.get().status().retryTokens()).register(registry);

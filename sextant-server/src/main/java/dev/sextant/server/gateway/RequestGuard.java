@@ -37,6 +37,10 @@ import java.util.logging.Logger;
  *   engine side has stopped reading by then, so nothing piles up) closes the connection.</li>
  * </ul>
  *
+ * <p>On an HTTP/2 connection each stream has its own guard, on the stream's channel: the head arrives whole with the
+ * stream's HEADERS, so only the body and unread-answer limits bite there (408 or a reset of that stream, not of the
+ * connection); {@link H2Connection} guards the connection.
+ *
  * <p>Runs on the channel's event loop; one timer per guard for the head and body deadlines, re-armed only when a
  * deadline moves earlier (the {@link Exchange} habit), and one for stalled writes, armed only while a write waits.
  */
@@ -153,6 +157,17 @@ final class RequestGuard extends ChannelDuplexHandler {
 
     @Override
     public void channelInactive(ChannelHandlerContext c) {
+        stopTimers();
+        c.fireChannelInactive();
+    }
+
+    /** Removed when the connection turned to HTTP/2: its streams have guards of their own. */
+    @Override
+    public void handlerRemoved(ChannelHandlerContext c) {
+        stopTimers();
+    }
+
+    private void stopTimers() {
         deadline = Long.MAX_VALUE;
         if (timer != null) {
             timer.cancel(false);
@@ -162,7 +177,6 @@ final class RequestGuard extends ChannelDuplexHandler {
             stallTimer.cancel(false);
             stallTimer = null;
         }
-        c.fireChannelInactive();
     }
 
     private void arm(long at) {

@@ -1,5 +1,7 @@
 package dev.sextant.server.tls;
 
+import io.netty.handler.ssl.ApplicationProtocolConfig;
+import io.netty.handler.ssl.ApplicationProtocolNames;
 import io.netty.handler.ssl.ClientAuth;
 import io.netty.handler.ssl.JdkSslContext;
 import io.netty.handler.ssl.SslContext;
@@ -24,12 +26,26 @@ public final class TlsContexts {
 
     /** A server context; with {@link ServerTls#clientCaFile()}, client certificates are required. */
     public static SslContext server(ServerTls tls) {
+        return server(tls, false);
+    }
+
+    /**
+     * As {@link #server(ServerTls)}; with {@code http2}, the handshake offers {@code h2} and {@code http/1.1} by ALPN
+     * (in that order of preference), and a client that offers neither, or no ALPN at all, gets HTTP/1.1.
+     */
+    public static SslContext server(ServerTls tls, boolean http2) {
         File cert = readable("tls_cert_file", tls.certificateFile());
         File key = readable("tls_key_file", tls.keyFile());
         try {
             SslContextBuilder b = SslContextBuilder.forServer(cert, key).sslProvider(SslProvider.JDK);
             if (tls.clientCaFile() != null) {
                 b.trustManager(readable("tls_client_ca_file", tls.clientCaFile())).clientAuth(ClientAuth.REQUIRE);
+            }
+            if (http2) {
+                b.applicationProtocolConfig(new ApplicationProtocolConfig(ApplicationProtocolConfig.Protocol.ALPN,
+                        ApplicationProtocolConfig.SelectorFailureBehavior.NO_ADVERTISE,
+                        ApplicationProtocolConfig.SelectedListenerFailureBehavior.ACCEPT,
+                        ApplicationProtocolNames.HTTP_2, ApplicationProtocolNames.HTTP_1_1));
             }
             return b.build();
         } catch (SSLException | RuntimeException e) {

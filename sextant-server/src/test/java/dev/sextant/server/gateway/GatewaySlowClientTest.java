@@ -150,7 +150,7 @@ class GatewaySlowClientTest {
     }
 
     /** A snapshot routing model m of gateway cluster gw to one engine on {@code port}. */
-    private static dev.sextant.snapshot.Snapshot oneEngineSnapshot(int port) throws Exception {
+    static dev.sextant.snapshot.Snapshot oneEngineSnapshot(int port) throws Exception {
         String yaml = """
                 gateway_clusters: [{id: gw, region: eu-west}]
                 engine_clusters: [{id: c-eu, region: eu-west}]

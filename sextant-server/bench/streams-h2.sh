@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Many concurrent open streams through one gateway over HTTP/2 client connections (heap 1 GiB): h2load opens C
+# connections with M streams each (h2c, prior knowledge), every stream a streaming chat completion of TOKENS tokens
+# (default 20) at one token per second, so C × M streams stay open at once. The engine side stays HTTP/1.1: one
+# engine connection per open stream, so the gateway holds about C × M + C descriptors instead of 2 × C × M.
+# Usage: streams-h2.sh [connections] [streams-per-connection]     (default 100 × 100 = 10,000 streams)
+# Needs h2load (Debian package nghttp2-client, installed here when missing and apt-get can) and a descriptor limit
+# above C × M + C for the gateway and for the engine emulator.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+c="${1:-100}"
+m="${2:-100}"
+n=$((c * m))
+tokens="${TOKENS:-20}"
+if ! command -v h2load >/dev/null; then
+  apt-get install -y nghttp2-client >/dev/null
+fi
+ulimit -n "$(ulimit -Hn)"
+work="$(mktemp -d)"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+"$root/bin/sextant" --version >/dev/null
+jar="$root/sextant-app/target/sextant.jar"
+ENGINE=19112 GATEWAY=19212
+java -Xmx1g -jar "$jar" engine --id e1 --port $ENGINE --model m --max-seqs $((n + 1000)) \
+     --decode-base-ms 1000 --decode-ms-per-seq 0 --prefill-ms-per-token 0 >"$work/engine.log" 2>&1 &
+pids+=($!)
+cat >"$work/topology.yaml" <<YAML
+gateway_clusters: [{id: gw, region: r}]
+engine_clusters: [{id: c, region: r}]
+network_rtt_ms: {gw: {c: 1}}
+models: [{id: m, output_tokens: $tokens}]
+engines:
+  - {id: e1, cluster: c, endpoint: "http://127.0.0.1:$ENGINE", models: [m], capacity_rps: 100000, profile: {ttft_ms: 1, tbt_ms: 1}}
+classes: [{id: chat, model: m}]
+demand_rps: {gw: {chat: 1000}}
+YAML
+"$root/bin/sextant" solve "$work/topology.yaml" >"$work/snapshot.json"
+printf 'gateway_cluster: gw\nport: %s\nsnapshot_file: snapshot.json\naccess_log: false\nmax_in_flight_per_engine: %s\nhttp2: true\nmax_concurrent_streams: %s\n' \
+       $GATEWAY $((n + 1000)) "$m" >"$work/gateway.yaml"
+java -Xms1g -Xmx1g -Xlog:gc:file="$work/gc.log" -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
+gpid=$!
+pids+=($gpid)
+for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$GATEWAY/healthz" && break; sleep 0.1; done
+printf '{"model":"m","stream":true,"max_tokens":%s,"messages":[{"role":"user","content":"hello"}]}' "$tokens" >"$work/body.json"
+metric() { curl -s "http://127.0.0.1:$GATEWAY/metrics" | awk -v k="$1" '$1 == k {printf "%d", $2}'; }
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+h2load -c "$c" -m "$m" -n "$n" -t 1 -d "$work/body.json" -H 'content-type: application/json' \
+       "http://127.0.0.1:$GATEWAY/v1/chat/completions" >"$work/h2load.out" 2>&1 &
+h2pid=$!
+# every 2 s while h2load runs: open streams, HTTP/2 connections, the gateway's descriptors and resident memory
+peak=0
+while kill -0 $h2pid 2>/dev/null; do
+  sleep 2
+  open=$(metric sextant_gateway_in_flight)
+  fds=$(ls /proc/$gpid/fd | wc -l)
+  rss=$(awk '/VmRSS/ {printf "%d", $2 / 1024}' /proc/$gpid/status)
+  printf 't=%3ds open_streams=%s h2_connections=%s gateway_fds=%s gateway_rss=%s MiB load=%s\n' "$SECONDS" "$open" \
+         "$(metric sextant_gateway_http2_connections)" "$fds" "$rss" "$(cut -d' ' -f1 /proc/loadavg)"
+  [[ -n "$open" && "$open" -gt "$peak" ]] && peak=$open
+done
+wait $h2pid || true
+echo "peak open streams: $peak"
+grep -E '^(finished in|requests:|status codes:|traffic:)' "$work/h2load.out" || cat "$work/h2load.out"
+grep -A3 -E '^ +min +max' "$work/h2load.out" | head -4 || true
+echo "gateway status codes: $(curl -s "http://127.0.0.1:$GATEWAY/metrics" | grep '^sextant_gateway_requests_total' | sed 's/.*status="\([0-9]*\)".* \(.*\)/\1=\2/' | tr '\n' ' ')"
+echo "engine generated tokens: $(curl -s "http://127.0.0.1:$ENGINE/metrics" | awk '$1 ~ /^vllm:generation_tokens_total/ {printf "%d", $2}') (expected $((n * tokens)): every stream got all its tokens)"
+echo "gateway GC pauses: $(grep -c Pause "$work/gc.log") (longest $(grep -o '[0-9.]*ms$' "$work/gc.log" | sort -n | tail -1))"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,289 @@
+package dev.sextant.server.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.server.engine.Faults;
+import dev.sextant.server.internal.Http;
+import dev.sextant.server.tls.ClientTls;
+import dev.sextant.server.tls.TestPki;
+import dev.sextant.server.tls.TlsContexts;
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * HTTP/2 clients against gateways set up for one case each: TLS with ALPN, an engine that crashes mid-stream, a
+ * graceful shutdown, limits, and HTTP/2 turned off.
+ */
+class GatewayHttp2LifecycleTest {
+    @TempDir
+    Path dir;
+    LeakWatch leaks;
+    Fleet fleet;
+    final List<AutoCloseable> open = new ArrayList<>();
+
+    @BeforeEach
+    void start() {
+        leaks = LeakWatch.paranoid();
+        fleet = new Fleet(20);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        for (int i = open.size() - 1; i >= 0; i--) {
+            open.get(i).close();
+        }
+        fleet.close();
+        leaks.assertNoLeakThenClose();
+    }
+
+    private Gateway gateway(GatewayConfig config) {
+        Gateway gw = Gateway.start(config, SnapshotSource.fixed(fleet.snapshot()), 2);
+        open.add(gw);
+        return gw;
+    }
+
+    private H2Client client(Gateway gw) throws InterruptedException {
+        H2Client c = new H2Client(gw.port());
+        open.add(c);
+        return c;
+    }
+
+    @Test
+    void tlsWithAlpn_http2ClientsGetH2_http11ClientsGetHttp11() throws Exception {
+        TestPki pki = new TestPki(dir, "sextant");
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false)
+                .withTls(pki.issue("gateway").server(), null));
+        URI uri = URI.create("https://127.0.0.1:" + gw.port() + "/v1/chat/completions");
+        for (HttpClient.Version version : HttpClient.Version.values()) {
+            HttpClient client = HttpClient.newBuilder().version(version).connectTimeout(Duration.ofSeconds(5))
+                    .sslContext(TlsContexts.jdkClient(ClientTls.trusting(pki.caFile))).build();
+            for (boolean stream : new boolean[] {true, false}) {
+                HttpResponse<String> r = client.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(20))
+                        .header("content-type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("tls-" + version, stream, 3))).build(),
+                        HttpResponse.BodyHandlers.ofString());
+                assertThat(r.statusCode()).isEqualTo(200);
+                assertThat(r.version()).as("ALPN's choice for a %s client", version).isEqualTo(version);
+                assertThat(r.body()).contains(stream ? "data: [DONE]" : "\"completion_tokens\":3");
+            }
+        }
+    }
+
+    @Test
+    void engineCrashesMidStream_theStreamGetsAnSseErrorEventThenEndsCleanly() throws Exception {
+        fleet.engines.values().forEach(e -> e.setFaults(new Faults(0, 1, false, 3)));
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false));
+        H2Client c = client(gw);
+        H2Client.Stream s = c.post("/v1/chat/completions", Fleet.chat("crash", true, 20));
+        assertThat(s.status()).isEqualTo(200);
+        String body = s.body(); // the stream ended with END_STREAM, not a reset
+        List<String> events = List.of(body.strip().split("\n\n"));
+        assertThat(events.get(0)).startsWith("data: ");
+        String last = events.get(events.size() - 1);
+        assertThat(last).startsWith("data: {\"error\"");
+        JsonNode error = Http.JSON.readTree(last.substring("data: ".length())).path("error");
+        assertThat(error.path("code").asText()).isEqualTo("upstream_error");
+        assertThat(error.path("message").asText()).contains("mid-response");
+        assertThat(body).doesNotContain("[DONE]");
+        assertThat(s.reset.isDone()).isFalse();
+        assertThat(Fleet.await(() -> gw.inFlight() == 0, Duration.ofSeconds(10))).isTrue();
+        assertThat(c.isOpen()).as("one stream's failure leaves the connection up").isTrue();
+    }
+
+    @Test
+    void gracefulShutdown_sendsGoAway_andAnOpenStreamFinishes() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false));
+        H2Client c = client(gw);
+        H2Client.Stream s = c.post("/v1/chat/completions", Fleet.chat("drain", true, 60));
+        assertThat(s.firstData.get(20, TimeUnit.SECONDS)).startsWith("data: ");
+        Thread closer = new Thread(gw::close);
+        closer.start();
+        assertThat(c.goAway.get(10, TimeUnit.SECONDS)).as("last stream id the gateway will serve").isGreaterThanOrEqualTo(1);
+        assertThat(s.body().strip()).endsWith("data: [DONE]");
+        closer.join(TimeUnit.SECONDS.toMillis(20));
+        assertThat(closer.isAlive()).isFalse();
+    }
+
+    @Test
+    void streamTheClientNeverReads_stopsTheGatewayReadingFromTheEngine_andOnlyThatStreamEnds() throws Exception {
+        Duration idle = Duration.ofSeconds(1);
+        try (GatewaySlowClientTest.BlastingEngine engine = new GatewaySlowClientTest.BlastingEngine()) {
+            Gateway gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false)
+                            .withTimeouts(Duration.ofSeconds(2), Duration.ofSeconds(5), idle, Duration.ofSeconds(60)),
+                    SnapshotSource.fixed(GatewaySlowClientTest.oneEngineSnapshot(engine.port())), 1);
+            open.add(gw);
+            H2Client c = client(gw);
+            H2Client.Stream stalled = c.postNeverReading("/v1/chat/completions", Fleet.chat(null, true, 1000));
+            // the stream's window fills, the gateway's write waits for it, so the gateway stops reading the engine;
+            // the engine's writes block until idle_timeout ends the exchange and closes the engine connection
+            assertThat(engine.ended.await(30, TimeUnit.SECONDS)).as("the engine's stream ended").isTrue();
+            assertThat(engine.written.get()).as("bytes the engine could send before it was stopped")
+                    .isLessThan(GatewaySlowClientTest.BlastingEngine.LIMIT);
+            assertThat(engine.failure).as("the gateway closed the engine connection").isNotNull();
+            assertThat(Fleet.await(() -> gw.inFlight() == 0, Duration.ofSeconds(10))).isTrue();
+            // a reset is not flow-controlled: the client sees it while it still reads nothing
+            assertThat(stalled.reset.get(10, TimeUnit.SECONDS)).as("RST_STREAM after idle_timeout unread").isPositive();
+            stalled.readFromNowOn(); // the frames the client held unread: the answer's head, part of its body
+            assertThat(stalled.status()).isEqualTo(200);
+            assertThat(stalled.end.isCompletedExceptionally()).as("the stalled stream was reset, not ended").isTrue();
+            assertThat(c.isOpen()).as("the connection and its other streams live on").isTrue();
+            H2Client.Stream health = c.get("/healthz");
+            assertThat(health.status()).isEqualTo(200);
+            assertThat(Http.JSON.readTree(health.body()).path("in_flight").asInt()).isZero();
+        }
+    }
+
+    @Test
+    void connectionWithNoOpenStream_isClosedWithGoAway_afterRequestHeaderTimeout() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false)
+                .withClientLimits(new ClientLimits(Duration.ofMillis(500), Duration.ofSeconds(60), 16384)));
+        H2Client c = client(gw);
+        H2Client.Stream s = c.post("/v1/chat/completions", Fleet.chat("then-idle", false, 1));
+        assertThat(s.status()).isEqualTo(200);
+        assertThat(s.body()).contains("\"completion_tokens\":1");
+        assertThat(c.goAway.get(10, TimeUnit.SECONDS)).as("last stream id: the one served").isEqualTo(s.id());
+        assertThat(Fleet.await(() -> !c.isOpen(), Duration.ofSeconds(10))).as("closed by the gateway").isTrue();
+        assertThat(Fleet.await(() -> gw.metrics.scrape().contains("sextant_gateway_http2_connections 0.0"),
+                Duration.ofSeconds(10))).isTrue();
+    }
+
+    @Test
+    void engineGoneBeforeTheFirstByte_theStreamIsRetriedOnAnotherEngine() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false));
+        H2Client c = client(gw);
+        H2Client.Stream first = c.post("/v1/chat/completions", Fleet.chat("retry-me", false, 1));
+        assertThat(first.status()).isEqualTo(200);
+        String engine = first.header("x-sextant-engine");
+        first.body();
+        fleet.engines.get(engine).close();
+        H2Client.Stream again = c.post("/v1/chat/completions", Fleet.chat("retry-me", false, 2));
+        assertThat(again.status()).isEqualTo(200);
+        assertThat(again.header("x-sextant-engine")).isNotEqualTo(engine);
+        assertThat(again.header("x-sextant-attempts")).isEqualTo("2");
+        assertThat(Http.JSON.readTree(again.body()).path("usage").path("completion_tokens").asInt()).isEqualTo(2);
+    }
+
+    @Test
+    void everyAllowedEngineAtItsLimit_is429InOpenAiShapeOnThatStream_whileTheOthersStream() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false)
+                .withOptions(DataPlaneOptions.defaults().toBuilder().maxInFlightPerEngine(1).build()));
+        H2Client c = client(gw);
+        List<H2Client.Stream> streams = new ArrayList<>();
+        for (int i = 0; i <= fleet.engines.size(); i++) { // one more long stream than there are engines
+            streams.add(c.post("/v1/chat/completions", Fleet.chat("full-" + i, true, 100)));
+        }
+        int served = 0;
+        int refused = 0;
+        for (H2Client.Stream s : streams) {
+            if (s.status() == 200) {
+                served++;
+                assertThat(s.body().strip()).endsWith("data: [DONE]");
+            } else {
+                refused++;
+                assertThat(s.status()).isEqualTo(429);
+                assertThat(s.header("retry-after")).isNotNull();
+                assertThat(s.header("x-sextant-overloaded")).isEqualTo("true");
+                JsonNode error = Http.JSON.readTree(s.body()).path("error");
+                assertThat(error.path("type").asText()).isEqualTo("rate_limit_error");
+                assertThat(error.path("code").asText()).isEqualTo("overloaded");
+            }
+        }
+        assertThat(refused).as("streams beyond one per engine").isPositive();
+        assertThat(served).as("streams the engines took").isPositive().isLessThanOrEqualTo(fleet.engines.size());
+    }
+
+    @Test
+    void headerListOverMaxHeaderBytes_is431OnThatStream() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false)
+                .withClientLimits(new ClientLimits(Duration.ofSeconds(10), Duration.ofSeconds(60), 4096)));
+        H2Client c = client(gw);
+        H2Client.Stream big = c.post("/v1/chat/completions", Fleet.chat("big-head", false, 1), "x-big", "y".repeat(4200));
+        assertThat(big.status()).isEqualTo(431);
+        H2Client.Stream ok = c.post("/v1/chat/completions", Fleet.chat("small-head", false, 1));
+        assertThat(ok.status()).isEqualTo(200);
+    }
+
+    @Test
+    void maxConcurrentStreams_isAdvertised_andAStreamBeyondItIsNotServed() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false).withHttp2(true, 2));
+        H2Client c = client(gw);
+        H2Client.Stream a = c.post("/v1/chat/completions", Fleet.chat("limit-a", true, 30));
+        H2Client.Stream b = c.post("/v1/chat/completions", Fleet.chat("limit-b", true, 30));
+        assertThat(a.status()).isEqualTo(200);
+        assertThat(b.status()).isEqualTo(200);
+        assertThat(c.settings.get(10, TimeUnit.SECONDS).maxConcurrentStreams()).isEqualTo(2L);
+        H2Client.Stream third = c.post("/v1/chat/completions", Fleet.chat("limit-c", true, 30));
+        assertThat(Fleet.await(third.end::isDone, Duration.ofSeconds(20))).isTrue();
+        assertThat(third.end.isCompletedExceptionally()).as("the third stream was refused").isTrue();
+        assertThat(a.body().strip()).endsWith("data: [DONE]");
+        assertThat(b.body().strip()).endsWith("data: [DONE]");
+        assertThat(gw.metrics.scrape()).contains("sextant_gateway_requests_total{class=\"chat\"");
+    }
+
+    @Test
+    void http2Off_thePrefaceGetsNoHttp2Answer_andHttp11IsServed() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false).withHttp2(false, 100));
+        try (Socket s = new Socket("127.0.0.1", gw.port())) {
+            s.setSoTimeout(10_000);
+            byte[] preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+            s.getOutputStream().write(preface);
+            s.getOutputStream().flush();
+            String answer = readToEnd(s.getInputStream());
+            // an HTTP/2 server would answer with its SETTINGS frame; this one reads the preface as HTTP/1.1 requests
+            // (PRI *, then SM, which is no request line) and answers in HTTP/1.1, then closes
+            assertThat(answer).startsWith("HTTP/1.1 4").contains("HTTP/1.1 400");
+        }
+        HttpResponse<Stream<String>> r = HttpClient.newBuilder().version(HttpClient.Version.HTTP_2)
+                .connectTimeout(Duration.ofSeconds(5)).build()
+                .send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
+                        .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("h1-only", true, 3))).build(),
+                        HttpResponse.BodyHandlers.ofLines());
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.version()).as("an h2c upgrade is not taken").isEqualTo(HttpClient.Version.HTTP_1_1);
+        String last = null;
+        for (Iterator<String> lines = r.body().iterator(); lines.hasNext(); ) {
+            String l = lines.next();
+            if (!l.isEmpty()) {
+                last = l;
+            }
+        }
+        assertThat(last).isEqualTo("data: [DONE]");
+    }
+
+    /**
+     * Reads until the gateway closes the connection, or resets it (a close with unread bytes); the socket's read
+     * timeout fails the test when it does neither.
+     */
+    private static String readToEnd(InputStream in) throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        byte[] buf = new byte[4096];
+        try {
+            for (int n; (n = in.read(buf)) >= 0; ) {
+                out.write(buf, 0, n);
+            }
+        } catch (java.net.SocketException reset) {
+            assertThat(out.size()).as("bytes read before a reset").isPositive();
+        }
+        return out.toString(StandardCharsets.ISO_8859_1);
+    }
+}
