@@ -159,7 +159,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         } catch (RequestBody.Invalid e) {
             req.release();
             gw.metrics.request(null, null, 400);
-            gw.accessLog(req.method().name(), path, 400, null, null, 0, -1, 0, 0, false, e.getMessage());
+            gw.accessLog(ctx.channel(), req.method().name(), path, 400, null, null, 0, -1, 0, 0, false, e.getMessage());
             reply(ctx, error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_request", e.getMessage()),
                     keepAlive);
             return;
@@ -190,7 +190,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         }
         gw.metrics.request(d.classId(), null, r.status());
         gw.reporter.request(d.classId()); // demand is what arrived: a shed request still asked to be served
-        gw.accessLog("POST", path, r.status(), d.classId(), null, 0, -1, 0, 0, false, d.message());
+        gw.accessLog(ctx.channel(), "POST", path, r.status(), d.classId(), null, 0, -1, 0, 0, false, d.message());
         long ra = d.retryAfterNanos();
         String type = r.status() == 429 ? "rate_limit_error" : r.status() < 500 ? "invalid_request_error" : "server_error";
         FullHttpResponse resp = Http.error(HttpResponseStatus.valueOf(r.status()), type, r.code(), d.message(),

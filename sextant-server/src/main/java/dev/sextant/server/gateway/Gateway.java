@@ -279,13 +279,16 @@ public final class Gateway implements AutoCloseable {
         return root.toString();
     }
 
-    void accessLog(String method, String path, int status, String classId, String engine, int attempts,
+    void accessLog(Channel client, String method, String path, int status, String classId, String engine, int attempts,
                    long ttftNanos, long totalNanos, long bytes, boolean stream, String error) {
         if (!config.accessLog() || !ACCESS.isLoggable(Level.INFO)) {
             return;
         }
-        StringBuilder sb = new StringBuilder(160).append(config.gatewayCluster()).append(' ').append(method).append(' ')
-                .append(path).append(' ').append(status).append(" class=").append(classId).append(" engine=")
+        // an HTTP/2 stream is a child channel of its connection; the request object says HTTP/1.1 either way
+        String protocol = client instanceof io.netty.handler.codec.http2.Http2StreamChannel ? "h2" : "http/1.1";
+        StringBuilder sb = new StringBuilder(170).append(config.gatewayCluster()).append(' ').append(method).append(' ')
+                .append(path).append(' ').append(status).append(" proto=").append(protocol).append(" class=")
+                .append(classId).append(" engine=")
                 .append(engine).append(" attempts=").append(attempts).append(" ttft_ms=")
                 .append(ttftNanos < 0 ? "-" : String.format("%.1f", ttftNanos / 1e6)).append(" total_ms=")
                 .append(String.format("%.1f", totalNanos / 1e6)).append(" bytes=").append(bytes)

@@ -45,6 +45,45 @@ class GatewayHttp2Test {
     }
 
     @Test
+    void accessLog_namesTheClientsProtocol_h2ForAStream_http11ForAConnection() throws Exception {
+        java.util.logging.Logger access = java.util.logging.Logger.getLogger("dev.sextant.gateway.access");
+        List<String> lines = java.util.Collections.synchronizedList(new ArrayList<>());
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                lines.add(r.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        access.addHandler(capture);
+        try (Gateway logged = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(true),
+                SnapshotSource.fixed(fleet.snapshot()), 1)) {
+            try (H2Client c = new H2Client(logged.port())) {
+                assertThat(c.post("/v1/chat/completions", Fleet.chat("log-h2", false, 2)).status()).isEqualTo(200);
+            }
+            HttpResponse<String> r = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build()
+                    .send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + logged.port() + "/v1/chat/completions"))
+                            .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
+                            .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("log-h1", false, 2))).build(),
+                            HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).isEqualTo(200);
+            assertThat(Fleet.await(() -> lines.size() >= 2, Duration.ofSeconds(10))).isTrue();
+        } finally {
+            access.removeHandler(capture);
+        }
+        assertThat(lines).hasSize(2);
+        assertThat(lines.get(0)).startsWith("gw POST /v1/chat/completions 200 proto=h2 class=");
+        assertThat(lines.get(1)).startsWith("gw POST /v1/chat/completions 200 proto=http/1.1 class=");
+    }
+
+    @Test
     void priorKnowledge_nonStreaming_passesTheEngineAnswerThrough_withoutConnectionHeaders() throws Exception {
         try (H2Client c = new H2Client(gw.port())) {
             H2Client.Stream s = c.post("/v1/chat/completions", Fleet.chat("h2-1", false, 4));
