@@ -2,14 +2,19 @@ package dev.sextant.server.internal;
 
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPipeline;
 import io.netty.handler.codec.DecoderResult;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpMessage;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.TooLongHttpContentException;
@@ -52,7 +57,9 @@ public final class OversizedAwareAggregator extends HttpObjectAggregator {
      * @param refused       counts the refused requests
      */
     public OversizedAwareAggregator(int maxBytes, long maxDrainBytes, LongAdder refused) {
-        super(maxBytes);
+        // closeOnExpectationFailed: after a 413 (or 417) to `Expect: 100-continue` the client may or may not send
+        // the body it announced, so where the next request starts is unknown: close, as after any refused body
+        super(maxBytes, true);
         if (maxDrainBytes < 0) {
             throw new IllegalArgumentException("maxDrainBytes: " + maxDrainBytes + " (expected: >= 0)");
         }
@@ -64,6 +71,25 @@ public final class OversizedAwareAggregator extends HttpObjectAggregator {
     /** The message of the refusal the handler receives; names the limit. */
     public static String message(int maxBytes) {
         return "request body exceeds the limit of " + maxBytes + " bytes";
+    }
+
+    /**
+     * A request that announces a body over the limit and asks {@code Expect: 100-continue} is refused before its body
+     * is sent, as Netty does, but with the gateway's 413 in OpenAI's error shape instead of Netty's bodiless one; the
+     * connection closes after it.
+     */
+    @Override
+    protected Object newContinueResponse(HttpMessage start, int maxContentLength, ChannelPipeline pipeline) {
+        Object answer = super.newContinueResponse(start, maxContentLength, pipeline);
+        if (answer instanceof HttpResponse r && r.status().code() == HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE.code()) {
+            ReferenceCountUtil.release(answer);
+            refused.increment();
+            FullHttpResponse refusal = Http.error(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error",
+                    "request_too_large", message(maxBytes), null);
+            HttpUtil.setKeepAlive(refusal, false);
+            return refusal;
+        }
+        return answer;
     }
 
     @Override

@@ -203,6 +203,26 @@ class GatewayHostileInputTest {
     }
 
     @Test
+    void bodyOverTheLimitAnnouncedWithExpectContinue_is413InOpenAiShape_beforeTheBodyIsSent() throws Exception {
+        long before = gw.metrics.oversized.sum();
+        try (RawHttp c = new RawHttp(gw.port(), 10000)) {
+            c.send("POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: "
+                    + (MAX_BODY + 1) + "\r\nExpect: 100-continue\r\n\r\n");
+            RawHttp.Answer a = c.read(); // no 100 Continue first: the body is refused unsent
+            assertThat(a).isNotNull();
+            assertThat(a.status()).isEqualTo(413);
+            assertThat(a.header("connection")).isEqualToIgnoringCase("close");
+            JsonNode error = Http.JSON.readTree(a.body()).path("error");
+            assertThat(error.path("code").asText()).isEqualTo("request_too_large");
+            assertThat(error.path("type").asText()).isEqualTo("invalid_request_error");
+            assertThat(error.path("message").asText()).contains(Integer.toString(MAX_BODY));
+            assertThat(c.closedByPeer()).isTrue();
+        }
+        assertThat(gw.metrics.oversized.sum()).isEqualTo(before + 1);
+        assertStillServing();
+    }
+
+    @Test
     void bodyFarOverTheDrainBound_endsTheConnection_withoutHangingTheGateway() throws Exception {
         byte[] block = new byte[64 * 1024];
         try (RawHttp c = new RawHttp(gw.port(), 10000)) {
