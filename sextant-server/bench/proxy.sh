@@ -3,6 +3,8 @@
 # emulator directly, and HAProxy in front of the same emulator, in the same run. Needs wrk and haproxy
 # (Debian: apt-get install -y wrk haproxy). Usage: sextant-server/bench/proxy.sh [seconds per run]
 # GATEWAY_JAVA_OPTS adds JVM options to the gateway (a GC choice, a GC log: -Xlog:gc:file=gc.log).
+# GATEWAY2_JAVA_OPTS starts a second gateway with those options, measured in turn as target "sextant2" (to compare
+# JVM options within one run, e.g. GATEWAY_JAVA_OPTS=-XX:+UseSerialGC GATEWAY2_JAVA_OPTS=-XX:+UseZGC).
 # PIN=1 pins the proxies (gateway, HAProxy) to CPU 1 and wrk and the engine to CPU 0 (taskset), so that the
 # proxy under test does not compete with the load generator for a core.
 # REPEAT=N measures the paced rates N times (targets interleaved in each round) and prints the median and range of
@@ -19,7 +21,7 @@ trap cleanup EXIT
 
 "$root/bin/sextant" --version >/dev/null        # builds the jar when needed
 jar="$root/sextant-app/target/sextant.jar"
-ENGINE=19101 GATEWAY=19200 HAPROXY=19300
+ENGINE=19101 GATEWAY=19200 GATEWAY2=19201 HAPROXY=19300
 if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
 
 # the engine: one emulator answering a 1-token completion after one ~1 ms decode step
@@ -48,6 +50,15 @@ access_log: false
 YAML
 $proxy java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
 pids+=($!)
+targets="engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY"
+if [ -n "${GATEWAY2_JAVA_OPTS:-}" ]; then
+  # a second gateway, the same but for its JVM options, measured in turn with the others (target "sextant2")
+  sed "s/^port: .*/port: $GATEWAY2/" "$work/gateway.yaml" >"$work/gateway2.yaml"
+  # shellcheck disable=SC2086 # a list of JVM options
+  $proxy java -Xms1g -Xmx1g $GATEWAY2_JAVA_OPTS -jar "$jar" gateway --config "$work/gateway2.yaml" >"$work/gateway2.log" 2>&1 &
+  pids+=($!)
+  targets="$targets sextant2:$GATEWAY2"
+fi
 
 # HAProxy: the same single engine, one thread, keep-alive to the server
 cat >"$work/haproxy.cfg" <<CFG
@@ -72,6 +83,7 @@ pids+=($!)
 
 wait_for() { for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done; echo "port $1 not up" >&2; exit 1; }
 wait_for $ENGINE /healthz; wait_for $GATEWAY /healthz; wait_for $HAPROXY /healthz
+[ -z "${GATEWAY2_JAVA_OPTS:-}" ] || wait_for $GATEWAY2 /healthz
 
 run() { # target port rate conns seconds
   RATE=$3 CONNS=$4 THREADS=1 $near wrk -t1 -c"$4" -d"$5"s -s "$here/post.lua" "http://127.0.0.1:$2/v1/chat/completions" \
@@ -79,7 +91,7 @@ run() { # target port rate conns seconds
 }
 echo "warm-up (discarded)"
 # at both measured concurrencies, so that each target has its connections open and its code compiled for them
-for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do
+for t in $targets; do
   run "${t%%:*}" "${t##*:}" 2000 20 10 >/dev/null
   run "${t%%:*}" "${t##*:}" 5000 100 10 >/dev/null
 done
@@ -87,7 +99,7 @@ repeat="${REPEAT:-1}"
 for round in $(seq 1 "$repeat"); do
   for rate in 1000 5000; do
     conns=$(( rate / 50 ))                     # each connection sends one request every 50 ms
-    for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do
+    for t in $targets; do
       run "${t%%:*}" "${t##*:}" $rate $conns "$secs" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
     done
   done
@@ -97,7 +109,7 @@ if [ "$repeat" -gt 1 ]; then
   # and range over the rounds
   echo "added latency over $repeat rounds: median (min-max), ms"
   for rate in 1000 5000; do
-    for t in sextant haproxy; do
+    for t in $(echo "$targets" | tr ' ' '\n' | cut -d: -f1 | grep -v '^engine$'); do
       for q in p50_ms p99_ms; do
         awk -v rate="$rate" -v t="$t" -v q="$q" '
           { r = ""; v = ""; for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "round") r = kv[2];
@@ -112,4 +124,4 @@ if [ "$repeat" -gt 1 ]; then
   done
 fi
 echo "max throughput (64 connections, no pacing)"
-for t in engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY; do run "${t%%:*}" "${t##*:}" 0 64 "$secs"; done
+for t in $targets; do run "${t%%:*}" "${t##*:}" 0 64 "$secs"; done
