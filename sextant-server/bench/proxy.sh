@@ -123,5 +123,16 @@ if [ "$repeat" -gt 1 ]; then
     done
   done
 fi
+# the gateway's own share, as it measures it (sextant_gateway_overhead_seconds: request read to engine write, plus
+# the answer's last part read to client write; warm-up and all rounds): the share of requests at or below each bucket
+for t in $targets; do
+  case "${t%%:*}" in sextant*) ;; *) continue ;; esac
+  curl -s "http://127.0.0.1:${t##*:}/metrics" | awk -v label="${t%%:*}" '
+    /^sextant_gateway_overhead_seconds_bucket/ { match($0, /le="[^"]*"/); k++; le[k] = substr($0, RSTART + 4, RLENGTH - 5); c[k] = $NF }
+    /^sextant_gateway_overhead_seconds_count/ { total = $NF }
+    END { printf "%s gateway-measured overhead: requests=%d", label, total
+          for (i = 1; i <= k; i++) if (le[i] + 0 <= 0.005 && total > 0) printf " le_%gms=%.4f", le[i] * 1000, c[i] / total
+          print "" }'
+done
 echo "max throughput (64 connections, no pacing)"
 for t in $targets; do run "${t%%:*}" "${t##*:}" 0 64 "$secs"; done

@@ -62,6 +62,9 @@ final class Exchange {
     private Outcome endOutcome = Outcome.SUCCESS;
     private int status;
     private long firstChunkNanos = -1;
+    private final long receivedNanos;
+    /** Request read → written to the engine, the first attempt's; −1 until then. */
+    private long forwardNanos = -1;
     private long lastChunkNanos;
     private long bytes;
     // the last bytes of a server-sent event stream, to tell a stream that ended with `data: [DONE]` from one the
@@ -76,8 +79,12 @@ final class Exchange {
     private ScheduledFuture<?> timer;
     private long timerAt;
 
+    /**
+     * @param receivedNanos when the client's request was read whole ({@link System#nanoTime}), before it was parsed and
+     *                      routed: the start of the gateway's own time ({@code sextant_gateway_overhead_seconds})
+     */
     Exchange(Gateway gw, FrontHandler front, ChannelHandlerContext ctx, FullHttpRequest request, String path,
-             boolean keepAlive, String requestId) {
+             boolean keepAlive, String requestId, long receivedNanos) {
         this.gw = gw;
         this.front = front;
         this.ctx = ctx;
@@ -87,6 +94,7 @@ final class Exchange {
         this.keepAlive = keepAlive;
         this.requestId = requestId;
         this.startNanos = System.nanoTime();
+        this.receivedNanos = receivedNanos;
     }
 
     void start(Decision first) {
@@ -155,6 +163,9 @@ final class Exchange {
         HttpUtil.setKeepAlive(r, true);
         armPhase(gw.config.firstByteTimeout());
         c.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
+            if (forwardNanos < 0) {
+                forwardNanos = System.nanoTime() - receivedNanos;
+            }
             if (f.isSuccess()) {
                 c.read();
             } else {
@@ -288,8 +299,14 @@ final class Exchange {
                 endCutStream(c, keep);
                 return;
             }
+            long lastIn = System.nanoTime();
             end(endOutcome, status, null); // before the last bytes, so that the state is settled when the client sees them
-            ctx.writeAndFlush(c).addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
+            ctx.writeAndFlush(c).addListener((ChannelFutureListener) f -> {
+                if (f.isSuccess() && forwardNanos >= 0) {
+                    gw.metrics.overhead(forwardNanos + System.nanoTime() - lastIn);
+                }
+                front.exchangeWritten(ctx, keep && f.isSuccess());
+            });
             return;
         }
         armPhase(gw.config.idleTimeout());

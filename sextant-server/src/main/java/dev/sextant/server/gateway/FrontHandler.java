@@ -153,6 +153,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void proxy(ChannelHandlerContext ctx, FullHttpRequest req, String path, boolean keepAlive) {
+        long received = System.nanoTime();
         RequestBody body;
         try {
             body = RequestBody.parse(req.content());
@@ -177,7 +178,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             refuse(ctx, d, path, keepAlive, requestId);
             return;
         }
-        Exchange x = new Exchange(gw, this, ctx, req, path, keepAlive, requestId);
+        Exchange x = new Exchange(gw, this, ctx, req, path, keepAlive, requestId, received);
         current = x;
         gw.exchangeStarted();
         x.start(d);

@@ -54,6 +54,23 @@ final class GatewayMetrics {
                 .register(registry);
         Gauge.builder("sextant.gateway.retry.tokens", () -> plane.get().status().retryTokens()).register(registry);
         Gauge.builder("sextant.gateway.oversized.bodies", oversized::sum).register(registry);
+        overhead = Timer.builder("sextant.gateway.overhead")
+                .description("time the gateway itself adds to an answered request: from the request read to its"
+                        + " write to the engine, plus from the answer's last part read from the engine to its write to"
+                        + " the client")
+                .serviceLevelObjectives(OVERHEAD_BUCKETS).register(registry);
+    }
+
+    /** Fine buckets below a few ms: the proxy's own share of a request is a fraction of a millisecond. */
+    private static final Duration[] OVERHEAD_BUCKETS = {Duration.ofNanos(50_000), Duration.ofNanos(100_000),
+        Duration.ofNanos(200_000), Duration.ofNanos(300_000), Duration.ofNanos(500_000), Duration.ofNanos(750_000),
+        Duration.ofMillis(1), Duration.ofMillis(2), Duration.ofMillis(3), Duration.ofMillis(5), Duration.ofMillis(10),
+        Duration.ofMillis(25), Duration.ofMillis(100), Duration.ofSeconds(1)};
+
+    private final Timer overhead;
+
+    void overhead(long nanos) {
+        overhead.record(nanos, TimeUnit.NANOSECONDS);
     }
 
     private record RequestKey(String classId, String engine, int status) {

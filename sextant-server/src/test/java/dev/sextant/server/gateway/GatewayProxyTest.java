@@ -122,6 +122,35 @@ class GatewayProxyTest {
     }
 
     @Test
+    void overhead_isRecordedOncePerAnsweredRequest_inBucketsBelowAMillisecond() throws Exception {
+        double before = overheadCount();
+        for (int i = 0; i < 3; i++) {
+            assertThat(Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("overhead-" + i, i == 1, 2))
+                    .statusCode()).isEqualTo(200);
+        }
+        // recorded once the answer's last bytes are written, which can be a moment after the client has them
+        assertThat(Fleet.await(() -> overheadCount() >= before + 3, Duration.ofSeconds(10))).isTrue();
+        String body = Fleet.get(gw.port(), "/metrics").body();
+        assertThat(body).contains("sextant_gateway_overhead_seconds_bucket{le=\"5.0E-5\"}")
+                .contains("sextant_gateway_overhead_seconds_bucket{le=\"0.001\"}");
+        // a refused request (unknown model) was not proxied: no overhead recorded for it
+        double proxied = overheadCount();
+        assertThat(Fleet.post(gw.port(), "/v1/chat/completions", "{\"model\":\"nope\",\"prompt\":\"x\"}").statusCode())
+                .isEqualTo(404);
+        assertThat(overheadCount()).isEqualTo(proxied);
+    }
+
+    private static double overheadCount() {
+        try {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^sextant_gateway_overhead_seconds_count (\\S+)$")
+                    .matcher(Fleet.get(gw.port(), "/metrics").body());
+            return m.find() ? Double.parseDouble(m.group(1)) : 0;
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
     void metricsAndHealth_reportRequestsAndSnapshot() throws Exception {
         Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("metrics", false, 1));
         HttpResponse<String> m = Fleet.get(gw.port(), "/metrics");
