@@ -11,16 +11,9 @@
 # the added p50 and p99 over the rounds: one run's p99 moves by milliseconds on 2 shared cores.
 # Prints one line per (round, target, offered rate) and a max-throughput line per target.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-here="$root/sextant-server/bench"
 secs="${1:-20}"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-
-"$root/bin/sextant" --version >/dev/null        # builds the jar when needed
-jar="$root/sextant-app/target/sextant.jar"
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ENGINE=19101 GATEWAY=19200 GATEWAY2=19201 HAPROXY=19300
 if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
 
@@ -30,17 +23,7 @@ $near java -Xms512m -Xmx512m -jar "$jar" engine --id e1 --port $ENGINE --model m
 pids+=($!)
 
 # the gateway: a fixed snapshot with that one engine, one event loop, no access log
-cat >"$work/topology.yaml" <<YAML
-gateway_clusters: [{id: gw, region: r}]
-engine_clusters: [{id: c, region: r}]
-network_rtt_ms: {gw: {c: 1}}
-models: [{id: m, output_tokens: 1}]
-engines:
-  - {id: e1, cluster: c, endpoint: "http://127.0.0.1:$ENGINE", models: [m], capacity_rps: 100000, profile: {ttft_ms: 1, tbt_ms: 1}}
-classes: [{id: chat, model: m}]
-demand_rps: {gw: {chat: 1000}}
-YAML
-"$root/bin/sextant" solve "$work/topology.yaml" >"$work/snapshot.json"
+one_engine_snapshot $ENGINE 1
 cat >"$work/gateway.yaml" <<YAML
 gateway_cluster: gw
 port: $GATEWAY
@@ -81,7 +64,6 @@ CFG
 $proxy haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
 pids+=($!)
 
-wait_for() { for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done; echo "port $1 not up" >&2; exit 1; }
 wait_for $ENGINE /healthz; wait_for $GATEWAY /healthz; wait_for $HAPROXY /healthz
 [ -z "${GATEWAY2_JAVA_OPTS:-}" ] || wait_for $GATEWAY2 /healthz
 

@@ -7,7 +7,6 @@
 # Needs h2load (Debian package nghttp2-client, installed here when missing and apt-get can) and a descriptor limit
 # above C × M + C for the gateway and for the engine emulator.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 c="${1:-100}"
 m="${2:-100}"
 n=$((c * m))
@@ -16,33 +15,19 @@ if ! command -v h2load >/dev/null; then
   apt-get install -y nghttp2-client >/dev/null
 fi
 ulimit -n "$(ulimit -Hn)"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-"$root/bin/sextant" --version >/dev/null
-jar="$root/sextant-app/target/sextant.jar"
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ENGINE=19112 GATEWAY=19212
 java -Xmx1g -jar "$jar" engine --id e1 --port $ENGINE --model m --max-seqs $((n + 1000)) \
      --decode-base-ms 1000 --decode-ms-per-seq 0 --prefill-ms-per-token 0 >"$work/engine.log" 2>&1 &
 pids+=($!)
-cat >"$work/topology.yaml" <<YAML
-gateway_clusters: [{id: gw, region: r}]
-engine_clusters: [{id: c, region: r}]
-network_rtt_ms: {gw: {c: 1}}
-models: [{id: m, output_tokens: $tokens}]
-engines:
-  - {id: e1, cluster: c, endpoint: "http://127.0.0.1:$ENGINE", models: [m], capacity_rps: 100000, profile: {ttft_ms: 1, tbt_ms: 1}}
-classes: [{id: chat, model: m}]
-demand_rps: {gw: {chat: 1000}}
-YAML
-"$root/bin/sextant" solve "$work/topology.yaml" >"$work/snapshot.json"
+one_engine_snapshot $ENGINE "$tokens"
 printf 'gateway_cluster: gw\nport: %s\nsnapshot_file: snapshot.json\naccess_log: false\nmax_in_flight_per_engine: %s\nhttp2: true\nmax_concurrent_streams: %s\n' \
        $GATEWAY $((n + 1000)) "$m" >"$work/gateway.yaml"
 java -Xms1g -Xmx1g -Xlog:gc:file="$work/gc.log" -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
 gpid=$!
 pids+=($gpid)
-for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$GATEWAY/healthz" && break; sleep 0.1; done
+wait_for $GATEWAY /healthz
 printf '{"model":"m","stream":true,"max_tokens":%s,"messages":[{"role":"user","content":"hello"}]}' "$tokens" >"$work/body.json"
 metric() { curl -s "http://127.0.0.1:$GATEWAY/metrics" | awk -v k="$1" '$1 == k {printf "%d", $2}'; }
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,34 @@
+# Set-up shared by the one-engine bench scripts (proxy.sh, streams.sh, streams-h2.sh); sourced, not run.
+# After sourcing: $root (the repository), $here (this folder), $jar (built first when needed), $work (a
+# temporary folder, removed at exit), and pids (processes started, killed at exit).
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+here="$root/sextant-server/bench"
+work="$(mktemp -d)"
+pids=()
+bench_cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap bench_cleanup EXIT
+"$root/bin/sextant" --version >/dev/null        # builds the jar when needed
+jar="$root/sextant-app/target/sextant.jar"
+
+# wait_for PORT PATH: until http://127.0.0.1:PORT/PATH answers (20 s at most, then the script stops)
+wait_for() {
+  for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done
+  echo "port $1 not up" >&2
+  exit 1
+}
+
+# one_engine_snapshot ENGINE_PORT OUTPUT_TOKENS: $work/snapshot.json, a fixed snapshot that routes gateway cluster
+# gw's class chat (model m) to the one engine e1 at that port
+one_engine_snapshot() {
+  cat >"$work/topology.yaml" <<YAML
+gateway_clusters: [{id: gw, region: r}]
+engine_clusters: [{id: c, region: r}]
+network_rtt_ms: {gw: {c: 1}}
+models: [{id: m, output_tokens: $2}]
+engines:
+  - {id: e1, cluster: c, endpoint: "http://127.0.0.1:$1", models: [m], capacity_rps: 100000, profile: {ttft_ms: 1, tbt_ms: 1}}
+classes: [{id: chat, model: m}]
+demand_rps: {gw: {chat: 1000}}
+YAML
+  "$root/bin/sextant" solve "$work/topology.yaml" >"$work/snapshot.json"
+}
