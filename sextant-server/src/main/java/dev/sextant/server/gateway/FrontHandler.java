@@ -124,9 +124,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         if (cause instanceof TooLongHttpContentException) {
             // in its turn after earlier pipelined answers; the connection closes once the rest of the body is dropped
             gw.metrics.request(null, null, 413);
-            FullHttpResponse r = error(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error",
-                    "request_too_large", cause.getMessage());
-            HttpUtil.setKeepAlive(r, false);
+            FullHttpResponse r = OversizedAwareAggregator.refusal(cause.getMessage());
             ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
                 releasePipelined();
                 OversizedAwareAggregator body = ctx.pipeline().get(OversizedAwareAggregator.class);

@@ -68,6 +68,14 @@ public final class OversizedAwareAggregator extends HttpObjectAggregator {
         this.refused = refused;
     }
 
+    /** The 413 of a body over the limit, in OpenAI's error shape, closing the connection. */
+    public static FullHttpResponse refusal(String message) {
+        FullHttpResponse r = Http.error(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error",
+                "request_too_large", message, null);
+        HttpUtil.setKeepAlive(r, false);
+        return r;
+    }
+
     /** The message of the refusal the handler receives; names the limit. */
     public static String message(int maxBytes) {
         return "request body exceeds the limit of " + maxBytes + " bytes";
@@ -84,10 +92,7 @@ public final class OversizedAwareAggregator extends HttpObjectAggregator {
         if (answer instanceof HttpResponse r && r.status().code() == HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE.code()) {
             ReferenceCountUtil.release(answer);
             refused.increment();
-            FullHttpResponse refusal = Http.error(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error",
-                    "request_too_large", message(maxBytes), null);
-            HttpUtil.setKeepAlive(refusal, false);
-            return refusal;
+            return refusal(message(maxBytes));
         }
         return answer;
     }
