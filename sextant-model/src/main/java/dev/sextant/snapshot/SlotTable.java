@@ -589,27 +589,96 @@ public final class SlotTable {
      */
     public static final class Batch {
         private final Map<ParseKey, Parsed> parsed = new HashMap<>();
-        private final Map<BuildKey, String> built = new HashMap<>();
+        private final Map<Object, String> built = new HashMap<>();
+        private SortedEngineIds lastA;
+        private SortedEngineIds lastB;
+        private boolean lastSame;
+
+        /** As {@link SlotTable#encodedOf}, for a route's weights (the positive ones, in engine-id order). */
+        public String encodedOf(Map<String, Double> weights) {
+            if (weights instanceof SortedWeights w && w.allPositive && w.rank.length > 0
+                    && w.rank.length <= MAX_ENGINES) {
+                RankedIds ids = new RankedIds(w);
+                int m = slotCountFor(ids.size());
+                int[] target = largestRemainder(w.value, w.total, m);
+                return built.computeIfAbsent(new RankedKey(null, ids, ids, target), k -> fresh(m, target));
+            }
+            return encodedOf(positiveIds(weights), positiveValues(weights));
+        }
 
         /** As {@link SlotTable#encodedOf}. */
         public String encodedOf(List<String> engineIds, double[] weights) {
+            return encoded(engineIds, weights, target -> new BuildKey(null, null, engineIds, target));
+        }
+
+        private String encoded(List<String> engineIds, double[] weights,
+                               java.util.function.Function<int[], Object> key) {
             int n = engineIds.size();
             double total = checkWeights(n, weights);
             int m = slotCountFor(n);
             int[] target = largestRemainder(weights, total, m);
-            return built.computeIfAbsent(new BuildKey(null, null, engineIds, target), k -> {
-                SlotRuns runs = new SlotRuns(n);
-                for (int j = 0; j < n; j++) {
-                    runs.add(j, target[j]);
-                }
-                return encode(Integer.numberOfTrailingZeros(m), n, runs);
-            });
+            return built.computeIfAbsent(key.apply(target), k -> fresh(m, target));
+        }
+
+        /** A table without history: one run per engine, in order. */
+        private static String fresh(int m, int[] target) {
+            SlotRuns runs = new SlotRuns(target.length);
+            for (int j = 0; j < target.length; j++) {
+                runs.add(j, target[j]);
+            }
+            return encode(Integer.numberOfTrailingZeros(m), target.length, runs);
+        }
+
+        /**
+         * As {@link SlotTable#rebalanceEncoded}, for two routes' weights: the previous route's table
+         * {@code previous} over its positive weights {@code previousWeights}, rebalanced to the positive
+         * weights {@code weights}, both iterating in engine-id order as {@link Route#weights()} does.
+         * Routes built by a policy ({@link Route#weights(SortedEngineIds, int[], double[])}) are keyed by
+         * their ranks, which is most of what a large fleet's snapshot saves by batching.
+         */
+        public String rebalanceEncoded(String previous, Map<String, Double> previousWeights,
+                                       Map<String, Double> weights) {
+            if (previousWeights instanceof SortedWeights p && weights instanceof SortedWeights w
+                    && p.allPositive && w.allPositive && p.rank.length > 0 && w.rank.length > 0
+                    && p.rank.length <= MAX_ENGINES && w.rank.length <= MAX_ENGINES) {
+                // the weights were checked when made (each in [0, 1], so the sums are finite)
+                RankedIds previousIds = new RankedIds(p);
+                RankedIds ids = new RankedIds(w);
+                boolean sameIds = p.ids == w.ids || sameContent(p.ids, w.ids);
+                return rebalance(previous, previousIds, p.value, p.total, ids, w.value, w.total,
+                        target -> new RankedKey(previous, previousIds, ids, target),
+                        () -> sameIds ? remap(p.rank, w.rank) : remap(previousIds, ids));
+            }
+            List<String> previousIds = positiveIds(previousWeights);
+            List<String> ids = positiveIds(weights);
+            return rebalanceEncoded(previous, previousIds, positiveValues(previousWeights), ids,
+                    positiveValues(weights));
         }
 
         /** As {@link SlotTable#rebalanceEncoded}. */
         public String rebalanceEncoded(String previous, List<String> previousIds, double[] previousWeights,
                                        List<String> engineIds, double[] weights) {
             double previousTotal = checkWeights(previousIds.size(), previousWeights);
+            double total = checkWeights(engineIds.size(), weights);
+            return rebalance(previous, previousIds, previousWeights, previousTotal, engineIds, weights, total,
+                    target -> new BuildKey(previous, previousIds, engineIds, target),
+                    () -> remap(previousIds, engineIds));
+        }
+
+        /** Whether two id lists are equal, remembered for the last pair asked (one pair per snapshot). */
+        private boolean sameContent(SortedEngineIds a, SortedEngineIds b) {
+            if (a != lastA || b != lastB) {
+                lastA = a;
+                lastB = b;
+                lastSame = a.sameAs(b);
+            }
+            return lastSame;
+        }
+
+        private String rebalance(String previous, List<String> previousIds, double[] previousWeights,
+                                 double previousTotal, List<String> engineIds, double[] weights, double total,
+                                 java.util.function.Function<int[], Object> key,
+                                 java.util.function.Supplier<int[]> remap) {
             ParseKey pk = new ParseKey(previous, previousIds.size());
             Parsed old = parsed.get(pk);
             if (old == null) {
@@ -619,16 +688,16 @@ public final class SlotTable {
             }
             checkCounts(previousIds, previousWeights, previousTotal, old.counts);
             int n = engineIds.size();
-            double total = checkWeights(n, weights);
             int m = slotCountFor(n);
             int[] target = largestRemainder(weights, total, m);
             Parsed from = old;
-            return built.computeIfAbsent(new BuildKey(previous, previousIds, engineIds, target), k -> {
+            return built.computeIfAbsent(key.apply(target), k -> {
                 int oldBits = Integer.numberOfTrailingZeros(slotCountFor(previousIds.size()));
                 int bits = Integer.numberOfTrailingZeros(m);
                 int[] counts = new int[n];
                 // the runs below are new arrays, or the shared parsed ones read but never written
-                SlotRuns runs = inheritRuns(from.runs, from.counts, oldBits, previousIds, engineIds, bits, counts);
+                SlotRuns runs = inheritRuns(from.runs, from.counts, oldBits, remap.get(),
+                        bits, counts);
                 runs = releaseRuns(runs, counts, target, m);
                 runs = assignRuns(runs, counts, target, m);
                 return encode(bits, n, runs);
@@ -639,7 +708,75 @@ public final class SlotTable {
     private record ParseKey(String encoded, int engines) {
     }
 
+    /**
+     * The engines of a route whose weights are {@link SortedWeights} (as a policy builds them), as a list
+     * view: index i is {@code ids.get(rank[i])}. Two such views over one {@code ids} compare by their
+     * ranks, so a batch keys on int arrays instead of hashing and comparing hundreds of strings per route.
+     */
+    private static final class RankedIds extends java.util.AbstractList<String> {
+        final SortedEngineIds ids;
+        final int[] rank;
+
+        private final int rankHash;
+
+        RankedIds(SortedWeights w) {
+            this.ids = w.ids;
+            this.rank = w.rank;
+            this.rankHash = w.rankHash();
+        }
+
+        @Override
+        public String get(int i) {
+            return ids.get(rank[i]);
+        }
+
+        @Override
+        public int size() {
+            return rank.length;
+        }
+
+        /** Same ids object, same ranks: then the lists are equal (the converse need not hold). */
+        boolean sameAs(RankedIds other) {
+            return ids == other.ids && Arrays.equals(rank, other.rank);
+        }
+    }
+
+    /**
+     * A {@link BuildKey} for routes given as {@link RankedIds}: identity of the shared ids, then ranks.
+     * Without history ({@code previous} null) both id lists are the route's own.
+     */
+    private record RankedKey(String previous, RankedIds previousIds, RankedIds ids, int[] target) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof RankedKey k && java.util.Objects.equals(previous, k.previous)
+                    && previousIds.sameAs(k.previousIds)
+                    && ids.sameAs(k.ids) && Arrays.equals(target, k.target);
+        }
+
+        @Override
+        public int hashCode() {
+            int h = java.util.Objects.hashCode(previous);
+            h = h * 31 + System.identityHashCode(previousIds.ids) * 17 + previousIds.rankHash;
+            h = h * 31 + System.identityHashCode(ids.ids) * 17 + ids.rankHash;
+            return h * 31 + Arrays.hashCode(target);
+        }
+    }
+
     private record Parsed(SlotRuns runs, int[] counts) {
+    }
+
+    private static List<String> positiveIds(Map<String, Double> weights) {
+        List<String> out = new java.util.ArrayList<>(weights.size());
+        weights.forEach((e, w) -> {
+            if (w > 0) {
+                out.add(e);
+            }
+        });
+        return out;
+    }
+
+    private static double[] positiveValues(Map<String, Double> weights) {
+        return weights.values().stream().mapToDouble(Double::doubleValue).filter(w -> w > 0).toArray();
     }
 
     /** A table's inputs: the previous table and its engines (null without history), the engines and their counts. */
@@ -658,25 +795,50 @@ public final class SlotTable {
         }
     }
 
+    /**
+     * Where each previous engine is in the new list ({@link SlotRuns#FREE} when it left), or null when the
+     * lists are equal.
+     */
+    private static int[] remap(List<String> previousIds, List<String> ids) {
+        if (previousIds.equals(ids)) {
+            return null;
+        }
+        Map<String, Integer> index = new HashMap<>(ids.size() * 2);
+        for (int i = 0; i < ids.size(); i++) {
+            index.put(ids.get(i), i);
+        }
+        int[] remap = new int[previousIds.size()];
+        for (int i = 0; i < remap.length; i++) {
+            Integer now = index.get(previousIds.get(i));
+            remap[i] = now == null ? SlotRuns.FREE : now;
+        }
+        return remap;
+    }
+
+    /**
+     * {@link #remap(List, List)} for ranks into equal id lists: both ascend, so one merge, no hashing.
+     */
+    private static int[] remap(int[] previousRanks, int[] ranks) {
+        if (Arrays.equals(previousRanks, ranks)) {
+            return null;
+        }
+        int[] remap = new int[previousRanks.length];
+        for (int i = 0, j = 0; i < previousRanks.length; i++) {
+            while (j < ranks.length && ranks[j] < previousRanks[i]) {
+                j++;
+            }
+            remap[i] = j < ranks.length && ranks[j] == previousRanks[i] ? j : SlotRuns.FREE;
+        }
+        return remap;
+    }
+
     /** {@link #inherit} on runs: the previous owners, remapped to the new engine list and table size. */
-    private static SlotRuns inheritRuns(SlotRuns old, int[] oldCounts, int oldBits, List<String> previousIds,
-                                        List<String> ids, int newBits, int[] counts) {
-        boolean identity = previousIds.equals(ids);
+    private static SlotRuns inheritRuns(SlotRuns old, int[] oldCounts, int oldBits, int[] remap, int newBits,
+                                        int[] counts) {
+        boolean identity = remap == null;
         if (identity && oldBits == newBits) {
             System.arraycopy(oldCounts, 0, counts, 0, counts.length);
             return old;
-        }
-        int[] remap = null;
-        if (!identity) {
-            Map<String, Integer> index = new HashMap<>(ids.size() * 2);
-            for (int i = 0; i < ids.size(); i++) {
-                index.put(ids.get(i), i);
-            }
-            remap = new int[previousIds.size()];
-            for (int i = 0; i < remap.length; i++) {
-                Integer now = index.get(previousIds.get(i));
-                remap[i] = now == null ? SlotRuns.FREE : now;
-            }
         }
         SlotRuns out = new SlotRuns(old.size + 1);
         int shrink = oldBits - newBits;

@@ -82,9 +82,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                     f.count(r.weights().size());
                     if (r.weights() instanceof SortedWeights sw && alignedWithEngines.computeIfAbsent(sw.ids,
                             ids -> ids.sameAs(engineOrder))) {
-                        for (int i = 0; i < sw.rank.length; i++) {
-                            f.index(sw.rank[i]).number(sw.value[i]);
-                        }
+                        f.pairs(sw.rank, sw.value);
                     } else {
                         r.weights().forEach((e, w) -> {
                             Integer at = engineIndex.get(e);
@@ -153,6 +151,26 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             }
             INTS.set(buffer, used, v);
             used += 4;
+            return this;
+        }
+
+        /**
+         * {@code index(rank[i]).number(value[i])} for every i, the same bytes: one tight loop for a route's
+         * weights, a million pairs on a large fleet.
+         */
+        Feed pairs(int[] rank, double[] value) {
+            for (int i = 0; i < rank.length; ) {
+                if (used + 12 > buffer.length) {
+                    flush();
+                }
+                int end = Math.min(rank.length, i + (buffer.length - used) / 12);
+                int at = used;
+                for (; i < end; i++, at += 12) {
+                    INTS.set(buffer, at, rank[i]);
+                    LONGS.set(buffer, at + 4, Double.doubleToLongBits(value[i]));
+                }
+                used = at;
+            }
             return this;
         }
 

@@ -43,6 +43,11 @@ public final class SortedEngineIds {
         return ids[rank];
     }
 
+    /** True when these are the same ids as {@code other}'s, in the same order. */
+    boolean sameAs(SortedEngineIds other) {
+        return java.util.Arrays.equals(ids, other.ids);
+    }
+
     /** True when these are exactly {@code ids}, in the same order. */
     boolean sameAs(String[] ids) {
         return java.util.Arrays.equals(this.ids, ids);

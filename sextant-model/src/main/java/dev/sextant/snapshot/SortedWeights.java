@@ -18,11 +18,35 @@ final class SortedWeights extends AbstractMap<String, Double> {
     final SortedEngineIds ids;
     final int[] rank;
     final double[] value;
+    /** Σ value, and whether every value is positive: what a slot table needs checked of weights. */
+    final double total;
+    final boolean allPositive;
+    /** {@link java.util.Arrays#hashCode(int[])} of {@link #rank}, computed when first asked. */
+    private int rankHash;
+    private boolean rankHashed;
 
+    /** The arrays become this object's: the caller must not keep them. */
     SortedWeights(SortedEngineIds ids, int[] rank, double[] value) {
         this.ids = ids;
         this.rank = rank;
         this.value = value;
+        double sum = 0;
+        boolean positive = true;
+        for (double v : value) {
+            sum += v;
+            positive &= v > 0;
+        }
+        this.total = sum;
+        this.allPositive = positive;
+    }
+
+    /** Hash of the ranks, kept: a route's ranks are keyed on in the snapshot that has it and the next. */
+    int rankHash() {
+        if (!rankHashed) {
+            rankHash = java.util.Arrays.hashCode(rank);
+            rankHashed = true;
+        }
+        return rankHash;
     }
 
     @Override

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 
@@ -300,6 +301,75 @@ class SlotTableTest {
             assertThat(batch.rebalanceEncoded(previous, ids, w, ids, next)).as("route %d", route).isEqualTo(expected);
             assertThat(batch.encodedOf(ids, next)).isEqualTo(SlotTable.encodedOf(ids, next));
         }
+    }
+
+    @Property(tries = 100)
+    void batch_onRoutesWeights_givesTheTextOfTheStaticMethods_overSubsetsOfSharedIds(
+            @ForAll @IntRange(min = 2, max = 120) int n, @ForAll long seed) {
+        // as a policy builds routes: weights as ranks into one id list per snapshot (the previous snapshot
+        // has its own, equal, list object). Routes share their previous table text and their slot counts
+        // but not always their engines, before or now: only the engines tell those tables apart
+        SplittableRandom rnd = new SplittableRandom(seed);
+        List<String> all = ids(n);
+        SortedEngineIds before = SortedEngineIds.of(all);
+        SortedEngineIds now = SortedEngineIds.of(all);
+        int size = 1 + rnd.nextInt(n);
+        double[] previousWeights = fractions(rnd, size);
+        double[] weights = fractions(rnd, size);
+        int[][] subsets = {subset(rnd, n, size), subset(rnd, n, size), subset(rnd, n, size)};
+        SlotTable.Batch batch = new SlotTable.Batch();
+        for (int route = 0; route < 12; route++) {
+            int[] previousRanks = subsets[route % 3];
+            int[] ranks = subsets[route / 3 % 3];
+            double[] next = route % 2 == 0 ? weights : fractions(rnd, size);
+            Map<String, Double> previousRoute = Route.weights(before, previousRanks, previousWeights);
+            Map<String, Double> nextRoute = Route.weights(now, ranks, next);
+            List<String> previousIds = List.copyOf(previousRoute.keySet());
+            List<String> ids = List.copyOf(nextRoute.keySet());
+            String previous = SlotTable.encodedOf(previousIds, previousWeights);
+            String expected = SlotTable.rebalanceEncoded(previous, previousIds, previousWeights, ids, next);
+
+            assertThat(batch.encodedOf(nextRoute)).as("route %d, fresh", route)
+                    .isEqualTo(SlotTable.encodedOf(ids, next));
+            assertThat(batch.rebalanceEncoded(previous, previousRoute, nextRoute)).as("route %d", route)
+                    .isEqualTo(expected);
+            // routes given as plain maps take the other path to the same text
+            assertThat(batch.rebalanceEncoded(previous, new java.util.TreeMap<>(previousRoute),
+                    new java.util.TreeMap<>(nextRoute))).as("route %d, maps", route).isEqualTo(expected);
+        }
+    }
+
+    @Test
+    void batch_onRoutesWeights_checksThePreviousTableAgainstThatRoutesWeights() {
+        SortedEngineIds ids = SortedEngineIds.of(ids(3));
+        Map<String, Double> w = Route.weights(ids, new int[] {0, 1, 2}, new double[] {0.25, 0.25, 0.5});
+        String good = SlotTable.encodedOf(List.copyOf(w.keySet()), new double[] {0.25, 0.25, 0.5});
+        SlotTable.Batch batch = new SlotTable.Batch();
+        assertThat(batch.rebalanceEncoded(good, w, w)).isEqualTo(good);
+        Map<String, Double> other = Route.weights(ids, new int[] {0, 1, 2}, new double[] {0.6, 0.2, 0.2});
+        assertThatThrownBy(() -> batch.rebalanceEncoded(good, other, w))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("holds");
+    }
+
+    /** Positive weights summing to 1, as a route's. */
+    private static double[] fractions(SplittableRandom rnd, int n) {
+        double[] w = positiveWeights(rnd, n);
+        double total = java.util.Arrays.stream(w).sum();
+        return java.util.Arrays.stream(w).map(x -> x / total).toArray();
+    }
+
+    /** An ascending subset of [0, n) of {@code size} elements. */
+    private static int[] subset(SplittableRandom rnd, int n, int size) {
+        int[] all = java.util.stream.IntStream.range(0, n).toArray();
+        for (int i = 0; i < size; i++) { // a partial Fisher–Yates shuffle picks the first `size`
+            int j = i + rnd.nextInt(n - i);
+            int t = all[i];
+            all[i] = all[j];
+            all[j] = t;
+        }
+        int[] out = java.util.Arrays.copyOf(all, size);
+        java.util.Arrays.sort(out);
+        return out;
     }
 
     @Test

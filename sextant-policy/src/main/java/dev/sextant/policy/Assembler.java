@@ -7,10 +7,8 @@ import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Engine;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -35,53 +33,59 @@ final class Assembler {
                              double[] shedFraction, double[] price, double[] shadow, double lowerBound, double gap,
                              int iterations) {
         int n = inst.engines.size();
+        // one pass over the (source, engine) pairs, a million on a large fleet: loads, the network part
+        // of the latency cost and each route's positive weights; the engine part is Σ load × latency
         double[] load = new double[n];
+        double routed = 0;
+        double networkCost = 0;
+        double shed = 0;
+        Map<String, Double>[] routeWeights = newMaps(inst.sourceCount);
+        int[] rank = new int[n];
+        double[] value = new double[n];
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] allowed = inst.sourceEngines[k];
             double[] w = weights[k];
-            for (int i = 0; i < allowed.length; i++) {
-                w[i] = Math.min(1, Math.max(0, w[i]));
-                load[allowed[i]] += w[i] * inst.demand[k];
-            }
-        }
-        double[] latency = new double[n];
-        for (int j = 0; j < n; j++) {
-            latency[j] = inst.costs[j].latency(load[j]);
-        }
-        double routed = 0;
-        double latencyCost = 0;
-        double shed = 0;
-        Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
-        SlotTable.Batch tables = new SlotTable.Batch();
-        int[] rank = new int[n];
-        double[] value = new double[n];
-        String[] id = new String[n];
-        for (int k = 0; k < inst.sourceCount; k++) {
-            int[] allowed = inst.sourceEngines[k];
+            double demand = inst.demand[k];
+            double[] rtt = inst.rttByCluster[inst.sourceGatewayIndex[k]];
             int positive = 0; // allowed engines come in id order, so ranks ascend
             for (int i = 0; i < allowed.length; i++) {
-                double f = weights[k][i] * inst.demand[k];
-                if (weights[k][i] > 0) {
-                    rank[positive] = inst.engineRank[allowed[i]];
-                    id[positive] = inst.engineIds.get(rank[positive]);
-                    value[positive++] = weights[k][i];
-                }
-                if (f > 0) {
-                    routed += f;
-                    latencyCost += f * (inst.rtt(k, allowed[i]) + latency[allowed[i]]);
+                double wi = Math.min(1, Math.max(0, w[i]));
+                w[i] = wi;
+                if (wi > 0) {
+                    int j = allowed[i];
+                    rank[positive] = inst.engineRank[j];
+                    value[positive++] = wi;
+                    double f = wi * demand;
+                    if (f > 0) {
+                        load[j] += f;
+                        routed += f;
+                        networkCost += f * rtt[inst.engineCluster[j]];
+                    }
                 }
             }
-            Map<String, Double> w = Route.weights(inst.engineIds, Arrays.copyOf(rank, positive),
+            routeWeights[k] = Route.weights(inst.engineIds, Arrays.copyOf(rank, positive),
                     Arrays.copyOf(value, positive));
-            shed += shedFraction[k] * inst.demand[k];
+            shed += shedFraction[k] * demand;
+        }
+        double[] latency = new double[n];
+        double engineCost = 0;
+        for (int j = 0; j < n; j++) {
+            latency[j] = inst.costs[j].latency(load[j]);
+            if (load[j] > 0) {
+                engineCost += load[j] * latency[j];
+            }
+        }
+        double latencyCost = networkCost + engineCost;
+        Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
+        SlotTable.Batch tables = new SlotTable.Batch();
+        for (int k = 0; k < inst.sourceCount; k++) {
+            Map<String, Double> w = routeWeights[k];
             var c = inst.sourceClass[k];
             String gateway = inst.sourceGateway[k].id();
             Route before = options.previous() == null ? null : options.previous().route(gateway, c.id());
-            String slots = slots(tables, before, w, Arrays.asList(Arrays.copyOf(id, positive)),
-                    Arrays.copyOf(value, positive));
             routes.computeIfAbsent(gateway, g -> new LinkedHashMap<>())
                     .put(c.id(), new Route(c.model(), c.residency(), c.priority(), inst.demand[k], w, shedFraction[k],
-                            price[k], slots));
+                            price[k], slots(tables, before, w)));
         }
         Map<String, EngineState> engines = new TreeMap<>();
         double totalLoad = 0;
@@ -111,27 +115,27 @@ final class Assembler {
      * {@code w} is. A pure function of its arguments, so equal inputs give equal snapshots.
      */
     static String slots(Route before, Map<String, Double> w) {
-        List<String> ids = new ArrayList<>(w.keySet());
-        double[] weights = w.values().stream().mapToDouble(Double::doubleValue).toArray();
-        return slots(new SlotTable.Batch(), before, w, ids, weights);
+        return slots(new SlotTable.Batch(), before, w);
     }
 
-    /** {@link #slots(Route, Map)} with {@code w}'s ids and values given as lists. */
-    private static String slots(SlotTable.Batch tables, Route before, Map<String, Double> w, List<String> ids,
-                                double[] weights) {
+    private static String slots(SlotTable.Batch tables, Route before, Map<String, Double> w) {
         if (w.isEmpty()) {
             return "";
         }
         if (before != null && !before.slots().isEmpty()) {
             try {
                 // on runs of slots, not slots: the same text as decoding, rebalancing and encoding
-                String rebalanced = tables.rebalanceEncoded(before.slots(), before.slotEngines(),
-                        before.slotWeights(), ids, weights);
+                String rebalanced = tables.rebalanceEncoded(before.slots(), before.weights(), w);
                 return before.weights().equals(w) ? before.slots() : rebalanced;
             } catch (IllegalArgumentException e) {
                 // A previous snapshot with a bad table (hand-edited, or from another producer): start afresh.
             }
         }
-        return tables.encodedOf(ids, weights);
+        return tables.encodedOf(w);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Double>[] newMaps(int size) {
+        return (Map<String, Double>[]) new Map[size];
     }
 }
