@@ -23,6 +23,16 @@ final class Assembler {
     private Assembler() {
     }
 
+    /** A policy's weights, given source by source. */
+    interface SourceWeights {
+        /**
+         * Writes source {@code k}'s weight of each allowed engine into {@code out[i]}, i indexing
+         * {@code inst.sourceEngines[k]}; {@code out} holds at least that many and its contents are
+         * otherwise undefined.
+         */
+        void fill(int k, double[] out);
+    }
+
     /**
      * @param weights      per source, per allowed engine (index into {@code inst.sourceEngines[k]}), fraction
      * @param shedFraction per source
@@ -30,6 +40,18 @@ final class Assembler {
      * @param shadow       per engine, capacity shadow price, ms (zeros when the policy has none)
      */
     static Snapshot assemble(Instance inst, String policy, SolveOptions options, double[][] weights,
+                             double[] shedFraction, double[] price, double[] shadow, double lowerBound, double gap,
+                             int iterations) {
+        return assemble(inst, policy, options, (k, out) -> System.arraycopy(weights[k], 0, out, 0, weights[k].length),
+                shedFraction, price, shadow, lowerBound, gap, iterations);
+    }
+
+    /**
+     * As above with the weights computed source by source, for a policy whose weights follow from fewer
+     * numbers (the optimizer's: a fraction per group, a share per engine) than the million (source,
+     * engine) pairs of a large fleet, which are then never stored.
+     */
+    static Snapshot assemble(Instance inst, String policy, SolveOptions options, SourceWeights weights,
                              double[] shedFraction, double[] price, double[] shadow, double lowerBound, double gap,
                              int iterations) {
         int n = inst.engines.size();
@@ -42,15 +64,15 @@ final class Assembler {
         Map<String, Double>[] routeWeights = newMaps(inst.sourceCount);
         int[] rank = new int[n];
         double[] value = new double[n];
+        double[] given = new double[n];
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] allowed = inst.sourceEngines[k];
-            double[] w = weights[k];
+            weights.fill(k, given);
             double demand = inst.demand[k];
             double[] rtt = inst.rttByCluster[inst.sourceGatewayIndex[k]];
             int positive = 0; // allowed engines come in id order, so ranks ascend
             for (int i = 0; i < allowed.length; i++) {
-                double wi = Math.min(1, Math.max(0, w[i]));
-                w[i] = wi;
+                double wi = Math.min(1, Math.max(0, given[i]));
                 if (wi > 0) {
                     int j = allowed[i];
                     rank[positive] = inst.engineRank[j];

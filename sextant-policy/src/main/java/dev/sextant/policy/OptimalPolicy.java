@@ -299,23 +299,18 @@ final class OptimalPolicy implements RoutingPolicy {
                         : inst.costs[j].effectiveCapacity / groups[h].capacity;
             }
         }
-        double[][] weights = new double[inst.sourceCount][];
         double[] shedFraction = new double[inst.sourceCount];
         double[] sourcePrice = new double[inst.sourceCount];
-        int[] slotOfGroup = new int[inst.groupCount];
-        java.util.Arrays.fill(slotOfGroup, -1);
-        double[] groupFraction = new double[inst.groupCount];
+        int[] bestSlot = new int[inst.sourceCount];
         for (int k = 0; k < inst.sourceCount; k++) {
-            int[] allowed = inst.sourceEngines[k];
-            weights[k] = new double[allowed.length];
             int[] sg = inst.sourceGroups[k];
             double best = inst.shedCost[k];
-            int bestSlot = -1;
+            bestSlot[k] = -1;
             for (int a = 0; a < sg.length; a++) {
                 double c = inst.sourceRtt[k][a] + price[sg[a]];
                 if (c < best) {
                     best = c;
-                    bestSlot = a;
+                    bestSlot[k] = a;
                 }
             }
             double lambda = inst.demand[k];
@@ -326,24 +321,30 @@ final class OptimalPolicy implements RoutingPolicy {
                 shedFraction[k] = sg.length == 0 ? 1 : 0;
                 sourcePrice[k] = best;
             }
+        }
+        // a source's weight of an engine: its group's fraction of the source's requests times the
+        // engine's share of the group, computed as the snapshot is assembled rather than stored
+        int[] slotOfGroup = new int[inst.groupCount];
+        java.util.Arrays.fill(slotOfGroup, -1);
+        double[] groupFraction = new double[inst.groupCount];
+        Assembler.SourceWeights weights = (k, w) -> {
+            int[] allowed = inst.sourceEngines[k];
+            int[] sg = inst.sourceGroups[k];
+            double lambda = inst.demand[k];
             for (int a = 0; a < sg.length; a++) {
                 slotOfGroup[sg[a]] = a;
-                // the fraction of the source's requests its group gets; with no demand expected, a
-                // request that comes anyway goes where it costs least
-                groupFraction[sg[a]] = lambda > 0 ? groupFlow[k][a] / lambda : a == bestSlot ? 1 : 0;
+                // with no demand expected, a request that comes anyway goes where it costs least
+                groupFraction[sg[a]] = lambda > 0 ? groupFlow[k][a] / lambda : a == bestSlot[k] ? 1 : 0;
             }
-            double[] w = weights[k];
             for (int i = 0; i < allowed.length; i++) {
                 int j = allowed[i];
                 int h = groupOf[j];
-                if (h >= 0 && slotOfGroup[h] >= 0) {
-                    w[i] = groupFraction[h] * shareOf[j];
-                }
+                w[i] = h >= 0 && slotOfGroup[h] >= 0 ? groupFraction[h] * shareOf[j] : 0;
             }
             for (int a = 0; a < sg.length; a++) {
                 slotOfGroup[sg[a]] = -1;
             }
-        }
+        };
         double gap = objective > 0 ? Math.max(0, objective - bound) / objective : 0;
         return Assembler.assemble(inst, "optimal", options, weights, shedFraction, sourcePrice, shadow, bound, gap,
                 iterations);
