@@ -134,6 +134,49 @@ public record Route(String model, List<String> residency, int priority, double d
         return count == out.length ? out : Arrays.copyOf(out, count);
     }
 
+    /**
+     * The first engine, in id order, whose weight here and in {@code other} differ by more than {@code by}
+     * (an engine a route does not list has weight 0 in it), or null when there is none. One merge of the two
+     * routes' weights, which both iterate in engine-id order: the control plane asks this of every route
+     * after every solve, and a large fleet's routes list hundreds of engines each.
+     */
+    public String firstWeightMoved(Route other, double by) {
+        if (weights instanceof SortedWeights a && other.weights instanceof SortedWeights b
+                && (a.ids == b.ids || a.ids.sameAs(b.ids))) {
+            int i = 0;
+            int j = 0;
+            while (i < a.rank.length || j < b.rank.length) {
+                int ra = i < a.rank.length ? a.rank[i] : Integer.MAX_VALUE;
+                int rb = j < b.rank.length ? b.rank[j] : Integer.MAX_VALUE;
+                double wa = ra <= rb ? a.value[i++] : 0;
+                double wb = rb <= ra ? b.value[j++] : 0;
+                if (Math.abs(wa - wb) > by) {
+                    return a.ids.get(Math.min(ra, rb));
+                }
+            }
+            return null;
+        }
+        var ia = weights.entrySet().iterator();
+        var ib = other.weights.entrySet().iterator();
+        Map.Entry<String, Double> ea = ia.hasNext() ? ia.next() : null;
+        Map.Entry<String, Double> eb = ib.hasNext() ? ib.next() : null;
+        while (ea != null || eb != null) {
+            int c = ea == null ? 1 : eb == null ? -1 : ea.getKey().compareTo(eb.getKey());
+            double wa = c <= 0 ? ea.getValue() : 0;
+            double wb = c >= 0 ? eb.getValue() : 0;
+            if (Math.abs(wa - wb) > by) {
+                return c <= 0 ? ea.getKey() : eb.getKey();
+            }
+            if (c <= 0) {
+                ea = ia.hasNext() ? ia.next() : null;
+            }
+            if (c >= 0) {
+                eb = ib.hasNext() ? ib.next() : null;
+            }
+        }
+        return null;
+    }
+
     private static String abbreviated(String s) {
         return s.length() <= 24 ? "'" + s + "'" : "'" + s.substring(0, 24) + "…' (" + s.length() + " characters)";
     }

@@ -6,10 +6,12 @@ import java.util.List;
  * Engine ids in ascending order, each once: the ids that {@link Route#weights(SortedEngineIds, int[], double[])}
  * indexes. A policy builds one per solve and every route of the snapshot shares it, so a route's
  * weights are two arrays instead of a map of boxed numbers, and the ids are checked for order once.
- * Immutable.
+ * Immutable (it only remembers, as a cache, the last list found equal to it).
  */
 public final class SortedEngineIds {
     private final String[] ids;
+    /** A list {@link #sameAs} found equal to this one, or null. */
+    private SortedEngineIds knownEqual;
 
     private SortedEngineIds(String[] ids) {
         this.ids = ids;
@@ -43,9 +45,21 @@ public final class SortedEngineIds {
         return ids[rank];
     }
 
-    /** True when these are the same ids as {@code other}'s, in the same order. */
+    /**
+     * True when these are the same ids as {@code other}'s, in the same order. The last list found equal is
+     * remembered (a snapshot's routes are compared with the previous snapshot's, thousands of times over
+     * the same two lists).
+     */
     boolean sameAs(SortedEngineIds other) {
-        return java.util.Arrays.equals(ids, other.ids);
+        if (other == this || other == knownEqual) {
+            return true;
+        }
+        if (!java.util.Arrays.equals(ids, other.ids)) {
+            return false;
+        }
+        knownEqual = other; // a benign race: any value it holds is a list equal to this one, or null
+        other.knownEqual = this;
+        return true;
     }
 
     /** True when these are exactly {@code ids}, in the same order. */

@@ -386,14 +386,10 @@ public final class ControlPlane implements AutoCloseable {
                     return String.format("%s/%s shed %.3f → %.3f", g.getKey(), c.getKey(), a.shedFraction(),
                             b.shedFraction());
                 }
-                java.util.Set<String> ids = new java.util.TreeSet<>(a.weights().keySet());
-                ids.addAll(b.weights().keySet());
-                for (String id : ids) {
-                    double wa = a.weights().getOrDefault(id, 0.0);
-                    double wb = b.weights().getOrDefault(id, 0.0);
-                    if (Math.abs(wa - wb) > hysteresis) {
-                        return String.format("%s/%s weight of %s %.3f → %.3f", g.getKey(), c.getKey(), id, wa, wb);
-                    }
+                String id = a.firstWeightMoved(b, hysteresis);
+                if (id != null) {
+                    return String.format("%s/%s weight of %s %.3f → %.3f", g.getKey(), c.getKey(), id,
+                            a.weights().getOrDefault(id, 0.0), b.weights().getOrDefault(id, 0.0));
                 }
             }
         }

@@ -214,4 +214,28 @@ class ControlPlaneTest {
         var s = cp.current();
         assertThat(ControlPlane.materialChange(s, s, 0.02)).isNull();
     }
+
+    @Test
+    void materialChange_namesTheFirstWeightThatMovedBeyondTheHysteresis() {
+        var s = cp.current();
+        String gateway = s.routes().keySet().iterator().next();
+        String cls = s.routes().get(gateway).keySet().iterator().next();
+        Route r = s.route(gateway, cls);
+        String engine = r.weights().keySet().iterator().next();
+        double w = r.weights().get(engine);
+        double moved = w >= 0.5 ? w - 0.1 : w + 0.1;
+        var weights = new java.util.TreeMap<>(r.weights());
+        weights.put(engine, moved);
+        var routes = new java.util.TreeMap<>(s.routes());
+        var byClass = new java.util.TreeMap<>(routes.get(gateway));
+        byClass.put(cls, new Route(r.model(), r.residency(), r.priority(), r.demandRps(), weights, r.shedFraction(),
+                r.priceMs()));
+        routes.put(gateway, byClass);
+        var next = new dev.sextant.snapshot.Snapshot(s.version() + 1, "", s.policy(), s.fleetUtilization(),
+                s.retryBudget(), routes, s.engines(), s.networkRttMs(), s.objective());
+
+        assertThat(ControlPlane.materialChange(s, next, 0.05)).isEqualTo(String.format(
+                "%s/%s weight of %s %.3f → %.3f", gateway, cls, engine, w, moved));
+        assertThat(ControlPlane.materialChange(s, next, 0.2)).as("within the hysteresis").isNull();
+    }
 }
