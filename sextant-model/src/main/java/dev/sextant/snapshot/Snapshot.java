@@ -214,6 +214,21 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 networkRttMs, objective);
     }
 
+    /**
+     * This snapshot as gateway cluster {@code gateway} needs it: only its own routes and its own row of
+     * round trips, every engine (a gateway falls back to the nearest allowed engine when its snapshot is too
+     * old), the same version and objective, and a content hash of its own. On the L fleet that is about a
+     * fiftieth of the whole, which lists every gateway cluster's routes.
+     */
+    public Snapshot forGateway(String gateway) {
+        Map<String, Map<String, Route>> own = routes.containsKey(gateway) ? Map.of(gateway, routes.get(gateway))
+                : Map.of();
+        Map<String, Map<String, Double>> rtt = networkRttMs.containsKey(gateway)
+                ? Map.of(gateway, networkRttMs.get(gateway)) : Map.of();
+        return new Snapshot(version, "", policy, fleetUtilization, retryBudget, own, engines, rtt, objective)
+                .sealed(version);
+    }
+
     /** The route of class {@code classId} at gateway cluster {@code gateway}, or null. */
     public Route route(String gateway, String classId) {
         Map<String, Route> byClass = routes.get(gateway);

@@ -40,4 +40,29 @@ class SnapshotTest {
         assertThat(snapshot(Route.weights(fewer, new int[] {0, 1}, new double[] {0.25, 0.75})).hash())
                 .isEqualTo(base.hash());
     }
+
+    @Test
+    void forGateway_keepsItsRoutesAndRoundTripsAndEveryEngine_withAHashOfItsOwn() {
+        Route r1 = new Route("m", List.of(), 1, 10, new TreeMap<>(Map.of("a", 1.0)), 0, 5.0);
+        Route r2 = new Route("m", List.of(), 1, 20, new TreeMap<>(Map.of("b", 0.5, "c", 0.5)), 0, 6.0);
+        Map<String, EngineState> engines = new TreeMap<>();
+        for (String id : List.of("a", "b", "c")) {
+            engines.put(id, new EngineState("k", "us", "http://" + id, List.of("m"), 1, 10, 9, 0.1, 3, 4, 0, 1));
+        }
+        Snapshot whole = new Snapshot(0, "", "optimal", 0.5, RetryBudget.DEFAULT,
+                Map.of("g1", Map.of("c1", r1), "g2", Map.of("c1", r2)), engines,
+                Map.of("g1", Map.of("k", 2.0), "g2", Map.of("k", 30.0)), new Objective(5, 50, 49.99, 2e-4, 0, 3))
+                .sealed(7);
+
+        Snapshot g2 = whole.forGateway("g2");
+        assertThat(g2.version()).isEqualTo(7);
+        assertThat(g2.routes()).containsOnlyKeys("g2");
+        assertThat(g2.route("g2", "c1")).isEqualTo(r2);
+        assertThat(g2.networkRttMs()).containsOnlyKeys("g2");
+        assertThat(g2.engines()).isEqualTo(whole.engines());
+        assertThat(g2.objective()).isEqualTo(whole.objective());
+        assertThat(g2.hash()).isEqualTo(g2.contentHash()).isNotEqualTo(whole.hash())
+                .isNotEqualTo(whole.forGateway("g1").hash());
+        assertThat(whole.forGateway("nope").routes()).isEmpty();
+    }
 }

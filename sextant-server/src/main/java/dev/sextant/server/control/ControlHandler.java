@@ -84,17 +84,18 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         }
     }
 
-    private static String etag(Snapshot s) {
+    /** Our ETag of a snapshot: {@code "<version>-<hash prefix>"}. */
+    static String etag(Snapshot s) {
         return "\"" + s.version() + "-" + s.hash().substring(0, Math.min(16, s.hash().length())) + "\"";
     }
 
     private void snapshot(ChannelHandlerContext ctx, FullHttpRequest req, QueryStringDecoder q, boolean keepAlive) {
         requireMethod(req, HttpMethod.GET);
         String gw = Http.query(q, "gateway");
-        Snapshot s = cp.current();
-        if (gw == null || !s.routes().containsKey(gw)) {
+        ControlPlane.GatewayView view = gw == null ? null : cp.view(gw);
+        if (view == null) {
             Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_gateway",
-                    "gateway: " + gw + " (expected: one of " + s.routes().keySet() + ")", null), keepAlive);
+                    "gateway: " + gw + " (expected: one of " + cp.current().routes().keySet() + ")", null), keepAlive);
             return;
         }
         String waitText = Http.query(q, "wait");
@@ -103,18 +104,19 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             wait = cp.config.maxWait();
         }
         String ifNoneMatch = req.headers().get(HttpHeaderNames.IF_NONE_MATCH);
-        boolean behind = ifNoneMatch != null && !ifNoneMatch.equals(etag(s)) && heldVersion(ifNoneMatch) >= s.version();
+        long version = view.snapshot().version();
+        boolean behind = ifNoneMatch != null && !ifNoneMatch.equals(view.etag()) && heldVersion(ifNoneMatch) >= version;
         if (behind) {
             // the gateway holds a version this control plane has not published: it restarted and lost its count,
             // and the gateway would refuse everything it sends until the count caught up. Republish above it,
             // and answer this poll with that publication.
             cp.catchUp(heldVersion(ifNoneMatch));
-        } else if (ifNoneMatch == null || !ifNoneMatch.equals(etag(s))) {
-            sendSnapshot(ctx, s, keepAlive);
+        } else if (ifNoneMatch == null || !ifNoneMatch.equals(view.etag())) {
+            sendSnapshot(ctx, view, keepAlive);
             return;
         }
         if (wait.isZero()) {
-            notModified(ctx, s, keepAlive);
+            notModified(ctx, view, keepAlive);
             return;
         }
         // long-poll: answer at the next publication or after `wait`, whichever comes first (on this event loop)
@@ -129,8 +131,15 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             if (timer[0] != null) {
                 timer[0].cancel(false);
             }
+            ControlPlane.GatewayView next = cp.view(gw);
             if (ctx.channel().isActive()) {
-                sendSnapshot(ctx, cp.current(), keepAlive);
+                if (next == null) { // the new snapshot no longer routes this gateway cluster
+                    Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_gateway",
+                            "gateway: " + gw + " (expected: one of " + cp.current().routes().keySet() + ")", null),
+                            keepAlive);
+                } else {
+                    sendSnapshot(ctx, next, keepAlive);
+                }
             }
         });
         timer[0] = ctx.executor().schedule(() -> {
@@ -140,23 +149,27 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             done[0] = true;
             cp.publisher.cancel(callback[0]);
             if (ctx.channel().isActive()) {
-                notModified(ctx, cp.current(), keepAlive);
+                ControlPlane.GatewayView now = cp.view(gw);
+                notModified(ctx, now == null ? view : now, keepAlive);
             }
         }, wait.toNanos(), TimeUnit.NANOSECONDS);
         ctx.channel().closeFuture().addListener(f -> cp.publisher.cancel(callback[0]));
-        cp.publisher.onNext(s.version(), callback[0]);
+        cp.publisher.onNext(version, callback[0]);
     }
 
-    private static void sendSnapshot(ChannelHandlerContext ctx, Snapshot s, boolean keepAlive) {
-        FullHttpResponse r = Http.json(HttpResponseStatus.OK, SnapshotJson.write(s));
-        r.headers().set(HttpHeaderNames.ETAG, etag(s));
+    private static void sendSnapshot(ChannelHandlerContext ctx, ControlPlane.GatewayView view, boolean keepAlive) {
+        FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK,
+                io.netty.buffer.Unpooled.wrappedBuffer(view.json()));
+        r.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+        HttpUtil.setContentLength(r, view.json().length);
+        r.headers().set(HttpHeaderNames.ETAG, view.etag());
         r.headers().set(HttpHeaderNames.CACHE_CONTROL, "no-cache");
         Http.send(ctx, r, keepAlive);
     }
 
-    private static void notModified(ChannelHandlerContext ctx, Snapshot s, boolean keepAlive) {
+    private static void notModified(ChannelHandlerContext ctx, ControlPlane.GatewayView view, boolean keepAlive) {
         FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NOT_MODIFIED);
-        r.headers().set(HttpHeaderNames.ETAG, etag(s));
+        r.headers().set(HttpHeaderNames.ETAG, view.etag());
         HttpUtil.setContentLength(r, 0);
         Http.send(ctx, r, keepAlive);
     }

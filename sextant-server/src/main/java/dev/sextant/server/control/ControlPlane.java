@@ -181,6 +181,39 @@ public final class ControlPlane implements AutoCloseable {
         return publisher.current();
     }
 
+    /**
+     * What {@code GET /v1/snapshot?gateway=ID} sends: the current snapshot as that gateway cluster needs it
+     * ({@link Snapshot#forGateway}), its ETag and its JSON, made once per publication and gateway cluster and
+     * shared by every gateway of the cluster; null for a gateway cluster the snapshot does not route. On the
+     * L fleet the whole snapshot is 32 MB of JSON and about 0.45 s to write, which every poll used to pay.
+     */
+    GatewayView view(String gateway) {
+        Snapshot s = publisher.current();
+        if (s == null || !s.routes().containsKey(gateway)) {
+            return null;
+        }
+        Views v = views;
+        if (v == null || v.of() != s) {
+            v = new Views(s, new java.util.concurrent.ConcurrentHashMap<>());
+            views = v; // a race only makes a view twice
+        }
+        return v.byGateway().computeIfAbsent(gateway, g -> GatewayView.of(s.forGateway(g)));
+    }
+
+    /** The views of one publication, by gateway cluster. */
+    private record Views(Snapshot of, java.util.concurrent.ConcurrentHashMap<String, GatewayView> byGateway) {
+    }
+
+    private volatile Views views;
+
+    /** One gateway cluster's view of a publication, as sent. */
+    record GatewayView(Snapshot snapshot, String etag, byte[] json) {
+        static GatewayView of(Snapshot view) {
+            return new GatewayView(view, ControlHandler.etag(view),
+                    dev.sextant.config.SnapshotJson.write(view).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+    }
+
     /** The topology in force (the last valid version of the file). */
     public Topology topology() {
         return topology;

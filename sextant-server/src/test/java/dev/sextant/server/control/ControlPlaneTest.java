@@ -210,6 +210,37 @@ class ControlPlaneTest {
     }
 
     @Test
+    void snapshot_isTheGatewaysOwnView_madeOncePerPublication() throws Exception {
+        // a second gateway cluster, in the other region
+        Files.writeString(file, fleet.yaml(150)
+                .replace("gateway_clusters: [{id: gw, region: eu-west}]",
+                        "gateway_clusters: [{id: gw, region: eu-west}, {id: gw2, region: us-east}]")
+                .replace("network_rtt_ms: {gw: {c-eu: 2, c-us: 10}}",
+                        "network_rtt_ms: {gw: {c-eu: 2, c-us: 10}, gw2: {c-eu: 10, c-us: 2}}"));
+        cp.tickNow();
+        assertThat(cp.current().routes()).containsOnlyKeys("gw", "gw2");
+        String auth = "Bearer " + TOKEN;
+        HttpResponse<String> gw = get("/v1/snapshot?gateway=gw", "authorization", auth);
+        HttpResponse<String> gw2 = get("/v1/snapshot?gateway=gw2", "authorization", auth);
+        assertThat(gw.statusCode()).isEqualTo(200);
+        assertThat(gw2.statusCode()).isEqualTo(200);
+
+        var view = dev.sextant.config.SnapshotJson.read(gw2.body());
+        assertThat(view.version()).isEqualTo(cp.current().version());
+        assertThat(view.routes()).containsOnlyKeys("gw2");
+        assertThat(view.route("gw2", "chat")).isEqualTo(cp.current().route("gw2", "chat"));
+        assertThat(view.networkRttMs()).containsOnlyKeys("gw2");
+        assertThat(view.engines()).isEqualTo(cp.current().engines());
+        assertThat(view.hash()).isEqualTo(view.contentHash()).isNotEqualTo(cp.current().hash());
+        assertThat(gw2.headers().firstValue("etag").orElseThrow())
+                .isNotEqualTo(gw.headers().firstValue("etag").orElseThrow())
+                .startsWith("\"" + view.version() + "-" + view.hash().substring(0, 16));
+        // every gateway of a cluster gets the same bytes, written once per publication
+        assertThat(get("/v1/snapshot?gateway=gw2", "authorization", auth).body()).isEqualTo(gw2.body());
+        assertThat(cp.view("gw2")).isSameAs(cp.view("gw2"));
+    }
+
+    @Test
     void materialChange_ignoresSmallWeightMoves() {
         var s = cp.current();
         assertThat(ControlPlane.materialChange(s, s, 0.02)).isNull();
