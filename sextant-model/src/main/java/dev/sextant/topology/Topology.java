@@ -115,6 +115,16 @@ public record Topology(List<GatewayCluster> gatewayClusters, List<EngineCluster>
         classes.forEach(c -> classById.putIfAbsent(c.id(), c));
         Map<String, String> regionOfCluster = new HashMap<>();
         engineClusters.forEach(c -> regionOfCluster.putIfAbsent(c.id(), c.region()));
+        // per model, the (known) engine clusters with an engine that serves it: the check of round trips
+        // below then visits clusters, not engines, per (gateway cluster, class) with demand
+        Map<String, Set<String>> clustersServing = new HashMap<>();
+        for (Engine e : engines) {
+            if (regionOfCluster.containsKey(e.cluster())) {
+                for (String m : e.models()) {
+                    clustersServing.computeIfAbsent(m, x -> new java.util.TreeSet<>()).add(e.cluster());
+                }
+            }
+        }
         demandRps.forEach((g, row) -> {
             if (!gateways.contains(g)) {
                 out.add(new Problem("demand_rps." + g, "unknown gateway cluster '" + g + "' (expected one of "
@@ -136,14 +146,10 @@ public record Topology(List<GatewayCluster> gatewayClusters, List<EngineCluster>
                 }
                 TrafficClass c = classById.get(k);
                 Map<String, Double> rtt = networkRttMs.getOrDefault(g, Map.of());
-                Set<String> missing = new java.util.TreeSet<>();
-                for (Engine e : engines) {
-                    String region = regionOfCluster.get(e.cluster());
-                    if (region != null && e.serves(c.model()) && c.allowsRegion(region) && !rtt.containsKey(e.cluster())) {
-                        missing.add(e.cluster());
+                for (String cluster : clustersServing.getOrDefault(c.model(), Set.of())) {
+                    if (!c.allowsRegion(regionOfCluster.get(cluster)) || rtt.containsKey(cluster)) {
+                        continue;
                     }
-                }
-                for (String cluster : missing) {
                     out.add(new Problem("network_rtt_ms." + g, "missing round trip to engine cluster '" + cluster
                             + "', which serves class '" + k + "' demanded at gateway cluster '" + g
                             + "' (expected: " + cluster + ": <ms>)"));
