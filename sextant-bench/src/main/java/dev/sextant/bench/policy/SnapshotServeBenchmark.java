@@ -23,7 +23,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * What the control plane does to answer {@code GET /v1/snapshot?gateway=ID} after a publication, once per
  * gateway cluster: {@code gatewayView} makes that cluster's view ({@link Snapshot#forGateway}: its routes,
  * its round trips, every engine, its own content hash) and writes it as JSON; {@code wholeSnapshot} writes
- * the whole snapshot, which is what every poll used to cost. Set-up prints both documents' sizes.
+ * the whole snapshot, which is what every poll used to cost; {@code gatewayReadsView} is the gateway's
+ * side. Set-up prints both documents' sizes.
  *
  * <pre>
  * java -jar sextant-bench/target/benchmarks.jar SnapshotServeBenchmark -p size=L -f 1 -wi 3 -i 5 -w 2 -r 2
@@ -41,12 +42,14 @@ public class SnapshotServeBenchmark {
 
     private Snapshot snapshot;
     private String gateway;
+    private String viewJson;
 
     @Setup(Level.Trial)
     public void setUp() {
         snapshot = Policies.optimal().solve(Instances.named(size),
                 SolveOptions.defaults().withGapTolerance(OptimizerBenchmark.GAP));
         gateway = snapshot.routes().keySet().iterator().next();
+        viewJson = SnapshotJson.write(snapshot.forGateway(gateway));
         System.out.printf("%n%s: whole snapshot %,d bytes of JSON, gateway %s's view %,d bytes, %d gateway clusters%n",
                 size, wholeSnapshot().length, gateway, gatewayView().length, snapshot.routes().size());
     }
@@ -54,6 +57,17 @@ public class SnapshotServeBenchmark {
     @Benchmark
     public byte[] gatewayView() {
         return SnapshotJson.write(snapshot.forGateway(gateway)).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** The gateway's side: parse the view, check its hash, compile it into a data plane (off the request path). */
+    @Benchmark
+    public dev.sextant.request.DataPlane gatewayReadsView() throws dev.sextant.config.SnapshotException {
+        Snapshot view = SnapshotJson.read(viewJson, "view.json");
+        if (!view.hash().equals(view.contentHash())) {
+            throw new IllegalStateException("the view's hash does not match its content");
+        }
+        return dev.sextant.request.DataPlane.create(gateway, view, dev.sextant.request.Ticker.system(),
+                dev.sextant.request.DataPlaneOptions.defaults());
     }
 
     @Benchmark
