@@ -293,7 +293,7 @@ final class DualNewton {
         double piK = cmin + tau * Math.log(lam / z);
         double share = lam / z;
         if (capped) {
-            piK = solvePrice(k, p, piK);
+            piK = solvePrice(k, p, piK, cmin, z);
             share = Math.exp((piK - cmin) / tau);
         }
         pi[k] = piK;
@@ -346,9 +346,24 @@ final class DualNewton {
      * linear scale, and stopping only at a relative residual of 1e-14 took about 24 evaluations of the
      * placed flow per source, most of them bisecting an interval a few units in the last place wide.)
      */
-    private double solvePrice(int k, double[] p, double upper) {
+    private double solvePrice(int k, double[] p, double upper, double cmin, double z) {
         double lam = lambda[k];
         double[] ps = new double[2];
+        // the capped options' costs less the discount, and their caps; the uncapped part of every option
+        // and the shed option together place e^((π − cmin)/τ)·z, one exponential for all of them
+        int capped = 0;
+        double[] kept = slotKept[k];
+        for (double v : kept) {
+            capped += v > 0 ? 1 : 0;
+        }
+        double[] keptCost = new double[capped];
+        double[] keptAmount = new double[capped];
+        for (int a = 0, i = 0; a < kept.length; a++) {
+            if (kept[a] > 0) {
+                keptCost[i] = slotArc[k][a] + p[slotGroup[k][a]] - discount;
+                keptAmount[i++] = kept[a];
+            }
+        }
         double hi = upper;
         double lo;
         // The kept flows are capped, so they place at most Σ kept: where the uncapped options alone place
@@ -357,8 +372,8 @@ final class DualNewton {
         // kept flows' saturation and the uncapped options' rise the placed flow has a plateau that
         // Newton cannot cross and bisection crosses slowly.
         double keptTotal = 0;
-        for (double kept : slotKept[k]) {
-            keptTotal += kept;
+        for (double v : keptAmount) {
+            keptTotal += v;
         }
         double floor = lam > keptTotal ? upper + tau * Math.log((lam - keptTotal) / lam) : Double.NaN;
         double last = pi[k] < hi && pi[k] > hi - 1e3 * tau ? pi[k] : Double.NaN;
@@ -367,19 +382,19 @@ final class DualNewton {
         if (last > floor || Double.isNaN(floor) && last < hi) {
             // the price at the last evaluation, usually the closest: Newton starts there, on either side
             x = last;
-            if (placed(k, p, x, ps) < lam) {
+            if (placed(cmin, z, keptCost, keptAmount, x, ps) < lam) {
                 lo = x;
             } else {
                 hi = x;
             }
         } else if (floor < hi) {
             x = floor;
-            placed(k, p, x, ps);
+            placed(cmin, z, keptCost, keptAmount, x, ps);
         }
         if (Double.isNaN(lo)) { // no lower end yet: grow one downwards from the upper end
             double step = tau;
             lo = hi - step;
-            for (int i = 0; i < 200 && placed(k, p, lo, ps) > lam; i++) {
+            for (int i = 0; i < 200 && placed(cmin, z, keptCost, keptAmount, lo, ps) > lam; i++) {
                 hi = lo;
                 step *= 2;
                 lo = hi - step;
@@ -405,30 +420,25 @@ final class DualNewton {
             }
             double next = x + step;
             x = next > lo && next < hi ? next : 0.5 * (lo + hi);
-            fx = placed(k, p, x, ps) - lam;
+            fx = placed(cmin, z, keptCost, keptAmount, x, ps) - lam;
         }
         return x;
     }
 
     /**
-     * Flow source k places at source price {@code piK}, returned and in {@code out[0]}, and its
-     * derivative with respect to the price in {@code out[1]}.
+     * Flow a source places at source price {@code piK}, returned and in {@code out[0]}, and its derivative
+     * with respect to the price in {@code out[1]}: the shed and uncapped options together
+     * {@code e^((piK − cmin)/τ)·z} (z their Boltzmann sum relative to cmin, as {@link #placeSource} has it),
+     * each capped option its cap times a logistic of its discounted cost.
      */
-    private double placed(int k, double[] p, double piK, double[] out) {
-        int[] sg = slotGroup[k];
-        double shed = Math.exp((piK - shedCost[k]) / tau);
-        double sum = shed;
-        double slope = shed;
-        for (int a = 0; a < sg.length; a++) {
-            double c = slotArc[k][a] + p[sg[a]];
-            double f = Math.exp((piK - c) / tau);
-            sum += f;
-            slope += f;
-            if (slotKept[k][a] > 0) {
-                double sigma = 1 / (1 + Math.exp((c - discount - piK) / tau));
-                sum += slotKept[k][a] * sigma;
-                slope += slotKept[k][a] * sigma * (1 - sigma);
-            }
+    private double placed(double cmin, double z, double[] keptCost, double[] keptAmount, double piK, double[] out) {
+        double open = Math.exp((piK - cmin) / tau) * z;
+        double sum = open;
+        double slope = open;
+        for (int i = 0; i < keptCost.length; i++) {
+            double sigma = 1 / (1 + Math.exp((keptCost[i] - piK) / tau));
+            sum += keptAmount[i] * sigma;
+            slope += keptAmount[i] * sigma * (1 - sigma);
         }
         out[0] = sum;
         out[1] = slope / tau;
