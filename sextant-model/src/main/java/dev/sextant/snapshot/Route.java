@@ -86,6 +86,28 @@ public record Route(String model, List<String> residency, int priority, double d
         }
     }
 
+    /** Receives a route's weights by engine rank: see {@link #forEachRanked}. */
+    @FunctionalInterface
+    public interface RankedWeights {
+        void accept(int rank, double weight);
+    }
+
+    /**
+     * Calls {@code action} with each weight and its engine's position in {@code ids}, in id order, and
+     * returns true, when this route's weights are held over {@code ids} or an equal list (as a policy
+     * builds them); else calls nothing and returns false, and the caller reads {@link #weights()}. Spares a
+     * caller that holds engines by rank a look-up by id per weight, and a boxed number.
+     */
+    public boolean forEachRanked(SortedEngineIds ids, RankedWeights action) {
+        if (!(weights instanceof SortedWeights sw) || !(sw.ids == ids || sw.ids.sameAs(ids))) {
+            return false;
+        }
+        for (int i = 0; i < sw.rank.length; i++) {
+            action.accept(sw.rank[i], sw.value[i]);
+        }
+        return true;
+    }
+
     /** The engines with positive weight, in id order: the engines {@link #slots()} indexes. */
     public List<String> slotEngines() {
         if (weights instanceof SortedWeights sw) {

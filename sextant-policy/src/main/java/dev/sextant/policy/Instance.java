@@ -266,6 +266,14 @@ final class Instance {
                 groupOfEngine.put(engines.get(j).id(), h);
             }
         }
+        // the same by rank, for routes held over these engine ids (a previous snapshot of this fleet)
+        int[] groupOfRank = new int[engines.size()];
+        java.util.Arrays.fill(groupOfRank, -1);
+        for (int h = 0; h < groupCount; h++) {
+            for (int j : groupEngines[h]) {
+                groupOfRank[engineRank[j]] = h;
+            }
+        }
         int[] slotOf = new int[groupCount];
         java.util.Arrays.fill(slotOf, -1);
         for (int k = 0; k < sourceCount; k++) {
@@ -279,12 +287,20 @@ final class Instance {
             }
             double[] kept = sourceKept[k];
             double rate = r.demandRps();
-            r.weights().forEach((engine, w) -> {
-                Integer h = groupOfEngine.get(engine);
-                if (h != null && slotOf[h] >= 0) {
+            boolean ranked = r.forEachRanked(engineIds, (rank, w) -> {
+                int h = groupOfRank[rank];
+                if (h >= 0 && slotOf[h] >= 0) {
                     kept[slotOf[h]] += w * rate;
                 }
             });
+            if (!ranked) {
+                r.weights().forEach((engine, w) -> {
+                    Integer h = groupOfEngine.get(engine);
+                    if (h != null && slotOf[h] >= 0) {
+                        kept[slotOf[h]] += w * rate;
+                    }
+                });
+            }
             for (int g : groups) {
                 slotOf[g] = -1;
             }

@@ -130,6 +130,31 @@ class OptimalPolicyTest {
     }
 
     @Test
+    void solve_previousSnapshotHeldAsPlainMaps_givesTheSameSnapshot() {
+        // a previous snapshot from this process holds its weights by engine rank; one read from a file holds
+        // maps: the affinity caps (and so the solve) must not depend on which
+        Topology before = Topologies.random(11);
+        Snapshot first = OPTIMAL.solve(before, SolveOptions.defaults());
+        Map<String, Map<String, Route>> routes = new HashMap<>();
+        first.routes().forEach((g, byClass) -> byClass.forEach((c, r) -> routes.computeIfAbsent(g, x -> new HashMap<>())
+                .put(c, new Route(r.model(), r.residency(), r.priority(), r.demandRps(),
+                        new java.util.TreeMap<>(r.weights()), r.shedFraction(), r.priceMs(), r.slots()))));
+        Snapshot asMaps = new Snapshot(first.version(), first.hash(), first.policy(), first.fleetUtilization(),
+                first.retryBudget(), routes, first.engines(), first.networkRttMs(), first.objective());
+        Map<String, Map<String, Double>> less = new HashMap<>();
+        before.demandRps().forEach((g, row) -> row.forEach((c, v) -> less.computeIfAbsent(g, x -> new HashMap<>())
+                .put(c, v * 0.7)));
+        Topology after = withDiscount(before.withDemand(less), 25);
+
+        Snapshot fromRanks = OPTIMAL.solve(after, SolveOptions.defaults().after(first));
+        Snapshot fromMaps = OPTIMAL.solve(after, SolveOptions.defaults().after(asMaps));
+        assertThat(fromMaps).isEqualTo(fromRanks);
+        assertThat(fromMaps.hash()).isEqualTo(fromRanks.hash());
+        assertThat(churn(first, fromRanks)).as("the caps were in force").isLessThan(
+                churn(first, OPTIMAL.solve(withDiscount(after, 0), SolveOptions.defaults().after(first))));
+    }
+
+    @Test
     void solve_penalty_lowersAnEnginesEffectiveCapacity() {
         Snapshot s = OPTIMAL.solve(Topologies.talk(),
                 SolveOptions.defaults().withPenalties(Map.of("east-1", 0.5)));
