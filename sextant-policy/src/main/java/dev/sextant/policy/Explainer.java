@@ -31,6 +31,17 @@ public final class Explainer {
      * @throws IllegalArgumentException when the gateway or class is unknown
      */
     public static Explanation explain(Topology topology, Snapshot snapshot, String gateway, String classId) {
+        return explain(topology, snapshot, gateway, classId,
+                name -> Policies.byName(name).solve(topology, SolveOptions.defaults()));
+    }
+
+    /**
+     * As above, with the snapshots of the policies it compares against ({@code nearest}, {@code waterfall}) given
+     * by name: each is a whole solve of {@code topology} (hundreds of ms on a large fleet), which a server keeps
+     * for as long as the topology holds instead of solving again for every explanation.
+     */
+    public static Explanation explain(Topology topology, Snapshot snapshot, String gateway, String classId,
+                                      java.util.function.Function<String, Snapshot> baseline) {
         GatewayCluster g = topology.gatewayClusters().stream().filter(x -> x.id().equals(gateway)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("gateway: unknown gateway cluster '" + gateway + "'"));
         TrafficClass c = topology.classes().stream().filter(x -> x.id().equals(classId)).findFirst()
@@ -108,7 +119,7 @@ public final class Explainer {
         if (route.shedFraction() > 0) {
             summary.add("Demand exceeds what the allowed engines can carry; the lowest priorities are shed first.");
         }
-        summary.addAll(alternatives(topology, snapshot, g.id(), c.id()));
+        summary.addAll(alternatives(baseline, snapshot, g.id(), c.id()));
         return new Explanation(g.id(), c.id(), route.demandRps(), price, route.shedFraction(), lines, disallowed,
                 summary);
     }
@@ -140,13 +151,14 @@ public final class Explainer {
     }
 
     /** What the other policies would give this class and the whole fleet. */
-    private static List<String> alternatives(Topology topology, Snapshot snapshot, String gateway, String classId) {
+    private static List<String> alternatives(java.util.function.Function<String, Snapshot> baseline, Snapshot snapshot,
+                                             String gateway, String classId) {
         List<String> out = new ArrayList<>();
         for (String name : List.of("nearest", "waterfall")) {
             if (name.equals(snapshot.policy())) {
                 continue;
             }
-            Snapshot other = Policies.byName(name).solve(topology, SolveOptions.defaults());
+            Snapshot other = baseline.apply(name);
             out.add("With " + name + " routing instead: " + describe(other, gateway, classId) + " (this policy: "
                     + describe(snapshot, gateway, classId) + ").");
         }

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sextant.config.Json;
 import dev.sextant.config.SnapshotJson;
 import dev.sextant.policy.Explainer;
-import dev.sextant.policy.Explanation;
 import dev.sextant.server.internal.Http;
 import dev.sextant.snapshot.Snapshot;
 import io.netty.buffer.ByteBufInputStream;
@@ -187,15 +186,31 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                     "no route for gateway " + gw + " and class " + cls + " in snapshot " + s.version(), null), keepAlive);
             return;
         }
-        Explanation x = Explainer.explain(cp.solvedTopology(), s, gw, cls);
         String format = Http.query(q, "format");
         String accept = req.headers().get(HttpHeaderNames.ACCEPT, "");
         boolean text = "text".equals(format) || (format == null && accept.startsWith("text/plain"));
-        if (text) {
-            Http.send(ctx, Http.response(HttpResponseStatus.OK, Http.TEXT, Explainer.toText(x)), keepAlive);
-        } else {
-            Http.send(ctx, Http.json(HttpResponseStatus.OK, Json.write(x)), keepAlive);
-        }
+        // off the event loop (a large fleet's explanation solves two baselines), answered back on it
+        cp.explain(s, gw, cls).whenComplete((x, err) -> ctx.executor().execute(() -> {
+            if (!ctx.channel().isActive()) {
+                return;
+            }
+            if (err != null) {
+                Throwable cause = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                        ? err.getCause() : err;
+                if (cause instanceof IllegalArgumentException) {
+                    Http.send(ctx, Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                            "invalid_request", cause.getMessage(), null), keepAlive);
+                } else {
+                    LOG.log(Level.WARNING, "internal error explaining " + gw + "/" + cls, cause);
+                    Http.send(ctx, Http.error(HttpResponseStatus.INTERNAL_SERVER_ERROR, "server_error",
+                            "internal_error", "internal error: " + cause, null), false);
+                }
+            } else if (text) {
+                Http.send(ctx, Http.response(HttpResponseStatus.OK, Http.TEXT, Explainer.toText(x)), keepAlive);
+            } else {
+                Http.send(ctx, Http.json(HttpResponseStatus.OK, Json.write(x)), keepAlive);
+            }
+        }));
     }
 
     private void report(ChannelHandlerContext ctx, FullHttpRequest req, boolean keepAlive) {

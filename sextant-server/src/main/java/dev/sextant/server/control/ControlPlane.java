@@ -224,6 +224,40 @@ public final class ControlPlane implements AutoCloseable {
         return solvedTopology;
     }
 
+    /**
+     * The explanation of how the current snapshot routes {@code classId} at {@code gateway}, computed on the
+     * explanation thread, never on an event loop: on a large fleet it compares with two baseline policies'
+     * whole solves, which are kept for as long as the solved topology holds (one publication), so only the
+     * first explanation after a publication pays for them.
+     */
+    java.util.concurrent.CompletableFuture<dev.sextant.policy.Explanation> explain(Snapshot snapshot, String gateway,
+                                                                                 String classId) {
+        return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            Topology t = solvedTopology;
+            return dev.sextant.policy.Explainer.explain(t, snapshot, gateway, classId, name -> baseline(t, name));
+        }, explainer);
+    }
+
+    private Snapshot baseline(Topology t, String name) {
+        Baselines b = baselines;
+        if (b == null || b.of() != t) {
+            b = new Baselines(t, new java.util.concurrent.ConcurrentHashMap<>());
+            baselines = b;
+        }
+        return b.byName().computeIfAbsent(name, n -> Policies.byName(n).solve(t, SolveOptions.defaults()));
+    }
+
+    /** The baseline policies' snapshots of one solved topology, by policy name. */
+    private record Baselines(Topology of, java.util.concurrent.ConcurrentHashMap<String, Snapshot> byName) {
+    }
+
+    private volatile Baselines baselines;
+    private final java.util.concurrent.ExecutorService explainer = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "sextant-explain");
+        t.setDaemon(true);
+        return t;
+    });
+
     /** The last reload error, or null when the file in force is the file on disk. */
     String topologyError() {
         return topologyError;
@@ -454,6 +488,7 @@ public final class ControlPlane implements AutoCloseable {
     @Override
     public void close() {
         policy.shutdownNow();
+        explainer.shutdownNow();
         serverChannel.close().awaitUninterruptibly();
         channels.close().awaitUninterruptibly();
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly();

@@ -145,6 +145,10 @@ class ControlPlaneTest {
         assertThat(get("/v1/explain?gateway=gw&class=chat&format=text", "authorization", auth).body())
                 .isEqualTo(text.body());
         assertThat(get("/v1/explain?gateway=gw&class=nope", "authorization", auth).statusCode()).isEqualTo(404);
+        // the baselines kept between explanations give what solving them afresh gives
+        assertThat(text.body()).isEqualTo(dev.sextant.policy.Explainer.toText(
+                dev.sextant.policy.Explainer.explain(cp.solvedTopology(), cp.current(), "gw", "chat")));
+        assertThat(text.body()).contains("With nearest routing instead").contains("With waterfall routing instead");
     }
 
     @Test
