@@ -21,9 +21,11 @@ final class SortedWeights extends AbstractMap<String, Double> {
     /** Σ value, and whether every value is positive: what a slot table needs checked of weights. */
     final double total;
     final boolean allPositive;
-    /** {@link java.util.Arrays#hashCode(int[])} of {@link #rank}, computed when first asked. */
+    /**
+     * {@link java.util.Arrays#hashCode(int[])} of {@link #rank}, computed when first asked; 0 until then (as
+     * {@link String#hashCode} does it: one int, so a thread sees 0 or the hash, never half of it).
+     */
     private int rankHash;
-    private boolean rankHashed;
 
     /** The arrays become this object's: the caller must not keep them. */
     SortedWeights(SortedEngineIds ids, int[] rank, double[] value) {
@@ -42,11 +44,12 @@ final class SortedWeights extends AbstractMap<String, Double> {
 
     /** Hash of the ranks, kept: a route's ranks are keyed on in the snapshot that has it and the next. */
     int rankHash() {
-        if (!rankHashed) {
-            rankHash = java.util.Arrays.hashCode(rank);
-            rankHashed = true;
+        int h = rankHash;
+        if (h == 0) {
+            h = java.util.Arrays.hashCode(rank);
+            rankHash = h;
         }
-        return rankHash;
+        return h;
     }
 
     @Override
