@@ -91,18 +91,44 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     private void snapshot(ChannelHandlerContext ctx, FullHttpRequest req, QueryStringDecoder q, boolean keepAlive) {
         requireMethod(req, HttpMethod.GET);
         String gw = Http.query(q, "gateway");
-        ControlPlane.GatewayView view = gw == null ? null : cp.view(gw);
-        if (view == null) {
-            Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_gateway",
-                    "gateway: " + gw + " (expected: one of " + cp.current().routes().keySet() + ")", null), keepAlive);
+        if (gw == null || !cp.current().routes().containsKey(gw)) {
+            unknownGateway(ctx, gw, keepAlive);
             return;
         }
         String waitText = Http.query(q, "wait");
-        Duration wait = waitText == null ? Duration.ZERO : Http.duration("wait", waitText);
-        if (wait.compareTo(cp.config.maxWait()) > 0) {
-            wait = cp.config.maxWait();
-        }
+        Duration requested = waitText == null ? Duration.ZERO : Http.duration("wait", waitText);
+        Duration wait = requested.compareTo(cp.config.maxWait()) > 0 ? cp.config.maxWait() : requested;
         String ifNoneMatch = req.headers().get(HttpHeaderNames.IF_NONE_MATCH);
+        // the view is made off this event loop (on a large fleet it takes tens of ms), then answered on it
+        whenView(ctx, gw, keepAlive, view -> answer(ctx, gw, view, ifNoneMatch, wait, keepAlive));
+    }
+
+    /** Runs {@code then} on the channel's event loop with the gateway cluster's current view, or answers the error. */
+    private void whenView(ChannelHandlerContext ctx, String gw, boolean keepAlive,
+                          java.util.function.Consumer<ControlPlane.GatewayView> then) {
+        cp.view(gw).whenComplete((view, err) -> ctx.executor().execute(() -> {
+            if (!ctx.channel().isActive()) {
+                return;
+            }
+            if (err != null) {
+                LOG.log(Level.WARNING, "could not make the snapshot view of gateway cluster " + gw, err);
+                Http.send(ctx, Http.error(HttpResponseStatus.INTERNAL_SERVER_ERROR, "server_error", "internal_error",
+                        "internal error: " + err, null), false);
+            } else if (view == null) { // the snapshot no longer routes this gateway cluster
+                unknownGateway(ctx, gw, keepAlive);
+            } else {
+                then.accept(view);
+            }
+        }));
+    }
+
+    private void unknownGateway(ChannelHandlerContext ctx, String gw, boolean keepAlive) {
+        Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_gateway",
+                "gateway: " + gw + " (expected: one of " + cp.current().routes().keySet() + ")", null), keepAlive);
+    }
+
+    private void answer(ChannelHandlerContext ctx, String gw, ControlPlane.GatewayView view, String ifNoneMatch,
+                        Duration wait, boolean keepAlive) {
         long version = view.snapshot().version();
         boolean behind = ifNoneMatch != null && !ifNoneMatch.equals(view.etag()) && heldVersion(ifNoneMatch) >= version;
         if (behind) {
@@ -130,16 +156,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             if (timer[0] != null) {
                 timer[0].cancel(false);
             }
-            ControlPlane.GatewayView next = cp.view(gw);
-            if (ctx.channel().isActive()) {
-                if (next == null) { // the new snapshot no longer routes this gateway cluster
-                    Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_gateway",
-                            "gateway: " + gw + " (expected: one of " + cp.current().routes().keySet() + ")", null),
-                            keepAlive);
-                } else {
-                    sendSnapshot(ctx, next, keepAlive);
-                }
-            }
+            whenView(ctx, gw, keepAlive, next -> sendSnapshot(ctx, next, keepAlive));
         });
         timer[0] = ctx.executor().schedule(() -> {
             if (done[0]) {
@@ -147,15 +164,14 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             }
             done[0] = true;
             cp.publisher.cancel(callback[0]);
-            if (ctx.channel().isActive()) {
-                // a publication that raced the timer is sent, not hidden behind a 304
-                ControlPlane.GatewayView now = cp.view(gw);
-                if (now != null && !now.etag().equals(view.etag())) {
+            // a publication that raced the timer is sent, not hidden behind a 304
+            whenView(ctx, gw, keepAlive, now -> {
+                if (!now.etag().equals(view.etag())) {
                     sendSnapshot(ctx, now, keepAlive);
                 } else {
                     notModified(ctx, view, keepAlive);
                 }
-            }
+            });
         }, wait.toNanos(), TimeUnit.NANOSECONDS);
         ctx.channel().closeFuture().addListener(f -> cp.publisher.cancel(callback[0]));
         cp.publisher.onNext(version, callback[0]);

@@ -241,7 +241,8 @@ class ControlPlaneTest {
                 .startsWith("\"" + view.version() + "-" + view.hash().substring(0, 16));
         // every gateway of a cluster gets the same bytes, written once per publication
         assertThat(get("/v1/snapshot?gateway=gw2", "authorization", auth).body()).isEqualTo(gw2.body());
-        assertThat(cp.view("gw2")).isSameAs(cp.view("gw2"));
+        assertThat(cp.view("gw2").get()).isSameAs(cp.view("gw2").get());
+        assertThat(cp.view("nope").get()).isNull();
     }
 
     @Test
