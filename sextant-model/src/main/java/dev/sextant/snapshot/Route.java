@@ -99,7 +99,7 @@ public record Route(String model, List<String> residency, int priority, double d
      * caller that holds engines by rank a look-up by id per weight, and a boxed number.
      */
     public boolean forEachRanked(SortedEngineIds ids, RankedWeights action) {
-        if (!(weights instanceof SortedWeights sw) || !(sw.ids == ids || sw.ids.sameAs(ids))) {
+        if (!(weights instanceof SortedWeights sw) || !sw.ids.sameAs(ids)) {
             return false;
         }
         for (int i = 0; i < sw.rank.length; i++) {
@@ -163,8 +163,7 @@ public record Route(String model, List<String> residency, int priority, double d
      * after every solve, and a large fleet's routes list hundreds of engines each.
      */
     public String firstWeightMoved(Route other, double by) {
-        if (weights instanceof SortedWeights a && other.weights instanceof SortedWeights b
-                && (a.ids == b.ids || a.ids.sameAs(b.ids))) {
+        if (weights instanceof SortedWeights a && other.weights instanceof SortedWeights b && a.ids.sameAs(b.ids)) {
             int i = 0;
             int j = 0;
             while (i < a.rank.length || j < b.rank.length) {

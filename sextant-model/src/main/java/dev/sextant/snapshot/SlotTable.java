@@ -596,8 +596,7 @@ public final class SlotTable {
 
         /** As {@link SlotTable#encodedOf}, for a route's weights (the positive ones, in engine-id order). */
         public String encodedOf(Map<String, Double> weights) {
-            if (weights instanceof SortedWeights w && w.allPositive && w.rank.length > 0
-                    && w.rank.length <= MAX_ENGINES) {
+            if (weights instanceof SortedWeights w && ranked(w)) {
                 RankedIds ids = new RankedIds(w);
                 int m = slotCountFor(ids.size());
                 int[] target = largestRemainder(w.value, w.total, m);
@@ -638,13 +637,12 @@ public final class SlotTable {
          */
         public String rebalanceEncoded(String previous, Map<String, Double> previousWeights,
                                        Map<String, Double> weights) {
-            if (previousWeights instanceof SortedWeights p && weights instanceof SortedWeights w
-                    && p.allPositive && w.allPositive && p.rank.length > 0 && w.rank.length > 0
-                    && p.rank.length <= MAX_ENGINES && w.rank.length <= MAX_ENGINES) {
+            if (previousWeights instanceof SortedWeights p && weights instanceof SortedWeights w && ranked(p)
+                    && ranked(w)) {
                 // the weights were checked when made (each in [0, 1], so the sums are finite)
                 RankedIds previousIds = new RankedIds(p);
                 RankedIds ids = new RankedIds(w);
-                boolean sameIds = p.ids == w.ids || sameContent(p.ids, w.ids);
+                boolean sameIds = sameContent(p.ids, w.ids);
                 return rebalance(previous, previousIds, p.value, p.total, ids, w.value, w.total,
                         target -> new RankedKey(previous, previousIds, ids, target),
                         () -> sameIds ? remap(p.rank, w.rank) : remap(previousIds, ids));
@@ -663,6 +661,15 @@ public final class SlotTable {
             return rebalance(previous, previousIds, previousWeights, previousTotal, engineIds, weights, total,
                     target -> new BuildKey(previous, previousIds, engineIds, target),
                     () -> remap(previousIds, engineIds));
+        }
+
+        /**
+         * Whether a policy-built route's weights can take the ranked path: all positive (as a slot table's
+         * engines are) and within the engines a table can hold; the others take the path of the list methods,
+         * which checks them and says what is wrong.
+         */
+        private static boolean ranked(SortedWeights w) {
+            return w.allPositive && w.rank.length > 0 && w.rank.length <= MAX_ENGINES;
         }
 
         /** Whether two id lists are equal, remembered for the last pair asked (one pair per snapshot). */

@@ -193,22 +193,13 @@ public final class ControlPlane implements AutoCloseable {
         if (s == null || !s.routes().containsKey(gateway)) {
             return java.util.concurrent.CompletableFuture.completedFuture(null);
         }
-        Views v = views;
-        if (v == null || v.of() != s) {
-            v = new Views(s, new java.util.concurrent.ConcurrentHashMap<>());
-            views = v; // a race only makes a view twice
-        }
-        return v.byGateway().computeIfAbsent(gateway, g -> java.util.concurrent.CompletableFuture.supplyAsync(
+        return views.get(s, gateway, g -> java.util.concurrent.CompletableFuture.supplyAsync(
                 () -> GatewayView.of(s.forGateway(g)), viewMaker));
     }
 
-    /** The views of one publication, by gateway cluster. */
-    private record Views(Snapshot of,
-                         java.util.concurrent.ConcurrentHashMap<String, java.util.concurrent.CompletableFuture<GatewayView>>
-                                 byGateway) {
-    }
-
-    private volatile Views views;
+    /** The views of the current publication, by gateway cluster. */
+    private final KeptFor<Snapshot, String, java.util.concurrent.CompletableFuture<GatewayView>> views =
+            new KeptFor<>();
     private final java.util.concurrent.ExecutorService viewMaker = Executors.newFixedThreadPool(2, r -> {
         Thread t = new Thread(r, "sextant-views");
         t.setDaemon(true);
@@ -248,19 +239,11 @@ public final class ControlPlane implements AutoCloseable {
     }
 
     private Snapshot baseline(Topology t, String name) {
-        Baselines b = baselines;
-        if (b == null || b.of() != t) {
-            b = new Baselines(t, new java.util.concurrent.ConcurrentHashMap<>());
-            baselines = b;
-        }
-        return b.byName().computeIfAbsent(name, n -> Policies.byName(n).solve(t, SolveOptions.defaults()));
+        return baselines.get(t, name, n -> Policies.byName(n).solve(t, SolveOptions.defaults()));
     }
 
-    /** The baseline policies' snapshots of one solved topology, by policy name. */
-    private record Baselines(Topology of, java.util.concurrent.ConcurrentHashMap<String, Snapshot> byName) {
-    }
-
-    private volatile Baselines baselines;
+    /** The baseline policies' snapshots of the solved topology, by policy name. */
+    private final KeptFor<Topology, String, Snapshot> baselines = new KeptFor<>();
     private final java.util.concurrent.ExecutorService explainer = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "sextant-explain");
         t.setDaemon(true);
