@@ -189,7 +189,9 @@ class TopologyLoaderFuzzTest {
                     }
                     refused++;
                     String source = viaFile ? file.toString() : "fuzz.yaml";
-                    int lines = (viaFile ? new String(bytes, StandardCharsets.ISO_8859_1) : text).split("\n", -1).length;
+                    // lines as YAML counts them: a lone carriage return breaks a line too (YAML 1.2, 5.4)
+                    int lines = (viaFile ? new String(bytes, StandardCharsets.ISO_8859_1) : text)
+                            .split("\r\n|\r|\n", -1).length;
                     assertThat(te.problems()).as("input %d: %s", i, te.getMessage()).isNotEmpty().allSatisfy(p -> {
                         assertThat(p.source()).isEqualTo(source);
                         assertThat(p.line()).isBetween(0, lines + 1);
