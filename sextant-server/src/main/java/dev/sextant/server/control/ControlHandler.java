@@ -211,7 +211,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         String accept = req.headers().get(HttpHeaderNames.ACCEPT, "");
         boolean text = "text".equals(format) || (format == null && accept.startsWith("text/plain"));
         // off the event loop (a large fleet's explanation solves two baselines), answered back on it
-        cp.explain(s, gw, cls).whenComplete((x, err) -> ctx.executor().execute(() -> {
+        cp.explain(gw, cls).whenComplete((x, err) -> ctx.executor().execute(() -> {
             if (!ctx.channel().isActive()) {
                 return;
             }

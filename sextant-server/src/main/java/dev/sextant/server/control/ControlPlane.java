@@ -84,7 +84,11 @@ public final class ControlPlane implements AutoCloseable {
 
     // policy-path state, touched only on the policy thread (and read through volatile fields)
     private volatile Topology topology;
-    private volatile Topology solvedTopology;
+    /** The last snapshot this control plane solved and published, with the topology it solved it from. */
+    private volatile Solved solved;
+
+    private record Solved(Topology topology, Snapshot snapshot) {
+    }
     private volatile String topologyError;
     private String fingerprint;
     private Object lastInputs;
@@ -221,7 +225,7 @@ public final class ControlPlane implements AutoCloseable {
 
     /** The topology the current snapshot was solved from (health and demand applied), for explanations. */
     Topology solvedTopology() {
-        return solvedTopology;
+        return solved.topology();
     }
 
     /**
@@ -230,12 +234,15 @@ public final class ControlPlane implements AutoCloseable {
      * whole solves, which are kept for as long as the solved topology holds (one publication), so only the
      * first explanation after a publication pays for them.
      */
-    java.util.concurrent.CompletableFuture<dev.sextant.policy.Explanation> explain(Snapshot snapshot, String gateway,
-                                                                                 String classId) {
-        return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-            Topology t = solvedTopology;
-            return dev.sextant.policy.Explainer.explain(t, snapshot, gateway, classId, name -> baseline(t, name));
-        }, explainer);
+    java.util.concurrent.CompletableFuture<dev.sextant.policy.Explanation> explain(String gateway, String classId) {
+        // the snapshot and the topology it was solved from, as one pair (the current snapshot may be that one
+        // republished under a higher version, with the same content)
+        Solved now = solved;
+        Topology t = now.topology();
+        Snapshot snapshot = now.snapshot();
+        return java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> dev.sextant.policy.Explainer.explain(t, snapshot, gateway, classId, name -> baseline(t, name)),
+                explainer);
     }
 
     private Snapshot baseline(Topology t, String name) {
@@ -402,7 +409,7 @@ public final class ControlPlane implements AutoCloseable {
         solves.increment();
         String change = prev == null ? "first snapshot" : materialChange(prev, next, config.weightHysteresis());
         if (change != null) {
-            solvedTopology = solveFor;
+            solved = new Solved(solveFor, next);
             publisher.publish(next);
             publications.increment();
             LOG.info("published snapshot " + next.version() + " (" + why + "; " + change + ")");
