@@ -234,6 +234,13 @@ final class RequestGuard extends ChannelDuplexHandler {
         if (idle >= stallNanos) {
             LOG.log(Level.FINE, () -> ctx.channel() + ": the client read nothing for " + seconds(Duration.ofNanos(stallNanos))
                     + " (idle_timeout); closing");
+            if (ctx.channel() instanceof io.netty.handler.codec.http2.Http2StreamChannel) {
+                // An HTTP/2 stream is reset explicitly: once the answer's end is queued (the exchange may have
+                // ended it with an error event meanwhile), closing the stream channel sends no RST_STREAM, and the
+                // queued end would never reach a client that reads nothing; the stream would stay open.
+                ctx.writeAndFlush(new io.netty.handler.codec.http2.DefaultHttp2ResetFrame(
+                        io.netty.handler.codec.http2.Http2Error.CANCEL));
+            }
             ctx.close();
         } else {
             stallTimer = ctx.executor().schedule(this::onStallTimer, stallNanos - idle, TimeUnit.NANOSECONDS);
