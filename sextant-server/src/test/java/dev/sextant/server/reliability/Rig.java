@@ -47,7 +47,14 @@ final class Rig implements AutoCloseable {
     static final int WARM_UP = 100;
     static final List<String> ENGINES = List.of("eu-1", "eu-2", "us-1", "us-2", "x-1");
 
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    /**
+     * For reading the gateway's /metrics between fault steps; HTTP/1.1 like {@link Traffic}'s client. With the JDK
+     * client's default (an h2c upgrade on plain http) one full-suite run in about a dozen failed here with
+     * "Frame type(101) length(7626611) exceeds MAX_FRAME_SIZE": the client apparently read HTTP/1.1 text as HTTP/2 frames.
+     * Not understood yet (see docs/servers.md, HTTP/2); these tests are about engine faults, not h2c.
+     */
+    private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(2)).build();
 
     final Map<String, EngineEmulator> engines = new LinkedHashMap<>();
     final Map<String, String> endpoints = new LinkedHashMap<>();
