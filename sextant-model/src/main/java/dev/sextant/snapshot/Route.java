@@ -110,6 +110,16 @@ public record Route(String model, List<String> residency, int priority, double d
 
     /** The engines with positive weight, in id order: the engines {@link #slots()} indexes. */
     public List<String> slotEngines() {
+        return positiveIds(weights);
+    }
+
+    /** The positive weights, aligned with {@link #slotEngines()}. */
+    public double[] slotWeights() {
+        return positiveValues(weights);
+    }
+
+    /** The ids of a route's positive weights, in the map's (engine-id) order. */
+    static List<String> positiveIds(Map<String, Double> weights) {
         if (weights instanceof SortedWeights sw) {
             List<String> out = new ArrayList<>(sw.rank.length);
             for (int i = 0; i < sw.rank.length; i++) {
@@ -128,8 +138,8 @@ public record Route(String model, List<String> residency, int priority, double d
         return Collections.unmodifiableList(out);
     }
 
-    /** The positive weights, aligned with {@link #slotEngines()}. */
-    public double[] slotWeights() {
+    /** A route's positive weights, aligned with {@link #positiveIds}. */
+    static double[] positiveValues(Map<String, Double> weights) {
         if (weights instanceof SortedWeights sw) {
             int count = 0;
             for (double w : sw.value) {

@@ -602,7 +602,7 @@ public final class SlotTable {
                 int[] target = largestRemainder(w.value, w.total, m);
                 return built.computeIfAbsent(new RankedKey(null, ids, ids, target), k -> fresh(m, target));
             }
-            return encodedOf(positiveIds(weights), positiveValues(weights));
+            return encodedOf(Route.positiveIds(weights), Route.positiveValues(weights));
         }
 
         /** As {@link SlotTable#encodedOf}. */
@@ -647,10 +647,10 @@ public final class SlotTable {
                         target -> new RankedKey(previous, previousIds, ids, target),
                         () -> sameIds ? remap(p.rank, w.rank) : remap(previousIds, ids));
             }
-            List<String> previousIds = positiveIds(previousWeights);
-            List<String> ids = positiveIds(weights);
-            return rebalanceEncoded(previous, previousIds, positiveValues(previousWeights), ids,
-                    positiveValues(weights));
+            List<String> previousIds = Route.positiveIds(previousWeights);
+            List<String> ids = Route.positiveIds(weights);
+            return rebalanceEncoded(previous, previousIds, Route.positiveValues(previousWeights), ids,
+                    Route.positiveValues(weights));
         }
 
         /** As {@link SlotTable#rebalanceEncoded}. */
@@ -772,19 +772,6 @@ public final class SlotTable {
     private record Parsed(SlotRuns runs, int[] counts) {
     }
 
-    private static List<String> positiveIds(Map<String, Double> weights) {
-        List<String> out = new java.util.ArrayList<>(weights.size());
-        weights.forEach((e, w) -> {
-            if (w > 0) {
-                out.add(e);
-            }
-        });
-        return out;
-    }
-
-    private static double[] positiveValues(Map<String, Double> weights) {
-        return weights.values().stream().mapToDouble(Double::doubleValue).filter(w -> w > 0).toArray();
-    }
 
     /** A table's inputs: the previous table and its engines (null without history), the engines and their counts. */
     private record BuildKey(String previous, List<String> previousIds, List<String> ids, int[] target) {
