@@ -78,8 +78,9 @@ final class ClientPipeline {
         }
         HttpServerUpgradeHandler upgrade = new HttpServerUpgradeHandler(codec,
                 protocol -> AsciiString.contentEquals(Http2CodecUtil.HTTP_UPGRADE_PROTOCOL_NAME, protocol)
-                        ? new Http2ServerUpgradeCodec(frameCodec(), new H2Connection(gw, config.clientLimits()),
-                                new Http2MultiplexHandler(stream))
+                        ? new H2cUpgrade(new Http2ServerUpgradeCodec(frameCodec(),
+                                new H2Connection(gw, config.clientLimits()), new Http2MultiplexHandler(stream)),
+                                config.clientLimits().requestHeaderTimeout())
                         : null,
                 config.maxBodyBytes(), DefaultHttpHeadersFactory.headersFactory(),
                 DefaultHttpHeadersFactory.trailersFactory(), true);
