@@ -67,6 +67,8 @@ public final class Gateway implements AutoCloseable {
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicInteger http2Connections = new AtomicInteger();
     private final java.util.concurrent.atomic.LongAdder refusedSnapshots = new java.util.concurrent.atomic.LongAdder();
+    /** Whether the last snapshot taken had no routes for this gateway's cluster (said once per change). */
+    private volatile boolean withoutRoutes;
     private final AtomicLong ids = new AtomicLong();
     private final String idPrefix = Long.toHexString(System.nanoTime() ^ System.identityHashCode(this));
     private volatile boolean draining;
@@ -102,8 +104,11 @@ public final class Gateway implements AutoCloseable {
             DataPlane p = plane.get();
             if (p == null) {
                 plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts));
+                checkOwnRoutes(s);
                 first.complete(s);
-            } else if (!p.swap(s)) {
+            } else if (p.swap(s)) {
+                checkOwnRoutes(s);
+            } else {
                 refusedSnapshots.increment();
                 Snapshot held = p.snapshot();
                 LOG.severe("SNAPSHOT REFUSED: version " + s.version() + " (hash " + abbreviate(s.hash())
@@ -237,6 +242,34 @@ public final class Gateway implements AutoCloseable {
         inFlight.incrementAndGet();
     }
 
+    /**
+     * Says loudly when a snapshot gives this gateway's cluster no routes: every model request would be refused (404
+     * unknown model), which usually means {@code gateway_cluster} names a cluster the topology does not have. Once per
+     * change, not per snapshot.
+     */
+    private void checkOwnRoutes(Snapshot s) {
+        Map<String, Route> own = s.routes().get(config.gatewayCluster());
+        boolean none = own == null || own.isEmpty();
+        if (none && !withoutRoutes) {
+            java.util.List<String> clusters = s.routes().keySet().stream().limit(8).toList();
+            LOG.severe("NO ROUTES: snapshot " + s.version() + " has no routes for gateway cluster "
+                    + config.gatewayCluster() + "; every model request is refused until one has. The snapshot routes "
+                    + (clusters.isEmpty() ? "no gateway cluster" : "gateway clusters " + String.join(", ", clusters)
+                    + (s.routes().size() > clusters.size() ? ", …" : ""))
+                    + ": check gateway_cluster in this gateway's config against the topology");
+        } else if (!none && withoutRoutes) {
+            LOG.info("snapshot " + s.version() + " routes " + own.size() + " classes at gateway cluster "
+                    + config.gatewayCluster() + " again");
+        }
+        withoutRoutes = none;
+    }
+
+    /** Classes the snapshot {@code p} holds routes at {@code p}'s gateway cluster. */
+    static int ownClasses(DataPlane p) {
+        Map<String, Route> own = p.snapshot().routes().get(p.status().gatewayCluster());
+        return own == null ? 0 : own.size();
+    }
+
     void exchangeEnded() {
         inFlight.decrementAndGet();
     }
@@ -264,8 +297,10 @@ public final class Gateway implements AutoCloseable {
     String healthJson() {
         DataPlaneStatus st = plane.get().status();
         ObjectNode root = Http.JSON.createObjectNode();
-        root.put("status", draining ? "draining" : st.fallback() ? "fallback" : "ok");
+        int classes = ownClasses(plane.get());
+        root.put("status", draining ? "draining" : classes == 0 ? "no_routes" : st.fallback() ? "fallback" : "ok");
         root.put("gateway_cluster", st.gatewayCluster());
+        root.put("classes", classes);
         root.put("snapshot_version", st.version());
         root.put("snapshot_hash", st.hash());
         root.put("snapshot_age_seconds", st.ageNanos() / 1e9);
