@@ -23,6 +23,15 @@ public interface DataPlaneListener {
     }
 
     /**
+     * An ejection ended before its time ({@code ejection.untilNanos()} is when): a slow engine made room, at the cap of
+     * ejected engines, for one that fails. Called before the {@link #onEjection} of the engine that took its place.
+     *
+     * @param why e.g. {@code "its place went to e1, which fails rather than answers slowly, at the cap …"}
+     */
+    default void onEjectionEnded(Ejection ejection, String why) {
+    }
+
+    /**
      * A swapped-in snapshot gave class {@code classId} no usable slot table (none, corrupt, or not
      * matching the weights), so this gateway built one from the weights alone: it routes by the
      * weights, but gateways that built theirs differently (or got a valid one) may choose other

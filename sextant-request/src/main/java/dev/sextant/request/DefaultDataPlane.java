@@ -378,13 +378,13 @@ final class DefaultDataPlane implements DataPlane {
         cell.inFlight.decrementAndGet();
         totalInFlight.decrementAndGet();
         if (outcome.failure()) {
-            failed(cell, outcome.toString());
+            failed(cell, outcome.toString(), false);
         } else if (outcome == Outcome.SUCCESS) {
             double expected = attempt.expectedTtftMs;
             double factor = options.ttftOutlierFactor();
             if (ttftNanos >= 0 && factor > 0 && expected > 0 && ttftNanos / 1e6 > factor * expected) {
                 failed(cell, "TTFT " + Math.round(ttftNanos / 1e6) + " ms > " + factor + " × expected "
-                        + Math.round(expected) + " ms");
+                        + Math.round(expected) + " ms", true);
             } else if (cell.failures.get() != 0) {
                 cell.failures.set(0);
             }
@@ -393,28 +393,53 @@ final class DefaultDataPlane implements DataPlane {
 
     // ---------------------------------------------------------------- outlier ejection (failure path)
 
-    private void failed(EngineCell cell, String what) {
+    /** {@code slow}: the failure was a latency outlier (the engine answered), not an error or a timeout. */
+    private void failed(EngineCell cell, String what, boolean slow) {
         int n = cell.failures.incrementAndGet();
         if (n >= options.consecutiveFailures()) {
-            tryEject(cell, n + " consecutive failures (last: " + what + ")");
+            tryEject(cell, n + " consecutive failures (last: " + what + ")", slow);
         }
     }
 
-    private void tryEject(EngineCell cell, String reason) {
+    /**
+     * Ejects {@code cell} unless a class it serves is at its cap of ejected engines. At the cap an engine that fails
+     * (errors, refused connections, timeouts) takes the place of one ejected only for slowness: a slow engine still
+     * answers, a failing one only costs retries. The slow one returns at once, its failures counted afresh.
+     */
+    private void tryEject(EngineCell cell, String reason, boolean slow) {
         if (!ejecting.compareAndSet(false, true)) {
             return; // another thread is deciding; this engine's next failure tries again
         }
         Ejection e;
+        List<Ejection> displaced = List.of();
         try {
             long now = ticker.nanos();
             if (cell.ejected(now)) {
                 return;
             }
             Compiled c = compiled;
+            List<EngineCell> makeRoom = new ArrayList<>(1);
             for (ClassRoute k : c.byId.values()) { // a rare path: scanning every class is fine
-                if (ClassRoute.indexOf(k.cells, cell) >= 0 && ejectedIn(k, now) + 1 > k.maxEjected) {
+                if (ClassRoute.indexOf(k.cells, cell) < 0
+                        || ejectedIn(k, now) - freedIn(k, makeRoom) + 1 <= k.maxEjected) {
+                    continue;
+                }
+                EngineCell slowOne = slow ? null : slowlyEjected(k, now);
+                if (slowOne == null) {
                     return; // the class's cap: it keeps its engines, failures stay counted
                 }
+                makeRoom.add(slowOne);
+            }
+            if (!makeRoom.isEmpty()) {
+                List<Ejection> ended = new ArrayList<>(makeRoom.size());
+                for (EngineCell s : makeRoom) {
+                    Ejection was = s.ejection;
+                    s.ejection = new Ejection(was.engineId(), was.reason(), was.sinceNanos(), now, was.multiplier());
+                    s.lastEjectionEnd = now;
+                    s.failures.set(0);
+                    ended.add(s.ejection);
+                }
+                displaced = ended;
             }
             int k = cell.multiplier;
             if (cell.ejections > 0 && now - cell.lastEjectionEnd > 0) {
@@ -427,7 +452,10 @@ final class DefaultDataPlane implements DataPlane {
                     + cell.ejections * Hashing.GOLDEN));
             long base = Math.min(ejectionMaxNanos, ejectionBaseNanos * k);
             long duration = Math.min(ejectionMaxNanos, (long) (base * (1 + options.ejectionJitter() * u)));
-            e = new Ejection(cell.id, reason, now, now + duration, k);
+            String instead = displaced.isEmpty() ? "" : "; in place of " + String.join(", ",
+                    displaced.stream().map(Ejection::engineId).toList()) + " (ejected for slowness only)";
+            e = new Ejection(cell.id, reason + instead, now, now + duration, k);
+            cell.slowEjection = slow;
             cell.multiplier = k;
             cell.lastEjectionEnd = now + duration;
             cell.ejections++;
@@ -436,7 +464,32 @@ final class DefaultDataPlane implements DataPlane {
         } finally {
             ejecting.set(false);
         }
+        for (Ejection d : displaced) {
+            options.listener().onEjectionEnded(d, "its place went to " + cell.id + ", which fails rather than answers"
+                    + " slowly, at the cap of ejected engines");
+        }
         options.listener().onEjection(e);
+    }
+
+    /** The first engine of {@code k} ejected now for slowness only, or null. */
+    private static EngineCell slowlyEjected(ClassRoute k, long now) {
+        for (EngineCell c : k.cells) {
+            if (c.slowEjection && c.ejected(now)) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    /** How many of {@code cells} (chosen to return early) are engines of {@code k}. */
+    private static int freedIn(ClassRoute k, List<EngineCell> cells) {
+        int n = 0;
+        for (EngineCell c : cells) {
+            if (ClassRoute.indexOf(k.cells, c) >= 0) {
+                n++;
+            }
+        }
+        return n;
     }
 
     private static int ejectedIn(ClassRoute k, long now) {

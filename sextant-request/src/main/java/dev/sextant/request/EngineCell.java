@@ -15,6 +15,8 @@ final class EngineCell {
     volatile Ejection ejection;
     // Written only by the thread holding the data plane's ejection flag.
     int multiplier;
+    /** Whether the current or last ejection was for slowness only (TTFT outliers), which a failing engine displaces. */
+    boolean slowEjection;
     long lastEjectionEnd;
     int ejections;
 

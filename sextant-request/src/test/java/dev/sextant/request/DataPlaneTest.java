@@ -219,6 +219,62 @@ class DataPlaneTest {
     }
 
     @Test
+    void onFinish_atTheCap_aFailingEngineTakesThePlaceOfOneEjectedForSlownessOnly() {
+        List<String> events = new ArrayList<>();
+        DataPlane p = DataPlane.create("g", Fixtures.simple(1, 0, 0.34, 0.33, 0.33), ticker, DataPlaneOptions.builder()
+                .listener(new DataPlaneListener() {
+                    @Override
+                    public void onEjection(Ejection e) {
+                        events.add("ejected " + e.engineId() + ": " + e.reason());
+                    }
+
+                    @Override
+                    public void onEjectionEnded(Ejection e, String why) {
+                        events.add("ended " + e.engineId() + ": " + why);
+                    }
+                }).build());
+        long slowKey = keyOn(p, "e0");
+        long deadKey = keyOn(p, "e1");
+        long otherKey = keyOn(p, "e2");
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", slowKey, i)), Outcome.SUCCESS, 600_000_000L); // > 5 × 101 ms
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e0"); // the cap: one of three
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", deadKey, i)), Outcome.CONNECT_ERROR, -1);
+        }
+        assertThat(p.ejections()).singleElement().satisfies(e -> {
+            assertThat(e.engineId()).isEqualTo("e1");
+            assertThat(e.reason()).contains("5 consecutive failures (last: CONNECT_ERROR)")
+                    .contains("in place of e0 (ejected for slowness only)");
+        });
+        assertThat(p.route(RequestMeta.of("m", slowKey, 1)).engineId()).isEqualTo("e0");
+        assertThat(events).hasSize(3);
+        assertThat(events.get(1)).startsWith("ended e0: its place went to e1");
+        assertThat(events.get(2)).startsWith("ejected e1: ");
+
+        // the slow engine, back, cannot take the place back; nor can another failing engine displace a failing one
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", slowKey, i)), Outcome.SUCCESS, 600_000_000L);
+            p.onFinish(p.route(RequestMeta.of("m", otherKey, i)), Outcome.SERVER_ERROR, -1);
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e1");
+        assertThat(events).hasSize(3);
+    }
+
+    @Test
+    void onFinish_atTheCap_aSlowEngineDoesNotDisplaceAnotherSlowOne() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.34, 0.33, 0.33));
+        for (String engine : List.of("e0", "e1")) {
+            long key = keyOn(p, engine);
+            for (int i = 0; i < 5; i++) {
+                p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.SUCCESS, 600_000_000L);
+            }
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e0");
+    }
+
+    @Test
     void onFinish_ttftFarAboveTheProfilePrediction_countsAsAFailure() {
         DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5)); // engine latency 100 ms, rtt 1 ms
         long key = keyOn(p, "e0");

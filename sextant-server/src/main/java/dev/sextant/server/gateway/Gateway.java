@@ -97,6 +97,11 @@ public final class Gateway implements AutoCloseable {
                 metrics().ejection();
                 LOG.warning("engine " + e.engineId() + " ejected: " + e.reason());
             }
+
+            @Override
+            public void onEjectionEnded(Ejection e, String why) {
+                LOG.warning("engine " + e.engineId() + " back early (was ejected: " + e.reason() + "): " + why);
+            }
         };
         DataPlaneOptions opts = config.options().toBuilder().listener(listener).build();
         CompletableFuture<Snapshot> first = new CompletableFuture<>();
