@@ -1,5 +1,7 @@
 package dev.sextant.app;
 
+import dev.sextant.server.auth.BearerToken;
+
 import dev.sextant.config.SnapshotJson;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.gateway.ClientLimits;
@@ -52,7 +54,7 @@ final class GatewayCommand implements Callable<Integer> {
             throw f.problem("control_plane", "expected exactly one of control_plane (a URL) and snapshot_file");
         }
         URI cp = cpText == null ? null : URI.create(cpText);
-        String token = f.token(cp != null);
+        BearerToken token = f.token(cp != null);
         GatewayConfig c;
         try {
             ClientLimits l = d.clientLimits();

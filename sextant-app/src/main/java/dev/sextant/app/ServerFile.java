@@ -1,5 +1,7 @@
 package dev.sextant.app;
 
+import dev.sextant.server.auth.BearerToken;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
@@ -125,23 +127,29 @@ final class ServerFile {
         return p.isAbsolute() || dir == null ? p : dir.resolve(p);
     }
 
-    /** The bearer token: the file named by {@code token_file}, else the environment variable {@code SEXTANT_TOKEN}. */
-    String token(boolean required) {
+    /**
+     * The bearer token: the file named by {@code token_file} (one token per line; read again when it changes, so a
+     * token is rotated without a restart), else the environment variable {@code SEXTANT_TOKEN}; null when neither
+     * is set and none is {@code required}.
+     */
+    BearerToken token(boolean required) {
         Path tf = path("token_file");
         if (tf != null) {
             try {
-                String t = Files.readString(tf, StandardCharsets.UTF_8).strip();
-                if (t.isEmpty()) {
-                    throw new UsageException(file + ": token_file: " + tf + " is empty");
-                }
-                return t;
+                return BearerToken.file(tf);
             } catch (IOException e) {
                 throw new UsageException(file + ": token_file: cannot read " + tf + ": " + e.getMessage());
+            } catch (IllegalArgumentException e) {
+                throw new UsageException(file + ": token_file: " + tf + " " + e.getMessage());
             }
         }
         String env = System.getenv("SEXTANT_TOKEN");
         if (env != null && !env.isBlank()) {
-            return env.strip();
+            try {
+                return BearerToken.of(env);
+            } catch (IllegalArgumentException e) {
+                throw new UsageException(file + ": SEXTANT_TOKEN: " + e.getMessage());
+            }
         }
         if (required) {
             throw new UsageException(file + ": token_file: missing (expected: token_file, or the environment variable"

@@ -46,7 +46,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 case "/metrics" -> Http.send(ctx, Http.response(HttpResponseStatus.OK,
                         "text/plain; version=0.0.4; charset=utf-8", cp.registry.scrape()), keepAlive);
                 case "/v1/snapshot", "/v1/explain", "/v1/reports" -> {
-                    if (!Http.bearerMatches(req.headers().get(HttpHeaderNames.AUTHORIZATION), cp.token)) {
+                    if (!cp.token.accepts(req.headers().get(HttpHeaderNames.AUTHORIZATION))) {
                         cp.unauthorized.increment();
                         Http.send(ctx, Http.unauthorized(), keepAlive);
                         return;

@@ -66,7 +66,7 @@ public final class ControlPlane implements AutoCloseable {
     final ControlPlaneConfig config;
     final InMemoryPublisher publisher = SnapshotPublisher.inMemory();
     final Signals signals;
-    final byte[] token;
+    final dev.sextant.server.auth.BearerToken token;
     final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final ScheduledExecutorService policy;
     private final HttpClient scraper;
@@ -98,7 +98,7 @@ public final class ControlPlane implements AutoCloseable {
 
     private ControlPlane(ControlPlaneConfig config) throws TopologyException, InterruptedException {
         this.config = config;
-        this.token = config.token().getBytes(StandardCharsets.UTF_8);
+        this.token = config.token();
         this.signals = new Signals(config.missedScrapes());
         this.topology = TopologyLoader.load(config.topologyFile());
         this.fingerprint = fingerprint();
@@ -214,7 +214,7 @@ public final class ControlPlane implements AutoCloseable {
     record GatewayView(Snapshot snapshot, String etag, byte[] json) {
         static GatewayView of(Snapshot view) {
             return new GatewayView(view, ControlHandler.etag(view),
-                    dev.sextant.config.SnapshotJson.write(view).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    dev.sextant.config.SnapshotJson.write(view).getBytes(StandardCharsets.UTF_8));
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.sextant.server.control;
 
+import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.tls.ClientTls;
 import dev.sextant.server.tls.ServerTls;
 import java.nio.file.Path;
@@ -11,7 +12,8 @@ import java.time.Duration;
  * @param topologyFile     the topology YAML, watched for changes
  * @param host             address to bind
  * @param port             port to bind, 0 = ephemeral
- * @param token            bearer token required by the snapshot, report and explain endpoints, non-empty
+ * @param token            bearer token(s) required by the snapshot, report and explain endpoints (a token file is
+ *                         read again when it changes)
  * @param solveInterval    re-solve at least this often, &gt; 0
  * @param watchInterval    how often the topology file and the signals are checked for changes, &gt; 0
  * @param scrapeInterval   how often each engine's {@code /metrics} is scraped, &gt; 0
@@ -28,7 +30,7 @@ import java.time.Duration;
  * @param engineTls        how {@code https} engine endpoints are verified when scraped, or null for the JDK's
  *                         default CAs
  */
-public record ControlPlaneConfig(Path topologyFile, String host, int port, String token, Duration solveInterval,
+public record ControlPlaneConfig(Path topologyFile, String host, int port, BearerToken token, Duration solveInterval,
                                  Duration watchInterval, Duration scrapeInterval, Duration scrapeTimeout,
                                  int missedScrapes, double weightHysteresis, double ttftOutlierFactor,
                                  double errorRateLimit, String demand, Duration maxWait, ServerTls tls,
@@ -37,7 +39,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Strin
         if (topologyFile == null) {
             throw new IllegalArgumentException("topology: missing (expected: a topology YAML file)");
         }
-        if (token == null || token.isBlank()) {
+        if (token == null) {
             throw new IllegalArgumentException("token: missing (expected: a bearer token, from token_file or SEXTANT_TOKEN)");
         }
         if (port < 0 || port > 65535) {
@@ -71,9 +73,16 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Strin
      * demand {@code max}; long-polls up to 60 s.
      */
     public static ControlPlaneConfig defaults(Path topologyFile, String token) {
-        return new ControlPlaneConfig(topologyFile, "127.0.0.1", 0, token, Duration.ofSeconds(10),
+        return new ControlPlaneConfig(topologyFile, "127.0.0.1", 0, BearerToken.of(token), Duration.ofSeconds(10),
                 Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(1), 3, 0.02, 5.0, 0.2, "max",
                 Duration.ofSeconds(60), null, null);
+    }
+
+    /** With {@code newToken} (e.g. one read from a file, which may change). */
+    public ControlPlaneConfig withToken(BearerToken newToken) {
+        return new ControlPlaneConfig(topologyFile, host, port, newToken, solveInterval, watchInterval, scrapeInterval,
+                scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait, tls,
+                engineTls);
     }
 
     /** With another address. */

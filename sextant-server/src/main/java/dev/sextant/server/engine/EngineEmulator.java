@@ -65,12 +65,12 @@ public final class EngineEmulator implements AutoCloseable {
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong hung = new AtomicLong();
     /** Bearer token {@code /admin/faults} requires, UTF-8; null: the endpoint is open (tests, the demo). */
-    final byte[] adminToken;
+    final dev.sextant.server.auth.BearerToken adminToken;
 
     private EngineEmulator(EngineConfig config, int sendBufferBytes, ServerTls tls, String adminToken)
             throws InterruptedException {
         this.config = config;
-        this.adminToken = adminToken == null ? null : adminToken.getBytes(StandardCharsets.UTF_8);
+        this.adminToken = adminToken == null ? null : dev.sextant.server.auth.BearerToken.of(adminToken);
         SslContext sslContext = tls == null ? null : TlsContexts.server(tls);
         this.faults = new AtomicReference<>(config.faults());
         this.group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());

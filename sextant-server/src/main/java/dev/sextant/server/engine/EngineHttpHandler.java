@@ -139,8 +139,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     respond(ctx, keepAlive, HttpResponseStatus.OK, models());
                 }
                 case "/admin/faults" -> {
-                    if (engine.adminToken != null && !dev.sextant.server.internal.Http.bearerMatches(
-                            request.headers().get(HttpHeaderNames.AUTHORIZATION), engine.adminToken)) {
+                    if (engine.adminToken != null
+                            && !engine.adminToken.accepts(request.headers().get(HttpHeaderNames.AUTHORIZATION))) {
                         throw new OpenAiErrors.ApiError(HttpResponseStatus.UNAUTHORIZED, "invalid_request_error",
                                 "unauthorized", "Missing or wrong bearer token.");
                     }

@@ -1,6 +1,7 @@
 package dev.sextant.server.gateway;
 
 import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.tls.ClientTls;
 import dev.sextant.server.tls.ServerTls;
 import java.net.URI;
@@ -19,7 +20,7 @@ import java.time.Duration;
  * @param totalTimeout    whole request, all attempts
  * @param drainTimeout    how long a graceful shutdown waits for in-flight requests
  * @param controlPlane    base URL reports are sent to, or null (no reports)
- * @param token           bearer token for the control plane, or null
+ * @param token           bearer token for the control plane (a token file is read again when it changes), or null
  * @param reportInterval  how often the signal reports are sent
  * @param accessLog       one log line per request when true
  * @param options         the data plane's tunables
@@ -35,7 +36,7 @@ import java.time.Duration;
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
-                            Duration drainTimeout, URI controlPlane, String token, Duration reportInterval,
+                            Duration drainTimeout, URI controlPlane, BearerToken token, Duration reportInterval,
                             boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
                             ClientLimits clientLimits, boolean http2, int maxConcurrentStreams) {
     /** The default body limit, 16 MiB. */
@@ -105,8 +106,13 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 clientLimits, http2, maxConcurrentStreams);
     }
 
-    /** With a control plane to report to. */
+    /** With a control plane to report to, and its token (or null). */
     public GatewayConfig withControlPlane(URI uri, String newToken, Duration interval) {
+        return withControlPlane(uri, newToken == null ? null : BearerToken.of(newToken), interval);
+    }
+
+    /** With a control plane to report to, and its token (or null; a token file is read again when it changes). */
+    public GatewayConfig withControlPlane(URI uri, BearerToken newToken, Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options, tls, clientTls,
                 clientLimits, http2, maxConcurrentStreams);

@@ -21,14 +21,14 @@ final class LongPollSource implements SnapshotSource {
     private static final long MAX_BACKOFF_MS = 5_000;
 
     private final URI uri;
-    private final String token;
+    private final dev.sextant.server.auth.BearerToken token;
     private final Duration wait;
     private final HttpClient http;
     private final java.util.concurrent.atomic.AtomicLong refusals = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean closed;
     private Thread thread;
 
-    LongPollSource(URI controlPlane, String gatewayCluster, String token, Duration wait,
+    LongPollSource(URI controlPlane, String gatewayCluster, dev.sextant.server.auth.BearerToken token, Duration wait,
                    dev.sextant.server.tls.ClientTls tls) {
         if (wait == null || wait.isNegative() || wait.isZero()) {
             throw new IllegalArgumentException("wait: " + wait + " (expected: > 0)");
@@ -65,7 +65,7 @@ final class LongPollSource implements SnapshotSource {
             try {
                 HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(wait.plusSeconds(10)).GET();
                 if (token != null) {
-                    b.header("authorization", "Bearer " + token);
+                    b.header("authorization", "Bearer " + token.current());
                 }
                 if (etag != null) {
                     b.header("if-none-match", etag);

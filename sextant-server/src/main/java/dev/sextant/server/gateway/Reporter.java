@@ -39,11 +39,11 @@ final class Reporter implements AutoCloseable {
     private final ScheduledExecutorService timer;
     private final HttpClient http;
     private final URI uri;
-    private final String token;
+    private final dev.sextant.server.auth.BearerToken token;
     private long lastNanos = System.nanoTime();
     private volatile boolean failing;
 
-    Reporter(String gatewayCluster, URI controlPlane, String token, Duration interval,
+    Reporter(String gatewayCluster, URI controlPlane, dev.sextant.server.auth.BearerToken token, Duration interval,
              dev.sextant.server.tls.ClientTls tls) {
         this.gatewayCluster = gatewayCluster;
         this.token = token;
@@ -127,7 +127,7 @@ final class Reporter implements AutoCloseable {
                     .header("content-type", "application/json")
                     .POST(HttpRequest.BodyPublishers.ofString(drain()));
             if (token != null) {
-                b.header("authorization", "Bearer " + token);
+                b.header("authorization", "Bearer " + token.current());
             }
             HttpResponse<Void> r = http.send(b.build(), HttpResponse.BodyHandlers.discarding());
             if (r.statusCode() / 100 != 2) {

@@ -47,7 +47,7 @@ public interface SnapshotSource extends AutoCloseable {
      * @param wait           how long the control plane may hold a poll open, &gt; 0
      */
     static SnapshotSource longPoll(URI controlPlane, String gatewayCluster, String token, Duration wait) {
-        return new LongPollSource(controlPlane, gatewayCluster, token, wait, null);
+        return longPoll(controlPlane, gatewayCluster, token, wait, null);
     }
 
     /**
@@ -57,6 +57,16 @@ public interface SnapshotSource extends AutoCloseable {
      */
     static SnapshotSource longPoll(URI controlPlane, String gatewayCluster, String token, Duration wait,
                                    dev.sextant.server.tls.ClientTls tls) {
+        return longPoll(controlPlane, gatewayCluster,
+                token == null ? null : dev.sextant.server.auth.BearerToken.of(token), wait, tls);
+    }
+
+    /**
+     * As {@link #longPoll(URI, String, String, Duration, dev.sextant.server.tls.ClientTls)} with a token that may be
+     * read from a file: each poll sends the file's current first token, so a rotated token is sent without a restart.
+     */
+    static SnapshotSource longPoll(URI controlPlane, String gatewayCluster, dev.sextant.server.auth.BearerToken token,
+                                   Duration wait, dev.sextant.server.tls.ClientTls tls) {
         return new LongPollSource(controlPlane, gatewayCluster, token, wait, tls);
     }
 }

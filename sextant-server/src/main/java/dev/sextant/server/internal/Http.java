@@ -15,7 +15,6 @@ import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.QueryStringDecoder;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.List;
 
@@ -106,30 +105,6 @@ public final class Http {
             return Duration.ofMillis(Math.round(Double.parseDouble(t) * 1000));
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException(field + ": '" + text + "' (expected: a duration such as 30s or 500ms)");
-        }
-    }
-
-    /**
-     * True when the {@code Authorization} header is exactly {@code Bearer <token>}. The two tokens are compared as
-     * their SHA-256 digests with {@link MessageDigest#isEqual}, so the time taken depends neither on where they
-     * first differ nor on the expected token's length (only on the length of what the client sent, which it
-     * knows anyway).
-     *
-     * @param expectedToken the token's UTF-8 bytes, non-empty
-     */
-    public static boolean bearerMatches(String authorization, byte[] expectedToken) {
-        if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
-            return false;
-        }
-        byte[] given = authorization.substring(7).trim().getBytes(StandardCharsets.UTF_8);
-        return MessageDigest.isEqual(sha256(given), sha256(expectedToken));
-    }
-
-    private static byte[] sha256(byte[] bytes) {
-        try {
-            return MessageDigest.getInstance("SHA-256").digest(bytes);
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is required of every Java platform", e);
         }
     }
 

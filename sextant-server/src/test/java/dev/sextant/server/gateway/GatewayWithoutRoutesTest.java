@@ -9,14 +9,8 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.logging.Handler;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -27,24 +21,7 @@ class GatewayWithoutRoutesTest {
 
     @Test
     void snapshotWithoutTheGatewaysCluster_isReported_untilOneRoutesIt() throws Exception {
-        List<LogRecord> logged = Collections.synchronizedList(new ArrayList<>());
-        Handler capture = new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                logged.add(r);
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        Logger log = Logger.getLogger(Gateway.class.getName());
-        log.addHandler(capture);
-        try (Fleet fleet = new Fleet(3)) {
+        try (LogCapture logged = new LogCapture(); Fleet fleet = new Fleet(3)) {
             Snapshot routed = fleet.snapshot();
             assertThat(routed.routes()).containsKey("gw");
             Snapshot elsewhere = new Snapshot(routed.version(), "", routed.policy(), routed.fleetUtilization(),
@@ -74,21 +51,14 @@ class GatewayWithoutRoutesTest {
                         .contains("sextant_gateway_classes " + routed.routes().get("gw").size() + ".0");
                 assertThat(Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("k", false, 1)).statusCode())
                         .isEqualTo(200);
-                synchronized (logged) {
-                    assertThat(logged).anySatisfy(r -> assertThat(r.getMessage())
-                            .contains("routes " + routed.routes().get("gw").size() + " classes at gateway cluster gw again"));
-                }
+                assertThat(logged.any("INFO", "routes " + routed.routes().get("gw").size()
+                        + " classes at gateway cluster gw again")).isTrue();
             }
-        } finally {
-            log.removeHandler(capture);
         }
     }
 
-    private static List<String> severe(List<LogRecord> logged) {
-        synchronized (logged) {
-            return logged.stream().filter(r -> r.getLevel() == Level.SEVERE && r.getMessage().startsWith("NO ROUTES"))
-                    .map(LogRecord::getMessage).toList();
-        }
+    private static List<String> severe(LogCapture logged) {
+        return logged.lines().stream().filter(l -> l.startsWith("SEVERE ") && l.contains(": NO ROUTES: ")).toList();
     }
 
     private static HttpResponse<String> get(Gateway gw, String path) throws Exception {

@@ -17,7 +17,7 @@ import java.util.logging.SimpleFormatter;
  * {@code INFO}: it is the JDK's trace, off unless an operator asks for it, and at {@code ALL} it writes tens of
  * thousands of records per test.
  */
-final class LogCapture implements AutoCloseable {
+public final class LogCapture implements AutoCloseable {
     private static final Logger ROOT = Logger.getLogger("");
 
     private final List<String> lines = new CopyOnWriteArrayList<>();
@@ -48,7 +48,7 @@ final class LogCapture implements AutoCloseable {
         }
     };
 
-    LogCapture() {
+    public LogCapture() {
         handler.setLevel(Level.ALL);
         ROOT.addHandler(handler);
         ROOT.setLevel(Level.ALL);
@@ -61,12 +61,12 @@ final class LogCapture implements AutoCloseable {
     }
 
     /** The records so far, formatted. */
-    List<String> lines() {
+    public List<String> lines() {
         return List.copyOf(lines);
     }
 
     /** Whether some record so far contains every one of {@code parts}. */
-    boolean any(String... parts) {
+    public boolean any(String... parts) {
         return lines.stream().anyMatch(l -> {
             for (String p : parts) {
                 if (!l.contains(p)) {

@@ -1,0 +1,173 @@
+package dev.sextant.server.auth;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.LongSupplier;
+import java.util.logging.Logger;
+
+/**
+ * The shared bearer token of the control plane's endpoints, fixed or read from a file that may change while the
+ * servers run, so that a token is rotated without a restart.
+ *
+ * <p>A token file holds one token per line (blank lines and surrounding whitespace are ignored). A control plane
+ * accepts every token in its file; a gateway sends the first one in its file. Rotation: add the new token as a
+ * second line of the control plane's file, put it in the gateways' files, then remove the old line. Each file is
+ * looked at again at most once every {@link #RECHECK} (its modification time and size), when a token is next needed;
+ * a file that became unreadable or empty is an error logged at SEVERE, and the tokens read before stay in force.
+ *
+ * <p>Tokens are compared by their SHA-256 digests with {@link MessageDigest#isEqual}, so the time taken depends neither
+ * on where a given token differs nor on the expected token's length. {@link #toString()} never shows a token.
+ */
+public final class BearerToken {
+    private static final Logger LOG = Logger.getLogger(BearerToken.class.getName());
+    /** How often a token file is looked at again, at most. */
+    public static final Duration RECHECK = Duration.ofSeconds(1);
+
+    private final Path file;
+    private final LongSupplier nanos;
+    private final long recheckNanos;
+    private volatile Tokens tokens;
+    private long checkedAt;
+    private String lastProblem;
+
+    /** The tokens of one reading of the file: their text and digests, and what the file looked like. */
+    private record Tokens(List<String> text, List<byte[]> digests, long modified, long size) {
+    }
+
+    private BearerToken(Path file, Tokens tokens, LongSupplier nanos, Duration recheck) {
+        this.file = file;
+        this.tokens = tokens;
+        this.nanos = nanos;
+        this.recheckNanos = recheck.toNanos();
+        this.checkedAt = nanos.getAsLong();
+    }
+
+    /** A fixed token (from the environment, or a test). */
+    public static BearerToken of(String token) {
+        List<String> all = parse(token == null ? "" : token);
+        if (all.size() != 1) {
+            throw new IllegalArgumentException("token: " + (all.isEmpty() ? "empty" : "more than one line")
+                    + " (expected: one bearer token)");
+        }
+        return new BearerToken(null, tokens(all, 0, 0), System::nanoTime, RECHECK);
+    }
+
+    /**
+     * The tokens in {@code file}, read now and again when it changes.
+     *
+     * @throws IOException              the file cannot be read
+     * @throws IllegalArgumentException it holds no token
+     */
+    public static BearerToken file(Path file) throws IOException {
+        return file(file, System::nanoTime, RECHECK);
+    }
+
+    /** As {@link #file(Path)}, on the clock {@code nanos}, looking again at most every {@code recheck}. */
+    static BearerToken file(Path file, LongSupplier nanos, Duration recheck) throws IOException {
+        Tokens t = read(file);
+        return new BearerToken(file, t, nanos, recheck);
+    }
+
+    /** The token a client sends: the first of the file. */
+    public String current() {
+        return refreshed().text.get(0);
+    }
+
+    /** Whether an {@code Authorization} header value carries one of the tokens: {@code Bearer <token>}. */
+    public boolean accepts(String authorization) {
+        if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            return false;
+        }
+        byte[] given = sha256(authorization.substring(7).trim().getBytes(StandardCharsets.UTF_8));
+        boolean ok = false;
+        for (byte[] expected : refreshed().digests) {
+            ok |= MessageDigest.isEqual(given, expected); // every token compared: the count is no secret
+        }
+        return ok;
+    }
+
+    /** The file this token is read from, or null for a fixed token. */
+    public Path file() {
+        return file;
+    }
+
+    @Override
+    public String toString() {
+        return file == null ? "(redacted)" : "(redacted, from " + file + ")";
+    }
+
+    private Tokens refreshed() {
+        Tokens t = tokens;
+        if (file == null) {
+            return t;
+        }
+        synchronized (this) {
+            long now = nanos.getAsLong();
+            if (now - checkedAt < recheckNanos) {
+                return tokens;
+            }
+            checkedAt = now;
+            try {
+                BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
+                if (a.lastModifiedTime().toMillis() == tokens.modified && a.size() == tokens.size) {
+                    return tokens;
+                }
+                tokens = read(file);
+                lastProblem = null;
+                LOG.info("bearer tokens reloaded from " + file + " (" + tokens.text.size() + " token"
+                        + (tokens.text.size() == 1 ? "" : "s") + ")");
+            } catch (IOException | IllegalArgumentException e) {
+                String problem = e instanceof IOException ? "cannot read it: " + e : e.getMessage();
+                if (!problem.equals(lastProblem)) {
+                    lastProblem = problem;
+                    LOG.severe("TOKEN FILE " + file + ": " + problem + "; the tokens read before stay in force");
+                }
+            }
+            return tokens;
+        }
+    }
+
+    private static Tokens read(Path file) throws IOException {
+        BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
+        List<String> all = parse(Files.readString(file, StandardCharsets.UTF_8));
+        if (all.isEmpty()) {
+            throw new IllegalArgumentException("holds no token (expected: one bearer token per line)");
+        }
+        return tokens(all, a.lastModifiedTime().toMillis(), a.size());
+    }
+
+    private static Tokens tokens(List<String> text, long modified, long size) {
+        List<byte[]> digests = new ArrayList<>(text.size());
+        for (String t : text) {
+            digests.add(sha256(t.getBytes(StandardCharsets.UTF_8)));
+        }
+        return new Tokens(List.copyOf(text), List.copyOf(digests), modified, size);
+    }
+
+    private static List<String> parse(String content) {
+        List<String> out = new ArrayList<>();
+        for (String line : content.split("\r\n|\r|\n")) {
+            String t = line.strip();
+            if (!t.isEmpty()) {
+                out.add(t);
+            }
+        }
+        return out;
+    }
+
+    private static byte[] sha256(byte[] bytes) {
+        try {
+            return MessageDigest.getInstance("SHA-256").digest(bytes);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is required of every Java platform", e);
+        }
+    }
+}
