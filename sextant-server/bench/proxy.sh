@@ -9,6 +9,9 @@
 # proxy under test does not compete with the load generator for a core.
 # REPEAT=N measures the paced rates N times (targets interleaved in each round) and prints the median and range of
 # the added p50 and p99 over the rounds: one run's p99 moves by milliseconds on 2 shared cores.
+# PAIRED=1 measures each proxy at the same time as the engine directly (two wrk processes, the same rate each), so
+# that the two percentiles subtracted come from the same seconds of the machine's noise (the engine then serves
+# twice the rate); the engine's line is named engine-with-<proxy>.
 # Prints one line per (round, target, offered rate) and a max-throughput line per target.
 set -euo pipefail
 secs="${1:-20}"
@@ -82,7 +85,16 @@ for round in $(seq 1 "$repeat"); do
   for rate in 1000 5000; do
     conns=$(( rate / 50 ))                     # each connection sends one request every 50 ms
     for t in $targets; do
-      run "${t%%:*}" "${t##*:}" $rate $conns "$secs" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
+      if [ "${PAIRED:-0}" = 1 ]; then
+        [ "${t%%:*}" != engine ] || continue
+        run "engine-with-${t%%:*}" $ENGINE $rate $conns "$secs" >"$work/paired" &
+        direct=$!
+        run "${t%%:*}" "${t##*:}" $rate $conns "$secs" >"$work/proxied"
+        wait $direct
+        cat "$work/paired" "$work/proxied" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
+      else
+        run "${t%%:*}" "${t##*:}" $rate $conns "$secs" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
+      fi
     done
   done
 done
@@ -96,7 +108,7 @@ if [ "$repeat" -gt 1 ]; then
         awk -v rate="$rate" -v t="$t" -v q="$q" '
           { r = ""; v = ""; for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "round") r = kv[2];
               if (kv[1] == q) v = kv[2] }
-            if ($0 ~ ("offered=" rate " ")) { if ($2 == "engine") e[r] = v; else if ($2 == t) p[r] = v } }
+            if ($0 ~ ("offered=" rate " ")) { if ($2 == "engine" || $2 == "engine-with-" t) e[r] = v; else if ($2 == t) p[r] = v } }
           END { for (r in p) print p[r] - e[r] }' "$work/rounds.txt" | sort -g |
         awk -v rate="$rate" -v t="$t" -v q="$q" '{ a[NR] = $1 }
           END { printf "%s offered=%s added_%s median=%.2f min=%.2f max=%.2f rounds=%d\n", t, rate, q,
