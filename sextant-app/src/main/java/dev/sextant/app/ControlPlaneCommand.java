@@ -14,7 +14,7 @@ import picocli.CommandLine.Option;
 final class ControlPlaneCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("topology", "host", "port", "token_file", "solve_interval",
             "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "weight_hysteresis",
-            "ttft_outlier_factor", "error_rate_limit", "demand", "max_wait");
+            "ttft_outlier_factor", "error_rate_limit", "demand", "max_wait", "state_file");
     private final PrintWriter out;
 
     @Option(names = "--config", paramLabel = "CONTROL-PLANE.yaml", required = true, description = "The control plane's settings.")
@@ -47,7 +47,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                     f.number("weight_hysteresis", d.weightHysteresis()),
                     f.number("ttft_outlier_factor", d.ttftOutlierFactor()),
                     f.number("error_rate_limit", d.errorRateLimit()), f.string("demand", d.demand()),
-                    f.duration("max_wait", d.maxWait()), f.serverTls(), f.clientTls());
+                    f.duration("max_wait", d.maxWait()), f.serverTls(), f.clientTls(), f.path("state_file"));
         } catch (IllegalArgumentException e) {
             throw new UsageException(config + ": " + e.getMessage());
         }

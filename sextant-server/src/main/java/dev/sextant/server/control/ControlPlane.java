@@ -81,6 +81,10 @@ public final class ControlPlane implements AutoCloseable {
     final Counter unauthorized;
     final Counter reports;
     private final SslContext serverTls;
+    /** The state file, or null without one. */
+    private final StateFile state;
+    /** The snapshot the state file kept from a previous run, until the first solve takes it as its previous one. */
+    private Snapshot restored;
 
     // policy-path state, touched only on the policy thread (and read through volatile fields)
     private volatile Topology topology;
@@ -111,6 +115,11 @@ public final class ControlPlane implements AutoCloseable {
         this.reports = Counter.builder("sextant.control.reports").description("gateway reports taken")
                 .register(registry);
         this.solveTime = Timer.builder("sextant.control.solve.time").publishPercentileHistogram().register(registry);
+        this.state = config.stateFile() == null ? null : new StateFile(config.stateFile(),
+                Counter.builder("sextant.control.state.write.failures")
+                        .description("published snapshots that could not be written to the state file")
+                        .register(registry));
+        this.restored = state == null ? null : state.restore();
         Gauge.builder("sextant.control.snapshot.version", () -> {
             Snapshot s = publisher.current();
             return s == null ? 0 : s.version();
@@ -391,7 +400,10 @@ public final class ControlPlane implements AutoCloseable {
         }
         Topology solveFor = t.withEngines(engines).withDemand(demand(t));
         Snapshot prev = publisher.current();
-        SolveOptions options = new SolveOptions(prev == null ? 1 : prev.version() + 1, prev, in.penalties(),
+        // the first solve after a restart goes on from the snapshot the state file kept: the next version, and
+        // slot tables rebalanced from the ones the gateways hold
+        Snapshot base = prev != null ? prev : restored;
+        SolveOptions options = new SolveOptions(base == null ? 1 : base.version() + 1, base, in.penalties(),
                 SolveOptions.DEFAULT_GAP_TOLERANCE);
         long start = System.nanoTime();
         Snapshot next;
@@ -407,10 +419,14 @@ public final class ControlPlane implements AutoCloseable {
         }
         solveTime.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
         solves.increment();
-        String change = prev == null ? "first snapshot" : materialChange(prev, next, config.weightHysteresis());
+        String change = prev == null ? (base == null ? "first snapshot"
+                : "first snapshot, going on from snapshot " + base.version() + " of the state file")
+                : materialChange(prev, next, config.weightHysteresis());
         if (change != null) {
             solved = new Solved(solveFor, next);
             publisher.publish(next);
+            restored = null;
+            keep(next);
             publications.increment();
             LOG.info("published snapshot " + next.version() + " (" + why + "; " + change + ")");
         }
@@ -476,6 +492,7 @@ public final class ControlPlane implements AutoCloseable {
             }
             Snapshot next = current.sealed(held + 1);
             publisher.publish(next);
+            keep(next);
             publications.increment();
             LOG.warning("a gateway holds snapshot version " + held + ", at or above this control plane's "
                     + current.version() + " (restarted?): republished snapshot " + current.version() + " as version "
@@ -483,10 +500,20 @@ public final class ControlPlane implements AutoCloseable {
         });
     }
 
-    /** Stops the server and the policy loop. */
+    /** Writes {@code s} to the state file, if there is one (on its own thread). */
+    private void keep(Snapshot s) {
+        if (state != null) {
+            state.save(s);
+        }
+    }
+
+    /** Stops the server and the policy loop; finishes writing the state file. */
     @Override
     public void close() {
         policy.shutdownNow();
+        if (state != null) {
+            state.close();
+        }
         explainer.shutdownNow();
         viewMaker.shutdownNow();
         serverChannel.close().awaitUninterruptibly();

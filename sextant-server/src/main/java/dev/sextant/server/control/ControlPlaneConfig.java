@@ -29,12 +29,14 @@ import java.time.Duration;
  * @param tls              TLS on its listener (then its URL is {@code https://…}), or null for plain HTTP
  * @param engineTls        how {@code https} engine endpoints are verified when scraped, or null for the JDK's
  *                         default CAs
+ * @param stateFile        where each published snapshot is kept, so that a restarted control plane goes on from it
+ *                         (its version, and its slot tables for cache affinity), or null to keep none
  */
 public record ControlPlaneConfig(Path topologyFile, String host, int port, BearerToken token, Duration solveInterval,
                                  Duration watchInterval, Duration scrapeInterval, Duration scrapeTimeout,
                                  int missedScrapes, double weightHysteresis, double ttftOutlierFactor,
                                  double errorRateLimit, String demand, Duration maxWait, ServerTls tls,
-                                 ClientTls engineTls) {
+                                 ClientTls engineTls, Path stateFile) {
     public ControlPlaneConfig {
         if (topologyFile == null) {
             throw new IllegalArgumentException("topology: missing (expected: a topology YAML file)");
@@ -75,35 +77,42 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
     public static ControlPlaneConfig defaults(Path topologyFile, String token) {
         return new ControlPlaneConfig(topologyFile, "127.0.0.1", 0, BearerToken.of(token), Duration.ofSeconds(10),
                 Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(1), 3, 0.02, 5.0, 0.2, "max",
-                Duration.ofSeconds(60), null, null);
+                Duration.ofSeconds(60), null, null, null);
+    }
+
+    /** With {@code file} as the state file (null: none). */
+    public ControlPlaneConfig withStateFile(Path file) {
+        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
+                scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait, tls,
+                engineTls, file);
     }
 
     /** With {@code newToken} (e.g. one read from a file, which may change). */
     public ControlPlaneConfig withToken(BearerToken newToken) {
         return new ControlPlaneConfig(topologyFile, host, port, newToken, solveInterval, watchInterval, scrapeInterval,
                 scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait, tls,
-                engineTls);
+                engineTls, stateFile);
     }
 
     /** With another address. */
     public ControlPlaneConfig withAddress(String newHost, int newPort) {
         return new ControlPlaneConfig(topologyFile, newHost, newPort, token, solveInterval, watchInterval,
                 scrapeInterval, scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit,
-                demand, maxWait, tls, engineTls);
+                demand, maxWait, tls, engineTls, stateFile);
     }
 
     /** With other intervals. */
     public ControlPlaneConfig withIntervals(Duration solve, Duration watch, Duration scrape, Duration timeout,
                                             int misses) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solve, watch, scrape, timeout, misses,
-                weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait, tls, engineTls);
+                weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait, tls, engineTls, stateFile);
     }
 
     /** With another demand source. */
     public ControlPlaneConfig withDemand(String newDemand) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
                 scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, newDemand, maxWait, tls,
-                engineTls);
+                engineTls, stateFile);
     }
 
     /**
@@ -113,7 +122,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
     public ControlPlaneConfig withTls(ServerTls serverTls, ClientTls engines) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
                 scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait,
-                serverTls, engines);
+                serverTls, engines, stateFile);
     }
 
     /** Never the token: a config printed or logged must not leak it. */
@@ -124,6 +133,6 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 + ", scrapeInterval=" + scrapeInterval + ", scrapeTimeout=" + scrapeTimeout + ", missedScrapes="
                 + missedScrapes + ", weightHysteresis=" + weightHysteresis + ", ttftOutlierFactor=" + ttftOutlierFactor
                 + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", maxWait=" + maxWait + ", tls=" + tls
-                + ", engineTls=" + engineTls + "]";
+                + ", engineTls=" + engineTls + ", stateFile=" + stateFile + "]";
     }
 }

@@ -1,0 +1,118 @@
+package dev.sextant.server.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sextant.config.SnapshotJson;
+import dev.sextant.server.gateway.Fleet;
+import dev.sextant.server.gateway.LogCapture;
+import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.SlotTable;
+import dev.sextant.snapshot.Snapshot;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code state_file}: every publication is kept, and a restarted control plane goes on from it, with the next
+ * version and slot tables rebalanced from the ones its gateways hold; a bad file is said loudly and ignored.
+ */
+class ControlPlaneStateTest {
+    static final String TOKEN = "state-test-token";
+
+    @TempDir
+    Path dir;
+
+    private ControlPlaneConfig config(Path topology, Path stateFile) {
+        // the schedule never fires during a test: every step is tickNow()
+        return ControlPlaneConfig.defaults(topology, TOKEN).withIntervals(Duration.ofHours(1), Duration.ofHours(1),
+                Duration.ofHours(1), Duration.ofSeconds(1), 3).withStateFile(stateFile);
+    }
+
+    @Test
+    void restart_goesOnFromTheKeptSnapshot_nextVersion_andKeysStayOnTheirEngines() throws Exception {
+        try (Fleet fleet = new Fleet(1)) {
+            Path topology = dir.resolve("topology.yaml");
+            Path state = dir.resolve("state.json");
+            Files.writeString(topology, fleet.yaml(150));
+            Snapshot held;
+            try (ControlPlane first = ControlPlane.start(config(topology, state))) {
+                assertThat(first.current().version()).isEqualTo(1);
+                Files.writeString(topology, fleet.yaml(40));
+                first.tickNow();
+                held = first.current();
+                assertThat(held.version()).isEqualTo(2);
+                assertThat(Fleet.await(() -> kept(state) == 2, Duration.ofSeconds(10))).isTrue();
+            }
+            assertThat(SnapshotJson.read(state).hash()).isEqualTo(held.hash());
+            assertThat(dir.resolve("state.json.tmp")).doesNotExist();
+
+            Snapshot withState;
+            Snapshot without;
+            try (ControlPlane again = ControlPlane.start(config(topology, state))) {
+                withState = again.current();
+            }
+            try (ControlPlane fresh = ControlPlane.start(config(topology, null))) {
+                without = fresh.current();
+            }
+            assertThat(withState.version()).as("the version after the kept one").isEqualTo(3);
+            assertThat(without.version()).isEqualTo(1);
+            assertThat(kept(state)).isEqualTo(3);
+
+            double movedWith = movedKeys(held, withState, "gw", "chat");
+            double movedWithout = movedKeys(held, without, "gw", "chat");
+            assertThat(movedWithout).as("keys a restart without a state file moves to other engines").isGreaterThan(0.05);
+            assertThat(movedWith).as("the same, with one").isLessThan(0.01);
+        }
+    }
+
+    @Test
+    void unusableStateFile_isSaidLoudly_andTheControlPlaneStartsAfresh() throws Exception {
+        try (Fleet fleet = new Fleet(1); LogCapture log = new LogCapture()) {
+            Path topology = dir.resolve("topology.yaml");
+            Path state = dir.resolve("state.json");
+            Files.writeString(topology, fleet.yaml(150));
+            Files.writeString(state, "{\"version\": 7, \"routes\": ");
+            try (ControlPlane cp = ControlPlane.start(config(topology, state))) {
+                assertThat(cp.current().version()).isEqualTo(1);
+                assertThat(log.any("SEVERE", "STATE FILE " + state + " unusable, starting afresh")).isTrue();
+                assertThat(Fleet.await(() -> kept(state) == 1, Duration.ofSeconds(10))).as("then overwritten").isTrue();
+            }
+        }
+    }
+
+    /** The version in the state file, or -1 while it cannot be read. */
+    private static long kept(Path state) {
+        try {
+            return SnapshotJson.read(state).version();
+        } catch (Exception e) {
+            return -1;
+        }
+    }
+
+    /** The share of 20,000 random keys whose first engine differs between the two snapshots' tables of a route. */
+    private static double movedKeys(Snapshot a, Snapshot b, String gateway, String classId) {
+        SlotTable ta = table(a.route(gateway, classId));
+        SlotTable tb = table(b.route(gateway, classId));
+        List<String> ia = ta.engineIds();
+        List<String> ib = tb.engineIds();
+        SplittableRandom random = new SplittableRandom(7);
+        int moved = 0;
+        int n = 20_000;
+        for (int i = 0; i < n; i++) {
+            long key = random.nextLong();
+            if (!ia.get(ta.first(key)).equals(ib.get(tb.first(key)))) {
+                moved++;
+            }
+        }
+        return (double) moved / n;
+    }
+
+    private static SlotTable table(Route r) {
+        assertThat(r.slots()).isNotEmpty();
+        return SlotTable.decode(r.slots(), r.slotEngines(), r.slotWeights());
+    }
+}
