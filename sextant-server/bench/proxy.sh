@@ -6,7 +6,7 @@
 # GATEWAY2_JAVA_OPTS starts a second gateway with those options, measured in turn as target "sextant2" (to compare
 # JVM options within one run, e.g. GATEWAY_JAVA_OPTS=-XX:+UseSerialGC GATEWAY2_JAVA_OPTS=-XX:+UseZGC).
 # PIN=1 pins the proxies (gateway, HAProxy) to CPU 1 and wrk and the engine to CPU 0 (taskset), so that the
-# proxy under test does not compete with the load generator for a core.
+# proxy under test does not compete with the load generator for a core. PIN=loop: see below.
 # REPEAT=N measures the paced rates N times (targets interleaved in each round) and prints the median and range of
 # the added p50 and p99 over the rounds: one run's p99 moves by milliseconds on 2 shared cores.
 # PAIRED=1 measures each proxy at the same time as the engine directly (two wrk processes, the same rate each), so
@@ -19,6 +19,11 @@ secs="${1:-20}"
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ENGINE=19101 GATEWAY=19200 GATEWAY2=19201 HAPROXY=19300
 if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
+gateway_cpu="$proxy"
+# PIN=loop: as PIN=1, but only the gateway's event loop threads get CPU 1; the rest of its JVM (JIT compiler, GC,
+# snapshot and report threads) stays on CPU 0 with wrk and the engine, as a deployment that gives event loops
+# their own cores would have it
+if [ "${PIN:-0}" = loop ]; then near="taskset -c 0"; proxy="taskset -c 1"; gateway_cpu="$near"; fi
 
 # the engine: one emulator answering a 1-token completion after one ~1 ms decode step
 $near java -Xms512m -Xmx512m -jar "$jar" engine --id e1 --port $ENGINE --model m --max-seqs 1024 \
@@ -34,8 +39,9 @@ snapshot_file: snapshot.json
 threads: 1
 access_log: false
 YAML
-$proxy java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
+$gateway_cpu java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
 pids+=($!)
+gateway_pid=$!
 targets="engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY"
 if [ -n "${GATEWAY2_JAVA_OPTS:-}" ]; then
   # a second gateway, the same but for its JVM options, measured in turn with the others (target "sextant2")
@@ -68,6 +74,12 @@ $proxy haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
 pids+=($!)
 
 wait_for $ENGINE /healthz; wait_for $GATEWAY /healthz; wait_for $HAPROXY /healthz
+if [ "${PIN:-0}" = loop ]; then
+  # the event loop threads exist once the listener is bound (threads: 1 above)
+  for task in /proc/"$gateway_pid"/task/*; do
+    if grep -q '^multiThreadIoEv' "$task/comm"; then taskset -p -c 1 "${task##*/}" >/dev/null; fi
+  done
+fi
 [ -z "${GATEWAY2_JAVA_OPTS:-}" ] || wait_for $GATEWAY2 /healthz
 
 run() { # target port rate conns seconds
