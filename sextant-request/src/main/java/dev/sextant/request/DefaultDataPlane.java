@@ -382,16 +382,49 @@ final class DefaultDataPlane implements DataPlane {
         } else if (outcome == Outcome.SUCCESS) {
             double expected = attempt.expectedTtftMs;
             double factor = options.ttftOutlierFactor();
-            if (ttftNanos >= 0 && factor > 0 && expected > 0 && ttftNanos / 1e6 > factor * expected) {
-                failed(cell, "TTFT " + Math.round(ttftNanos / 1e6) + " ms > " + factor + " × expected "
+            double ttftMs = ttftNanos / 1e6;
+            if (ttftNanos >= 0 && factor > 0 && expected > 0 && ttftMs > factor * expected
+                    && !(ttftMs <= factor * peersTtftMs(attempt.classId(), cell))) {
+                failed(cell, "TTFT " + Math.round(ttftMs) + " ms > " + factor + " × expected "
                         + Math.round(expected) + " ms", true);
             } else if (cell.failures.get() != 0) {
                 cell.failures.set(0);
+            }
+            if (ttftNanos >= 0) {
+                cell.observeTtft(ttftMs);
             }
         }
     }
 
     // ---------------------------------------------------------------- outlier ejection (failure path)
+
+    /**
+     * The median recent TTFT of the other engines of class {@code classId} that are not ejected and have answered,
+     * ms; NaN when there are none. An answer slower than the profile predicts is an outlier only if it is also
+     * slower than its peers by the same factor: when every engine of the class is slow (the whole fleet loaded,
+     * long prompts), no engine is to blame and none is ejected for it. Called only for answers already slower than
+     * the profile's factor, a rare path.
+     */
+    private double peersTtftMs(String classId, EngineCell self) {
+        ClassRoute k = classId == null ? null : compiled.byId.get(classId);
+        if (k == null) {
+            return Double.NaN;
+        }
+        long now = ticker.nanos();
+        double[] seen = new double[k.cells.length];
+        int n = 0;
+        for (EngineCell c : k.cells) {
+            double t = c.recentTtftMs;
+            if (c != self && !Double.isNaN(t) && !c.ejected(now)) {
+                seen[n++] = t;
+            }
+        }
+        if (n == 0) {
+            return Double.NaN;
+        }
+        java.util.Arrays.sort(seen, 0, n);
+        return n % 2 == 1 ? seen[n / 2] : (seen[n / 2 - 1] + seen[n / 2]) / 2;
+    }
 
     /** {@code slow}: the failure was a latency outlier (the engine answered), not an error or a timeout. */
     private void failed(EngineCell cell, String what, boolean slow) {

@@ -19,9 +19,21 @@ final class EngineCell {
     boolean slowEjection;
     long lastEjectionEnd;
     int ejections;
+    /**
+     * The engine's recent time to first token, ms: an exponentially weighted mean of its successful answers (NaN
+     * before the first). Written by whichever request thread finishes an answer, without a lock: a lost update
+     * only delays the mean by one answer.
+     */
+    volatile double recentTtftMs = Double.NaN;
 
     EngineCell(String id) {
         this.id = id;
+    }
+
+    /** Folds one successful answer's time to first token into {@link #recentTtftMs}. */
+    void observeTtft(double ms) {
+        double m = recentTtftMs;
+        recentTtftMs = Double.isNaN(m) ? ms : m + 0.1 * (ms - m);
     }
 
     boolean ejected(long now) {

@@ -289,6 +289,29 @@ class DataPlaneTest {
                 assertThat(e.reason()).contains("TTFT 600 ms > 5.0 × expected 101 ms"));
     }
 
+    @Test
+    void onFinish_ttftSlowOnEveryEngineOfTheClass_isNoOnesFault_butSlowerThanItsPeersIs() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5)); // expected TTFT 101 ms on both engines
+        long k0 = keyOn(p, "e0");
+        long k1 = keyOn(p, "e1");
+        for (int i = 0; i < 10; i++) { // the whole class at 600 ms: beyond 5 × the profile, but so is every peer
+            p.onFinish(p.route(RequestMeta.of("m", k0, i)), Outcome.SUCCESS, 600_000_000L);
+            p.onFinish(p.route(RequestMeta.of("m", k1, i)), Outcome.SUCCESS, 610_000_000L);
+        }
+        assertThat(p.ejections()).isEmpty();
+
+        for (int i = 0; i < 60; i++) { // e1 recovers to 100 ms (its recent mean follows within ~60 answers)
+            p.onFinish(p.route(RequestMeta.of("m", k1, i)), Outcome.SUCCESS, 100_000_000L);
+        }
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", k0, i)), Outcome.SUCCESS, 600_000_000L);
+        }
+        assertThat(p.ejections()).singleElement().satisfies(e -> {
+            assertThat(e.engineId()).isEqualTo("e0");
+            assertThat(e.reason()).contains("TTFT 600 ms > 5.0 × expected 101 ms");
+        });
+    }
+
     // ------------------------------------------------------------------ retries
 
     @Test
