@@ -388,7 +388,7 @@ final class DefaultDataPlane implements DataPlane {
                 failed(cell, "TTFT " + Math.round(ttftMs) + " ms > " + factor + " × expected "
                         + Math.round(expected) + " ms", true);
             } else if (cell.failures.get() != 0) {
-                cell.failures.set(0);
+                cell.resetFailures();
             }
             if (ttftNanos >= 0) {
                 cell.observeTtft(ttftMs);
@@ -428,9 +428,14 @@ final class DefaultDataPlane implements DataPlane {
 
     /** {@code slow}: the failure was a latency outlier (the engine answered), not an error or a timeout. */
     private void failed(EngineCell cell, String what, boolean slow) {
+        if (!slow) {
+            cell.failedHard = true;
+        }
         int n = cell.failures.incrementAndGet();
         if (n >= options.consecutiveFailures()) {
-            tryEject(cell, n + " consecutive failures (last: " + what + ")", slow);
+            // for slowness only when no failure of the run was an error: an engine refused for thousands of
+            // connections whose last failure is a slow answer (it was just restarted) is not merely slow
+            tryEject(cell, n + " consecutive failures (last: " + what + ")", !cell.failedHard);
         }
     }
 
@@ -469,7 +474,7 @@ final class DefaultDataPlane implements DataPlane {
                     Ejection was = s.ejection;
                     s.ejection = new Ejection(was.engineId(), was.reason(), was.sinceNanos(), now, was.multiplier());
                     s.lastEjectionEnd = now;
-                    s.failures.set(0);
+                    s.resetFailures();
                     ended.add(s.ejection);
                 }
                 displaced = ended;
@@ -492,7 +497,7 @@ final class DefaultDataPlane implements DataPlane {
             cell.multiplier = k;
             cell.lastEjectionEnd = now + duration;
             cell.ejections++;
-            cell.failures.set(0);
+            cell.resetFailures();
             cell.ejection = e;
         } finally {
             ejecting.set(false);

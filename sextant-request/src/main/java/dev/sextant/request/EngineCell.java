@@ -11,6 +11,11 @@ final class EngineCell {
     final String id;
     final AtomicInteger inFlight = new AtomicInteger();
     final AtomicInteger failures = new AtomicInteger();
+    /**
+     * Whether the current run of consecutive failures has an error, refused connection or timeout in it, not only
+     * slow answers; cleared with {@link #failures}. An ejection is for slowness only when this is false.
+     */
+    volatile boolean failedHard;
     /** The current or last ejection; null if never ejected. */
     volatile Ejection ejection;
     // Written only by the thread holding the data plane's ejection flag.
@@ -28,6 +33,12 @@ final class EngineCell {
 
     EngineCell(String id) {
         this.id = id;
+    }
+
+    /** Ends a run of consecutive failures. */
+    void resetFailures() {
+        failures.set(0);
+        failedHard = false;
     }
 
     /** Folds one successful answer's time to first token into {@link #recentTtftMs}. */

@@ -263,6 +263,23 @@ class DataPlaneTest {
     }
 
     @Test
+    void onFinish_anEjectionWhoseRunHadAnErrorIsNotForSlownessOnly_evenIfItsLastFailureWasSlow() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.34, 0.33, 0.33));
+        long k0 = keyOn(p, "e0");
+        long k1 = keyOn(p, "e1");
+        for (int i = 0; i < 4; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", k0, i)), Outcome.CONNECT_ERROR, -1);
+        }
+        p.onFinish(p.route(RequestMeta.of("m", k0, 4)), Outcome.SUCCESS, 600_000_000L); // back, and slow
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e0");
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", k1, i)), Outcome.CONNECT_ERROR, -1);
+        }
+        assertThat(p.ejections()).as("e0 keeps the place: it failed, too").extracting(Ejection::engineId)
+                .containsExactly("e0");
+    }
+
+    @Test
     void onFinish_atTheCap_aSlowEngineDoesNotDisplaceAnotherSlowOne() {
         DataPlane p = plane(Fixtures.simple(1, 0, 0.34, 0.33, 0.33));
         for (String engine : List.of("e0", "e1")) {
