@@ -1,9 +1,8 @@
 package dev.sextant.app;
 
-import dev.sextant.server.auth.BearerToken;
-
 import dev.sextant.config.SnapshotJson;
 import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.gateway.ClientLimits;
 import dev.sextant.server.gateway.Gateway;
 import dev.sextant.server.gateway.GatewayConfig;

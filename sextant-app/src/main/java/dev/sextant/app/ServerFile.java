@@ -1,10 +1,9 @@
 package dev.sextant.app;
 
-import dev.sextant.server.auth.BearerToken;
-
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.sextant.server.auth.BearerToken;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

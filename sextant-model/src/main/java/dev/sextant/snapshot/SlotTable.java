@@ -772,7 +772,6 @@ public final class SlotTable {
     private record Parsed(SlotRuns runs, int[] counts) {
     }
 
-
     /** A table's inputs: the previous table and its engines (null without history), the engines and their counts. */
     private record BuildKey(String previous, List<String> previousIds, List<String> ids, int[] target) {
         @Override

@@ -469,15 +469,14 @@ final class DefaultDataPlane implements DataPlane {
                 makeRoom.add(slowOne);
             }
             if (!makeRoom.isEmpty()) {
-                List<Ejection> ended = new ArrayList<>(makeRoom.size());
+                displaced = new ArrayList<>(makeRoom.size());
                 for (EngineCell s : makeRoom) {
                     Ejection was = s.ejection;
                     s.ejection = new Ejection(was.engineId(), was.reason(), was.sinceNanos(), now, was.multiplier());
                     s.lastEjectionEnd = now;
                     s.resetFailures();
-                    ended.add(s.ejection);
+                    displaced.add(s.ejection);
                 }
-                displaced = ended;
             }
             int k = cell.multiplier;
             if (cell.ejections > 0 && now - cell.lastEjectionEnd > 0) {

@@ -94,11 +94,6 @@ public final class BearerToken {
         return ok;
     }
 
-    /** The file this token is read from, or null for a fixed token. */
-    public Path file() {
-        return file;
-    }
-
     @Override
     public String toString() {
         return file == null ? "(redacted)" : "(redacted, from " + file + ")";

@@ -127,7 +127,7 @@ public final class Gateway implements AutoCloseable {
             throw new IllegalStateException("no first snapshot: " + e.getCause(), e.getCause());
         }
         this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
-                () -> refusedSnapshots.sum() + source.refusals());
+                () -> refusedSnapshots.sum() + source.refusals(), this::ownClasses);
         ClientPipeline clients = new ClientPipeline(this, serverTls);
         this.group = Transport.current().group(threads);
         ServerBootstrap b = new ServerBootstrap()
@@ -253,8 +253,8 @@ public final class Gateway implements AutoCloseable {
      * change, not per snapshot.
      */
     private void checkOwnRoutes(Snapshot s) {
-        Map<String, Route> own = s.routes().get(config.gatewayCluster());
-        boolean none = own == null || own.isEmpty();
+        Map<String, Route> own = ownRoutes(s);
+        boolean none = own.isEmpty();
         if (none && !withoutRoutes) {
             java.util.List<String> clusters = s.routes().keySet().stream().limit(8).toList();
             LOG.severe("NO ROUTES: snapshot " + s.version() + " has no routes for gateway cluster "
@@ -269,10 +269,14 @@ public final class Gateway implements AutoCloseable {
         withoutRoutes = none;
     }
 
-    /** Classes the snapshot {@code p} holds routes at {@code p}'s gateway cluster. */
-    static int ownClasses(DataPlane p) {
-        Map<String, Route> own = p.snapshot().routes().get(p.status().gatewayCluster());
-        return own == null ? 0 : own.size();
+    /** The routes {@code s} holds for this gateway's cluster, by class; empty when it holds none. */
+    private Map<String, Route> ownRoutes(Snapshot s) {
+        return s.routes().getOrDefault(config.gatewayCluster(), Map.of());
+    }
+
+    /** Classes the held snapshot routes at this gateway's cluster. */
+    int ownClasses() {
+        return ownRoutes(plane.get().snapshot()).size();
     }
 
     void exchangeEnded() {
@@ -286,10 +290,7 @@ public final class Gateway implements AutoCloseable {
     String modelsJson() {
         Snapshot s = plane.get().snapshot();
         TreeSet<String> models = new TreeSet<>();
-        Map<String, Route> routes = s.routes().get(config.gatewayCluster());
-        if (routes != null) {
-            routes.values().forEach(r -> models.add(r.model()));
-        }
+        ownRoutes(s).values().forEach(r -> models.add(r.model()));
         ObjectNode root = Http.JSON.createObjectNode();
         root.put("object", "list");
         ArrayNode data = root.putArray("data");
@@ -302,7 +303,7 @@ public final class Gateway implements AutoCloseable {
     String healthJson() {
         DataPlaneStatus st = plane.get().status();
         ObjectNode root = Http.JSON.createObjectNode();
-        int classes = ownClasses(plane.get());
+        int classes = ownClasses();
         root.put("status", draining ? "draining" : classes == 0 ? "no_routes" : st.fallback() ? "fallback" : "ok");
         root.put("gateway_cluster", st.gatewayCluster());
         root.put("classes", classes);

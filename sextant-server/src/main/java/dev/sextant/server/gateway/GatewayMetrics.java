@@ -28,7 +28,7 @@ final class GatewayMetrics {
     private final Counter ejections;
 
     GatewayMetrics(Supplier<DataPlane> plane, Supplier<Integer> inFlight, Supplier<Integer> http2Connections,
-                   java.util.function.LongSupplier refusedSnapshots) {
+                   java.util.function.LongSupplier refusedSnapshots, Supplier<Integer> ownClasses) {
         this.refusedSnapshots = refusedSnapshots;
         io.micrometer.core.instrument.FunctionCounter.builder("sextant.gateway.snapshot.refusals", refusedSnapshots,
                         s -> s.getAsLong())
@@ -45,7 +45,8 @@ final class GatewayMetrics {
                 .description("version of the snapshot held").register(registry);
         Gauge.builder("sextant.gateway.snapshot.age.seconds", () -> plane.get().status().ageNanos() / 1e9)
                 .description("time since the snapshot was swapped in or confirmed").register(registry);
-        Gauge.builder("sextant.gateway.classes", () -> Gateway.ownClasses(plane.get())).description("classes the held snapshot routes at this gateway's cluster (0: every model request refused)")
+        Gauge.builder("sextant.gateway.classes", ownClasses::get)
+                .description("classes the held snapshot routes at this gateway's cluster (0: every model request refused)")
                 .register(registry);
         Gauge.builder("sextant.gateway.fallback", () -> plane.get().status().fallback() ? 1 : 0)
                 .description("1 while the fallback policy routes (snapshot too old)").register(registry);
