@@ -5,7 +5,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 here="$root/sextant-server/bench"
 work="$(mktemp -d)"
 pids=()
-bench_cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+bench_cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; kill -CONT "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap bench_cleanup EXIT
 "$root/bin/sextant" --version >/dev/null        # builds the jar when needed
 jar="$root/sextant-app/target/sextant.jar"

@@ -2,6 +2,9 @@
 # Whole-process proxy benchmark on loopback: added latency of the Sextant gateway over calling the engine
 # emulator directly, and HAProxy in front of the same emulator, in the same run. Needs wrk and haproxy
 # (Debian: apt-get install -y wrk haproxy). Usage: sextant-server/bench/proxy.sh [seconds per run]
+# BUSY_POLL=true makes the gateway's event loop and HAProxy poll their sockets without sleeping (busy_poll: true and
+# HAProxy's busy-polling), each then keeping CPU 1 busy; with ALONE=1 (below), so that the idle one does not spin
+# beside the one measured.
 # GATEWAY_JAVA_OPTS adds JVM options to the gateway (a GC choice, a GC log: -Xlog:gc:file=gc.log).
 # GATEWAY2_JAVA_OPTS starts a second gateway with those options, measured in turn as target "sextant2" (to compare
 # JVM options within one run, e.g. GATEWAY_JAVA_OPTS=-XX:+UseSerialGC GATEWAY2_JAVA_OPTS=-XX:+UseZGC).
@@ -38,6 +41,7 @@ port: $GATEWAY
 snapshot_file: snapshot.json
 threads: 1
 access_log: false
+busy_poll: ${BUSY_POLL:-false}
 YAML
 $gateway_cpu java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
 pids+=($!)
@@ -49,13 +53,15 @@ if [ -n "${GATEWAY2_JAVA_OPTS:-}" ]; then
   # shellcheck disable=SC2086 # a list of JVM options
   $proxy java -Xms1g -Xmx1g $GATEWAY2_JAVA_OPTS -jar "$jar" gateway --config "$work/gateway2.yaml" >"$work/gateway2.log" 2>&1 &
   pids+=($!)
+  gateway2_pid=$!
   targets="$targets sextant2:$GATEWAY2"
 fi
 
 # HAProxy: the same single engine, one thread, keep-alive to the server
 cat >"$work/haproxy.cfg" <<CFG
 global
-  nbthread 1
+  nbthread 1${BUSY_POLL:+
+  busy-polling}
   maxconn 8000
 defaults
   mode http
@@ -72,6 +78,7 @@ backend b
 CFG
 $proxy haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
 pids+=($!)
+haproxy_pid=$!
 
 wait_for $ENGINE /healthz; wait_for $GATEWAY /healthz; wait_for $HAPROXY /healthz
 if [ "${PIN:-0}" = loop ]; then
@@ -82,7 +89,20 @@ if [ "${PIN:-0}" = loop ]; then
 fi
 [ -z "${GATEWAY2_JAVA_OPTS:-}" ] || wait_for $GATEWAY2 /healthz
 
+# ALONE=1: the proxies not being measured are stopped (SIGSTOP) meanwhile, so that an idle proxy's threads (a
+# busy-polling one's above all) take nothing from the one measured; all are stopped while the engine is measured alone
+alone() { # target being measured
+  [ "${ALONE:-0}" = 1 ] || return 0
+  local name pid
+  for name in sextant sextant2 haproxy; do
+    case $name in sextant) pid=$gateway_pid ;; sextant2) pid=${gateway2_pid:-} ;; haproxy) pid=$haproxy_pid ;; esac
+    [ -n "$pid" ] || continue
+    if [ "$name" = "$1" ]; then kill -CONT "$pid"; else kill -STOP "$pid"; fi
+  done
+  sleep 1
+}
 run() { # target port rate conns seconds
+  alone "${1#engine-with-}"
   RATE=$3 CONNS=$4 THREADS=1 $near wrk -t1 -c"$4" -d"$5"s -s "$here/post.lua" "http://127.0.0.1:$2/v1/chat/completions" \
     | grep '^RESULT' | sed "s/^RESULT/$1 offered=$3/"
 }
@@ -133,6 +153,7 @@ fi
 # the answer's last part read to client write; warm-up and all rounds): the share of requests at or below each bucket
 for t in $targets; do
   case "${t%%:*}" in sextant*) ;; *) continue ;; esac
+  alone "${t%%:*}"
   curl -s "http://127.0.0.1:${t##*:}/metrics" | awk -v label="${t%%:*}" '
     /^sextant_gateway_overhead_seconds_bucket/ { match($0, /le="[^"]*"/); k++; le[k] = substr($0, RSTART + 4, RLENGTH - 5); c[k] = $NF }
     /^sextant_gateway_overhead_seconds_count/ { total = $NF }
