@@ -2,9 +2,6 @@
 # Whole-process proxy benchmark on loopback: added latency of the Sextant gateway over calling the engine
 # emulator directly, and HAProxy in front of the same emulator, in the same run. Needs wrk and haproxy
 # (Debian: apt-get install -y wrk haproxy). Usage: sextant-server/bench/proxy.sh [seconds per run]
-# BUSY_POLL=true makes the gateway's event loop and HAProxy poll their sockets without sleeping (busy_poll: true and
-# HAProxy's busy-polling), each then keeping CPU 1 busy; with ALONE=1 (below), so that the idle one does not spin
-# beside the one measured.
 # GATEWAY_JAVA_OPTS adds JVM options to the gateway (a GC choice, a GC log: -Xlog:gc:file=gc.log).
 # GATEWAY2_JAVA_OPTS starts a second gateway with those options, measured in turn as target "sextant2" (to compare
 # JVM options within one run, e.g. GATEWAY_JAVA_OPTS=-XX:+UseSerialGC GATEWAY2_JAVA_OPTS=-XX:+UseZGC).
@@ -15,6 +12,7 @@
 # PAIRED=1 measures each proxy at the same time as the engine directly (two wrk processes, the same rate each), so
 # that the two percentiles subtracted come from the same seconds of the machine's noise (the engine then serves
 # twice the rate); the engine's line is named engine-with-<proxy>.
+# ALONE=1 stops (SIGSTOP) the proxies not being measured while another is (see alone() below).
 # Prints one line per (round, target, offered rate) and a max-throughput line per target.
 set -euo pipefail
 secs="${1:-20}"
@@ -41,7 +39,6 @@ port: $GATEWAY
 snapshot_file: snapshot.json
 threads: 1
 access_log: false
-busy_poll: ${BUSY_POLL:-false}
 YAML
 $gateway_cpu java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
 pids+=($!)
@@ -60,8 +57,7 @@ fi
 # HAProxy: the same single engine, one thread, keep-alive to the server
 cat >"$work/haproxy.cfg" <<CFG
 global
-  nbthread 1${BUSY_POLL:+
-  busy-polling}
+  nbthread 1
   maxconn 8000
 defaults
   mode http
@@ -89,8 +85,8 @@ if [ "${PIN:-0}" = loop ]; then
 fi
 [ -z "${GATEWAY2_JAVA_OPTS:-}" ] || wait_for $GATEWAY2 /healthz
 
-# ALONE=1: the proxies not being measured are stopped (SIGSTOP) meanwhile, so that an idle proxy's threads (a
-# busy-polling one's above all) take nothing from the one measured; all are stopped while the engine is measured alone
+# ALONE=1: the proxies not being measured are stopped (SIGSTOP) meanwhile, so that an idle proxy's threads (its JIT
+# compiler, GC, timers) take nothing from the one measured; all are stopped while the engine is measured alone
 alone() { # target being measured
   [ "${ALONE:-0}" = 1 ] || return 0
   local name pid

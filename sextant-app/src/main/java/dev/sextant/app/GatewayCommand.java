@@ -23,7 +23,7 @@ final class GatewayCommand implements Callable<Integer> {
             "snapshot_file", "long_poll_wait", "report_interval", "max_body_bytes", "connect_timeout",
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
-            "max_header_bytes", "http2", "max_concurrent_streams", "busy_poll");
+            "max_header_bytes", "http2", "max_concurrent_streams");
     private final PrintWriter out;
 
     @Option(names = "--config", paramLabel = "GATEWAY.yaml", required = true, description = "The gateway's settings.")
@@ -71,7 +71,7 @@ final class GatewayCommand implements Callable<Integer> {
                             .priorityReserve(f.number("priority_reserve",
                                     DataPlaneOptions.defaults().priorityReserve()))
                             .build(), f.serverTls(), f.clientTls(), limits, f.bool("http2", d.http2()),
-                    f.integer("max_concurrent_streams", d.maxConcurrentStreams()), f.bool("busy_poll", d.busyPoll()));
+                    f.integer("max_concurrent_streams", d.maxConcurrentStreams()));
         } catch (IllegalArgumentException e) {
             throw new UsageException(config + ": " + e.getMessage());
         }

@@ -129,7 +129,7 @@ public final class Gateway implements AutoCloseable {
         this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
                 () -> refusedSnapshots.sum() + source.refusals(), this::ownClasses);
         ClientPipeline clients = new ClientPipeline(this, serverTls);
-        this.group = Transport.current().group(threads, config.busyPoll());
+        this.group = Transport.current().group(threads);
         ServerBootstrap b = new ServerBootstrap()
                 .group(group)
                 .channel(Transport.current().serverChannel())
@@ -153,13 +153,7 @@ public final class Gateway implements AutoCloseable {
         LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")
                 + "://" + config.host() + ":" + port() + (config.http2() ? " (HTTP/1.1 and HTTP/2)" : " (HTTP/1.1)")
                 + " with snapshot " + plane.get().snapshot().version() + " ("
-                + Transport.current().name().toLowerCase() + " transport" + (config.busyPoll() ? ", busy polling" : "")
-                + ")");
-    }
-
-    /** The event loops, for tests. */
-    EventLoopGroup loops() {
-        return group;
+                + Transport.current().name().toLowerCase() + " transport)");
     }
 
     /** The bearer token crosses the network in clear when the control plane is plain HTTP on another host. */

@@ -3,8 +3,6 @@ package dev.sextant.server.internal;
 import io.netty.channel.Channel;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.SelectStrategy;
-import io.netty.channel.SelectStrategyFactory;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
@@ -13,7 +11,6 @@ import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
-import java.nio.channels.spi.SelectorProvider;
 
 /**
  * The socket transport of the gateway's event loops: Netty's native epoll where it loads (Linux x86_64), else
@@ -33,33 +30,10 @@ public enum Transport {
                 || !Epoll.isAvailable() ? NIO : EPOLL;
     }
 
-    /**
-     * A busy-polling loop's choice at each turn: poll the sockets without waiting, handle what is ready, else go round
-     * again ({@link SelectStrategy#CONTINUE}), running due tasks and timers on the way. The spinning is in Java, one
-     * non-blocking poll per turn, the same on both transports.
-     */
-    static final SelectStrategy SPIN = (pollNow, hasTasks) -> {
-        int ready = pollNow.get();
-        return ready > 0 ? ready : SelectStrategy.CONTINUE;
-    };
-
     /** An event loop group of {@code threads} loops. */
     public EventLoopGroup group(int threads) {
-        return group(threads, false);
-    }
-
-    /**
-     * An event loop group of {@code threads} loops; with {@code busyPoll} each loop polls its sockets without
-     * blocking, over and over, instead of sleeping until one is ready.
-     */
-    public EventLoopGroup group(int threads, boolean busyPoll) {
-        if (!busyPoll) {
-            return new MultiThreadIoEventLoopGroup(threads, this == EPOLL ? EpollIoHandler.newFactory()
-                    : NioIoHandler.newFactory());
-        }
-        SelectStrategyFactory spin = () -> SPIN;
-        return new MultiThreadIoEventLoopGroup(threads, this == EPOLL ? EpollIoHandler.newFactory(0, spin)
-                : NioIoHandler.newFactory(SelectorProvider.provider(), spin));
+        return new MultiThreadIoEventLoopGroup(threads, this == EPOLL ? EpollIoHandler.newFactory()
+                : NioIoHandler.newFactory());
     }
 
     /** The listening socket's channel class. */
