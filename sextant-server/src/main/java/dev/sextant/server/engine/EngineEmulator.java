@@ -1,6 +1,7 @@
 package dev.sextant.server.engine;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.tls.ServerTls;
 import dev.sextant.server.tls.TlsContexts;
 import io.netty.bootstrap.ServerBootstrap;
@@ -65,12 +66,12 @@ public final class EngineEmulator implements AutoCloseable {
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong hung = new AtomicLong();
     /** Bearer token {@code /admin/faults} requires, UTF-8; null: the endpoint is open (tests, the demo). */
-    final dev.sextant.server.auth.BearerToken adminToken;
+    final BearerToken adminToken;
 
-    private EngineEmulator(EngineConfig config, int sendBufferBytes, ServerTls tls, String adminToken)
+    private EngineEmulator(EngineConfig config, int sendBufferBytes, ServerTls tls, BearerToken adminToken)
             throws InterruptedException {
         this.config = config;
-        this.adminToken = adminToken == null ? null : dev.sextant.server.auth.BearerToken.of(adminToken);
+        this.adminToken = adminToken;
         SslContext sslContext = tls == null ? null : TlsContexts.server(tls);
         this.faults = new AtomicReference<>(config.faults());
         this.group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
@@ -117,10 +118,7 @@ public final class EngineEmulator implements AutoCloseable {
      * @throws IllegalArgumentException if the TLS files are unusable (the message names the key and file)
      * @throws IllegalStateException if the address cannot be bound
      */
-    public static EngineEmulator start(EngineConfig config, ServerTls tls, String adminToken) {
-        if (adminToken != null && adminToken.isBlank()) {
-            throw new IllegalArgumentException("admin token: blank (expected: a non-empty token, or none)");
-        }
+    public static EngineEmulator start(EngineConfig config, ServerTls tls, BearerToken adminToken) {
         return start(config, 0, tls, adminToken);
     }
 
@@ -132,7 +130,8 @@ public final class EngineEmulator implements AutoCloseable {
         return start(config, sendBufferBytes, null, null);
     }
 
-    private static EngineEmulator start(EngineConfig config, int sendBufferBytes, ServerTls tls, String adminToken) {
+    private static EngineEmulator start(EngineConfig config, int sendBufferBytes, ServerTls tls,
+                                        BearerToken adminToken) {
         try {
             return new EngineEmulator(config, sendBufferBytes, tls, adminToken);
         } catch (InterruptedException e) {
@@ -262,7 +261,7 @@ public final class EngineEmulator implements AutoCloseable {
     public static void main(String[] args) throws InterruptedException {
         EngineConfig config;
         ServerTls tls;
-        String adminToken;
+        BearerToken adminToken;
         try {
             List<String> rest = new ArrayList<>();
             java.util.Map<String, String> security = securityOptions(args, rest);
@@ -273,7 +272,7 @@ public final class EngineEmulator implements AutoCloseable {
                     : new ServerTls(cert == null ? null : java.nio.file.Path.of(cert),
                             key == null ? null : java.nio.file.Path.of(key), null);
             adminToken = security.containsKey("--admin-token-file")
-                    ? readToken(java.nio.file.Path.of(security.get("--admin-token-file"))) : null;
+                    ? tokenFile(java.nio.file.Path.of(security.get("--admin-token-file"))) : null;
         } catch (IllegalArgumentException e) {
             System.err.println("engine: " + e.getMessage());
             System.exit(2);
@@ -313,15 +312,14 @@ public final class EngineEmulator implements AutoCloseable {
         return out;
     }
 
-    private static String readToken(java.nio.file.Path file) {
+    /** The tokens of {@code --admin-token-file}; a problem is an {@link IllegalArgumentException} naming the option. */
+    static BearerToken tokenFile(java.nio.file.Path file) {
         try {
-            String t = java.nio.file.Files.readString(file, StandardCharsets.UTF_8).strip();
-            if (t.isEmpty()) {
-                throw new IllegalArgumentException("--admin-token-file: " + file + " is empty");
-            }
-            return t;
+            return BearerToken.file(file);
         } catch (java.io.IOException e) {
             throw new IllegalArgumentException("--admin-token-file: cannot read " + file + ": " + e.getMessage());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--admin-token-file: " + file + ": " + e.getMessage());
         }
     }
 

@@ -3,10 +3,14 @@ package dev.sextant.server.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sextant.server.auth.BearerToken;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The emulator's security options are taken out of its command line before the others are parsed. */
 class EngineSecurityOptionsTest {
@@ -25,5 +29,24 @@ class EngineSecurityOptionsTest {
     void securityOption_withoutValue_isAnError() {
         assertThatThrownBy(() -> EngineEmulator.securityOptions(new String[] {"--admin-token-file"}, new ArrayList<>()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("--admin-token-file: missing value");
+    }
+
+    @Test
+    void adminTokenFile_isReadAsEveryServersTokenFile_anyOfItsLinesAccepted(@TempDir Path dir) throws Exception {
+        Path file = Files.writeString(dir.resolve("token"), "new-token\nold-token\n");
+        BearerToken token = EngineEmulator.tokenFile(file);
+        assertThat(token.accepts("Bearer new-token")).isTrue();
+        assertThat(token.accepts("Bearer old-token")).isTrue();
+        assertThat(token.accepts("Bearer other")).isFalse();
+    }
+
+    @Test
+    void adminTokenFile_emptyOrMissing_isAnErrorNamingTheOption(@TempDir Path dir) throws Exception {
+        Path empty = Files.writeString(dir.resolve("empty"), "\n");
+        assertThatThrownBy(() -> EngineEmulator.tokenFile(empty)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("--admin-token-file: " + empty);
+        Path missing = dir.resolve("missing");
+        assertThatThrownBy(() -> EngineEmulator.tokenFile(missing)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("--admin-token-file: cannot read " + missing);
     }
 }

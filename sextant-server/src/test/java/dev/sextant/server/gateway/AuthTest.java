@@ -3,6 +3,7 @@ package dev.sextant.server.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.control.ControlPlane;
 import dev.sextant.server.control.ControlPlaneConfig;
 import dev.sextant.server.engine.EngineConfig;
@@ -114,7 +115,7 @@ class AuthTest {
 
     @Test
     void emulatorAdminFaults_withAToken_refusesMissingOrWrongOnes() throws Exception {
-        try (EngineEmulator engine = EngineEmulator.start(EngineConfig.defaults("e", "m"), null, TOKEN)) {
+        try (EngineEmulator engine = EngineEmulator.start(EngineConfig.defaults("e", "m"), null, BearerToken.of(TOKEN))) {
             URI base = URI.create("http://127.0.0.1:" + engine.port());
             String body = "{\"error_rate\": 1.0}";
             for (String wrong : WRONG) {
