@@ -45,6 +45,12 @@ public final class SortedEngineIds {
         return ids[rank];
     }
 
+    /** The rank of {@code id}, or −1 when it is not one of these ids. */
+    public int rankOf(String id) {
+        int at = java.util.Arrays.binarySearch(ids, id);
+        return at >= 0 ? at : -1;
+    }
+
     /**
      * True when these are the same ids as {@code other}'s, in the same order. The last list found equal is
      * remembered (a snapshot's routes are compared with the previous snapshot's, thousands of times over

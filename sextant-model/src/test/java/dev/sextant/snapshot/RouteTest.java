@@ -54,4 +54,14 @@ class RouteTest {
         assertThatThrownBy(() -> SortedEngineIds.of(List.of("b", "a")))
                 .hasMessage("ids[1]: a after b (expected: strictly ascending)");
     }
+
+    @Test
+    void engineIds_giveTheRankOfAnId_orMinusOne() {
+        SortedEngineIds ids = SortedEngineIds.of(List.of("e1", "e10", "e2"));
+        assertThat(ids.rankOf("e1")).isZero();
+        assertThat(ids.rankOf("e10")).isEqualTo(1);
+        assertThat(ids.rankOf("e2")).isEqualTo(2);
+        assertThat(ids.rankOf("e3")).isEqualTo(-1);
+        assertThat(ids.rankOf("e0")).isEqualTo(-1);
+    }
 }

@@ -260,13 +260,6 @@ final class Instance {
 
     /** The affinity caps: last snapshot's flow of each source into each of its groups. */
     private void fillKept(Snapshot previous) {
-        Map<String, Integer> groupOfEngine = new HashMap<>();
-        for (int h = 0; h < groupCount; h++) {
-            for (int j : groupEngines[h]) {
-                groupOfEngine.put(engines.get(j).id(), h);
-            }
-        }
-        // the same by rank, for routes held over these engine ids (a previous snapshot of this fleet)
         int[] groupOfRank = new int[engines.size()];
         java.util.Arrays.fill(groupOfRank, -1);
         for (int h = 0; h < groupCount; h++) {
@@ -287,19 +280,15 @@ final class Instance {
             }
             double[] kept = sourceKept[k];
             double rate = r.demandRps();
-            boolean ranked = r.forEachRanked(engineIds, (rank, w) -> {
-                int h = groupOfRank[rank];
+            Route.RankedWeights keep = (rank, w) -> {
+                int h = rank < 0 ? -1 : groupOfRank[rank];
                 if (h >= 0 && slotOf[h] >= 0) {
                     kept[slotOf[h]] += w * rate;
                 }
-            });
-            if (!ranked) {
-                r.weights().forEach((engine, w) -> {
-                    Integer h = groupOfEngine.get(engine);
-                    if (h != null && slotOf[h] >= 0) {
-                        kept[slotOf[h]] += w * rate;
-                    }
-                });
+            };
+            // by rank when the route is held over these engine ids (a previous snapshot of this fleet), else by id
+            if (!r.forEachRanked(engineIds, keep)) {
+                r.weights().forEach((engine, w) -> keep.accept(engineIds.rankOf(engine), w));
             }
             for (int g : groups) {
                 slotOf[g] = -1;
