@@ -131,7 +131,7 @@ public final class LoadDriver implements AutoCloseable {
 
         @Override
         public void onError(Throwable t) {
-            errors.increment();
+            // counted once, where the whole exchange completes with this failure
         }
 
         @Override
@@ -150,11 +150,18 @@ public final class LoadDriver implements AutoCloseable {
         StringBuilder shares = new StringBuilder();
         new TreeMap<>(byEngine).forEach((e, c) -> shares.append(' ').append(e).append(' ')
                 .append(Math.round(100.0 * c.sum() / Math.max(1, total))).append('%'));
-        out.printf("t=%4ds  requests %d  ok %d  errors %d  shed %d  TTFT p50 %.1f ms  p99 %.1f ms  |%s%n",
+        long done = ok.sum() + errors.sum() + shed.sum();
+        out.printf("t=%4ds  requests %d  ok %d  errors %d  shed %d  in flight %d  TTFT p50 %.1f ms  p99 %.1f ms  |%s%n",
                 Math.round((System.nanoTime() - startNanos) / 1e9), sent.sum(), ok.sum(), errors.sum(), shed.sum(),
+                Math.max(0, sent.sum() - done),
                 h.getTotalCount() == 0 ? Double.NaN : h.getValueAtPercentile(50) / 1000.0,
                 h.getTotalCount() == 0 ? Double.NaN : h.getValueAtPercentile(99) / 1000.0, shares);
         out.flush();
+    }
+
+    /** Requests sent so far. */
+    public long sent() {
+        return sent.sum();
     }
 
     /** Requests answered completely with 200 so far. */
