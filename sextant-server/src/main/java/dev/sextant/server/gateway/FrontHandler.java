@@ -72,6 +72,10 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 malformed(ctx, cause);
                 return;
             }
+            String target = originForm(req.uri());
+            if (!target.equals(req.uri())) {
+                req.setUri(target); // what is routed, logged and sent to the engine
+            }
             // the raw path, not a decoded one: /v1%2Fchat%2Fcompletions or /metrics/../x name no endpoint (404), and
             // what is classified is exactly what the engine is sent
             String path = new QueryStringDecoder(req.uri()).rawPath();
@@ -257,5 +261,24 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         LOG.log(Level.FINE, "client connection error", cause);
         ctx.close();
+    }
+
+    /**
+     * A request target in absolute form ({@code http://host/v1/models?x}, which RFC 9112 §3.2.2 says a server must
+     * accept, though clients send it only to forward proxies) as its origin form ({@code /v1/models?x}); any other
+     * target unchanged. The host part is not used: a gateway serves its own gateway cluster whatever it is called.
+     */
+    static String originForm(String target) {
+        int scheme = target.regionMatches(true, 0, "http://", 0, 7) ? 7
+                : target.regionMatches(true, 0, "https://", 0, 8) ? 8 : -1;
+        if (scheme < 0) {
+            return target;
+        }
+        int slash = target.indexOf('/', scheme);
+        int query = target.indexOf('?', scheme);
+        if (slash < 0 || (query >= 0 && query < slash)) {
+            return query < 0 ? "/" : "/" + target.substring(query);
+        }
+        return target.substring(slash);
     }
 }

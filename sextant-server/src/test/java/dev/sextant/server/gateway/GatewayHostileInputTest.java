@@ -171,6 +171,27 @@ class GatewayHostileInputTest {
         }
     }
 
+    @Test
+    void absoluteFormTargets_areServedAsTheirPath() throws Exception {
+        assertThat(FrontHandler.originForm("http://gw:8080/v1/models?x=1")).isEqualTo("/v1/models?x=1");
+        assertThat(FrontHandler.originForm("HTTPS://gw")).isEqualTo("/");
+        assertThat(FrontHandler.originForm("http://gw?q")).isEqualTo("/?q");
+        assertThat(FrontHandler.originForm("/healthz")).isEqualTo("/healthz");
+        String body = Fleet.chat("absolute", false, 1);
+        String raw = "POST http://gw.example/v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+                + "Content-Length: " + body.length() + "\r\n\r\n" + body
+                + "GET http://gw.example/healthz HTTP/1.1\r\nHost: gw\r\n\r\n";
+        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+            c.send(raw);
+            RawHttp.Answer chat = c.read();
+            assertThat(chat.status()).isEqualTo(200);
+            assertThat(chat.header("x-sextant-engine")).isNotNull();
+            RawHttp.Answer health = c.read();
+            assertThat(health.status()).isEqualTo(200);
+            assertThat(Http.JSON.readTree(health.body()).has("status")).isTrue();
+        }
+    }
+
     @ParameterizedTest(name = "{0} body bytes, declared={1}")
     @CsvSource({"20000, true", "20000, false", "900000, true", "900000, false"})
     void bodyOverTheLimit_is413_afterTheGatewayReadTheRestOfTheBody_soTheClientSeesIt(int size, boolean declared)
