@@ -91,7 +91,11 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     private void snapshot(ChannelHandlerContext ctx, FullHttpRequest req, QueryStringDecoder q, boolean keepAlive) {
         requireMethod(req, HttpMethod.GET);
         String gw = Http.query(q, "gateway");
-        if (gw == null || !cp.current().routes().containsKey(gw)) {
+        if (gw == null) {
+            throw new IllegalArgumentException("gateway: missing (expected: ?gateway=ID, one of "
+                    + cp.current().routes().keySet() + ")");
+        }
+        if (!cp.current().routes().containsKey(gw)) {
             unknownGateway(ctx, gw, keepAlive);
             return;
         }
@@ -240,7 +244,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         try (ByteBufInputStream in = new ByteBufInputStream(req.content().duplicate())) {
             body = Http.JSON.readTree((java.io.InputStream) in);
         } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("malformed JSON report: " + e.getMessage());
+            // Jackson's own words without the location it appends on further lines
+            throw new IllegalArgumentException("malformed JSON report: "
+                    + (e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage()
+                            : e.getMessage()));
         }
         if (body == null || !body.isObject()) {
             throw new IllegalArgumentException("report: expected a JSON object");

@@ -206,8 +206,19 @@ class ControlPlaneTest {
     }
 
     @Test
+    void snapshotWithoutAGateway_is400NamingTheParameter() throws Exception {
+        HttpResponse<String> r = get("/v1/snapshot", "authorization", "Bearer " + TOKEN);
+        assertThat(r.statusCode()).isEqualTo(400);
+        assertThat(r.body()).contains("gateway: missing (expected: ?gateway=ID, one of [gw])");
+        assertThat(get("/v1/snapshot?gateway=mars", "authorization", "Bearer " + TOKEN).statusCode()).isEqualTo(404);
+    }
+
+    @Test
     void malformedReport_is400() throws Exception {
-        assertThat(postReport("{not json", "Bearer " + TOKEN).statusCode()).isEqualTo(400);
+        HttpResponse<String> notJson = postReport("{not json", "Bearer " + TOKEN);
+        assertThat(notJson.statusCode()).isEqualTo(400);
+        assertThat(dev.sextant.server.internal.Http.JSON.readTree(notJson.body()).path("error").path("message").asText())
+                .startsWith("malformed JSON report: Unexpected character").doesNotContain("\n").doesNotContain("Source");
         assertThat(postReport("{\"gateway\":\"mars\"}", "Bearer " + TOKEN).statusCode()).isEqualTo(400);
         assertThat(postReport("{\"gateway\":\"gw\",\"demand_rps\":{\"chat\":-1}}", "Bearer " + TOKEN).statusCode())
                 .isEqualTo(400);
