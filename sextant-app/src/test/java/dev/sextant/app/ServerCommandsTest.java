@@ -67,4 +67,19 @@ class ServerCommandsTest {
         assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
         assertThat(stdout).contains("gateway east on http://127.0.0.1:").contains("(snapshot 1 from ").contains("stopped");
     }
+
+    @Test
+    void gateway_onAPortInUse_isBadInputNamingTheAddress() throws Exception {
+        Path topology = Path.of("..", "examples", "talk.yaml");
+        assertThat(run("solve", topology.toString())).isZero();
+        Files.writeString(dir.resolve("snapshot.json"), stdout);
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            Path config = dir.resolve("gateway.yaml");
+            Files.writeString(config, "gateway_cluster: east\nport: " + taken.getLocalPort()
+                    + "\nsnapshot_file: snapshot.json\nthreads: 1\n");
+            assertThat(run("gateway", "--config", config.toString())).isEqualTo(Sextant.EXIT_BAD_INPUT);
+            assertThat(stderr.strip()).isEqualTo("gateway: cannot listen on 127.0.0.1:" + taken.getLocalPort()
+                    + ": Address already in use");
+        }
+    }
 }

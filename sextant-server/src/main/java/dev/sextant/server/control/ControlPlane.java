@@ -5,6 +5,8 @@ import dev.sextant.config.TopologyException;
 import dev.sextant.config.TopologyLoader;
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.SolveOptions;
+import dev.sextant.server.internal.Listen;
+import dev.sextant.server.internal.ListenException;
 import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.signal.EngineMetrics;
 import dev.sextant.signal.PrometheusText;
@@ -151,7 +153,7 @@ public final class ControlPlane implements AutoCloseable {
                     }
                 });
         try {
-            serverChannel = b.bind(config.host(), config.port()).sync().channel();
+            serverChannel = Listen.on(b, config.host(), config.port());
         } catch (RuntimeException | InterruptedException e) {
             policy.shutdownNow();
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
@@ -173,6 +175,8 @@ public final class ControlPlane implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while starting", e);
+        } catch (ListenException e) {
+            throw e; // already names the address
         } catch (RuntimeException e) {
             throw new IllegalStateException("cannot start control plane on " + config.host() + ":" + config.port()
                     + ": " + e.getMessage(), e);

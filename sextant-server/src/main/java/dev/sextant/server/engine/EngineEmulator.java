@@ -2,6 +2,8 @@ package dev.sextant.server.engine;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sextant.server.auth.BearerToken;
+import dev.sextant.server.internal.Listen;
+import dev.sextant.server.internal.ListenException;
 import dev.sextant.server.tls.ServerTls;
 import dev.sextant.server.tls.TlsContexts;
 import io.netty.bootstrap.ServerBootstrap;
@@ -95,7 +97,7 @@ public final class EngineEmulator implements AutoCloseable {
                     }
                 });
         try {
-            this.serverChannel = bootstrap.bind(config.host(), config.port()).sync().channel();
+            this.serverChannel = Listen.on(bootstrap, config.host(), config.port());
         } catch (RuntimeException | InterruptedException e) {
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
             throw e;
@@ -105,7 +107,7 @@ public final class EngineEmulator implements AutoCloseable {
     /**
      * Starts an engine and returns once it listens.
      *
-     * @throws IllegalStateException if the address cannot be bound
+     * @throws dev.sextant.server.internal.ListenException if the address cannot be bound
      */
     public static EngineEmulator start(EngineConfig config) {
         return start(config, 0, null, null);
@@ -116,7 +118,7 @@ public final class EngineEmulator implements AutoCloseable {
      * {@code Authorization: Bearer <adminToken>} (null: open, as in tests and the demo).
      *
      * @throws IllegalArgumentException if the TLS files are unusable (the message names the key and file)
-     * @throws IllegalStateException if the address cannot be bound
+     * @throws dev.sextant.server.internal.ListenException if the address cannot be bound
      */
     public static EngineEmulator start(EngineConfig config, ServerTls tls, BearerToken adminToken) {
         return start(config, 0, tls, adminToken);
@@ -137,10 +139,10 @@ public final class EngineEmulator implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while binding " + config.host() + ":" + config.port(), e);
-        } catch (IllegalArgumentException e) {
+        } catch (IllegalArgumentException | ListenException e) {
             throw e;
         } catch (RuntimeException e) {
-            throw new IllegalStateException("cannot bind " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
+            throw new IllegalStateException("cannot start on " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
         }
     }
 

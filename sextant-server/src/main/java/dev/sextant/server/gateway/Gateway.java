@@ -9,6 +9,8 @@ import dev.sextant.request.DataPlaneStatus;
 import dev.sextant.request.Ejection;
 import dev.sextant.request.Ticker;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.internal.Listen;
+import dev.sextant.server.internal.ListenException;
 import dev.sextant.server.internal.Transport;
 import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.snapshot.Route;
@@ -144,7 +146,7 @@ public final class Gateway implements AutoCloseable {
                     }
                 });
         try {
-            serverChannel = b.bind(config.host(), config.port()).sync().channel();
+            serverChannel = Listen.on(b, config.host(), config.port());
         } catch (RuntimeException | InterruptedException e) {
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
             reporter.close();
@@ -199,6 +201,9 @@ public final class Gateway implements AutoCloseable {
         } catch (TimeoutException e) {
             source.close();
             throw new IllegalStateException("no snapshot from the snapshot source within 60 s", e);
+        } catch (ListenException e) {
+            source.close();
+            throw e; // already names the address
         } catch (RuntimeException e) {
             source.close();
             throw new IllegalStateException("cannot start gateway on " + config.host() + ":" + config.port() + ": "

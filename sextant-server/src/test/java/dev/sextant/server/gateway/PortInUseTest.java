@@ -1,0 +1,36 @@
+package dev.sextant.server.gateway;
+
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sextant.server.control.ControlPlane;
+import dev.sextant.server.control.ControlPlaneConfig;
+import dev.sextant.server.engine.EngineConfig;
+import dev.sextant.server.engine.EngineEmulator;
+import dev.sextant.server.internal.ListenException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Each server whose port is taken fails to start with one clear line naming the address. */
+class PortInUseTest {
+    @Test
+    void everyServer_onAPortInUse_failsNamingTheAddress(@TempDir Path dir) throws Exception {
+        try (Fleet fleet = new Fleet(1);
+             ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            int port = taken.getLocalPort();
+            String says = "cannot listen on 127.0.0.1:" + port + ": Address already in use";
+            assertThatThrownBy(() -> Gateway.start(GatewayConfig.defaults("gw").withAddress("127.0.0.1", port),
+                    SnapshotSource.fixed(fleet.snapshot()), 1))
+                    .isInstanceOf(ListenException.class).hasMessage(says);
+            assertThatThrownBy(() -> EngineEmulator.start(EngineConfig.defaults("e", "m").withPort(port)))
+                    .isInstanceOf(ListenException.class).hasMessage(says);
+            Path topology = Files.writeString(dir.resolve("topology.yaml"), fleet.yaml(10));
+            assertThatThrownBy(() -> ControlPlane.start(ControlPlaneConfig.defaults(topology, "secret")
+                    .withAddress("127.0.0.1", port)))
+                    .isInstanceOf(ListenException.class).hasMessage(says);
+        }
+    }
+}
