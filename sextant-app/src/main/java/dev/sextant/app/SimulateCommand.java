@@ -55,9 +55,11 @@ final class SimulateCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new UsageException(e.getMessage());
         }
-        out.printf(Locale.ROOT, "%-22s %10s %10s %10s %8s %8s%n", "policy", "ttft p50", "ttft p99", "e2e p99",
-                "shed", "failed");
-        results.forEach((name, s) -> out.printf(Locale.ROOT, "%-22s %8.0f ms %8.0f ms %8.0f ms %7.2f%% %8d%n",
+        // the name column as wide as the longest name ("legacy-feedback[gain=0.1]" and the like)
+        int width = Math.max("policy".length(), results.keySet().stream().mapToInt(String::length).max().orElse(0));
+        out.printf(Locale.ROOT, "%-" + width + "s %11s %11s %11s %8s %8s%n", "policy", "ttft p50", "ttft p99",
+                "e2e p99", "shed", "failed");
+        results.forEach((name, s) -> out.printf(Locale.ROOT, "%-" + width + "s %8.0f ms %8.0f ms %8.0f ms %7.2f%% %8d%n",
                 name, s.ttftP50Ms(), s.ttftP99Ms(), s.e2eP99Ms(), 100 * s.shedFraction(), s.failed()));
         out.println("Report: " + outDir.resolve("report.md"));
         out.flush();

@@ -51,4 +51,25 @@ class SimulateCommandTest {
         assertThat(code).isEqualTo(2);
         assertThat(err.toString()).contains("bogus", "sextant", "legacy-feedback");
     }
+
+    @Test
+    void simulate_intoAFile_writesOneProgressLinePerPolicy_andAlignsTheTable(@TempDir Path dir) throws Exception {
+        java.io.ByteArrayOutputStream progress = new java.io.ByteArrayOutputStream();
+        StringWriter table = new StringWriter();
+        int code = new picocli.CommandLine(new SimulateCommand(new PrintWriter(table, true),
+                new java.io.PrintStream(progress, true, java.nio.charset.StandardCharsets.UTF_8)))
+                .execute(scenario("talk-example.yaml").toString(), "--policies", "sextant,legacy-feedback[gain=0.1]",
+                        "--seed", "3", "--out", dir.toString());
+
+        assertThat(code).isZero();
+        String lines = progress.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(lines).doesNotContain("\r").doesNotContain("[#");
+        assertThat(lines.lines()).hasSize(2).allMatch(l -> l.contains(" done: "));
+        java.util.List<String> rows = table.toString().lines().filter(l -> l.contains(" ms ")).toList();
+        assertThat(rows).hasSize(2);
+        assertThat(rows.get(0).indexOf(" ms ")).isEqualTo(rows.get(1).indexOf(" ms "));
+        // the header's "ttft p50" ends where the first row's "… ms" does
+        assertThat(table.toString().lines().findFirst().orElseThrow().indexOf("ttft p50") + 8)
+                .isEqualTo(rows.get(0).indexOf(" ms ") + 3);
+    }
 }

@@ -102,16 +102,23 @@ public final class Simulator {
     record Run(String policy, Simulation simulation, Metrics metrics, Summary summary, double wallSeconds) {
     }
 
+    /**
+     * Whether progress bars are redrawn in place: only on a terminal. Into a file or a pipe (a CI log) a bar
+     * redrawn a hundred times is one line of thousands of characters, so there only the line per finished policy
+     * is written.
+     */
+    private static final boolean REDRAW = System.console() != null;
+
     /** Runs one policy over a loaded scenario. */
     static Run simulate(Scenario s, String policy, long seed, PrintStream progress) {
         SimPolicy p = SimPolicies.create(policy, s);
-        DoubleConsumer bar = progress == null ? null : new ProgressBar(progress, policy);
+        DoubleConsumer bar = progress == null || !REDRAW ? null : new ProgressBar(progress, policy);
         long t0 = System.nanoTime();
         Simulation sim = new Simulation(s, p, seed, bar);
         Metrics m = sim.run();
         double wall = (System.nanoTime() - t0) / 1e9;
         if (progress != null) {
-            progress.printf("\r%-28s done: %,d requests in %.1f s wall (%,.0f simulated requests/s)%n", policy,
+            progress.printf((REDRAW ? "\r" : "") + "%-28s done: %,d requests in %.1f s wall (%,.0f simulated requests/s)%n", policy,
                     m.generated, wall, m.generated / Math.max(wall, 1e-9));
         }
         return new Run(policy, sim, m, m.summary(), wall);
