@@ -24,7 +24,8 @@ import java.util.List;
  * @param promptText       the prompt's leading text (messages' contents concatenated in order, or
  *                         {@code prompt}), or null; only the first {@value Keys#PROMPT_PREFIX_CHARS}
  *                         characters matter
- * @param requestId        header {@code x-request-id} or an id the gateway generated; unique per request
+ * @param requestId        an id unique per request that the client does not choose (the gateway passes its own,
+ *                         not the client's {@code x-request-id}): admission sheds by its hash
  */
 public record HttpFields(String model, String residencyHeader, String priorityHeader, String promptCacheKey,
                          String sessionHeader, String user, CharSequence promptText, String requestId) {

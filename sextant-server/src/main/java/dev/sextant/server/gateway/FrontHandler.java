@@ -167,13 +167,14 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     keepAlive);
             return;
         }
-        String requestId = req.headers().get("x-request-id");
-        if (requestId == null || requestId.isBlank()) {
-            requestId = gw.newRequestId();
-        }
+        // admission sheds by a hash of the request's id, so that id is always the gateway's own: with the client's,
+        // one sending (or retrying with) the same id would be shed always or never, whatever the shed fraction
+        String ownId = gw.newRequestId();
+        String clientId = req.headers().get("x-request-id");
+        String requestId = usableRequestId(clientId) ? clientId : ownId;
         HttpFields fields = new HttpFields(body.model(), req.headers().get(HttpFields.RESIDENCY_HEADER),
                 req.headers().get(HttpFields.PRIORITY_HEADER), body.promptCacheKey(),
-                req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.promptText(), requestId);
+                req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.promptText(), ownId);
         Decision d = gw.plane().route(fields.toMeta());
         if (!d.routed()) {
             req.release();
@@ -280,5 +281,26 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             return query < 0 ? "/" : "/" + target.substring(query);
         }
         return target.substring(slash);
+    }
+
+    /** The longest client {@code x-request-id} passed on; a longer one is replaced by the gateway's own. */
+    static final int MAX_REQUEST_ID = 200;
+
+    /**
+     * Whether a client's {@code x-request-id} is passed on (to the engine, the answer and the access log): 1 to
+     * {@value #MAX_REQUEST_ID} visible ASCII characters. Any other (absent, blank, 12 KB that the engine would refuse
+     * as too large a header, characters a log line should not carry) is replaced by the gateway's own id.
+     */
+    static boolean usableRequestId(String id) {
+        if (id == null || id.isEmpty() || id.length() > MAX_REQUEST_ID) {
+            return false;
+        }
+        for (int i = 0; i < id.length(); i++) {
+            char c = id.charAt(i);
+            if (c < 0x21 || c > 0x7e) {
+                return false;
+            }
+        }
+        return true;
     }
 }

@@ -205,6 +205,44 @@ class GatewayProxyTest {
     }
 
     @Test
+    void sheddingIgnoresTheClientsRequestId_soOneIdIsNotAlwaysOrNeverShed() throws Exception {
+        try (StaticSource overloaded = SnapshotSource.fixed(fleet.snapshot(1000));
+             Gateway shedding = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), overloaded, 1)) {
+            assertThat(overloaded.held().route("gw", "chat").shedFraction()).isBetween(0.3, 0.9);
+            int refused = 0;
+            int served = 0;
+            for (int i = 0; i < 40; i++) {
+                // a client that retries, or tags every request, with one id
+                HttpResponse<String> r = Fleet.post(shedding.port(), "/v1/chat/completions", Fleet.chat("s" + i, false, 1),
+                        "x-request-id", "the-same-id");
+                if (r.statusCode() == 429) {
+                    refused++;
+                } else {
+                    assertThat(r.statusCode()).isEqualTo(200);
+                    served++;
+                }
+                assertThat(r.headers().firstValue("x-request-id")).hasValue("the-same-id");
+            }
+            assertThat(refused).isPositive();
+            assertThat(served).isPositive();
+        }
+    }
+
+    @Test
+    void aClientRequestIdTooLongOrWithSpaces_isReplacedByTheGatewaysOwn() throws Exception {
+        for (String id : new String[] {"x".repeat(FrontHandler.MAX_REQUEST_ID + 1), "two words", "x".repeat(12_000)}) {
+            HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("rid", false, 1),
+                    "x-request-id", id);
+            assertThat(r.statusCode()).isEqualTo(200);
+            assertThat(r.headers().firstValue("x-request-id").orElseThrow()).startsWith("sx-");
+        }
+        String fine = "req_" + "a".repeat(FrontHandler.MAX_REQUEST_ID - 4);
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("rid", false, 1),
+                "x-request-id", fine);
+        assertThat(r.headers().firstValue("x-request-id")).hasValue(fine);
+    }
+
+    @Test
     void pipelinedRequests_areAnsweredInOrderOnOneConnection() throws Exception {
         String body = Fleet.chat("pipe", false, 2);
         String one = "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
