@@ -34,6 +34,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     private Exchange current;
     /** Most requests held back while one is answered (HTTP pipelining); more close the connection. */
     static final int MAX_PIPELINED = 16;
+    /** The longest client {@code x-request-id} passed on; a longer one is replaced by the gateway's own. */
+    static final int MAX_REQUEST_ID = 200;
     // requests that arrived in the same read as one being proxied; answers go out in request order
     private final java.util.ArrayDeque<FullHttpRequest> pipelined = new java.util.ArrayDeque<>(2);
 
@@ -282,9 +284,6 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         }
         return target.substring(slash);
     }
-
-    /** The longest client {@code x-request-id} passed on; a longer one is replaced by the gateway's own. */
-    static final int MAX_REQUEST_ID = 200;
 
     /**
      * Whether a client's {@code x-request-id} is passed on (to the engine, the answer and the access log): 1 to
