@@ -286,17 +286,18 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * Whether a client's {@code x-request-id} is passed on (to the engine, the answer and the access log): 1 to
-     * {@value #MAX_REQUEST_ID} visible ASCII characters. Any other (absent, blank, 12 KB that the engine would refuse
-     * as too large a header, characters a log line should not carry) is replaced by the gateway's own id.
+     * Whether a client's {@code x-request-id} is passed on (to the engine and in the answer): 1 to
+     * {@value #MAX_REQUEST_ID} printable ASCII characters (spaces included, not only spaces). Any other (absent,
+     * blank, 12 KB that the engine would refuse as too large a header, a tab or bytes beyond ASCII that an engine's
+     * HTTP parser may refuse) is replaced by the gateway's own id.
      */
     static boolean usableRequestId(String id) {
-        if (id == null || id.isEmpty() || id.length() > MAX_REQUEST_ID) {
+        if (id == null || id.isBlank() || id.length() > MAX_REQUEST_ID) {
             return false;
         }
         for (int i = 0; i < id.length(); i++) {
             char c = id.charAt(i);
-            if (c < 0x21 || c > 0x7e) {
+            if (c < 0x20 || c > 0x7e) {
                 return false;
             }
         }

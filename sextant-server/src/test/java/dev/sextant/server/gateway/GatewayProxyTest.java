@@ -229,8 +229,12 @@ class GatewayProxyTest {
     }
 
     @Test
-    void aClientRequestIdTooLongOrWithSpaces_isReplacedByTheGatewaysOwn() throws Exception {
-        for (String id : new String[] {"x".repeat(FrontHandler.MAX_REQUEST_ID + 1), "two words", "x".repeat(12_000)}) {
+    void aClientRequestIdTooLongOrNotPrintableAscii_isReplacedByTheGatewaysOwn() throws Exception {
+        assertThat(FrontHandler.usableRequestId("req 42")).isTrue();
+        assertThat(FrontHandler.usableRequestId("req\t42")).isFalse();
+        assertThat(FrontHandler.usableRequestId("req-\u00e9")).isFalse();
+        assertThat(FrontHandler.usableRequestId("   ")).isFalse();
+        for (String id : new String[] {"x".repeat(FrontHandler.MAX_REQUEST_ID + 1), "x".repeat(12_000)}) {
             HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("rid", false, 1),
                     "x-request-id", id);
             assertThat(r.statusCode()).isEqualTo(200);
