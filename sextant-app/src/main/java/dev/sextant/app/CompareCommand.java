@@ -15,7 +15,8 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Parameters;
 
 /** {@code sextant compare}: every policy on one topology, side by side. */
-@Command(name = "compare", description = "Solve a topology with every policy and compare latency, utilization and shedding.")
+@Command(name = "compare", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
+        description = "Solve a topology with every policy and compare latency, utilization and shedding.")
 final class CompareCommand implements Callable<Integer> {
     private final Services services;
     private final PrintWriter out;

@@ -10,7 +10,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code sextant control-plane --config control-plane.yaml}: the control plane process. */
-@Command(name = "control-plane", description = "Run the control plane from a config file (docs/servers.md).")
+@Command(name = "control-plane", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
+        description = "Run the control plane from a config file (docs/servers.md).")
 final class ControlPlaneCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("topology", "host", "port", "token_file", "solve_interval",
             "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "weight_hysteresis",

@@ -12,7 +12,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code sextant demo}: a control plane, two gateways and six emulated engines in one process. */
-@Command(name = "demo", description = "Run a control plane, two gateways and six emulated engines on loopback; "
+@Command(name = "demo", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
+        description = "Run a control plane, two gateways and six emulated engines on loopback; "
         + "Ctrl-C stops it. With --load, also drive traffic and print a summary every few seconds.")
 final class DemoCommand implements Callable<Integer> {
     private final PrintWriter out;

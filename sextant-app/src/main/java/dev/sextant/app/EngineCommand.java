@@ -16,7 +16,8 @@ import picocli.CommandLine.Unmatched;
  * options without the dashes ({@code max_seqs} for {@code --max-seqs}; {@code models} a list); options on the
  * command line come after the file's, so they win.
  */
-@Command(name = "engine", description = "Run one emulated vLLM engine (docs/engine-emulator.md), from a config file "
+@Command(name = "engine", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
+        description = "Run one emulated vLLM engine (docs/engine-emulator.md), from a config file "
         + "and/or the emulator's options (--id, --port, --model, --max-seqs, --decode-base-ms, --error-rate, …).")
 final class EngineCommand implements Callable<Integer> {
     static final java.util.Set<String> KEYS = java.util.Set.of("id", "host", "port", "models", "max_seqs",

@@ -13,7 +13,8 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code sextant explain}: why one gateway cluster's class is routed as it is. */
-@Command(name = "explain", description = "Solve, then explain how one gateway cluster routes one class, engine by engine.")
+@Command(name = "explain", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
+        description = "Solve, then explain how one gateway cluster routes one class, engine by engine.")
 final class ExplainCommand implements Callable<Integer> {
     private final Services services;
     private final PrintWriter out;

@@ -17,7 +17,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code sextant gateway --config gateway.yaml}: one gateway process. */
-@Command(name = "gateway", description = "Run a gateway (OpenAI-compatible proxy) from a config file (docs/servers.md).")
+@Command(name = "gateway", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
+        description = "Run a gateway (OpenAI-compatible proxy) from a config file (docs/servers.md).")
 final class GatewayCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("gateway_cluster", "host", "port", "control_plane", "token_file",
             "snapshot_file", "long_poll_wait", "report_interval", "max_body_bytes", "connect_timeout",

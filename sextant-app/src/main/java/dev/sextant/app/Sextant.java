@@ -55,7 +55,8 @@ public final class Sextant implements Callable<Integer> {
                 .addSubcommand(new GatewayCommand(out))
                 .addSubcommand(new ControlPlaneCommand(out))
                 .addSubcommand(new EngineCommand())
-                .addSubcommand(new SimulateCommand(out, System.err));
+                .addSubcommand(new SimulateCommand(out, System.err))
+                .addSubcommand(new CommandLine.HelpCommand());
         cl.setOut(out).setErr(err);
         cl.setParameterExceptionHandler((ex, a) -> {
             CommandLine c = ex.getCommandLine();

@@ -18,7 +18,7 @@ import picocli.CommandLine.Parameters;
  * {@code sextant simulate}: runs a scenario in the discrete-event simulator for each policy and writes
  * report.md, report.html, plots, CSV and summary.json (docs/evaluation.md).
  */
-@Command(name = "simulate", mixinStandardHelpOptions = true,
+@Command(name = "simulate", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
         description = "Simulate a scenario under several routing policies and write a report (docs/evaluation.md).")
 final class SimulateCommand implements Callable<Integer> {
     private final PrintWriter out;

@@ -8,7 +8,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 /** {@code sextant solve}: prints the snapshot of a topology as JSON. */
-@Command(name = "solve", description = "Compute the routing snapshot of a topology and print it as JSON (docs/snapshot.md).")
+@Command(name = "solve", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
+        description = "Compute the routing snapshot of a topology and print it as JSON (docs/snapshot.md).")
 final class SolveCommand implements Callable<Integer> {
     private final Services services;
     private final PrintWriter out;

@@ -84,6 +84,19 @@ class SextantTest {
         return code;
     }
 
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"solve", "explain", "compare", "demo", "gateway",
+        "control-plane", "engine", "simulate"})
+    void everyCommand_answersHelp_bothWays(String command) {
+        // "Try 'sextant solve --help'" is what a usage error says: it must work
+        assertThat(run(fakes(), command, "--help")).as(stderr).isZero();
+        assertThat(stdout).startsWith("Usage: sextant " + command);
+        assertThat(run(fakes(), "help", command)).as(stderr).isZero();
+        assertThat(stdout).startsWith("Usage: sextant " + command);
+        assertThat(run(fakes(), command, "--version")).as(stderr).isZero();
+        assertThat(stdout).startsWith("sextant ");
+    }
+
     @Test
     void solve_talkYaml_printsSnapshotJsonOfChosenPolicy() {
         int code = run(fakes(), "solve", TALK, "--policy", "waterfall");
