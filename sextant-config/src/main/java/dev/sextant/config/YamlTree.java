@@ -157,7 +157,7 @@ final class YamlTree {
             case VALUE_NUMBER_INT:
                 return new Scalar(line, Kind.INTEGER, p.getText(), p.getDoubleValue());
             case VALUE_NUMBER_FLOAT:
-                return new Scalar(line, Kind.FLOAT, p.getText(), p.getDoubleValue());
+                return new Scalar(line, Kind.FLOAT, p.getText(), floatValue(p));
             case VALUE_TRUE:
             case VALUE_FALSE:
                 return new Scalar(line, Kind.BOOLEAN, p.getText(), Double.NaN);
@@ -166,6 +166,25 @@ final class YamlTree {
             default:
                 problems.add(new ConfigProblem(source, line, path, "a " + t + " (expected: a string, number or boolean)"));
                 return new Scalar(line, Kind.OTHER, String.valueOf(p.getText()), Double.NaN);
+        }
+    }
+
+    /**
+     * A float's value; YAML's special floats ({@code .nan}, {@code .inf}, {@code -.inf} in their three spellings)
+     * too, which Jackson reads as float tokens but cannot convert, so that the field that holds one gets its own
+     * message ({@code engines[0].capacity_rps: NaN (expected: a finite number > 0)}), not a syntax error.
+     */
+    private static double floatValue(JsonParser p) throws IOException {
+        String text = p.getText();
+        switch (text) {
+            case ".nan", ".NaN", ".NAN":
+                return Double.NaN;
+            case ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF":
+                return Double.POSITIVE_INFINITY;
+            case "-.inf", "-.Inf", "-.INF":
+                return Double.NEGATIVE_INFINITY;
+            default:
+                return p.getDoubleValue();
         }
     }
 

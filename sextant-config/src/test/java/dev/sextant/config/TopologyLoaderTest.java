@@ -124,6 +124,9 @@ class TopologyLoaderTest {
             missing rtt for demand  | east: {gpu-east: 2, gpu-west: 60} | east: {gpu-east: 2}     | 11 | network_rtt_ms.east       | missing round trip to engine cluster 'gpu-west', which serves class 'chat' demanded at gateway cluster 'east'
             negative capacity       | capacity_rps: 80          | capacity_rps: -3                | 26 | engines[1].capacity_rps   | -3.0 (expected: a finite number > 0)
             zero capacity           | capacity_rps: 80          | capacity_rps: 0                 | 26 | engines[1].capacity_rps   | 0.0 (expected: a finite number > 0)
+            nan capacity            | capacity_rps: 80          | capacity_rps: .nan              | 26 | engines[1].capacity_rps   | NaN (expected: a finite number > 0)
+            infinite capacity       | capacity_rps: 80          | capacity_rps: .inf              | 26 | engines[1].capacity_rps   | Infinity (expected: a finite number > 0)
+            minus infinite rtt      | gpu-west: 60}             | gpu-west: -.Inf}                | 11 | network_rtt_ms.east.gpu-west | -Infinity (expected: a finite number >= 0)
             health above 1          | capacity_rps: 80          | capacity_rps: 80\\n    health: 1.5  | 27 | engines[1].health     | 1.5 (expected: in [0, 1])
             health below 0          | capacity_rps: 80          | capacity_rps: 80\\n    health: -0.1 | 27 | engines[1].health     | -0.1 (expected: in [0, 1])
             negative rtt            | gpu-west: 60}             | gpu-west: -60}                  | 11 | network_rtt_ms.east.gpu-west | -60.0 (expected: a finite number >= 0)
