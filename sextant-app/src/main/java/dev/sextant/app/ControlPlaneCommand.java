@@ -50,7 +50,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                     f.number("error_rate_limit", d.errorRateLimit()), f.string("demand", d.demand()),
                     f.duration("max_wait", d.maxWait()), f.serverTls(), f.clientTls(), f.path("state_file"));
         } catch (IllegalArgumentException e) {
-            throw new UsageException(config + ": " + e.getMessage());
+            throw new UsageException(f.located(e.getMessage()));
         }
         ControlPlane cp = ControlPlane.start(c);
         out.println("control plane on " + cp.uri() + " (topology " + topology + ", snapshot " + cp.current().version() + ")");

@@ -74,7 +74,7 @@ final class GatewayCommand implements Callable<Integer> {
                             .build(), f.serverTls(), f.clientTls(), limits, f.bool("http2", d.http2()),
                     f.integer("max_concurrent_streams", d.maxConcurrentStreams()));
         } catch (IllegalArgumentException e) {
-            throw new UsageException(config + ": " + e.getMessage());
+            throw new UsageException(f.located(e.getMessage()));
         }
         SnapshotSource source = cp != null
                 ? SnapshotSource.longPoll(cp, cluster, token, f.duration("long_poll_wait", Duration.ofSeconds(30)),

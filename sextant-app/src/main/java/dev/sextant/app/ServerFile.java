@@ -1,5 +1,8 @@
 package dev.sextant.app;
 
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
@@ -9,29 +12,53 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Iterator;
+import java.util.Map;
 import java.util.Set;
 
 /**
  * A server's YAML configuration file (docs/servers.md): a flat map of keys. Every problem is a
- * {@link UsageException} naming the file and the key; unknown keys are refused so that a typo does not pass
- * silently.
+ * {@link UsageException} naming the file, the key's line and the key ({@code gateway.yaml:4: port: …}); unknown keys
+ * are refused so that a typo does not pass silently.
  */
 final class ServerFile {
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 
     private final Path file;
     private final JsonNode root;
+    /** Each top-level key's line, 1-based. */
+    private final Map<String, Integer> lines;
 
-    private ServerFile(Path file, JsonNode root) {
+    private ServerFile(Path file, JsonNode root, Map<String, Integer> lines) {
         this.file = file;
         this.root = root;
+        this.lines = lines;
     }
 
     static ServerFile load(Path file, Set<String> keys) {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UsageException(file + ": cannot read: " + e.getMessage());
+        }
+        Map<String, Integer> lines = keyLines(text);
         JsonNode root;
         try {
-            root = YAML.readTree(Files.readString(file, StandardCharsets.UTF_8));
+            root = YAML.readTree(text);
+        } catch (JsonProcessingException e) {
+            int line = e.getLocation() == null ? 0 : e.getLocation().getLineNr();
+            String key = lines.entrySet().stream().filter(k -> k.getValue() == line).map(Map.Entry::getKey)
+                    .findFirst().orElse(null);
+            String message = String.valueOf(e.getOriginalMessage()).lines().findFirst().orElse("");
+            if (message.startsWith("Malformed numeric value ")) { // YAML's .nan and .inf, which Jackson cannot convert
+                message = message.substring("Malformed numeric value ".length()) + " (expected: a finite number)";
+            } else {
+                message = "YAML syntax: " + message;
+            }
+            throw new UsageException(file + (line > 0 ? ":" + line : "") + ": " + (key == null ? "" : key + ": ")
+                    + message);
         } catch (IOException e) {
             throw new UsageException(file + ": cannot read: " + e.getMessage());
         }
@@ -44,14 +71,48 @@ final class ServerFile {
         for (Iterator<String> it = root.fieldNames(); it.hasNext(); ) {
             String k = it.next();
             if (!keys.contains(k)) {
-                throw new UsageException(file + ": " + k + ": unknown setting (expected one of " + new java.util.TreeSet<>(keys) + ")");
+                throw new UsageException(at(file, lines, k) + k + ": unknown setting (expected one of "
+                        + new java.util.TreeSet<>(keys) + ")");
             }
         }
-        return new ServerFile(file, root);
+        return new ServerFile(file, root, lines);
     }
 
     static ServerFile empty() {
-        return new ServerFile(Path.of("(defaults)"), YAML.createObjectNode());
+        return new ServerFile(Path.of("(defaults)"), YAML.createObjectNode(), Map.of());
+    }
+
+    /** The line of each top-level key, read as tokens (no value is converted, so a bad one does not stop it). */
+    private static Map<String, Integer> keyLines(String text) {
+        Map<String, Integer> out = new HashMap<>();
+        try (JsonParser p = YAML.getFactory().createParser(text)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return out;
+            }
+            for (JsonToken t = p.nextToken(); t == JsonToken.FIELD_NAME; t = p.nextToken()) {
+                out.putIfAbsent(p.currentName(), p.currentTokenLocation().getLineNr());
+                p.nextToken();
+                p.skipChildren();
+            }
+        } catch (IOException | RuntimeException e) {
+            // the keys before the problem keep their lines; the problem itself is reported by the full read
+        }
+        return out;
+    }
+
+    /** {@code file:LINE: } for a key of the file, {@code file: } when its line is not known. */
+    private static String at(Path file, Map<String, Integer> lines, String key) {
+        Integer line = key == null ? null : lines.get(key);
+        return file + (line == null ? "" : ":" + line) + ": ";
+    }
+
+    /**
+     * {@code message} (as a setting's check words it: {@code port: 70000 (expected: …)}) prefixed with the file and,
+     * when it begins with a key of the file, that key's line.
+     */
+    String located(String message) {
+        int colon = message.indexOf(':');
+        return at(file, lines, colon > 0 ? message.substring(0, colon) : null) + message;
     }
 
     boolean has(String key) {
@@ -111,7 +172,7 @@ final class ServerFile {
         try {
             return dev.sextant.server.internal.Http.duration(key, s);
         } catch (IllegalArgumentException e) {
-            throw new UsageException(file + ": " + e.getMessage());
+            throw new UsageException(located(e.getMessage()));
         }
     }
 
@@ -137,9 +198,10 @@ final class ServerFile {
             try {
                 return BearerToken.file(tf);
             } catch (IOException e) {
-                throw new UsageException(file + ": token_file: cannot read " + tf + ": " + e.getMessage());
+                throw new UsageException(at(file, lines, "token_file") + "token_file: cannot read " + tf + ": "
+                        + (e instanceof java.nio.file.NoSuchFileException ? "no such file" : e.getMessage()));
             } catch (IllegalArgumentException e) {
-                throw new UsageException(file + ": token_file: " + tf + " " + e.getMessage());
+                throw new UsageException(at(file, lines, "token_file") + "token_file: " + tf + " " + e.getMessage());
             }
         }
         String env = System.getenv("SEXTANT_TOKEN");
@@ -179,7 +241,7 @@ final class ServerFile {
         try {
             return new dev.sextant.server.tls.ServerTls(cert, key, clientCa);
         } catch (IllegalArgumentException e) {
-            throw new UsageException(file + ": " + e.getMessage());
+            throw new UsageException(located(e.getMessage()));
         }
     }
 
@@ -189,15 +251,15 @@ final class ServerFile {
             return new dev.sextant.server.tls.ClientTls(path("tls_ca_file"), path("tls_client_cert_file"),
                     path("tls_client_key_file"));
         } catch (IllegalArgumentException e) {
-            throw new UsageException(file + ": " + e.getMessage());
+            throw new UsageException(located(e.getMessage()));
         }
     }
 
     UsageException problem(String key, String message) {
-        return new UsageException(file + ": " + key + ": " + message);
+        return new UsageException(at(file, lines, key) + key + ": " + message);
     }
 
     private UsageException bad(String key, JsonNode n, String expected) {
-        return new UsageException(file + ": " + key + ": " + n + " (expected: " + expected + ")");
+        return new UsageException(at(file, lines, key) + key + ": " + n + " (expected: " + expected + ")");
     }
 }

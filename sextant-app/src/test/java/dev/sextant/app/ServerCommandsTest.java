@@ -29,13 +29,15 @@ class ServerCommandsTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
-            unknown key            | gateway       | gateway_cluster: east\\ncolour: blue\\nsnapshot_file: s.json | colour: unknown setting
+            unknown key            | gateway       | gateway_cluster: east\\ncolour: blue\\nsnapshot_file: s.json | server.yaml:2: colour: unknown setting
             no gateway cluster     | gateway       | port: 8080\\nsnapshot_file: s.json                         | gateway_cluster: missing
             neither source         | gateway       | gateway_cluster: east                                     | exactly one of control_plane
             bad duration           | gateway       | gateway_cluster: east\\ncontrol_plane: http://x:1\\ntoken_file: tok\\nidle_timeout: soon | idle_timeout
-            bad port type          | gateway       | gateway_cluster: east\\nport: eighty\\nsnapshot_file: s.json | port: "eighty" (expected: an integer)
-            bad header limit       | gateway       | gateway_cluster: east\\nmax_header_bytes: 0\\nsnapshot_file: s.json | max_header_bytes: 0 (expected: 1..1048576)
-            zero stream limit      | gateway       | gateway_cluster: east\\nmax_concurrent_streams: 0\\nsnapshot_file: s.json | max_concurrent_streams: 0 (expected: >= 1)
+            bad port type          | gateway       | gateway_cluster: east\\nport: eighty\\nsnapshot_file: s.json | server.yaml:2: port: "eighty" (expected: an integer)
+            bad header limit       | gateway       | gateway_cluster: east\\nmax_header_bytes: 0\\nsnapshot_file: s.json | server.yaml:2: max_header_bytes: 0 (expected: 1..1048576)
+            zero stream limit      | gateway       | gateway_cluster: east\\nmax_concurrent_streams: 0\\nsnapshot_file: s.json | server.yaml:2: max_concurrent_streams: 0 (expected: >= 1)
+            nan number             | gateway       | gateway_cluster: east\\npriority_reserve: .nan\\nsnapshot_file: s.json | server.yaml:2: priority_reserve: '.nan' (expected: a finite number)
+            yaml syntax            | gateway       | gateway_cluster: east\\nport: [8080\\nsnapshot_file: s.json | server.yaml:3: YAML syntax:
             http2 not a boolean    | gateway       | gateway_cluster: east\\nhttp2: h2c\\nsnapshot_file: s.json | http2: "h2c" (expected: true or false)
             zero header timeout    | gateway       | gateway_cluster: east\\nrequest_header_timeout: 0s\\nsnapshot_file: s.json | request_header_timeout
             bad body timeout       | gateway       | gateway_cluster: east\\nrequest_body_timeout: later\\nsnapshot_file: s.json | request_body_timeout
