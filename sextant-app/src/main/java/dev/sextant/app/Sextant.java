@@ -3,6 +3,7 @@ package dev.sextant.app;
 import dev.sextant.config.ConfigException;
 import dev.sextant.config.ConfigProblem;
 import dev.sextant.server.internal.ListenException;
+import dev.sextant.server.internal.StartException;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -16,7 +17,8 @@ import picocli.CommandLine.Spec;
  * {@code demo}, {@code gateway}, {@code control-plane} and {@code engine}.
  *
  * <p>Exit codes: 0 when it worked; 2 for bad input (a topology or snapshot file with problems, a bad
- * option, an unknown gateway cluster or class, a server's address that cannot be listened on), with one line per problem on standard error; 1 for an
+ * option, an unknown gateway cluster or class, a server's address that cannot be listened on), with one line per
+ * problem on standard error; 1 for a server that could not start for a reason outside its input (one line), or an
  * internal error, with its message (and the stack trace under {@code --verbose}).
  */
 @Command(name = "sextant", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
@@ -75,6 +77,11 @@ public final class Sextant implements Callable<Integer> {
                 err.println(c.getCommandName() + ": " + ex.getMessage());
                 err.flush();
                 return EXIT_BAD_INPUT;
+            }
+            if (ex instanceof StartException) {
+                err.println(c.getCommandName() + ": " + ex.getMessage());
+                err.flush();
+                return EXIT_INTERNAL;
             }
             err.println(c.getCommandName() + ": internal error: " + ex);
             if (verbose(c.getCommand())) {

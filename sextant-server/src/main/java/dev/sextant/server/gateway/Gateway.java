@@ -11,6 +11,7 @@ import dev.sextant.request.Ticker;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.Listen;
 import dev.sextant.server.internal.ListenException;
+import dev.sextant.server.internal.StartException;
 import dev.sextant.server.internal.Transport;
 import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.snapshot.Route;
@@ -29,6 +30,7 @@ import io.netty.handler.codec.http2.Http2FrameCodec;
 import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
@@ -75,7 +77,8 @@ public final class Gateway implements AutoCloseable {
     private final String idPrefix = Long.toHexString(System.nanoTime() ^ System.identityHashCode(this));
     private volatile boolean draining;
 
-    private Gateway(GatewayConfig config, SnapshotSource source, int threads) throws InterruptedException, TimeoutException {
+    private Gateway(GatewayConfig config, SnapshotSource source, int threads, Duration firstSnapshotWait)
+            throws InterruptedException, TimeoutException {
         this.config = config;
         this.source = source;
         warnIfTokenInClear(config);
@@ -124,7 +127,7 @@ public final class Gateway implements AutoCloseable {
             }
         });
         try {
-            first.get(60, TimeUnit.SECONDS);
+            first.get(firstSnapshotWait.toMillis(), TimeUnit.MILLISECONDS);
         } catch (java.util.concurrent.ExecutionException e) {
             throw new IllegalStateException("no first snapshot: " + e.getCause(), e.getCause());
         }
@@ -184,7 +187,8 @@ public final class Gateway implements AutoCloseable {
     /**
      * Starts a gateway: waits for the source's first snapshot (up to 60 s), then binds.
      *
-     * @throws IllegalStateException when no snapshot arrives or the address cannot be bound
+     * @throws StartException when no snapshot arrives in time
+     * @throws ListenException when the address cannot be bound
      */
     public static Gateway start(GatewayConfig config, SnapshotSource source) {
         return start(config, source, Math.max(2, Runtime.getRuntime().availableProcessors()));
@@ -192,15 +196,27 @@ public final class Gateway implements AutoCloseable {
 
     /** As {@link #start(GatewayConfig, SnapshotSource)} with {@code threads} event loops. */
     public static Gateway start(GatewayConfig config, SnapshotSource source, int threads) {
+        return start(config, source, threads, FIRST_SNAPSHOT_WAIT);
+    }
+
+    /** How long {@link #start} waits for the source's first snapshot. */
+    static final Duration FIRST_SNAPSHOT_WAIT = Duration.ofSeconds(60);
+
+    /** As {@link #start(GatewayConfig, SnapshotSource, int)}, waiting {@code firstSnapshotWait} for the first snapshot. */
+    static Gateway start(GatewayConfig config, SnapshotSource source, int threads, Duration firstSnapshotWait) {
         try {
-            return new Gateway(config, source, threads);
+            return new Gateway(config, source, threads, firstSnapshotWait);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             source.close();
             throw new IllegalStateException("interrupted while starting", e);
         } catch (TimeoutException e) {
             source.close();
-            throw new IllegalStateException("no snapshot from the snapshot source within 60 s", e);
+            long ms = firstSnapshotWait.toMillis();
+            throw new StartException("no snapshot within " + (ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms")
+                    + ", and a gateway cannot"
+                    + " route without one (the snapshot source's warnings above say why; a gateway started with"
+                    + " snapshot_file needs no control plane)", e);
         } catch (ListenException e) {
             source.close();
             throw e; // already names the address

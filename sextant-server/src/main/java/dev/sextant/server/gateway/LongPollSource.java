@@ -110,7 +110,8 @@ final class LongPollSource implements SnapshotSource {
                 if ((reachable || e.getClass() != lastProblem) && !(e instanceof RefusedSnapshot)) {
                     LOG.log(Level.WARNING, "control plane " + uri.getAuthority()
                             + (e instanceof SnapshotException ? " sent an invalid snapshot (" : " unreachable (") + e
-                            + "); serving from snapshot " + (held == null ? "none" : held.version()));
+                            + "); " + (held == null ? "no snapshot yet, so the gateway cannot serve"
+                                    : "serving from snapshot " + held.version()));
                     reachable = false;
                     lastProblem = e.getClass();
                 }

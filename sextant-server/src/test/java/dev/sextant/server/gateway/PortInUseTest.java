@@ -7,6 +7,9 @@ import dev.sextant.server.control.ControlPlaneConfig;
 import dev.sextant.server.engine.EngineConfig;
 import dev.sextant.server.engine.EngineEmulator;
 import dev.sextant.server.internal.ListenException;
+import dev.sextant.server.internal.StartException;
+import java.net.URI;
+import java.time.Duration;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -14,7 +17,7 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Each server whose port is taken fails to start with one clear line naming the address. */
+/** A server that cannot start says why in one line: a port taken, no first snapshot. */
 class PortInUseTest {
     @Test
     void everyServer_onAPortInUse_failsNamingTheAddress(@TempDir Path dir) throws Exception {
@@ -31,6 +34,18 @@ class PortInUseTest {
             assertThatThrownBy(() -> ControlPlane.start(ControlPlaneConfig.defaults(topology, "secret")
                     .withAddress("127.0.0.1", port)))
                     .isInstanceOf(ListenException.class).hasMessage(says);
+        }
+    }
+
+    @Test
+    void aGatewayWhoseControlPlaneSendsNoSnapshot_failsToStartSayingSo() throws Exception {
+        try (ServerSocket closed = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            URI nowhere = URI.create("http://127.0.0.1:" + closed.getLocalPort());
+            closed.close(); // nothing listens there now
+            SnapshotSource source = SnapshotSource.longPoll(nowhere, "gw", "secret", Duration.ofSeconds(1));
+            assertThatThrownBy(() -> Gateway.start(GatewayConfig.defaults("gw"), source, 1, Duration.ofMillis(700)))
+                    .isInstanceOf(StartException.class)
+                    .hasMessageStartingWith("no snapshot within 700 ms, and a gateway cannot route without one");
         }
     }
 }
