@@ -225,9 +225,27 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         return true;
     }
 
+    /** The fields of {@code POST /admin/faults}, as {@code GET} shows them. */
+    private static final java.util.Set<String> FAULT_FIELDS = java.util.Set.of("error_rate", "slowdown", "hang",
+            "crash_after_tokens", "corrupt_stream");
+
     private Faults faultsFrom(JsonNode body, Faults now) {
         if (body == null || !body.isObject()) {
             throw OpenAiErrors.badRequest("Faults must be a JSON object.");
+        }
+        // a misspelt knob ("error-rate") would otherwise be ignored in silence while the caller thinks it is set
+        for (java.util.Iterator<String> it = body.fieldNames(); it.hasNext(); ) {
+            String field = it.next();
+            if (!FAULT_FIELDS.contains(field)) {
+                throw OpenAiErrors.badRequest("unknown field '" + field + "' (expected one of: "
+                        + new java.util.TreeSet<>(FAULT_FIELDS) + ")");
+            }
+        }
+        JsonNode crash = body.get("crash_after_tokens");
+        if (crash != null && !crash.isNull() && !(crash.isIntegralNumber() && crash.asLong() >= -1
+                && crash.asLong() <= Integer.MAX_VALUE)) {
+            throw OpenAiErrors.badRequest("crash_after_tokens: " + crash
+                    + " (expected: a whole number of tokens >= 0, or -1 or null for no crash)");
         }
         try {
             return new Faults(

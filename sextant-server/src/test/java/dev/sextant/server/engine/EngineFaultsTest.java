@@ -81,6 +81,25 @@ class EngineFaultsTest {
     }
 
     @Test
+    void faultsApi_refusesUnknownFieldsAndBadCrashCounts_andChangesNothingThen() {
+        try (EngineEmulator engine = EngineEmulator.start(FAST)) {
+            Client client = new Client(engine);
+            for (String body : new String[] {"{\"error-rate\":1}", "{\"error_rate\":1,\"nope\":1}",
+                "{\"crash_after_tokens\":-5}", "{\"crash_after_tokens\":2.5}"}) {
+                var r = client.post("/admin/faults", body);
+                assertThat(r.statusCode()).as(body).isEqualTo(400);
+                assertThat(Client.json(r).path("error").path("message").asText()).as(body)
+                        .containsAnyOf("unknown field", "crash_after_tokens: ");
+            }
+            assertThat(engine.faults()).isEqualTo(Faults.NONE);
+            // what GET shows can be sent back as it is
+            String shown = client.get("/admin/faults").body();
+            assertThat(client.post("/admin/faults", shown).statusCode()).isEqualTo(200);
+            assertThat(engine.faults()).isEqualTo(Faults.NONE);
+        }
+    }
+
+    @Test
     void slowdown_multipliesTheModelsStepTimes() {
         try (EngineEmulator engine = EngineEmulator.start(FAST)) {
             Client client = new Client(engine);
