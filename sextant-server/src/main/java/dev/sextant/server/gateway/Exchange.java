@@ -532,7 +532,6 @@ final class Exchange {
         }
         gw.metrics.request(decision.classId(), decision.engineId(), finalStatus);
         gw.metrics.latency(decision.engineId(), now - startNanos);
-        gw.reporter.request(decision.classId());
         gw.accessLog(ctx.channel(), request.method().name(), path, finalStatus, decision.classId(), decision.engineId(),
                 decision.attempt(), firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos, now - startNanos, bytes,
                 sse, error);

@@ -178,6 +178,10 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 req.headers().get(HttpFields.PRIORITY_HEADER), body.promptCacheKey(),
                 req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.promptText(), ownId);
         Decision d = gw.plane().route(fields.toMeta());
+        // demand is what arrives, counted on arrival: counted when answered, it would lag behind a surge by the
+        // answers' latency and stay capped by what the engines complete, so the control plane would not see the
+        // overload it has to shed
+        gw.reporter.request(d.classId());
         if (!d.routed()) {
             req.release();
             refuse(ctx, d, path, keepAlive, requestId);
@@ -195,7 +199,6 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             gw.metrics.shed(d.classId());
         }
         gw.metrics.request(d.classId(), null, r.status());
-        gw.reporter.request(d.classId()); // demand is what arrived: a shed request still asked to be served
         gw.accessLog(ctx.channel(), "POST", path, r.status(), d.classId(), null, 0, -1, 0, 0, false, d.message());
         long ra = d.retryAfterNanos();
         String type = r.status() == 429 ? "rate_limit_error" : r.status() < 500 ? "invalid_request_error" : "server_error";

@@ -205,6 +205,33 @@ class GatewayProxyTest {
     }
 
     @Test
+    void demandIsReportedAsRequestsArrive_notAsTheyAreAnswered() throws Exception {
+        try (Fleet slow = new Fleet(250); // 8 tokens at 250 ms a step: each answer takes 2 s
+             Gateway g = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false),
+                     SnapshotSource.fixed(slow.snapshot()), 1)) {
+            g.reporter.drain();
+            java.util.List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> answers = new java.util.ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                answers.add(Fleet.HTTP.sendAsync(java.net.http.HttpRequest.newBuilder(
+                                java.net.URI.create("http://127.0.0.1:" + g.port() + "/v1/chat/completions"))
+                        .header("content-type", "application/json")
+                        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(Fleet.chat("d" + i, false, 8))).build(),
+                        HttpResponse.BodyHandlers.ofString()));
+            }
+            assertThat(Fleet.await(() -> g.inFlight() == 6, Duration.ofSeconds(10))).as("6 in flight").isTrue();
+            // none answered yet, and the control plane must already hear of all six: a surge is seen as it arrives
+            JsonNode report = Http.JSON.readTree(g.reporter.drain());
+            assertThat(report.path("demand_rps").path("chat").asDouble() * report.path("interval_seconds").asDouble())
+                    .isCloseTo(6.0, org.assertj.core.data.Offset.offset(1e-6));
+            for (var a : answers) {
+                assertThat(a.get(30, java.util.concurrent.TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+            }
+            JsonNode after = Http.JSON.readTree(g.reporter.drain());
+            assertThat(after.path("demand_rps").path("chat").asDouble()).as("not counted again when answered").isZero();
+        }
+    }
+
+    @Test
     void sheddingIgnoresTheClientsRequestId_soOneIdIsNotAlwaysOrNeverShed() throws Exception {
         try (StaticSource overloaded = SnapshotSource.fixed(fleet.snapshot(1000));
              Gateway shedding = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), overloaded, 1)) {
