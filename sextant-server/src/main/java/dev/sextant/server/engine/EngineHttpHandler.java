@@ -241,9 +241,9 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                         + new java.util.TreeSet<>(FAULT_FIELDS) + ")");
             }
         }
+        // JSON's part of the check: a whole number that fits; its range is the Faults record's
         JsonNode crash = body.get("crash_after_tokens");
-        if (crash != null && !crash.isNull() && !(crash.isIntegralNumber() && crash.asLong() >= -1
-                && crash.asLong() <= Integer.MAX_VALUE)) {
+        if (crash != null && !crash.isNull() && !(crash.isIntegralNumber() && crash.canConvertToInt())) {
             throw OpenAiErrors.badRequest("crash_after_tokens: " + crash
                     + " (expected: a whole number of tokens >= 0, or -1 or null for no crash)");
         }

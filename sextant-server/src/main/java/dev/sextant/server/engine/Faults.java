@@ -64,6 +64,10 @@ public record Faults(double errorRate, double slowdown, boolean hang, int crashA
         if (!(slowdown > 0) || Double.isInfinite(slowdown)) {
             throw new IllegalArgumentException("slowdown: " + slowdown + " (expected: a finite number > 0)");
         }
+        if (crashAfterTokens < -1) {
+            throw new IllegalArgumentException("crash_after_tokens: " + crashAfterTokens
+                    + " (expected: a whole number of tokens >= 0, or -1 for no crash)");
+        }
         if (corruptStream == null) {
             throw new IllegalArgumentException("corrupt_stream: missing (expected: none, truncate or malformed)");
         }

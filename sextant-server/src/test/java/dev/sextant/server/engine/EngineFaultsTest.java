@@ -100,6 +100,14 @@ class EngineFaultsTest {
     }
 
     @Test
+    void aCrashCountBelowMinusOne_isRefusedOnTheCommandLineToo() {
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+                        () -> EngineEmulator.parseArgs(new String[] {"--crash-after-tokens", "-5"}))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("crash_after_tokens: -5");
+        assertThat(EngineEmulator.parseArgs(new String[] {"--crash-after-tokens", "-1"}).faults().crashes()).isFalse();
+    }
+
+    @Test
     void slowdown_multipliesTheModelsStepTimes() {
         try (EngineEmulator engine = EngineEmulator.start(FAST)) {
             Client client = new Client(engine);
