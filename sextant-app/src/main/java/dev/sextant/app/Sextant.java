@@ -73,15 +73,10 @@ public final class Sextant implements Callable<Integer> {
                 err.flush();
                 return EXIT_BAD_INPUT;
             }
-            if (ex instanceof UsageException || ex instanceof ListenException) {
+            if (ex instanceof UsageException || ex instanceof ListenException || ex instanceof StartException) {
                 err.println(c.getCommandName() + ": " + ex.getMessage());
                 err.flush();
-                return EXIT_BAD_INPUT;
-            }
-            if (ex instanceof StartException) {
-                err.println(c.getCommandName() + ": " + ex.getMessage());
-                err.flush();
-                return EXIT_INTERNAL;
+                return ex instanceof StartException ? EXIT_INTERNAL : EXIT_BAD_INPUT;
             }
             err.println(c.getCommandName() + ": internal error: " + ex);
             if (verbose(c.getCommand())) {

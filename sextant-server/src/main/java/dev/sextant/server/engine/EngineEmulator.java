@@ -67,7 +67,7 @@ public final class EngineEmulator implements AutoCloseable {
     private final AtomicLong received = new AtomicLong();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong hung = new AtomicLong();
-    /** Bearer token {@code /admin/faults} requires, UTF-8; null: the endpoint is open (tests, the demo). */
+    /** Bearer token(s) {@code /admin/faults} requires; null: the endpoint is open (tests, the demo). */
     final BearerToken adminToken;
 
     private EngineEmulator(EngineConfig config, int sendBufferBytes, ServerTls tls, BearerToken adminToken)
