@@ -56,6 +56,9 @@ final class Exchange {
     private boolean ended;
     private Outcome pending; // an error response being read before a retry
     private int pendingStatus;
+    private Duration pendingRetryAfter; // the busy engine's Retry-After, when it gave one in seconds
+    private int busyStatus;
+    private Duration busyRetryAfter;
     private final StringBuilder pendingBody = new StringBuilder();
     private StringBuilder failures; // what each failed attempt's engine did, for the final error (rare path)
     private boolean reachedAnEngine; // some attempt got past connecting
@@ -188,6 +191,7 @@ final class Exchange {
                     ? (r.headers().contains("x-sextant-overloaded") ? Outcome.SYSTEM_OVERLOADED : Outcome.ENGINE_BUSY)
                     : Outcome.SERVER_ERROR;
             pendingStatus = code;
+            pendingRetryAfter = retryAfterSeconds(r.headers().get(HttpHeaderNames.RETRY_AFTER));
             responseKeepAlive = HttpUtil.isKeepAlive(r);
             armPhase(gw.config.idleTimeout());
             upstream.read();
@@ -447,7 +451,10 @@ final class Exchange {
             reachedAnEngine = true;
         }
         Decision next = gw.plane().retry(decision, outcome);
+        busyStatus = pendingStatus;
+        busyRetryAfter = pendingRetryAfter;
         pending = null;
+        pendingRetryAfter = null;
         pendingBody.setLength(0);
         if (failures == null) {
             failures = new StringBuilder(message);
@@ -472,6 +479,14 @@ final class Exchange {
         }
         long ra = next.retryAfterNanos();
         gw.logFailure(all);
+        if (outcome == Outcome.ENGINE_BUSY || outcome == Outcome.SYSTEM_OVERLOADED) {
+            // the last engine said it is too busy (429, or 503 meaning the same): so does the gateway, with the
+            // engine's status and its Retry-After (or 1 s), rather than a 502 that tells the client nothing of load
+            HttpResponseStatus busy = HttpResponseStatus.valueOf(busyStatus);
+            Duration after = busyRetryAfter != null ? busyRetryAfter : Duration.ofSeconds(1);
+            respondBusy(busy, all, ra > 0 && Duration.ofNanos(ra).compareTo(after) > 0 ? Duration.ofNanos(ra) : after);
+            return;
+        }
         HttpResponseStatus st = HttpResponseStatus.valueOf(next.refusal().status());
         if (!reachedAnEngine && (next.refusal() == Refusal.ATTEMPTS_EXHAUSTED || next.refusal() == Refusal.NO_ENGINE_LEFT)) {
             st = HttpResponseStatus.SERVICE_UNAVAILABLE;
@@ -496,8 +511,35 @@ final class Exchange {
     }
 
     private void respondError(HttpResponseStatus st, String code, String message, Duration retryAfter) {
-        FullHttpResponse r = Http.error(st, st.code() >= 500 ? "server_error" : "invalid_request_error", code, message,
+        respond(Http.error(st, st.code() >= 500 ? "server_error" : "invalid_request_error", code, message, retryAfter),
+                message);
+    }
+
+    /**
+     * An engine's {@code Retry-After} in delay-seconds (RFC 9110 §10.2.3), at least 1 s and at most a day; null when
+     * absent or not a plain number (an HTTP date is rare from an engine, and a client then gets the gateway's 1 s).
+     */
+    static Duration retryAfterSeconds(String value) {
+        if (value == null) {
+            return null;
+        }
+        String v = value.trim();
+        if (v.isEmpty() || v.length() > 9 || !v.chars().allMatch(ch -> ch >= '0' && ch <= '9')) {
+            return null;
+        }
+        return Duration.ofSeconds(Math.max(1, Math.min(86_400, Long.parseLong(v))));
+    }
+
+    /** Every engine tried was too busy: the client is told so, as admission tells it of a shed request. */
+    private void respondBusy(HttpResponseStatus st, String message, Duration retryAfter) {
+        FullHttpResponse r = Http.error(st, st.code() == 429 ? "rate_limit_error" : "server_error", "overloaded", message,
                 retryAfter);
+        r.headers().set("x-sextant-overloaded", "true");
+        respond(r, message);
+    }
+
+    private void respond(FullHttpResponse r, String message) {
+        HttpResponseStatus st = r.status();
         r.headers().set("x-sextant-attempts", Integer.toString(Math.max(1, decision.attempt())));
         r.headers().set("x-sextant-snapshot-version", Long.toString(decision.snapshotVersion()));
         r.headers().set("x-request-id", requestId);
