@@ -357,15 +357,24 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         String id = (g.chat() ? "chatcmpl-" : "cmpl-") + engine.config.engineId() + "-" + engine.nextId();
         long created = engine.createdSeconds();
         int wordOffset = Math.floorMod(g.conversationKey().hashCode(), WORDS.length);
+        // an HTTP/1.0 client knows no chunked coding (RFC 9112 §6.1): its stream ends where the connection does
+        boolean closeDelimited = g.stream() && http10;
         Sequence.Sink sink = g.stream()
-                ? new StreamSink(ctx, keepAlive, g, id, created, wordOffset, faults.corruptStream())
+                ? new StreamSink(ctx, keepAlive && !closeDelimited, g, id, created, wordOffset, faults.corruptStream())
                 : new WholeSink(ctx, keepAlive, g, id, created, wordOffset);
         if (g.stream()) {
             HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
             head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
                     .set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_CACHE)
-                    .set(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED)
                     .set(EngineEmulator.ENGINE_ID_HEADER, engine.config.engineId());
+            if (closeDelimited) {
+                head.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+            } else {
+                head.headers().set(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED);
+                if (!keepAlive) {
+                    head.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+                }
+            }
             ctx.write(head);
             ObjectNode first = chunk(g, id, created);
             ObjectNode choice = (ObjectNode) first.get("choices").get(0);

@@ -44,6 +44,8 @@ final class Exchange {
     private final FullHttpRequest request; // owned: released once in end()
     final String path;
     private final boolean keepAlive;
+    /** The answer has no length and the client speaks HTTP/1.0: closing the connection ends it. */
+    private boolean closeDelimited;
     private final String requestId;
     private final long startNanos;
 
@@ -205,11 +207,16 @@ final class Exchange {
         }
         DefaultHttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, r.status());
         copyEndToEnd(r, out);
+        if (HttpVersion.HTTP_1_0.equals(request.protocolVersion()) && HttpUtil.isTransferEncodingChunked(out)) {
+            // an HTTP/1.0 client knows no chunked coding (RFC 9112 §6.1): the answer ends where the connection does
+            HttpUtil.setTransferEncodingChunked(out, false);
+            closeDelimited = true;
+        }
         out.headers().set("x-sextant-engine", decision.engineId());
         out.headers().set("x-sextant-snapshot-version", Long.toString(decision.snapshotVersion()));
         out.headers().set("x-sextant-attempts", Integer.toString(decision.attempt()));
         out.headers().set("x-request-id", requestId);
-        HttpUtil.setKeepAlive(out, keepAlive && !gw.draining());
+        HttpUtil.setKeepAlive(out, keep());
         status = code;
         endOutcome = code >= 400 ? Outcome.CLIENT_ERROR : Outcome.SUCCESS;
         headersSent = true;
@@ -298,7 +305,7 @@ final class Exchange {
             } else {
                 up.close();
             }
-            boolean keep = keepAlive && !gw.draining();
+            boolean keep = keep();
             if (sseTail != null && !endsWithDone()) {
                 endCutStream(c, keep);
                 return;
@@ -543,10 +550,15 @@ final class Exchange {
         r.headers().set("x-sextant-attempts", Integer.toString(Math.max(1, decision.attempt())));
         r.headers().set("x-sextant-snapshot-version", Long.toString(decision.snapshotVersion()));
         r.headers().set("x-request-id", requestId);
-        boolean keep = keepAlive && !gw.draining();
+        boolean keep = keep();
         HttpUtil.setKeepAlive(r, keep);
         end(null, st.code(), message);
         ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
+    }
+
+    /** Whether the client connection stays open after this answer. */
+    private boolean keep() {
+        return keepAlive && !closeDelimited && !gw.draining();
     }
 
     /** The client went away: cancel the engine request. */

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.sextant.signal.EngineMetrics;
 import dev.sextant.signal.PrometheusText;
 import dev.sextant.signal.Scrape;
+import java.nio.charset.StandardCharsets;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;
@@ -133,6 +134,21 @@ class EngineEmulatorTest {
         assertThat(token.get("choices").get(0).get("text").asText()).isNotEmpty();
         assertThat(token.get("choices").get(0).get("finish_reason").isNull()).isTrue();
         assertThat(read(events.get(4)).get("choices").get(0).get("finish_reason").asText()).isEqualTo("length");
+    }
+
+    @Test
+    void streamingToAnHttp10Client_isNotChunked_andEndsWithTheConnection() throws Exception {
+        String body = chat(",\"stream\":true,\"max_tokens\":3");
+        try (java.net.Socket s = new java.net.Socket("127.0.0.1", engine.port())) {
+            s.setSoTimeout(5000);
+            s.getOutputStream().write(("POST /v1/chat/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: " + body.length() + "\r\n\r\n" + body).getBytes(StandardCharsets.ISO_8859_1));
+            String answer = new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8); // to the close
+            String head = answer.substring(0, answer.indexOf("\r\n\r\n")).toLowerCase(java.util.Locale.ROOT);
+            String events = answer.substring(answer.indexOf("\r\n\r\n") + 4);
+            assertThat(head).startsWith("http/1.1 200").doesNotContain("transfer-encoding").contains("connection: close");
+            assertThat(events).startsWith("data: {").endsWith("data: [DONE]\n\n").doesNotContainPattern("(?m)^[0-9a-f]+\r$");
+        }
     }
 
     @Test

@@ -58,6 +58,10 @@ final class RawHttp implements AutoCloseable {
 
     /** The next answer, or null when the connection ended before one began. */
     Answer read() throws IOException {
+        return read(false);
+    }
+
+    private Answer read(boolean toClose) throws IOException {
         String status = line();
         if (status == null) {
             return null;
@@ -80,8 +84,15 @@ final class RawHttp implements AutoCloseable {
             }
         } else if (headers.containsKey("content-length")) {
             body.write(in.readNBytes(Integer.parseInt(headers.get("content-length"))));
+        } else if (toClose) {
+            body.write(in.readAllBytes());
         }
         return new Answer(code, headers, body.toString(StandardCharsets.UTF_8));
+    }
+
+    /** As {@link #read()}, and an answer with neither a length nor chunks runs to the end of the connection. */
+    Answer readToClose() throws IOException {
+        return read(true);
     }
 
     /** True when the peer closed the connection (end of stream or reset) with nothing more to read. */
