@@ -38,6 +38,7 @@ out.embedding = { dimensions: embedding.data[0].embedding.length };
 const models = [];
 for await (const m of client.models.list()) models.push(m.id);
 out.models = models;
+out.retrieved = (await client.models.retrieve(model)).id;
 
 try {
   await client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] });

@@ -41,22 +41,24 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         try {
             QueryStringDecoder q = new QueryStringDecoder(req.uri());
             String path = q.path();
+            boolean guarded = path.equals("/v1/snapshot") || path.equals("/v1/explain") || path.equals("/v1/reports");
+            if (guarded && !cp.token.accepts(req.headers().get(HttpHeaderNames.AUTHORIZATION))) {
+                cp.unauthorized.increment();
+                Http.send(ctx, Http.unauthorized(), keepAlive); // and nothing else, not even whether the method fits
+                return;
+            }
+            if (!allowed(req.method(), path)) {
+                Http.send(ctx, Http.methodNotAllowed(req.method(), path, path.equals("/v1/reports") ? "POST" : "GET, HEAD"),
+                        keepAlive);
+                return;
+            }
             switch (path) {
                 case "/healthz" -> Http.send(ctx, Http.json(HttpResponseStatus.OK, health()), keepAlive);
                 case "/metrics" -> Http.send(ctx, Http.response(HttpResponseStatus.OK,
                         "text/plain; version=0.0.4; charset=utf-8", cp.registry.scrape()), keepAlive);
-                case "/v1/snapshot", "/v1/explain", "/v1/reports" -> {
-                    if (!cp.token.accepts(req.headers().get(HttpHeaderNames.AUTHORIZATION))) {
-                        cp.unauthorized.increment();
-                        Http.send(ctx, Http.unauthorized(), keepAlive);
-                        return;
-                    }
-                    switch (path) {
-                        case "/v1/snapshot" -> snapshot(ctx, req, q, keepAlive);
-                        case "/v1/explain" -> explain(ctx, req, q, keepAlive);
-                        default -> report(ctx, req, keepAlive);
-                    }
-                }
+                case "/v1/snapshot" -> snapshot(ctx, req, q, keepAlive);
+                case "/v1/explain" -> explain(ctx, req, q, keepAlive);
+                case "/v1/reports" -> report(ctx, req, keepAlive);
                 default -> Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error",
                         "unknown_url", "unknown path: " + req.method() + " " + path, null), keepAlive);
             }
@@ -89,7 +91,6 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     }
 
     private void snapshot(ChannelHandlerContext ctx, FullHttpRequest req, QueryStringDecoder q, boolean keepAlive) {
-        requireMethod(req, HttpMethod.GET);
         String gw = Http.query(q, "gateway");
         if (gw == null) {
             throw new IllegalArgumentException("gateway: missing (expected: ?gateway=ID, one of "
@@ -199,7 +200,6 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     }
 
     private void explain(ChannelHandlerContext ctx, FullHttpRequest req, QueryStringDecoder q, boolean keepAlive) {
-        requireMethod(req, HttpMethod.GET);
         String gw = Http.query(q, "gateway");
         String cls = Http.query(q, "class");
         if (gw == null || cls == null) {
@@ -239,7 +239,6 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     }
 
     private void report(ChannelHandlerContext ctx, FullHttpRequest req, boolean keepAlive) {
-        requireMethod(req, HttpMethod.POST);
         JsonNode body;
         try (ByteBufInputStream in = new ByteBufInputStream(req.content().duplicate())) {
             body = Http.JSON.readTree((java.io.InputStream) in);
@@ -258,10 +257,13 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         Http.send(ctx, r, keepAlive);
     }
 
-    private static void requireMethod(FullHttpRequest req, HttpMethod m) {
-        if (req.method() != m) {
-            throw new IllegalArgumentException("method " + req.method() + " (expected: " + m + ")");
-        }
+    /** Whether {@code path}, when it is one of ours, takes {@code method}: reports are posted, the rest read. */
+    private static boolean allowed(HttpMethod method, String path) {
+        return switch (path) {
+            case "/healthz", "/metrics", "/v1/snapshot", "/v1/explain" -> Http.reads(method);
+            case "/v1/reports" -> method == HttpMethod.POST;
+            default -> true; // 404 below
+        };
     }
 
     private String health() {

@@ -146,8 +146,9 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     }
                     if (method.equals(HttpMethod.POST)) {
                         engine.setFaults(faultsFrom(parse(request.content()), engine.faults()));
-                    } else {
-                        expect(method, HttpMethod.GET);
+                    } else if (!method.equals(HttpMethod.GET) && !method.equals(HttpMethod.HEAD)) {
+                        throw new OpenAiErrors.ApiError(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error",
+                                "method_not_allowed", "Use GET, HEAD or POST.", "GET, HEAD, POST");
                     }
                     respond(ctx, keepAlive, HttpResponseStatus.OK, faultsJson(engine.faults()));
                 }
@@ -174,11 +175,14 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         }
     }
 
+    /** Refuses any method but {@code expected} (and HEAD where GET is expected) with a 405 that says what is allowed. */
     private static void expect(HttpMethod method, HttpMethod expected) {
-        if (!method.equals(expected)) {
-            throw new OpenAiErrors.ApiError(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error",
-                    "method_not_allowed", "Use " + expected + ".");
+        if (method.equals(expected) || expected.equals(HttpMethod.GET) && method.equals(HttpMethod.HEAD)) {
+            return;
         }
+        String allow = expected.equals(HttpMethod.GET) ? "GET, HEAD" : expected.name();
+        throw new OpenAiErrors.ApiError(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error",
+                "method_not_allowed", "Use " + allow.replace(", ", " or ") + ".", allow);
     }
 
     private JsonNode parse(ByteBuf content) {
@@ -601,7 +605,12 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     // ---- writing ----
 
     private void error(ChannelHandlerContext ctx, boolean keepAlive, OpenAiErrors.ApiError e) {
-        respond(ctx, keepAlive, e.status, OpenAiErrors.body(json, e));
+        try {
+            respond(ctx, keepAlive, e.status, "application/json", json.writeValueAsBytes(OpenAiErrors.body(json, e)),
+                    e.allow);
+        } catch (JsonProcessingException x) {
+            throw new IllegalStateException("a JSON tree always serializes", x);
+        }
     }
 
     private void respond(ChannelHandlerContext ctx, boolean keepAlive, HttpResponseStatus status, JsonNode body) {
@@ -614,11 +623,19 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
     private void respond(ChannelHandlerContext ctx, boolean keepAlive, HttpResponseStatus status, String contentType,
                          byte[] body) {
+        respond(ctx, keepAlive, status, contentType, body, null);
+    }
+
+    private void respond(ChannelHandlerContext ctx, boolean keepAlive, HttpResponseStatus status, String contentType,
+                         byte[] body, String allow) {
         FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status,
                 Unpooled.wrappedBuffer(body));
         response.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType)
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, body.length)
                 .set(EngineEmulator.ENGINE_ID_HEADER, engine.config.engineId());
+        if (allow != null) {
+            response.headers().set(HttpHeaderNames.ALLOW, allow);
+        }
         if (!keepAlive) {
             response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
         } else if (http10) {

@@ -15,12 +15,19 @@ final class OpenAiErrors {
         final HttpResponseStatus status;
         final String type;
         final String code;
+        /** For a 405: the methods the resource takes, sent as {@code Allow}; else null. */
+        final String allow;
 
         ApiError(HttpResponseStatus status, String type, String code, String message) {
+            this(status, type, code, message, null);
+        }
+
+        ApiError(HttpResponseStatus status, String type, String code, String message, String allow) {
             super(message, null, false, false);
             this.status = status;
             this.type = type;
             this.code = code;
+            this.allow = allow;
         }
     }
 

@@ -85,28 +85,31 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 case "/v1/chat/completions", "/v1/completions", "/v1/embeddings" -> {
                     if (req.method() != HttpMethod.POST) {
                         req.release();
-                        reply(ctx, error(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error",
-                                "method_not_allowed", req.method() + " " + path + ": use POST"), keepAlive);
+                        notAllowed(ctx, req.method(), path, "POST", keepAlive);
                         return;
                     }
                     proxy(ctx, req, path, keepAlive); // takes ownership of req
                 }
-                case "/v1/models" -> {
+                case "/v1/models", "/metrics", "/healthz" -> {
                     req.release();
-                    reply(ctx, Http.json(HttpResponseStatus.OK, gw.modelsJson()), keepAlive);
-                }
-                case "/metrics" -> {
-                    req.release();
-                    reply(ctx, Http.response(HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
-                            gw.metrics.scrape()), keepAlive);
-                }
-                case "/healthz" -> {
-                    req.release();
-                    reply(ctx, Http.json(HttpResponseStatus.OK, gw.healthJson()), keepAlive);
+                    if (!Http.reads(req.method())) {
+                        notAllowed(ctx, req.method(), path, "GET, HEAD", keepAlive);
+                    } else if (path.equals("/v1/models")) {
+                        reply(ctx, Http.json(HttpResponseStatus.OK, gw.modelsJson()), keepAlive);
+                    } else if (path.equals("/metrics")) {
+                        reply(ctx, Http.response(HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
+                                gw.metrics.scrape()), keepAlive);
+                    } else {
+                        reply(ctx, Http.json(HttpResponseStatus.OK, gw.healthJson()), keepAlive);
+                    }
                 }
                 default -> {
                     String method = req.method().name();
                     req.release();
+                    if (path.startsWith(MODELS_PREFIX) && path.length() > MODELS_PREFIX.length()) {
+                        retrieveModel(ctx, req.method(), path, keepAlive);
+                        return;
+                    }
                     gw.metrics.request(null, null, 404);
                     reply(ctx, error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_url",
                             "unknown path: " + method + " " + path), keepAlive);
@@ -211,6 +214,40 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             resp.headers().set("x-sextant-overloaded", "true");
         }
         reply(ctx, resp, keepAlive);
+    }
+
+    private static final String MODELS_PREFIX = "/v1/models/";
+
+    /**
+     * OpenAI's "retrieve model", {@code GET /v1/models/{model}}: the model's entry when this gateway routes it, else
+     * 404 {@code model_not_found}. A model id may hold a {@code /} (Hugging Face names such as
+     * {@code meta-llama/Llama-3.1-8B-Instruct}), sent as is or percent-encoded: both are accepted.
+     */
+    private void retrieveModel(ChannelHandlerContext ctx, HttpMethod method, String path, boolean keepAlive) {
+        if (!Http.reads(method)) {
+            notAllowed(ctx, method, path, "GET, HEAD", keepAlive);
+            return;
+        }
+        String id;
+        try {
+            id = QueryStringDecoder.decodeComponent(path.substring(MODELS_PREFIX.length()));
+        } catch (IllegalArgumentException e) { // a broken percent-escape
+            reply(ctx, error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_model",
+                    "model id in " + path + ": " + e.getMessage()), keepAlive);
+            return;
+        }
+        String json = gw.modelJson(id);
+        if (json == null) {
+            reply(ctx, error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", Refusal.UNKNOWN_MODEL.code(),
+                    "The model '" + id + "' is not routed by this gateway (GET /v1/models lists those it routes)"),
+                    keepAlive);
+            return;
+        }
+        reply(ctx, Http.json(HttpResponseStatus.OK, json), keepAlive);
+    }
+
+    private void notAllowed(ChannelHandlerContext ctx, HttpMethod method, String path, String allow, boolean keepAlive) {
+        reply(ctx, Http.methodNotAllowed(method, path, allow), keepAlive);
     }
 
     private static FullHttpResponse error(HttpResponseStatus status, String type, String code, String message) {

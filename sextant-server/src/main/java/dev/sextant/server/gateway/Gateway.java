@@ -308,17 +308,28 @@ public final class Gateway implements AutoCloseable {
         return "sx-" + idPrefix + "-" + ids.incrementAndGet();
     }
 
-    String modelsJson() {
-        Snapshot s = plane.get().snapshot();
+    /** The models the snapshot routes from this gateway cluster, in id order. */
+    private TreeSet<String> routedModels() {
         TreeSet<String> models = new TreeSet<>();
-        ownRoutes(s).values().forEach(r -> models.add(r.model()));
+        ownRoutes(plane.get().snapshot()).values().forEach(r -> models.add(r.model()));
+        return models;
+    }
+
+    String modelsJson() {
         ObjectNode root = Http.JSON.createObjectNode();
         root.put("object", "list");
         ArrayNode data = root.putArray("data");
-        for (String m : models) {
-            data.addObject().put("id", m).put("object", "model").put("created", 0).put("owned_by", "sextant");
-        }
+        routedModels().forEach(m -> model(data.addObject(), m));
         return root.toString();
+    }
+
+    /** OpenAI's "retrieve model": the model's entry of {@link #modelsJson()}, or null when it is not routed here. */
+    String modelJson(String id) {
+        return routedModels().contains(id) ? model(Http.JSON.createObjectNode(), id).toString() : null;
+    }
+
+    private static ObjectNode model(ObjectNode o, String id) {
+        return o.put("id", id).put("object", "model").put("created", 0).put("owned_by", "sextant");
     }
 
     String healthJson() {

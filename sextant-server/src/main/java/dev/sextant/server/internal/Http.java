@@ -10,6 +10,7 @@ import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
@@ -67,6 +68,22 @@ public final class Http {
             r.headers().set(HttpHeaderNames.RETRY_AFTER, Long.toString(s));
         }
         return r;
+    }
+
+    /**
+     * 405 for {@code method} on {@code path}, in OpenAI's error shape, with the methods the resource takes ({@code allow},
+     * e.g. {@code "GET, HEAD"}) in {@code Allow} as RFC 9110 §15.5.6 requires.
+     */
+    public static FullHttpResponse methodNotAllowed(HttpMethod method, String path, String allow) {
+        FullHttpResponse r = error(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error", "method_not_allowed",
+                method + " " + path + ": use " + allow.replace(", ", " or "), null);
+        r.headers().set(HttpHeaderNames.ALLOW, allow);
+        return r;
+    }
+
+    /** Whether {@code method} may read a resource: GET, or HEAD (the same answer without its body). */
+    public static boolean reads(HttpMethod method) {
+        return method == HttpMethod.GET || method == HttpMethod.HEAD;
     }
 
     /** Writes {@code response}, keeping the connection when {@code keepAlive}, closing it after the flush otherwise. */

@@ -213,6 +213,23 @@ class ControlPlaneTest {
         assertThat(get("/v1/snapshot?gateway=mars", "authorization", "Bearer " + TOKEN).statusCode()).isEqualTo(404);
     }
 
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({"POST, /metrics, GET, HEAD", "DELETE, /healthz, GET, HEAD", "PUT, /v1/snapshot?gateway=gw, GET, HEAD",
+            "GET, /v1/reports, POST,"})
+    void wrongMethod_is405WithAllow_butOnlyAfterTheTokenOnGuardedPaths(String method, String path, String allow1,
+                                                                       String allow2) throws Exception {
+        String allow = allow2 == null ? allow1 : allow1 + ", " + allow2;
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(cp.uri() + path)).timeout(Duration.ofSeconds(10))
+                .method(method, HttpRequest.BodyPublishers.noBody());
+        HttpResponse<String> anonymous = Fleet.HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = Fleet.HTTP.send(b.header("authorization", "Bearer " + TOKEN).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(405);
+        assertThat(r.headers().firstValue("allow")).hasValue(allow);
+        assertThat(Http.JSON.readTree(r.body()).path("error").path("code").asText()).isEqualTo("method_not_allowed");
+        assertThat(anonymous.statusCode()).isEqualTo(path.startsWith("/v1/") ? 401 : 405);
+    }
+
     @Test
     void malformedReport_is400() throws Exception {
         HttpResponse<String> notJson = postReport("{not json", "Bearer " + TOKEN);

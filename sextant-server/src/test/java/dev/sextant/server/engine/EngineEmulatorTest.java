@@ -152,6 +152,28 @@ class EngineEmulatorTest {
     }
 
     @Test
+    void wrongMethod_is405WithAllow_andHeadReadsWhatGetDoes() throws Exception {
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        java.util.function.BiFunction<String, String, HttpResponse<String>> send = (method, path) -> {
+            try {
+                return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + engine.port()
+                        + path)).method(method, java.net.http.HttpRequest.BodyPublishers.noBody()).build(),
+                        HttpResponse.BodyHandlers.ofString());
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        };
+        assertThat(send.apply("GET", "/v1/chat/completions").headers().firstValue("allow")).hasValue("POST");
+        HttpResponse<String> postMetrics = send.apply("POST", "/metrics");
+        assertThat(postMetrics.statusCode()).isEqualTo(405);
+        assertThat(postMetrics.headers().firstValue("allow")).hasValue("GET, HEAD");
+        assertThat(send.apply("DELETE", "/admin/faults").headers().firstValue("allow")).hasValue("GET, HEAD, POST");
+        HttpResponse<String> head = send.apply("HEAD", "/v1/models");
+        assertThat(head.statusCode()).isEqualTo(200);
+        assertThat(head.body()).isEmpty();
+    }
+
+    @Test
     void embeddings_areDeterministicUnitVectors() {
         JsonNode one = Client.json(client.post("/v1/embeddings", "{\"model\":\"m\",\"input\":[\"a\",\"b\"]}"));
         JsonNode again = Client.json(client.post("/v1/embeddings", "{\"model\":\"m\",\"input\":\"a\"}"));

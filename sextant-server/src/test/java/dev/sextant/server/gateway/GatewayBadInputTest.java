@@ -10,6 +10,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -44,6 +45,10 @@ class GatewayBadInputTest {
             unknown model      | POST | /v1/chat/completions | {"model": "gpt-9"}      | 404 | gpt-9
             unknown path       | POST | /v1/nothing          | {"model": "m"}          | 404 | unknown path
             wrong method       | GET  | /v1/chat/completions | ''                      | 405 | use POST
+            POST to /metrics   | POST | /metrics             | ''                      | 405 | use GET or HEAD
+            POST to a model    | POST | /v1/models/m         | ''                      | 405 | use GET or HEAD
+            model not routed   | GET  | /v1/models/gpt-9     | ''                      | 404 | 'gpt-9' is not routed
+            model id escaped   | GET  | /v1/models/org%2Fm   | ''                      | 404 | 'org/m' is not routed
             """)
     void badRequest_getsTheRightStatusInOpenAiShape_andTheGatewayKeepsServing(String name, String method, String path,
                                                                                String body, int status, String says)
@@ -53,10 +58,23 @@ class GatewayBadInputTest {
         b = "GET".equals(method) ? b.GET() : b.POST(HttpRequest.BodyPublishers.ofString(body));
         HttpResponse<String> r = Fleet.send(b.build(), HttpResponse.BodyHandlers.ofString());
         assertThat(r.statusCode()).isEqualTo(status);
+        if (status == 405) { // RFC 9110 §15.5.6: a 405 says which methods the resource takes
+            assertThat(r.headers().firstValue("allow")).hasValue(path.startsWith("/v1/chat") ? "POST" : "GET, HEAD");
+        }
         JsonNode error = Http.JSON.readTree(r.body()).path("error");
         assertThat(error.path("message").asText()).contains(says);
         assertThat(error.has("type")).isTrue();
         assertThat(error.has("code")).isTrue();
+        assertStillServing();
+    }
+
+    @Test
+    void modelIdWithABrokenPercentEscape_is400() throws Exception {
+        try (RawHttp c = new RawHttp(gw.port(), 5000)) { // a client that refuses to send such a URI cannot test it
+            RawHttp.Answer a = c.send("GET /v1/models/m%zz HTTP/1.1\r\nHost: gw\r\n\r\n").read();
+            assertThat(a.status()).isEqualTo(400);
+            assertThat(Http.JSON.readTree(a.body()).path("error").path("message").asText()).contains("model id");
+        }
         assertStillServing();
     }
 

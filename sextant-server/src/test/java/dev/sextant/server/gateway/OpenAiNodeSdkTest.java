@@ -64,6 +64,7 @@ class OpenAiNodeSdkTest {
         assertThat(out.path("completion").path("text").asText()).isNotBlank();
         assertThat(out.path("embedding").path("dimensions").asInt()).isPositive();
         assertThat(out.path("models").toString()).isEqualTo("[\"m\"]");
+        assertThat(out.path("retrieved").asText()).isEqualTo("m");
 
         JsonNode unknown = out.path("unknown_model");
         assertThat(unknown.path("not_found").asBoolean()).as("the SDK's own NotFoundError: %s", unknown).isTrue();

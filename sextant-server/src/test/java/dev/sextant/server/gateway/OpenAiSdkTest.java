@@ -99,6 +99,15 @@ class OpenAiSdkTest {
     }
 
     @Test
+    void models_retrieveARoutedOne_andAnUnknownOneIsTheSdksNotFoundException() {
+        Model m = client.models().retrieve("m");
+        assertThat(m.id()).isEqualTo("m");
+        assertThat(m.ownedBy()).isEqualTo("sextant");
+        assertThatThrownBy(() -> client.models().retrieve("no-such-model"))
+                .isInstanceOf(NotFoundException.class).hasMessageContaining("no-such-model");
+    }
+
+    @Test
     void unknownModel_isTheSdksNotFoundException_withTheGatewaysMessage() {
         assertThatThrownBy(() -> client.chat().completions().create(ChatCompletionCreateParams.builder()
                 .model("no-such-model").addUserMessage("hello").build()))
