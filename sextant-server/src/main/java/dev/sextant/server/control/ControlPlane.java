@@ -108,15 +108,19 @@ public final class ControlPlane implements AutoCloseable {
         this.signals = new Signals(config.missedScrapes());
         this.topology = TopologyLoader.load(config.topologyFile());
         this.fingerprint = fingerprint();
-        this.solves = Counter.builder("sextant.control.solves").register(registry);
-        this.publications = Counter.builder("sextant.control.publications").register(registry);
-        this.scrapeFailures = Counter.builder("sextant.control.scrape.failures").register(registry);
-        this.reloadFailures = Counter.builder("sextant.control.topology.reload.failures").register(registry);
+        this.solves = Counter.builder("sextant.control.solves").description("optimizer runs").register(registry);
+        this.publications = Counter.builder("sextant.control.publications")
+                .description("snapshots published (a new version for the gateways)").register(registry);
+        this.scrapeFailures = Counter.builder("sextant.control.scrape.failures")
+                .description("engine /metrics scrapes that failed or timed out").register(registry);
+        this.reloadFailures = Counter.builder("sextant.control.topology.reload.failures")
+                .description("topology file changes refused as invalid (the previous one stays in force)").register(registry);
         this.unauthorized = Counter.builder("sextant.control.unauthorized.requests")
                 .description("requests refused for a missing or wrong bearer token").register(registry);
         this.reports = Counter.builder("sextant.control.reports").description("gateway reports taken")
                 .register(registry);
-        this.solveTime = Timer.builder("sextant.control.solve.time").publishPercentileHistogram().register(registry);
+        this.solveTime = Timer.builder("sextant.control.solve.time").description("time of one optimizer run")
+                .publishPercentileHistogram().register(registry);
         this.state = config.stateFile() == null ? null : new StateFile(config.stateFile(),
                 Counter.builder("sextant.control.state.write.failures")
                         .description("published snapshots that could not be written to the state file")
@@ -125,8 +129,9 @@ public final class ControlPlane implements AutoCloseable {
         Gauge.builder("sextant.control.snapshot.version", () -> {
             Snapshot s = publisher.current();
             return s == null ? 0 : s.version();
-        }).register(registry);
-        Gauge.builder("sextant.control.topology.invalid", () -> topologyError == null ? 0 : 1).register(registry);
+        }).description("version of the snapshot published last").register(registry);
+        Gauge.builder("sextant.control.topology.invalid", () -> topologyError == null ? 0 : 1)
+                .description("1 while the topology file on disk is invalid and the last valid one is in force").register(registry);
         // TLS files are read before anything starts, so a bad file stops the start with its key and path
         this.serverTls = config.tls() == null ? null : TlsContexts.server(config.tls());
         this.scraper = HttpClient.newBuilder().connectTimeout(config.scrapeTimeout())

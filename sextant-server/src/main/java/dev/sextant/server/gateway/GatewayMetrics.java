@@ -2,6 +2,7 @@ package dev.sextant.server.gateway;
 
 import dev.sextant.request.DataPlane;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -54,9 +55,11 @@ final class GatewayMetrics {
         Gauge.builder("sextant.gateway.http2.connections", http2Connections::get)
                 .description("open HTTP/2 client connections").register(registry);
         Gauge.builder("sextant.gateway.ejected.engines", () -> plane.get().status().ejectedEngines())
-                .register(registry);
-        Gauge.builder("sextant.gateway.retry.tokens", () -> plane.get().status().retryTokens()).register(registry);
-        Gauge.builder("sextant.gateway.oversized.bodies", oversized::sum).register(registry);
+                .description("engines ejected by outlier detection now").register(registry);
+        Gauge.builder("sextant.gateway.retry.tokens", () -> plane.get().status().retryTokens())
+                .description("retries the retry budget allows now").register(registry);
+        FunctionCounter.builder("sextant.gateway.oversized.bodies", oversized, LongAdder::sum)
+                .description("requests refused for a body over max_body_bytes (413)").register(registry);
         overhead = Timer.builder("sextant.gateway.overhead")
                 .description("time the gateway itself adds to an answered request: from the request read to its"
                         + " write to the engine, plus from the answer's last part read from the engine to its write to"

@@ -213,6 +213,14 @@ class ControlPlaneTest {
         assertThat(get("/v1/snapshot?gateway=mars", "authorization", "Bearer " + TOKEN).statusCode()).isEqualTo(404);
     }
 
+    @Test
+    void metrics_everyMetricSaysWhatItCounts() throws Exception {
+        String body = get("/metrics").body();
+        assertThat(body).contains("sextant_control_solves_total");
+        assertThat(body.lines().filter(l -> l.startsWith("# HELP "))).isNotEmpty()
+                .allSatisfy(l -> assertThat(l.split(" ", 4)).hasSize(4).satisfies(p -> assertThat(p[3]).isNotBlank()));
+    }
+
     @ParameterizedTest(name = "{0} {1}")
     @CsvSource({"POST, /metrics, GET, HEAD", "DELETE, /healthz, GET, HEAD", "PUT, /v1/snapshot?gateway=gw, GET, HEAD",
             "GET, /v1/reports, POST,"})

@@ -157,6 +157,9 @@ class GatewayProxyTest {
         assertThat(m.statusCode()).isEqualTo(200);
         assertThat(m.body()).contains("sextant_gateway_requests_total{class=\"chat\"")
                 .contains("sextant_gateway_ttft_seconds_bucket").contains("sextant_gateway_snapshot_version 1.0");
+        assertThat(m.body().lines().filter(l -> l.startsWith("# HELP ")))
+                .as("every metric says what it counts (promtool check metrics: \"no help text\")")
+                .allSatisfy(l -> assertThat(l.split(" ", 4)).hasSize(4).satisfies(p -> assertThat(p[3]).isNotBlank()));
         HttpResponse<String> h = Fleet.get(gw.port(), "/healthz");
         JsonNode health = Http.JSON.readTree(h.body());
         assertThat(health.path("status").asText()).isEqualTo("ok");
