@@ -193,16 +193,9 @@ final class ServerFile {
      * is set and none is {@code required}.
      */
     BearerToken token(boolean required) {
-        Path tf = path("token_file");
-        if (tf != null) {
-            try {
-                return BearerToken.file(tf);
-            } catch (IOException e) {
-                throw new UsageException(at(file, lines, "token_file") + "token_file: cannot read " + tf + ": "
-                        + (e instanceof java.nio.file.NoSuchFileException ? "no such file" : e.getMessage()));
-            } catch (IllegalArgumentException e) {
-                throw new UsageException(at(file, lines, "token_file") + "token_file: " + tf + " " + e.getMessage());
-            }
+        BearerToken fromFile = tokenFile("token_file");
+        if (fromFile != null) {
+            return fromFile;
         }
         String env = System.getenv("SEXTANT_TOKEN");
         if (env != null && !env.isBlank()) {
@@ -217,6 +210,22 @@ final class ServerFile {
                     + " SEXTANT_TOKEN)");
         }
         return null;
+    }
+
+    /** The bearer token in the file named by {@code key} (read again when it changes), or null when the key is absent. */
+    BearerToken tokenFile(String key) {
+        Path tf = path(key);
+        if (tf == null) {
+            return null;
+        }
+        try {
+            return BearerToken.file(tf);
+        } catch (IOException e) {
+            throw new UsageException(at(file, lines, key) + key + ": cannot read " + tf + ": "
+                    + (e instanceof java.nio.file.NoSuchFileException ? "no such file" : e.getMessage()));
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(at(file, lines, key) + key + ": " + tf + " " + e.getMessage());
+        }
     }
 
     /** {@code keys} and the TLS keys {@link #serverTls()} and {@link #clientTls()} read. */

@@ -47,6 +47,8 @@ class ServerCommandsTest {
             client cert without key| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntls_client_cert_file: c.pem | (expected: both or neither)
             client CA without cert | control-plane | topology: t.yaml\\ntoken_file: tok\\ntls_client_ca_file: ca.pem | tls_client_ca_file: set without tls_cert_file
             empty token file       | control-plane | topology: t.yaml\\ntoken_file: empty                    | token_file:
+            engine token missing   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: nope | server.yaml:3: engine_token_file: cannot read
+            engine token empty     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: empty | server.yaml:3: engine_token_file:
             """)
     void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
         Files.writeString(dir.resolve("tok"), "secret");
@@ -65,7 +67,8 @@ class ServerCommandsTest {
         Path config = dir.resolve("gateway.yaml");
         Files.writeString(config, "gateway_cluster: east\nport: 0\nsnapshot_file: snapshot.json\nthreads: 1\n"
                 + "max_header_bytes: 8192\nrequest_header_timeout: 5s\nrequest_body_timeout: 30s\n"
-                + "http2: true\nmax_concurrent_streams: 250\n");
+                + "http2: true\nmax_concurrent_streams: 250\nengine_token_file: tok\n");
+        Files.writeString(dir.resolve("tok"), "engine-key\n");
         assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
         assertThat(stdout).contains("gateway east on http://127.0.0.1:").contains("(snapshot 1 from ").contains("stopped");
     }

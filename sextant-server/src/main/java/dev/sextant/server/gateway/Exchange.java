@@ -162,6 +162,9 @@ final class Exchange {
                 r.headers().set(h, v);
             }
         }
+        if (gw.config.engineToken() != null) { // the engines' key, never the client's
+            r.headers().set(HttpHeaderNames.AUTHORIZATION, "Bearer " + gw.config.engineToken().current());
+        }
         r.headers().set("x-request-id", requestId);
         r.headers().set(HttpHeaderNames.HOST, target.authority());
         HttpUtil.setContentLength(r, r.content().readableBytes());

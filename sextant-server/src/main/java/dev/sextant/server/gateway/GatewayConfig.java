@@ -33,12 +33,15 @@ import java.time.Duration;
  * @param maxConcurrentStreams most streams one HTTP/2 client connection may have open at once, ≥ 1 (default
  *                        {@value #DEFAULT_MAX_CONCURRENT_STREAMS}); a stream over it is refused with
  *                        {@code RST_STREAM REFUSED_STREAM}, which a client may retry
+ * @param engineToken     sent to engines as {@code Authorization: Bearer …} instead of the client's header (engines that
+ *                        require an API key, as vLLM's {@code --api-key}; a token file is read again when it
+ *                        changes), or null to pass the client's {@code Authorization} on
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
                             Duration drainTimeout, URI controlPlane, BearerToken token, Duration reportInterval,
                             boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
-                            ClientLimits clientLimits, boolean http2, int maxConcurrentStreams) {
+                            ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
     /** The default limit of open streams per HTTP/2 connection, 100 (RFC 9113 §6.5.2 asks for no fewer). */
@@ -82,28 +85,28 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofSeconds(30), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
-                ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS);
+                ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null);
     }
 
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
         return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams);
+                clientLimits, http2, maxConcurrentStreams, engineToken);
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
         return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams);
+                clientLimits, http2, maxConcurrentStreams, engineToken);
     }
 
     /** With other timeouts. */
     public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
                 drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams);
+                clientLimits, http2, maxConcurrentStreams, engineToken);
     }
 
     /** With a control plane to report to, and its token (or null). */
@@ -115,21 +118,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withControlPlane(URI uri, BearerToken newToken, Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams);
+                clientLimits, http2, maxConcurrentStreams, engineToken);
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams);
+                clientLimits, http2, maxConcurrentStreams, engineToken);
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions, tls,
-                clientTls, clientLimits, http2, maxConcurrentStreams);
+                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken);
     }
 
     /**
@@ -139,21 +142,31 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withTls(ServerTls serverTls, ClientTls client) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                serverTls, client, clientLimits, http2, maxConcurrentStreams);
+                serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken);
     }
 
     /** With other client limits (request head and body timeouts, head size). */
     public GatewayConfig withClientLimits(ClientLimits limits) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, limits, http2, maxConcurrentStreams);
+                tls, clientTls, limits, http2, maxConcurrentStreams, engineToken);
     }
 
     /** With HTTP/2 for clients on or off, and another limit of open streams per HTTP/2 connection (≥ 1). */
     public GatewayConfig withHttp2(boolean on, int streamsPerConnection) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, on, streamsPerConnection);
+                tls, clientTls, clientLimits, on, streamsPerConnection, engineToken);
+    }
+
+    /**
+     * With the token sent to engines as {@code Authorization: Bearer …} in place of the client's own header (an engine
+     * started with vLLM's {@code --api-key}); null to pass the client's on, as by default.
+     */
+    public GatewayConfig withEngineToken(BearerToken newEngineToken) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken);
     }
 
     /** Never the token: a config printed or logged must not leak it. */
@@ -165,6 +178,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 + ", drainTimeout=" + drainTimeout + ", controlPlane=" + controlPlane + ", token="
                 + (token == null ? "null" : "(redacted)") + ", reportInterval=" + reportInterval + ", accessLog="
                 + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + ", clientLimits=" + clientLimits
-                + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + "]";
+                + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + ", engineToken="
+                + (engineToken == null ? "null" : "(redacted)") + "]";
     }
 }

@@ -1,0 +1,101 @@
+package dev.sextant.server.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.sextant.config.TopologyLoader;
+import dev.sextant.policy.Policies;
+import dev.sextant.policy.SolveOptions;
+import dev.sextant.server.auth.BearerToken;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** What an engine sees in {@code Authorization}: the gateway's engine token when it has one, else the client's header. */
+class GatewayEngineTokenTest {
+    @TempDir
+    Path dir;
+    private HttpServer engine;
+    private final List<String> seen = new CopyOnWriteArrayList<>();
+    private Gateway gw;
+
+    @BeforeEach
+    void startEngine() throws Exception {
+        engine = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        engine.createContext("/", ex -> {
+            seen.add(String.valueOf(ex.getRequestHeaders().getFirst("authorization")));
+            ex.getRequestBody().readAllBytes();
+            byte[] body = "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[]}".getBytes(StandardCharsets.UTF_8);
+            ex.getResponseHeaders().add("content-type", "application/json");
+            ex.sendResponseHeaders(200, body.length);
+            ex.getResponseBody().write(body);
+            ex.close();
+        });
+        engine.start();
+    }
+
+    @AfterEach
+    void stop() {
+        if (gw != null) {
+            gw.close();
+        }
+        engine.stop(0);
+    }
+
+    private void startGateway(BearerToken engineToken) throws Exception {
+        String yaml = """
+                gateway_clusters: [{id: gw, region: r}]
+                engine_clusters: [{id: c, region: r}]
+                network_rtt_ms: {gw: {c: 1}}
+                models: [{id: m, output_tokens: 8}]
+                classes: [{id: chat, model: m}]
+                demand_rps: {gw: {chat: 10}}
+                engines:
+                  - {id: e1, cluster: c, endpoint: 'http://127.0.0.1:%d', models: [m], capacity_rps: 100, profile: {ttft_ms: 20, tbt_ms: 5}}
+                """.formatted(engine.getAddress().getPort());
+        var snapshot = Policies.optimal().solve(TopologyLoader.load(yaml, "one.yaml"), SolveOptions.defaults());
+        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false).withEngineToken(engineToken),
+                SnapshotSource.fixed(snapshot), 1);
+    }
+
+    private int chat(String... headers) throws Exception {
+        return Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("k", false, 1), headers).statusCode();
+    }
+
+    @Test
+    void withAnEngineToken_theEngineSeesIt_neverTheClientsKey_andARotatedFileIsFollowed() throws Exception {
+        Path file = dir.resolve("engine-token");
+        Files.writeString(file, "engine-key-1\n");
+        startGateway(BearerToken.file(file));
+        assertThat(chat("authorization", "Bearer client-key")).isEqualTo(200);
+        assertThat(chat()).isEqualTo(200);
+        assertThat(seen).containsExactly("Bearer engine-key-1", "Bearer engine-key-1");
+
+        Files.writeString(file, "engine-key-two\n"); // rotated: the file is looked at again within a second
+        assertThat(Fleet.await(() -> {
+            try {
+                chat();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+            return seen.get(seen.size() - 1).equals("Bearer engine-key-two");
+        }, Duration.ofSeconds(10))).isTrue();
+        assertThat(seen).noneMatch(a -> a.contains("client-key"));
+    }
+
+    @Test
+    void withoutOne_theClientsAuthorizationIsPassedOn() throws Exception {
+        startGateway(null);
+        assertThat(chat("authorization", "Bearer client-key")).isEqualTo(200);
+        assertThat(chat()).isEqualTo(200);
+        assertThat(seen).containsExactly("Bearer client-key", "null");
+    }
+}
