@@ -65,6 +65,26 @@ public final class Fleet implements AutoCloseable {
         return y.toString();
     }
 
+    /**
+     * The snapshot of one gateway cluster {@code gw} and one class {@code chat} of model {@code m} served by engines
+     * {@code e1}, {@code e2}, … at these ports (stand-ins a test runs itself), in one engine cluster.
+     */
+    static Snapshot standIns(int... ports) {
+        StringBuilder y = new StringBuilder("gateway_clusters: [{id: gw, region: r}]\n"
+                + "engine_clusters: [{id: c, region: r}]\nnetwork_rtt_ms: {gw: {c: 1}}\n"
+                + "models: [{id: m, output_tokens: 8}]\nclasses: [{id: chat, model: m}]\n"
+                + "demand_rps: {gw: {chat: 10}}\nengines:\n");
+        for (int i = 0; i < ports.length; i++) {
+            y.append("  - {id: e").append(i + 1).append(", cluster: c, endpoint: 'http://127.0.0.1:").append(ports[i])
+                    .append("', models: [m], capacity_rps: 100, profile: {ttft_ms: 20, tbt_ms: 5}}\n");
+        }
+        try {
+            return Policies.optimal().solve(TopologyLoader.load(y.toString(), "stand-ins.yaml"), SolveOptions.defaults());
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     public Snapshot snapshot() {
         return Policies.optimal().solve(topology, SolveOptions.defaults());
     }

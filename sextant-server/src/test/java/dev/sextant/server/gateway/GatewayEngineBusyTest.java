@@ -4,9 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.sun.net.httpserver.HttpServer;
-import dev.sextant.config.TopologyLoader;
-import dev.sextant.policy.Policies;
-import dev.sextant.policy.SolveOptions;
 import dev.sextant.server.internal.Http;
 import java.net.InetSocketAddress;
 import java.net.http.HttpResponse;
@@ -34,15 +31,8 @@ class GatewayEngineBusyTest {
 
     /** Two engines answering {@code status} with {@code headers} (name, value, …) to every request. */
     private void start(int status, String... headers) throws Exception {
-        StringBuilder y = new StringBuilder("""
-                gateway_clusters: [{id: gw, region: r}]
-                engine_clusters: [{id: c, region: r}]
-                network_rtt_ms: {gw: {c: 1}}
-                models: [{id: m, output_tokens: 8}]
-                classes: [{id: chat, model: m}]
-                demand_rps: {gw: {chat: 10}}
-                engines:
-                """);
+        int[] ports = new int[2];
+        int n = 0;
         for (String id : List.of("e1", "e2")) {
             HttpServer s = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
             s.createContext("/", ex -> {
@@ -58,10 +48,9 @@ class GatewayEngineBusyTest {
             });
             s.start();
             engines.add(s);
-            y.append("  - {id: ").append(id).append(", cluster: c, endpoint: 'http://127.0.0.1:")
-                    .append(s.getAddress().getPort()).append("', models: [m], capacity_rps: 100, profile: {ttft_ms: 20, tbt_ms: 5}}\n");
+            ports[n++] = s.getAddress().getPort();
         }
-        var snapshot = Policies.optimal().solve(TopologyLoader.load(y.toString(), "busy.yaml"), SolveOptions.defaults());
+        var snapshot = Fleet.standIns(ports);
         gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(snapshot), 1);
     }
 

@@ -3,9 +3,6 @@ package dev.sextant.server.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
-import dev.sextant.config.TopologyLoader;
-import dev.sextant.policy.Policies;
-import dev.sextant.policy.SolveOptions;
 import dev.sextant.server.auth.BearerToken;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -51,17 +48,7 @@ class GatewayEngineTokenTest {
     }
 
     private void startGateway(BearerToken engineToken) throws Exception {
-        String yaml = """
-                gateway_clusters: [{id: gw, region: r}]
-                engine_clusters: [{id: c, region: r}]
-                network_rtt_ms: {gw: {c: 1}}
-                models: [{id: m, output_tokens: 8}]
-                classes: [{id: chat, model: m}]
-                demand_rps: {gw: {chat: 10}}
-                engines:
-                  - {id: e1, cluster: c, endpoint: 'http://127.0.0.1:%d', models: [m], capacity_rps: 100, profile: {ttft_ms: 20, tbt_ms: 5}}
-                """.formatted(engine.getAddress().getPort());
-        var snapshot = Policies.optimal().solve(TopologyLoader.load(yaml, "one.yaml"), SolveOptions.defaults());
+        var snapshot = Fleet.standIns(engine.getAddress().getPort());
         gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false).withEngineToken(engineToken),
                 SnapshotSource.fixed(snapshot), 1);
     }
