@@ -51,6 +51,9 @@ public final class SnapshotJson {
      * @throws SnapshotException naming the line and field of the first problem
      */
     public static Snapshot read(String json, String source) throws SnapshotException {
+        if (json.isBlank()) { // Jackson calls this a type mismatch, which misleads
+            throw new SnapshotException(List.of(new ConfigProblem(source, 1, "", "empty (expected: a snapshot object)")));
+        }
         try {
             Snapshot s = Json.MAPPER.readValue(json, Snapshot.class);
             if (s == null) {

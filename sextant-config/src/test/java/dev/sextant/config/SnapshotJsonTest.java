@@ -131,6 +131,14 @@ class SnapshotJsonTest {
     }
 
     @Test
+    void read_emptyText_saysEmpty_notWrongType() {
+        for (String text : new String[] {"", " \n"}) {
+            SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));
+            assertThat(e.getMessage()).isEqualTo("snap.json:1: empty (expected: a snapshot object)");
+        }
+    }
+
+    @Test
     void read_wrongType_namesLineAndField() {
         String text = SnapshotJson.write(sample(5200, 4100)).replace("\"load_rps\" : 90.0", "\"load_rps\" : \"lots\"");
         int line = lineOf(text, "\"lots\"");
