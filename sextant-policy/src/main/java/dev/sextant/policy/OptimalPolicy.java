@@ -20,6 +20,11 @@ final class OptimalPolicy implements RoutingPolicy {
 
     @Override
     public Snapshot solve(Topology topology, SolveOptions options) {
+        return certify(topology, options).snapshot();
+    }
+
+    /** The certified solution, not yet a snapshot: see {@link CertifiedSolution}. */
+    CertifiedSolution certify(Topology topology, SolveOptions options) {
         Instance inst = new Instance(topology, options);
         int groupCount = inst.groupCount;
         Group[] groups = new Group[groupCount];
@@ -112,7 +117,15 @@ final class OptimalPolicy implements RoutingPolicy {
                 shed[sources[s]] = sol.shed()[s];
             }
         }
-        return assemble(inst, options, groups, price, groupFlow, shed, engineLoads, objective, bound, iterations);
+        double shedTotal = 0;
+        for (double v : shed) {
+            shedTotal += v;
+        }
+        double cost = objective;
+        double lower = bound;
+        int steps = iterations;
+        return new CertifiedSolution(cost, lower, steps, shedTotal,
+                () -> assemble(inst, options, groups, price, groupFlow, shed, engineLoads, cost, lower, steps));
     }
 
     /** Groups ever touched by a source with demand, joined into components through shared sources. */

@@ -15,6 +15,14 @@ public final class Policies {
         return new OptimalPolicy();
     }
 
+    /**
+     * The optimizer's certified solution before it is written out as a snapshot ({@code optimal().solve} is
+     * {@code optimalSolution(...).snapshot()}): for measuring the optimizer apart from the snapshot's assembly.
+     */
+    public static CertifiedSolution optimalSolution(dev.sextant.topology.Topology topology, SolveOptions options) {
+        return new OptimalPolicy().certify(topology, options);
+    }
+
     /** All traffic to the lowest-RTT allowed engines, split by effective capacity, whatever their load. */
     public static RoutingPolicy nearest() {
         return new BaselinePolicy("nearest");

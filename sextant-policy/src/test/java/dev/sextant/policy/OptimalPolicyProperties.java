@@ -97,6 +97,19 @@ class OptimalPolicyProperties {
         assertThat(b).isEqualTo(a);
     }
 
+    @Property(tries = 50)
+    void certifiedSolution_isTheSnapshotsSolution_beforeAssembly(@ForAll @LongRange(min = 0, max = 1_000_000) long seed) {
+        Topology t = Topologies.random(seed);
+        CertifiedSolution c = Policies.optimalSolution(t, SolveOptions.defaults());
+        Snapshot s = Policies.optimal().solve(t, SolveOptions.defaults());
+        assertThat(c.snapshot()).isEqualTo(s);
+        assertThat(c.snapshot().hash()).isEqualTo(s.hash());
+        assertThat(c.gapRelative()).isEqualTo(s.objective().gapRelative());
+        assertThat(c.lowerBound()).isEqualTo(s.objective().lowerBound());
+        assertThat(c.iterations()).isEqualTo(s.objective().iterations());
+        assertThat(c.shedRps()).isCloseTo(s.objective().shedRps(), within(1e-9 * (1 + s.objective().shedRps())));
+    }
+
     @Property(tries = 100)
     void optimal_isNeverWorseThanTheBaselines(@ForAll @LongRange(min = 0, max = 1_000_000) long seed) {
         Topology t = Topologies.random(seed);

@@ -33,7 +33,9 @@ import org.openjdk.jmh.infra.Blackhole;
  *       snapshot ({@code SolveOptions.after}), with {@code affinity_discount_ms = 0} so that only the warm
  *       start differs from {@code coldSolveAfterChange} (target on L: ≤ 25 ms);</li>
  *   <li>{@code warmResolveWithAffinity}: the same with the default affinity discount (25 ms), which
- *       changes the problem (traffic that stays where it was earns the discount).</li>
+ *       changes the problem (traffic that stays where it was earns the discount);</li>
+ *   <li>{@code warmResolveSolution}, {@code coldSolveSolution}: {@code warmResolve} and {@code coldSolve} up to the
+ *       certified solution, before it is written out as a snapshot.</li>
  * </ul>
  *
  * <p>Instances: {@code talk} = examples/talk.yaml, {@code M} = {@code Fleets.medium(1)}, {@code L} =
@@ -113,6 +115,22 @@ public class OptimizerBenchmark {
     @Benchmark
     public void warmResolve(Blackhole bh) {
         bh.consume(optimal.solve(changed, warm));
+    }
+
+    /**
+     * The warm re-solve up to the certified solution ({@code Policies.optimalSolution}): the optimizer without
+     * writing its solution out as a snapshot (per-engine weights, slot tables, content hash), which
+     * {@code warmResolve} includes.
+     */
+    @Benchmark
+    public void warmResolveSolution(Blackhole bh) {
+        bh.consume(Policies.optimalSolution(changed, warm));
+    }
+
+    /** {@code coldSolve} up to the certified solution, as {@code warmResolveSolution}. */
+    @Benchmark
+    public void coldSolveSolution(Blackhole bh) {
+        bh.consume(Policies.optimalSolution(base, cold));
     }
 
     @Benchmark
