@@ -21,7 +21,8 @@ import picocli.CommandLine.Option;
         description = "Run a gateway (OpenAI-compatible proxy) from a config file (docs/servers.md).")
 final class GatewayCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("gateway_cluster", "host", "port", "control_plane", "token_file",
-            "engine_token_file", "snapshot_file", "long_poll_wait", "report_interval", "max_body_bytes", "connect_timeout",
+            "engine_token_file", "snapshot_file", "snapshot_cache_file", "long_poll_wait", "report_interval",
+            "max_body_bytes", "connect_timeout",
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
             "max_header_bytes", "http2", "max_concurrent_streams");
@@ -72,7 +73,8 @@ final class GatewayCommand implements Callable<Integer> {
                             .priorityReserve(f.number("priority_reserve",
                                     DataPlaneOptions.defaults().priorityReserve()))
                             .build(), f.serverTls(), f.clientTls(), limits, f.bool("http2", d.http2()),
-                    f.integer("max_concurrent_streams", d.maxConcurrentStreams()), f.tokenFile("engine_token_file"));
+                    f.integer("max_concurrent_streams", d.maxConcurrentStreams()), f.tokenFile("engine_token_file"),
+                    f.path("snapshot_cache_file"));
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }

@@ -67,9 +67,10 @@ class ServerCommandsTest {
         Path config = dir.resolve("gateway.yaml");
         Files.writeString(config, "gateway_cluster: east\nport: 0\nsnapshot_file: snapshot.json\nthreads: 1\n"
                 + "max_header_bytes: 8192\nrequest_header_timeout: 5s\nrequest_body_timeout: 30s\n"
-                + "http2: true\nmax_concurrent_streams: 250\nengine_token_file: tok\n");
+                + "http2: true\nmax_concurrent_streams: 250\nengine_token_file: tok\nsnapshot_cache_file: kept.json\n");
         Files.writeString(dir.resolve("tok"), "engine-key\n");
         assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
+        assertThat(dir.resolve("kept.json")).as("the snapshot cache, beside the config").isNotEmptyFile();
         assertThat(stdout).contains("gateway east on http://127.0.0.1:").contains("(snapshot 1 from ").contains("stopped");
     }
 

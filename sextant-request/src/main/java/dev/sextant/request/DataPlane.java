@@ -38,7 +38,20 @@ public interface DataPlane {
      * @param options        tunables, e.g. {@link DataPlaneOptions#defaults()}
      */
     static DataPlane create(String gatewayCluster, Snapshot snapshot, Ticker ticker, DataPlaneOptions options) {
-        return new DefaultDataPlane(gatewayCluster, snapshot, ticker, options);
+        return new DefaultDataPlane(gatewayCluster, snapshot, ticker, options, 0);
+    }
+
+    /**
+     * As {@link #create(String, Snapshot, Ticker, DataPlaneOptions)} with a snapshot that is {@code age} old already
+     * (one a gateway kept from before it restarted): past {@link DataPlaneOptions#maxSnapshotAge()} it starts in
+     * fallback mode.
+     */
+    static DataPlane create(String gatewayCluster, Snapshot snapshot, Ticker ticker, DataPlaneOptions options,
+                            java.time.Duration age) {
+        if (age == null || age.isNegative()) {
+            throw new IllegalArgumentException("age: " + age + " (expected: >= 0)");
+        }
+        return new DefaultDataPlane(gatewayCluster, snapshot, ticker, options, age.toNanos());
     }
 
     /**

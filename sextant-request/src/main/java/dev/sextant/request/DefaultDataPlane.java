@@ -36,7 +36,7 @@ final class DefaultDataPlane implements DataPlane {
 
     private volatile Compiled compiled;
 
-    DefaultDataPlane(String gateway, Snapshot snapshot, Ticker ticker, DataPlaneOptions options) {
+    DefaultDataPlane(String gateway, Snapshot snapshot, Ticker ticker, DataPlaneOptions options, long ageNanos) {
         if (gateway == null || gateway.isEmpty()) {
             throw new IllegalArgumentException("gatewayCluster: missing (expected: a gateway cluster id)");
         }
@@ -58,7 +58,7 @@ final class DefaultDataPlane implements DataPlane {
         this.minInFlight = options.boundedLoadMinInFlight();
         long now = ticker.nanos();
         this.retryTokens = new RetryTokens(options.retryTokenCap(), now);
-        this.compiled = Compiled.compile(gateway, snapshot, null, now, this::cell, options);
+        this.compiled = Compiled.compile(gateway, snapshot, null, now - ageNanos, this::cell, options);
         retryTokens.floorPerSecond(snapshot.retryBudget().minRetriesPerSecond());
     }
 

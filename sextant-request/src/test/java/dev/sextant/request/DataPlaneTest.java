@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.offset;
 
 class DataPlaneTest {
@@ -412,6 +413,24 @@ class DataPlaneTest {
         assertThat(p.status().fallback()).isFalse();
         assertThat(p.route(RequestMeta.of("chat", 1, 5)).engineId()).isEqualTo("f1");
         assertThat(events).hasSize(2).last().asString().startsWith("false:");
+    }
+
+    @Test
+    void create_withASnapshotAlreadyOld_countsItsAgeFromBefore_andPastTheLimitStartsInFallback() {
+        Snapshot s = Fixtures.simple(3, 0, 1.0);
+        DataPlane young = DataPlane.create("g", s, ticker, DataPlaneOptions.defaults(), java.time.Duration.ofSeconds(40));
+        assertThat(young.status().ageNanos()).isEqualTo(40_000_000_000L);
+        assertThat(young.status().fallback()).isFalse();
+        ticker.advanceSeconds(261); // 301 s in all
+        assertThat(young.status().fallback()).isTrue();
+
+        DataPlane old = DataPlane.create("g", s, ticker, DataPlaneOptions.defaults(), java.time.Duration.ofHours(2));
+        assertThat(old.status().fallback()).isTrue();
+        assertThat(old.route(RequestMeta.of("m", 1, 1)).fallback()).isTrue();
+        old.swap(s); // confirmed by the control plane: fresh again
+        assertThat(old.status().fallback()).isFalse();
+        assertThatThrownBy(() -> DataPlane.create("g", s, ticker, DataPlaneOptions.defaults(),
+                java.time.Duration.ofSeconds(-1))).isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test

@@ -87,7 +87,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
 
     /** Our ETag of a snapshot: {@code "<version>-<hash prefix>"}. */
     static String etag(Snapshot s) {
-        return "\"" + s.version() + "-" + s.hash().substring(0, Math.min(16, s.hash().length())) + "\"";
+        return Http.etag(s);
     }
 
     private void snapshot(ChannelHandlerContext ctx, FullHttpRequest req, QueryStringDecoder q, boolean keepAlive) {

@@ -5,10 +5,8 @@ import dev.sextant.config.SnapshotJson;
 import dev.sextant.snapshot.Snapshot;
 import io.micrometer.core.instrument.Counter;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -30,7 +28,6 @@ final class StateFile implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(StateFile.class.getName());
 
     private final Path file;
-    private final Path temporary;
     private final Counter failures;
     private final AtomicReference<Snapshot> pending = new AtomicReference<>();
     private final ExecutorService writer = Executors.newSingleThreadExecutor(r -> {
@@ -42,7 +39,6 @@ final class StateFile implements AutoCloseable {
 
     StateFile(Path file, Counter failures) {
         this.file = file;
-        this.temporary = file.resolveSibling(file.getFileName() + ".tmp");
         this.failures = failures;
     }
 
@@ -78,8 +74,7 @@ final class StateFile implements AutoCloseable {
             return;
         }
         try {
-            Files.writeString(temporary, SnapshotJson.write(s), StandardCharsets.UTF_8);
-            Files.move(temporary, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            dev.sextant.server.internal.Http.writeAtomically(file, SnapshotJson.write(s));
             lastProblem = null;
         } catch (IOException | RuntimeException e) {
             failures.increment();

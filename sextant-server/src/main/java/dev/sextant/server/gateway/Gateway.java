@@ -110,14 +110,26 @@ public final class Gateway implements AutoCloseable {
         };
         DataPlaneOptions opts = config.options().toBuilder().listener(listener).build();
         CompletableFuture<Snapshot> first = new CompletableFuture<>();
+        SnapshotCache cache = config.snapshotCache() == null ? null
+                : new SnapshotCache(config.snapshotCache(), config.gatewayCluster());
+        SnapshotCache.Entry cached = cache == null ? null : cache.read();
+        if (cached != null) {
+            source.hold(cached.snapshot());
+        }
         source.start(s -> {
             DataPlane p = plane.get();
             if (p == null) {
-                plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts));
+                if (plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts))) {
+                    checkOwnRoutes(s);
+                    keep(cache, s);
+                    first.complete(s);
+                    return;
+                }
+                p = plane.get(); // started from the cache a moment ago
+            }
+            if (p.swap(s)) {
                 checkOwnRoutes(s);
-                first.complete(s);
-            } else if (p.swap(s)) {
-                checkOwnRoutes(s);
+                keep(cache, s);
             } else {
                 refusedSnapshots.increment();
                 Snapshot held = p.snapshot();
@@ -127,9 +139,24 @@ public final class Gateway implements AutoCloseable {
             }
         });
         try {
-            first.get(firstSnapshotWait.toMillis(), TimeUnit.MILLISECONDS);
+            Duration wait = cached == null || firstSnapshotWait.compareTo(CACHE_GRACE) < 0 ? firstSnapshotWait : CACHE_GRACE;
+            first.get(wait.toMillis(), TimeUnit.MILLISECONDS);
         } catch (java.util.concurrent.ExecutionException e) {
             throw new IllegalStateException("no first snapshot: " + e.getCause(), e.getCause());
+        } catch (TimeoutException e) {
+            if (cached == null) {
+                throw e;
+            }
+            Snapshot s = cached.snapshot();
+            if (plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts,
+                    cached.age()))) {
+                LOG.warning("no snapshot from the snapshot source within " + CACHE_GRACE.toSeconds() + " s: serving from"
+                        + " the cached snapshot " + s.version() + " of " + cache.file() + ", last confirmed "
+                        + cached.age().toSeconds() + " s ago, until the source answers"
+                        + (cached.age().compareTo(config.options().maxSnapshotAge()) > 0 ? " (older than max_snapshot_age:"
+                                + " fallback mode)" : ""));
+                checkOwnRoutes(s);
+            }
         }
         this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
                 () -> refusedSnapshots.sum() + source.refusals(), this::ownClasses);
@@ -185,7 +212,8 @@ public final class Gateway implements AutoCloseable {
     }
 
     /**
-     * Starts a gateway: waits for the source's first snapshot (up to 60 s), then binds.
+     * Starts a gateway: waits for the source's first snapshot (up to 60 s; with a snapshot cache that holds one, up to
+     * 5 s and then starts from the cached one), then binds.
      *
      * @throws StartException when no snapshot arrives in time
      * @throws ListenException when the address cannot be bound
@@ -201,6 +229,14 @@ public final class Gateway implements AutoCloseable {
 
     /** How long {@link #start} waits for the source's first snapshot. */
     static final Duration FIRST_SNAPSHOT_WAIT = Duration.ofSeconds(60);
+    /** How long {@link #start} waits for the source before it starts from the snapshot cache, when it has one. */
+    static final Duration CACHE_GRACE = Duration.ofSeconds(5);
+
+    private static void keep(SnapshotCache cache, Snapshot s) {
+        if (cache != null) {
+            cache.keep(s);
+        }
+    }
 
     /** As {@link #start(GatewayConfig, SnapshotSource, int)}, waiting {@code firstSnapshotWait} for the first snapshot. */
     static Gateway start(GatewayConfig config, SnapshotSource source, int threads, Duration firstSnapshotWait) {
@@ -216,7 +252,8 @@ public final class Gateway implements AutoCloseable {
             throw new StartException("no snapshot within " + (ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms")
                     + ", and a gateway cannot"
                     + " route without one (the snapshot source's warnings above say why; a gateway started with"
-                    + " snapshot_file needs no control plane)", e);
+                    + " snapshot_file needs no control plane, one with snapshot_cache_file starts from the last"
+                    + " snapshot it took)", e);
         } catch (ListenException e) {
             source.close();
             throw e; // already names the address

@@ -36,12 +36,16 @@ import java.time.Duration;
  * @param engineToken     sent to engines as {@code Authorization: Bearer …} instead of the client's header (engines that
  *                        require an API key, as vLLM's {@code --api-key}; a token file is read again when it
  *                        changes), or null to pass the client's {@code Authorization} on
+ * @param snapshotCache   a file the gateway writes every snapshot it takes to (atomically), and starts from when the
+ *                        control plane does not answer at start (its age counted from the file's time, so an old one
+ *                        starts in fallback mode); or null
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
                             Duration drainTimeout, URI controlPlane, BearerToken token, Duration reportInterval,
                             boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
-                            ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken) {
+                            ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken,
+                            java.nio.file.Path snapshotCache) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
     /** The default limit of open streams per HTTP/2 connection, 100 (RFC 9113 §6.5.2 asks for no fewer). */
@@ -85,28 +89,28 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofSeconds(30), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
-                ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null);
+                ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null);
     }
 
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
         return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
         return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
     }
 
     /** With other timeouts. */
     public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
                 drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
     }
 
     /** With a control plane to report to, and its token (or null). */
@@ -118,21 +122,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withControlPlane(URI uri, BearerToken newToken, Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions, tls,
-                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken);
+                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
     }
 
     /**
@@ -142,21 +146,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withTls(ServerTls serverTls, ClientTls client) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken);
+                serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
     }
 
     /** With other client limits (request head and body timeouts, head size). */
     public GatewayConfig withClientLimits(ClientLimits limits) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, limits, http2, maxConcurrentStreams, engineToken);
+                tls, clientTls, limits, http2, maxConcurrentStreams, engineToken, snapshotCache);
     }
 
     /** With HTTP/2 for clients on or off, and another limit of open streams per HTTP/2 connection (≥ 1). */
     public GatewayConfig withHttp2(boolean on, int streamsPerConnection) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, on, streamsPerConnection, engineToken);
+                tls, clientTls, clientLimits, on, streamsPerConnection, engineToken, snapshotCache);
     }
 
     /**
@@ -166,7 +170,14 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withEngineToken(BearerToken newEngineToken) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken);
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken, snapshotCache);
+    }
+
+    /** With a file that keeps the last snapshot, to start from when the control plane cannot be reached; or null. */
+    public GatewayConfig withSnapshotCache(java.nio.file.Path file) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, file);
     }
 
     /** Never the token: a config printed or logged must not leak it. */
@@ -179,6 +190,6 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 + (token == null ? "null" : "(redacted)") + ", reportInterval=" + reportInterval + ", accessLog="
                 + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + ", clientLimits=" + clientLimits
                 + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + ", engineToken="
-                + (engineToken == null ? "null" : "(redacted)") + "]";
+                + (engineToken == null ? "null" : "(redacted)") + ", snapshotCache=" + snapshotCache + "]";
     }
 }

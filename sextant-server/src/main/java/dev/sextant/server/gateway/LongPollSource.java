@@ -26,6 +26,7 @@ final class LongPollSource implements SnapshotSource {
     private final HttpClient http;
     private final java.util.concurrent.atomic.AtomicLong refusals = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean closed;
+    private volatile Snapshot kept; // from the gateway's cache: asked after, older ones refused
     private Thread thread;
 
     LongPollSource(URI controlPlane, String gatewayCluster, dev.sextant.server.auth.BearerToken token, Duration wait,
@@ -54,9 +55,17 @@ final class LongPollSource implements SnapshotSource {
         thread.start();
     }
 
+    @Override
+    public synchronized void hold(Snapshot kept) {
+        if (thread != null) {
+            throw new IllegalStateException("already started");
+        }
+        this.kept = kept;
+    }
+
     private void loop(Consumer<Snapshot> listener) {
-        Snapshot held = null;
-        String etag = null;
+        Snapshot held = kept;
+        String etag = kept == null ? null : dev.sextant.server.internal.Http.etag(kept);
         long backoffMs = 100;
         boolean reachable = true;
         Class<?> lastProblem = null; // logged once per kind, so a timeout does not hide a certificate refusal

@@ -20,6 +20,13 @@ public interface SnapshotSource extends AutoCloseable {
     void start(Consumer<Snapshot> listener);
 
     /**
+     * Tells the source, before {@link #start}, of a snapshot the gateway already has (kept from before a restart), so
+     * that it asks for a newer one only and refuses older ones. Sources that are handed their snapshots ignore it.
+     */
+    default void hold(Snapshot held) {
+    }
+
+    /**
      * Snapshots this source refused so far, ≥ 0: an older version than one it delivered, or the same version with
      * other content. Each refusal is also a {@code SEVERE} log line.
      */

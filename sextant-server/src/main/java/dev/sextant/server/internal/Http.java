@@ -86,6 +86,25 @@ public final class Http {
         return method == HttpMethod.GET || method == HttpMethod.HEAD;
     }
 
+    /**
+     * The control plane's ETag of a snapshot, {@code "<version>-<hash prefix>"}: a gateway that sends it back in
+     * {@code If-None-Match} says which version it holds.
+     */
+    public static String etag(dev.sextant.snapshot.Snapshot s) {
+        return "\"" + s.version() + "-" + s.hash().substring(0, Math.min(16, s.hash().length())) + "\"";
+    }
+
+    /**
+     * Writes {@code text} to {@code file} through a temporary file beside it that is then moved over it atomically,
+     * so that a crash leaves the old content or the new, never part of one.
+     */
+    public static void writeAtomically(java.nio.file.Path file, String text) throws java.io.IOException {
+        java.nio.file.Path temporary = file.resolveSibling(file.getFileName() + ".tmp");
+        java.nio.file.Files.writeString(temporary, text, java.nio.charset.StandardCharsets.UTF_8);
+        java.nio.file.Files.move(temporary, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    }
+
     /** Writes {@code response}, keeping the connection when {@code keepAlive}, closing it after the flush otherwise. */
     public static void send(ChannelHandlerContext ctx, FullHttpResponse response, boolean keepAlive) {
         HttpUtil.setKeepAlive(response, keepAlive);
