@@ -325,6 +325,12 @@ public final class EngineEmulator implements AutoCloseable {
         }
     }
 
+    /** The options {@link #parseArgs} takes that have a value ({@code --hang} alone has none). */
+    private static final java.util.Set<String> VALUE_OPTIONS = java.util.Set.of("--id", "--host", "--port", "--model",
+            "--max-seqs", "--prefill-ms-per-token", "--decode-base-ms", "--decode-ms-per-seq", "--default-max-tokens",
+            "--kv-cache-tokens", "--prefix-cache-entries", "--seed", "--error-rate", "--slowdown", "--crash-after-tokens",
+            "--corrupt-stream");
+
     static EngineConfig parseArgs(String[] args) {
         EngineConfig d = EngineConfig.defaults("engine-0", "emulated-model");
         String id = d.engineId();
@@ -355,6 +361,10 @@ public final class EngineEmulator implements AutoCloseable {
             if (option.equals("--hang")) {
                 hang = value == null || Boolean.parseBoolean(value);
                 continue;
+            }
+            if (!VALUE_OPTIONS.contains(option)) { // before looking for its value, which an unknown one may not have
+                throw new IllegalArgumentException(option + ": unknown option (expected one of --hang, "
+                        + String.join(", ", new java.util.TreeSet<>(VALUE_OPTIONS)) + ")");
             }
             if (value == null) {
                 if (i + 1 >= args.length) {

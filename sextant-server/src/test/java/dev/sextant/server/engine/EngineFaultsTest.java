@@ -108,6 +108,17 @@ class EngineFaultsTest {
     }
 
     @Test
+    void anUnknownOption_isCalledUnknown_evenAtTheEndWithoutAValue() {
+        for (String[] args : new String[][] {{"--bogus"}, {"--bogus", "1"}, {"stray"}, {"--id", "e", "--errors=0.5"}}) {
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> EngineEmulator.parseArgs(args))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(": unknown option (expected one of")
+                    .hasMessageContaining("--error-rate");
+        }
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> EngineEmulator.parseArgs(new String[] {"--port"}))
+                .hasMessage("--port: missing value");
+    }
+
+    @Test
     void slowdown_multipliesTheModelsStepTimes() {
         try (EngineEmulator engine = EngineEmulator.start(FAST)) {
             Client client = new Client(engine);
