@@ -205,13 +205,16 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         if (gw == null || cls == null) {
             throw new IllegalArgumentException("gateway and class: both required (e.g. ?gateway=east&class=chat)");
         }
+        String format = Http.query(q, "format");
+        if (format != null && !format.equals("json") && !format.equals("text")) {
+            throw new IllegalArgumentException("format: '" + format + "' (expected: json or text)");
+        }
         Snapshot s = cp.current();
         if (s.route(gw, cls) == null) {
             Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_route",
                     "no route for gateway " + gw + " and class " + cls + " in snapshot " + s.version(), null), keepAlive);
             return;
         }
-        String format = Http.query(q, "format");
         String accept = req.headers().get(HttpHeaderNames.ACCEPT, "");
         boolean text = "text".equals(format) || (format == null && accept.startsWith("text/plain"));
         // off the event loop (a large fleet's explanation solves two baselines), answered back on it

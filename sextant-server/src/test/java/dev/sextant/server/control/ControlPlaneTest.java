@@ -145,6 +145,11 @@ class ControlPlaneTest {
         assertThat(get("/v1/explain?gateway=gw&class=chat&format=text", "authorization", auth).body())
                 .isEqualTo(text.body());
         assertThat(get("/v1/explain?gateway=gw&class=nope", "authorization", auth).statusCode()).isEqualTo(404);
+        HttpResponse<String> xml = get("/v1/explain?gateway=gw&class=chat&format=xml", "authorization", auth);
+        assertThat(xml.statusCode()).isEqualTo(400);
+        assertThat(xml.body()).contains("format: 'xml' (expected: json or text)");
+        assertThat(get("/v1/explain?gateway=gw&class=chat&format=json", "authorization", auth, "accept", "text/plain")
+                .body()).isEqualTo(json.body());
         // the baselines kept between explanations give what solving them afresh gives
         assertThat(text.body()).isEqualTo(dev.sextant.policy.Explainer.toText(
                 dev.sextant.policy.Explainer.explain(cp.solvedTopology(), cp.current(), "gw", "chat")));
