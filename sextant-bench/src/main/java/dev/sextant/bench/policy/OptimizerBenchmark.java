@@ -34,8 +34,8 @@ import org.openjdk.jmh.infra.Blackhole;
  *       start differs from {@code coldSolveAfterChange} (target on L: ≤ 25 ms);</li>
  *   <li>{@code warmResolveWithAffinity}: the same with the default affinity discount (25 ms), which
  *       changes the problem (traffic that stays where it was earns the discount);</li>
- *   <li>{@code warmResolveSolution}, {@code coldSolveSolution}: {@code warmResolve} and {@code coldSolve} up to the
- *       certified solution, before it is written out as a snapshot.</li>
+ *   <li>{@code warmResolveSolution}, {@code warmResolveWithAffinitySolution}, {@code coldSolveSolution}: the same
+ *       up to the certified solution, before it is written out as a snapshot.</li>
  * </ul>
  *
  * <p>Instances: {@code talk} = examples/talk.yaml, {@code M} = {@code Fleets.medium(1)}, {@code L} =
@@ -125,6 +125,12 @@ public class OptimizerBenchmark {
     @Benchmark
     public void warmResolveSolution(Blackhole bh) {
         bh.consume(Policies.optimalSolution(changed, warm));
+    }
+
+    /** {@code warmResolveWithAffinity} up to the certified solution, as {@code warmResolveSolution}. */
+    @Benchmark
+    public void warmResolveWithAffinitySolution(Blackhole bh) {
+        bh.consume(Policies.optimalSolution(changedWithAffinity, warmWithAffinity));
     }
 
     /** {@code coldSolve} up to the certified solution, as {@code warmResolveSolution}. */
