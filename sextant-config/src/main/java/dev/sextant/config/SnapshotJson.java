@@ -138,6 +138,8 @@ public final class SnapshotJson {
             return "malformed";
         }
         int nl = s.indexOf('\n');
-        return (nl < 0 ? s : s.substring(0, nl)).trim();
+        // Jackson points at where an unclosed object began through a source it does not show: say the line alone
+        return (nl < 0 ? s : s.substring(0, nl)).trim()
+                .replaceAll("\\(start marker at \\[Source: [^;]*; line: (\\d+), column: \\d+\\]\\)", "(opened on line $1)");
     }
 }

@@ -131,6 +131,14 @@ class SnapshotJsonTest {
     }
 
     @Test
+    void read_unclosedObject_namesTheLineItOpenedOn_withoutJacksonsHiddenSource() {
+        SnapshotException e = catchThrowableOfType(SnapshotException.class,
+                () -> SnapshotJson.read("{\n  \"version\": 3", "snap.json"));
+        assertThat(e.getMessage()).startsWith("snap.json:2: JSON syntax: Unexpected end-of-input")
+                .endsWith("(opened on line 1)").doesNotContain("Source").doesNotContain("REDACTED");
+    }
+
+    @Test
     void read_emptyText_saysEmpty_notWrongType() {
         for (String text : new String[] {"", " \n"}) {
             SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));

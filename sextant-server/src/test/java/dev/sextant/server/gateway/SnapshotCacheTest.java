@@ -109,6 +109,26 @@ class SnapshotCacheTest {
     }
 
     @Test
+    void aCacheThatCannotBeWritten_isLoggedOnce_andTheGatewayServesOn() throws Exception {
+        cache = dir.resolve("no-such-dir").resolve("cache.json");
+        StaticSource source = SnapshotSource.fixed(fleet.snapshot());
+        try (LogCapture log = new LogCapture()) {
+            Gateway gw = Gateway.start(config(), source, 1);
+            try {
+                source.publish(fleet.snapshot().sealed(fleet.snapshot().version() + 1)); // a second write that fails
+                assertThat(Fleet.await(() -> gw.plane().snapshot().version() == fleet.snapshot().version() + 1,
+                        Duration.ofSeconds(5))).isTrue();
+                assertThat(Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("k", false, 1)).statusCode())
+                        .isEqualTo(200);
+                assertThat(log.lines().stream().filter(l -> l.contains("SNAPSHOT CACHE") && l.contains("not written")))
+                        .hasSize(1);
+            } finally {
+                gw.close();
+            }
+        }
+    }
+
+    @Test
     void theControlPlaneIsAskedForAVersionAfterTheCachedOne() throws Exception {
         Snapshot s = cacheWritten();
         List<String> asked = new CopyOnWriteArrayList<>();
