@@ -75,6 +75,22 @@ class ServerCommandsTest {
     }
 
     @Test
+    void examples_serverConfigsAreValid_andTheControlPlaneOneRuns() throws Exception {
+        Path servers = Path.of("..", "examples", "servers");
+        for (String g : new String[] {"gateway-east.yaml", "gateway-west.yaml"}) {
+            ServerFile f = ServerFile.load(servers.resolve(g), GatewayCommand.KEYS);
+            assertThat(f.tokenFile("token_file")).as(g).isNotNull();
+            assertThat(f.path("snapshot_cache_file")).as(g).isNotNull();
+        }
+        for (String e : new String[] {"engine-east-1.yaml", "engine-west-1.yaml"}) {
+            ServerFile.load(servers.resolve(e), EngineCommand.KEYS);
+        }
+        assertThat(run("control-plane", "--config", servers.resolve("control-plane.yaml").toString(), "--port", "0",
+                "--duration", "0.3")).isZero();
+        assertThat(stdout).contains("control plane on http://127.0.0.1:").contains("talk.yaml, snapshot 1)");
+    }
+
+    @Test
     void gateway_onAPortInUse_isBadInputNamingTheAddress() throws Exception {
         Path topology = Path.of("..", "examples", "talk.yaml");
         assertThat(run("solve", topology.toString())).isZero();
