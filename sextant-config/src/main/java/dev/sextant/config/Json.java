@@ -42,6 +42,20 @@ public final class Json {
             .withObjectIndenter(new DefaultIndenter("  ", "\n"))
             .withArrayIndenter(new DefaultIndenter("  ", "\n")));
 
+    /**
+     * Jackson's message for a problem, as one line for a person: the first line of it (the rest is a source
+     * location), and an unclosed object's "start marker" given as the line it opened on rather than through a
+     * source Jackson does not show. {@code "malformed"} when there is no message.
+     */
+    public static String message(String jacksonMessage) {
+        if (jacksonMessage == null) {
+            return "malformed";
+        }
+        int nl = jacksonMessage.indexOf('\n');
+        return (nl < 0 ? jacksonMessage : jacksonMessage.substring(0, nl)).trim()
+                .replaceAll("\\(start marker at \\[Source: [^;]*; line: (\\d+), column: \\d+\\]\\)", "(opened on line $1)");
+    }
+
     private Json() {
     }
 

@@ -80,7 +80,7 @@ public final class SnapshotJson {
     private static ConfigProblem problem(String source, JsonProcessingException e, String json) {
         int line = YamlTree.line(e.getLocation());
         String path = "";
-        String message = firstLine(e.getOriginalMessage());
+        String message = Json.message(e.getOriginalMessage());
         if (e instanceof JsonMappingException m) {
             path = m.getPath().stream()
                     .map(r -> r.getFieldName() != null ? "." + r.getFieldName() : "[" + r.getIndex() + "]")
@@ -100,7 +100,7 @@ public final class SnapshotJson {
             u.getKnownPropertyIds().forEach(k -> known.add(String.valueOf(k)));
             message = "unknown key '" + u.getPropertyName() + "' (expected one of: " + String.join(", ", known) + ")";
         } else if (e instanceof ValueInstantiationException v && v.getCause() instanceof IllegalArgumentException iae) {
-            message = firstLine(iae.getMessage());
+            message = Json.message(iae.getMessage());
         } else if (e instanceof InvalidFormatException f) {
             message = "'" + f.getValue() + "' (expected: " + expected(f.getTargetType()) + ")";
         } else if (e instanceof MismatchedInputException && message.contains("creator property")) {
@@ -131,15 +131,5 @@ public final class SnapshotJson {
             return "a string";
         }
         return "a " + type.getSimpleName();
-    }
-
-    private static String firstLine(String s) {
-        if (s == null) {
-            return "malformed";
-        }
-        int nl = s.indexOf('\n');
-        // Jackson points at where an unclosed object began through a source it does not show: say the line alone
-        return (nl < 0 ? s : s.substring(0, nl)).trim()
-                .replaceAll("\\(start marker at \\[Source: [^;]*; line: (\\d+), column: \\d+\\]\\)", "(opened on line $1)");
     }
 }

@@ -247,8 +247,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             body = Http.JSON.readTree((java.io.InputStream) in);
         } catch (java.io.IOException e) {
             // Jackson's own words without the location it appends on further lines
-            throw new IllegalArgumentException("malformed JSON report: "
-                    + (e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage()
+            throw new IllegalArgumentException("malformed JSON report: " + Json.message(
+                    e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage()
                             : e.getMessage()));
         }
         if (body == null || !body.isObject()) {

@@ -249,6 +249,11 @@ class ControlPlaneTest {
         assertThat(notJson.statusCode()).isEqualTo(400);
         assertThat(dev.sextant.server.internal.Http.JSON.readTree(notJson.body()).path("error").path("message").asText())
                 .startsWith("malformed JSON report: Unexpected character").doesNotContain("\n").doesNotContain("Source");
+        HttpResponse<String> unclosed = postReport("{\"gateway\":\"gw\"", "Bearer " + TOKEN);
+        assertThat(unclosed.statusCode()).isEqualTo(400);
+        assertThat(Http.JSON.readTree(unclosed.body()).path("error").path("message").asText())
+                .startsWith("malformed JSON report: Unexpected end-of-input").endsWith("(opened on line 1)")
+                .doesNotContain("Source");
         assertThat(postReport("{\"gateway\":\"mars\"}", "Bearer " + TOKEN).statusCode()).isEqualTo(400);
         assertThat(postReport("{\"gateway\":\"gw\",\"demand_rps\":{\"chat\":-1}}", "Bearer " + TOKEN).statusCode())
                 .isEqualTo(400);
