@@ -58,9 +58,7 @@ final class Exchange {
     private boolean ended;
     private Outcome pending; // an error response being read before a retry
     private int pendingStatus;
-    private Duration pendingRetryAfter; // the busy engine's Retry-After, when it gave one in seconds
-    private int busyStatus;
-    private Duration busyRetryAfter;
+    private Duration pendingRetryAfter; // with pendingStatus: that engine's Retry-After, when it gave one in seconds
     private final StringBuilder pendingBody = new StringBuilder();
     private StringBuilder failures; // what each failed attempt's engine did, for the final error (rare path)
     private boolean reachedAnEngine; // some attempt got past connecting
@@ -461,10 +459,7 @@ final class Exchange {
             reachedAnEngine = true;
         }
         Decision next = gw.plane().retry(decision, outcome);
-        busyStatus = pendingStatus;
-        busyRetryAfter = pendingRetryAfter;
         pending = null;
-        pendingRetryAfter = null;
         pendingBody.setLength(0);
         if (failures == null) {
             failures = new StringBuilder(message);
@@ -491,9 +486,10 @@ final class Exchange {
         gw.logFailure(all);
         if (outcome == Outcome.ENGINE_BUSY || outcome == Outcome.SYSTEM_OVERLOADED) {
             // the last engine said it is too busy (429, or 503 meaning the same): so does the gateway, with the
-            // engine's status and its Retry-After (or 1 s), rather than a 502 that tells the client nothing of load
-            HttpResponseStatus busy = HttpResponseStatus.valueOf(busyStatus);
-            Duration after = busyRetryAfter != null ? busyRetryAfter : Duration.ofSeconds(1);
+            // engine's status and its Retry-After (or 1 s), rather than a 502 that tells the client nothing of load;
+            // pendingStatus and pendingRetryAfter are that engine's, set with the outcome from its answer
+            HttpResponseStatus busy = HttpResponseStatus.valueOf(pendingStatus);
+            Duration after = pendingRetryAfter != null ? pendingRetryAfter : Duration.ofSeconds(1);
             respondBusy(busy, all, ra > 0 && Duration.ofNanos(ra).compareTo(after) > 0 ? Duration.ofNanos(ra) : after);
             return;
         }
