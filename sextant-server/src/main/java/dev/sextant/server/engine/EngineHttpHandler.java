@@ -144,11 +144,9 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                         throw new OpenAiErrors.ApiError(HttpResponseStatus.UNAUTHORIZED, "invalid_request_error",
                                 "unauthorized", "Missing or wrong bearer token.");
                     }
+                    expect(method, HttpMethod.GET, HttpMethod.POST);
                     if (method.equals(HttpMethod.POST)) {
                         engine.setFaults(faultsFrom(parse(request.content()), engine.faults()));
-                    } else if (!method.equals(HttpMethod.GET) && !method.equals(HttpMethod.HEAD)) {
-                        throw new OpenAiErrors.ApiError(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error",
-                                "method_not_allowed", "Use GET, HEAD or POST.", "GET, HEAD, POST");
                     }
                     respond(ctx, keepAlive, HttpResponseStatus.OK, faultsJson(engine.faults()));
                 }
@@ -175,14 +173,26 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         }
     }
 
-    /** Refuses any method but {@code expected} (and HEAD where GET is expected) with a 405 that says what is allowed. */
-    private static void expect(HttpMethod method, HttpMethod expected) {
-        if (method.equals(expected) || expected.equals(HttpMethod.GET) && method.equals(HttpMethod.HEAD)) {
-            return;
+    /**
+     * Refuses any method but the {@code expected} ones (and HEAD wherever GET is) with a 405 that says what is allowed:
+     * {@code Allow: GET, HEAD, POST} and "Use GET, HEAD or POST."
+     */
+    private static void expect(HttpMethod method, HttpMethod... expected) {
+        java.util.List<String> allowed = new java.util.ArrayList<>();
+        for (HttpMethod m : expected) {
+            if (method.equals(m) || m.equals(HttpMethod.GET) && method.equals(HttpMethod.HEAD)) {
+                return;
+            }
+            allowed.add(m.name());
+            if (m.equals(HttpMethod.GET)) {
+                allowed.add(HttpMethod.HEAD.name());
+            }
         }
-        String allow = expected.equals(HttpMethod.GET) ? "GET, HEAD" : expected.name();
+        String allow = String.join(", ", allowed);
+        int last = allow.lastIndexOf(", ");
+        String words = last < 0 ? allow : allow.substring(0, last) + " or " + allow.substring(last + 2);
         throw new OpenAiErrors.ApiError(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error",
-                "method_not_allowed", "Use " + allow.replace(", ", " or ") + ".", allow);
+                "method_not_allowed", "Use " + words + ".", allow);
     }
 
     private JsonNode parse(ByteBuf content) {
