@@ -37,7 +37,12 @@ public final class CertifiedSolution {
 
     /** {@code (latency cost − bound) / latency cost}, as the snapshot's {@code objective.gap_relative}. */
     public double gapRelative() {
-        return latencyCost > 0 ? Math.max(0, latencyCost - lowerBound) / latencyCost : 0;
+        return gap(latencyCost, lowerBound);
+    }
+
+    /** {@code (cost − bound) / cost}, 0 for no cost: the certificate's relative gap, wherever it is reported. */
+    static double gap(double cost, double bound) {
+        return cost > 0 ? Math.max(0, cost - bound) / cost : 0;
     }
 
     /** Newton iterations it took, over all components. */

@@ -358,7 +358,7 @@ final class OptimalPolicy implements RoutingPolicy {
                 slotOfGroup[sg[a]] = -1;
             }
         };
-        double gap = objective > 0 ? Math.max(0, objective - bound) / objective : 0;
+        double gap = CertifiedSolution.gap(objective, bound);
         return Assembler.assemble(inst, "optimal", options, weights, shedFraction, sourcePrice, shadow, bound, gap,
                 iterations);
     }
