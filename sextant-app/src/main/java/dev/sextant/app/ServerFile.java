@@ -51,7 +51,7 @@ final class ServerFile {
             int line = e.getLocation() == null ? 0 : e.getLocation().getLineNr();
             String key = lines.entrySet().stream().filter(k -> k.getValue() == line).map(Map.Entry::getKey)
                     .findFirst().orElse(null);
-            String message = String.valueOf(e.getOriginalMessage()).lines().findFirst().orElse("");
+            String message = dev.sextant.config.Json.message(e.getOriginalMessage());
             if (message.startsWith("Malformed numeric value ")) { // YAML's .nan and .inf, which Jackson cannot convert
                 message = message.substring("Malformed numeric value ".length()) + " (expected: a finite number)";
             } else {
@@ -59,8 +59,6 @@ final class ServerFile {
             }
             throw new UsageException(file + (line > 0 ? ":" + line : "") + ": " + (key == null ? "" : key + ": ")
                     + message);
-        } catch (IOException e) {
-            throw new UsageException(file + ": cannot read: " + e.getMessage());
         }
         if (root == null || root.isMissingNode() || root.isNull()) {
             root = YAML.createObjectNode();
