@@ -72,7 +72,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         }
     }
 
-    /** The version in an ETag of ours ({@code "<version>-<hash prefix>"}), or -1. */
+    /** The version in an ETag of ours ({@link Http#etag}: {@code "<version>-<hash prefix>"}), or -1. */
     static long heldVersion(String etag) {
         int dash = etag.indexOf('-');
         if (!etag.startsWith("\"") || dash < 2) {
@@ -83,11 +83,6 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         } catch (NumberFormatException e) {
             return -1;
         }
-    }
-
-    /** Our ETag of a snapshot: {@code "<version>-<hash prefix>"}. */
-    static String etag(Snapshot s) {
-        return Http.etag(s);
     }
 
     private void snapshot(ChannelHandlerContext ctx, FullHttpRequest req, QueryStringDecoder q, boolean keepAlive) {

@@ -231,7 +231,7 @@ public final class ControlPlane implements AutoCloseable {
     /** One gateway cluster's view of a publication, as sent. */
     record GatewayView(Snapshot snapshot, String etag, byte[] json) {
         static GatewayView of(Snapshot view) {
-            return new GatewayView(view, ControlHandler.etag(view),
+            return new GatewayView(view, dev.sextant.server.internal.Http.etag(view),
                     dev.sextant.config.SnapshotJson.write(view).getBytes(StandardCharsets.UTF_8));
         }
     }
