@@ -119,8 +119,7 @@ public final class Gateway implements AutoCloseable {
         source.start(s -> {
             DataPlane p = plane.get();
             if (p == null) {
-                if (plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts))) {
-                    checkOwnRoutes(s);
+                if (startPlane(s, opts, Duration.ZERO)) {
                     keep(cache, s);
                     first.complete(s);
                     return;
@@ -148,14 +147,12 @@ public final class Gateway implements AutoCloseable {
                 throw e;
             }
             Snapshot s = cached.snapshot();
-            if (plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts,
-                    cached.age()))) {
+            if (startPlane(s, opts, cached.age())) {
                 LOG.warning("no snapshot from the snapshot source within " + CACHE_GRACE.toSeconds() + " s: serving from"
                         + " the cached snapshot " + s.version() + " of " + cache.file() + ", last confirmed "
                         + cached.age().toSeconds() + " s ago, until the source answers"
                         + (cached.age().compareTo(config.options().maxSnapshotAge()) > 0 ? " (older than max_snapshot_age:"
                                 + " fallback mode)" : ""));
-                checkOwnRoutes(s);
             }
         }
         this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
@@ -231,6 +228,18 @@ public final class Gateway implements AutoCloseable {
     static final Duration FIRST_SNAPSHOT_WAIT = Duration.ofSeconds(60);
     /** How long {@link #start} waits for the source before it starts from the snapshot cache, when it has one. */
     static final Duration CACHE_GRACE = Duration.ofSeconds(5);
+
+    /**
+     * The data plane from the first snapshot, {@code age} old already; false when one was made first (the source and
+     * the snapshot cache can race at start).
+     */
+    private boolean startPlane(Snapshot s, DataPlaneOptions opts, Duration age) {
+        if (!plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts, age))) {
+            return false;
+        }
+        checkOwnRoutes(s);
+        return true;
+    }
 
     private static void keep(SnapshotCache cache, Snapshot s) {
         if (cache != null) {
