@@ -32,6 +32,7 @@ record GenerationRequest(boolean chat, String model, boolean stream, boolean inc
         }
         String model = EngineHttpHandler.model(body, models);
         StringBuilder prompt = new StringBuilder();
+        int tokenIds = 0; // a pre-tokenized prompt's length, known exactly
         if (chat) {
             JsonNode messages = body.get("messages");
             if (messages == null || !messages.isArray() || messages.isEmpty()) {
@@ -62,8 +63,11 @@ record GenerationRequest(boolean chat, String model, boolean stream, boolean inc
                 for (JsonNode part : p) {
                     prompt.append(part.asText());
                 }
+            } else if (p != null && p.isArray() && !p.isEmpty() && (tokenIds = tokenIds(p, prompt)) > 0) {
+                // token ids (vLLM takes them), one list or a batch of lists: counted, not estimated
             } else {
-                throw OpenAiErrors.badRequest("'prompt' must be a string or a non-empty array of strings.");
+                throw OpenAiErrors.badRequest("'prompt' must be a string, a non-empty array of strings, or token ids"
+                        + " (a non-empty array of non-negative integers, or an array of such arrays).");
             }
         }
         JsonNode max = body.hasNonNull("max_completion_tokens") ? body.get("max_completion_tokens") : body.get("max_tokens");
@@ -84,7 +88,32 @@ record GenerationRequest(boolean chat, String model, boolean stream, boolean inc
         }
         return new GenerationRequest(chat, model, stream != null && stream.asBoolean(),
                 body.path("stream_options").path("include_usage").asBoolean(false),
-                given ? max.asInt() : defaultMaxTokens, given, tokens(prompt), key);
+                given ? max.asInt() : defaultMaxTokens, given, tokenIds > 0 ? tokenIds : tokens(prompt), key);
+    }
+
+    /**
+     * The number of token ids in {@code p}, a list of them or a list of such lists, appending each id and a space
+     * to {@code prompt}; 0 when {@code p} is neither (or a list in it is empty, or an id is not a non-negative
+     * integer).
+     */
+    private static int tokenIds(JsonNode p, StringBuilder prompt) {
+        int count = 0;
+        boolean batch = p.get(0).isArray();
+        for (JsonNode item : p) {
+            if (batch) {
+                int inner = item.isArray() && !item.isEmpty() ? tokenIds(item, prompt) : 0;
+                if (inner == 0 || item.get(0).isArray()) {
+                    return 0;
+                }
+                count += inner;
+            } else if (item.isIntegralNumber() && item.canConvertToLong() && item.asLong() >= 0) {
+                prompt.append(item.asLong()).append(' ');
+                count++;
+            } else {
+                return 0;
+            }
+        }
+        return count;
     }
 
     /** Prompt tokens of a text, at about four characters a token, at least 1. */

@@ -17,8 +17,8 @@ import java.io.InputStream;
  * @param stream         {@code stream}, false when absent
  * @param promptCacheKey {@code prompt_cache_key} or null
  * @param user           {@code user} or null
- * @param promptText     leading prompt text (messages' contents in order, or {@code prompt}/{@code input}), at most
- *                       1,024 characters
+ * @param promptText     leading prompt text (messages' contents in order, or {@code prompt}/{@code input}; token ids
+ *                       as decimal numbers, each followed by a space), at most 1,024 characters
  */
 record RequestBody(String model, boolean stream, String promptCacheKey, String user, String promptText) {
     static final int PROMPT_CHARS = 1024;
@@ -121,6 +121,13 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
             while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
                 if (t == JsonToken.VALUE_STRING) {
                     append(out, p.getText());
+                } else if (t == JsonToken.VALUE_NUMBER_INT) {
+                    // a pre-tokenized prompt (vLLM takes token ids): its ids, each ended by a space, so a
+                    // shared token prefix gives a shared text prefix
+                    append(out, p.getText());
+                    append(out, " ");
+                } else if (t == JsonToken.START_ARRAY) {
+                    readText(p, t, out); // a batch of token-id prompts
                 } else if (t == JsonToken.START_OBJECT) {
                     while (p.nextToken() == JsonToken.FIELD_NAME) {
                         String name = p.currentName();

@@ -87,6 +87,16 @@ class EngineEmulatorTest {
         assertThat(body.get("usage").get("completion_tokens").asInt()).isEqualTo(4);
     }
 
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {"[101,7,2023]|3", "[[101,7],[9,9,9]]|5"})
+    void completion_ofTokenIds_countsThemAsThePrompt(String prompt, int tokens) {
+        HttpResponse<String> response = client.post("/v1/completions",
+                "{\"model\":\"m\",\"max_tokens\":2,\"prompt\":" + prompt + "}");
+
+        assertThat(response.statusCode()).isEqualTo(200);
+        assertThat(Client.json(response).get("usage").get("prompt_tokens").asInt()).isEqualTo(tokens);
+    }
+
     @Test
     void chatCompletion_streaming_sendsTheFirstChunkBeforeTheLastTokenIsProduced() {
         engine.close();
@@ -307,6 +317,9 @@ class EngineEmulatorTest {
         "POST|/v1/chat/completions|{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}],\"max_tokens\":\"5\"}|400|invalid_request_error",
         "POST|/v1/chat/completions|{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}|404|invalid_request_error",
         "POST|/v1/completions|{\"model\":\"m\"}|400|invalid_request_error",
+        "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[1,-2]}|400|invalid_request_error",
+        "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[[1],[]]}|400|invalid_request_error",
+        "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[[[1]]]}|400|invalid_request_error",
         "POST|/v1/embeddings|{\"model\":\"m\",\"input\":5}|400|invalid_request_error",
         "POST|/v1/nothing|{}|404|invalid_request_error",
         "GET|/v1/chat/completions||405|invalid_request_error",

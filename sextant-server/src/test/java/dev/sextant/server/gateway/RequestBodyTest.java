@@ -28,6 +28,8 @@ class RequestBodyTest {
             content parts                   | {"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]} | ab
             completion prompt               | {"model":"m","prompt":"once upon"} | once upon
             prompt list                     | {"model":"m","prompt":["one ","two"]} | one two
+            token ids                       | {"model":"m","prompt":[101,7,2023]} | '101 7 2023 '
+            token-id batch                  | {"model":"m","prompt":[[101,7],[9]]} | '101 7 9 '
             embedding input                 | {"model":"m","input":"vector me"} | vector me
             messages win over prompt        | {"prompt":"p","messages":[{"content":"m"}],"model":"m"} | m
             unknown nested fields skipped   | {"tools":[{"model":"no","messages":"no"}],"model":"m","messages":[{"content":"ok","name":{"x":[1]}}]} | ok
