@@ -1,5 +1,6 @@
 package dev.sextant.server.engine;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.internal.Listen;
@@ -57,7 +58,7 @@ public final class EngineEmulator implements AutoCloseable {
     public static final String ENGINE_ID_HEADER = "x-engine-id";
 
     final EngineConfig config;
-    final ObjectMapper json = new ObjectMapper();
+    final ObjectMapper json = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
     final BatchScheduler scheduler;
     private final EventLoopGroup group;
     private final Channel serverChannel;

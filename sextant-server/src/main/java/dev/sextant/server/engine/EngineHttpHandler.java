@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sextant.config.Json;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufInputStream;
 import io.netty.buffer.Unpooled;
@@ -202,7 +203,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         try (ByteBufInputStream in = new ByteBufInputStream(content.duplicate())) {
             return json.readTree((java.io.InputStream) in);
         } catch (JsonProcessingException e) {
-            throw OpenAiErrors.badRequest("Malformed JSON: " + e.getOriginalMessage());
+            throw OpenAiErrors.badRequest("Malformed JSON: " + Json.message(e.getOriginalMessage()));
         } catch (IOException e) {
             throw OpenAiErrors.badRequest("Unreadable body: " + e.getMessage());
         }

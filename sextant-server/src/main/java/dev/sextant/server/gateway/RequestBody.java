@@ -3,6 +3,7 @@ package dev.sextant.server.gateway;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import dev.sextant.config.Json;
 import dev.sextant.server.internal.Http;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufInputStream;
@@ -75,8 +76,12 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                     default -> p.skipChildren();
                 }
             }
+            if (p.nextToken() != null) { // the engine would refuse it; say so before choosing one
+                throw new Invalid("malformed JSON body: content after the object, on line " + p.currentLocation()
+                        .getLineNr() + " (expected: one JSON object)");
+            }
         } catch (JsonProcessingException e) {
-            throw new Invalid("malformed JSON body: " + e.getOriginalMessage());
+            throw new Invalid("malformed JSON body: " + Json.message(e.getOriginalMessage()));
         } catch (IOException e) {
             throw new Invalid("unreadable body: " + e.getMessage());
         }

@@ -318,6 +318,7 @@ class EngineEmulatorTest {
         "POST|/v1/chat/completions|{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}|404|invalid_request_error",
         "POST|/v1/completions|{\"model\":\"m\"}|400|invalid_request_error",
         "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[1,-2]}|400|invalid_request_error",
+        "POST|/v1/completions|{\"model\":\"m\",\"prompt\":\"x\"} x|400|invalid_request_error",
         "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[[1],[]]}|400|invalid_request_error",
         "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[[[1]]]}|400|invalid_request_error",
         "POST|/v1/embeddings|{\"model\":\"m\",\"input\":5}|400|invalid_request_error",
