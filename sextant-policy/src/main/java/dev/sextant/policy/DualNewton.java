@@ -316,8 +316,7 @@ final class DualNewton {
             value += f * (piK - tau);
             if (kept[a] > 0) {
                 double cd = c - discount;
-                double e = Math.exp((cd - piK) / tau);
-                double sigma = 1 / (1 + e);
+                double sigma = logistic((cd - piK) / tau);
                 double fk = kept[a] * sigma;
                 flowKept[k][a] = fk;
                 s += fk * (1 - sigma) / tau;
@@ -333,6 +332,16 @@ final class DualNewton {
             placed += flowRegular[k][a] + flowKept[k][a];
         }
         return value + piK * (lam - placed);
+    }
+
+    /**
+     * 1 / (1 + e^x), the share of a capped option's cap it places at {@code x} = (discounted cost − price) / τ.
+     * Below −37, e^x is under half an ulp of 1, so the quotient is exactly 1: returned without the exponential.
+     * At small τ most kept flows stay where they are, so this is the common case of the affinity term's
+     * innermost loop; the result is the same to the last bit either way.
+     */
+    static double logistic(double x) {
+        return x < -37 ? 1 : 1 / (1 + Math.exp(x));
     }
 
     private static double plogp(double s) {
@@ -440,7 +449,7 @@ final class DualNewton {
         double sum = open;
         double slope = open;
         for (int i = 0; i < keptCost.length; i++) {
-            double sigma = 1 / (1 + Math.exp((keptCost[i] - piK) / tau));
+            double sigma = logistic((keptCost[i] - piK) / tau);
             sum += keptAmount[i] * sigma;
             slope += keptAmount[i] * sigma * (1 - sigma);
         }
