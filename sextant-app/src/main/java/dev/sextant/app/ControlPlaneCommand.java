@@ -1,7 +1,9 @@
 package dev.sextant.app;
 
+import dev.sextant.config.TopologyLoader;
 import dev.sextant.server.control.ControlPlane;
 import dev.sextant.server.control.ControlPlaneConfig;
+import dev.sextant.topology.Topology;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Set;
@@ -27,6 +29,10 @@ final class ControlPlaneCommand implements Callable<Integer> {
     @Option(names = "--duration", paramLabel = "SECONDS", description = "Stop after this long (default: until Ctrl-C).")
     double duration;
 
+    @Option(names = "--check", description = "Check the file and the files it names (topology, token, TLS), print "
+            + "what it configures and exit: 0 valid, 2 not. Starts nothing.")
+    boolean check;
+
     ControlPlaneCommand(PrintWriter out) {
         this.out = out;
     }
@@ -51,6 +57,15 @@ final class ControlPlaneCommand implements Callable<Integer> {
                     f.duration("max_wait", d.maxWait()), f.serverTls(), f.clientTls(), f.path("state_file"));
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
+        }
+        if (check) {
+            f.tlsContexts(c.tls(), c.engineTls());
+            Topology t = TopologyLoader.load(topology);
+            out.println(config + ": ok: control plane on " + (c.tls() == null ? "http" : "https") + "://" + c.host()
+                    + ":" + c.port() + ", topology " + topology.normalize() + " (" + t.gatewayClusters().size()
+                    + " gateway clusters, " + t.engines().size() + " engines)");
+            out.flush();
+            return 0;
         }
         ControlPlane cp = ControlPlane.start(c);
         out.println("control plane on " + cp.uri() + " (topology " + topology + ", snapshot " + cp.current().version() + ")");

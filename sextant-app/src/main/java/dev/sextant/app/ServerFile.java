@@ -110,7 +110,9 @@ final class ServerFile {
      */
     String located(String message) {
         int colon = message.indexOf(':');
-        return at(file, lines, colon > 0 ? message.substring(0, colon) : null) + message;
+        // "tls_cert_file, tls_key_file: …" is about both settings: it is placed at the first
+        String key = colon > 0 ? message.substring(0, colon).split(", ", 2)[0] : null;
+        return at(file, lines, key) + message;
     }
 
     boolean has(String key) {
@@ -257,6 +259,21 @@ final class ServerFile {
         try {
             return new dev.sextant.server.tls.ClientTls(path("tls_ca_file"), path("tls_client_cert_file"),
                     path("tls_client_key_file"));
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(located(e.getMessage()));
+        }
+    }
+
+    /**
+     * Builds the TLS contexts a server would ({@code server} null: none), so that an unreadable or unusable PEM file
+     * is reported as this file's problem, at the setting that names it.
+     */
+    void tlsContexts(dev.sextant.server.tls.ServerTls server, dev.sextant.server.tls.ClientTls client) {
+        try {
+            if (server != null) {
+                dev.sextant.server.tls.TlsContexts.server(server);
+            }
+            dev.sextant.server.tls.TlsContexts.client(client);
         } catch (IllegalArgumentException e) {
             throw new UsageException(located(e.getMessage()));
         }

@@ -104,4 +104,48 @@ class ServerCommandsTest {
                     + ": Address already in use");
         }
     }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', textBlock = """
+            gateway       | gateway-east.yaml   | gateway cluster east on http://127.0.0.1:8080, snapshots from control plane http://127.0.0.1:7070
+            gateway       | gateway-west.yaml   | gateway cluster west on http://127.0.0.1:8081
+            control-plane | control-plane.yaml  | talk.yaml (2 gateway clusters, 2 engines)
+            """)
+    void check_ofTheExampleConfigs_saysWhatTheyConfigure_andStartsNothing(String command, String file, String says) {
+        Path config = Path.of("..", "examples", "servers", file);
+        // without --check the command would serve until stopped: returning at all means nothing started
+        assertThat(run(command, "--config", config.toString(), "--check")).isZero();
+        assertThat(stdout).startsWith(config + ": ok: ").contains(says);
+    }
+
+    @Test
+    void check_ofAGatewayWithItsSnapshotFile_readsTheSnapshot() throws Exception {
+        assertThat(run("solve", Path.of("..", "examples", "talk.yaml").toString())).isZero();
+        Files.writeString(dir.resolve("snapshot.json"), stdout);
+        Path config = dir.resolve("gateway.yaml");
+        Files.writeString(config, "gateway_cluster: east\nsnapshot_file: snapshot.json\n");
+        assertThat(run("gateway", "--config", config.toString(), "--check")).isZero();
+        assertThat(stdout).contains("snapshots from snapshot file").contains("(version 1)");
+
+        Files.writeString(dir.resolve("snapshot.json"), "{\"version\": 1,");
+        assertThat(run("gateway", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains("snapshot.json");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            unreadable certificate   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntls_cert_file: nope.pem\\ntls_key_file: nope.key | server.yaml:3: tls_cert_file: 
+            certificate not PEM      | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntls_cert_file: tok\\ntls_key_file: tok | server.yaml:3: tls_cert_file, tls_key_file: 
+            unreadable engine CA     | control-plane | topology: t.yaml\\ntoken_file: tok\\ntls_ca_file: nope.pem   | server.yaml:3: tls_ca_file: 
+            topology with a problem  | control-plane | topology: t.yaml\\ntoken_file: tok                         | t.yaml:1:
+            """)
+    void check_findsWhatStartingWould(String name, String command, String yaml, String says) throws Exception {
+        Files.writeString(dir.resolve("tok"), "secret");
+        Files.writeString(dir.resolve("t.yaml"), "gateway_clusters: 5\n");
+        Path config = dir.resolve("server.yaml");
+        Files.writeString(config, yaml.replace("\\n", "\n"));
+        assertThat(run(command, "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains(says);
+        assertThat(stdout).doesNotContain(": ok");
+    }
 }
