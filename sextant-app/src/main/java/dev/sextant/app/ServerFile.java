@@ -182,7 +182,12 @@ final class ServerFile {
         if (s == null) {
             return null;
         }
-        Path p = Path.of(s);
+        Path p;
+        try {
+            p = Path.of(s);
+        } catch (java.nio.file.InvalidPathException e) {
+            throw problem(key, "'" + s.replace("\0", "\\0") + "' (expected: a file path; " + e.getReason() + ")");
+        }
         Path dir = file.toAbsolutePath().getParent();
         return p.isAbsolute() || dir == null ? p : dir.resolve(p);
     }

@@ -49,6 +49,7 @@ class ServerCommandsTest {
             empty token file       | control-plane | topology: t.yaml\\ntoken_file: empty                    | token_file:
             engine token missing   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: nope | server.yaml:3: engine_token_file: cannot read
             engine token empty     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: empty | server.yaml:3: engine_token_file:
+            nul in a path          | gateway       | gateway_cluster: east\\nsnapshot_file: "s\\u0000.json" | server.yaml:2: snapshot_file: 's\\0.json' (expected: a file path; Nul character not allowed)
             """)
     void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
         Files.writeString(dir.resolve("tok"), "secret");
