@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.sextant.config.ConfigProblem;
 import dev.sextant.server.auth.BearerToken;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -41,7 +42,7 @@ final class ServerFile {
         try {
             text = Files.readString(file, StandardCharsets.UTF_8);
         } catch (IOException e) {
-            throw new UsageException(file + ": cannot read: " + e.getMessage());
+            throw new UsageException(file + ": " + ConfigProblem.cannotRead(e));
         }
         Map<String, Integer> lines = keyLines(text);
         JsonNode root;
@@ -226,8 +227,7 @@ final class ServerFile {
         try {
             return BearerToken.file(tf);
         } catch (IOException e) {
-            throw new UsageException(at(file, lines, key) + key + ": cannot read " + tf + ": "
-                    + (e instanceof java.nio.file.NoSuchFileException ? "no such file" : e.getMessage()));
+            throw new UsageException(at(file, lines, key) + key + ": " + tf + ": " + ConfigProblem.cannotRead(e));
         } catch (IllegalArgumentException e) {
             throw new UsageException(at(file, lines, key) + key + ": " + tf + " " + e.getMessage());
         }

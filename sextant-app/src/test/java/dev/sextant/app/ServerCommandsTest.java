@@ -47,7 +47,7 @@ class ServerCommandsTest {
             client cert without key| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntls_client_cert_file: c.pem | (expected: both or neither)
             client CA without cert | control-plane | topology: t.yaml\\ntoken_file: tok\\ntls_client_ca_file: ca.pem | tls_client_ca_file: set without tls_cert_file
             empty token file       | control-plane | topology: t.yaml\\ntoken_file: empty                    | token_file:
-            engine token missing   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: nope | server.yaml:3: engine_token_file: cannot read
+            engine token missing   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: nope | nope: cannot read: no such file
             engine token empty     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: empty | server.yaml:3: engine_token_file:
             nul in a path          | gateway       | gateway_cluster: east\\nsnapshot_file: "s\\u0000.json" | server.yaml:2: snapshot_file: 's\\0.json' (expected: a file path; Nul character not allowed)
             """)

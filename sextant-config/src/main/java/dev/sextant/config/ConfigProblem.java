@@ -11,6 +11,27 @@ package dev.sextant.config;
  */
 public record ConfigProblem(String source, int line, String path, String message) {
 
+    /**
+     * Why a file could not be read, in a person's words: {@code cannot read: no such file}, {@code … is a directory},
+     * {@code … permission denied}; else the exception's own message (never its class name, nor the path again,
+     * which the caller names).
+     */
+    public static String cannotRead(Exception e) {
+        String why;
+        if (e instanceof java.nio.file.NoSuchFileException) {
+            why = "no such file";
+        } else if (e instanceof java.nio.file.AccessDeniedException) {
+            why = "permission denied";
+        } else if (e.getMessage() != null && e.getMessage().equalsIgnoreCase("is a directory")) {
+            why = "is a directory";
+        } else if (e instanceof java.nio.charset.CharacterCodingException) {
+            why = "not UTF-8 text";
+        } else {
+            why = e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
+        }
+        return "cannot read: " + why;
+    }
+
     /** {@code source:line: path: message}, leaving out the parts that are absent. */
     @Override
     public String toString() {

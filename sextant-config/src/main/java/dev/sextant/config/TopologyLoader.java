@@ -72,7 +72,7 @@ public final class TopologyLoader {
             text = Files.readString(file, StandardCharsets.UTF_8);
         } catch (IOException | RuntimeException e) {
             throw new TopologyException(List.of(new ConfigProblem(file.toString(), 0, "",
-                    "cannot read: " + e.getClass().getSimpleName() + " " + e.getMessage())));
+                    ConfigProblem.cannotRead(e))));
         }
         return load(text, file.toString());
     }

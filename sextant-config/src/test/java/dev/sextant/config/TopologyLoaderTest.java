@@ -262,6 +262,22 @@ class TopologyLoaderTest {
     void load_missingFile_namesFile() {
         assertThatThrownBy(() -> TopologyLoader.load(Path.of("no-such-topology.yaml")))
                 .isInstanceOf(TopologyException.class)
-                .hasMessageStartingWith("no-such-topology.yaml: cannot read: NoSuchFileException");
+                .hasMessage("no-such-topology.yaml: cannot read: no such file");
+    }
+
+    @Test
+    void load_directory_saysSo(@org.junit.jupiter.api.io.TempDir Path dir) {
+        assertThatThrownBy(() -> TopologyLoader.load(dir))
+                .isInstanceOf(TopologyException.class)
+                .hasMessage(dir + ": cannot read: is a directory");
+    }
+
+    @Test
+    void load_notUtf8_saysSo(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path latin1 = dir.resolve("t.yaml");
+        java.nio.file.Files.write(latin1, new byte[] {'a', ':', ' ', (byte) 0xE9, '\n'});
+        assertThatThrownBy(() -> TopologyLoader.load(latin1))
+                .isInstanceOf(TopologyException.class)
+                .hasMessage(latin1 + ": cannot read: not UTF-8 text");
     }
 }

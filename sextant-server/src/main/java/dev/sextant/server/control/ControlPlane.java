@@ -336,8 +336,8 @@ public final class ControlPlane implements AutoCloseable {
             return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
         } catch (IOException e) {
             if (topologyError == null) {
-                LOG.severe("cannot read topology " + config.topologyFile() + ": " + e + "; keeping the version in force");
-                topologyError = "cannot read: " + e.getMessage();
+                topologyError = ConfigProblem.cannotRead(e);
+                LOG.severe("TOPOLOGY " + config.topologyFile() + ": " + topologyError + "; keeping the version in force");
             }
             return null;
         } catch (java.security.NoSuchAlgorithmException e) {
