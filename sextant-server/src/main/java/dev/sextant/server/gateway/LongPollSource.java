@@ -21,6 +21,8 @@ final class LongPollSource implements SnapshotSource {
     private static final long MAX_BACKOFF_MS = 5_000;
 
     private final URI uri;
+    /** The same without {@code wait}: answered at once, to confirm a snapshot held from the cache. */
+    private final URI confirm;
     private final dev.sextant.server.auth.BearerToken token;
     private final Duration wait;
     private final HttpClient http;
@@ -35,8 +37,9 @@ final class LongPollSource implements SnapshotSource {
             throw new IllegalArgumentException("wait: " + wait + " (expected: > 0)");
         }
         String base = controlPlane.toString().replaceAll("/+$", "");
-        this.uri = URI.create(base + "/v1/snapshot?gateway=" + URLEncoder.encode(gatewayCluster, StandardCharsets.UTF_8)
-                + "&wait=" + wait.toMillis() + "ms");
+        this.confirm = URI.create(base + "/v1/snapshot?gateway="
+                + URLEncoder.encode(gatewayCluster, StandardCharsets.UTF_8));
+        this.uri = URI.create(confirm + "&wait=" + wait.toMillis() + "ms");
         this.token = token;
         this.wait = wait;
         // never follows a redirect: snapshots come from the configured URL only
@@ -70,9 +73,13 @@ final class LongPollSource implements SnapshotSource {
         boolean reachable = true;
         Class<?> lastProblem = null; // logged once per kind, so a timeout does not hide a certificate refusal
         String lastRefusal = null; // a control plane stuck on one refused snapshot is logged once for it
+        // A snapshot from the cache is asked about without waiting: when the control plane holds the same, its
+        // 304 confirms it now (and a cache confirmed long ago leaves fallback mode), not after a long-poll's wait.
+        boolean confirming = kept != null;
         while (!closed) {
             try {
-                HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(wait.plusSeconds(10)).GET();
+                HttpRequest.Builder b = HttpRequest.newBuilder(confirming ? confirm : uri).timeout(wait.plusSeconds(10))
+                        .GET();
                 if (token != null) {
                     b.header("authorization", "Bearer " + token.current());
                 }
@@ -104,6 +111,7 @@ final class LongPollSource implements SnapshotSource {
                 } else {
                     throw new IOException("HTTP " + r.statusCode() + ": " + abbreviate(r.body()));
                 }
+                confirming = false;
                 if (!reachable) {
                     LOG.info("control plane " + uri.getAuthority() + " reachable again");
                     reachable = true;

@@ -154,4 +154,45 @@ class SnapshotCacheTest {
             cp.stop(0);
         }
     }
+
+    @Test
+    void aCacheConfirmedLongAgo_isConfirmedAtOnce_notAfterALongPoll() throws Exception {
+        Snapshot s = cacheWritten();
+        Files.setLastModifiedTime(cache, FileTime.fromMillis(System.currentTimeMillis() - Duration.ofHours(1).toMillis()));
+        List<String> asked = new CopyOnWriteArrayList<>();
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        HttpServer cp = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        cp.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
+        cp.createContext("/v1/snapshot", ex -> {
+            String query = ex.getRequestURI().getQuery();
+            asked.add(query);
+            if (query.contains("wait=")) { // a long-poll: nothing new to say before the test ends
+                try {
+                    release.await(20, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            ex.sendResponseHeaders(304, -1); // "what you hold is current"
+            ex.close();
+        });
+        cp.start();
+        try {
+            SnapshotSource source = SnapshotSource.longPoll(URI.create("http://127.0.0.1:" + cp.getAddress().getPort()),
+                    "gw", "tok", Duration.ofSeconds(30));
+            Gateway gw = Gateway.start(config(), source, 1, Duration.ofSeconds(30));
+            try {
+                assertThat(asked.get(0)).isEqualTo("gateway=gw"); // no wait: an answer at once
+                assertThat(gw.plane().snapshot()).isEqualTo(s);
+                assertThat(gw.plane().status().fallback()).as("confirmed, so not too old").isFalse();
+                assertThat(Fleet.await(() -> asked.size() >= 2, Duration.ofSeconds(5))).isTrue();
+                assertThat(asked.get(1)).as("then long-polls as usual").isEqualTo("gateway=gw&wait=30000ms");
+            } finally {
+                gw.close();
+            }
+        } finally {
+            release.countDown();
+            cp.stop(0);
+        }
+    }
 }
