@@ -41,6 +41,8 @@ class ServerCommandsTest {
             http2 not a boolean    | gateway       | gateway_cluster: east\\nhttp2: h2c\\nsnapshot_file: s.json | http2: "h2c" (expected: true or false)
             zero header timeout    | gateway       | gateway_cluster: east\\nrequest_header_timeout: 0s\\nsnapshot_file: s.json | request_header_timeout
             bad body timeout       | gateway       | gateway_cluster: east\\nrequest_body_timeout: later\\nsnapshot_file: s.json | request_body_timeout
+            negative duration      | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nidle_timeout: -5s | server.yaml:3: idle_timeout: '-5s' (expected: a duration >= 0 such as 30s or 500ms)
+            NaN duration           | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntotal_timeout: NaNs | server.yaml:3: total_timeout: 'NaNs' (expected: a duration >= 0
             no topology            | control-plane | port: 7070                                                | topology: missing
             bad demand             | control-plane | topology: t.yaml\\ntoken_file: tok\\ndemand: lots          | demand: lots
             tls cert without key   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntls_cert_file: c.pem | tls_key_file: missing

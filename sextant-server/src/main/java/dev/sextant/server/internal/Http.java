@@ -130,18 +130,36 @@ public final class Http {
         String t = text.trim();
         try {
             if (t.endsWith("ms")) {
-                return Duration.ofMillis(Long.parseLong(t.substring(0, t.length() - 2).trim()));
+                return Duration.ofMillis(nonNegative(Long.parseLong(t.substring(0, t.length() - 2).trim())));
             }
             if (t.endsWith("s")) {
-                return Duration.ofMillis(Math.round(Double.parseDouble(t.substring(0, t.length() - 1).trim()) * 1000));
+                return Duration.ofMillis(Math.round(nonNegative(Double.parseDouble(t.substring(0, t.length() - 1).trim()))
+                        * 1000));
             }
             if (t.endsWith("m")) {
-                return Duration.ofSeconds(Math.round(Double.parseDouble(t.substring(0, t.length() - 1).trim()) * 60));
+                return Duration.ofSeconds(Math.round(nonNegative(Double.parseDouble(t.substring(0, t.length() - 1).trim()))
+                        * 60));
             }
-            return Duration.ofMillis(Math.round(Double.parseDouble(t) * 1000));
+            return Duration.ofMillis(Math.round(nonNegative(Double.parseDouble(t)) * 1000));
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(field + ": '" + text + "' (expected: a duration such as 30s or 500ms)");
+            throw new IllegalArgumentException(field + ": '" + text
+                    + "' (expected: a duration >= 0 such as 30s or 500ms)");
         }
+    }
+
+    /** {@code v} when it is a finite number ≥ 0 (a duration's amount); else NumberFormatException. */
+    private static double nonNegative(double v) {
+        if (!(v >= 0 && v <= Long.MAX_VALUE / 1000.0)) { // NaN, negative, infinite or beyond a Duration in ms
+            throw new NumberFormatException(Double.toString(v));
+        }
+        return v;
+    }
+
+    private static long nonNegative(long v) {
+        if (v < 0) {
+            throw new NumberFormatException(Long.toString(v));
+        }
+        return v;
     }
 
     /**

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The control plane on loopback; its policy loop is driven by {@link ControlPlane#tickNow()}. */
 class ControlPlaneTest {
@@ -216,6 +217,14 @@ class ControlPlaneTest {
         assertThat(r.statusCode()).isEqualTo(400);
         assertThat(r.body()).contains("gateway: missing (expected: ?gateway=ID, one of [gw])");
         assertThat(get("/v1/snapshot?gateway=mars", "authorization", "Bearer " + TOKEN).statusCode()).isEqualTo(404);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"-5s", "-1ms", "NaNs", "abc"})
+    void snapshotWithAWaitThatIsNoDuration_is400(String wait) throws Exception {
+        HttpResponse<String> r = get("/v1/snapshot?gateway=gw&wait=" + wait, "authorization", "Bearer " + TOKEN);
+        assertThat(r.statusCode()).isEqualTo(400);
+        assertThat(r.body()).contains("wait: '" + wait + "' (expected: a duration >= 0");
     }
 
     @Test
