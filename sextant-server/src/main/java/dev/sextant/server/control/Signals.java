@@ -8,9 +8,13 @@ import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Set;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.logging.Logger;
@@ -101,25 +105,59 @@ final class Signals {
         if (topology.gatewayClusters().stream().noneMatch(g -> g.id().equals(gw.asText()))) {
             throw new IllegalArgumentException("gateway: '" + gw.asText() + "' (expected: a gateway cluster of the topology)");
         }
+        // everything is checked before anything is applied: a report with one bad field changes nothing
         Map<String, Double> rps = new LinkedHashMap<>();
         JsonNode d = r.path("demand_rps");
         for (Iterator<Map.Entry<String, JsonNode>> it = d.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
-            if (!e.getValue().isNumber() || e.getValue().asDouble() < 0) {
-                throw new IllegalArgumentException("demand_rps." + e.getKey() + ": " + e.getValue() + " (expected: >= 0)");
-            }
-            rps.put(e.getKey(), e.getValue().asDouble());
+            rps.put(e.getKey(), finite(e.getValue(), "demand_rps." + e.getKey()));
         }
-        demand.put(gw.asText(), new Observed(rps, nowNanos));
+        record Counts(EngineSignal signal, long requests, long errors, double ttftMs) {
+        }
+        List<Counts> counts = new ArrayList<>();
+        Set<String> known = new HashSet<>();
+        topology.engines().forEach(en -> known.add(en.id()));
         for (Iterator<Map.Entry<String, JsonNode>> it = r.path("engines").fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
-            EngineSignal s = engine(e.getKey());
-            s.requests += e.getValue().path("requests").asLong(0);
-            s.errors += e.getValue().path("errors").asLong(0);
-            if (e.getValue().has("ttft_ms")) {
-                s.gatewayTtftMs = e.getValue().get("ttft_ms").asDouble();
+            String at = "engines." + e.getKey();
+            if (!e.getValue().isObject()) {
+                throw new IllegalArgumentException(at + ": " + e.getValue() + " (expected: an object)");
+            }
+            long requests = count(e.getValue().get("requests"), at + ".requests");
+            long errors = count(e.getValue().get("errors"), at + ".errors");
+            JsonNode ttft = e.getValue().get("ttft_ms");
+            double ttftMs = ttft == null || ttft.isNull() ? Double.NaN : finite(ttft, at + ".ttft_ms");
+            if (known.contains(e.getKey())) {
+                counts.add(new Counts(engine(e.getKey()), requests, errors, ttftMs));
+            } // else an engine the topology no longer has (the gateway's snapshot is older): nothing to count it for
+        }
+        demand.put(gw.asText(), new Observed(rps, nowNanos));
+        for (Counts c : counts) {
+            c.signal.requests += c.requests;
+            c.signal.errors += c.errors;
+            if (!Double.isNaN(c.ttftMs)) {
+                c.signal.gatewayTtftMs = c.ttftMs;
             }
         }
+    }
+
+    /** A report's number that must be finite and ≥ 0. */
+    private static double finite(JsonNode n, String at) {
+        if (n == null || !n.isNumber() || !(n.asDouble() >= 0) || Double.isInfinite(n.asDouble())) {
+            throw new IllegalArgumentException(at + ": " + n + " (expected: a finite number >= 0)");
+        }
+        return n.asDouble();
+    }
+
+    /** A report's count: a whole number ≥ 0, 0 when absent. */
+    private static long count(JsonNode n, String at) {
+        if (n == null || n.isNull()) {
+            return 0;
+        }
+        if (!n.isIntegralNumber() || !n.canConvertToLong() || n.asLong() < 0) {
+            throw new IllegalArgumentException(at + ": " + n + " (expected: a whole number >= 0)");
+        }
+        return n.asLong();
     }
 
     /** Engine id → health (1 or 0 after too many missed scrapes). */
