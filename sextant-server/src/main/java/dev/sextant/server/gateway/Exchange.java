@@ -587,7 +587,7 @@ final class Exchange {
         gw.metrics.latency(decision.engineId(), now - startNanos);
         gw.accessLog(ctx.channel(), request.method().name(), path, finalStatus, decision.classId(), decision.engineId(),
                 decision.attempt(), firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos, now - startNanos, bytes,
-                sse, error);
+                sse, requestId, error);
         request.release();
         front.exchangeEnded(this);
     }

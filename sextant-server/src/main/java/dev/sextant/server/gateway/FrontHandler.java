@@ -165,11 +165,16 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         try {
             body = RequestBody.parse(req.content());
         } catch (RequestBody.Invalid e) {
+            String clientId = req.headers().get("x-request-id");
+            String requestId = usableRequestId(clientId) ? clientId : gw.newRequestId();
             req.release();
             gw.metrics.request(null, null, 400);
-            gw.accessLog(ctx.channel(), req.method().name(), path, 400, null, null, 0, -1, 0, 0, false, e.getMessage());
-            reply(ctx, error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_request", e.getMessage()),
-                    keepAlive);
+            gw.accessLog(ctx.channel(), req.method().name(), path, 400, null, null, 0, -1, 0, 0, false, requestId,
+                    e.getMessage());
+            FullHttpResponse resp = error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_request",
+                    e.getMessage());
+            resp.headers().set("x-request-id", requestId);
+            reply(ctx, resp, keepAlive);
             return;
         }
         // admission sheds by a hash of the request's id, so that id is always the gateway's own: with the client's,
@@ -202,7 +207,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             gw.metrics.shed(d.classId());
         }
         gw.metrics.request(d.classId(), null, r.status());
-        gw.accessLog(ctx.channel(), "POST", path, r.status(), d.classId(), null, 0, -1, 0, 0, false, d.message());
+        gw.accessLog(ctx.channel(), "POST", path, r.status(), d.classId(), null, 0, -1, 0, 0, false, requestId,
+                d.message());
         long ra = d.retryAfterNanos();
         String type = r.status() == 429 ? "rate_limit_error" : r.status() < 500 ? "invalid_request_error" : "server_error";
         FullHttpResponse resp = Http.error(HttpResponseStatus.valueOf(r.status()), type, r.code(), d.message(),

@@ -399,7 +399,7 @@ public final class Gateway implements AutoCloseable {
     }
 
     void accessLog(Channel client, String method, String path, int status, String classId, String engine, int attempts,
-                   long ttftNanos, long totalNanos, long bytes, boolean stream, String error) {
+                   long ttftNanos, long totalNanos, long bytes, boolean stream, String requestId, String error) {
         if (!config.accessLog() || !ACCESS.isLoggable(Level.INFO)) {
             return;
         }
@@ -411,7 +411,7 @@ public final class Gateway implements AutoCloseable {
                 .append(engine).append(" attempts=").append(attempts).append(" ttft_ms=")
                 .append(ttftNanos < 0 ? "-" : String.format("%.1f", ttftNanos / 1e6)).append(" total_ms=")
                 .append(String.format("%.1f", totalNanos / 1e6)).append(" bytes=").append(bytes)
-                .append(" stream=").append(stream);
+                .append(" stream=").append(stream).append(" id=").append(requestId);
         if (error != null) {
             sb.append(" error=\"").append(error.replace('"', '\'')).append('"');
         }
