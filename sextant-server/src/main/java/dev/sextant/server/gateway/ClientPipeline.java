@@ -9,8 +9,10 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.HttpDecoderConfig;
+import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpServerUpgradeHandler;
+import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http2.CleartextHttp2ServerUpgradeHandler;
 import io.netty.handler.codec.http2.Http2CodecUtil;
 import io.netty.handler.codec.http2.Http2FrameCodec;
@@ -76,14 +78,25 @@ final class ClientPipeline {
             http1(p, codec);
             return;
         }
+        int maxBody = config.maxBodyBytes();
         HttpServerUpgradeHandler upgrade = new HttpServerUpgradeHandler(codec,
                 protocol -> AsciiString.contentEquals(Http2CodecUtil.HTTP_UPGRADE_PROTOCOL_NAME, protocol)
                         ? new H2cUpgrade(new Http2ServerUpgradeCodec(frameCodec(),
                                 new H2Connection(gw, config.clientLimits()), new Http2MultiplexHandler(stream)),
                                 config.clientLimits().requestHeaderTimeout())
                         : null,
-                config.maxBodyBytes(), DefaultHttpHeadersFactory.headersFactory(),
-                DefaultHttpHeadersFactory.trailersFactory(), true);
+                maxBody, DefaultHttpHeadersFactory.headersFactory(),
+                DefaultHttpHeadersFactory.trailersFactory(), true) {
+            /**
+             * An upgrade request whose body is over the limit, or of unknown length (chunked), stays HTTP/1.1 (a
+             * server may ignore {@code Upgrade}): the HTTP/1.1 handlers then refuse an oversized body with the
+             * gateway's 413 and drain it, where this handler's aggregation would answer Netty's bodiless 413.
+             */
+            @Override
+            protected boolean shouldHandleUpgradeRequest(HttpRequest req) {
+                return !HttpUtil.isTransferEncodingChunked(req) && HttpUtil.getContentLength(req, 0L) <= maxBody;
+            }
+        };
         http1(p, new CleartextHttp2ServerUpgradeHandler(codec, upgrade, new PriorKnowledge()));
     }
 

@@ -38,6 +38,9 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     static final int MAX_REQUEST_ID = 200;
     // requests that arrived in the same read as one being proxied; answers go out in request order
     private final java.util.ArrayDeque<FullHttpRequest> pipelined = new java.util.ArrayDeque<>(2);
+    // the request being answered, as its access-log line names it (for the answers made here, not by an exchange)
+    private String answeringMethod = "-";
+    private String answeringPath = "-";
 
     FrontHandler(Gateway gw) {
         this.gw = gw;
@@ -67,6 +70,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             pipelined.pollFirst();
         }
         boolean keepAlive = HttpUtil.isKeepAlive(req) && !gw.draining();
+        answeringMethod = req.method().name();
+        answeringPath = new QueryStringDecoder(req.uri()).rawPath();
         try {
             if (req.decoderResult().isFailure()) {
                 Throwable cause = req.decoderResult().cause();
@@ -81,6 +86,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             // the raw path, not a decoded one: /v1%2Fchat%2Fcompletions or /metrics/../x name no endpoint (404), and
             // what is classified is exactly what the engine is sent
             String path = new QueryStringDecoder(req.uri()).rawPath();
+            answeringPath = path;
             switch (path) {
                 case "/v1/chat/completions", "/v1/completions", "/v1/embeddings" -> {
                     if (req.method() != HttpMethod.POST) {
@@ -133,7 +139,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         if (cause instanceof TooLongHttpContentException) {
             // in its turn after earlier pipelined answers; the connection closes once the rest of the body is dropped
             gw.metrics.request(null, null, 413);
-            FullHttpResponse r = OversizedAwareAggregator.refusal(cause.getMessage());
+            FullHttpResponse r = logged(ctx, OversizedAwareAggregator.refusal(cause.getMessage()));
             ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
                 releasePipelined();
                 OversizedAwareAggregator body = ctx.pipeline().get(OversizedAwareAggregator.class);
@@ -260,7 +266,29 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         return Http.error(status, type, code, message, null);
     }
 
+    /**
+     * {@code r}, when it refuses the request and no exchange or refusal path logged it already (they set the
+     * request id), with a request id of its own and an access-log line: every refusal a client sees can be found.
+     */
+    private FullHttpResponse logged(ChannelHandlerContext ctx, FullHttpResponse r) {
+        if (r.status().code() >= 400 && !r.headers().contains("x-request-id")) {
+            String id = gw.newRequestId();
+            r.headers().set("x-request-id", id);
+            String message;
+            try {
+                message = Http.JSON.readTree(new io.netty.buffer.ByteBufInputStream(r.content().duplicate()))
+                        .path("error").path("message").asText(r.status().reasonPhrase());
+            } catch (java.io.IOException e) {
+                message = r.status().reasonPhrase();
+            }
+            gw.accessLog(ctx.channel(), answeringMethod, answeringPath, r.status().code(), null, null, 0, -1, 0, 0,
+                    false, id, message);
+        }
+        return r;
+    }
+
     private void reply(ChannelHandlerContext ctx, FullHttpResponse r, boolean keepAlive) {
+        logged(ctx, r);
         HttpUtil.setKeepAlive(r, keepAlive);
         ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> exchangeWritten(ctx, keepAlive && f.isSuccess()));
     }
