@@ -26,6 +26,8 @@ final class GatewayCommand implements Callable<Integer> {
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
             "max_header_bytes", "http2", "max_concurrent_streams");
+    /** Most event loop threads: a gateway uses one per core; far more only costs memory and switching. */
+    static final int MAX_THREADS = 256;
     private final PrintWriter out;
 
     @Option(names = "--config", paramLabel = "GATEWAY.yaml", required = true, description = "The gateway's settings.")
@@ -61,7 +63,15 @@ final class GatewayCommand implements Callable<Integer> {
         URI cp = cpText == null ? null : URI.create(cpText);
         BearerToken token = f.token(cp != null);
         GatewayConfig c;
+        Duration longPollWait = f.duration("long_poll_wait", Duration.ofSeconds(30));
+        int threads = f.integer("threads", Math.max(2, Runtime.getRuntime().availableProcessors()));
         try {
+            if (longPollWait.isZero()) {
+                throw new IllegalArgumentException("long_poll_wait: 0ms (expected: > 0)");
+            }
+            if (threads < 1 || threads > MAX_THREADS) {
+                throw new IllegalArgumentException("threads: " + threads + " (expected: 1.." + MAX_THREADS + ")");
+            }
             ClientLimits l = d.clientLimits();
             ClientLimits limits = new ClientLimits(f.duration("request_header_timeout", l.requestHeaderTimeout()),
                     f.duration("request_body_timeout", l.requestBodyTimeout()),
@@ -92,10 +102,9 @@ final class GatewayCommand implements Callable<Integer> {
             return 0;
         }
         SnapshotSource source = cp != null
-                ? SnapshotSource.longPoll(cp, cluster, token, f.duration("long_poll_wait", Duration.ofSeconds(30)),
-                        c.clientTls())
+                ? SnapshotSource.longPoll(cp, cluster, token, longPollWait, c.clientTls())
                 : SnapshotSource.fixed(SnapshotJson.read(snapshotFile));
-        Gateway gw = Gateway.start(c, source, f.integer("threads", Math.max(2, Runtime.getRuntime().availableProcessors())));
+        Gateway gw = Gateway.start(c, source, threads);
         out.println("gateway " + cluster + " on " + (c.tls() == null ? "http" : "https") + "://" + c.host() + ":" + gw.port() + " (snapshot "
                 + gw.plane().snapshot().version() + (cp != null ? " from " + cp : " from " + snapshotFile) + ")");
         out.flush();

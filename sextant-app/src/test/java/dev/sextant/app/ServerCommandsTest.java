@@ -41,6 +41,11 @@ class ServerCommandsTest {
             http2 not a boolean    | gateway       | gateway_cluster: east\\nhttp2: h2c\\nsnapshot_file: s.json | http2: "h2c" (expected: true or false)
             zero header timeout    | gateway       | gateway_cluster: east\\nrequest_header_timeout: 0s\\nsnapshot_file: s.json | request_header_timeout
             bad body timeout       | gateway       | gateway_cluster: east\\nrequest_body_timeout: later\\nsnapshot_file: s.json | request_body_timeout
+            zero long-poll wait    | gateway       | gateway_cluster: east\\ncontrol_plane: http://x:1\\ntoken_file: tok\\nlong_poll_wait: 0s | server.yaml:4: long_poll_wait: 0ms (expected: > 0)
+            no threads             | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nthreads: 0 | server.yaml:3: threads: 0 (expected: 1..256)
+            too many threads       | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nthreads: 100000 | server.yaml:3: threads: 100000 (expected: 1..256)
+            zero timeout, in ms    | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nconnect_timeout: 0s | server.yaml:3: connect_timeout: 0ms (expected: > 0)
+            zero scrape timeout    | control-plane | topology: t.yaml\\ntoken_file: tok\\nscrape_timeout: 0s | server.yaml:3: scrape_timeout: 0ms (expected: > 0)
             negative duration      | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nidle_timeout: -5s | server.yaml:3: idle_timeout: '-5s' (expected: a duration >= 0 such as 30s or 500ms)
             NaN duration           | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntotal_timeout: NaNs | server.yaml:3: total_timeout: 'NaNs' (expected: a duration >= 0
             no topology            | control-plane | port: 7070                                                | topology: missing

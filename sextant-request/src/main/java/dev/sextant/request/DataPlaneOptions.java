@@ -302,7 +302,8 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
 
     private static void positive(String field, Duration d) {
         if (d == null || d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException(field + ": " + d + " (expected: a positive duration)");
+            throw new IllegalArgumentException(field + ": " + (d == null ? "missing" : d.toMillis() + "ms")
+                    + " (expected: a positive duration)");
         }
     }
 

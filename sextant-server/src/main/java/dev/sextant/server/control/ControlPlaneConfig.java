@@ -47,11 +47,11 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("port: " + port + " (expected: 0..65535)");
         }
-        for (Duration d : new Duration[] {solveInterval, watchInterval, scrapeInterval, scrapeTimeout, maxWait}) {
-            if (d == null || d.isNegative() || d.isZero()) {
-                throw new IllegalArgumentException("intervals and timeouts: " + d + " (expected: > 0)");
-            }
-        }
+        positive("solve_interval", solveInterval);
+        positive("watch_interval", watchInterval);
+        positive("scrape_interval", scrapeInterval);
+        positive("scrape_timeout", scrapeTimeout);
+        positive("max_wait", maxWait);
         if (missedScrapes < 1) {
             throw new IllegalArgumentException("missed_scrapes: " + missedScrapes + " (expected: >= 1)");
         }
@@ -134,5 +134,12 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 + missedScrapes + ", weightHysteresis=" + weightHysteresis + ", ttftOutlierFactor=" + ttftOutlierFactor
                 + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", maxWait=" + maxWait + ", tls=" + tls
                 + ", engineTls=" + engineTls + ", stateFile=" + stateFile + "]";
+    }
+
+    private static void positive(String field, Duration d) {
+        if (d == null || d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(field + ": " + (d == null ? "missing" : d.toMillis() + "ms")
+                    + " (expected: > 0)");
+        }
     }
 }

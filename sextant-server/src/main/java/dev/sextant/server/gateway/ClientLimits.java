@@ -30,7 +30,8 @@ public record ClientLimits(Duration requestHeaderTimeout, Duration requestBodyTi
 
     private static void positive(String field, Duration d) {
         if (d == null || d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException(field + ": " + d + " (expected: > 0)");
+            throw new IllegalArgumentException(field + ": " + (d == null ? "missing" : d.toMillis() + "ms")
+                    + " (expected: > 0)");
         }
     }
 
