@@ -46,6 +46,8 @@ class ServerCommandsTest {
             too many threads       | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nthreads: 100000 | server.yaml:3: threads: 100000 (expected: 1..256)
             zero timeout, in ms    | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nconnect_timeout: 0s | server.yaml:3: connect_timeout: 0ms (expected: > 0)
             zero scrape timeout    | control-plane | topology: t.yaml\\ntoken_file: tok\\nscrape_timeout: 0s | server.yaml:3: scrape_timeout: 0ms (expected: > 0)
+            empty host             | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nhost: "" | server.yaml:3: host: '' (expected: an address to bind
+            blank control host     | control-plane | topology: t.yaml\\ntoken_file: tok\\nhost: " " | server.yaml:3: host: ' ' (expected: an address to bind
             negative duration      | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nidle_timeout: -5s | server.yaml:3: idle_timeout: '-5s' (expected: a duration >= 0 such as 30s or 500ms)
             NaN duration           | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntotal_timeout: NaNs | server.yaml:3: total_timeout: 'NaNs' (expected: a duration >= 0
             no topology            | control-plane | port: 7070                                                | topology: missing

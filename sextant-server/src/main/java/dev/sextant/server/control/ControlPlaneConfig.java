@@ -44,6 +44,10 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         if (token == null) {
             throw new IllegalArgumentException("token: missing (expected: a bearer token, from token_file or SEXTANT_TOKEN)");
         }
+        if (host == null || host.isBlank()) {
+            throw new IllegalArgumentException("host: '" + (host == null ? "" : host) + "' (expected: an address to bind,"
+                    + " such as 127.0.0.1 or 0.0.0.0)");
+        }
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("port: " + port + " (expected: 0..65535)");
         }

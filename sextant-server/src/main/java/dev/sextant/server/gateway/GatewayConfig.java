@@ -55,6 +55,10 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         if (gatewayCluster == null || gatewayCluster.isBlank()) {
             throw new IllegalArgumentException("gateway_cluster: missing (expected: a gateway cluster id)");
         }
+        if (host == null || host.isBlank()) {
+            throw new IllegalArgumentException("host: '" + (host == null ? "" : host) + "' (expected: an address to bind,"
+                    + " such as 127.0.0.1 or 0.0.0.0)");
+        }
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("port: " + port + " (expected: 0..65535)");
         }

@@ -10,6 +10,9 @@ public final class ListenException extends RuntimeException {
 
     /** The operating system's words, without the native transport's {@code bind(..) failed with error(-98): }. */
     private static String reason(Throwable cause) {
+        if (cause instanceof java.nio.channels.UnresolvedAddressException) {
+            return "no such host or address";
+        }
         String m = cause == null || cause.getMessage() == null ? String.valueOf(cause) : cause.getMessage();
         return m.replaceFirst("^bind\\(\\.\\.\\) failed with error\\(-?\\d+\\): ", "");
     }

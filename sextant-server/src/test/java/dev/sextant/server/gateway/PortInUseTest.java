@@ -38,6 +38,16 @@ class PortInUseTest {
     }
 
     @Test
+    void aHostThatIsNoAddress_failsSayingSo_inWords() throws Exception {
+        try (Fleet fleet = new Fleet(1)) {
+            assertThatThrownBy(() -> Gateway.start(GatewayConfig.defaults("gw").withAddress("999.1.1.1", 0),
+                    SnapshotSource.fixed(fleet.snapshot()), 1))
+                    .isInstanceOf(ListenException.class)
+                    .hasMessage("cannot listen on 999.1.1.1:0: no such host or address");
+        }
+    }
+
+    @Test
     void aGatewayWhoseControlPlaneSendsNoSnapshot_failsToStartSayingSo() throws Exception {
         try (ServerSocket closed = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
             URI nowhere = URI.create("http://127.0.0.1:" + closed.getLocalPort());
