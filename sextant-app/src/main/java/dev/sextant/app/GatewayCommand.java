@@ -60,7 +60,7 @@ final class GatewayCommand implements Callable<Integer> {
         if ((cpText == null) == (snapshotFile == null)) {
             throw f.problem("control_plane", "expected exactly one of control_plane (a URL) and snapshot_file");
         }
-        URI cp = cpText == null ? null : URI.create(cpText);
+        URI cp = cpText == null ? null : controlPlane(f, cpText);
         BearerToken token = f.token(cp != null);
         GatewayConfig c;
         Duration longPollWait = f.duration("long_poll_wait", Duration.ofSeconds(30));
@@ -110,5 +110,21 @@ final class GatewayCommand implements Callable<Integer> {
         out.flush();
         Running.untilStopped(out, duration, gw);
         return 0;
+    }
+
+    /** The control plane's base URL: http or https, with a host. */
+    private static URI controlPlane(ServerFile f, String text) {
+        URI uri;
+        try {
+            uri = new URI(text);
+        } catch (java.net.URISyntaxException e) {
+            uri = null;
+        }
+        if (uri == null || uri.getHost() == null
+                || !("http".equalsIgnoreCase(uri.getScheme()) || "https".equalsIgnoreCase(uri.getScheme()))) {
+            throw f.problem("control_plane", "'" + text + "' (expected: an http:// or https:// URL with a host, such as"
+                    + " http://127.0.0.1:7070)");
+        }
+        return uri;
     }
 }

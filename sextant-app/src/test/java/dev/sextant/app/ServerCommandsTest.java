@@ -46,6 +46,9 @@ class ServerCommandsTest {
             too many threads       | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nthreads: 100000 | server.yaml:3: threads: 100000 (expected: 1..256)
             zero timeout, in ms    | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nconnect_timeout: 0s | server.yaml:3: connect_timeout: 0ms (expected: > 0)
             zero scrape timeout    | control-plane | topology: t.yaml\\ntoken_file: tok\\nscrape_timeout: 0s | server.yaml:3: scrape_timeout: 0ms (expected: > 0)
+            control plane no URL   | gateway       | gateway_cluster: east\\ncontrol_plane: not a url\\ntoken_file: tok | server.yaml:2: control_plane: 'not a url' (expected: an http:// or https:// URL with a host
+            control plane ftp      | gateway       | gateway_cluster: east\\ncontrol_plane: ftp://cp:21\\ntoken_file: tok | server.yaml:2: control_plane: 'ftp://cp:21' (expected: an http://
+            control plane no host  | gateway       | gateway_cluster: east\\ncontrol_plane: http://\\ntoken_file: tok | server.yaml:2: control_plane: 'http://'
             empty host             | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nhost: "" | server.yaml:3: host: '' (expected: an address to bind
             blank control host     | control-plane | topology: t.yaml\\ntoken_file: tok\\nhost: " " | server.yaml:3: host: ' ' (expected: an address to bind
             negative duration      | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nidle_timeout: -5s | server.yaml:3: idle_timeout: '-5s' (expected: a duration >= 0 such as 30s or 500ms)
