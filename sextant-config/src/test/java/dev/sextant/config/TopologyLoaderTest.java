@@ -155,6 +155,10 @@ class TopologyLoaderTest {
             missing required field  | "    endpoint: http://127.0.0.1:9102\\n" |                   | 22 | engines[1].endpoint       | missing (expected: a string)
             empty required field    | endpoint: http://127.0.0.1:9102 | endpoint:                 | 24 | engines[1].endpoint       | empty (expected: a non-empty string)
             null required field     | endpoint: http://127.0.0.1:9102 | endpoint: null            | 24 | engines[1].endpoint       | missing (expected: a string)
+            endpoint not a URL      | endpoint: http://127.0.0.1:9102 | endpoint: 127.0.0.1:9102  | 24 | engines[1].endpoint       | '127.0.0.1:9102' (expected: an http:// or https:// URL with a host
+            endpoint of ftp         | endpoint: http://127.0.0.1:9102 | endpoint: ftp://h:21      | 24 | engines[1].endpoint       | 'ftp://h:21' (expected: an http://
+            endpoint port too high  | endpoint: http://127.0.0.1:9102 | endpoint: http://h:99999  | 24 | engines[1].endpoint       | 'http://h:99999' (expected: an http://
+            endpoint with spaces    | endpoint: http://127.0.0.1:9102 | endpoint: http://my host  | 24 | engines[1].endpoint       | 'http://my host' (expected: an http://
             missing top-level list  | classes:\\n  - {id: chat, model: llama-3.1-70b, priority: 0}\\n | | 1 | classes       | missing (expected: a list)
             """)
     void load_mistake_namesFileLineAndField(String kind, String from, String to, int line, String path, String message) {
