@@ -133,7 +133,17 @@ final class Exchange {
 
     private void connectFresh(String endpoint) {
         Decision attempt = decision;
-        gw.pool.connect(loop, endpoint).addListener((ChannelFutureListener) f -> {
+        io.netty.channel.ChannelFuture connecting;
+        try {
+            connecting = gw.pool.connect(loop, endpoint);
+        } catch (IllegalArgumentException e) {
+            // an endpoint that is no URL (a hand-made snapshot: topologies are checked): a failed attempt like a
+            // refused connection, so the engine is ejected and the request retried elsewhere, never left hanging
+            failAttempt(Outcome.CONNECT_ERROR, "cannot connect to engine " + attempt.engineId() + ": its endpoint '"
+                    + endpoint + "' is not an http(s) URL with a host (" + e.getMessage() + ")");
+            return;
+        }
+        connecting.addListener((ChannelFutureListener) f -> {
             if (ended || attempt != decision) {
                 f.channel().close();
                 return;

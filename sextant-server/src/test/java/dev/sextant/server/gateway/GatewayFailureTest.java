@@ -3,10 +3,12 @@ package dev.sextant.server.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.config.SnapshotJson;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.request.Ejection;
 import dev.sextant.server.engine.Faults;
 import dev.sextant.server.internal.Http;
+import dev.sextant.snapshot.Snapshot;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -55,6 +57,22 @@ class GatewayFailureTest {
         assertThat(r.headers().firstValue("x-sextant-attempts")).hasValue("2");
         assertThat(Http.JSON.readTree(r.body()).path("choices").get(0).path("message").path("content").asText())
                 .isNotEmpty();
+    }
+
+    @Test
+    void anEngineEndpointThatIsNoUrl_failsItsAttempts_andEveryRequestIsAnsweredElsewhere() throws Exception {
+        // only a hand-made snapshot can hold one (topologies are checked); it used to leave requests unanswered
+        String eu1 = "http://127.0.0.1:" + fleet.engines.get("eu-1").port();
+        Snapshot broken = SnapshotJson.read(SnapshotJson.write(fleet.snapshot())
+                .replace("\"" + eu1 + "\"", "\"not a url\""), "broken.json");
+        try (Gateway g = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(broken),
+                1)) {
+            for (int i = 0; i < 30; i++) {
+                HttpResponse<String> r = Fleet.post(g.port(), "/v1/chat/completions", Fleet.chat("k" + i, false, 1));
+                assertThat(r.statusCode()).as("request %d", i).isEqualTo(200);
+                assertThat(r.headers().firstValue("x-sextant-engine")).isNotEqualTo(java.util.Optional.of("eu-1"));
+            }
+        }
     }
 
     @Test
