@@ -39,6 +39,10 @@ final class ControlPlaneCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        Running.checkSeconds(duration);
+        if (port != null) {
+            Running.checkPort("--port", port);
+        }
         ServerFile f = ServerFile.load(config, KEYS);
         Path topology = f.path("topology");
         if (topology == null) {

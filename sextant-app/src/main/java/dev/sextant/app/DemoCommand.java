@@ -41,9 +41,16 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (load < 0 || every <= 0) {
-            throw new UsageException("--load must be >= 0 and --every > 0");
+        if (!(load >= 0 && load <= LoadDriver.MAX_RPS)) {
+            throw new UsageException("--load: " + load + " (expected: 0.." + (int) LoadDriver.MAX_RPS + " requests per"
+                    + " second)");
         }
+        if (!(every > 0) || Double.isInfinite(every)) {
+            throw new UsageException("--every: " + every + " (expected: seconds > 0)");
+        }
+        Running.checkPort("--port", port);
+        Running.checkPort("--control-port", controlPort);
+        Running.checkSeconds(duration);
         Demo demo;
         try {
             demo = Demo.start(controlPort, port);

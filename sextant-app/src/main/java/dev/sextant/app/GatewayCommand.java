@@ -49,6 +49,10 @@ final class GatewayCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        Running.checkSeconds(duration);
+        if (port != null) {
+            Running.checkPort("--port", port);
+        }
         ServerFile f = ServerFile.load(config, KEYS);
         String cluster = f.string("gateway_cluster", null);
         if (cluster == null) {

@@ -9,6 +9,20 @@ final class Running {
     private Running() {
     }
 
+    /** {@code --duration}: seconds ≥ 0, finite (0: until Ctrl-C); else bad input, before anything starts. */
+    static void checkSeconds(double seconds) {
+        if (!(seconds >= 0) || Double.isInfinite(seconds)) {
+            throw new UsageException("--duration: " + seconds + " (expected: seconds >= 0; 0 or none: until Ctrl-C)");
+        }
+    }
+
+    /** A port option: 0..65535 (0: any free port). */
+    static void checkPort(String option, int port) {
+        if (port < 0 || port > 65535) {
+            throw new UsageException(option + ": " + port + " (expected: 0..65535, 0 for any free port)");
+        }
+    }
+
     /**
      * Blocks until the process is asked to stop, or {@code seconds} passed (0: no limit), then closes
      * {@code parts} in order, once.

@@ -190,6 +190,24 @@ class SextantTest {
         assertThat(options).isEmpty();
     }
 
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', textBlock = """
+            demo --load -5                        | --load: -5.0 (expected: 0..10000 requests per second)
+            demo --load 1e12                      | --load: 1.0E12 (expected: 0..10000
+            demo --every 0                        | --every: 0.0 (expected: seconds > 0)
+            demo --port 70000                     | --port: 70000 (expected: 0..65535, 0 for any free port)
+            demo --control-port -1                | --control-port: -1 (expected: 0..65535
+            demo --duration -1                    | --duration: -1.0 (expected: seconds >= 0; 0 or none: until Ctrl-C)
+            gateway --config x.yaml --duration -1 | --duration: -1.0
+            gateway --config x.yaml --port 70000  | --port: 70000
+            control-plane --config x.yaml --duration NaN | --duration: NaN
+            """)
+    void serverOptionsOutOfRange_exit2BeforeAnythingStarts(String args, String says) {
+        // nothing starts: the options are checked before a config file (here none) is read or a port opened
+        assertThat(run(fakes(), args.split(" "))).isEqualTo(2);
+        assertThat(stderr).contains(says).doesNotContain("internal error");
+    }
+
     @Test
     void solve_policyFails_exits1WithMessageAndStackTraceOnlyWhenVerbose() {
         Services broken = new Services(name -> {

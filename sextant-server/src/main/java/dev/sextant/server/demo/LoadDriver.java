@@ -33,6 +33,11 @@ public final class LoadDriver implements AutoCloseable {
         return t;
     });
     private final List<URI> gateways;
+    /**
+     * Most requests per second one driver offers: far beyond what the demo's engines serve (6 × 40 req/s), and
+     * bounded so that a tick (10 ms) sends at most 100 requests instead of looping without end.
+     */
+    public static final double MAX_RPS = 10_000;
     private final double rps;
     private final PrintStream out;
     private final Recorder ttft = new Recorder(3);
@@ -54,8 +59,8 @@ public final class LoadDriver implements AutoCloseable {
      * @param out      where summaries go
      */
     public LoadDriver(List<URI> gateways, double rps, Duration every, PrintStream out) {
-        if (!(rps > 0)) {
-            throw new IllegalArgumentException("load: " + rps + " (expected: > 0 req/s)");
+        if (!(rps > 0 && rps <= MAX_RPS)) {
+            throw new IllegalArgumentException("load: " + rps + " (expected: > 0 and <= " + MAX_RPS + " req/s)");
         }
         this.gateways = List.copyOf(gateways);
         this.rps = rps;
