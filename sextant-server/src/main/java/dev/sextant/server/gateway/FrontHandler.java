@@ -38,9 +38,10 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     static final int MAX_REQUEST_ID = 200;
     // requests that arrived in the same read as one being proxied; answers go out in request order
     private final java.util.ArrayDeque<FullHttpRequest> pipelined = new java.util.ArrayDeque<>(2);
-    // the request being answered, as its access-log line names it (for the answers made here, not by an exchange)
+    // the request being answered, for the access-log line of an answer made here (not by an exchange); its path is
+    // worked out only then, off the path of every request
     private String answeringMethod = "-";
-    private String answeringPath = "-";
+    private String answeringUri = "-";
 
     FrontHandler(Gateway gw) {
         this.gw = gw;
@@ -71,7 +72,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         }
         boolean keepAlive = HttpUtil.isKeepAlive(req) && !gw.draining();
         answeringMethod = req.method().name();
-        answeringPath = new QueryStringDecoder(req.uri()).rawPath();
+        answeringUri = req.uri();
         try {
             if (req.decoderResult().isFailure()) {
                 Throwable cause = req.decoderResult().cause();
@@ -85,8 +86,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             }
             // the raw path, not a decoded one: /v1%2Fchat%2Fcompletions or /metrics/../x name no endpoint (404), and
             // what is classified is exactly what the engine is sent
+            answeringUri = req.uri();
             String path = new QueryStringDecoder(req.uri()).rawPath();
-            answeringPath = path;
             switch (path) {
                 case "/v1/chat/completions", "/v1/completions", "/v1/embeddings" -> {
                     if (req.method() != HttpMethod.POST) {
@@ -281,8 +282,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             } catch (java.io.IOException e) {
                 message = r.status().reasonPhrase();
             }
-            gw.accessLog(ctx.channel(), answeringMethod, answeringPath, r.status().code(), null, null, 0, -1, 0, 0,
-                    false, id, message);
+            gw.accessLog(ctx.channel(), answeringMethod, new QueryStringDecoder(answeringUri).rawPath(),
+                    r.status().code(), null, null, 0, -1, 0, 0, false, id, message);
         }
         return r;
     }
