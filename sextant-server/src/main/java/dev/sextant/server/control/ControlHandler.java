@@ -6,6 +6,7 @@ import dev.sextant.config.Json;
 import dev.sextant.config.SnapshotJson;
 import dev.sextant.policy.Explainer;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.internal.OversizedAwareAggregator;
 import dev.sextant.snapshot.Snapshot;
 import io.netty.buffer.ByteBufInputStream;
 import io.netty.channel.ChannelHandlerContext;
@@ -38,6 +39,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     @Override
     protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) {
         boolean keepAlive = HttpUtil.isKeepAlive(req);
+        if (req.decoderResult().isFailure()) {
+            refuseMalformed(ctx, req.decoderResult().cause());
+            return;
+        }
         try {
             QueryStringDecoder q = new QueryStringDecoder(req.uri());
             String path = q.path();
@@ -253,6 +258,28 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         cp.reports.increment();
         FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
         Http.send(ctx, r, keepAlive);
+    }
+
+    /**
+     * A request the HTTP decoder refused: a body over the limit gets the 413 in OpenAI's shape, and the connection
+     * closes once the rest of the body was drained (so that the client reads the answer, not a reset); anything else
+     * (a bad head) a 400, closing the connection, since where the next request would start is unknown.
+     */
+    private static void refuseMalformed(ChannelHandlerContext ctx, Throwable cause) {
+        if (cause instanceof io.netty.handler.codec.http.TooLongHttpContentException) {
+            ctx.writeAndFlush(OversizedAwareAggregator.refusal(cause.getMessage())).addListener(
+                    (io.netty.channel.ChannelFutureListener) f -> {
+                        OversizedAwareAggregator body = ctx.pipeline().get(OversizedAwareAggregator.class);
+                        if (body != null && f.isSuccess()) {
+                            body.closeWhenBodyDropped(ctx);
+                        } else {
+                            ctx.close();
+                        }
+                    });
+            return;
+        }
+        Http.send(ctx, Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "malformed_request",
+                "malformed HTTP request: " + cause.getMessage(), null), false);
     }
 
     /** Whether {@code path}, when it is one of ours, takes {@code method}: reports are posted, the rest read. */

@@ -7,6 +7,7 @@ import dev.sextant.policy.Policies;
 import dev.sextant.policy.SolveOptions;
 import dev.sextant.server.internal.Listen;
 import dev.sextant.server.internal.ListenException;
+import dev.sextant.server.internal.OversizedAwareAggregator;
 import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.signal.EngineMetrics;
 import dev.sextant.signal.PrometheusText;
@@ -30,7 +31,6 @@ import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -82,6 +82,9 @@ public final class ControlPlane implements AutoCloseable {
     private final Timer solveTime;
     final Counter unauthorized;
     final Counter reports;
+    /** Largest request body: a report is a few KB even for a large fleet's gateway. */
+    static final int MAX_BODY_BYTES = 1024 * 1024;
+    private final java.util.concurrent.atomic.LongAdder oversizedBodies = new java.util.concurrent.atomic.LongAdder();
     private final SslContext serverTls;
     /** The state file, or null without one. */
     private final StateFile state;
@@ -119,6 +122,9 @@ public final class ControlPlane implements AutoCloseable {
                 .description("requests refused for a missing or wrong bearer token").register(registry);
         this.reports = Counter.builder("sextant.control.reports").description("gateway reports taken")
                 .register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.oversized.bodies", oversizedBodies,
+                        java.util.concurrent.atomic.LongAdder::sum)
+                .description("request bodies over " + MAX_BODY_BYTES + " bytes, refused with 413").register(registry);
         this.solveTime = Timer.builder("sextant.control.solve.time").description("time of one optimizer run")
                 .publishPercentileHistogram().register(registry);
         this.state = config.stateFile() == null ? null : new StateFile(config.stateFile(),
@@ -153,7 +159,8 @@ public final class ControlPlane implements AutoCloseable {
                         if (serverTls != null) {
                             ch.pipeline().addLast(serverTls.newHandler(ch.alloc()));
                         }
-                        ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(1024 * 1024),
+                        ch.pipeline().addLast(new HttpServerCodec(),
+                                new OversizedAwareAggregator(MAX_BODY_BYTES, oversizedBodies),
                                 new ControlHandler(ControlPlane.this));
                     }
                 });

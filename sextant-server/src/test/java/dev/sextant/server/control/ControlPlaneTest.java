@@ -219,6 +219,17 @@ class ControlPlaneTest {
         assertThat(get("/v1/snapshot?gateway=mars", "authorization", "Bearer " + TOKEN).statusCode()).isEqualTo(404);
     }
 
+    @Test
+    void aReportOverTheBodyLimit_is413InOpenAisShape_andTheControlPlaneServesOn() throws Exception {
+        String huge = "{\"gateway\":\"gw\",\"pad\":\"" + "x".repeat(ControlPlane.MAX_BODY_BYTES) + "\"}";
+        HttpResponse<String> r = postReport(huge, "Bearer " + TOKEN);
+
+        assertThat(r.statusCode()).isEqualTo(413);
+        assertThat(Http.JSON.readTree(r.body()).path("error").path("code").asText()).isEqualTo("request_too_large");
+        assertThat(get("/healthz").statusCode()).isEqualTo(200);
+        assertThat(get("/metrics").body()).contains("sextant_control_oversized_bodies_total 1.0");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"-5s", "-1ms", "NaNs", "abc"})
     void snapshotWithAWaitThatIsNoDuration_is400(String wait) throws Exception {
