@@ -230,6 +230,17 @@ class ControlPlaneTest {
         assertThat(get("/metrics").body()).contains("sextant_control_oversized_bodies_total 1.0");
     }
 
+    @Test
+    void aMalformedRequestHead_is400NamingTheFault_andTheConnectionCloses() throws Exception {
+        try (java.net.Socket s = new java.net.Socket(cp.uri().getHost(), cp.uri().getPort())) {
+            s.setSoTimeout(10_000);
+            s.getOutputStream().write("GET /healthz HTTP/1.1\r\nhost: x\r\nno colon here\r\n\r\n"
+                    .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+            String answer = new String(s.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.ISO_8859_1);
+            assertThat(answer).startsWith("HTTP/1.1 400 ").contains("\"code\":\"malformed_request\"");
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"-5s", "-1ms", "NaNs", "abc"})
     void snapshotWithAWaitThatIsNoDuration_is400(String wait) throws Exception {
