@@ -135,13 +135,15 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     private void answer(ChannelHandlerContext ctx, String gw, ControlPlane.GatewayView view, String ifNoneMatch,
                         Duration wait, boolean keepAlive) {
         long version = view.snapshot().version();
-        boolean behind = ifNoneMatch != null && !ifNoneMatch.equals(view.etag()) && heldVersion(ifNoneMatch) >= version;
+        // "*" matches whatever is current (RFC 9110 §13.1.2): 304, or with `wait` the next publication
+        boolean current = ifNoneMatch != null && (ifNoneMatch.equals(view.etag()) || ifNoneMatch.strip().equals("*"));
+        boolean behind = ifNoneMatch != null && !current && heldVersion(ifNoneMatch) >= version;
         if (behind) {
             // the gateway holds a version this control plane has not published: it restarted and lost its count,
             // and the gateway would refuse everything it sends until the count caught up. Republish above it,
             // and answer this poll with that publication.
             cp.catchUp(heldVersion(ifNoneMatch));
-        } else if (ifNoneMatch == null || !ifNoneMatch.equals(view.etag())) {
+        } else if (!current) {
             sendSnapshot(ctx, view, keepAlive);
             return;
         }

@@ -241,6 +241,13 @@ class ControlPlaneTest {
         }
     }
 
+    @Test
+    void ifNoneMatchStar_isAnsweredNotModified_asAnyCurrentEtagWouldBe() throws Exception {
+        HttpResponse<String> r = get("/v1/snapshot?gateway=gw", "authorization", "Bearer " + TOKEN, "if-none-match", "*");
+        assertThat(r.statusCode()).isEqualTo(304);
+        assertThat(r.headers().firstValue("etag")).isPresent();
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"-5s", "-1ms", "NaNs", "abc"})
     void snapshotWithAWaitThatIsNoDuration_is400(String wait) throws Exception {
