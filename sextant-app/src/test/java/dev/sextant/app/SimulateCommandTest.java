@@ -44,6 +44,18 @@ class SimulateCommandTest {
     }
 
     @Test
+    void simulate_outThatIsAFile_exits2BeforeSimulating(@TempDir Path dir) throws Exception {
+        Path file = java.nio.file.Files.writeString(dir.resolve("taken"), "x");
+        int code = run("simulate", scenario("talk-example.yaml").toString(), "--out", file.toString());
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).contains("--out: " + file + ": not a folder").doesNotContain("Exception");
+        int below = run("simulate", scenario("talk-example.yaml").toString(), "--out", file.resolve("sub").toString());
+        assertThat(below).isEqualTo(2);
+        assertThat(err.toString()).contains("cannot make the folder");
+    }
+
+    @Test
     void simulate_unknownPolicy_exits2NamingTheKnownOnes(@TempDir Path dir) {
         int code = run("simulate", scenario("talk-example.yaml").toString(), "--policies", "bogus", "--out",
                 dir.toString());
