@@ -45,7 +45,13 @@ final class SimulateCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (!java.nio.file.Files.isRegularFile(scenario)) {
-            throw new UsageException(scenario + ": no such file");
+            throw new UsageException(scenario + (java.nio.file.Files.isDirectory(scenario) ? ": a folder (expected: a"
+                    + " scenario file)" : ": no such file"));
+        }
+        for (int i = 0; i < policies.size(); i++) {
+            if (policies.subList(0, i).contains(policies.get(i))) {
+                throw new UsageException("--policies: '" + policies.get(i) + "' twice (expected: each policy once)");
+            }
         }
         // the output folder is made (or found writable) before a simulation that can take minutes, not after it
         if (java.nio.file.Files.exists(outDir) && !java.nio.file.Files.isDirectory(outDir)) {

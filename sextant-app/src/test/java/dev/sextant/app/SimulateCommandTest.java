@@ -56,6 +56,15 @@ class SimulateCommandTest {
     }
 
     @Test
+    void simulate_aPolicyTwice_orAFolderForScenario_exits2Upfront(@TempDir Path dir) {
+        assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--policies", "sextant,nearest,sextant",
+                "--out", dir.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--policies: 'sextant' twice (expected: each policy once)");
+        assertThat(run("simulate", dir.toString(), "--out", dir.resolve("o").toString())).isEqualTo(2);
+        assertThat(err.toString()).contains(dir + ": a folder (expected: a scenario file)");
+    }
+
+    @Test
     void simulate_unknownPolicy_exits2NamingTheKnownOnes(@TempDir Path dir) {
         int code = run("simulate", scenario("talk-example.yaml").toString(), "--policies", "bogus", "--out",
                 dir.toString());

@@ -171,6 +171,9 @@ final class ScenarioLoader {
                 throw error("policies[" + i + "]", "unknown policy '" + policies.get(i) + "' (expected one of "
                         + SimPolicies.ALL + ")");
             }
+            if (policies.subList(0, i).contains(policies.get(i))) {
+                throw error("policies[" + i + "]", "'" + policies.get(i) + "' twice (expected: each policy once)");
+            }
         }
         List<Scenario.Fault> faults = faults(root.get("faults"), topology);
         double duration = 1000 * req(root, "duration_s", "");

@@ -37,6 +37,13 @@ class ScenarioLoaderTest {
     }
 
     @Test
+    void aPolicyTwice_isRefusedAtItsSecondPlace() {
+        String yaml = SimulationTest.FAULTY.replace("duration_s: 40", "duration_s: 40\npolicies: [sextant, nearest, sextant]");
+        assertThatThrownBy(() -> ScenarioLoader.parse("p.yaml", yaml))
+                .hasMessageContaining("policies[2]: 'sextant' twice (expected: each policy once)");
+    }
+
+    @Test
     void largeFleet_generates64GatewayClusters1024Engines8Models() throws Exception {
         Scenario s = ScenarioLoader.load(SCENARIOS.resolve("large-fleet.yaml"));
         assertThat(s.topology().gatewayClusters()).hasSize(64);
