@@ -7,6 +7,7 @@ import dev.sextant.server.gateway.ClientLimits;
 import dev.sextant.server.gateway.Gateway;
 import dev.sextant.server.gateway.GatewayConfig;
 import dev.sextant.server.gateway.SnapshotSource;
+import dev.sextant.server.internal.Http;
 import java.io.PrintWriter;
 import java.net.URI;
 import java.nio.file.Path;
@@ -70,9 +71,7 @@ final class GatewayCommand implements Callable<Integer> {
         Duration longPollWait = f.duration("long_poll_wait", Duration.ofSeconds(30));
         int threads = f.integer("threads", Math.max(2, Runtime.getRuntime().availableProcessors()));
         try {
-            if (longPollWait.isZero()) {
-                throw new IllegalArgumentException("long_poll_wait: 0ms (expected: > 0)");
-            }
+            Http.positive("long_poll_wait", longPollWait);
             if (threads < 1 || threads > MAX_THREADS) {
                 throw new IllegalArgumentException("threads: " + threads + " (expected: 1.." + MAX_THREADS + ")");
             }

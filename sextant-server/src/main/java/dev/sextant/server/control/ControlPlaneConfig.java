@@ -1,6 +1,7 @@
 package dev.sextant.server.control;
 
 import dev.sextant.server.auth.BearerToken;
+import dev.sextant.server.internal.Http;
 import dev.sextant.server.tls.ClientTls;
 import dev.sextant.server.tls.ServerTls;
 import java.nio.file.Path;
@@ -51,11 +52,11 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("port: " + port + " (expected: 0..65535)");
         }
-        positive("solve_interval", solveInterval);
-        positive("watch_interval", watchInterval);
-        positive("scrape_interval", scrapeInterval);
-        positive("scrape_timeout", scrapeTimeout);
-        positive("max_wait", maxWait);
+        Http.positive("solve_interval", solveInterval);
+        Http.positive("watch_interval", watchInterval);
+        Http.positive("scrape_interval", scrapeInterval);
+        Http.positive("scrape_timeout", scrapeTimeout);
+        Http.positive("max_wait", maxWait);
         if (missedScrapes < 1) {
             throw new IllegalArgumentException("missed_scrapes: " + missedScrapes + " (expected: >= 1)");
         }
@@ -138,12 +139,5 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 + missedScrapes + ", weightHysteresis=" + weightHysteresis + ", ttftOutlierFactor=" + ttftOutlierFactor
                 + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", maxWait=" + maxWait + ", tls=" + tls
                 + ", engineTls=" + engineTls + ", stateFile=" + stateFile + "]";
-    }
-
-    private static void positive(String field, Duration d) {
-        if (d == null || d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException(field + ": " + (d == null ? "missing" : d.toMillis() + "ms")
-                    + " (expected: > 0)");
-        }
     }
 }

@@ -1,5 +1,6 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.server.internal.Http;
 import java.time.Duration;
 
 /**
@@ -21,17 +22,10 @@ public record ClientLimits(Duration requestHeaderTimeout, Duration requestBodyTi
     public static final int DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
 
     public ClientLimits {
-        positive("request_header_timeout", requestHeaderTimeout);
-        positive("request_body_timeout", requestBodyTimeout);
+        Http.positive("request_header_timeout", requestHeaderTimeout);
+        Http.positive("request_body_timeout", requestBodyTimeout);
         if (maxHeaderBytes < 1 || maxHeaderBytes > 1 << 20) {
             throw new IllegalArgumentException("max_header_bytes: " + maxHeaderBytes + " (expected: 1..1048576)");
-        }
-    }
-
-    private static void positive(String field, Duration d) {
-        if (d == null || d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException(field + ": " + (d == null ? "missing" : d.toMillis() + "ms")
-                    + " (expected: > 0)");
         }
     }
 

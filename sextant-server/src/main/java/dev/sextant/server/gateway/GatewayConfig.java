@@ -2,6 +2,7 @@ package dev.sextant.server.gateway;
 
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.auth.BearerToken;
+import dev.sextant.server.internal.Http;
 import dev.sextant.server.tls.ClientTls;
 import dev.sextant.server.tls.ServerTls;
 import java.net.URI;
@@ -65,12 +66,12 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         if (maxBodyBytes <= 0) {
             throw new IllegalArgumentException("max_body_bytes: " + maxBodyBytes + " (expected: > 0)");
         }
-        positive("connect_timeout", connectTimeout);
-        positive("first_byte_timeout", firstByteTimeout);
-        positive("idle_timeout", idleTimeout);
-        positive("total_timeout", totalTimeout);
-        positive("drain_timeout", drainTimeout);
-        positive("report_interval", reportInterval);
+        Http.positive("connect_timeout", connectTimeout);
+        Http.positive("first_byte_timeout", firstByteTimeout);
+        Http.positive("idle_timeout", idleTimeout);
+        Http.positive("total_timeout", totalTimeout);
+        Http.positive("drain_timeout", drainTimeout);
+        Http.positive("report_interval", reportInterval);
         if (options == null) {
             throw new IllegalArgumentException("options: missing (expected: data plane options)");
         }
@@ -79,13 +80,6 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         }
         if (maxConcurrentStreams < 1) {
             throw new IllegalArgumentException("max_concurrent_streams: " + maxConcurrentStreams + " (expected: >= 1)");
-        }
-    }
-
-    private static void positive(String field, Duration d) {
-        if (d == null || d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException(field + ": " + (d == null ? "missing" : d.toMillis() + "ms")
-                    + " (expected: > 0)");
         }
     }
 

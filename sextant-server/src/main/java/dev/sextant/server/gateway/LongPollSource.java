@@ -33,10 +33,7 @@ final class LongPollSource implements SnapshotSource {
 
     LongPollSource(URI controlPlane, String gatewayCluster, dev.sextant.server.auth.BearerToken token, Duration wait,
                    dev.sextant.server.tls.ClientTls tls) {
-        if (wait == null || wait.isNegative() || wait.isZero()) {
-            throw new IllegalArgumentException("long_poll_wait: " + (wait == null ? "missing" : wait.toMillis() + "ms")
-                    + " (expected: > 0)");
-        }
+        dev.sextant.server.internal.Http.positive("long_poll_wait", wait);
         String base = controlPlane.toString().replaceAll("/+$", "");
         this.confirm = URI.create(base + "/v1/snapshot?gateway="
                 + URLEncoder.encode(gatewayCluster, StandardCharsets.UTF_8));

@@ -147,6 +147,17 @@ public final class Http {
         }
     }
 
+    /**
+     * Checks a setting's duration is positive: {@code field: 0ms (expected: > 0)} otherwise (in milliseconds, as
+     * {@link #duration} reads them, not Java's {@code PT0S}).
+     */
+    public static void positive(String field, Duration d) {
+        if (d == null || d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(field + ": " + (d == null ? "missing" : d.toMillis() + "ms")
+                    + " (expected: > 0)");
+        }
+    }
+
     /** {@code v} when it is a finite number ≥ 0 (a duration's amount); else NumberFormatException. */
     private static double nonNegative(double v) {
         if (!(v >= 0 && v <= Long.MAX_VALUE / 1000.0)) { // NaN, negative, infinite or beyond a Duration in ms
