@@ -270,14 +270,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     private static void refuseMalformed(ChannelHandlerContext ctx, Throwable cause) {
         if (cause instanceof io.netty.handler.codec.http.TooLongHttpContentException) {
             ctx.writeAndFlush(OversizedAwareAggregator.refusal(cause.getMessage())).addListener(
-                    (io.netty.channel.ChannelFutureListener) f -> {
-                        OversizedAwareAggregator body = ctx.pipeline().get(OversizedAwareAggregator.class);
-                        if (body != null && f.isSuccess()) {
-                            body.closeWhenBodyDropped(ctx);
-                        } else {
-                            ctx.close();
-                        }
-                    });
+                    (io.netty.channel.ChannelFutureListener) f -> OversizedAwareAggregator.closeAfterRefusal(ctx,
+                            f.isSuccess()));
             return;
         }
         Http.send(ctx, Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "malformed_request",

@@ -143,12 +143,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             FullHttpResponse r = logged(ctx, OversizedAwareAggregator.refusal(cause.getMessage()));
             ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
                 releasePipelined();
-                OversizedAwareAggregator body = ctx.pipeline().get(OversizedAwareAggregator.class);
-                if (body != null && f.isSuccess()) {
-                    body.closeWhenBodyDropped(ctx);
-                } else {
-                    ctx.close();
-                }
+                OversizedAwareAggregator.closeAfterRefusal(ctx, f.isSuccess());
             });
             return;
         }

@@ -25,7 +25,7 @@ import java.util.concurrent.atomic.LongAdder;
  * An {@link HttpObjectAggregator} for a server whose handler answers requests in order: a body over the limit is
  * passed on as a bodiless request whose decoder result is a {@link TooLongHttpContentException} (the handler answers
  * it with 413 in its turn, after any earlier pipelined answer), and the rest of that body is read and dropped (up to
- * a bound) until the handler asks to close with {@link #closeWhenBodyDropped}.
+ * a bound) until the handler asks to close with {@link #closeAfterRefusal}.
  *
  * <p>Why drain: closing a socket with unread bytes in its receive buffer makes the kernel send a reset, and a client
  * still sending its body would then see "connection reset" instead of the 413. So the rest of the body is read and
@@ -115,10 +115,21 @@ public final class OversizedAwareAggregator extends HttpObjectAggregator {
     }
 
     /**
-     * Closes the connection now, or when the refused body has been dropped (its end arrived or the bound was reached).
-     * Call on the channel's event loop after the 413 was written.
+     * Once the 413 to a refused body was written ({@code written}) or failed: closes the connection when the rest of
+     * the body has been dropped (its end arrived or the bound was reached), or now when it was not written or the
+     * connection has no such aggregator. Call on the channel's event loop, from the handler that answered.
      */
-    public void closeWhenBodyDropped(ChannelHandlerContext handlerCtx) {
+    public static void closeAfterRefusal(ChannelHandlerContext handlerCtx, boolean written) {
+        OversizedAwareAggregator body = handlerCtx.pipeline().get(OversizedAwareAggregator.class);
+        if (body != null && written) {
+            body.closeWhenBodyDropped(handlerCtx);
+        } else {
+            handlerCtx.close();
+        }
+    }
+
+    /** Closes the connection now, or when the refused body has been dropped. */
+    private void closeWhenBodyDropped(ChannelHandlerContext handlerCtx) {
         if (draining) {
             closeWhenDrained = true;
         } else {
