@@ -53,6 +53,27 @@ class SnapshotCacheTest {
         return SnapshotSource.longPoll(URI.create("http://127.0.0.1:" + port), "gw", "tok", Duration.ofSeconds(1));
     }
 
+    /**
+     * A control plane on loopback that holds what the gateway holds: every snapshot request is shown to {@code asked}
+     * (which may hold it, as a long-poll would) and then answered 304. Started; the caller stops it.
+     */
+    private static HttpServer agreeingControlPlane(java.util.function.Consumer<com.sun.net.httpserver.HttpExchange> asked)
+            throws java.io.IOException {
+        HttpServer cp = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        cp.setExecutor(java.util.concurrent.Executors.newCachedThreadPool()); // a held request blocks no other
+        cp.createContext("/v1/snapshot", ex -> {
+            asked.accept(ex);
+            ex.sendResponseHeaders(304, -1); // "what you hold is current"
+            ex.close();
+        });
+        cp.start();
+        return cp;
+    }
+
+    private static SnapshotSource longPoll(HttpServer cp, Duration wait) {
+        return SnapshotSource.longPoll(URI.create("http://127.0.0.1:" + cp.getAddress().getPort()), "gw", "tok", wait);
+    }
+
     /** Runs a gateway from a fixed snapshot with the cache configured, so that it writes the cache, and stops it. */
     private Snapshot cacheWritten() {
         Snapshot s = fleet.snapshot();
@@ -132,16 +153,10 @@ class SnapshotCacheTest {
     void theControlPlaneIsAskedForAVersionAfterTheCachedOne() throws Exception {
         Snapshot s = cacheWritten();
         List<String> asked = new CopyOnWriteArrayList<>();
-        HttpServer cp = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        cp.createContext("/v1/snapshot", ex -> {
-            asked.add(String.valueOf(ex.getRequestHeaders().getFirst("if-none-match")));
-            ex.sendResponseHeaders(304, -1); // "what you hold is current"
-            ex.close();
-        });
-        cp.start();
+        HttpServer cp = agreeingControlPlane(ex -> asked.add(String.valueOf(ex.getRequestHeaders()
+                .getFirst("if-none-match"))));
         try {
-            SnapshotSource source = SnapshotSource.longPoll(URI.create("http://127.0.0.1:" + cp.getAddress().getPort()),
-                    "gw", "tok", Duration.ofSeconds(1));
+            SnapshotSource source = longPoll(cp, Duration.ofSeconds(1));
             Gateway gw = Gateway.start(config(), source, 1, Duration.ofSeconds(30));
             try {
                 assertThat(asked.get(0)).isEqualTo(Http.etag(s));
@@ -161,9 +176,7 @@ class SnapshotCacheTest {
         Files.setLastModifiedTime(cache, FileTime.fromMillis(System.currentTimeMillis() - Duration.ofHours(1).toMillis()));
         List<String> asked = new CopyOnWriteArrayList<>();
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-        HttpServer cp = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        cp.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
-        cp.createContext("/v1/snapshot", ex -> {
+        HttpServer cp = agreeingControlPlane(ex -> {
             String query = ex.getRequestURI().getQuery();
             asked.add(query);
             if (query.contains("wait=")) { // a long-poll: nothing new to say before the test ends
@@ -173,13 +186,9 @@ class SnapshotCacheTest {
                     Thread.currentThread().interrupt();
                 }
             }
-            ex.sendResponseHeaders(304, -1); // "what you hold is current"
-            ex.close();
         });
-        cp.start();
         try {
-            SnapshotSource source = SnapshotSource.longPoll(URI.create("http://127.0.0.1:" + cp.getAddress().getPort()),
-                    "gw", "tok", Duration.ofSeconds(30));
+            SnapshotSource source = longPoll(cp, Duration.ofSeconds(30));
             Gateway gw = Gateway.start(config(), source, 1, Duration.ofSeconds(30));
             try {
                 assertThat(asked.get(0)).isEqualTo("gateway=gw"); // no wait: an answer at once
