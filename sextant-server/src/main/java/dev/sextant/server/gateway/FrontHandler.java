@@ -163,12 +163,15 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
 
     private void proxy(ChannelHandlerContext ctx, FullHttpRequest req, String path, boolean keepAlive) {
         long received = System.nanoTime();
+        // admission sheds by a hash of the request's id, so that id is always the gateway's own: with the client's,
+        // one sending (or retrying with) the same id would be shed always or never, whatever the shed fraction
+        String ownId = gw.newRequestId();
+        String clientId = req.headers().get("x-request-id");
+        String requestId = usableRequestId(clientId) ? clientId : ownId;
         RequestBody body;
         try {
             body = RequestBody.parse(req.content());
         } catch (RequestBody.Invalid e) {
-            String clientId = req.headers().get("x-request-id");
-            String requestId = usableRequestId(clientId) ? clientId : gw.newRequestId();
             req.release();
             gw.metrics.request(null, null, 400);
             gw.accessLog(ctx.channel(), req.method().name(), path, 400, null, null, 0, -1, 0, 0, false, requestId,
@@ -179,11 +182,6 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             reply(ctx, resp, keepAlive);
             return;
         }
-        // admission sheds by a hash of the request's id, so that id is always the gateway's own: with the client's,
-        // one sending (or retrying with) the same id would be shed always or never, whatever the shed fraction
-        String ownId = gw.newRequestId();
-        String clientId = req.headers().get("x-request-id");
-        String requestId = usableRequestId(clientId) ? clientId : ownId;
         HttpFields fields = new HttpFields(body.model(), req.headers().get(HttpFields.RESIDENCY_HEADER),
                 req.headers().get(HttpFields.PRIORITY_HEADER), body.promptCacheKey(),
                 req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.promptText(), ownId);
