@@ -48,25 +48,6 @@ final class SimulateCommand implements Callable<Integer> {
             throw new UsageException(scenario + (java.nio.file.Files.isDirectory(scenario) ? ": a folder (expected: a"
                     + " scenario file)" : ": no such file"));
         }
-        for (int i = 0; i < policies.size(); i++) {
-            if (policies.subList(0, i).contains(policies.get(i))) {
-                throw new UsageException("--policies: '" + policies.get(i) + "' twice (expected: each policy once)");
-            }
-        }
-        // the output folder is made (or found writable) before a simulation that can take minutes, not after it
-        if (java.nio.file.Files.exists(outDir) && !java.nio.file.Files.isDirectory(outDir)) {
-            throw new UsageException("--out: " + outDir + ": not a folder (a file of that name exists)");
-        }
-        try {
-            java.nio.file.Files.createDirectories(outDir);
-        } catch (java.io.IOException e) {
-            String why = e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason()
-                    : e instanceof java.nio.file.NoSuchFileException ? "no such file" : e.getClass().getSimpleName();
-            throw new UsageException("--out: " + outDir + ": cannot make the folder (" + why + ")");
-        }
-        if (!java.nio.file.Files.isWritable(outDir)) {
-            throw new UsageException("--out: " + outDir + ": not writable");
-        }
         Map<String, Summary> results;
         try {
             results = Simulator.run(scenario, policies, seed, outDir, progress);

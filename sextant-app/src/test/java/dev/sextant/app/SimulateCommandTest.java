@@ -60,6 +60,10 @@ class SimulateCommandTest {
         assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--policies", "sextant,nearest,sextant",
                 "--out", dir.toString())).isEqualTo(2);
         assertThat(err.toString()).contains("--policies: 'sextant' twice (expected: each policy once)");
+        // a name the scenario's gain sweep also runs (talk-example sweeps gains 0.1 and 2.0)
+        assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--policies",
+                "legacy-feedback,legacy-feedback[gain=0.1]", "--out", dir.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--policies: 'legacy-feedback[gain=0.1]' twice");
         assertThat(run("simulate", dir.toString(), "--out", dir.resolve("o").toString())).isEqualTo(2);
         assertThat(err.toString()).contains(dir + ": a folder (expected: a scenario file)");
     }

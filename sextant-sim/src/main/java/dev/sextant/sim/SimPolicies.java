@@ -39,17 +39,32 @@ final class SimPolicies {
         };
     }
 
-    /** The run list: the requested names, with the scenario's gain sweep after {@code legacy-feedback}. */
-    static List<String> expand(List<String> names, Scenario scenario) {
+    /**
+     * The run list: the requested names, with the scenario's gain sweep after {@code legacy-feedback}.
+     *
+     * @param field where the names came from, for the message ({@code --policies})
+     * @throws IllegalArgumentException when a run would come twice (named twice, or named and also in the sweep):
+     *                                  the report keys its series and files by name
+     */
+    static List<String> expand(List<String> names, Scenario scenario, String field) {
         List<String> out = new java.util.ArrayList<>();
         for (String n : names) {
-            out.add(n);
+            add(out, n, field);
             if (n.equals("legacy-feedback")) {
                 for (double g : scenario.gainSweep()) {
-                    out.add("legacy-feedback[gain=" + g + "]");
+                    add(out, "legacy-feedback[gain=" + g + "]", field);
                 }
             }
         }
         return out;
+    }
+
+    private static void add(List<String> runs, String name, String field) {
+        if (runs.contains(name)) {
+            throw new IllegalArgumentException(field + ": '" + name + "' twice (expected: each policy once"
+                    + (name.startsWith("legacy-feedback[") ? "; legacy-feedback also runs the scenario's gain_sweep" : "")
+                    + ")");
+        }
+        runs.add(name);
     }
 }

@@ -38,22 +38,24 @@ public final class Simulator {
      * @param progress where to draw a progress bar (a terminal), or null for none
      * @return policy name → summary, in run order (the content of {@code summary.json})
      * @throws ScenarioException        when the scenario file is wrong (message names file and field)
-     * @throws IllegalArgumentException for an unknown policy name
+     * @throws IllegalArgumentException for an unknown policy name, a run asked twice, or an {@code outDir} that cannot
+     *                                  be made a writable folder (all before any simulation)
      * @throws UncheckedIOException     when the output cannot be written
      */
     public static Map<String, Summary> run(Path scenario, List<String> policies, long seed, Path outDir,
                                            PrintStream progress) throws ScenarioException {
         Scenario s = ScenarioLoader.load(scenario);
-        List<String> names = SimPolicies.expand(policies == null || policies.isEmpty() ? s.policies() : policies, s);
+        boolean asked = policies != null && !policies.isEmpty();
+        List<String> names = SimPolicies.expand(asked ? policies : s.policies(), s, asked ? "--policies" : "policies");
         for (String n : names) {
             SimPolicies.create(n, s); // fail on a bad name before hours of simulation
         }
+        outputFolder(outDir); // and on a folder that cannot take the report
         List<Run> runs = new ArrayList<>();
         for (String n : names) {
             runs.add(simulate(s, n, seed, progress));
         }
         try {
-            Files.createDirectories(outDir);
             new Report(s, runs, seed, scenario.getFileName().toString()).write(outDir);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -145,6 +147,27 @@ public final class Simulator {
             int filled = pct / 4;
             out.printf("\r%-28s [%s%s] %3d%%", label, "#".repeat(filled), ".".repeat(25 - filled), pct);
             out.flush();
+        }
+    }
+
+    /**
+     * Makes the output folder, or finds it writable.
+     *
+     * @throws IllegalArgumentException when {@code outDir} is a file, cannot be made, or is not writable
+     */
+    private static void outputFolder(Path outDir) {
+        if (Files.exists(outDir) && !Files.isDirectory(outDir)) {
+            throw new IllegalArgumentException("--out: " + outDir + ": not a folder (a file of that name exists)");
+        }
+        try {
+            Files.createDirectories(outDir);
+        } catch (IOException e) {
+            String why = e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason()
+                    : e instanceof java.nio.file.NoSuchFileException ? "no such file" : e.getClass().getSimpleName();
+            throw new IllegalArgumentException("--out: " + outDir + ": cannot make the folder (" + why + ")");
+        }
+        if (!Files.isWritable(outDir)) {
+            throw new IllegalArgumentException("--out: " + outDir + ": not writable");
         }
     }
 }
