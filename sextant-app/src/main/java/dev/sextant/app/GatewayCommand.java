@@ -1,6 +1,7 @@
 package dev.sextant.app;
 
 import dev.sextant.config.SnapshotJson;
+import dev.sextant.config.Urls;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.gateway.ClientLimits;
@@ -115,19 +116,12 @@ final class GatewayCommand implements Callable<Integer> {
         return 0;
     }
 
-    /** The control plane's base URL: http or https, with a host. */
+    /** The control plane's base URL, held to what an engine endpoint is ({@link Urls#isHttpBase}). */
     private static URI controlPlane(ServerFile f, String text) {
-        URI uri;
-        try {
-            uri = new URI(text);
-        } catch (java.net.URISyntaxException e) {
-            uri = null;
-        }
-        if (uri == null || uri.getHost() == null
-                || !("http".equalsIgnoreCase(uri.getScheme()) || "https".equalsIgnoreCase(uri.getScheme()))) {
+        if (!Urls.isHttpBase(text)) {
             throw f.problem("control_plane", "'" + text + "' (expected: an http:// or https:// URL with a host, such as"
                     + " http://127.0.0.1:7070)");
         }
-        return uri;
+        return URI.create(text);
     }
 }

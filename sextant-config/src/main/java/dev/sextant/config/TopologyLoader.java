@@ -192,7 +192,7 @@ public final class TopologyLoader {
             Double capacity = number(m, p, "capacity_rps", null);
             LatencyProfile profile = profile(m, p);
             Double health = number(m, p, "health", 1.0);
-            if (endpoint != null && !endpoint.isBlank() && !isHttpUrl(endpoint)) {
+            if (endpoint != null && !endpoint.isBlank() && !Urls.isHttpBase(endpoint)) {
                 problem(YamlTree.child(p, "endpoint"), "'" + endpoint + "' (expected: an http:// or https:// URL with a"
                         + " host, such as http://10.0.0.7:8000)");
                 return null;
@@ -202,21 +202,6 @@ public final class TopologyLoader {
                 return null;
             }
             return build(p, () -> new Engine(id, cluster, endpoint, models, capacity, profile, health));
-        }
-
-        /**
-         * Whether an engine's endpoint is one the gateway can call: http or https, a host, a port (if given) in
-         * 1..65535, no query or fragment. A path is kept as a prefix of the API's paths (a proxy in front of it).
-         */
-        private static boolean isHttpUrl(String text) {
-            try {
-                java.net.URI u = new java.net.URI(text);
-                return ("http".equalsIgnoreCase(u.getScheme()) || "https".equalsIgnoreCase(u.getScheme()))
-                        && u.getHost() != null && u.getPort() <= 65535 && u.getPort() != 0 && u.getRawQuery() == null
-                        && u.getRawFragment() == null;
-            } catch (java.net.URISyntaxException e) {
-                return false;
-            }
         }
 
         private LatencyProfile profile(Mapping engine, String enginePath) {
