@@ -734,45 +734,52 @@ final class DualNewton {
         double value = 0;
         double[] cost = new double[0];
         double[] cap = new double[0];
-        Integer[] order = new Integer[0];
         for (int k = 0; k < sources; k++) {
             int m = slotGroup[k].length;
             double routed = withShed ? lambda[k] : lambda[k] - shedOut[k];
             if (routed <= 0) {
                 continue;
             }
-            if (cost.length < 2 * m + 1) {
-                cost = new double[2 * m + 1];
-                cap = new double[2 * m + 1];
-                order = new Integer[2 * m + 1];
+            if (cost.length < m) {
+                cost = new double[m];
+                cap = new double[m];
             }
+            // the cheapest option without a cap takes whatever the kept flows cheaper than it leave
+            double best = withShed ? shedCost[k] : Double.POSITIVE_INFINITY;
             int n = 0;
-            if (withShed) {
-                cost[n] = shedCost[k];
-                cap[n] = Double.POSITIVE_INFINITY;
-                n++;
-            }
             for (int a = 0; a < m; a++) {
                 double c = slotArc[k][a] + p[slotGroup[k][a]];
+                best = Math.min(best, c);
                 if (slotKept[k][a] > 0) {
                     cost[n] = c - discount;
                     cap[n] = slotKept[k][a];
                     n++;
                 }
-                cost[n] = c;
-                cap[n] = Double.POSITIVE_INFINITY;
-                n++;
             }
+            // kept flows cheaper than that, cheapest first (insertion sort: a source keeps flow in a few groups)
+            int cheaper = 0;
             for (int i = 0; i < n; i++) {
-                order[i] = i;
+                if (cost[i] < best) {
+                    double c = cost[i];
+                    double u = cap[i];
+                    int at = cheaper++;
+                    while (at > 0 && cost[at - 1] > c) {
+                        cost[at] = cost[at - 1];
+                        cap[at] = cap[at - 1];
+                        at--;
+                    }
+                    cost[at] = c;
+                    cap[at] = u;
+                }
             }
-            final double[] c0 = cost;
-            Arrays.sort(order, 0, n, (i, j) -> Double.compare(c0[i], c0[j]));
             double left = routed;
-            for (int i = 0; i < n && left > 0; i++) {
-                double take = Math.min(left, cap[order[i]]);
-                value += take * cost[order[i]];
+            for (int i = 0; i < cheaper && left > 0; i++) {
+                double take = Math.min(left, cap[i]);
+                value += take * cost[i];
                 left -= take;
+            }
+            if (left > 0 && best < Double.POSITIVE_INFINITY) {
+                value += left * best;
             }
         }
         double[] scratch;
