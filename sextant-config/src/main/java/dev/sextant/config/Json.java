@@ -1,5 +1,6 @@
 package dev.sextant.config;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
@@ -31,6 +32,9 @@ public final class Json {
             .enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS)
             .enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES)
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            // a snapshot's and a route's engine groups are written only when there are some
+            .addMixIn(dev.sextant.snapshot.Snapshot.class, GroupsWhenAny.class)
+            .addMixIn(dev.sextant.snapshot.Route.class, GroupsWhenAny.class)
             .addModule(new SimpleModule("sextant-doubles")
                     .addSerializer(Double.class, new FiniteOrNull())
                     .addSerializer(double.class, new FiniteOrNull())
@@ -67,6 +71,11 @@ public final class Json {
             // Writing to a string fails only for a value Jackson cannot describe: a programming error.
             throw new UncheckedIOException(e);
         }
+    }
+
+    private abstract static class GroupsWhenAny {
+        @JsonInclude(JsonInclude.Include.NON_EMPTY)
+        abstract Object groups();
     }
 
     private static final class FiniteOrNull extends JsonSerializer<Double> {

@@ -3,10 +3,12 @@ package dev.sextant.config;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.exc.InvalidFormatException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.databind.exc.ValueInstantiationException;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sextant.snapshot.Snapshot;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -55,7 +57,7 @@ public final class SnapshotJson {
             throw new SnapshotException(List.of(new ConfigProblem(source, 1, "", "empty (expected: a snapshot object)")));
         }
         try {
-            Snapshot s = Json.MAPPER.readValue(json, Snapshot.class);
+            Snapshot s = Json.MAPPER.treeToValue(withGroups(Json.MAPPER.readTree(json)), Snapshot.class);
             if (s == null) {
                 throw new SnapshotException(List.of(new ConfigProblem(source, 1, "", "null (expected: a snapshot object)")));
             }
@@ -63,6 +65,25 @@ public final class SnapshotJson {
         } catch (JsonProcessingException e) {
             throw new SnapshotException(List.of(problem(source, e, json)));
         }
+    }
+
+    /**
+     * {@code tree} with an empty {@code groups} wherever a snapshot or a route has none: written only when
+     * not empty, so that a snapshot of routes weighted engine by engine (and one written before groups
+     * existed) reads as it did.
+     */
+    private static JsonNode withGroups(JsonNode tree) {
+        if (tree instanceof ObjectNode root) {
+            root.putIfAbsent("groups", root.objectNode());
+            if (root.get("routes") instanceof ObjectNode routes) {
+                routes.forEach(byClass -> byClass.forEach(route -> {
+                    if (route instanceof ObjectNode r) {
+                        r.putIfAbsent("groups", r.objectNode());
+                    }
+                }));
+            }
+        }
+        return tree;
     }
 
     /** Reads the snapshot in {@code file}; messages name the file as given. */
@@ -109,6 +130,14 @@ public final class SnapshotJson {
             message = "wrong type (expected: " + expected(mi.getTargetType()) + ")";
         } else if (!(e instanceof JsonMappingException)) {
             message = "JSON syntax: " + message;
+        }
+        if (path.isEmpty() && message.indexOf(": ") > 0) {
+            // a check of the whole snapshot names the field it refused (a grouped route's weight): give its line
+            String field = message.substring(0, message.indexOf(": "));
+            YamlTree.Located at = fieldLines(json).get(field);
+            if (at != null) {
+                return new ConfigProblem(source, at.line(), field, message.substring(field.length() + 2));
+            }
         }
         return new ConfigProblem(source, line, path, message);
     }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sextant.snapshot.EngineGroup;
 import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Objective;
 import dev.sextant.snapshot.RetryBudget;
@@ -191,6 +192,51 @@ class SnapshotJsonTest {
         assertThat(e.problems()).singleElement().satisfies(p -> {
             assertThat(p.path()).isEqualTo("routes.east.chat.slots");
             assertThat(p.message()).startsWith("missing");
+        });
+    }
+
+    /** A snapshot whose route east/chat is weighted over two engine groups, as the optimal policy writes them. */
+    static Snapshot grouped() {
+        Map<String, Double> a = new java.util.TreeMap<>(Map.of("a1", 0.6, "a2", 0.4));
+        Map<String, Double> b = new java.util.TreeMap<>(Map.of("b1", 1.0));
+        Map<String, EngineGroup> groups = Map.of(
+                "A|m", new EngineGroup(a, SlotTable.of(List.of("a1", "a2"), new double[] {0.6, 0.4}).encode()),
+                "B|m", new EngineGroup(b, SlotTable.of(List.of("b1"), new double[] {1.0}).encode()));
+        Route r = Route.grouped("m", List.of(), 0, 50, new String[] {"A|m", "B|m"}, new double[] {0.75, 0.25},
+                new EngineGroup[] {groups.get("A|m"), groups.get("B|m")}, 0, 12.5,
+                SlotTable.of(List.of("A|m", "B|m"), new double[] {0.75, 0.25}).encode());
+        Map<String, EngineState> engines = new java.util.TreeMap<>();
+        for (String id : List.of("a1", "a2", "b1")) {
+            engines.put(id, engine(id.startsWith("a") ? "A" : "B", 10, 100));
+        }
+        return new Snapshot(4, "", "optimal", 0.5, RetryBudget.DEFAULT, Map.of("east", Map.of("chat", r)), engines,
+                Map.of("east", Map.of("A", 2.0, "B", 30.0)), new Objective(100, 5000, 4999.9, 2e-5, 0, 7), groups)
+                .sealed(4);
+    }
+
+    @Test
+    void read_groupedRoutes_roundTripWithTheirGroups_andFlatOnesWriteNone() throws SnapshotException {
+        Snapshot s = grouped();
+        String text = SnapshotJson.write(s);
+        assertThat(text).contains("\"groups\" : {\n          \"A|m\" : 0.75,")
+                .contains("\"weights\" : {\n          \"a1\" : " + 0.75 * 0.6);
+        Snapshot back = SnapshotJson.read(text);
+        assertThat(back).isEqualTo(s);
+        assertThat(back.contentHash()).isEqualTo(s.hash());
+        assertThat(SnapshotJson.write(sample(5200, 4100))).doesNotContain("groups");
+    }
+
+    @Test
+    void read_groupedRouteWhoseWeightIsNotItsGroupsFractionTimesShare_namesLineAndField() {
+        String text = SnapshotJson.write(grouped()).replace("\"b1\" : 0.25", "\"b1\" : 0.3");
+        int line = text.substring(0, text.indexOf("\"b1\" : 0.3")).split("\n", -1).length;
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));
+
+        assertThat(e.problems()).singleElement().satisfies(p -> {
+            assertThat(p.line()).isEqualTo(line);
+            assertThat(p.path()).isEqualTo("routes.east.chat.weights.b1");
+            assertThat(p.message()).isEqualTo("0.3 (expected: 0.25, its group's fraction times its share of the group)");
         });
     }
 

@@ -25,10 +25,17 @@ import java.util.TreeMap;
  *                      positive weight in id order: the control plane computes it (from the previous
  *                      snapshot's table, moving as few keys as possible) so that every gateway chooses
  *                      the same engines for the same key. Empty when no weight is positive, or when the
- *                      producer computed none (gateways then build one from the weights alone)
+ *                      producer computed none (gateways then build one from the weights alone). For a
+ *                      grouped route, the table over its groups in id order instead: the first level of
+ *                      two-level consistent hashing, whose second level is each group's own table
+ * @param groups        for a route weighted over {@link EngineGroup engine groups} (as the optimal policy
+ *                      writes them): group id → fraction of this class's requests sent to the group, each
+ *                      in (0, 1], iterating in group-id order; an engine's weight is then its group's
+ *                      fraction times its share of the group, which the snapshot checks. Empty for a
+ *                      route weighted engine by engine
  */
 public record Route(String model, List<String> residency, int priority, double demandRps, Map<String, Double> weights,
-                    double shedFraction, double priceMs, String slots) {
+                    double shedFraction, double priceMs, String slots, Map<String, Double> groups) {
 
     /** A route without a slot table ({@code slots} empty): gateways build one from the weights. */
     public Route(String model, List<String> residency, int priority, double demandRps, Map<String, Double> weights,
@@ -36,19 +43,36 @@ public record Route(String model, List<String> residency, int priority, double d
         this(model, residency, priority, demandRps, weights, shedFraction, priceMs, "");
     }
 
+    /** A route weighted engine by engine ({@code groups} empty). */
+    public Route(String model, List<String> residency, int priority, double demandRps, Map<String, Double> weights,
+                 double shedFraction, double priceMs, String slots) {
+        this(model, residency, priority, demandRps, weights, shedFraction, priceMs, slots, Map.of());
+    }
+
     public Route {
         residency = List.copyOf(residency);
         if (!(shedFraction >= 0 && shedFraction <= 1)) {
             throw new IllegalArgumentException("shed_fraction: " + shedFraction + " (expected: in [0, 1])");
         }
-        if (!(weights instanceof SortedWeights)) { // those are checked when made, and immutable
+        if (!(weights instanceof SortedWeights || weights instanceof GroupedWeights)) { // checked when made
             weights = sortedCopy(weights);
             weights.forEach((e, w) -> checkWeight(e, w));
+        }
+        if (groups == null) {
+            groups = Map.of();
+        } else if (!(groups instanceof SortedArrayMap)) {
+            groups.forEach((g, f) -> {
+                if (!(f != null && f > 0 && f <= 1)) {
+                    throw new IllegalArgumentException("groups." + g + ": " + f + " (expected: in (0, 1])");
+                }
+            });
+            groups = sortedCopy(groups);
         }
         if (slots == null) {
             throw new IllegalArgumentException("slots: null (expected: an encoded slot table, or empty)");
         }
-        if (!slots.isEmpty() && weights.values().stream().noneMatch(w -> w > 0)) {
+        // a grouped route's weights are positive products: no need to write them out to see it
+        if (!slots.isEmpty() && !(weights instanceof GroupedWeights) && weights.values().stream().noneMatch(w -> w > 0)) {
             throw new IllegalArgumentException("slots: " + abbreviated(slots)
                     + " (expected: empty when no weight is positive)");
         }
@@ -86,6 +110,42 @@ public record Route(String model, List<String> residency, int priority, double d
         }
     }
 
+    /**
+     * A route weighted over engine groups, its weights written out only when read.
+     *
+     * @param groupIds  the groups with a positive fraction, strictly ascending
+     * @param fractions one per group, each in (0, 1]
+     * @param groups    one per group: its engines and their shares
+     * @param slots     the encoded slot table over {@code groupIds} in order, with {@code fractions} as weights
+     */
+    public static Route grouped(String model, List<String> residency, int priority, double demandRps,
+                                String[] groupIds, double[] fractions, EngineGroup[] groups, double shedFraction,
+                                double priceMs, String slots) {
+        if (groupIds.length != fractions.length || groupIds.length != groups.length) {
+            throw new IllegalArgumentException("groups: " + groupIds.length + " ids, " + fractions.length
+                    + " fractions and " + groups.length + " groups (expected: one of each per group)");
+        }
+        for (int i = 0; i < groupIds.length; i++) {
+            if (i > 0 && groupIds[i].compareTo(groupIds[i - 1]) <= 0) {
+                throw new IllegalArgumentException("groups: '" + groupIds[i] + "' after '" + groupIds[i - 1]
+                        + "' (expected: ascending, distinct)");
+            }
+            if (!(fractions[i] > 0 && fractions[i] <= 1)) {
+                throw new IllegalArgumentException("groups." + groupIds[i] + ": " + fractions[i]
+                        + " (expected: in (0, 1])");
+            }
+        }
+        String[] ids = groupIds.clone();
+        double[] f = fractions.clone();
+        return new Route(model, residency, priority, demandRps, new GroupedWeights(ids, f, groups.clone()),
+                shedFraction, priceMs, slots, new SortedArrayMap(ids, f));
+    }
+
+    /** True for a route weighted over engine groups: see {@link #groups()}. */
+    public boolean hasGroups() {
+        return !groups.isEmpty();
+    }
+
     /** Receives a route's weights by engine rank: see {@link #forEachRanked}. */
     @FunctionalInterface
     public interface RankedWeights {
@@ -108,7 +168,10 @@ public record Route(String model, List<String> residency, int priority, double d
         return true;
     }
 
-    /** The engines with positive weight, in id order: the engines {@link #slots()} indexes. */
+    /**
+     * The engines with positive weight, in id order: the engines {@link #slots()} indexes for a route
+     * weighted engine by engine, and the engines a grouped route's two-level table indexes.
+     */
     public List<String> slotEngines() {
         return positiveIds(weights);
     }
@@ -118,8 +181,32 @@ public record Route(String model, List<String> residency, int priority, double d
         return positiveValues(weights);
     }
 
+    /**
+     * The consistent-hashing order this route's {@link #slots()} give keys over {@link #slotEngines()}: its own
+     * table, or for a grouped route the two levels of {@link GroupedTable} over {@code groups} (the snapshot's).
+     *
+     * @throws IllegalArgumentException when a table is missing or does not decode
+     */
+    public KeyOrder keyOrder(Map<String, EngineGroup> groups) {
+        return hasGroups() ? GroupedTable.of(this, groups, new java.util.HashMap<>())
+                : SlotTable.decode(slots, slotEngines(), slotWeights());
+    }
+
+    /** The groups of a grouped route, in id order: what its {@link #slots()} indexes; empty otherwise. */
+    public List<String> slotGroups() {
+        return positiveIds(groups);
+    }
+
+    /** The fractions of a grouped route, aligned with {@link #slotGroups()}. */
+    public double[] slotFractions() {
+        return positiveValues(groups);
+    }
+
     /** The ids of a route's positive weights, in the map's (engine-id) order. */
     static List<String> positiveIds(Map<String, Double> weights) {
+        if (weights instanceof SortedArrayMap m && m.allPositive()) {
+            return List.of(m.keys);
+        }
         if (weights instanceof SortedWeights sw) {
             List<String> out = new ArrayList<>(sw.rank.length);
             for (int i = 0; i < sw.rank.length; i++) {
@@ -140,6 +227,9 @@ public record Route(String model, List<String> residency, int priority, double d
 
     /** A route's positive weights, aligned with {@link #positiveIds}. */
     static double[] positiveValues(Map<String, Double> weights) {
+        if (weights instanceof SortedArrayMap m && m.allPositive()) {
+            return m.values.clone();
+        }
         if (weights instanceof SortedWeights sw) {
             int count = 0;
             for (double w : sw.value) {
@@ -173,6 +263,9 @@ public record Route(String model, List<String> residency, int priority, double d
      * after every solve, and a large fleet's routes list hundreds of engines each.
      */
     public String firstWeightMoved(Route other, double by) {
+        if (weights instanceof GroupedWeights a && other.weights instanceof GroupedWeights b) {
+            return GroupedWeights.firstMoved(a, b, by);
+        }
         if (weights instanceof SortedWeights a && other.weights instanceof SortedWeights b && a.ids.sameAs(b.ids)) {
             int i = 0;
             int j = 0;

@@ -52,7 +52,7 @@ import java.util.Map;
  * with (for a route, its positive weights in id order). A table built without history has n runs; each
  * rebalance adds about as many runs as engines whose count changed.
  */
-public final class SlotTable {
+public final class SlotTable implements KeyOrder {
     /** Probes into the table before the key's order continues with a rotated list of the rest. */
     public static final int PROBES = 32;
     /** Most engines a table can hold. */
@@ -63,7 +63,7 @@ public final class SlotTable {
     private static final char FREE = Character.MAX_VALUE;
     /** 2^64 / φ, the SplitMix64 increment; successive probes of one key step by it. */
     private static final long GOLDEN = 0x9E3779B97F4A7C15L;
-    private static final long TAIL_SALT = 0xD1B54A32D192ED03L;
+    static final long TAIL_SALT = 0xD1B54A32D192ED03L;
 
     private final List<String> ids;
     private final char[] owner;
@@ -653,6 +653,19 @@ public final class SlotTable {
                     Route.positiveValues(weights));
         }
 
+        /**
+         * As {@link SlotTable#rebalanceEncoded}, without remembering the table: for tables that no other route of
+         * the snapshot shares (a grouped route's table over its groups), where looking a table up would cost
+         * more than computing it.
+         */
+        public String rebalanceEncodedOnce(String previous, List<String> previousIds, double[] previousWeights,
+                                           List<String> engineIds, double[] weights) {
+            double previousTotal = checkWeights(previousIds.size(), previousWeights);
+            double total = checkWeights(engineIds.size(), weights);
+            return rebalance(previous, previousIds, previousWeights, previousTotal, engineIds, weights, total,
+                    null, () -> remap(previousIds, engineIds));
+        }
+
         /** As {@link SlotTable#rebalanceEncoded}. */
         public String rebalanceEncoded(String previous, List<String> previousIds, double[] previousWeights,
                                        List<String> engineIds, double[] weights) {
@@ -686,19 +699,21 @@ public final class SlotTable {
                                  double previousTotal, List<String> engineIds, double[] weights, double total,
                                  java.util.function.Function<int[], Object> key,
                                  java.util.function.Supplier<int[]> remap) {
-            ParseKey pk = new ParseKey(previous, previousIds.size());
-            Parsed old = parsed.get(pk);
+            ParseKey pk = key == null ? null : new ParseKey(previous, previousIds.size());
+            Parsed old = pk == null ? null : parsed.get(pk);
             if (old == null) {
                 int[] counts = new int[previousIds.size()];
                 old = new Parsed(parseRuns(previous, previousIds.size(), counts), counts);
-                parsed.put(pk, old);
+                if (pk != null) {
+                    parsed.put(pk, old);
+                }
             }
             checkCounts(previousIds, previousWeights, previousTotal, old.counts);
             int n = engineIds.size();
             int m = slotCountFor(n);
             int[] target = largestRemainder(weights, total, m);
             Parsed from = old;
-            return built.computeIfAbsent(key.apply(target), k -> {
+            java.util.function.Function<Object, String> compute = k -> {
                 int oldBits = Integer.numberOfTrailingZeros(slotCountFor(previousIds.size()));
                 int bits = Integer.numberOfTrailingZeros(m);
                 int[] counts = new int[n];
@@ -708,7 +723,8 @@ public final class SlotTable {
                 runs = releaseRuns(runs, counts, target, m);
                 runs = assignRuns(runs, counts, target, m);
                 return encode(bits, n, runs);
-            });
+            };
+            return key == null ? compute.apply(null) : built.computeIfAbsent(key.apply(target), compute);
         }
     }
 
@@ -980,6 +996,7 @@ public final class SlotTable {
     // ------------------------------------------------------------------ selection (request path)
 
     /** The index (into {@link #engineIds()}) of the key's first choice. Allocation-free, O(1). */
+    @Override
     public int first(long key) {
         return owner[(int) (mix(key) >>> shift)];
     }
@@ -989,6 +1006,7 @@ public final class SlotTable {
      * below {@link #PROBES} are table probes, the rest walk the positive-weight engines from a
      * key-dependent start. {@code i} in [0, {@link #probeLength()}). Allocation-free.
      */
+    @Override
     public int probe(long key, int i) {
         if (i < PROBES) {
             return owner[(int) (mix(key + i * GOLDEN) >>> shift)];
@@ -999,64 +1017,21 @@ public final class SlotTable {
         return positive[t >= n ? t - n : t];
     }
 
-    /** Length of every key's raw probe sequence: {@link #PROBES} + {@link #orderLength()}. */
-    public int probeLength() {
-        return PROBES + positive.length;
-    }
-
-    /**
-     * True when position {@code i} of the key's probe sequence repeats an engine seen at an earlier
-     * position. The tail positions are distinct among themselves, so only the table probes need
-     * checking: O({@link #PROBES}) at most. Allocation-free.
-     */
-    public boolean repeats(long key, int i, int engine) {
-        for (int k = 0, end = Math.min(i, PROBES); k < end; k++) {
-            if (probe(key, k) == engine) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     /** Number of engines with positive weight: the length of every key's order. */
+    @Override
     public int orderLength() {
         return positive.length;
     }
 
-    /**
-     * Writes the first {@code out.length} engines of the key's order (or all of them if there are
-     * fewer engines with positive weight) into {@code out}, distinct, and returns how many it wrote.
-     * {@code out[0] == first(key)}. Allocation-free.
-     */
-    public int fill(long key, int[] out) {
-        int want = Math.min(out.length, positive.length);
-        int k = 0;
-        for (int i = 0, len = probeLength(); i < len && k < want; i++) {
-            int e = probe(key, i);
-            if (!contains(out, k, e)) {
-                out[k++] = e;
-            }
-        }
-        return k;
-    }
-
-    private static boolean contains(int[] a, int len, int v) {
-        for (int i = 0; i < len; i++) {
-            if (a[i] == v) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     /** The SplitMix64 finalizer (Steele, Lea, Flood 2014): a bijection with full avalanche. */
-    private static long mix(long z) {
+    static long mix(long z) {
         z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
         z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
         return z ^ (z >>> 31);
     }
 
     /** The engines, in the order given when the table was built; indices refer to this list. */
+    @Override
     public List<String> engineIds() {
         return ids;
     }

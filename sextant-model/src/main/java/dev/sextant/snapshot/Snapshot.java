@@ -27,22 +27,113 @@ import java.util.TreeMap;
  * @param engines          engine id → state
  * @param networkRttMs     gateway cluster id → engine cluster id → round trip ms
  * @param objective        cost, certificate and solver statistics
+ * @param groups           engine group id → the group's engines, shares and slot table, for the routes weighted
+ *                         over groups ({@link Route#groups()}); empty when no route is
  */
 public record Snapshot(long version, String hash, String policy, double fleetUtilization, RetryBudget retryBudget,
                        Map<String, Map<String, Route>> routes, Map<String, EngineState> engines,
-                       Map<String, Map<String, Double>> networkRttMs, Objective objective) {
+                       Map<String, Map<String, Double>> networkRttMs, Objective objective,
+                       Map<String, EngineGroup> groups) {
+
+    /** A snapshot whose routes are all weighted engine by engine. */
+    public Snapshot(long version, String hash, String policy, double fleetUtilization, RetryBudget retryBudget,
+                    Map<String, Map<String, Route>> routes, Map<String, EngineState> engines,
+                    Map<String, Map<String, Double>> networkRttMs, Objective objective) {
+        this(version, hash, policy, fleetUtilization, retryBudget, routes, engines, networkRttMs, objective, Map.of());
+    }
 
     public Snapshot {
         if (version < 0) {
             throw new IllegalArgumentException("version: " + version + " (expected: >= 0)");
         }
         hash = hash == null ? "" : hash;
-        routes = nested(routes);
+        groups = groups == null ? Map.of() : Collections.unmodifiableSortedMap(new TreeMap<>(groups));
+        routes = grouped(nested(routes), groups);
         engines = Collections.unmodifiableSortedMap(new TreeMap<>(engines));
         networkRttMs = nested(networkRttMs);
     }
 
+    /**
+     * {@code routes} with every grouped route's weights checked against {@code groups} (each engine's weight is
+     * its group's fraction times its share there, exactly, as a producer computes and JSON carries it) and held
+     * as that product, so that equal snapshots compare and hash alike however they were made.
+     */
+    private static SortedMap<String, Map<String, Route>> grouped(SortedMap<String, Map<String, Route>> routes,
+                                                                 Map<String, EngineGroup> groups) {
+        // routes a policy built over these very groups (and the same snapshot sealed) need no copy
+        Map<String, EngineGroup> lookup = new HashMap<>(groups);
+        boolean asBuilt = true;
+        for (Map<String, Route> byClass : routes.values()) {
+            for (Route r : byClass.values()) {
+                if (r.hasGroups()) {
+                    asBuilt &= r.weights() instanceof GroupedWeights gw && gw.builtOver(lookup);
+                }
+            }
+        }
+        if (asBuilt) {
+            return routes;
+        }
+        TreeMap<String, Map<String, Route>> out = new TreeMap<>();
+        routes.forEach((g, byClass) -> {
+            TreeMap<String, Route> row = new TreeMap<>();
+            byClass.forEach((c, r) -> row.put(c, r.hasGroups() ? checkedGroups("routes." + g + "." + c, r, groups) : r));
+            out.put(g, Collections.unmodifiableSortedMap(row));
+        });
+        return Collections.unmodifiableSortedMap(out);
+    }
+
+    private static Route checkedGroups(String field, Route r, Map<String, EngineGroup> groups) {
+        String[] ids = new String[r.groups().size()];
+        double[] fractions = new double[ids.length];
+        EngineGroup[] members = new EngineGroup[ids.length];
+        int i = 0;
+        for (Map.Entry<String, Double> e : r.groups().entrySet()) {
+            EngineGroup group = groups.get(e.getKey());
+            if (group == null) {
+                throw new IllegalArgumentException(field + ".groups." + e.getKey()
+                        + ": unknown group (expected: a key of groups)");
+            }
+            ids[i] = e.getKey();
+            fractions[i] = e.getValue();
+            members[i++] = group;
+        }
+        GroupedWeights expected = new GroupedWeights(ids, fractions, members);
+        if (r.weights() instanceof GroupedWeights given && given.sameAs(expected)) {
+            return r;
+        }
+        if (!expected.equals(r.weights())) {
+            expected.forEach((engine, w) -> {
+                Double was = r.weights().get(engine);
+                if (was == null || Double.compare(was, w) != 0) {
+                    throw new IllegalArgumentException(field + ".weights." + engine + ": " + was + " (expected: "
+                            + w + ", its group's fraction times its share of the group)");
+                }
+            });
+            for (String engine : r.weights().keySet()) {
+                if (!expected.containsKey(engine)) {
+                    throw new IllegalArgumentException(field + ".weights." + engine
+                            + ": not in any of the route's groups (expected: only their engines)");
+                }
+            }
+        }
+        return new Route(r.model(), r.residency(), r.priority(), r.demandRps(), expected, r.shedFraction(),
+                r.priceMs(), r.slots(), r.groups());
+    }
+
+    /** The class of the maps {@link #nested} makes: a snapshot made from another's maps takes them as they are. */
+    private static final Class<?> SORTED_VIEW = Collections.unmodifiableSortedMap(new TreeMap<>()).getClass();
+
+    @SuppressWarnings("unchecked")
     private static <V> SortedMap<String, Map<String, V>> nested(Map<String, Map<String, V>> m) {
+        if (m.getClass() == SORTED_VIEW && ((SortedMap<String, ?>) m).comparator() == null) {
+            boolean inner = true;
+            for (Map<String, V> v : m.values()) {
+                inner &= v.getClass() == SORTED_VIEW && ((SortedMap<String, ?>) v).comparator() == null;
+            }
+            if (inner) {
+                return (SortedMap<String, Map<String, V>>) m;
+            }
+        }
         TreeMap<String, Map<String, V>> out = new TreeMap<>();
         m.forEach((k, v) -> out.put(k, Collections.unmodifiableSortedMap(new TreeMap<>(v))));
         return Collections.unmodifiableSortedMap(out);
@@ -72,6 +163,28 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 engineIndex.put(engineOrder[i], i);
             }
             Map<SortedEngineIds, Boolean> alignedWithEngines = new IdentityHashMap<>();
+            // a route's weights or a group's shares: each engine by its index, or by its id if it has none
+            java.util.function.Consumer<Map<String, Double>> byEngine = m -> {
+                if (m instanceof SortedWeights sw && alignedWithEngines.computeIfAbsent(sw.ids,
+                        ids -> ids.sameAs(engineOrder))) {
+                    f.pairs(sw.rank, sw.value);
+                    return;
+                }
+                m.forEach((e, w) -> {
+                    Integer at = engineIndex.get(e);
+                    if (at == null) {
+                        f.index(-1).text(e); // an engine the snapshot does not describe
+                    } else {
+                        f.index(at);
+                    }
+                    f.number(w);
+                });
+            };
+            // a grouped route names a group by its index in `groups`, fed after the engines
+            Map<String, Integer> groupIndex = new HashMap<>(groups.size() * 2);
+            for (String id : groups.keySet()) {
+                groupIndex.put(id, groupIndex.size());
+            }
             f.count(routes.size());
             routes.forEach((g, byClass) -> {
                 f.text(g).count(byClass.size());
@@ -79,21 +192,18 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                     f.text(c).text(r.model()).count(r.residency().size());
                     r.residency().forEach(f::text);
                     f.count(r.priority()).number(r.demandRps()).number(r.shedFraction()).number(r.priceMs());
-                    f.count(r.weights().size());
-                    if (r.weights() instanceof SortedWeights sw && alignedWithEngines.computeIfAbsent(sw.ids,
-                            ids -> ids.sameAs(engineOrder))) {
-                        f.pairs(sw.rank, sw.value);
-                    } else {
-                        r.weights().forEach((e, w) -> {
-                            Integer at = engineIndex.get(e);
-                            if (at == null) {
-                                f.index(-1).text(e); // an engine the snapshot does not describe
-                            } else {
-                                f.index(at);
-                            }
-                            f.number(w);
+                    f.count(r.groups().size());
+                    if (r.hasGroups()) {
+                        // the weights follow from the fractions and the groups, fed below
+                        r.groups().forEach((id, fraction) -> {
+                            Integer at = groupIndex.get(id);
+                            (at == null ? f.index(-1).text(id) : f.index(at)).number(fraction);
                         });
+                        f.text(r.slots());
+                        return;
                     }
+                    f.count(r.weights().size());
+                    byEngine.accept(r.weights());
                     f.text(r.slots());
                 });
             });
@@ -112,6 +222,12 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             });
             f.number(objective.meanLatencyMs()).number(objective.latencyCost()).number(objective.lowerBound())
                     .number(objective.gapRelative()).number(objective.shedRps()).count(objective.iterations());
+            f.count(groups.size());
+            groups.forEach((id, g) -> {
+                f.text(id).count(g.shares().size());
+                byEngine.accept(g.shares());
+                f.text(g.slots());
+            });
             return HexFormat.of().formatHex(f.digest());
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is required of every Java platform", e);
@@ -179,6 +295,23 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         }
 
         Feed text(String s) {
+            int n = s.length();
+            if (n <= 256) { // ASCII text, most of what a snapshot holds, straight into the buffer: the same bytes
+                if (used + 8 + n > buffer.length) {
+                    flush();
+                }
+                int at = used + 8;
+                for (int i = 0; i < n; i++) {
+                    char c = s.charAt(i);
+                    if (c >= 0x80) {
+                        return text(s.getBytes(StandardCharsets.UTF_8));
+                    }
+                    buffer[at + i] = (byte) c;
+                }
+                count(n);
+                used += n;
+                return this;
+            }
             return text(s.getBytes(StandardCharsets.UTF_8));
         }
 
@@ -211,13 +344,13 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
     /** This snapshot with {@code newVersion} and its content hash filled in. */
     public Snapshot sealed(long newVersion) {
         return new Snapshot(newVersion, contentHash(), policy, fleetUtilization, retryBudget, routes, engines,
-                networkRttMs, objective);
+                networkRttMs, objective, groups);
     }
 
     /**
      * This snapshot as gateway cluster {@code gateway} needs it: only its own routes and its own row of
      * round trips, every engine (a gateway falls back to the nearest allowed engine when its snapshot is too
-     * old), the same version and objective, and a content hash of its own. On the L fleet that is about a
+     * old), the engine groups its routes use, the same version and objective, and a content hash of its own. On the L fleet that is about a
      * fiftieth of the whole, which lists every gateway cluster's routes.
      */
     public Snapshot forGateway(String gateway) {
@@ -225,7 +358,10 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 : Map.of();
         Map<String, Map<String, Double>> rtt = networkRttMs.containsKey(gateway)
                 ? Map.of(gateway, networkRttMs.get(gateway)) : Map.of();
-        return new Snapshot(version, "", policy, fleetUtilization, retryBudget, own, engines, rtt, objective)
+        Map<String, EngineGroup> used = new TreeMap<>();
+        own.values().forEach(byClass -> byClass.values().forEach(r -> r.groups().keySet()
+                .forEach(id -> used.put(id, groups.get(id)))));
+        return new Snapshot(version, "", policy, fleetUtilization, retryBudget, own, engines, rtt, objective, used)
                 .sealed(version);
     }
 

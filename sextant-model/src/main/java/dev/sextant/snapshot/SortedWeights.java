@@ -1,12 +1,5 @@
 package dev.sextant.snapshot;
 
-import java.util.AbstractMap;
-import java.util.AbstractSet;
-import java.util.Iterator;
-import java.util.Map;
-import java.util.NoSuchElementException;
-import java.util.Set;
-import java.util.function.BiConsumer;
 
 /**
  * A route's weights as parallel arrays over shared {@link SortedEngineIds}: engine {@code ids.get(rank[i])}
@@ -14,7 +7,7 @@ import java.util.function.BiConsumer;
  * A large fleet's snapshot holds about a million weights; as map entries with boxed numbers they cost
  * more to build, copy and hash than the solve itself.
  */
-final class SortedWeights extends AbstractMap<String, Double> {
+final class SortedWeights extends IndexedWeights {
     final SortedEngineIds ids;
     final int[] rank;
     final double[] value;
@@ -58,17 +51,7 @@ final class SortedWeights extends AbstractMap<String, Double> {
     }
 
     @Override
-    public Double get(Object key) {
-        int i = indexOf(key);
-        return i < 0 ? null : value[i];
-    }
-
-    @Override
-    public boolean containsKey(Object key) {
-        return indexOf(key) >= 0;
-    }
-
-    private int indexOf(Object key) {
+    int indexOf(Object key) {
         if (!(key instanceof String s)) {
             return -1;
         }
@@ -89,13 +72,6 @@ final class SortedWeights extends AbstractMap<String, Double> {
     }
 
     @Override
-    public void forEach(BiConsumer<? super String, ? super Double> action) {
-        for (int i = 0; i < rank.length; i++) {
-            action.accept(ids.get(rank[i]), value[i]);
-        }
-    }
-
-    @Override
     public boolean equals(Object o) {
         if (o instanceof SortedWeights other) {
             if (other.rank.length != rank.length) {
@@ -113,39 +89,12 @@ final class SortedWeights extends AbstractMap<String, Double> {
     }
 
     @Override
-    public int hashCode() {
-        return super.hashCode();
+    String keyAt(int i) {
+        return ids.get(rank[i]);
     }
 
     @Override
-    public Set<Map.Entry<String, Double>> entrySet() {
-        return new AbstractSet<>() {
-            @Override
-            public int size() {
-                return rank.length;
-            }
-
-            @Override
-            public Iterator<Map.Entry<String, Double>> iterator() {
-                return new Iterator<>() {
-                    private int i;
-
-                    @Override
-                    public boolean hasNext() {
-                        return i < rank.length;
-                    }
-
-                    @Override
-                    public Map.Entry<String, Double> next() {
-                        if (i >= rank.length) {
-                            throw new NoSuchElementException();
-                        }
-                        Map.Entry<String, Double> e = new SimpleImmutableEntry<>(ids.get(rank[i]), value[i]);
-                        i++;
-                        return e;
-                    }
-                };
-            }
-        };
+    double valueAt(int i) {
+        return value[i];
     }
 }

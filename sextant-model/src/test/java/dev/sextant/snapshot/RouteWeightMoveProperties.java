@@ -38,6 +38,45 @@ class RouteWeightMoveProperties {
         assertThat(route(a).firstWeightMoved(route(a), 0)).isNull();
     }
 
+    @Property(tries = 300)
+    void firstWeightMoved_groupedRoutes_agreesWithTheirWrittenOutWeights(
+            @ForAll @IntRange(min = 1, max = 30) int n, @ForAll long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        Route a = groupedRoute(rnd, n);
+        Route b = rnd.nextInt(4) == 0 ? a : groupedRoute(rnd, n);
+        double by = rnd.nextInt(4) == 0 ? 0 : rnd.nextDouble() * 0.3;
+        String expected = bruteForce(a.weights(), b.weights(), by);
+        assertThat(a.firstWeightMoved(b, by)).isEqualTo(expected);
+        assertThat(b.firstWeightMoved(a, by)).isEqualTo(expected);
+        assertThat(route(new TreeMap<>(a.weights())).firstWeightMoved(b, by)).isEqualTo(expected);
+    }
+
+    /** Engines e000.. dealt into groups g0..g3 by index; a random subset of the groups with random shares. */
+    private static Route groupedRoute(SplittableRandom rnd, int n) {
+        List<String> ids = new ArrayList<>();
+        List<Double> fractions = new ArrayList<>();
+        List<EngineGroup> groups = new ArrayList<>();
+        for (int g = 0; g < 4; g++) {
+            Map<String, Double> shares = new TreeMap<>();
+            for (int i = g; i < n; i += 4) {
+                if (rnd.nextInt(3) > 0) {
+                    shares.put(String.format("e%03d", i), 0.05 + rnd.nextDouble());
+                }
+            }
+            if (shares.isEmpty() || rnd.nextInt(4) == 0) {
+                continue;
+            }
+            double sum = shares.values().stream().mapToDouble(Double::doubleValue).sum();
+            shares.replaceAll((e, v) -> Math.min(1, v / sum));
+            ids.add("g" + g);
+            fractions.add(0.05 + 0.95 * rnd.nextDouble());
+            groups.add(new EngineGroup(shares, "x"));
+        }
+        return Route.grouped("m", List.of(), 0, 1, ids.toArray(new String[0]),
+                fractions.stream().mapToDouble(Double::doubleValue).toArray(), groups.toArray(new EngineGroup[0]), 0,
+                Double.NaN, ids.isEmpty() ? "" : "x");
+    }
+
     private static String bruteForce(Map<String, Double> a, Map<String, Double> b, double by) {
         TreeSet<String> ids = new TreeSet<>(a.keySet());
         ids.addAll(b.keySet());

@@ -1,5 +1,6 @@
 package dev.sextant.policy;
 
+import dev.sextant.snapshot.EngineGroup;
 import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Objective;
 import dev.sextant.snapshot.RetryBudget;
@@ -9,6 +10,7 @@ import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Engine;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -89,15 +91,6 @@ final class Assembler {
                     Arrays.copyOf(value, positive));
             shed += shedFraction[k] * demand;
         }
-        double[] latency = new double[n];
-        double engineCost = 0;
-        for (int j = 0; j < n; j++) {
-            latency[j] = inst.costs[j].latency(load[j]);
-            if (load[j] > 0) {
-                engineCost += load[j] * latency[j];
-            }
-        }
-        double latencyCost = networkCost + engineCost;
         Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
         SlotTable.Batch tables = new SlotTable.Batch();
         for (int k = 0; k < inst.sourceCount; k++) {
@@ -109,6 +102,155 @@ final class Assembler {
                     .put(c.id(), new Route(c.model(), c.residency(), c.priority(), inst.demand[k], w, shedFraction[k],
                             price[k], slots(tables, before, w)));
         }
+        return finish(inst, policy, options, load, routed, networkCost, shed, routes, Map.of(), shadow, lowerBound,
+                gap, iterations);
+    }
+
+    /**
+     * A snapshot whose routes are weighted over engine groups (the optimal policy's): a source's fraction of each
+     * group it uses and, once per group, each engine's share of the group's load. A large fleet's routes use a few
+     * groups each where they use hundreds of engines, so this touches the (source, group) pairs and the engines,
+     * not the (source, engine) pairs; every route's and every group's slot table is rebalanced from the previous
+     * snapshot's table of the same id.
+     *
+     * @param fraction per source, per allowed group (index into {@code inst.sourceGroups[k]}), fraction of the
+     *                 source's requests; values outside [0, 1] are clamped, 0 leaves the group out
+     * @param share    per group, per engine (index into {@code inst.groupEngines[h]}), share of the group's load
+     */
+    static Snapshot assembleGrouped(Instance inst, String policy, SolveOptions options, double[][] fraction,
+                                    double[][] share, double[] shedFraction, double[] price, double[] shadow,
+                                    double lowerBound, double gap, int iterations) {
+        int n = inst.engines.size();
+        Snapshot previous = options.previous();
+        SlotTable.Batch tables = new SlotTable.Batch();
+        // the groups, each with its engines in id order and its slot table
+        EngineGroup[] groups = new EngineGroup[inst.groupCount];
+        Map<String, EngineGroup> byId = new TreeMap<>();
+        int[] ranks = new int[n];
+        double[] values = new double[n];
+        long[] sorter = new long[n];
+        double[] engineShare = new double[n];
+        for (int h = 0; h < inst.groupCount; h++) {
+            int[] members = inst.groupEngines[h];
+            int count = 0;
+            for (int i = 0; i < members.length; i++) {
+                if (share[h][i] > 0) { // an engine the group's split leaves idle is not listed, as a weight of 0 is not
+                    sorter[count++] = ((long) inst.engineRank[members[i]] << 32) | i;
+                }
+            }
+            Arrays.sort(sorter, 0, count);
+            for (int i = 0; i < count; i++) {
+                int at = (int) sorter[i];
+                ranks[i] = (int) (sorter[i] >>> 32);
+                values[i] = Math.min(1, share[h][at]);
+                engineShare[members[at]] = values[i];
+            }
+            Map<String, Double> shares = Route.weights(inst.engineIds, Arrays.copyOf(ranks, count),
+                    Arrays.copyOf(values, count));
+            EngineGroup before = previous == null ? null : previous.groups().get(inst.groupId[h]);
+            String slots = null;
+            if (before != null) {
+                try {
+                    slots = before.shares().equals(shares) ? before.slots()
+                            : tables.rebalanceEncoded(before.slots(), before.shares(), shares);
+                } catch (IllegalArgumentException e) {
+                    // a previous snapshot with a bad table (hand-edited, or from another producer): start afresh
+                }
+            }
+            groups[h] = new EngineGroup(shares, slots != null ? slots : tables.encodedOf(shares));
+            byId.put(inst.groupId[h], groups[h]);
+        }
+        // per group, the position of its id among all groups' ids: a route lists its groups in that order
+        Integer[] byName = new Integer[inst.groupCount];
+        for (int h = 0; h < byName.length; h++) {
+            byName[h] = h;
+        }
+        Arrays.sort(byName, (a, b) -> inst.groupId[a].compareTo(inst.groupId[b]));
+        int[] nameRank = new int[inst.groupCount];
+        for (int r = 0; r < byName.length; r++) {
+            nameRank[byName[r]] = r;
+        }
+
+        double[] groupFlow = new double[inst.groupCount];
+        double routed = 0;
+        double networkCost = 0;
+        double shed = 0;
+        Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
+        for (int k = 0; k < inst.sourceCount; k++) {
+            int[] sg = inst.sourceGroups[k];
+            double demand = inst.demand[k];
+            double[] rtt = inst.sourceRtt[k];
+            int count = 0;
+            for (int a = 0; a < sg.length; a++) {
+                double f = Math.min(1, Math.max(0, fraction[k][a]));
+                if (f > 0) {
+                    sorter[count++] = ((long) nameRank[sg[a]] << 32) | a;
+                }
+            }
+            Arrays.sort(sorter, 0, count);
+            String[] ids = new String[count];
+            double[] f = new double[count];
+            EngineGroup[] used = new EngineGroup[count];
+            for (int i = 0; i < count; i++) {
+                int a = (int) sorter[i];
+                int h = sg[a];
+                ids[i] = inst.groupId[h];
+                f[i] = Math.min(1, Math.max(0, fraction[k][a]));
+                used[i] = groups[h];
+                double flow = f[i] * demand;
+                groupFlow[h] += flow;
+                routed += flow;
+                networkCost += flow * rtt[a];
+            }
+            shed += shedFraction[k] * demand;
+            var c = inst.sourceClass[k];
+            String gateway = inst.sourceGateway[k].id();
+            Route route;
+            if (count == 0) {
+                route = new Route(c.model(), c.residency(), c.priority(), demand, Map.of(), shedFraction[k], price[k]);
+            } else {
+                Route before = previous == null ? null : previous.route(gateway, c.id());
+                List<String> idList = Arrays.asList(ids);
+                String slots = null;
+                if (before != null && before.hasGroups() && !before.slots().isEmpty()) {
+                    try {
+                        slots = tables.rebalanceEncodedOnce(before.slots(), before.slotGroups(),
+                                before.slotFractions(), idList, f);
+                    } catch (IllegalArgumentException e) {
+                        // as for a group's table above
+                    }
+                }
+                route = Route.grouped(c.model(), c.residency(), c.priority(), demand, ids, f, used, shedFraction[k],
+                        price[k], slots != null ? slots : SlotTable.encodedOf(idList, f));
+            }
+            routes.computeIfAbsent(gateway, g -> new LinkedHashMap<>()).put(c.id(), route);
+        }
+        double[] load = new double[n];
+        for (int h = 0; h < inst.groupCount; h++) {
+            int[] members = inst.groupEngines[h];
+            for (int i = 0; i < members.length; i++) {
+                load[members[i]] = groupFlow[h] * engineShare[members[i]];
+            }
+        }
+        return finish(inst, policy, options, load, routed, networkCost, shed, routes, byId, shadow, lowerBound, gap,
+                iterations);
+    }
+
+    /** The engines' states, the objective and the sealed snapshot, the same for every policy. */
+    private static Snapshot finish(Instance inst, String policy, SolveOptions options, double[] load, double routed,
+                                   double networkCost, double shed, Map<String, Map<String, Route>> routes,
+                                   Map<String, EngineGroup> groups, double[] shadow, double lowerBound, double gap,
+                                   int iterations) {
+        int n = inst.engines.size();
+        double[] latency = new double[n];
+        double engineCost = 0;
+        for (int j = 0; j < n; j++) {
+            latency[j] = inst.costs[j].latency(load[j]);
+            if (load[j] > 0) {
+                engineCost += load[j] * latency[j];
+            }
+        }
+        double latencyCost = networkCost + engineCost;
         Map<String, EngineState> engines = new TreeMap<>();
         double totalLoad = 0;
         double totalCapacity = 0;
@@ -128,7 +270,7 @@ final class Assembler {
         Objective objective = new Objective(mean, latencyCost, lowerBound, gap, shed, iterations);
         double utilization = totalCapacity > 0 ? totalLoad / totalCapacity : 0;
         return new Snapshot(options.version(), "", policy, utilization, RetryBudget.DEFAULT, routes, engines, rtt,
-                objective).sealed(options.version());
+                objective, groups).sealed(options.version());
     }
 
     /**

@@ -39,6 +39,12 @@ final class Instance {
     final int groupCount;
     final int[][] groupEngines;
     final String[] groupCluster;
+    /**
+     * Per group, its id in snapshots: the engine cluster's id and the models' ids in order, joined by {@code |}
+     * (a {@code |} or {@code \} inside an id escaped by {@code \}), so that a group keeps its id from one
+     * snapshot to the next whichever of its engines are in service.
+     */
+    final String[] groupId;
 
     final int sourceCount;
     final GatewayCluster[] sourceGateway;
@@ -111,10 +117,15 @@ final class Instance {
         groupCount = byKey.size();
         groupEngines = new int[groupCount][];
         groupCluster = new String[groupCount];
+        groupId = new String[groupCount];
         int gi = 0;
         for (List<Integer> members : byKey.values()) {
             groupEngines[gi] = members.stream().mapToInt(Integer::intValue).toArray();
-            groupCluster[gi] = engines.get(members.get(0)).cluster();
+            Engine first = engines.get(members.get(0));
+            groupCluster[gi] = first.cluster();
+            StringBuilder id = new StringBuilder(escapedId(first.cluster()));
+            new TreeSet<>(first.models()).forEach(m -> id.append('|').append(escapedId(m)));
+            groupId[gi] = id.toString();
             gi++;
         }
 
@@ -189,6 +200,10 @@ final class Instance {
                 regionAllowed[ci][clusterIndex.get(ec.id())] = classes.get(ci).allowsRegion(ec.region());
             }
         }
+        double[] classShedCost = new double[classes.size()];
+        for (int ci = 0; ci < classes.size(); ci++) {
+            classShedCost[ci] = base * (1 + SHED_COST_STEP * priorities.headSet(classes.get(ci).priority()).size());
+        }
         int k = 0;
         for (int gIndex = 0; gIndex < gateways.size(); gIndex++) {
             GatewayCluster g = gateways.get(gIndex);
@@ -200,7 +215,7 @@ final class Instance {
                 sourceGatewayIndex[k] = gIndex;
                 sourceClass[k] = c;
                 demand[k] = demandRow.getOrDefault(c.id(), 0.0);
-                shedCost[k] = base * (1 + SHED_COST_STEP * priorities.headSet(c.priority()).size());
+                shedCost[k] = classShedCost[ci];
                 boolean[] clusterAllowed = new boolean[clusterIndex.size()];
                 char[] bits = new char[(clusterAllowed.length + 15) / 16]; // the same set, 16 clusters a char
                 for (int cl = 0; cl < clusterAllowed.length; cl++) {
@@ -258,8 +273,32 @@ final class Instance {
         return rttByCluster[sourceGatewayIndex[source]][engineCluster[engine]];
     }
 
+    private static String escapedId(String id) {
+        return id.indexOf('|') < 0 && id.indexOf('\\') < 0 ? id : id.replace("\\", "\\\\").replace("|", "\\|");
+    }
+
     /** The affinity caps: last snapshot's flow of each source into each of its groups. */
     private void fillKept(Snapshot previous) {
+        Map<String, Integer> groupIndex = new HashMap<>(groupCount * 2);
+        for (int h = 0; h < groupCount; h++) {
+            groupIndex.put(groupId[h], h);
+        }
+        // a previous group's fraction counts for the group of the same id now, in the proportion of its share
+        // held by engines that are still in it
+        Map<String, Double> retained = new HashMap<>();
+        Map<String, Integer> previousGroup = new HashMap<>();
+        previous.groups().forEach((id, g) -> {
+            Integer h = groupIndex.get(id);
+            double kept = 0;
+            if (h != null) {
+                for (int j : groupEngines[h]) {
+                    Double share = g.shares().get(engines.get(j).id());
+                    kept += share == null ? 0 : share;
+                }
+            }
+            retained.put(id, kept);
+            previousGroup.put(id, h == null ? -1 : h);
+        });
         int[] groupOfRank = new int[engines.size()];
         java.util.Arrays.fill(groupOfRank, -1);
         for (int h = 0; h < groupCount; h++) {
@@ -280,6 +319,18 @@ final class Instance {
             }
             double[] kept = sourceKept[k];
             double rate = r.demandRps();
+            if (r.hasGroups()) {
+                r.groups().forEach((id, fraction) -> {
+                    int h = previousGroup.getOrDefault(id, -1);
+                    if (h >= 0 && slotOf[h] >= 0) {
+                        kept[slotOf[h]] += fraction * retained.get(id) * rate;
+                    }
+                });
+                for (int g : groups) {
+                    slotOf[g] = -1;
+                }
+                continue;
+            }
             Route.RankedWeights keep = (rank, w) -> {
                 int h = rank < 0 ? -1 : groupOfRank[rank];
                 if (h >= 0 && slotOf[h] >= 0) {

@@ -287,14 +287,11 @@ final class OptimalPolicy implements RoutingPolicy {
                                      double[][] groupFlow, double[] shed, double[][] engineLoads, double objective,
                                      double bound, int iterations) {
         int n = inst.engines.size();
-        int[] groupOf = new int[n];
-        java.util.Arrays.fill(groupOf, -1);
         double[] groupLoad = new double[inst.groupCount];
         double[] shadow = new double[n];
         for (int h = 0; h < inst.groupCount; h++) {
             for (int i = 0; i < inst.groupEngines[h].length; i++) {
                 int j = inst.groupEngines[h][i];
-                groupOf[j] = h;
                 double x = engineLoads[h][i];
                 groupLoad[h] += x;
                 EngineCost c = inst.costs[j];
@@ -304,11 +301,12 @@ final class OptimalPolicy implements RoutingPolicy {
             }
         }
         // each engine's share of its group's load: the same for every source that uses the group
-        double[] shareOf = new double[n];
+        double[][] share = new double[inst.groupCount][];
         for (int h = 0; h < inst.groupCount; h++) {
-            for (int i = 0; i < inst.groupEngines[h].length; i++) {
+            share[h] = new double[inst.groupEngines[h].length];
+            for (int i = 0; i < share[h].length; i++) {
                 int j = inst.groupEngines[h][i];
-                shareOf[j] = groupLoad[h] > 0 ? engineLoads[h][i] / groupLoad[h]
+                share[h][i] = groupLoad[h] > 0 ? engineLoads[h][i] / groupLoad[h]
                         : inst.costs[j].effectiveCapacity / groups[h].capacity;
             }
         }
@@ -335,31 +333,19 @@ final class OptimalPolicy implements RoutingPolicy {
                 sourcePrice[k] = best;
             }
         }
-        // a source's weight of an engine: its group's fraction of the source's requests times the
-        // engine's share of the group, computed as the snapshot is assembled rather than stored
-        int[] slotOfGroup = new int[inst.groupCount];
-        java.util.Arrays.fill(slotOfGroup, -1);
-        double[] groupFraction = new double[inst.groupCount];
-        Assembler.SourceWeights weights = (k, w) -> {
-            int[] allowed = inst.sourceEngines[k];
+        // a source's fraction of each group; with no demand expected, a request that comes anyway goes where it
+        // costs least
+        double[][] fraction = new double[inst.sourceCount][];
+        for (int k = 0; k < inst.sourceCount; k++) {
             int[] sg = inst.sourceGroups[k];
             double lambda = inst.demand[k];
+            fraction[k] = new double[sg.length];
             for (int a = 0; a < sg.length; a++) {
-                slotOfGroup[sg[a]] = a;
-                // with no demand expected, a request that comes anyway goes where it costs least
-                groupFraction[sg[a]] = lambda > 0 ? groupFlow[k][a] / lambda : a == bestSlot[k] ? 1 : 0;
+                fraction[k][a] = lambda > 0 ? groupFlow[k][a] / lambda : a == bestSlot[k] ? 1 : 0;
             }
-            for (int i = 0; i < allowed.length; i++) {
-                int j = allowed[i];
-                int h = groupOf[j];
-                w[i] = h >= 0 && slotOfGroup[h] >= 0 ? groupFraction[h] * shareOf[j] : 0;
-            }
-            for (int a = 0; a < sg.length; a++) {
-                slotOfGroup[sg[a]] = -1;
-            }
-        };
+        }
         double gap = CertifiedSolution.gap(objective, bound);
-        return Assembler.assemble(inst, "optimal", options, weights, shedFraction, sourcePrice, shadow, bound, gap,
-                iterations);
+        return Assembler.assembleGrouped(inst, "optimal", options, fraction, share, shedFraction, sourcePrice, shadow,
+                bound, gap, iterations);
     }
 }

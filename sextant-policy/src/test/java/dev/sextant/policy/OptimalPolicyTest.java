@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
 import dev.sextant.snapshot.EngineState;
+import dev.sextant.snapshot.EngineGroup;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Engine;
@@ -148,9 +149,13 @@ class OptimalPolicyTest {
         Map<String, Map<String, Route>> routes = new HashMap<>();
         first.routes().forEach((g, byClass) -> byClass.forEach((c, r) -> routes.computeIfAbsent(g, x -> new HashMap<>())
                 .put(c, new Route(r.model(), r.residency(), r.priority(), r.demandRps(),
-                        new java.util.TreeMap<>(r.weights()), r.shedFraction(), r.priceMs(), r.slots()))));
+                        new java.util.TreeMap<>(r.weights()), r.shedFraction(), r.priceMs(), r.slots(),
+                        new java.util.TreeMap<>(r.groups())))));
+        Map<String, EngineGroup> groups = new HashMap<>();
+        first.groups().forEach((id, g) -> groups.put(id, new EngineGroup(new java.util.TreeMap<>(g.shares()),
+                g.slots())));
         Snapshot asMaps = new Snapshot(first.version(), first.hash(), first.policy(), first.fleetUtilization(),
-                first.retryBudget(), routes, first.engines(), first.networkRttMs(), first.objective());
+                first.retryBudget(), routes, first.engines(), first.networkRttMs(), first.objective(), groups);
         Map<String, Map<String, Double>> less = new HashMap<>();
         before.demandRps().forEach((g, row) -> row.forEach((c, v) -> less.computeIfAbsent(g, x -> new HashMap<>())
                 .put(c, v * 0.7)));

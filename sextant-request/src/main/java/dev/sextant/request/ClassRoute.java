@@ -1,7 +1,7 @@
 package dev.sextant.request;
 
 import dev.sextant.snapshot.Route;
-import dev.sextant.snapshot.SlotTable;
+import dev.sextant.snapshot.KeyOrder;
 
 /**
  * One class's routing state, precomputed at swap time so the request path only reads arrays.
@@ -24,7 +24,7 @@ final class ClassRoute {
      * Weighted consistent hashing over the allowed engines with positive weight, normally the
      * snapshot's own table; null when there are none.
      */
-    final SlotTable table;
+    final KeyOrder table;
     /** Null when {@link #table} is the snapshot's; else why this gateway built it from the weights. */
     final String localTable;
     /** Aligned with the table's engine indices. */
@@ -46,7 +46,7 @@ final class ClassRoute {
     /** Requests in flight per engine this class may fill up to: the engine limit less the priority reserve. */
     int limit;
 
-    ClassRoute(String id, Route route, String[] residency, SlotTable table, String localTable, EngineCell[] cells, String[] endpoints, double[] share, double[] expectedTtftMs, int maxEjected,
+    ClassRoute(String id, Route route, String[] residency, KeyOrder table, String localTable, EngineCell[] cells, String[] endpoints, double[] share, double[] expectedTtftMs, int maxEjected,
                EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, int[] nearGroupEnd) {
         this.id = id;
         this.route = route;

@@ -2,6 +2,9 @@ package dev.sextant.request;
 
 import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.EngineGroup;
+import dev.sextant.snapshot.GroupedTable;
+import dev.sextant.snapshot.KeyOrder;
 import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 
@@ -68,13 +71,14 @@ final class Compiled {
 
         Map<String, ClassRoute> byId = new HashMap<>();
         Map<String, List<ClassRoute>> byModelList = new HashMap<>();
+        Map<String, SlotTable> decodedGroups = new HashMap<>(); // a group's table, shared by the routes using it
         int localTables = 0;
         for (Map.Entry<String, Route> entry : routes.entrySet()) {
             String classId = entry.getKey();
             Route r = entry.getValue();
             ClassRoute prev = previous == null ? null : previous.byId.get(classId);
             ClassRoute k = compileClass(classId, r, prev, engines, allowed(r, engines, allowedSets), load, total,
-                    options);
+                    s.groups(), decodedGroups, options);
             byId.put(classId, k);
             byModelList.computeIfAbsent(r.model(), m -> new ArrayList<>()).add(k);
             if (k.localTable != null) {
@@ -206,7 +210,9 @@ final class Compiled {
     }
 
     private static ClassRoute compileClass(String classId, Route r, ClassRoute prev, EngineIndex engines,
-                                           Allowed allowed, double[] load, double total, DataPlaneOptions options) {
+                                           Allowed allowed, double[] load, double total,
+                                           Map<String, EngineGroup> groups, Map<String, SlotTable> decodedGroups,
+                                           DataPlaneOptions options) {
         int[] idx = new int[r.weights().size()];
         double[] ws = new double[idx.length];
         int n = 0;
@@ -225,12 +231,13 @@ final class Compiled {
         for (int i = 0; i < n; i++) {
             ids.add(engines.ids[idx[i]]);
         }
-        SlotTable table = null;
+        KeyOrder table = null;
         String localTable = null;
         if (n > 0) {
-            SlotTable before = prev == null ? null : prev.table;
-            boolean sameRoute = before != null && r.slots().equals(prev.route.slots())
-                    && r.weights().equals(prev.route.weights()) && before.engineIds().equals(ids);
+            KeyOrder before = prev == null ? null : prev.table;
+            boolean sameRoute = before != null && !r.hasGroups() && !prev.route.hasGroups()
+                    && r.slots().equals(prev.route.slots()) && r.weights().equals(prev.route.weights())
+                    && before.engineIds().equals(ids);
             if (sameRoute) {
                 table = before; // the same table as before: keep it, and keep saying where it came from
                 localTable = prev.localTable;
@@ -239,6 +246,14 @@ final class Compiled {
             } else if (n != positive) {
                 localTable = "the snapshot's slot table names " + (positive - n)
                         + " engine(s) outside the class's allowed set or not in the snapshot";
+            } else if (r.hasGroups()) {
+                // two levels: the route's table picks a group, the group's table an engine in it
+                try {
+                    table = GroupedTable.of(r, groups, decodedGroups);
+                } catch (IllegalArgumentException e) {
+                    localTable = "the snapshot's slot tables for its engine groups are invalid (" + e.getMessage()
+                            + ")";
+                }
             } else {
                 try {
                     table = SlotTable.decode(r.slots(), ids, weights);

@@ -1,6 +1,6 @@
 package dev.sextant.request;
 
-import dev.sextant.snapshot.SlotTable;
+import dev.sextant.snapshot.KeyOrder;
 import dev.sextant.snapshot.Snapshot;
 
 import java.util.ArrayList;
@@ -151,7 +151,7 @@ final class DefaultDataPlane implements DataPlane {
      * (ejection must not leave a class with nothing).
      */
     private int walk(ClassRoute k, long key, EngineCell[] exclude, long now) {
-        SlotTable t = k.table;
+        KeyOrder t = k.table;
         int len = t.probeLength();
         int distinct = 0;
         int budget = Math.min(t.orderLength(), options.maxWalk() + (exclude == null ? 0 : exclude.length));

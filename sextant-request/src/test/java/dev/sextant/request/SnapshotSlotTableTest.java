@@ -1,5 +1,8 @@
 package dev.sextant.request;
 
+import dev.sextant.snapshot.EngineGroup;
+import dev.sextant.snapshot.GroupedTable;
+import dev.sextant.snapshot.KeyOrder;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
@@ -116,7 +119,65 @@ class SnapshotSlotTableTest {
         }
     }
 
+    @Test
+    void route_groupedRoute_followsItsTwoLevelTable_andABadGroupTableFallsBackToTheWeights() {
+        Snapshot flat = new Fixtures.SnapshotBuilder("g").version(1).rtt("A", 1).rtt("B", 20)
+                .engine("a1", "A", "eu", 100, "m").engine("a2", "A", "eu", 100, "m").engine("a3", "A", "eu", 100, "m")
+                .engine("b1", "B", "eu", 100, "m").engine("b2", "B", "eu", 100, "m")
+                .route("k", "m", List.of(), 0, 0, Map.of("a1", 1.0))
+                .build();
+        Map<String, EngineGroup> groups = Map.of(
+                "A|m", group(List.of("a1", "a2", "a3"), new double[] {0.5, 0.3, 0.2}),
+                "B|m", group(List.of("b1", "b2"), new double[] {0.25, 0.75}));
+        Snapshot s = withGroupedRoute(flat, groups, 0.7, 0.3);
+        List<String> events = new ArrayList<>();
+        DataPlane p = DataPlane.create("g", s, new Fixtures.ManualTicker(),
+                DataPlaneOptions.builder().listener(recorder(events)).build());
+        assertThat(p.status().localSlotTables()).isZero();
+        KeyOrder order = s.route("g", "k").keyOrder(s.groups());
+        assertThat(order).isInstanceOf(GroupedTable.class);
+        int[] counts = new int[5];
+        for (long i = 0; i < 20_000; i++) {
+            long key = i * 0x9E3779B97F4A7C15L;
+            String engine = routeOnce(p, key);
+            assertThat(engine).isEqualTo(order.engineIds().get(order.first(key)));
+            counts[order.engineIds().indexOf(engine)]++;
+        }
+        assertThat(counts[0] / 20_000.0).as("a1: 0.7 × 0.5").isCloseTo(0.35, org.assertj.core.data.Offset.offset(0.02));
+        assertThat(counts[4] / 20_000.0).as("b2: 0.3 × 0.75").isCloseTo(0.225, org.assertj.core.data.Offset.offset(0.02));
+
+        Map<String, EngineGroup> bad = new java.util.TreeMap<>(groups);
+        bad.put("B|m", new EngineGroup(groups.get("B|m").shares(),
+                SlotTable.of(List.of("b1", "b2"), new double[] {0.9, 0.1}).encode()));
+        Snapshot later = new Snapshot(5, "", flat.policy(), flat.fleetUtilization(), flat.retryBudget(), flat.routes(),
+                flat.engines(), flat.networkRttMs(), flat.objective());
+        p.swap(withGroupedRoute(later, bad, 0.7, 0.3));
+        assertThat(p.status().localSlotTables()).isEqualTo(1);
+        assertThat(events).singleElement().asString()
+                .contains("the snapshot's slot tables for its engine groups are invalid (groups.B|m.slots: engine 0");
+    }
+
     // ------------------------------------------------------------------ helpers
+
+    private static EngineGroup group(List<String> ids, double[] shares) {
+        Map<String, Double> m = new java.util.TreeMap<>();
+        for (int i = 0; i < ids.size(); i++) {
+            m.put(ids.get(i), shares[i]);
+        }
+        return new EngineGroup(m, SlotTable.of(ids, shares).encode());
+    }
+
+    /** {@code s} with the route of class "k" at "g" sent over groups A|m and B|m in the fractions given. */
+    private static Snapshot withGroupedRoute(Snapshot s, Map<String, EngineGroup> groups, double fa, double fb) {
+        Route r = s.route("g", "k");
+        Route grouped = Route.grouped(r.model(), r.residency(), r.priority(), r.demandRps(),
+                new String[] {"A|m", "B|m"}, new double[] {fa, fb},
+                new EngineGroup[] {groups.get("A|m"), groups.get("B|m")}, 0, r.priceMs(),
+                SlotTable.of(List.of("A|m", "B|m"), new double[] {fa, fb}).encode());
+        return new Snapshot(s.version() + 1, "", s.policy(), s.fleetUtilization(), s.retryBudget(),
+                Map.of("g", Map.of("k", grouped)), s.engines(), s.networkRttMs(), s.objective(), groups)
+                .sealed(s.version() + 1);
+    }
 
     private static DataPlane plane(Snapshot s) {
         return DataPlane.create("g", s, new Fixtures.ManualTicker(), DataPlaneOptions.defaults());

@@ -352,7 +352,7 @@ class ControlPlaneTest {
                 r.priceMs()));
         routes.put(gateway, byClass);
         var next = new dev.sextant.snapshot.Snapshot(s.version() + 1, "", s.policy(), s.fleetUtilization(),
-                s.retryBudget(), routes, s.engines(), s.networkRttMs(), s.objective());
+                s.retryBudget(), routes, s.engines(), s.networkRttMs(), s.objective(), s.groups());
 
         assertThat(ControlPlane.materialChange(s, next, 0.05)).isEqualTo(String.format(
                 "%s/%s weight of %s %.3f → %.3f", gateway, cls, engine, w, moved));

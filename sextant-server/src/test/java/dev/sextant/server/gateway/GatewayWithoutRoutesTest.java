@@ -26,7 +26,7 @@ class GatewayWithoutRoutesTest {
             assertThat(routed.routes()).containsKey("gw");
             Snapshot elsewhere = new Snapshot(routed.version(), "", routed.policy(), routed.fleetUtilization(),
                     routed.retryBudget(), Map.of("other", routed.routes().get("gw")), routed.engines(),
-                    routed.networkRttMs(), routed.objective()).sealed(routed.version());
+                    routed.networkRttMs(), routed.objective(), routed.groups()).sealed(routed.version());
             StaticSource source = SnapshotSource.fixed(elsewhere);
             try (Gateway gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), source, 1)) {
                 JsonNode health = Http.JSON.readTree(get(gw, "/healthz").body());

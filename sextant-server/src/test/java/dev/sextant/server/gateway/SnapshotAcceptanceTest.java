@@ -97,7 +97,7 @@ class SnapshotAcceptanceTest {
         Snapshot sameVersionOtherContent = version(b, 2);
         Snapshot b3 = version(b, 3);
         Snapshot altered = new Snapshot(3, b3.hash(), a2.policy(), a2.fleetUtilization(), a2.retryBudget(),
-                a2.routes(), a2.engines(), a2.networkRttMs(), a2.objective()); // b's hash on a's content
+                a2.routes(), a2.engines(), a2.networkRttMs(), a2.objective(), a2.groups()); // b's hash on a's content
         try (ScriptedControlPlane cp = new ScriptedControlPlane(); LogCapture logs = new LogCapture()) {
             cp.script.add(SnapshotJson.write(a2));
             GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false);

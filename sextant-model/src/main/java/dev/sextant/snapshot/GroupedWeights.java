@@ -1,0 +1,161 @@
+package dev.sextant.snapshot;
+
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.Map;
+
+/**
+ * A grouped route's per-engine weights, {@code weight(e) = fraction(group of e) × share(e)}, written out
+ * only when first read (printing, a gateway compiling its own routes, an explanation). Unmodifiable,
+ * iterating in engine-id order. A large fleet's re-solve touches tens of thousands of (route, group)
+ * pairs instead of the hundreds of thousands of (route, engine) pairs these expand to.
+ */
+final class GroupedWeights extends IndexedWeights {
+    /** The route's groups with positive fraction, in group-id order, and their fractions. */
+    final String[] groupIds;
+    final double[] fractions;
+    final EngineGroup[] groups;
+    private volatile SortedArrayMap expanded;
+
+    GroupedWeights(String[] groupIds, double[] fractions, EngineGroup[] groups) {
+        this.groupIds = groupIds;
+        this.fractions = fractions;
+        this.groups = groups;
+    }
+
+    SortedArrayMap expanded() {
+        SortedArrayMap x = expanded;
+        if (x == null) {
+            int n = 0;
+            for (EngineGroup g : groups) {
+                n += g.shares().size();
+            }
+            String[] ids = new String[n];
+            double[] values = new double[n];
+            Integer[] order = new Integer[n];
+            int at = 0;
+            for (int a = 0; a < groups.length; a++) {
+                double f = fractions[a];
+                for (Map.Entry<String, Double> e : groups[a].shares().entrySet()) {
+                    ids[at] = e.getKey();
+                    values[at] = f * e.getValue();
+                    order[at] = at;
+                    at++;
+                }
+            }
+            Arrays.sort(order, Comparator.comparing(i -> ids[i]));
+            String[] sortedIds = new String[n];
+            double[] sortedValues = new double[n];
+            for (int i = 0; i < n; i++) {
+                sortedIds[i] = ids[order[i]];
+                sortedValues[i] = values[order[i]];
+            }
+            x = new SortedArrayMap(sortedIds, sortedValues);
+            expanded = x; // computed alike by any thread that races here
+        }
+        return x;
+    }
+
+    @Override
+    public int size() {
+        int n = 0;
+        for (EngineGroup g : groups) {
+            n += g.shares().size();
+        }
+        return n;
+    }
+
+    @Override
+    public Double get(Object key) {
+        if (!(key instanceof String s)) {
+            return null;
+        }
+        for (int a = 0; a < groups.length; a++) {
+            Double share = groups[a].shares().get(s);
+            if (share != null) {
+                return fractions[a] * share;
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public boolean containsKey(Object key) {
+        return get(key) != null;
+    }
+
+    /**
+     * As {@link Route#firstWeightMoved} for two grouped routes, without writing either's weights out: group by
+     * group (both list their groups in id order), each engine's product here and there.
+     */
+    static String firstMoved(GroupedWeights a, GroupedWeights b, double by) {
+        String first = null;
+        int i = 0;
+        int j = 0;
+        while (i < a.groupIds.length || j < b.groupIds.length) {
+            int c = i == a.groupIds.length ? 1 : j == b.groupIds.length ? -1 : a.groupIds[i].compareTo(b.groupIds[j]);
+            EngineGroup ga = c <= 0 ? a.groups[i] : null;
+            EngineGroup gb = c >= 0 ? b.groups[j] : null;
+            double fa = c <= 0 ? a.fractions[i++] : 0;
+            double fb = c >= 0 ? b.fractions[j++] : 0;
+            if (ga != null) {
+                first = moved(first, ga, fa, gb, fb, by);
+            }
+            if (gb != null) {
+                first = moved(first, gb, fb, ga, fa, by);
+            }
+        }
+        return first;
+    }
+
+    /** The least of {@code first} and the engines of {@code g} whose weight moved by more than {@code by}. */
+    private static String moved(String first, EngineGroup g, double f, EngineGroup other, double otherF, double by) {
+        for (Map.Entry<String, Double> e : g.shares().entrySet()) {
+            Double there = other == null ? null : other.shares().get(e.getKey());
+            double w = otherF * (there == null ? 0 : there);
+            if (Math.abs(f * e.getValue() - w) > by && (first == null || e.getKey().compareTo(first) < 0)) {
+                first = e.getKey();
+            }
+        }
+        return first;
+    }
+
+    /** Whether every group here is the very object {@code groups} holds under its id. */
+    boolean builtOver(Map<String, EngineGroup> groups) {
+        for (int a = 0; a < groupIds.length; a++) {
+            if (groups.get(groupIds[a]) != this.groups[a]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Same groups, fractions and shares: equal without writing either out. */
+    boolean sameAs(GroupedWeights other) {
+        return Arrays.equals(groupIds, other.groupIds) && Arrays.equals(fractions, other.fractions)
+                && Arrays.equals(groups, other.groups);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (o instanceof GroupedWeights other && sameAs(other)) {
+            return true;
+        }
+        return super.equals(o);
+    }
+
+    @Override
+    int indexOf(Object key) {
+        return expanded().indexOf(key);
+    }
+
+    @Override
+    String keyAt(int i) {
+        return expanded().keys[i];
+    }
+
+    @Override
+    double valueAt(int i) {
+        return expanded().values[i];
+    }
+}
