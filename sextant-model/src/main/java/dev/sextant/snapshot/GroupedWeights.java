@@ -16,6 +16,7 @@ final class GroupedWeights extends IndexedWeights {
     final double[] fractions;
     final EngineGroup[] groups;
     private volatile SortedArrayMap expanded;
+    private volatile Map<String, EngineGroup> checkedAgainst;
 
     GroupedWeights(String[] groupIds, double[] fractions, EngineGroup[] groups) {
         this.groupIds = groupIds;
@@ -120,13 +121,22 @@ final class GroupedWeights extends IndexedWeights {
         return first;
     }
 
-    /** Whether every group here is the very object {@code groups} holds under its id. */
-    boolean builtOver(Map<String, EngineGroup> groups) {
+    /**
+     * Whether every group here is the very object {@code groups} holds under its id ({@code lookup} gives the same
+     * map in a form quick to search). The last map found so is remembered, by identity: a snapshot sealed from
+     * another holds the same map, and asks again.
+     */
+    boolean builtOver(Map<String, EngineGroup> groups, java.util.function.Supplier<Map<String, EngineGroup>> lookup) {
+        if (checkedAgainst == groups) {
+            return true;
+        }
+        Map<String, EngineGroup> fast = lookup.get(); // the same content, faster to search
         for (int a = 0; a < groupIds.length; a++) {
-            if (groups.get(groupIds[a]) != this.groups[a]) {
+            if (fast.get(groupIds[a]) != this.groups[a]) {
                 return false;
             }
         }
+        checkedAgainst = groups; // an unmodifiable map, or one only this call's caller holds
         return true;
     }
 

@@ -656,7 +656,8 @@ public final class SlotTable implements KeyOrder {
         /**
          * As {@link SlotTable#rebalanceEncoded}, without remembering the table: for tables that no other route of
          * the snapshot shares (a grouped route's table over its groups), where looking a table up would cost
-         * more than computing it.
+         * more than computing it. When the engines and their slot counts are those of {@code previous}, returns
+         * {@code previous} itself (for a table this class encoded, the same text rebalancing would give).
          */
         public String rebalanceEncodedOnce(String previous, List<String> previousIds, double[] previousWeights,
                                            List<String> engineIds, double[] weights) {
@@ -712,6 +713,9 @@ public final class SlotTable implements KeyOrder {
             int n = engineIds.size();
             int m = slotCountFor(n);
             int[] target = largestRemainder(weights, total, m);
+            if (key == null && Arrays.equals(old.counts, target) && previousIds.equals(engineIds)) {
+                return previous; // nothing to move: a third of a large fleet's grouped routes after a re-solve
+            }
             Parsed from = old;
             java.util.function.Function<Object, String> compute = k -> {
                 int oldBits = Integer.numberOfTrailingZeros(slotCountFor(previousIds.size()));

@@ -15,7 +15,9 @@ import java.util.TreeMap;
  * The immutable, versioned routing policy the control plane publishes: for every (gateway cluster,
  * class) a weighted list of engines and a shed fraction, plus what the data plane needs to apply it
  * (engine endpoints, network latencies for the fallback policy, the retry budget curve) and the
- * numbers behind each weight. All maps are sorted by key, so equal snapshots print equal JSON.
+ * numbers behind each weight. All maps are sorted by key, so equal snapshots print equal JSON. They are
+ * copied into unmodifiable sorted maps, except maps that already are such views of this class's making (a
+ * snapshot built from another's, as {@link #sealed} does), which are shared rather than copied again.
  *
  * @param version          monotone per publisher, ≥ 0
  * @param hash             hex SHA-256 of the content (everything but {@code version} and {@code hash}),
@@ -47,9 +49,9 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             throw new IllegalArgumentException("version: " + version + " (expected: >= 0)");
         }
         hash = hash == null ? "" : hash;
-        groups = groups == null ? Map.of() : Collections.unmodifiableSortedMap(new TreeMap<>(groups));
+        groups = groups == null ? Map.of() : sorted(groups);
         routes = grouped(nested(routes), groups);
-        engines = Collections.unmodifiableSortedMap(new TreeMap<>(engines));
+        engines = sorted(engines);
         networkRttMs = nested(networkRttMs);
     }
 
@@ -58,15 +60,22 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
      * its group's fraction times its share there, exactly, as a producer computes and JSON carries it) and held
      * as that product, so that equal snapshots compare and hash alike however they were made.
      */
+    @SuppressWarnings("unchecked")
     private static SortedMap<String, Map<String, Route>> grouped(SortedMap<String, Map<String, Route>> routes,
                                                                  Map<String, EngineGroup> groups) {
         // routes a policy built over these very groups (and the same snapshot sealed) need no copy
-        Map<String, EngineGroup> lookup = new HashMap<>(groups);
+        Map<String, EngineGroup>[] lookup = new Map[1];
+        java.util.function.Supplier<Map<String, EngineGroup>> hashed = () -> {
+            if (lookup[0] == null) {
+                lookup[0] = new HashMap<>(groups);
+            }
+            return lookup[0];
+        };
         boolean asBuilt = true;
         for (Map<String, Route> byClass : routes.values()) {
             for (Route r : byClass.values()) {
                 if (r.hasGroups()) {
-                    asBuilt &= r.weights() instanceof GroupedWeights gw && gw.builtOver(lookup);
+                    asBuilt &= r.weights() instanceof GroupedWeights gw && gw.builtOver(groups, hashed);
                 }
             }
         }
@@ -123,6 +132,15 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
     /** The class of the maps {@link #nested} makes: a snapshot made from another's maps takes them as they are. */
     private static final Class<?> SORTED_VIEW = Collections.unmodifiableSortedMap(new TreeMap<>()).getClass();
 
+    /** {@code m} as an unmodifiable sorted map: a copy, unless it is one this class made (for another snapshot). */
+    @SuppressWarnings("unchecked")
+    private static <V> SortedMap<String, V> sorted(Map<String, V> m) {
+        if (m.getClass() == SORTED_VIEW && ((SortedMap<String, V>) m).comparator() == null) {
+            return (SortedMap<String, V>) m;
+        }
+        return Collections.unmodifiableSortedMap(new TreeMap<>(m));
+    }
+
     @SuppressWarnings("unchecked")
     private static <V> SortedMap<String, Map<String, V>> nested(Map<String, Map<String, V>> m) {
         if (m.getClass() == SORTED_VIEW && ((SortedMap<String, ?>) m).comparator() == null) {
@@ -135,7 +153,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             }
         }
         TreeMap<String, Map<String, V>> out = new TreeMap<>();
-        m.forEach((k, v) -> out.put(k, Collections.unmodifiableSortedMap(new TreeMap<>(v))));
+        m.forEach((k, v) -> out.put(k, sorted(v)));
         return Collections.unmodifiableSortedMap(out);
     }
 
@@ -265,7 +283,13 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             if (used + 4 > buffer.length) {
                 flush();
             }
-            INTS.set(buffer, used, v);
+            // four plain stores, the bytes INTS.set writes: called once per group of every grouped route, often
+            // from places where the JIT gave up inlining the VarHandle
+            byte[] b = buffer;
+            b[used] = (byte) v;
+            b[used + 1] = (byte) (v >>> 8);
+            b[used + 2] = (byte) (v >>> 16);
+            b[used + 3] = (byte) (v >>> 24);
             used += 4;
             return this;
         }

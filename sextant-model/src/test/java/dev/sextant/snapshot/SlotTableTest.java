@@ -231,6 +231,12 @@ class SlotTableTest {
             String expected = SlotTable.decode(text, ids, w).rebalance(nextIds, next).encode();
             String actual = SlotTable.rebalanceEncoded(text, ids, w, nextIds, next);
             assertThat(actual).as("step %d, %d -> %d engines", step, ids.size(), nextIds.size()).isEqualTo(expected);
+            assertThat(new SlotTable.Batch().rebalanceEncodedOnce(text, ids, w, nextIds, next)).isEqualTo(expected);
+            // weights moved by less than a slot: the same table, given back as it was
+            double[] nudged = next.clone();
+            nudged[0] *= 1 + 1e-12;
+            assertThat(new SlotTable.Batch().rebalanceEncodedOnce(actual, nextIds, next, nextIds, nudged))
+                    .isSameAs(actual);
             ids = nextIds;
             w = next;
             text = actual;

@@ -176,6 +176,8 @@ final class Assembler {
         double networkCost = 0;
         double shed = 0;
         Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
+        String previousGateway = null;
+        Map<String, Route> previousRoutes = Map.of();
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] sg = inst.sourceGroups[k];
             double demand = inst.demand[k];
@@ -209,7 +211,11 @@ final class Assembler {
             if (count == 0) {
                 route = new Route(c.model(), c.residency(), c.priority(), demand, Map.of(), shedFraction[k], price[k]);
             } else {
-                Route before = previous == null ? null : previous.route(gateway, c.id());
+                if (previous != null && !gateway.equals(previousGateway)) { // sources come gateway by gateway
+                    previousGateway = gateway;
+                    previousRoutes = previous.routes().getOrDefault(gateway, Map.of());
+                }
+                Route before = previous == null ? null : previousRoutes.get(c.id());
                 List<String> idList = Arrays.asList(ids);
                 String slots = null;
                 if (before != null && before.hasGroups() && !before.slots().isEmpty()) {

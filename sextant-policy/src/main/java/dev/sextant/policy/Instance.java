@@ -128,6 +128,16 @@ final class Instance {
             groupId[gi] = id.toString();
             gi++;
         }
+        if (options.previous() != null && options.previous().groups() instanceof java.util.SortedMap<String, ?> held) {
+            // the previous snapshot's own id objects: comparing a route's groups with its previous ones is then
+            // a comparison of references, for 3,072 routes of ~14 groups on a large fleet
+            for (int h = 0; h < groupCount; h++) {
+                java.util.SortedMap<String, ?> from = held.tailMap(groupId[h]);
+                if (!from.isEmpty() && from.firstKey().equals(groupId[h])) {
+                    groupId[h] = from.firstKey();
+                }
+            }
+        }
 
         TreeSet<Integer> priorities = new TreeSet<>();
         topology.classes().forEach(c -> priorities.add(c.priority()));
