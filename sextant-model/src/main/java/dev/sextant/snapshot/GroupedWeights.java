@@ -1,7 +1,6 @@
 package dev.sextant.snapshot;
 
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.Map;
 
 /**
@@ -15,6 +14,7 @@ final class GroupedWeights extends IndexedWeights {
     final String[] groupIds;
     final double[] fractions;
     final EngineGroup[] groups;
+    private static final SortedArrayMap NONE = new SortedArrayMap(new String[0], new double[0]);
     private volatile SortedArrayMap expanded;
     private volatile Map<String, EngineGroup> checkedAgainst;
 
@@ -27,31 +27,36 @@ final class GroupedWeights extends IndexedWeights {
     SortedArrayMap expanded() {
         SortedArrayMap x = expanded;
         if (x == null) {
+            // each group's engines come in id order, and no engine is in two groups: merge the groups' lists
+            int k = groups.length;
+            String[][] ids = new String[k][];
+            double[][] values = new double[k][];
             int n = 0;
-            for (EngineGroup g : groups) {
-                n += g.shares().size();
-            }
-            String[] ids = new String[n];
-            double[] values = new double[n];
-            Integer[] order = new Integer[n];
-            int at = 0;
-            for (int a = 0; a < groups.length; a++) {
-                double f = fractions[a];
-                for (Map.Entry<String, Double> e : groups[a].shares().entrySet()) {
-                    ids[at] = e.getKey();
-                    values[at] = f * e.getValue();
-                    order[at] = at;
-                    at++;
+            for (int a = 0; a < k; a++) {
+                Map<String, Double> shares = groups[a].shares();
+                ids[a] = new String[shares.size()];
+                values[a] = new double[shares.size()];
+                int i = 0;
+                for (Map.Entry<String, Double> e : shares.entrySet()) {
+                    ids[a][i] = e.getKey();
+                    values[a][i++] = fractions[a] * e.getValue();
                 }
+                n += i;
             }
-            Arrays.sort(order, Comparator.comparing(i -> ids[i]));
-            String[] sortedIds = new String[n];
-            double[] sortedValues = new double[n];
-            for (int i = 0; i < n; i++) {
-                sortedIds[i] = ids[order[i]];
-                sortedValues[i] = values[order[i]];
+            String[] keys = new String[n];
+            double[] weights = new double[n];
+            int[] head = new int[k];
+            for (int out = 0; out < n; out++) {
+                int min = -1;
+                for (int a = 0; a < k; a++) {
+                    if (head[a] < ids[a].length && (min < 0 || ids[a][head[a]].compareTo(ids[min][head[min]]) < 0)) {
+                        min = a;
+                    }
+                }
+                keys[out] = ids[min][head[min]];
+                weights[out] = values[min][head[min]++];
             }
-            x = new SortedArrayMap(sortedIds, sortedValues);
+            x = new SortedArrayMap(keys, weights);
             expanded = x; // computed alike by any thread that races here
         }
         return x;
@@ -99,23 +104,10 @@ final class GroupedWeights extends IndexedWeights {
             EngineGroup gb = c >= 0 ? b.groups[j] : null;
             double fa = c <= 0 ? a.fractions[i++] : 0;
             double fb = c >= 0 ? b.fractions[j++] : 0;
-            if (ga != null) {
-                first = moved(first, ga, fa, gb, fb, by);
-            }
-            if (gb != null) {
-                first = moved(first, gb, fb, ga, fa, by);
-            }
-        }
-        return first;
-    }
-
-    /** The least of {@code first} and the engines of {@code g} whose weight moved by more than {@code by}. */
-    private static String moved(String first, EngineGroup g, double f, EngineGroup other, double otherF, double by) {
-        for (Map.Entry<String, Double> e : g.shares().entrySet()) {
-            Double there = other == null ? null : other.shares().get(e.getKey());
-            double w = otherF * (there == null ? 0 : there);
-            if (Math.abs(f * e.getValue() - w) > by && (first == null || e.getKey().compareTo(first) < 0)) {
-                first = e.getKey();
+            String moved = Route.firstMoved(ga == null ? NONE : ga.shares(), fa, gb == null ? NONE : gb.shares(), fb,
+                    by);
+            if (moved != null && (first == null || moved.compareTo(first) < 0)) {
+                first = moved;
             }
         }
         return first;

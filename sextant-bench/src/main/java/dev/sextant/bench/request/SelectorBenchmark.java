@@ -6,7 +6,9 @@ import dev.sextant.request.Decision;
 import dev.sextant.request.Outcome;
 import dev.sextant.request.RequestMeta;
 import dev.sextant.request.Ticker;
+import dev.sextant.snapshot.EngineGroup;
 import dev.sextant.snapshot.EngineState;
+import dev.sextant.snapshot.GroupedTable;
 import dev.sextant.snapshot.Objective;
 import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.snapshot.Route;
@@ -30,6 +32,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -38,6 +41,8 @@ import java.util.concurrent.TimeUnit;
  * run (weighted random by binary search, a plain ring with 100 virtual nodes per engine, weighted
  * rendezvous hashing); the whole {@link DataPlane#route} + {@link DataPlane#onFinish} round trip;
  * and the snapshot swap's precomputation with 64 classes × 1,000 engines.
+ *
+ * {@code groupedTable} is the same choice for a grouped route (groups of 16 engines, two tables).
  *
  * <p>Targets: {@code slotTable} ≤ 150 ns median and 0 B/op ({@code gc.alloc.rate.norm}) at every
  * size; {@code swap64x1000} ≤ 50 ms.
@@ -63,6 +68,7 @@ public class SelectorBenchmark {
         public int engines;
 
         SlotTable table;
+        GroupedTable grouped;
         NaiveSelectors.WeightedRandom weightedRandom;
         NaiveSelectors.VirtualNodeRing ring;
         NaiveSelectors.WeightedRendezvous rendezvous;
@@ -80,6 +86,7 @@ public class SelectorBenchmark {
                 ids.add("engine-" + i);
             }
             table = SlotTable.of(ids, w);
+            grouped = grouped(ids, w);
             weightedRandom = new NaiveSelectors.WeightedRandom(w);
             ring = new NaiveSelectors.VirtualNodeRing(w);
             rendezvous = new NaiveSelectors.WeightedRendezvous(w);
@@ -92,6 +99,41 @@ public class SelectorBenchmark {
         long key() {
             return keys[next++ & (keys.length - 1)];
         }
+
+        /** The same engines as a grouped route: groups of 16 consecutive engines, each group's fraction its sum. */
+        static GroupedTable grouped(List<String> ids, double[] w) {
+            int n = ids.size();
+            int count = (n + 15) / 16;
+            String[] groupIds = new String[count];
+            double[] fractions = new double[count];
+            EngineGroup[] groups = new EngineGroup[count];
+            Map<String, EngineGroup> byId = new TreeMap<>();
+            double total = java.util.Arrays.stream(w).sum();
+            for (int g = 0; g < count; g++) {
+                groupIds[g] = String.format("group-%05d", g);
+                List<String> members = ids.subList(16 * g, Math.min(n, 16 * g + 16));
+                double[] shares = java.util.Arrays.copyOfRange(w, 16 * g, 16 * g + members.size());
+                double sum = java.util.Arrays.stream(shares).sum();
+                Map<String, Double> byEngine = new TreeMap<>();
+                for (int i = 0; i < shares.length; i++) {
+                    shares[i] /= sum;
+                    byEngine.put(members.get(i), shares[i]);
+                }
+                groups[g] = new EngineGroup(byEngine, SlotTable.of(new ArrayList<>(byEngine.keySet()),
+                        byEngine.values().stream().mapToDouble(Double::doubleValue).toArray()).encode());
+                byId.put(groupIds[g], groups[g]);
+                fractions[g] = sum / total;
+            }
+            Route r = Route.grouped("m", List.of(), 0, 1, groupIds, fractions, groups, 0, 1,
+                    SlotTable.of(List.of(groupIds), fractions).encode());
+            return GroupedTable.of(r, byId, new HashMap<>());
+        }
+    }
+
+    /** The same choice for a grouped route (the optimal policy's): the route's table, then the group's. */
+    @Benchmark
+    public int groupedTable(Selection s) {
+        return s.grouped.first(s.key());
     }
 
     @Benchmark
