@@ -115,7 +115,8 @@ public record Route(String model, List<String> residency, int priority, double d
      *
      * @param groupIds  the groups with a positive fraction, strictly ascending
      * @param fractions one per group, each in (0, 1]
-     * @param groups    one per group: its engines and their shares
+     * @param groups    one per group: its engines and their shares; no engine in two of them (a snapshot read from
+     *                  JSON is checked for it, a policy's groups are disjoint by construction)
      * @param slots     the encoded slot table over {@code groupIds} in order, with {@code fractions} as weights
      */
     public static Route grouped(String model, List<String> residency, int priority, double demandRps,

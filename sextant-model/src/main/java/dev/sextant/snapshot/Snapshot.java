@@ -16,8 +16,9 @@ import java.util.TreeMap;
  * class) a weighted list of engines and a shed fraction, plus what the data plane needs to apply it
  * (engine endpoints, network latencies for the fallback policy, the retry budget curve) and the
  * numbers behind each weight. All maps are sorted by key, so equal snapshots print equal JSON. They are
- * copied into unmodifiable sorted maps, except maps that already are such views of this class's making (a
- * snapshot built from another's, as {@link #sealed} does), which are shared rather than copied again.
+ * copied into unmodifiable sorted maps, except maps that already are unmodifiable sorted views in natural
+ * order (another snapshot's, as {@link #sealed} passes them, or a policy's that built them so), which are
+ * taken as they are: whoever makes such a view must not change the map behind it.
  *
  * @param version          monotone per publisher, ≥ 0
  * @param hash             hex SHA-256 of the content (everything but {@code version} and {@code hash}),
@@ -64,10 +65,10 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
     private static SortedMap<String, Map<String, Route>> grouped(SortedMap<String, Map<String, Route>> routes,
                                                                  Map<String, EngineGroup> groups) {
         // routes a policy built over these very groups (and the same snapshot sealed) need no copy
-        Map<String, EngineGroup>[] lookup = new Map[1];
-        java.util.function.Supplier<Map<String, EngineGroup>> hashed = () -> {
+        Map<EngineGroup, String>[] lookup = new Map[1];
+        java.util.function.Supplier<Map<EngineGroup, String>> hashed = () -> {
             if (lookup[0] == null) {
-                lookup[0] = new HashMap<>(groups);
+                lookup[0] = idsByGroup(groups);
             }
             return lookup[0];
         };
@@ -91,6 +92,13 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         return Collections.unmodifiableSortedMap(out);
     }
 
+    /** Each group by identity → its id: a group object a policy shares between routes is found without hashing text. */
+    private static Map<EngineGroup, String> idsByGroup(Map<String, EngineGroup> groups) {
+        Map<EngineGroup, String> idOf = new IdentityHashMap<>(groups.size() * 2);
+        groups.forEach((id, g) -> idOf.put(g, id));
+        return idOf;
+    }
+
     private static Route checkedGroups(String field, Route r, Map<String, EngineGroup> groups) {
         String[] ids = new String[r.groups().size()];
         double[] fractions = new double[ids.length];
@@ -106,11 +114,27 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             fractions[i] = e.getValue();
             members[i++] = group;
         }
-        GroupedWeights expected = new GroupedWeights(ids, fractions, members);
-        if (r.weights() instanceof GroupedWeights given && given.sameAs(expected)) {
-            return r;
+        Map<String, String> groupOf = new HashMap<>();
+        for (int a = 0; a < members.length; a++) {
+            for (String engine : members[a].shares().keySet()) {
+                String other = groupOf.put(engine, ids[a]);
+                if (other != null) {
+                    throw new IllegalArgumentException(field + ".groups: engine " + engine + " is in groups " + other
+                            + " and " + ids[a] + " (expected: each engine in one group)");
+                }
+            }
         }
-        if (!expected.equals(r.weights())) {
+        GroupedWeights expected = new GroupedWeights(ids, fractions, members);
+        // the route is kept only if its groups are this snapshot's very objects (the hash finds them by identity)
+        if (r.weights() instanceof GroupedWeights given && given.sameAs(expected)) {
+            boolean same = true;
+            for (int a = 0; a < members.length; a++) {
+                same &= given.groups[a] == members[a];
+            }
+            if (same) {
+                return r;
+            }
+        } else if (!expected.equals(r.weights())) {
             expected.forEach((engine, w) -> {
                 Double was = r.weights().get(engine);
                 if (was == null || Double.compare(was, w) != 0) {
@@ -199,10 +223,14 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 });
             };
             // a grouped route names a group by its index in `groups`, fed after the engines
-            Map<String, Integer> groupIndex = new HashMap<>(groups.size() * 2);
-            for (String id : groups.keySet()) {
-                groupIndex.put(id, groupIndex.size());
-            }
+            Map<EngineGroup, Integer> indexByGroup = new IdentityHashMap<>(groups.size() * 2);
+            Map<String, Integer> indexById = new HashMap<>(groups.size() * 2);
+            groups.forEach((id, g) -> {
+                indexByGroup.put(g, indexById.size());
+                indexById.put(id, indexById.size());
+            });
+            // one object under two ids (a hand-made snapshot) must hash as two objects would
+            boolean oneObjectPerGroup = indexByGroup.size() == indexById.size();
             f.count(routes.size());
             routes.forEach((g, byClass) -> {
                 f.text(g).count(byClass.size());
@@ -212,11 +240,14 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                     f.count(r.priority()).number(r.demandRps()).number(r.shedFraction()).number(r.priceMs());
                     f.count(r.groups().size());
                     if (r.hasGroups()) {
-                        // the weights follow from the fractions and the groups, fed below
-                        r.groups().forEach((id, fraction) -> {
-                            Integer at = groupIndex.get(id);
-                            (at == null ? f.index(-1).text(id) : f.index(at)).number(fraction);
-                        });
+                        // the weights follow from the fractions and the groups, fed below; the constructor saw to
+                        // it that a route's group objects are this snapshot's, so they can be found by identity
+                        GroupedWeights gw = (GroupedWeights) r.weights();
+                        for (int a = 0; a < gw.groups.length; a++) {
+                            Integer at = oneObjectPerGroup ? indexByGroup.get(gw.groups[a])
+                                    : indexById.get(gw.groupIds[a]);
+                            (at == null ? f.index(-1).text(gw.groupIds[a]) : f.index(at)).number(gw.fractions[a]);
+                        }
                         f.text(r.slots());
                         return;
                     }

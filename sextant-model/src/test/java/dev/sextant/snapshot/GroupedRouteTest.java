@@ -81,6 +81,27 @@ class GroupedRouteTest {
     }
 
     @Test
+    void snapshot_anEngineInTwoOfARoutesGroups_isRefused() {
+        Map<String, EngineGroup> overlapping = new TreeMap<>(groups());
+        overlapping.put("B|m", group(Map.of("a1", 0.25, "b2", 0.75)));
+        Route r = grouped(overlapping, 0.6, 0.4);
+        Route plain = new Route(r.model(), r.residency(), r.priority(), r.demandRps(), new HashMap<>(Map.of("a1", 0.3)),
+                r.shedFraction(), r.priceMs(), r.slots(), new HashMap<>(r.groups()));
+        assertThatThrownBy(() -> snapshot(plain, overlapping)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("routes.g.c.groups: engine a1 is in groups A|m and B|m (expected: each engine in one group)");
+    }
+
+    @Test
+    void contentHash_oneGroupObjectUnderTwoIds_hashesAsTwoEqualObjects() {
+        EngineGroup shared = group(Map.of("a1", 1.0));
+        Map<String, EngineGroup> once = new TreeMap<>(Map.of("A|m", shared, "B|m", shared));
+        Map<String, EngineGroup> twice = new TreeMap<>(Map.of("A|m", shared, "B|m", group(Map.of("a1", 1.0))));
+        Route r = Route.grouped("m", List.of(), 1, 10, new String[] {"A|m"}, new double[] {1.0},
+                new EngineGroup[] {shared}, 0, 5.0, SlotTable.of(List.of("A|m"), new double[] {1.0}).encode());
+        assertThat(snapshot(r, once).hash()).isEqualTo(snapshot(r, twice).hash());
+    }
+
+    @Test
     void contentHash_coversFractionsSharesAndTables() {
         String base = snapshot(grouped(groups(), 0.6, 0.4), groups()).hash();
         assertThat(snapshot(grouped(groups(), 0.5, 0.5), groups()).hash()).isNotEqualTo(base);

@@ -9,6 +9,7 @@ import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Engine;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -175,7 +176,7 @@ final class Assembler {
         double routed = 0;
         double networkCost = 0;
         double shed = 0;
-        Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
+        Map<String, Map<String, Route>> routes = new TreeMap<>();
         String previousGateway = null;
         Map<String, Route> previousRoutes = Map.of();
         for (int k = 0; k < inst.sourceCount; k++) {
@@ -229,8 +230,10 @@ final class Assembler {
                 route = Route.grouped(c.model(), c.residency(), c.priority(), demand, ids, f, used, shedFraction[k],
                         price[k], slots != null ? slots : SlotTable.encodedOf(idList, f));
             }
-            routes.computeIfAbsent(gateway, g -> new LinkedHashMap<>()).put(c.id(), route);
+            routes.computeIfAbsent(gateway, g -> new TreeMap<>()).put(c.id(), route);
         }
+        // sorted, unmodifiable views from the start: the snapshot takes them as they are instead of copying
+        routes.replaceAll((g, byClass) -> Collections.unmodifiableSortedMap((TreeMap<String, Route>) byClass));
         double[] load = new double[n];
         for (int h = 0; h < inst.groupCount; h++) {
             int[] members = inst.groupEngines[h];
@@ -238,7 +241,9 @@ final class Assembler {
                 load[members[i]] = groupFlow[h] * engineShare[members[i]];
             }
         }
-        return finish(inst, policy, options, load, routed, networkCost, shed, routes, byId, shadow, lowerBound, gap,
+        return finish(inst, policy, options, load, routed, networkCost, shed,
+                Collections.unmodifiableSortedMap((TreeMap<String, Map<String, Route>>) routes),
+                Collections.unmodifiableSortedMap((TreeMap<String, EngineGroup>) byId), shadow, lowerBound, gap,
                 iterations);
     }
 
@@ -275,8 +280,9 @@ final class Assembler {
         double mean = routed > 0 ? latencyCost / routed : 0;
         Objective objective = new Objective(mean, latencyCost, lowerBound, gap, shed, iterations);
         double utilization = totalCapacity > 0 ? totalLoad / totalCapacity : 0;
-        return new Snapshot(options.version(), "", policy, utilization, RetryBudget.DEFAULT, routes, engines, rtt,
-                objective, groups).sealed(options.version());
+        return new Snapshot(options.version(), "", policy, utilization, RetryBudget.DEFAULT, routes,
+                Collections.unmodifiableSortedMap((TreeMap<String, EngineState>) engines), rtt, objective, groups)
+                .sealed(options.version());
     }
 
     /**
