@@ -16,45 +16,26 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Builds a snapshot from a policy's decision: per source, the weight of each allowed engine and the
- * shed fraction. Loads, latencies and the mean latency are computed here the same way for every
- * policy, so policies compare on equal terms. Each route's slot table is computed here too, from the
- * previous snapshot's table for the same (gateway cluster, class) when there is one, so that gateways
- * need no history of their own and the keys that move are as few as the weight change allows.
+ * Builds a snapshot from a policy's decision: per source, the weight of each allowed engine (the baseline
+ * policies) or the fraction of each engine group with each group's engine shares (the optimal policy), and
+ * the shed fraction. Loads, latencies and the mean latency are computed here the same way for every
+ * policy, so policies compare on equal terms. Each slot table is computed here too, from the previous
+ * snapshot's table for the same (gateway cluster, class) or group when there is one, so that gateways
+ * need no history of their own and the keys that move are as few as the change allows.
  */
 final class Assembler {
     private Assembler() {
     }
 
-    /** A policy's weights, given source by source. */
-    interface SourceWeights {
-        /**
-         * Writes source {@code k}'s weight of each allowed engine into {@code out[i]}, i indexing
-         * {@code inst.sourceEngines[k]}; {@code out} holds at least that many and its contents are
-         * otherwise undefined.
-         */
-        void fill(int k, double[] out);
-    }
-
     /**
+     * A snapshot whose routes are weighted engine by engine (the baseline policies').
+     *
      * @param weights      per source, per allowed engine (index into {@code inst.sourceEngines[k]}), fraction
      * @param shedFraction per source
      * @param price        per source, the class's marginal latency, ms (NaN when the policy has none)
      * @param shadow       per engine, capacity shadow price, ms (zeros when the policy has none)
      */
     static Snapshot assemble(Instance inst, String policy, SolveOptions options, double[][] weights,
-                             double[] shedFraction, double[] price, double[] shadow, double lowerBound, double gap,
-                             int iterations) {
-        return assemble(inst, policy, options, (k, out) -> System.arraycopy(weights[k], 0, out, 0, weights[k].length),
-                shedFraction, price, shadow, lowerBound, gap, iterations);
-    }
-
-    /**
-     * As above with the weights computed source by source, for a policy whose weights follow from fewer
-     * numbers (the optimizer's: a fraction per group, a share per engine) than the million (source,
-     * engine) pairs of a large fleet, which are then never stored.
-     */
-    static Snapshot assemble(Instance inst, String policy, SolveOptions options, SourceWeights weights,
                              double[] shedFraction, double[] price, double[] shadow, double lowerBound, double gap,
                              int iterations) {
         int n = inst.engines.size();
@@ -67,10 +48,9 @@ final class Assembler {
         Map<String, Double>[] routeWeights = newMaps(inst.sourceCount);
         int[] rank = new int[n];
         double[] value = new double[n];
-        double[] given = new double[n];
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] allowed = inst.sourceEngines[k];
-            weights.fill(k, given);
+            double[] given = weights[k];
             double demand = inst.demand[k];
             double[] rtt = inst.rttByCluster[inst.sourceGatewayIndex[k]];
             int positive = 0; // allowed engines come in id order, so ranks ascend
