@@ -25,7 +25,7 @@ final class BaselinePolicy implements RoutingPolicy {
 
     @Override
     public Snapshot solve(Topology topology, SolveOptions options) {
-        Instance inst = new Instance(topology, options);
+        Instance inst = Instance.of(topology, options);
         double[][] weights = new double[inst.sourceCount][];
         double[] shed = new double[inst.sourceCount];
         for (int k = 0; k < inst.sourceCount; k++) {

@@ -25,7 +25,7 @@ final class OptimalPolicy implements RoutingPolicy {
 
     /** The certified solution, not yet a snapshot: see {@link CertifiedSolution}. */
     CertifiedSolution certify(Topology topology, SolveOptions options) {
-        Instance inst = new Instance(topology, options);
+        Instance inst = Instance.of(topology, options);
         int groupCount = inst.groupCount;
         Group[] groups = new Group[groupCount];
         for (int h = 0; h < groupCount; h++) {

@@ -179,6 +179,36 @@ class OptimalPolicyTest {
     }
 
     @Test
+    void solve_reusingTheLastTopologysShape_givesWhatASolveFromScratchGives() {
+        Topology before = Topologies.random(5);
+        Map<String, Map<String, Double>> more = new HashMap<>();
+        before.demandRps().forEach((g, row) -> row.forEach((c, v) -> more.computeIfAbsent(g, x -> new HashMap<>())
+                .put(c, v * 1.2)));
+        Topology moreDemand = before.withDemand(more);
+        java.util.List<dev.sextant.topology.Engine> engines = new java.util.ArrayList<>(before.engines());
+        engines.set(0, engines.get(0).withHealth(engines.get(0).health() * 0.5));
+        Topology lessHealth = moreDemand.withEngines(engines);
+        SolveOptions penalized = SolveOptions.defaults().withPenalties(Map.of(engines.get(1).id(), 0.5));
+
+        Snapshot first = OPTIMAL.solve(before, SolveOptions.defaults());
+        // each solve right after one of the same fleet (the shape is reused where it is the same) ...
+        Snapshot[] reused = {
+            OPTIMAL.solve(moreDemand, SolveOptions.defaults().after(first)),
+            OPTIMAL.solve(lessHealth, SolveOptions.defaults().after(first)),
+            OPTIMAL.solve(lessHealth, penalized.after(first)),
+        };
+        // ... and each right after an unrelated fleet's, which leaves nothing to reuse
+        Topology[] topologies = {moreDemand, lessHealth, lessHealth};
+        SolveOptions[] options = {SolveOptions.defaults(), SolveOptions.defaults(), penalized};
+        for (int i = 0; i < reused.length; i++) {
+            OPTIMAL.solve(Topologies.talk(), SolveOptions.defaults());
+            assertThat(reused[i]).as("case %d", i).isEqualTo(OPTIMAL.solve(topologies[i], options[i].after(first)));
+        }
+        assertThat(reused[1]).isNotEqualTo(reused[0]);
+        assertThat(reused[2]).isNotEqualTo(reused[1]);
+    }
+
+    @Test
     void solve_classWithoutDemand_stillGetsARouteToItsCheapestEngines() {
         Snapshot s = OPTIMAL.solve(Topologies.talk(120, 0), SolveOptions.defaults());
         Route west = s.route("west", "chat");
