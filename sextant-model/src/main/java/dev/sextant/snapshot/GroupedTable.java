@@ -118,9 +118,4 @@ public final class GroupedTable implements KeyOrder {
     public List<String> engineIds() {
         return ids;
     }
-
-    /** The table over the route's groups: the first level. */
-    public SlotTable groupTable() {
-        return top;
-    }
 }

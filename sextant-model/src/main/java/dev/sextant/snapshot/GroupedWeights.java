@@ -114,15 +114,14 @@ final class GroupedWeights extends IndexedWeights {
     }
 
     /**
-     * Whether every group here is the very object {@code groups} holds under its id ({@code lookup} gives the
-     * same map turned around, by identity of the groups: quick to search). The last map found so is remembered, by identity: a snapshot sealed from
-     * another holds the same map, and asks again.
+     * Whether every group here is the very object {@code groups} holds under its id ({@code idOf} is that map
+     * turned around, by identity of the groups). The last map found so is remembered, by identity: a snapshot
+     * sealed from another holds the same map, and asks again.
      */
-    boolean builtOver(Map<String, EngineGroup> groups, java.util.function.Supplier<Map<EngineGroup, String>> lookup) {
+    boolean builtOver(Map<String, EngineGroup> groups, Map<EngineGroup, String> idOf) {
         if (checkedAgainst == groups) {
             return true;
         }
-        Map<EngineGroup, String> idOf = lookup.get(); // each group of `groups` by identity → its id
         for (int a = 0; a < groupIds.length; a++) {
             String id = idOf.get(this.groups[a]);
             if (id == null || id != groupIds[a] && !id.equals(groupIds[a])) {

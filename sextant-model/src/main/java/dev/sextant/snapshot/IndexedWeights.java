@@ -55,16 +55,17 @@ abstract class IndexedWeights extends AbstractMap<String, Double> {
             @Override
             public Iterator<Map.Entry<String, Double>> iterator() {
                 return new Iterator<>() {
+                    private final int n = IndexedWeights.this.size();
                     private int i;
 
                     @Override
                     public boolean hasNext() {
-                        return i < size();
+                        return i < n;
                     }
 
                     @Override
                     public Map.Entry<String, Double> next() {
-                        if (i >= size()) {
+                        if (i >= n) {
                             throw new NoSuchElementException();
                         }
                         Map.Entry<String, Double> e = new SimpleImmutableEntry<>(keyAt(i), valueAt(i));

@@ -61,22 +61,15 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
      * its group's fraction times its share there, exactly, as a producer computes and JSON carries it) and held
      * as that product, so that equal snapshots compare and hash alike however they were made.
      */
-    @SuppressWarnings("unchecked")
     private static SortedMap<String, Map<String, Route>> grouped(SortedMap<String, Map<String, Route>> routes,
                                                                  Map<String, EngineGroup> groups) {
         // routes a policy built over these very groups (and the same snapshot sealed) need no copy
-        Map<EngineGroup, String>[] lookup = new Map[1];
-        java.util.function.Supplier<Map<EngineGroup, String>> hashed = () -> {
-            if (lookup[0] == null) {
-                lookup[0] = idsByGroup(groups);
-            }
-            return lookup[0];
-        };
+        Map<EngineGroup, String> idOf = idsByGroup(groups);
         boolean asBuilt = true;
         for (Map<String, Route> byClass : routes.values()) {
             for (Route r : byClass.values()) {
                 if (r.hasGroups()) {
-                    asBuilt &= r.weights() instanceof GroupedWeights gw && gw.builtOver(groups, hashed);
+                    asBuilt &= r.weights() instanceof GroupedWeights gw && gw.builtOver(groups, idOf);
                 }
             }
         }
@@ -156,25 +149,20 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
     /** The class of the maps {@link #nested} makes: a snapshot made from another's maps takes them as they are. */
     private static final Class<?> SORTED_VIEW = Collections.unmodifiableSortedMap(new TreeMap<>()).getClass();
 
-    /** {@code m} as an unmodifiable sorted map: a copy, unless it is one this class made (for another snapshot). */
+    /** {@code m} as an unmodifiable sorted map: a copy, unless it is one already (see the class comment). */
     @SuppressWarnings("unchecked")
     private static <V> SortedMap<String, V> sorted(Map<String, V> m) {
-        if (m.getClass() == SORTED_VIEW && ((SortedMap<String, V>) m).comparator() == null) {
-            return (SortedMap<String, V>) m;
-        }
-        return Collections.unmodifiableSortedMap(new TreeMap<>(m));
+        return isSortedView(m) ? (SortedMap<String, V>) m : Collections.unmodifiableSortedMap(new TreeMap<>(m));
+    }
+
+    private static boolean isSortedView(Map<String, ?> m) {
+        return m.getClass() == SORTED_VIEW && ((SortedMap<String, ?>) m).comparator() == null;
     }
 
     @SuppressWarnings("unchecked")
     private static <V> SortedMap<String, Map<String, V>> nested(Map<String, Map<String, V>> m) {
-        if (m.getClass() == SORTED_VIEW && ((SortedMap<String, ?>) m).comparator() == null) {
-            boolean inner = true;
-            for (Map<String, V> v : m.values()) {
-                inner &= v.getClass() == SORTED_VIEW && ((SortedMap<String, ?>) v).comparator() == null;
-            }
-            if (inner) {
-                return (SortedMap<String, Map<String, V>>) m;
-            }
+        if (isSortedView(m) && m.values().stream().allMatch(Snapshot::isSortedView)) {
+            return (SortedMap<String, Map<String, V>>) m;
         }
         TreeMap<String, Map<String, V>> out = new TreeMap<>();
         m.forEach((k, v) -> out.put(k, sorted(v)));
@@ -223,14 +211,10 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 });
             };
             // a grouped route names a group by its index in `groups`, fed after the engines
-            Map<EngineGroup, Integer> indexByGroup = new IdentityHashMap<>(groups.size() * 2);
-            Map<String, Integer> indexById = new HashMap<>(groups.size() * 2);
-            groups.forEach((id, g) -> {
-                indexByGroup.put(g, indexById.size());
-                indexById.put(id, indexById.size());
-            });
-            // one object under two ids (a hand-made snapshot) must hash as two objects would
-            boolean oneObjectPerGroup = indexByGroup.size() == indexById.size();
+            Map<String, Integer> groupIndex = new HashMap<>(groups.size() * 2);
+            for (String id : groups.keySet()) {
+                groupIndex.put(id, groupIndex.size());
+            }
             f.count(routes.size());
             routes.forEach((g, byClass) -> {
                 f.text(g).count(byClass.size());
@@ -240,12 +224,10 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                     f.count(r.priority()).number(r.demandRps()).number(r.shedFraction()).number(r.priceMs());
                     f.count(r.groups().size());
                     if (r.hasGroups()) {
-                        // the weights follow from the fractions and the groups, fed below; the constructor saw to
-                        // it that a route's group objects are this snapshot's, so they can be found by identity
+                        // the weights follow from the fractions and the groups, fed below
                         GroupedWeights gw = (GroupedWeights) r.weights();
-                        for (int a = 0; a < gw.groups.length; a++) {
-                            Integer at = oneObjectPerGroup ? indexByGroup.get(gw.groups[a])
-                                    : indexById.get(gw.groupIds[a]);
+                        for (int a = 0; a < gw.groupIds.length; a++) {
+                            Integer at = groupIndex.get(gw.groupIds[a]);
                             (at == null ? f.index(-1).text(gw.groupIds[a]) : f.index(at)).number(gw.fractions[a]);
                         }
                         f.text(r.slots());
@@ -405,8 +387,8 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
     /**
      * This snapshot as gateway cluster {@code gateway} needs it: only its own routes and its own row of
      * round trips, every engine (a gateway falls back to the nearest allowed engine when its snapshot is too
-     * old), the engine groups its routes use, the same version and objective, and a content hash of its own. On the L fleet that is about a
-     * fiftieth of the whole, which lists every gateway cluster's routes.
+     * old), the engine groups its routes use, the same version and objective, and a content hash of its own. On
+     * the L fleet that is about a fiftieth of the whole, which lists every gateway cluster's routes.
      */
     public Snapshot forGateway(String gateway) {
         Map<String, Map<String, Route>> own = routes.containsKey(gateway) ? Map.of(gateway, routes.get(gateway))

@@ -95,7 +95,7 @@ final class Assembler {
      * snapshot's table of the same id.
      *
      * @param fraction per source, per allowed group (index into {@code inst.sourceGroups[k]}), fraction of the
-     *                 source's requests; values outside [0, 1] are clamped, 0 leaves the group out
+     *                 source's requests, each in [0, 1]; 0 leaves the group out
      * @param share    per group, per engine (index into {@code inst.groupEngines[h]}), share of the group's load
      */
     static Snapshot assembleGrouped(Instance inst, String policy, SolveOptions options, double[][] fraction,
@@ -165,8 +165,7 @@ final class Assembler {
             double[] rtt = inst.sourceRtt[k];
             int count = 0;
             for (int a = 0; a < sg.length; a++) {
-                double f = Math.min(1, Math.max(0, fraction[k][a]));
-                if (f > 0) {
+                if (fraction[k][a] > 0) {
                     sorter[count++] = ((long) nameRank[sg[a]] << 32) | a;
                 }
             }
@@ -178,7 +177,7 @@ final class Assembler {
                 int a = (int) sorter[i];
                 int h = sg[a];
                 ids[i] = inst.groupId[h];
-                f[i] = Math.min(1, Math.max(0, fraction[k][a]));
+                f[i] = fraction[k][a];
                 used[i] = groups[h];
                 double flow = f[i] * demand;
                 groupFlow[h] += flow;

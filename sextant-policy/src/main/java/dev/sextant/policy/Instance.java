@@ -97,17 +97,8 @@ final class Instance {
     }
 
     private boolean sameShape(Topology t, SolveOptions o) {
-        List<Engine> mine = topology.engines();
-        List<Engine> theirs = t.engines();
-        if (mine.size() != theirs.size() || topology.headroom() != t.headroom()) {
-            return false;
-        }
-        for (int j = 0; j < mine.size(); j++) {
-            if (mine.get(j) != theirs.get(j) && !mine.get(j).equals(theirs.get(j))) {
-                return false;
-            }
-        }
-        return topology.engineClusters().equals(t.engineClusters())
+        return topology.headroom() == t.headroom() && topology.engines().equals(t.engines())
+                && topology.engineClusters().equals(t.engineClusters())
                 && topology.gatewayClusters().equals(t.gatewayClusters())
                 && topology.classes().equals(t.classes()) && topology.models().equals(t.models())
                 && topology.networkRttMs().equals(t.networkRttMs()) && penalties.equals(o.penalties());

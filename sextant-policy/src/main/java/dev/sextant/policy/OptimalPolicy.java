@@ -341,7 +341,8 @@ final class OptimalPolicy implements RoutingPolicy {
             double lambda = inst.demand[k];
             fraction[k] = new double[sg.length];
             for (int a = 0; a < sg.length; a++) {
-                fraction[k][a] = lambda > 0 ? groupFlow[k][a] / lambda : a == bestSlot[k] ? 1 : 0;
+                fraction[k][a] = lambda > 0 ? Math.min(1, Math.max(0, groupFlow[k][a] / lambda))
+                        : a == bestSlot[k] ? 1 : 0;
             }
         }
         double gap = CertifiedSolution.gap(objective, bound);
