@@ -1,10 +1,14 @@
 package dev.sextant.policy;
 
 import dev.sextant.snapshot.EngineState;
+import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Topology;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The optimizer of DESIGN.md §3: minimizes expected end-to-end latency over all routings that place
@@ -55,6 +59,7 @@ final class OptimalPolicy implements RoutingPolicy {
         double objective = 0;
         double bound = 0;
         int iterations = 0;
+        double[] routePrices = options.previous() == null ? null : routePrices(inst, options.previous());
         for (int[][] comp : components(inst)) {
             int[] sources = comp[0];
             int[] compGroups = comp[1];
@@ -86,7 +91,8 @@ final class OptimalPolicy implements RoutingPolicy {
             for (int i = 0; i < compGroups.length; i++) {
                 localGroups[i] = groups[compGroups[i]];
             }
-            double[] warm = options.previous() == null ? null : warmPrices(inst, compGroups, options.previous());
+            double[] warm = options.previous() == null ? null
+                    : warmPrices(inst, compGroups, options.previous(), routePrices);
             DualNewton.Solution sol = null;
             if (warm != null) {
                 DualNewton solver = new DualNewton(lambda, shedCost, slotGroup, slotRtt, slotKept, inst.discount,
@@ -260,10 +266,97 @@ final class OptimalPolicy implements RoutingPolicy {
         return price;
     }
 
-    /** Prices from the previous snapshot (marginal cost plus shadow price of loaded engines), or null. */
-    private static double[] warmPrices(Instance inst, int[] compGroups, Snapshot previous) {
+    /**
+     * Each group's price as the previous snapshot's routes imply it, NaN for a group none of them used. A route's
+     * price is its cheapest option's cost, round trip plus group price, so its price less the round trip to a
+     * group it used is at most that group's price, and equal to it for the group that was its cheapest: the
+     * largest over the routes that used a group is its price, shadow price of capacity included, however far
+     * from full the previous solution left it. Round trips are the previous snapshot's where they changed.
+     */
+    static double[] routePrices(Instance inst, Snapshot previous) {
+        double[] price = new double[inst.groupCount];
+        Arrays.fill(price, Double.NaN);
+        Map<String, Integer> groupOf = new HashMap<>(inst.groupCount * 2);
+        for (int h = 0; h < inst.groupCount; h++) {
+            groupOf.put(inst.groupId[h], h);
+        }
+        int[] groupOfRank = new int[inst.engines.size()];
+        for (int h = 0; h < inst.groupCount; h++) {
+            for (int j : inst.groupEngines[h]) {
+                groupOfRank[inst.engineRank[j]] = h;
+            }
+        }
+        int[] slotOf = new int[inst.groupCount];
+        Arrays.fill(slotOf, -1);
+        String gateway = null;
+        Map<String, Route> routes = Map.of();
+        Map<String, Double> previousRtt = null; // null while the gateway's round trips are the current ones
+        for (int k = 0; k < inst.sourceCount; k++) {
+            String g = inst.sourceGateway[k].id();
+            if (!g.equals(gateway)) { // sources come gateway by gateway
+                gateway = g;
+                routes = previous.routes().getOrDefault(g, Map.of());
+                Map<String, Double> before = previous.networkRttMs().getOrDefault(g, Map.of());
+                previousRtt = before.equals(inst.topology.networkRttMs().get(g)) ? null : before;
+            }
+            Route r = routes.get(inst.sourceClass[k].id());
+            if (r == null || r.shedFraction() > 0 || !Double.isFinite(r.priceMs())) {
+                continue;
+            }
+            int[] sg = inst.sourceGroups[k];
+            for (int a = 0; a < sg.length; a++) {
+                slotOf[sg[a]] = a;
+            }
+            int source = k;
+            Map<String, Double> rtt = previousRtt;
+            java.util.function.IntConsumer used = h -> {
+                int a = h < 0 ? -1 : slotOf[h];
+                if (a < 0) {
+                    return;
+                }
+                double ms = rtt == null ? inst.sourceRtt[source][a] : rtt.getOrDefault(inst.groupCluster[h], Double.NaN);
+                double v = r.priceMs() - ms;
+                if (!(v <= price[h])) { // also where price[h] is NaN
+                    price[h] = Double.isNaN(v) ? price[h] : v;
+                }
+            };
+            if (r.hasGroups()) {
+                r.groups().forEach((id, fraction) -> {
+                    if (fraction > 0) {
+                        used.accept(groupOf.getOrDefault(id, -1));
+                    }
+                });
+            } else if (!r.forEachRanked(inst.engineIds, (rank, w) -> {
+                if (w > 0) {
+                    used.accept(groupOfRank[rank]);
+                }
+            })) {
+                r.weights().forEach((engine, w) -> {
+                    int rank = inst.engineIds.rankOf(engine);
+                    if (w > 0 && rank >= 0) {
+                        used.accept(groupOfRank[rank]);
+                    }
+                });
+            }
+            for (int h : sg) {
+                slotOf[h] = -1;
+            }
+        }
+        return price;
+    }
+
+    /**
+     * Prices from the previous snapshot, or null: each group's as its routes imply it ({@link #routePrices}), else
+     * the largest marginal cost plus shadow price among its loaded engines, else its price floor.
+     */
+    private static double[] warmPrices(Instance inst, int[] compGroups, Snapshot previous, double[] routePrices) {
         double[] p = new double[compGroups.length];
         for (int i = 0; i < compGroups.length; i++) {
+            double fromRoutes = routePrices[compGroups[i]];
+            if (!Double.isNaN(fromRoutes)) {
+                p[i] = Math.max(fromRoutes, inst.groupPriceFloor(compGroups[i]));
+                continue;
+            }
             double best = Double.NaN;
             for (int j : inst.groupEngines[compGroups[i]]) {
                 EngineState e = previous.engines().get(inst.engines.get(j).id());
