@@ -1,8 +1,10 @@
 package dev.sextant.snapshot;
 
 import java.nio.charset.StandardCharsets;
+import java.lang.ref.WeakReference;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -51,9 +53,28 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         }
         hash = hash == null ? "" : hash;
         groups = groups == null ? Map.of() : sorted(groups);
-        routes = grouped(nested(routes), groups);
+        SortedMap<String, Map<String, Route>> nestedRoutes = nested(routes);
+        Checked last = lastChecked;
+        if (last != null && last.routes.get() == nestedRoutes && last.groups.get() == groups) {
+            routes = nestedRoutes;
+        } else {
+            routes = grouped(nestedRoutes, groups);
+            lastChecked = new Checked(new WeakReference<>(routes), new WeakReference<>(groups));
+        }
         engines = sorted(engines);
         networkRttMs = nested(networkRttMs);
+    }
+
+    /**
+     * The routes and groups the last snapshot made was checked with ({@link #grouped}): {@link #sealed} makes a second
+     * snapshot of the first one's very maps, which need no second look (on a large fleet, a pass over three thousand
+     * routes). Weak references, so that it keeps no snapshot alive; the maps are unmodifiable views, so the same
+     * objects hold the same routes.
+     */
+    private static volatile Checked lastChecked;
+
+    private record Checked(WeakReference<Map<String, Map<String, Route>>> routes,
+                           WeakReference<Map<String, EngineGroup>> groups) {
     }
 
     /**
@@ -187,18 +208,19 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             // a weight names its engine by the engine's index in `engines` (fed below, so the pair is
             // unambiguous): a large fleet's snapshot has about a million weights, and 4 bytes each
             // instead of the id's length and text halve what the digest reads
-            String[] engineOrder = engines.keySet().toArray(new String[0]);
-            Map<String, Integer> engineIndex = new HashMap<>(engineOrder.length * 2);
-            for (int i = 0; i < engineOrder.length; i++) {
-                engineIndex.put(engineOrder[i], i);
-            }
             Map<SortedEngineIds, Boolean> alignedWithEngines = new IdentityHashMap<>();
+            Map<String, Integer> engineIndex = new HashMap<>(); // filled on first need: a policy's maps are aligned
             // a route's weights or a group's shares: each engine by its index, or by its id if it has none
             java.util.function.Consumer<Map<String, Double>> byEngine = m -> {
                 if (m instanceof SortedWeights sw && alignedWithEngines.computeIfAbsent(sw.ids,
-                        ids -> ids.sameAs(engineOrder))) {
+                        ids -> ids.sameAs(engines.keySet()))) {
                     f.pairs(sw.rank, sw.value);
                     return;
+                }
+                if (engineIndex.isEmpty()) {
+                    for (String id : engines.keySet()) {
+                        engineIndex.put(id, engineIndex.size());
+                    }
                 }
                 m.forEach((e, w) -> {
                     Integer at = engineIndex.get(e);
@@ -239,13 +261,29 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 });
             });
             f.count(engines.size());
+            EngineTexts known = engineTexts;
+            EngineTexts[] learnt = {null}; // made at the first engine the last snapshot hashed did not have
+            int[] at = {0};
             engines.forEach((id, e) -> {
-                f.text(id).text(e.cluster()).text(e.region()).text(e.endpoint()).count(e.models().size());
-                e.models().forEach(f::text);
+                int j = at[0]++;
+                byte[] texts = known == null ? null : known.of(j, id, e);
+                if (texts == null) {
+                    texts = EngineTexts.encode(id, e);
+                    if (learnt[0] == null) {
+                        learnt[0] = EngineTexts.startingFrom(known, j, engines.size());
+                    }
+                }
+                if (learnt[0] != null) {
+                    learnt[0].put(j, id, e, texts);
+                }
+                f.bytes(texts);
                 f.number(e.loadRps()).number(e.capacityRps()).number(e.effectiveCapacityRps())
                         .number(e.utilization()).number(e.latencyMs()).number(e.marginalCostMs())
                         .number(e.shadowPriceMs()).number(e.penalty());
             });
+            if (learnt[0] != null) {
+                engineTexts = learnt[0];
+            }
             f.count(networkRttMs.size());
             networkRttMs.forEach((g, row) -> {
                 f.text(g).count(row.size());
@@ -276,11 +314,17 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         private static final java.lang.invoke.VarHandle INTS = java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
                 int[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
         private final MessageDigest sha;
-        private final byte[] buffer = new byte[1 << 16];
+        private final byte[] buffer;
         private int used;
 
         Feed(MessageDigest sha) {
+            this(sha, 1 << 16);
+        }
+
+        /** A feed into {@code sha}, or with a null digest into its buffer alone, which must then hold all it is fed. */
+        Feed(MessageDigest sha, int bufferSize) {
             this.sha = sha;
+            this.buffer = new byte[bufferSize];
         }
 
         Feed count(long v) {
@@ -352,6 +396,20 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             return text(s.getBytes(StandardCharsets.UTF_8));
         }
 
+        /** Bytes as they are, already in the feed's form (see {@link EngineTexts#encode}). */
+        Feed bytes(byte[] b) {
+            if (used + b.length > buffer.length) {
+                flush();
+                if (b.length > buffer.length) {
+                    sha.update(b);
+                    return this;
+                }
+            }
+            System.arraycopy(b, 0, buffer, used, b.length);
+            used += b.length;
+            return this;
+        }
+
         /** A text given by its UTF-8 bytes. */
         Feed text(byte[] b) {
             count(b.length);
@@ -375,6 +433,63 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         private void flush() {
             sha.update(buffer, 0, used);
             used = 0;
+        }
+    }
+
+    /**
+     * Each engine's texts (id, cluster, region, endpoint, models) as {@link #contentHash} feeds them, kept from the last
+     * snapshot hashed. A large fleet's re-solves describe their engines with the very strings of the last one, and
+     * reading four thousand engines' strings from wherever the heap holds them was a third of the hash's time;
+     * copying the kept bytes is not. An engine's bytes are used only when its five references are the ones they
+     * were made from, so what is fed is what the strings would give.
+     */
+    private static volatile EngineTexts engineTexts;
+
+    private static final class EngineTexts {
+        private final String[] ids;
+        private final EngineState[] states; // for the identity of their strings only
+        private final byte[][] texts;
+
+        private EngineTexts(int n) {
+            ids = new String[n];
+            states = new EngineState[n];
+            texts = new byte[n][];
+        }
+
+        /** A table for {@code n} engines holding the first {@code count} of {@code known}'s, which matched. */
+        static EngineTexts startingFrom(EngineTexts known, int count, int n) {
+            EngineTexts t = new EngineTexts(n);
+            if (known != null) {
+                System.arraycopy(known.ids, 0, t.ids, 0, count);
+                System.arraycopy(known.states, 0, t.states, 0, count);
+                System.arraycopy(known.texts, 0, t.texts, 0, count);
+            }
+            return t;
+        }
+
+        /** Engine {@code j}'s kept bytes if it is described by the same strings, else null. */
+        byte[] of(int j, String id, EngineState e) {
+            if (j >= ids.length || ids[j] != id) {
+                return null;
+            }
+            EngineState was = states[j];
+            return was.cluster() == e.cluster() && was.region() == e.region() && was.endpoint() == e.endpoint()
+                    && was.models() == e.models() ? texts[j] : null;
+        }
+
+        void put(int j, String id, EngineState e, byte[] bytes) {
+            ids[j] = id;
+            states[j] = e;
+            texts[j] = bytes;
+        }
+
+        /** The bytes the feed's texts give for the engine's id, cluster, region, endpoint and models. */
+        static byte[] encode(String id, EngineState e) {
+            Feed f = new Feed(null, 40 + 8 * e.models().size() + 4 * (id.length() + e.cluster().length()
+                    + e.region().length() + e.endpoint().length() + e.models().stream().mapToInt(String::length).sum()));
+            f.text(id).text(e.cluster()).text(e.region()).text(e.endpoint()).count(e.models().size());
+            e.models().forEach(f::text);
+            return Arrays.copyOf(f.buffer, f.used);
         }
     }
 

@@ -69,7 +69,16 @@ public final class SortedEngineIds {
     }
 
     /** True when these are exactly {@code ids}, in the same order. */
-    boolean sameAs(String[] ids) {
-        return java.util.Arrays.equals(this.ids, ids);
+    boolean sameAs(java.util.Collection<String> ids) {
+        if (ids.size() != this.ids.length) {
+            return false;
+        }
+        int i = 0;
+        for (String id : ids) {
+            if (!this.ids[i++].equals(id)) {
+                return false;
+            }
+        }
+        return true;
     }
 }

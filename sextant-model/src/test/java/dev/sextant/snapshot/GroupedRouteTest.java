@@ -80,6 +80,21 @@ class GroupedRouteTest {
                 .hasMessageContaining("routes.g.c.groups.B|m: unknown group");
     }
 
+    /** A snapshot of another's very maps takes them as they are; its routes with other groups are checked again. */
+    @Test
+    void snapshot_anothersRoutes_withItsGroupsAreTaken_withOtherGroupsCheckedAgain() {
+        Snapshot built = snapshot(grouped(groups(), 0.6, 0.4), groups());
+        Snapshot again = new Snapshot(2, "", built.policy(), built.fleetUtilization(), built.retryBudget(),
+                built.routes(), built.engines(), built.networkRttMs(), built.objective(), built.groups());
+        assertThat(again.routes()).isSameAs(built.routes());
+
+        Map<String, EngineGroup> onlyA = new TreeMap<>(built.groups());
+        onlyA.remove("B|m");
+        assertThatThrownBy(() -> new Snapshot(2, "", built.policy(), built.fleetUtilization(), built.retryBudget(),
+                built.routes(), built.engines(), built.networkRttMs(), built.objective(), onlyA))
+                .hasMessageContaining("routes.g.c.groups.B|m: unknown group");
+    }
+
     @Test
     void snapshot_anEngineInTwoOfARoutesGroups_isRefused() {
         Map<String, EngineGroup> overlapping = new TreeMap<>(groups());

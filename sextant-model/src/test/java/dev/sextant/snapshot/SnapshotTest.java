@@ -41,6 +41,42 @@ class SnapshotTest {
                 .isEqualTo(base.hash());
     }
 
+    /** A snapshot whose one engine, {@code id}, has these strings: the same objects where the caller passes them. */
+    private static Snapshot oneEngine(String id, String cluster, String region, String endpoint, List<String> models) {
+        Route r = new Route("m", List.of(), 1, 10, Map.of(id, 1.0), 0, 5.0);
+        return new Snapshot(0, "", "optimal", 0.5, RetryBudget.DEFAULT, Map.of("g", Map.of("c1", r)),
+                Map.of(id, new EngineState(cluster, region, endpoint, models, 1, 10, 9, 0.1, 3, 4, 0, 1)),
+                Map.of("g", Map.of(cluster, 2.0)), new Objective(5, 50, 49.99, 2e-4, 0, 3));
+    }
+
+    /**
+     * The hash keeps each engine's texts from the last snapshot hashed, for the engines described by the very same
+     * strings: what was hashed before must not change a hash, and an engine with one string changed is fed afresh.
+     */
+    @Test
+    void contentHash_isTheSame_whateverWasHashedBefore() {
+        String id = "e1";
+        String cluster = "k";
+        String region = "us";
+        List<String> models = List.of("m");
+        Snapshot a = oneEngine(id, cluster, region, "http://a", models);
+        Snapshot otherEndpoint = oneEngine(id, cluster, region, "http://b", models);
+        Snapshot otherModels = oneEngine(id, cluster, region, "http://a", List.of("m", "n"));
+        Snapshot sameTextsOtherStrings = oneEngine(new String(id), new String(cluster), new String(region),
+                new String("http://a"), List.of(new String("m")));
+
+        String ha = a.contentHash();
+        String hb = otherEndpoint.contentHash(); // right after `a`, with `a`'s id, cluster, region and models
+        String hm = otherModels.contentHash();
+        assertThat(hb).isNotEqualTo(ha);
+        assertThat(hm).isNotEqualTo(ha).isNotEqualTo(hb);
+        assertThat(sameTextsOtherStrings.contentHash()).isEqualTo(ha);
+        assertThat(a.contentHash()).isEqualTo(ha);
+        assertThat(otherEndpoint.contentHash()).isEqualTo(hb);
+        assertThat(a.contentHash()).isEqualTo(ha);
+        assertThat(otherModels.contentHash()).isEqualTo(hm);
+    }
+
     @Test
     void forGateway_keepsItsRoutesAndRoundTripsAndEveryEngine_withAHashOfItsOwn() {
         Route r1 = new Route("m", List.of(), 1, 10, new TreeMap<>(Map.of("a", 1.0)), 0, 5.0);
