@@ -16,6 +16,8 @@ import java.util.Map;
  * Solved per connected component of the source–group graph with {@link DualNewton}.
  */
 final class OptimalPolicy implements RoutingPolicy {
+    /** The fraction of its effective capacity an engine may be short of and still be reported full. */
+    static final double NEAR_FULL = 1e-3;
 
     @Override
     public String name() {
@@ -388,8 +390,12 @@ final class OptimalPolicy implements RoutingPolicy {
                 double x = engineLoads[h][i];
                 groupLoad[h] += x;
                 EngineCost c = inst.costs[j];
-                if (x >= c.effectiveCapacity * (1 - EngineCost.AT_CAPACITY)) {
-                    shadow[j] = Math.max(0, price[h] - c.marginalAtCapacity);
+                // the smoothed solve brings a full engine to within a hair of its capacity, not onto it: an engine
+                // within a thousandth of full whose group is priced above its marginal cost at its load has that
+                // difference as the price of its capacity, so that marginal cost plus shadow price is its group's
+                // price, as the explanation and the certificate read it
+                if (x >= c.effectiveCapacity * (1 - NEAR_FULL)) {
+                    shadow[j] = Math.max(0, price[h] - c.marginal(x));
                 }
             }
         }

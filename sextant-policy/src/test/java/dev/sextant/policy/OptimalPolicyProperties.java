@@ -43,6 +43,36 @@ class OptimalPolicyProperties {
         }
     }
 
+    /**
+     * What {@code explain} says of an engine in use: its marginal cost, network plus engine latency at the margin
+     * plus any capacity shadow price, equals the class price. For an engine the solve filled, the shadow price is
+     * what makes it so, also when the smoothed solve left the engine a hair short of its capacity. Engines a route
+     * sends at least a twentieth of its traffic to are compared, to a thousandth, except below a thousandth of
+     * their effective capacity (a group's idle engines) and between 90% and 99.9% of it, where the marginal cost is
+     * so steep that a load within the gap tolerance moves it by more than that.
+     */
+    @Property(tries = 300)
+    void enginesInUse_marginalCostPlusShadowPrice_isTheClassPrice(@ForAll @LongRange(min = 0, max = 1_000_000) long seed) {
+        Topology t = Topologies.random(seed);
+        Snapshot s = Policies.optimal().solve(t, SolveOptions.defaults());
+
+        s.routes().forEach((g, byClass) -> byClass.forEach((c, r) -> {
+            if (r.shedFraction() > 0 || r.demandRps() == 0) {
+                return; // its price is the shed cost, or the cheapest option's cost for a request that comes anyway
+            }
+            r.weights().forEach((id, w) -> {
+                EngineState e = s.engines().get(id);
+                double use = e.loadRps() / e.effectiveCapacityRps();
+                if (w < 0.05 || use < 1e-3 || (use > 0.9 && use < 1 - OptimalPolicy.NEAR_FULL)) {
+                    return;
+                }
+                double marginal = t.networkRttMs().get(g).get(e.cluster()) + e.marginalCostMs() + e.shadowPriceMs();
+                assertThat(marginal).as("%s %s on %s at %.6f of capacity", g, c, id, use)
+                        .isCloseTo(r.priceMs(), within(1e-3 * r.priceMs()));
+            });
+        }));
+    }
+
     @Property(tries = 300)
     void everySolution_isCertified(@ForAll @LongRange(min = 0, max = 1_000_000) long seed) {
         Snapshot s = Policies.optimal().solve(Topologies.random(seed), SolveOptions.defaults());
