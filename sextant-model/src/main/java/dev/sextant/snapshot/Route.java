@@ -206,7 +206,7 @@ public record Route(String model, List<String> residency, int priority, double d
     /** The ids of a route's positive weights, in the map's (engine-id) order. */
     static List<String> positiveIds(Map<String, Double> weights) {
         if (weights instanceof SortedArrayMap m && m.allPositive()) {
-            return List.of(m.keys);
+            return Collections.unmodifiableList(Arrays.asList(m.keys)); // a view: the map never changes its arrays
         }
         if (weights instanceof SortedWeights sw) {
             List<String> out = new ArrayList<>(sw.rank.length);

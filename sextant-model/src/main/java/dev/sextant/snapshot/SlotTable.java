@@ -816,6 +816,20 @@ public final class SlotTable implements KeyOrder {
         if (previousIds.equals(ids)) {
             return null;
         }
+        if (ids.size() <= 16) { // a grouped route's few groups: a scan costs less than a map
+            int[] remap = new int[previousIds.size()];
+            for (int i = 0; i < remap.length; i++) {
+                remap[i] = SlotRuns.FREE;
+                String id = previousIds.get(i);
+                for (int j = 0; j < ids.size(); j++) {
+                    if (id.equals(ids.get(j))) {
+                        remap[i] = j;
+                        break;
+                    }
+                }
+            }
+            return remap;
+        }
         Map<String, Integer> index = new HashMap<>(ids.size() * 2);
         for (int i = 0; i < ids.size(); i++) {
             index.put(ids.get(i), i);

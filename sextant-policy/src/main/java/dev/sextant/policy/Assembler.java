@@ -78,7 +78,7 @@ final class Assembler {
             Map<String, Double> w = routeWeights[k];
             var c = inst.sourceClass[k];
             String gateway = inst.sourceGateway[k].id();
-            Route before = options.previous() == null ? null : options.previous().route(gateway, c.id());
+            Route before = options.previous() == null ? null : inst.previousRoute[k];
             routes.computeIfAbsent(gateway, g -> new LinkedHashMap<>())
                     .put(c.id(), new Route(c.model(), c.residency(), c.priority(), inst.demand[k], w, shedFraction[k],
                             price[k], slots(tables, before, w)));
@@ -157,8 +157,6 @@ final class Assembler {
         double networkCost = 0;
         double shed = 0;
         Map<String, Map<String, Route>> routes = new TreeMap<>();
-        String previousGateway = null;
-        Map<String, Route> previousRoutes = Map.of();
         for (int k = 0; k < inst.sourceCount; k++) {
             int[] sg = inst.sourceGroups[k];
             double demand = inst.demand[k];
@@ -191,11 +189,7 @@ final class Assembler {
             if (count == 0) {
                 route = new Route(c.model(), c.residency(), c.priority(), demand, Map.of(), shedFraction[k], price[k]);
             } else {
-                if (previous != null && !gateway.equals(previousGateway)) { // sources come gateway by gateway
-                    previousGateway = gateway;
-                    previousRoutes = previous.routes().getOrDefault(gateway, Map.of());
-                }
-                Route before = previous == null ? null : previousRoutes.get(c.id());
+                Route before = previous == null ? null : inst.previousRoute[k];
                 List<String> idList = Arrays.asList(ids);
                 String slots = null;
                 if (before != null && before.hasGroups() && !before.slots().isEmpty()) {

@@ -62,6 +62,8 @@ final class Instance {
     /** Per source and allowed group: flow kept from the previous snapshot (affinity cap), req/s. */
     final double[][] sourceKept;
     final double discount;
+    /** Per source: the previous snapshot's route of its (gateway cluster, class), or null; null without one. */
+    final Route[] previousRoute;
     /**
      * Per source: allowed engines, with or without capacity (for explanations and baselines). Sources
      * of one model with the same allowed engine clusters share one array: read only.
@@ -137,6 +139,7 @@ final class Instance {
             sourceKept[k] = new double[sourceGroups[k].length];
         }
         discount = options.previous() == null ? 0 : topology.affinityDiscountMs();
+        previousRoute = previousRoutes(options.previous());
         if (discount > 0) {
             fillKept(options.previous());
         }
@@ -216,6 +219,7 @@ final class Instance {
         sourceKept = new double[sourceCount][];
         sourceEngines = new int[sourceCount][];
         discount = options.previous() == null ? 0 : topology.affinityDiscountMs();
+        previousRoute = previousRoutes(options.previous());
 
         // indices instead of map look-ups: sources × engines is large (2,048 × 4,096 on the L fleet)
         Map<String, Integer> clusterIndex = new HashMap<>();
@@ -363,6 +367,38 @@ final class Instance {
         return id.indexOf('|') < 0 && id.indexOf('\\') < 0 ? id : id.replace("\\", "\\\\").replace("|", "\\|");
     }
 
+    /**
+     * The previous snapshot's route of each source, in one walk over its routes rather than a look-up by two ids per
+     * source: source k is gateway cluster k / classes, class k % classes, as the sources are laid out.
+     */
+    private Route[] previousRoutes(Snapshot previous) {
+        if (previous == null) {
+            return null;
+        }
+        List<TrafficClass> classes = topology.classes();
+        Map<String, Integer> gatewayIndex = new HashMap<>();
+        for (GatewayCluster g : topology.gatewayClusters()) {
+            gatewayIndex.put(g.id(), gatewayIndex.size());
+        }
+        Map<String, Integer> classIndex = new HashMap<>();
+        for (TrafficClass c : classes) {
+            classIndex.put(c.id(), classIndex.size());
+        }
+        Route[] out = new Route[sourceCount];
+        previous.routes().forEach((g, byClass) -> {
+            Integer gi = gatewayIndex.get(g);
+            if (gi != null) {
+                byClass.forEach((c, r) -> {
+                    Integer ci = classIndex.get(c);
+                    if (ci != null) {
+                        out[gi * classes.size() + ci] = r;
+                    }
+                });
+            }
+        });
+        return out;
+    }
+
     /** The affinity caps: last snapshot's flow of each source into each of its groups. */
     private void fillKept(Snapshot previous) {
         Map<String, Integer> groupIndex = new HashMap<>(groupCount * 2);
@@ -395,7 +431,7 @@ final class Instance {
         int[] slotOf = new int[groupCount];
         java.util.Arrays.fill(slotOf, -1);
         for (int k = 0; k < sourceCount; k++) {
-            Route r = previous.route(sourceGateway[k].id(), sourceClass[k].id());
+            Route r = previousRoute[k];
             if (r == null) {
                 continue;
             }

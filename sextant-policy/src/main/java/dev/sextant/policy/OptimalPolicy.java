@@ -276,6 +276,9 @@ final class OptimalPolicy implements RoutingPolicy {
      * from full the previous solution left it. Round trips are the previous snapshot's where they changed.
      */
     static double[] routePrices(Instance inst, Snapshot previous) {
+        if (inst.previousRoute == null) {
+            throw new IllegalStateException("an instance made without a previous snapshot");
+        }
         double[] price = new double[inst.groupCount];
         Arrays.fill(price, Double.NaN);
         Map<String, Integer> groupOf = new HashMap<>(inst.groupCount * 2);
@@ -291,17 +294,15 @@ final class OptimalPolicy implements RoutingPolicy {
         int[] slotOf = new int[inst.groupCount];
         Arrays.fill(slotOf, -1);
         String gateway = null;
-        Map<String, Route> routes = Map.of();
         Map<String, Double> previousRtt = null; // null while the gateway's round trips are the current ones
         for (int k = 0; k < inst.sourceCount; k++) {
             String g = inst.sourceGateway[k].id();
             if (!g.equals(gateway)) { // sources come gateway by gateway
                 gateway = g;
-                routes = previous.routes().getOrDefault(g, Map.of());
                 Map<String, Double> before = previous.networkRttMs().getOrDefault(g, Map.of());
                 previousRtt = before.equals(inst.topology.networkRttMs().get(g)) ? null : before;
             }
-            Route r = routes.get(inst.sourceClass[k].id());
+            Route r = inst.previousRoute[k];
             if (r == null || r.shedFraction() > 0 || !Double.isFinite(r.priceMs())) {
                 continue;
             }
