@@ -53,14 +53,15 @@ class OptimalPolicyTest {
         assertThat(optimal).isLessThan(waterfall.objective().meanLatencyMs());
     }
 
+    /** At the default gap, to the millisecond {@code explain} prints (the README shows both at 23,233 ms). */
     @Test
     void solve_usedEnginesOfAClass_shareOneMarginalCost() {
         Snapshot s = OPTIMAL.solve(Topologies.talk(), SolveOptions.defaults());
         Route east = s.route("east", "chat");
         double viaEast = 2 + s.engines().get("east-1").marginalCostMs();
         double viaWest = 60 + s.engines().get("west-1").marginalCostMs();
-        assertThat(viaEast).isCloseTo(east.priceMs(), within(1e-3 * east.priceMs()));
-        assertThat(viaWest).isCloseTo(east.priceMs(), within(1e-3 * east.priceMs()));
+        assertThat(viaEast).isCloseTo(east.priceMs(), within(0.5));
+        assertThat(viaWest).isCloseTo(east.priceMs(), within(0.5));
     }
 
     @Test
