@@ -43,7 +43,7 @@ final class DualNewton {
      * with it), and stopping early would leave the marginal costs of a class's engines visibly apart where
      * {@code explain} shows them equal: 23,230 and 23,238 ms for the talk example's two engines instead of 23,233.
      */
-    static final double STOP_EARLY_FROM = 1e-5;
+    private static final double STOP_EARLY_FROM = 1e-5;
 
     private final int sources;
     private final int groupCount;
@@ -147,8 +147,9 @@ final class DualNewton {
         tau = tau0;
         Solution best = null;
         int worse = 0;
-        // whether this stage's τ is expected to reach the tolerance: the first stage's may (a warm start's
-        // small τ does), a later one's when the previous gap, shrunk in proportion to τ, is within it
+        // whether this stage's τ is expected to reach the tolerance, so that it may stop once certified (from
+        // STOP_EARLY_FROM up): the first stage's may (a warm start's small τ does), a later one's when the
+        // previous gap, shrunk in proportion to τ, is within it
         boolean stopEarly = gapTolerance >= STOP_EARLY_FROM;
         boolean mayMeet = stopEarly;
         for (stages = 1; stages <= 40 && tau >= 1e-15 * maxShedCost; stages++) {
