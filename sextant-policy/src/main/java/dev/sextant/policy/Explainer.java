@@ -130,7 +130,12 @@ public final class Explainer {
             return "out of service: no effective capacity (health or penalty)";
         }
         if (weight > 0) {
-            String r = "in use: its marginal cost equals the class price";
+            // equal at the optimum; a solve to a loose gap tolerance leaves them apart by what it allows, which
+            // the line then says rather than claim an equality its own columns contradict
+            double off = marginal - price;
+            String r = !(Math.abs(off) >= 0.5) ? "in use: its marginal cost equals the class price"
+                    : String.format(Locale.ROOT, "in use: its marginal cost is %s %s the class price (as near as the "
+                    + "solve's gap tolerance asked)", ms(Math.abs(off)), off > 0 ? "above" : "below");
             if (s.shadowPriceMs() > 0) {
                 r += "; full, and more traffic would rather come here (capacity shadow price " + ms(s.shadowPriceMs())
                         + ")";

@@ -1,0 +1,40 @@
+package dev.sextant.policy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.Topology;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** What {@code explain} says of the engines a class uses. */
+class ExplainerTest {
+
+    private static Explanation eastChat(double gapTolerance) {
+        Topology t = Topologies.talk();
+        Snapshot s = Policies.optimal().solve(t, SolveOptions.defaults().withGapTolerance(gapTolerance));
+        return Explainer.explain(t, s, "east", "chat");
+    }
+
+    @Test
+    void engineInUse_atTheDefaultGap_hasTheClassPriceAsItsMarginalCost() {
+        Explanation e = eastChat(SolveOptions.DEFAULT_GAP_TOLERANCE);
+        assertThat(e.engines()).hasSize(2).allSatisfy(line -> {
+            assertThat(line.weight()).isPositive();
+            assertThat(line.marginalCostMs()).isCloseTo(e.priceMs(), within(0.5));
+            assertThat(line.reason()).isEqualTo("in use: its marginal cost equals the class price");
+        });
+    }
+
+    /** At gap 1e-3 the talk example's two engines end ~1,900 ms apart: each line says how far from the price. */
+    @Test
+    void engineInUse_atALooseGap_saysHowFarItsMarginalCostIsFromTheClassPrice() {
+        List<Explanation.EngineLine> lines = eastChat(1e-3).engines();
+        assertThat(lines).hasSize(2);
+        assertThat(lines).anySatisfy(line -> assertThat(line.reason())
+                .matches("in use: its marginal cost is \\d+\\.\\d ms below the class price \\(as near as the solve's "
+                        + "gap tolerance asked\\)"));
+        assertThat(lines).anySatisfy(line -> assertThat(line.reason()).contains(" ms above the class price"));
+    }
+}
