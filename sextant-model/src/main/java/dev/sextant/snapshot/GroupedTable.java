@@ -103,10 +103,7 @@ public final class GroupedTable implements KeyOrder {
             int g = top.probe(key, i);
             return toRoute[g][within[g].probe(key ^ GROUP_SALT, i)];
         }
-        int n = ids.size();
-        int start = (int) Long.remainderUnsigned(SlotTable.mix(key ^ SlotTable.TAIL_SALT), n);
-        int t = start + i - SlotTable.PROBES;
-        return t >= n ? t - n : t;
+        return SlotTable.tail(key, i, ids.size());
     }
 
     @Override

@@ -63,7 +63,7 @@ public final class SlotTable implements KeyOrder {
     private static final char FREE = Character.MAX_VALUE;
     /** 2^64 / φ, the SplitMix64 increment; successive probes of one key step by it. */
     private static final long GOLDEN = 0x9E3779B97F4A7C15L;
-    static final long TAIL_SALT = 0xD1B54A32D192ED03L;
+    private static final long TAIL_SALT = 0xD1B54A32D192ED03L;
 
     private final List<String> ids;
     private final char[] owner;
@@ -1029,10 +1029,17 @@ public final class SlotTable implements KeyOrder {
         if (i < PROBES) {
             return owner[(int) (mix(key + i * GOLDEN) >>> shift)];
         }
-        int n = positive.length;
+        return positive[tail(key, i, positive.length)];
+    }
+
+    /**
+     * The position, among {@code n} engines, of probe {@code i} ≥ {@link #PROBES} of the key's sequence: the tail
+     * walks every engine once from a key-dependent start, the same walk for a {@link GroupedTable}'s engines.
+     */
+    static int tail(long key, int i, int n) {
         int start = (int) Long.remainderUnsigned(mix(key ^ TAIL_SALT), n);
         int t = start + i - PROBES;
-        return positive[t >= n ? t - n : t];
+        return t >= n ? t - n : t;
     }
 
     /** Number of engines with positive weight: the length of every key's order. */
@@ -1042,7 +1049,7 @@ public final class SlotTable implements KeyOrder {
     }
 
     /** The SplitMix64 finalizer (Steele, Lea, Flood 2014): a bijection with full avalanche. */
-    static long mix(long z) {
+    private static long mix(long z) {
         z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
         z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
         return z ^ (z >>> 31);

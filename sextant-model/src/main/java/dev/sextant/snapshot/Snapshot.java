@@ -412,17 +412,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
 
         /** A text given by its UTF-8 bytes. */
         Feed text(byte[] b) {
-            count(b.length);
-            if (used + b.length > buffer.length) {
-                flush();
-                if (b.length > buffer.length) {
-                    sha.update(b);
-                    return this;
-                }
-            }
-            System.arraycopy(b, 0, buffer, used, b.length);
-            used += b.length;
-            return this;
+            return count(b.length).bytes(b);
         }
 
         byte[] digest() {
