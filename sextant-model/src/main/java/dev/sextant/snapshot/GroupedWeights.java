@@ -16,7 +16,6 @@ final class GroupedWeights extends IndexedWeights {
     final EngineGroup[] groups;
     private static final SortedArrayMap NONE = new SortedArrayMap(new String[0], new double[0]);
     private volatile SortedArrayMap expanded;
-    private volatile Map<String, EngineGroup> checkedAgainst;
 
     GroupedWeights(String[] groupIds, double[] fractions, EngineGroup[] groups) {
         this.groupIds = groupIds;
@@ -114,21 +113,16 @@ final class GroupedWeights extends IndexedWeights {
     }
 
     /**
-     * Whether every group here is the very object {@code groups} holds under its id ({@code idOf} is that map
-     * turned around, by identity of the groups). The last map found so is remembered, by identity: a snapshot
-     * sealed from another holds the same map, and asks again.
+     * Whether every group here is the very object the snapshot's groups hold under its id ({@code idOf} is that
+     * map turned around, by identity of the groups).
      */
-    boolean builtOver(Map<String, EngineGroup> groups, Map<EngineGroup, String> idOf) {
-        if (checkedAgainst == groups) {
-            return true;
-        }
+    boolean builtOver(Map<EngineGroup, String> idOf) {
         for (int a = 0; a < groupIds.length; a++) {
             String id = idOf.get(this.groups[a]);
             if (id == null || id != groupIds[a] && !id.equals(groupIds[a])) {
                 return false;
             }
         }
-        checkedAgainst = groups; // an unmodifiable map, or one only this call's caller holds
         return true;
     }
 

@@ -90,7 +90,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         for (Map<String, Route> byClass : routes.values()) {
             for (Route r : byClass.values()) {
                 if (r.hasGroups()) {
-                    asBuilt &= r.weights() instanceof GroupedWeights gw && gw.builtOver(groups, idOf);
+                    asBuilt &= r.weights() instanceof GroupedWeights gw && gw.builtOver(idOf);
                 }
             }
         }
