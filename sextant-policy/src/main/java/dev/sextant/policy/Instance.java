@@ -1,5 +1,6 @@
 package dev.sextant.policy;
 
+import dev.sextant.snapshot.EngineGroup;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.snapshot.SortedEngineIds;
@@ -399,28 +400,31 @@ final class Instance {
         return out;
     }
 
-    /** The affinity caps: last snapshot's flow of each source into each of its groups. */
-    private void fillKept(Snapshot previous) {
+    /** What a source's previous route sent to one of its allowed groups, as {@link #forEachPreviousUse} reports it. */
+    @FunctionalInterface
+    interface PreviousUse {
+        /**
+         * @param source  the source
+         * @param slot    the group's position among the source's allowed groups ({@link #sourceGroups})
+         * @param group   the group
+         * @param weight  what the route sent there: a grouped route's fraction of the group, or a route's weight of
+         *                one engine now in the group
+         * @param ofGroup true for a group's fraction (by the group's id), false for one engine's weight
+         */
+        void accept(int source, int slot, int group, double weight, boolean ofGroup);
+    }
+
+    /**
+     * Calls {@code action}, source by source, for what each source's previous route sent to a group that is one of
+     * the source's allowed groups now: a grouped route once per group of the same id, a route weighted engine by
+     * engine once per engine (by the group the engine is in now). What both the affinity caps and the warm start's
+     * prices read from the previous snapshot.
+     */
+    void forEachPreviousUse(PreviousUse action) {
         Map<String, Integer> groupIndex = new HashMap<>(groupCount * 2);
         for (int h = 0; h < groupCount; h++) {
             groupIndex.put(groupId[h], h);
         }
-        // a previous group's fraction counts for the group of the same id now, in the proportion of its share
-        // held by engines that are still in it
-        Map<String, Double> retained = new HashMap<>();
-        Map<String, Integer> previousGroup = new HashMap<>();
-        previous.groups().forEach((id, g) -> {
-            Integer h = groupIndex.get(id);
-            double kept = 0;
-            if (h != null) {
-                for (int j : groupEngines[h]) {
-                    Double share = g.shares().get(engines.get(j).id());
-                    kept += share == null ? 0 : share;
-                }
-            }
-            retained.put(id, kept);
-            previousGroup.put(id, h == null ? -1 : h);
-        });
         int[] groupOfRank = new int[engines.size()];
         java.util.Arrays.fill(groupOfRank, -1);
         for (int h = 0; h < groupCount; h++) {
@@ -439,34 +443,48 @@ final class Instance {
             for (int a = 0; a < groups.length; a++) {
                 slotOf[groups[a]] = a;
             }
-            double[] kept = sourceKept[k];
-            double rate = r.demandRps();
+            int source = k;
             if (r.hasGroups()) {
                 r.groups().forEach((id, fraction) -> {
-                    int h = previousGroup.getOrDefault(id, -1);
+                    int h = groupIndex.getOrDefault(id, -1);
                     if (h >= 0 && slotOf[h] >= 0) {
-                        kept[slotOf[h]] += fraction * retained.get(id) * rate;
+                        action.accept(source, slotOf[h], h, fraction, true);
                     }
                 });
-                for (int g : groups) {
-                    slotOf[g] = -1;
+            } else {
+                Route.RankedWeights each = (rank, w) -> {
+                    int h = rank < 0 ? -1 : groupOfRank[rank];
+                    if (h >= 0 && slotOf[h] >= 0) {
+                        action.accept(source, slotOf[h], h, w, false);
+                    }
+                };
+                // by rank when the route is held over these engine ids (a previous snapshot of this fleet), else by id
+                if (!r.forEachRanked(engineIds, each)) {
+                    r.weights().forEach((engine, w) -> each.accept(engineIds.rankOf(engine), w));
                 }
-                continue;
-            }
-            Route.RankedWeights keep = (rank, w) -> {
-                int h = rank < 0 ? -1 : groupOfRank[rank];
-                if (h >= 0 && slotOf[h] >= 0) {
-                    kept[slotOf[h]] += w * rate;
-                }
-            };
-            // by rank when the route is held over these engine ids (a previous snapshot of this fleet), else by id
-            if (!r.forEachRanked(engineIds, keep)) {
-                r.weights().forEach((engine, w) -> keep.accept(engineIds.rankOf(engine), w));
             }
             for (int g : groups) {
                 slotOf[g] = -1;
             }
         }
+    }
+
+    /** The affinity caps: last snapshot's flow of each source into each of its groups. */
+    private void fillKept(Snapshot previous) {
+        // a previous group's fraction counts for the group of the same id now, in the proportion of its share
+        // held by engines that are still in it
+        double[] retained = new double[groupCount];
+        for (int h = 0; h < groupCount; h++) {
+            EngineGroup g = previous.groups().get(groupId[h]);
+            if (g != null) {
+                for (int j : groupEngines[h]) {
+                    Double share = g.shares().get(engines.get(j).id());
+                    retained[h] += share == null ? 0 : share;
+                }
+            }
+        }
+        forEachPreviousUse((k, a, h, w, ofGroup) ->
+                sourceKept[k][a] += (ofGroup ? w * retained[h] : w) * previousRoute[k].demandRps());
     }
 
     /** Lowest marginal cost at zero load among a group's engines: the group's price floor, ms. */

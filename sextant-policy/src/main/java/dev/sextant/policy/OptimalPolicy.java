@@ -6,7 +6,6 @@ import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Topology;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -281,70 +280,24 @@ final class OptimalPolicy implements RoutingPolicy {
         }
         double[] price = new double[inst.groupCount];
         Arrays.fill(price, Double.NaN);
-        Map<String, Integer> groupOf = new HashMap<>(inst.groupCount * 2);
-        for (int h = 0; h < inst.groupCount; h++) {
-            groupOf.put(inst.groupId[h], h);
+        // per gateway cluster, the round trips the previous prices were paid over; null while they are the current ones
+        List<Map<String, Double>> previousRtt = new ArrayList<>();
+        for (var g : inst.topology.gatewayClusters()) {
+            Map<String, Double> before = previous.networkRttMs().getOrDefault(g.id(), Map.of());
+            previousRtt.add(before.equals(inst.topology.networkRttMs().get(g.id())) ? null : before);
         }
-        int[] groupOfRank = new int[inst.engines.size()];
-        for (int h = 0; h < inst.groupCount; h++) {
-            for (int j : inst.groupEngines[h]) {
-                groupOfRank[inst.engineRank[j]] = h;
-            }
-        }
-        int[] slotOf = new int[inst.groupCount];
-        Arrays.fill(slotOf, -1);
-        String gateway = null;
-        Map<String, Double> previousRtt = null; // null while the gateway's round trips are the current ones
-        for (int k = 0; k < inst.sourceCount; k++) {
-            String g = inst.sourceGateway[k].id();
-            if (!g.equals(gateway)) { // sources come gateway by gateway
-                gateway = g;
-                Map<String, Double> before = previous.networkRttMs().getOrDefault(g, Map.of());
-                previousRtt = before.equals(inst.topology.networkRttMs().get(g)) ? null : before;
-            }
+        inst.forEachPreviousUse((k, a, h, w, ofGroup) -> {
             Route r = inst.previousRoute[k];
-            if (r == null || r.shedFraction() > 0 || !Double.isFinite(r.priceMs())) {
-                continue;
+            if (!(w > 0) || r.shedFraction() > 0 || !Double.isFinite(r.priceMs())) {
+                return;
             }
-            int[] sg = inst.sourceGroups[k];
-            for (int a = 0; a < sg.length; a++) {
-                slotOf[sg[a]] = a;
+            Map<String, Double> rtt = previousRtt.get(inst.sourceGatewayIndex[k]);
+            double ms = rtt == null ? inst.sourceRtt[k][a] : rtt.getOrDefault(inst.groupCluster[h], Double.NaN);
+            double v = r.priceMs() - ms;
+            if (!(v <= price[h])) { // also where price[h] is NaN
+                price[h] = Double.isNaN(v) ? price[h] : v;
             }
-            int source = k;
-            Map<String, Double> rtt = previousRtt;
-            java.util.function.IntConsumer used = h -> {
-                int a = h < 0 ? -1 : slotOf[h];
-                if (a < 0) {
-                    return;
-                }
-                double ms = rtt == null ? inst.sourceRtt[source][a] : rtt.getOrDefault(inst.groupCluster[h], Double.NaN);
-                double v = r.priceMs() - ms;
-                if (!(v <= price[h])) { // also where price[h] is NaN
-                    price[h] = Double.isNaN(v) ? price[h] : v;
-                }
-            };
-            if (r.hasGroups()) {
-                r.groups().forEach((id, fraction) -> {
-                    if (fraction > 0) {
-                        used.accept(groupOf.getOrDefault(id, -1));
-                    }
-                });
-            } else if (!r.forEachRanked(inst.engineIds, (rank, w) -> {
-                if (w > 0) {
-                    used.accept(groupOfRank[rank]);
-                }
-            })) {
-                r.weights().forEach((engine, w) -> {
-                    int rank = inst.engineIds.rankOf(engine);
-                    if (w > 0 && rank >= 0) {
-                        used.accept(groupOfRank[rank]);
-                    }
-                });
-            }
-            for (int h : sg) {
-                slotOf[h] = -1;
-            }
-        }
+        });
         return price;
     }
 
