@@ -13,7 +13,11 @@
 # that the two percentiles subtracted come from the same seconds of the machine's noise (the engine then serves
 # twice the rate); the engine's line is named engine-with-<proxy>.
 # ALONE=1 stops (SIGSTOP) the proxies not being measured while another is (see alone() below).
-# Prints one line per (round, target, offered rate) and a max-throughput line per target.
+# CAPTURE=1 records each proxied paced run on lo with tcpdump (Debian's package; on CPU 0 with wrk when pinned) and
+# prints where its requests spent their time (legs.sh: proxy in, engine, proxy out); HAProxy then also adds an
+# x-request-id to each request and echoes it in the answer, as the gateway does, so that requests can be followed.
+# Prints one line per (round, target, offered rate) and a max-throughput line per target; each line of a target run
+# alone ends with cpu_us_per_req, the target process's CPU time (user + system, all threads) per answered request.
 set -euo pipefail
 secs="${1:-20}"
 # shellcheck source=lib.sh
@@ -30,6 +34,7 @@ if [ "${PIN:-0}" = loop ]; then near="taskset -c 0"; proxy="taskset -c 1"; gatew
 $near java -Xms512m -Xmx512m -jar "$jar" engine --id e1 --port $ENGINE --model m --max-seqs 1024 \
      --decode-base-ms 1 --decode-ms-per-seq 0 --prefill-ms-per-token 0 >"$work/engine.log" 2>&1 &
 pids+=($!)
+engine_pid=$!
 
 # the gateway: a fixed snapshot with that one engine, one event loop, no access log
 one_engine_snapshot $ENGINE 1
@@ -68,6 +73,8 @@ defaults
   http-reuse always
 frontend f
   bind 127.0.0.1:$HAPROXY
+$( [ "${CAPTURE:-0}" != 1 ] || printf '%s\n' '  http-request set-header x-request-id %[uuid]' \
+    '  http-request set-var(txn.rid) req.hdr(x-request-id)' '  http-response set-header x-request-id %[var(txn.rid)]' )
   default_backend b
 backend b
   server e1 127.0.0.1:$ENGINE
@@ -97,10 +104,35 @@ alone() { # target being measured
   done
   sleep 1
 }
+# cpu_ticks PID: the process's user plus system CPU time so far, in clock ticks (all its threads)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+captured() { # target port rate conns seconds round: run, with the proxy's and the engine's ports captured when CAPTURE=1
+  if [ "${CAPTURE:-0}" != 1 ] || [ "${1#engine}" != "$1" ]; then run "$1" "$2" "$3" "$4" "$5"; return; fi
+  local pcap="$work/$1-$3-$6.pcap" dump
+  $near tcpdump -i lo -s 800 -B 65536 -w "$pcap" "tcp port $2 or tcp port $ENGINE" 2>/dev/null &
+  dump=$!
+  sleep 1
+  run "$1" "$2" "$3" "$4" "$5"
+  sleep 0.5
+  kill -INT $dump; wait $dump || true
+  "$here/legs.sh" "$pcap" "$2" $ENGINE | sed "s/^/round=$6 $1 offered=$3 legs: /" >&2
+  rm -f "$pcap"
+}
 run() { # target port rate conns seconds
   alone "${1#engine-with-}"
+  local pid="" before after
+  case $1 in engine) pid=$engine_pid ;; sextant) pid=$gateway_pid ;; sextant2) pid=${gateway2_pid:-} ;; haproxy) pid=$haproxy_pid ;; esac
+  [ -z "$pid" ] || before=$(cpu_ticks "$pid")
   RATE=$3 CONNS=$4 THREADS=1 $near wrk -t1 -c"$4" -d"$5"s -s "$here/post.lua" "http://127.0.0.1:$2/v1/chat/completions" \
-    | grep '^RESULT' | sed "s/^RESULT/$1 offered=$3/"
+    | grep '^RESULT' | sed "s/^RESULT/$1 offered=$3/" | {
+      # the target's CPU time per answered request over the run (not for engine-with-*, whose engine serves two)
+      if [ -z "$pid" ]; then cat; else
+        local out; out=$(cat)                  # wrk's line, once wrk has finished
+        after=$(cpu_ticks "$pid")
+        echo "$out" | awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" '{ for (i = 1; i <= NF; i++) if ($i ~ /^requests=/) n = substr($i, 10)
+          printf "%s cpu_us_per_req=%.1f\n", $0, (n > 0 ? ticks / hz * 1e6 / n : 0) }'
+      fi
+    }
 }
 echo "warm-up (discarded)"
 # at both measured concurrencies, so that each target has its connections open and its code compiled for them
@@ -117,11 +149,11 @@ for round in $(seq 1 "$repeat"); do
         [ "${t%%:*}" != engine ] || continue
         run "engine-with-${t%%:*}" $ENGINE $rate $conns "$secs" >"$work/paired" &
         direct=$!
-        run "${t%%:*}" "${t##*:}" $rate $conns "$secs" >"$work/proxied"
+        captured "${t%%:*}" "${t##*:}" $rate $conns "$secs" "$round" >"$work/proxied"
         wait $direct
         cat "$work/paired" "$work/proxied" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
       else
-        run "${t%%:*}" "${t##*:}" $rate $conns "$secs" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
+        captured "${t%%:*}" "${t##*:}" $rate $conns "$secs" "$round" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
       fi
     done
   done
