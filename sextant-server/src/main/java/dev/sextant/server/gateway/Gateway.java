@@ -179,6 +179,7 @@ public final class Gateway implements AutoCloseable {
             reporter.close();
             throw e;
         }
+        metrics.eventLoops(group);
         LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")
                 + "://" + config.host() + ":" + port() + (config.http2() ? " (HTTP/1.1 and HTTP/2)" : " (HTTP/1.1)")
                 + " with snapshot " + plane.get().snapshot().version() + " ("

@@ -7,7 +7,12 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.util.concurrent.EventExecutor;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -17,7 +22,7 @@ import java.util.function.Supplier;
 /**
  * The gateway's Prometheus metrics ({@code sextant_gateway_*}): requests by class, engine and status; TTFT, TBT
  * and end-to-end latency histograms; retries, sheds, ejections, refused bodies; snapshot version, age and
- * fallback mode.
+ * fallback mode; the CPU time of each event loop.
  */
 final class GatewayMetrics {
     final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -133,6 +138,50 @@ final class GatewayMetrics {
         return Timer.builder(name).description(description).tag("engine", engine == null ? "none" : engine)
                 .publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(1))
                 .maximumExpectedValue(Duration.ofSeconds(60)).register(registry);
+    }
+
+    // function counters hold their state weakly: these keep each loop's reader alive
+    private final List<LoopCpu> loops = new ArrayList<>();
+
+    /**
+     * One counter per event loop, {@code sextant_gateway_event_loop_cpu_seconds_total{loop}}: the CPU time its thread
+     * has used. Its rate is the share of a core the loop is busy, HAProxy's {@code Idle_pct} the other way round;
+     * requests that arrive together wait on a loop for each other, and a loop near 1 adds that wait to the tail.
+     * Not registered where the JVM cannot read a thread's CPU time.
+     */
+    void eventLoops(Iterable<EventExecutor> group) {
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        if (!mx.isThreadCpuTimeSupported() || !mx.isThreadCpuTimeEnabled()) {
+            return;
+        }
+        int i = 0;
+        for (EventExecutor e : group) {
+            // a loop's thread exists once it has run a task; this one also tells which thread it is
+            long thread = e.submit(() -> Thread.currentThread().getId()).syncUninterruptibly().getNow();
+            LoopCpu cpu = new LoopCpu(mx, thread);
+            loops.add(cpu);
+            FunctionCounter.builder("sextant.gateway.event.loop.cpu", cpu, LoopCpu::seconds).baseUnit("seconds")
+                    .description("CPU time used by the event loop's thread; its rate is the share of a core the loop"
+                            + " is busy")
+                    .tag("loop", Integer.toString(i++)).register(registry);
+        }
+    }
+
+    /** A thread's CPU time, never less than last read (the JVM answers -1 once the thread has ended). */
+    private static final class LoopCpu {
+        private final ThreadMXBean mx;
+        private final long thread;
+        private long last;
+
+        LoopCpu(ThreadMXBean mx, long thread) {
+            this.mx = mx;
+            this.thread = thread;
+        }
+
+        synchronized double seconds() {
+            last = Math.max(last, mx.getThreadCpuTime(thread));
+            return last / 1e9;
+        }
     }
 
     String scrape() {

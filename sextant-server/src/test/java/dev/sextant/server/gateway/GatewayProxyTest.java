@@ -168,6 +168,23 @@ class GatewayProxyTest {
     }
 
     @Test
+    void metrics_countEachEventLoopsCpuTime() throws Exception {
+        assertThat(Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("loops", false, 1)).statusCode())
+                .isEqualTo(200);
+        String body = Fleet.get(gw.port(), "/metrics").body();
+        java.util.regex.Matcher m = java.util.regex.Pattern
+                .compile("(?m)^sextant_gateway_event_loop_cpu_seconds_total\\{loop=\"(\\d+)\"} (\\S+)$").matcher(body);
+        java.util.Map<String, Double> loops = new java.util.TreeMap<>();
+        while (m.find()) {
+            loops.put(m.group(1), Double.parseDouble(m.group(2)));
+        }
+        assertThat(loops).as("one counter per event loop (the gateway runs 2)").containsOnlyKeys("0", "1");
+        assertThat(loops.values().stream().mapToDouble(Double::doubleValue).sum())
+                .as("the loops have parsed, routed and proxied requests").isPositive();
+        assertThat(body).contains("# TYPE sextant_gateway_event_loop_cpu_seconds_total counter");
+    }
+
+    @Test
     void unknownModel_is404InOpenAiShape() throws Exception {
         HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions",
                 "{\"model\":\"nope\",\"messages\":[]}");
