@@ -511,7 +511,11 @@ final class Exchange {
         respondError(st, next.refusal().code(), all, ra > 0 ? Duration.ofNanos(ra) : null);
     }
 
-    /** A failure after the response started: an SSE error event and a clean end, or a closed connection. */
+    /**
+     * A failure after the response started: an SSE error event and a clean end, or a closed connection. The clean end
+     * keeps the client connection as any answer does: its head announced keep-alive and its body is complete, so a
+     * client may already be sending its next request on it, which a close would lose.
+     */
     private void failMidResponse(Outcome outcome, String message) {
         closeUpstream();
         gw.reporter.attempt(decision.engineId(), outcome.failure());
@@ -520,7 +524,9 @@ final class Exchange {
             String event = "data: " + Http.errorBody(message, "server_error",
                     outcome == Outcome.TIMEOUT ? "timeout" : "upstream_error") + "\n\n";
             ctx.write(new DefaultHttpContent(Unpooled.copiedBuffer(event, StandardCharsets.UTF_8)));
-            ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(ChannelFutureListener.CLOSE);
+            boolean keep = keep();
+            ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT)
+                    .addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
         } else {
             ctx.channel().close();
         }

@@ -105,6 +105,29 @@ class GatewayFailureTest {
     }
 
     @Test
+    void engineCrashesMidStream_theClientConnectionStaysUsable_forItsNextRequest() throws Exception {
+        // the cut stream's answer ends cleanly on a keep-alive connection, so a client puts that connection back in its
+        // pool and may send its next request on it at once: closing it then loses that request (a POST is not resent)
+        String first = engineOf("crash-reuse");
+        fleet.engines.get(first).setFaults(new Faults(0, 1, false, 3));
+        try (RawHttp c = new RawHttp(gw.port(), 10_000)) {
+            RawHttp.Answer cut = c.send(post(Fleet.chat("crash-reuse", true, 20))).read();
+            assertThat(cut.status()).isEqualTo(200);
+            assertThat(cut.header("connection")).as("the answer announced keep-alive").isNotEqualToIgnoringCase("close");
+            assertThat(cut.body()).contains("mid-response").doesNotContain("data: [DONE]");
+
+            RawHttp.Answer next = c.send(post(Fleet.chat("crash-reuse", false, 1))).read();
+            assertThat(next).as("the next request on the same connection is answered").isNotNull();
+            assertThat(next.status()).isEqualTo(200);
+        }
+    }
+
+    private static String post(String body) {
+        return "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: "
+                + body.length() + "\r\n\r\n" + body;
+    }
+
+    @Test
     void residency_isKeptDuringFailover_andRefusedRatherThanViolated() throws Exception {
         String[] eu = {"x-sextant-residency", "eu-west"};
         String first = engineOf("eu-conv", eu);
