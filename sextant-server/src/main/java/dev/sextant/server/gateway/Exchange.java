@@ -353,8 +353,8 @@ final class Exchange {
             ctx.write(new DefaultHttpContent(c.content().retain()));
         }
         c.release();
-        ctx.write(new DefaultHttpContent(Unpooled.copiedBuffer("data: " + Http.errorBody(message, "server_error",
-                "upstream_error") + "\n\n", StandardCharsets.UTF_8)));
+        ctx.write(new DefaultHttpContent(Unpooled.copiedBuffer((atEventBoundary() ? "" : "\n\n") + "data: "
+                + Http.errorBody(message, "server_error", "upstream_error") + "\n\n", StandardCharsets.UTF_8)));
         ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT)
                 .addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
     }
@@ -369,6 +369,29 @@ final class Exchange {
         System.arraycopy(sseTail, sseTailLength - keep, sseTail, 0, keep);
         b.getBytes(b.readerIndex() + n - take, sseTail, keep, take);
         sseTailLength = keep + take;
+    }
+
+    /**
+     * Whether what the client got of the stream so far ends with a blank line ({@code \n\n}, {@code \r\n\r\n} or
+     * {@code \r\r}), where an event ends, or it got nothing yet; true too for a stream whose tail is not kept (not a
+     * 200 event stream). A mixed ending taken for the middle of an event only adds blank lines, which SSE ignores.
+     */
+    private boolean atEventBoundary() {
+        return sseTail == null || sseTailLength == 0 || tailEndsWith("\n\n") || tailEndsWith("\r\n\r\n")
+                || tailEndsWith("\r\r");
+    }
+
+    private boolean tailEndsWith(String end) {
+        int n = end.length();
+        if (sseTailLength < n) {
+            return false;
+        }
+        for (int i = 0; i < n; i++) {
+            if (sseTail[sseTailLength - n + i] != end.charAt(i)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Whether the stream's last event is {@code data: [DONE]} (or {@code data:[DONE]}), trailing blank lines aside. */
@@ -521,7 +544,9 @@ final class Exchange {
         gw.reporter.attempt(decision.engineId(), outcome.failure());
         end(outcome, status, message);
         if (sse) {
-            String event = "data: " + Http.errorBody(message, "server_error",
+            // an engine that failed halfway through an event left the client in the middle of it: end that event
+            // first, so that the error event is a line and an event of its own that any SSE parser reads whole
+            String event = (atEventBoundary() ? "" : "\n\n") + "data: " + Http.errorBody(message, "server_error",
                     outcome == Outcome.TIMEOUT ? "timeout" : "upstream_error") + "\n\n";
             ctx.write(new DefaultHttpContent(Unpooled.copiedBuffer(event, StandardCharsets.UTF_8)));
             boolean keep = keep();
