@@ -127,54 +127,24 @@ class GatewayFailureTest {
     @ParameterizedTest(name = "engine {0}s the stream")
     @ValueSource(strings = {"close", "end"})
     void engineStopsHalfwayThroughAnEvent_theErrorEventStillStandsAlone(String how) throws Exception {
-        // an engine that sends one whole event and half of the next, then closes the connection (the gateway's error
-        // event after a failure mid-response) or ends the chunked body (the error event of a stream without [DONE])
-        try (java.net.ServerSocket engine = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            Thread serve = new Thread(() -> halfAnEvent(engine, how.equals("end")), "half-an-event");
-            serve.setDaemon(true);
-            serve.start();
-            String json = SnapshotJson.write(fleet.snapshot())
-                    .replaceAll("\"http://127\\.0\\.0\\.1:\\d+\"", "\"http://127.0.0.1:" + engine.getLocalPort() + "\"");
-            try (Gateway g = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false),
-                    SnapshotSource.fixed(SnapshotJson.read(json, "half.json")), 1)) {
-                HttpResponse<String> r = Fleet.post(g.port(), "/v1/chat/completions", Fleet.chat("half", true, 5));
-                assertThat(r.statusCode()).isEqualTo(200);
-                List<String> errors = r.body().lines().filter(l -> l.startsWith("data: {\"error\"")).toList();
-                assertThat(errors).as("an error event on a line of its own, in: %s", r.body()).hasSize(1);
-                assertThat(Http.JSON.readTree(errors.get(0).substring(6)).path("error").path("message").asText())
-                        .contains(how.equals("end") ? "without data: [DONE]" : "mid-response");
-                assertThat(r.body()).as("the whole event before it reached the client")
-                        .contains("data: {\"choices\":[{\"delta\":{\"content\":\"whole\"}}]}\n\n");
-            }
-        }
-    }
-
-    /** Answers each request with an event stream that stops halfway through its second event. */
-    private static void halfAnEvent(java.net.ServerSocket server, boolean endCleanly) {
-        while (!server.isClosed()) {
-            try (java.net.Socket s = server.accept()) {
-                java.io.BufferedReader in = new java.io.BufferedReader(
-                        new java.io.InputStreamReader(s.getInputStream(), java.nio.charset.StandardCharsets.ISO_8859_1));
-                int length = 0;
-                for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
-                    if (line.regionMatches(true, 0, "content-length:", 0, 15)) {
-                        length = Integer.parseInt(line.substring(15).trim());
-                    }
-                }
-                in.skip(length);
-                String whole = "data: {\"choices\":[{\"delta\":{\"content\":\"whole\"}}]}\n\n";
-                String half = "data: {\"choices\":[{\"delta\":{\"cont";
-                String answer = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-                        + Integer.toHexString(whole.length()) + "\r\n" + whole + "\r\n"
-                        + Integer.toHexString(half.length()) + "\r\n" + half + "\r\n" + (endCleanly ? "0\r\n\r\n" : "");
-                s.getOutputStream().write(answer.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
-                s.getOutputStream().flush();
-                if (endCleanly) {
-                    in.readLine(); // until the gateway closes or reuses the connection; the test ends first
-                }
-            } catch (java.io.IOException e) {
-                return; // closed by the test
-            }
+        // one whole event and half of the next, then the engine closes the connection (the gateway's error event
+        // after a failure mid-response) or ends the chunked body (the error event of a stream without [DONE])
+        String whole = "data: {\"choices\":[{\"delta\":{\"content\":\"whole\"}}]}\n\n";
+        String half = "data: {\"choices\":[{\"delta\":{\"cont";
+        boolean end = how.equals("end");
+        String answer = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                + Integer.toHexString(whole.length()) + "\r\n" + whole + "\r\n"
+                + Integer.toHexString(half.length()) + "\r\n" + half + "\r\n" + (end ? "0\r\n\r\n" : "");
+        try (RawEngine engine = new RawEngine(answer, !end);
+             Gateway g = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false),
+                     SnapshotSource.fixed(engine.behindEveryEngine(fleet.snapshot())), 1)) {
+            HttpResponse<String> r = Fleet.post(g.port(), "/v1/chat/completions", Fleet.chat("half", true, 5));
+            assertThat(r.statusCode()).isEqualTo(200);
+            List<String> errors = r.body().lines().filter(l -> l.startsWith("data: {\"error\"")).toList();
+            assertThat(errors).as("an error event on a line of its own, in: %s", r.body()).hasSize(1);
+            assertThat(Http.JSON.readTree(errors.get(0).substring(6)).path("error").path("message").asText())
+                    .contains(end ? "without data: [DONE]" : "mid-response");
+            assertThat(r.body()).as("the whole event before it reached the client").contains(whole);
         }
     }
 
