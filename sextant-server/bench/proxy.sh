@@ -92,13 +92,17 @@ if [ "${PIN:-0}" = loop ]; then
 fi
 [ -z "${GATEWAY2_JAVA_OPTS:-}" ] || wait_for $GATEWAY2 /healthz
 
+pid_of() { # target: its process id (none for engine-with-*, nor for sextant2 when not started)
+  case $1 in engine) echo "$engine_pid" ;; sextant) echo "$gateway_pid" ;; sextant2) echo "${gateway2_pid:-}" ;;
+    haproxy) echo "$haproxy_pid" ;; esac
+}
 # ALONE=1: the proxies not being measured are stopped (SIGSTOP) meanwhile, so that an idle proxy's threads (its JIT
 # compiler, GC, timers) take nothing from the one measured; all are stopped while the engine is measured alone
 alone() { # target being measured
   [ "${ALONE:-0}" = 1 ] || return 0
   local name pid
   for name in sextant sextant2 haproxy; do
-    case $name in sextant) pid=$gateway_pid ;; sextant2) pid=${gateway2_pid:-} ;; haproxy) pid=$haproxy_pid ;; esac
+    pid=$(pid_of $name)
     [ -n "$pid" ] || continue
     if [ "$name" = "$1" ]; then kill -CONT "$pid"; else kill -STOP "$pid"; fi
   done
@@ -120,8 +124,8 @@ captured() { # target port rate conns seconds round: run, with the proxy's and t
 }
 run() { # target port rate conns seconds
   alone "${1#engine-with-}"
-  local pid="" before after
-  case $1 in engine) pid=$engine_pid ;; sextant) pid=$gateway_pid ;; sextant2) pid=${gateway2_pid:-} ;; haproxy) pid=$haproxy_pid ;; esac
+  local pid before after
+  pid=$(pid_of "$1")
   [ -z "$pid" ] || before=$(cpu_ticks "$pid")
   RATE=$3 CONNS=$4 THREADS=1 $near wrk -t1 -c"$4" -d"$5"s -s "$here/post.lua" "http://127.0.0.1:$2/v1/chat/completions" \
     | grep '^RESULT' | sed "s/^RESULT/$1 offered=$3/" | {

@@ -316,11 +316,11 @@ final class Exchange {
             } else {
                 up.close();
             }
-            boolean keep = keep();
             if (sseTail != null && !endsWithDone()) {
-                endCutStream(c, keep);
+                endCutStream(c);
                 return;
             }
+            boolean keep = keep();
             long lastIn = System.nanoTime();
             end(endOutcome, status, null); // before the last bytes, so that the state is settled when the client sees them
             ctx.writeAndFlush(c).addListener((ChannelFutureListener) f -> {
@@ -345,7 +345,7 @@ final class Exchange {
      * tell it from a complete answer, so it gets the engine's last bytes, an SSE error event and a clean end; the
      * engine is charged with a failure.
      */
-    private void endCutStream(HttpContent c, boolean keep) {
+    private void endCutStream(HttpContent c) {
         String message = "engine " + decision.engineId() + " ended the event stream without data: [DONE]";
         gw.reporter.attempt(decision.engineId(), true);
         end(Outcome.SERVER_ERROR, status, message);
@@ -353,8 +353,21 @@ final class Exchange {
             ctx.write(new DefaultHttpContent(c.content().retain()));
         }
         c.release();
-        ctx.write(new DefaultHttpContent(Unpooled.copiedBuffer((atEventBoundary() ? "" : "\n\n") + "data: "
-                + Http.errorBody(message, "server_error", "upstream_error") + "\n\n", StandardCharsets.UTF_8)));
+        endWithErrorEvent(message, "upstream_error");
+    }
+
+    /**
+     * Ends an event stream with an SSE error event and the chunked body's clean end. The client connection then stays
+     * as after any answer: its head announced keep-alive and its body is complete, so a client may already be sending
+     * its next request on it, which a close would lose.
+     */
+    private void endWithErrorEvent(String message, String code) {
+        // an engine that stopped halfway through an event left the client in the middle of it: end that event first,
+        // so that the error event is a line and an event of its own that any SSE parser reads whole
+        String event = (atEventBoundary() ? "" : "\n\n") + "data: " + Http.errorBody(message, "server_error", code)
+                + "\n\n";
+        ctx.write(new DefaultHttpContent(Unpooled.copiedBuffer(event, StandardCharsets.UTF_8)));
+        boolean keep = keep();
         ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT)
                 .addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
     }
@@ -534,24 +547,13 @@ final class Exchange {
         respondError(st, next.refusal().code(), all, ra > 0 ? Duration.ofNanos(ra) : null);
     }
 
-    /**
-     * A failure after the response started: an SSE error event and a clean end, or a closed connection. The clean end
-     * keeps the client connection as any answer does: its head announced keep-alive and its body is complete, so a
-     * client may already be sending its next request on it, which a close would lose.
-     */
+    /** A failure after the response started: an SSE error event and a clean end, or a closed connection. */
     private void failMidResponse(Outcome outcome, String message) {
         closeUpstream();
         gw.reporter.attempt(decision.engineId(), outcome.failure());
         end(outcome, status, message);
         if (sse) {
-            // an engine that failed halfway through an event left the client in the middle of it: end that event
-            // first, so that the error event is a line and an event of its own that any SSE parser reads whole
-            String event = (atEventBoundary() ? "" : "\n\n") + "data: " + Http.errorBody(message, "server_error",
-                    outcome == Outcome.TIMEOUT ? "timeout" : "upstream_error") + "\n\n";
-            ctx.write(new DefaultHttpContent(Unpooled.copiedBuffer(event, StandardCharsets.UTF_8)));
-            boolean keep = keep();
-            ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT)
-                    .addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
+            endWithErrorEvent(message, outcome == Outcome.TIMEOUT ? "timeout" : "upstream_error");
         } else {
             ctx.channel().close();
         }

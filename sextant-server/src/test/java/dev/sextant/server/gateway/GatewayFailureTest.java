@@ -113,12 +113,12 @@ class GatewayFailureTest {
         String first = engineOf("crash-reuse");
         fleet.engines.get(first).setFaults(new Faults(0, 1, false, 3));
         try (RawHttp c = new RawHttp(gw.port(), 10_000)) {
-            RawHttp.Answer cut = c.send(post(Fleet.chat("crash-reuse", true, 20))).read();
+            RawHttp.Answer cut = c.send(RawHttp.chatRequest(Fleet.chat("crash-reuse", true, 20))).read();
             assertThat(cut.status()).isEqualTo(200);
             assertThat(cut.header("connection")).as("the answer announced keep-alive").isNotEqualToIgnoringCase("close");
             assertThat(cut.body()).contains("mid-response").doesNotContain("data: [DONE]");
 
-            RawHttp.Answer next = c.send(post(Fleet.chat("crash-reuse", false, 1))).read();
+            RawHttp.Answer next = c.send(RawHttp.chatRequest(Fleet.chat("crash-reuse", false, 1))).read();
             assertThat(next).as("the next request on the same connection is answered").isNotNull();
             assertThat(next.status()).isEqualTo(200);
         }
@@ -146,11 +146,6 @@ class GatewayFailureTest {
                     .contains(end ? "without data: [DONE]" : "mid-response");
             assertThat(r.body()).as("the whole event before it reached the client").contains(whole);
         }
-    }
-
-    private static String post(String body) {
-        return "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: "
-                + body.length() + "\r\n\r\n" + body;
     }
 
     @Test

@@ -19,11 +19,8 @@ class GatewayResponseHeadersTest {
              Gateway g = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false),
                      SnapshotSource.fixed(engine.behindEveryEngine(fleet.snapshot())), 1);
              RawHttp client = new RawHttp(g.port(), 10_000)) {
-            String request = Fleet.chat("h", false, 1);
-            String head = "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-                    + "content-length: " + request.length() + "\r\n\r\n";
             for (int i = 0; i < 2; i++) { // the second answer comes over the engine connection the first one left pooled
-                RawHttp.Answer a = client.send(head + request).read();
+                RawHttp.Answer a = client.send(RawHttp.chatRequest(Fleet.chat("h", false, 1))).read();
                 assertThat(a.status()).isEqualTo(200);
                 assertThat(a.body()).isEqualTo(body);
                 assertThat(a.headers()).as("answer %d", i)

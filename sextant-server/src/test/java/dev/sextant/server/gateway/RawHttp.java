@@ -46,6 +46,12 @@ final class RawHttp implements AutoCloseable {
         out = socket.getOutputStream();
     }
 
+    /** A chat completion request for {@code jsonBody}, as a well-behaved client writes it. */
+    static String chatRequest(String jsonBody) {
+        return "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: "
+                + jsonBody.length() + "\r\n\r\n" + jsonBody;
+    }
+
     RawHttp send(String text) throws IOException {
         return send(text.getBytes(StandardCharsets.ISO_8859_1));
     }
