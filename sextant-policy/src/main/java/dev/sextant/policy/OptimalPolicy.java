@@ -294,8 +294,8 @@ final class OptimalPolicy implements RoutingPolicy {
             Map<String, Double> rtt = previousRtt.get(inst.sourceGatewayIndex[k]);
             double ms = rtt == null ? inst.sourceRtt[k][a] : rtt.getOrDefault(inst.groupCluster[h], Double.NaN);
             double v = r.priceMs() - ms;
-            if (!(v <= price[h])) { // also where price[h] is NaN
-                price[h] = Double.isNaN(v) ? price[h] : v;
+            if (!Double.isNaN(v) && !(v <= price[h])) { // the larger, or the first where price[h] is still NaN
+                price[h] = v;
             }
         });
         return price;
