@@ -40,7 +40,8 @@ import io.netty.util.AsciiString;
  *   and access-log line.</li>
  * </ul>
  *
- * <p>Back-pressure: an HTTP/1.1 connection reads only when its front handler asks. An HTTP/2 connection reads on
+ * <p>Back-pressure: an HTTP/1.1 connection reads when its front handler asks, and its guard keeps it reading while the
+ * one request read is answered (a pipelined request is then held, and reading stops). An HTTP/2 connection reads on
  * (frames of many streams share it); what a stream may send is bounded by its flow-control window, which grows
  * only as its child channel reads, and what the gateway sends on a stream waits for the client's window, so the
  * write that gates the next read from the engine completes only when the client made room.

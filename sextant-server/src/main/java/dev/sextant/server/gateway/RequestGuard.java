@@ -72,7 +72,15 @@ final class RequestGuard extends ChannelDuplexHandler {
         lastWriteProgress = System.nanoTime();
     };
 
+    /** The context of {@link #bytesIn}, before the codec; null on an HTTP/2 stream, which has no such handler. */
+    private ChannelHandlerContext bytesCtx;
+
     private final ChannelInboundHandlerAdapter bytesIn = new ChannelInboundHandlerAdapter() {
+        @Override
+        public void handlerAdded(ChannelHandlerContext c) {
+            bytesCtx = c;
+        }
+
         @Override
         public void channelRead(ChannelHandlerContext c, Object msg) {
             if (msg instanceof ByteBuf b && b.isReadable()) {
@@ -115,11 +123,29 @@ final class RequestGuard extends ChannelDuplexHandler {
                 arm(System.nanoTime() + bodyNanos);
             }
         }
-        if (msg instanceof LastHttpContent || msg instanceof io.netty.handler.codec.http.HttpContent h
-                && h.decoderResult().isFailure()) {
+        boolean whole = false; // a request read whole, the one owed
+        if (msg instanceof io.netty.handler.codec.http.HttpContent h
+                && (h instanceof LastHttpContent || h.decoderResult().isFailure())) {
+            whole = owed == 1 && h.decoderResult().isSuccess();
             endOfRequest();
         }
         c.fireChannelRead(msg);
+        if (whole && bytesCtx != null && c.channel().isActive()) {
+            keepReading();
+        }
+    }
+
+    /**
+     * Keeps the socket's read interest on while the request just read is answered, so that answering it and reading
+     * the next one cost no {@code epoll_ctl} each (switching reads off after a request and on after its answer was
+     * two system calls a request, about a tenth of the gateway's CPU on small requests). The read is asked for from
+     * before the codec, past this guard, so it starts no head clock: that starts when the answer was written, as
+     * before. Only when this is the one request owed: bytes that arrive meanwhile (a pipelined request) are read
+     * and held as before, and reading then stops until the answer is written, so what one connection can make the
+     * gateway hold stays one request ahead. A client that closes meanwhile is seen at once.
+     */
+    private void keepReading() {
+        bytesCtx.read();
     }
 
     private void endOfRequest() {
