@@ -8,7 +8,9 @@
 # PIN=1 pins the proxies (gateway, HAProxy) to CPU 1 and wrk and the engine to CPU 0 (taskset), so that the
 # proxy under test does not compete with the load generator for a core. PIN=loop: see below.
 # REPEAT=N measures the paced rates N times (targets interleaved in each round) and prints the median and range of
-# the added p50 and p99 over the rounds: one run's p99 moves by milliseconds on 2 shared cores.
+# the added p50 and p99 over the rounds: one run's p99 moves by milliseconds on 2 shared cores. The maximum
+# throughput is measured N times too, with each proxy's ratio to HAProxy's per round, and their median and range.
+# MAX_ONLY=1 measures only the maximum throughput (after the warm-up).
 # PAIRED=1 measures each proxy at the same time as the engine directly (two wrk processes, the same rate each), so
 # that the two percentiles subtracted come from the same seconds of the machine's noise (the engine then serves
 # twice the rate); the engine's line is named engine-with-<proxy>.
@@ -145,7 +147,9 @@ for t in $targets; do
   run "${t%%:*}" "${t##*:}" 5000 100 10 >/dev/null
 done
 repeat="${REPEAT:-1}"
-for round in $(seq 1 "$repeat"); do
+paced="$repeat"
+[ "${MAX_ONLY:-0}" != 1 ] || paced=0
+for round in $(seq 1 "$paced"); do
   for rate in 1000 5000; do
     conns=$(( rate / 50 ))                     # each connection sends one request every 50 ms
     for t in $targets; do
@@ -162,7 +166,7 @@ for round in $(seq 1 "$repeat"); do
     done
   done
 done
-if [ "$repeat" -gt 1 ]; then
+if [ "$paced" -gt 1 ]; then
   # added latency per round (the proxy's percentile minus the engine's in the same round), then the median
   # and range over the rounds
   echo "added latency over $repeat rounds: median (min-max), ms"
@@ -194,4 +198,21 @@ for t in $targets; do
           print "" }'
 done
 echo "max throughput (64 connections, no pacing)"
-for t in $targets; do run "${t%%:*}" "${t##*:}" 0 64 "$secs"; done
+# REPEAT rounds too, the targets in turn (reversed every other round, so that no target always follows the same
+# one), and each proxy's throughput as a ratio to HAProxy's in the same round
+for round in $(seq 1 "$repeat"); do
+  order="$targets"
+  [ $((round % 2)) = 1 ] || order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
+  for t in $order; do run "${t%%:*}" "${t##*:}" 0 64 "$secs" | sed "s/^/round=$round /" | tee -a "$work/max.txt"; done
+done
+if [ "$repeat" -gt 1 ]; then
+  for t in $(echo "$targets" | tr ' ' '\n' | cut -d: -f1 | grep -v '^engine$' | grep -v '^haproxy$'); do
+    awk -v t="$t" '{ r = ""; v = ""; for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "round") r = kv[2]
+          if (kv[1] == "rps") v = kv[2] }
+        if ($2 == t) p[r] = v; else if ($2 == "haproxy") h[r] = v }
+      END { for (r in p) if (h[r] > 0) print p[r] / h[r] }' "$work/max.txt" | sort -g |
+    awk -v t="$t" '{ a[NR] = $1 }
+      END { printf "%s max_rps_to_haproxy median=%.2f min=%.2f max=%.2f rounds=%d\n", t,
+              (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), a[1], a[NR], NR }'
+  done
+fi
