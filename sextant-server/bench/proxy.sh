@@ -5,6 +5,8 @@
 # GATEWAY_JAVA_OPTS adds JVM options to the gateway (a GC choice, a GC log: -Xlog:gc:file=gc.log).
 # GATEWAY2_JAVA_OPTS starts a second gateway with those options, measured in turn as target "sextant2" (to compare
 # JVM options within one run, e.g. GATEWAY_JAVA_OPTS=-XX:+UseSerialGC GATEWAY2_JAVA_OPTS=-XX:+UseZGC).
+# GATEWAY2_JAR starts the second gateway from another build of sextant.jar (an earlier commit's, to measure a change
+# against what it changed within one run).
 # PIN=1 pins the proxies (gateway, HAProxy) to CPU 1 and wrk and the engine to CPU 0 (taskset), so that the
 # proxy under test does not compete with the load generator for a core. PIN=loop: see below.
 # REPEAT=N measures the paced rates N times (targets interleaved in each round) and prints the median and range of
@@ -51,11 +53,12 @@ $gateway_cpu java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --con
 pids+=($!)
 gateway_pid=$!
 targets="engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY"
-if [ -n "${GATEWAY2_JAVA_OPTS:-}" ]; then
-  # a second gateway, the same but for its JVM options, measured in turn with the others (target "sextant2")
+if [ -n "${GATEWAY2_JAVA_OPTS:-}${GATEWAY2_JAR:-}" ]; then
+  # a second gateway, the same but for its JVM options or its jar, measured in turn with the others (target "sextant2")
   sed "s/^port: .*/port: $GATEWAY2/" "$work/gateway.yaml" >"$work/gateway2.yaml"
   # shellcheck disable=SC2086 # a list of JVM options
-  $proxy java -Xms1g -Xmx1g $GATEWAY2_JAVA_OPTS -jar "$jar" gateway --config "$work/gateway2.yaml" >"$work/gateway2.log" 2>&1 &
+  $gateway_cpu java -Xms1g -Xmx1g ${GATEWAY2_JAVA_OPTS:-} -jar "${GATEWAY2_JAR:-$jar}" gateway --config "$work/gateway2.yaml" \
+    >"$work/gateway2.log" 2>&1 &
   pids+=($!)
   gateway2_pid=$!
   targets="$targets sextant2:$GATEWAY2"
@@ -88,11 +91,12 @@ haproxy_pid=$!
 wait_for $ENGINE /healthz; wait_for $GATEWAY /healthz; wait_for $HAPROXY /healthz
 if [ "${PIN:-0}" = loop ]; then
   # the event loop threads exist once the listener is bound (threads: 1 above)
-  for task in /proc/"$gateway_pid"/task/*; do
+  [ -z "${gateway2_pid:-}" ] || wait_for $GATEWAY2 /healthz
+  for task in /proc/"$gateway_pid"/task/* ${gateway2_pid:+/proc/"$gateway2_pid"/task/*}; do
     if grep -q '^multiThreadIoEv' "$task/comm"; then taskset -p -c 1 "${task##*/}" >/dev/null; fi
   done
 fi
-[ -z "${GATEWAY2_JAVA_OPTS:-}" ] || wait_for $GATEWAY2 /healthz
+[ -z "${GATEWAY2_JAVA_OPTS:-}${GATEWAY2_JAR:-}" ] || wait_for $GATEWAY2 /healthz
 
 pid_of() { # target: its process id (none for engine-with-*, nor for sextant2 when not started)
   case $1 in engine) echo "$engine_pid" ;; sextant) echo "$gateway_pid" ;; sextant2) echo "${gateway2_pid:-}" ;;
