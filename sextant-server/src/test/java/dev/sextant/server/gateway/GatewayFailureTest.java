@@ -194,6 +194,19 @@ class GatewayFailureTest {
         assertThat(tokens).isLessThan(5000);
     }
 
+    /** A half-close cannot be told from a close until a write fails: the client counts as gone (docs/servers.md). */
+    @Test
+    void clientHalfClosesAfterItsRequest_countsAsGone_andTheEngineRequestIsCancelled() throws Exception {
+        try (RawHttp c = new RawHttp(gw.port(), 20_000)) {
+            c.send(RawHttp.chatRequest(Fleet.chat("half-close", false, 5000)));
+            assertThat(Fleet.await(() -> gw.inFlight() == 1, Duration.ofSeconds(10))).isTrue();
+            c.socket.shutdownOutput();
+            assertThat(Fleet.await(() -> gw.inFlight() == 0, Duration.ofSeconds(15)))
+                    .as("the 5000-token generation (50 s) was cancelled at the client's FIN").isTrue();
+            assertThat(c.read()).as("the connection closed without an answer").isNull();
+        }
+    }
+
     @Test
     void everyEngineHangs_is504WithATimeoutError() throws Exception {
         fleet.engines.values().forEach(e -> e.setFaults(new Faults(0, 1, true, -1)));
