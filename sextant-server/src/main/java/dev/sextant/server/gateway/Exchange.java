@@ -11,7 +11,9 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
@@ -163,7 +165,8 @@ final class Exchange {
         UpstreamPool.Target target = gw.pool.target(decision.endpoint());
         DefaultFullHttpRequest r = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, request.method(),
                 target.basePath().isEmpty() ? request.uri() : target.basePath() + request.uri(),
-                request.content().retainedDuplicate());
+                request.content().retainedDuplicate(), DefaultHttpHeadersFactory.headersFactory().newHeaders(),
+                EmptyHttpHeaders.INSTANCE); // a request with a length has no trailers: no map made for none
         for (CharSequence h : FORWARDED) {
             String v = request.headers().get(h);
             if (v != null) {
@@ -216,8 +219,9 @@ final class Exchange {
         if (sse && code == 200) {
             sseTail = new byte[SSE_TAIL];
         }
-        DefaultHttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, r.status());
-        copyEndToEnd(r, out);
+        // the engine's header map, read above, becomes the client's once its hop-by-hop fields are gone: no copy
+        DefaultHttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, r.status(), r.headers());
+        keepEndToEnd(out);
         if (HttpVersion.HTTP_1_0.equals(request.protocolVersion()) && HttpUtil.isTransferEncodingChunked(out)) {
             // an HTTP/1.0 client knows no chunked coding (RFC 9112 §6.1): the answer ends where the connection does
             HttpUtil.setTransferEncodingChunked(out, false);
@@ -237,15 +241,14 @@ final class Exchange {
     }
 
     /**
-     * The engine's response headers meant for the client. The hop-by-hop fields (RFC 9110 §7.6.1: {@code Connection}
+     * Leaves of an engine's response headers those meant for the client. The hop-by-hop fields (RFC 9110 §7.6.1: {@code Connection}
      * and the fields it names, {@code Keep-Alive}, {@code Proxy-Connection}, {@code TE}, {@code Trailer},
      * {@code Transfer-Encoding}, {@code Upgrade}) describe the engine connection only, and HTTP/2 forbids them; an
      * answer without a length goes to an HTTP/1.1 client chunked (an HTTP/2 stream frames it itself).
      */
-    private static void copyEndToEnd(HttpResponse from, HttpResponse to) {
+    private static void keepEndToEnd(HttpResponse to) {
         HttpHeaders h = to.headers();
-        h.set(from.headers());
-        for (String connection : from.headers().getAll(HttpHeaderNames.CONNECTION)) {
+        for (String connection : h.getAll(HttpHeaderNames.CONNECTION)) {
             for (String name : connection.split(",")) {
                 String n = name.trim();
                 if (!n.isEmpty()) {
