@@ -24,8 +24,8 @@ import java.util.logging.Logger;
 
 /**
  * The client side of the gateway: one request at a time per connection (the next is handled only after the answer
- * was written; one that arrives sooner waits), routed to the proxy, {@code /v1/models}, {@code /metrics} or {@code /healthz}. Every problem
- * becomes an OpenAI-shaped error response; nothing escapes the event loop.
+ * was written; one that arrives sooner waits), routed to the proxy, {@code /v1/models}, {@code /metrics} or
+ * {@code /healthz}. Every problem becomes an OpenAI-shaped error response; nothing escapes the event loop.
  */
 final class FrontHandler extends ChannelInboundHandlerAdapter {
     private static final Logger LOG = Logger.getLogger(FrontHandler.class.getName());

@@ -23,14 +23,16 @@ import org.junit.jupiter.api.Test;
  */
 class RequestGuardReadsTest {
     private static final Duration HEAD = Duration.ofMillis(100);
-    private static final String REQUEST = "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Length: 2\r\n\r\n{}";
+    private static final String REQUEST =
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Length: 2\r\n\r\n{}";
 
     private final ReadCounter reads = new ReadCounter();
     private EmbeddedChannel ch;
 
     @BeforeEach
     void open() {
-        RequestGuard guard = new RequestGuard(new ClientLimits(HEAD, Duration.ofSeconds(60), 8192), Duration.ofSeconds(60));
+        RequestGuard guard = new RequestGuard(new ClientLimits(HEAD, Duration.ofSeconds(60), 8192),
+                Duration.ofSeconds(60));
         ch = new EmbeddedChannel();
         ch.config().setAutoRead(false);
         ch.pipeline().addLast(reads, guard.bytesIn(), new HttpServerCodec(), guard, new Unanswered());
@@ -54,7 +56,8 @@ class RequestGuardReadsTest {
     void whileARequestIsAnswered_theIdleConnectionsHeadClockDoesNotRun() throws InterruptedException {
         ch.writeInbound(Unpooled.copiedBuffer(REQUEST, StandardCharsets.US_ASCII));
         pastTheHeadTimeout();
-        assertThat(ch.isActive()).as("an answer taking longer than request_header_timeout keeps its connection").isTrue();
+        assertThat(ch.isActive()).as("an answer taking longer than request_header_timeout keeps its connection")
+                .isTrue();
     }
 
     @Test
