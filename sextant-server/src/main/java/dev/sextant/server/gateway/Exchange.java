@@ -243,8 +243,9 @@ final class Exchange {
     /**
      * Removes from an engine's response headers those not meant for the client. The hop-by-hop fields (RFC 9110
      * §7.6.1: {@code Connection} and the fields it names, {@code Keep-Alive}, {@code Proxy-Connection}, {@code TE},
-     * {@code Trailer}, {@code Transfer-Encoding}, {@code Upgrade}) describe the engine connection only, and HTTP/2 forbids them; an
-     * answer without a length goes to an HTTP/1.1 client chunked (an HTTP/2 stream frames it itself).
+     * {@code Trailer}, {@code Transfer-Encoding}, {@code Upgrade}) describe the engine connection only, and HTTP/2
+     * forbids them; an answer without a length goes to an HTTP/1.1 client chunked (an HTTP/2 stream frames it
+     * itself).
      */
     private static void keepEndToEnd(HttpResponse to) {
         HttpHeaders h = to.headers();
