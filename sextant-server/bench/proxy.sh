@@ -170,6 +170,12 @@ for round in $(seq 1 "$paced"); do
     done
   done
 done
+# summary PREFIX: the numbers read, one per line, as "PREFIX median=… min=… max=… rounds=N"
+summary() {
+  sort -g | awk -v prefix="$1" '{ a[NR] = $1 }
+    END { printf "%s median=%.2f min=%.2f max=%.2f rounds=%d\n", prefix,
+            (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), a[1], a[NR], NR }'
+}
 if [ "$paced" -gt 1 ]; then
   # added latency per round (the proxy's percentile minus the engine's in the same round), then the median
   # and range over the rounds
@@ -181,10 +187,7 @@ if [ "$paced" -gt 1 ]; then
           { r = ""; v = ""; for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "round") r = kv[2];
               if (kv[1] == q) v = kv[2] }
             if ($0 ~ ("offered=" rate " ")) { if ($2 == "engine" || $2 == "engine-with-" t) e[r] = v; else if ($2 == t) p[r] = v } }
-          END { for (r in p) print p[r] - e[r] }' "$work/rounds.txt" | sort -g |
-        awk -v rate="$rate" -v t="$t" -v q="$q" '{ a[NR] = $1 }
-          END { printf "%s offered=%s added_%s median=%.2f min=%.2f max=%.2f rounds=%d\n", t, rate, q,
-                  (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), a[1], a[NR], NR }'
+          END { for (r in p) print p[r] - e[r] }' "$work/rounds.txt" | summary "$t offered=$rate added_$q"
       done
     done
   done
@@ -214,9 +217,6 @@ if [ "$repeat" -gt 1 ]; then
     awk -v t="$t" '{ r = ""; v = ""; for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "round") r = kv[2]
           if (kv[1] == "rps") v = kv[2] }
         if ($2 == t) p[r] = v; else if ($2 == "haproxy") h[r] = v }
-      END { for (r in p) if (h[r] > 0) print p[r] / h[r] }' "$work/max.txt" | sort -g |
-    awk -v t="$t" '{ a[NR] = $1 }
-      END { printf "%s max_rps_to_haproxy median=%.2f min=%.2f max=%.2f rounds=%d\n", t,
-              (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), a[1], a[NR], NR }'
+      END { for (r in p) if (h[r] > 0) print p[r] / h[r] }' "$work/max.txt" | summary "$t max_rps_to_haproxy"
   done
 fi
