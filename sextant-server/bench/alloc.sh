@@ -15,9 +15,7 @@ shift || true
 ENGINE=19101
 if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
 
-$near java -Xms512m -Xmx512m -jar "$jar" engine --id e1 --port $ENGINE --model m --max-seqs 1024 \
-     --decode-base-ms 1 --decode-ms-per-seq 0 --prefill-ms-per-token 0 >"$work/engine.log" 2>&1 &
-pids+=($!)
+one_step_engine $ENGINE
 one_engine_snapshot $ENGINE 1
 
 jars=("$jar" "$@")
@@ -25,13 +23,7 @@ ports=()
 gpids=()
 for i in "${!jars[@]}"; do
   port=$((19210 + i))
-  cat >"$work/gateway$i.yaml" <<YAML
-gateway_cluster: gw
-port: $port
-snapshot_file: snapshot.json
-threads: 1
-access_log: false
-YAML
+  one_loop_gateway_yaml "$port" "$work/gateway$i.yaml"
   $proxy java -XX:+UseSerialGC -Xms2g -Xmx2g -Xmn1800m -jar "${jars[$i]}" gateway --config "$work/gateway$i.yaml" \
     >"$work/gateway$i.log" 2>&1 &
   pids+=($!)

@@ -1,4 +1,4 @@
-# Set-up shared by the one-engine bench scripts (proxy.sh, streams.sh, streams-h2.sh); sourced, not run.
+# Set-up shared by the one-engine bench scripts (proxy.sh, alloc.sh, streams.sh, streams-h2.sh); sourced, not run.
 # After sourcing: $root (the repository), $here (this folder), $jar (built first when needed), $work (a
 # temporary folder, removed at exit), and pids (processes started, killed at exit).
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -31,4 +31,25 @@ classes: [{id: chat, model: m}]
 demand_rps: {gw: {chat: 1000}}
 YAML
   "$root/bin/sextant" solve "$work/topology.yaml" >"$work/snapshot.json"
+}
+
+# one_step_engine PORT: starts, on the CPUs that $near names (empty: any), the engine emulator of the proxy
+# benchmarks, which answers a 1-token completion after one ~1 ms decode step; sets engine_pid
+one_step_engine() {
+  $near java -Xms512m -Xmx512m -jar "$jar" engine --id e1 --port "$1" --model m --max-seqs 1024 \
+       --decode-base-ms 1 --decode-ms-per-seq 0 --prefill-ms-per-token 0 >"$work/engine.log" 2>&1 &
+  pids+=($!)
+  engine_pid=$!
+}
+
+# one_loop_gateway_yaml PORT FILE: the gateway config of the proxy benchmarks, $work/snapshot.json's routes (see
+# one_engine_snapshot), one event loop, no access log
+one_loop_gateway_yaml() {
+  cat >"$2" <<YAML
+gateway_cluster: gw
+port: $1
+snapshot_file: snapshot.json
+threads: 1
+access_log: false
+YAML
 }

@@ -35,27 +35,18 @@ gateway_cpu="$proxy"
 if [ "${PIN:-0}" = loop ]; then near="taskset -c 0"; proxy="taskset -c 1"; gateway_cpu="$near"; fi
 
 # the engine: one emulator answering a 1-token completion after one ~1 ms decode step
-$near java -Xms512m -Xmx512m -jar "$jar" engine --id e1 --port $ENGINE --model m --max-seqs 1024 \
-     --decode-base-ms 1 --decode-ms-per-seq 0 --prefill-ms-per-token 0 >"$work/engine.log" 2>&1 &
-pids+=($!)
-engine_pid=$!
+one_step_engine $ENGINE
 
 # the gateway: a fixed snapshot with that one engine, one event loop, no access log
 one_engine_snapshot $ENGINE 1
-cat >"$work/gateway.yaml" <<YAML
-gateway_cluster: gw
-port: $GATEWAY
-snapshot_file: snapshot.json
-threads: 1
-access_log: false
-YAML
+one_loop_gateway_yaml $GATEWAY "$work/gateway.yaml"
 $gateway_cpu java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
 pids+=($!)
 gateway_pid=$!
 targets="engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY"
 if [ -n "${GATEWAY2_JAVA_OPTS:-}${GATEWAY2_JAR:-}" ]; then
   # a second gateway, the same but for its JVM options or its jar, measured in turn with the others (target "sextant2")
-  sed "s/^port: .*/port: $GATEWAY2/" "$work/gateway.yaml" >"$work/gateway2.yaml"
+  one_loop_gateway_yaml $GATEWAY2 "$work/gateway2.yaml"
   # shellcheck disable=SC2086 # a list of JVM options
   $gateway_cpu java -Xms1g -Xmx1g ${GATEWAY2_JAVA_OPTS:-} -jar "${GATEWAY2_JAR:-$jar}" gateway --config "$work/gateway2.yaml" \
     >"$work/gateway2.log" 2>&1 &
