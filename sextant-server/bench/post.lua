@@ -1,8 +1,16 @@
 -- wrk script: small non-streaming chat completions; `delay` paces each connection so that the whole run
 -- offers RATE requests per second (wrk itself is closed-loop); prints one parseable RESULT line.
+-- ARRIVALS=fixed (the default): every connection waits the same time after each answer, so connections that
+-- start together stay in step and requests arrive in bursts of about CONNS at once.
+-- ARRIVALS=poisson: each wait is drawn from an exponential distribution with the same mean, so the connections
+-- drift apart and the requests arrive as independent clients' would (a Poisson process at about RATE).
 local rate = tonumber(os.getenv("RATE") or "0")
 local conns = tonumber(os.getenv("CONNS") or "1")
 local threads = tonumber(os.getenv("THREADS") or "1")
+local arrivals = os.getenv("ARRIVALS") or "fixed"
+if arrivals ~= "fixed" and arrivals ~= "poisson" then
+  error("ARRIVALS: " .. arrivals .. " (expected: fixed or poisson)")
+end
 local per_conn_ms = 0
 if rate > 0 then per_conn_ms = conns * 1000.0 / rate end
 
@@ -10,8 +18,19 @@ wrk.method = "POST"
 wrk.headers["content-type"] = "application/json"
 wrk.body = '{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hello"}]}'
 
+function setup(thread)
+  thread:set("seed", math.random(1, 2^31 - 1))
+end
+
+function init(args)
+  math.randomseed(seed or os.time())
+end
+
 function delay()
   if per_conn_ms == 0 then return 0 end
+  if arrivals == "poisson" then
+    return -per_conn_ms * math.log(1 - math.random())
+  end
   return per_conn_ms
 end
 

@@ -20,13 +20,21 @@
 # CAPTURE=1 records each proxied paced run on lo with tcpdump (Debian's package; on CPU 0 with wrk when pinned) and
 # prints where its requests spent their time (legs.sh: proxy in, engine, proxy out); HAProxy then also adds an
 # x-request-id to each request and echoes it in the answer, as the gateway does, so that requests can be followed.
+# ARRIVALS=poisson: each connection's wait between answer and next request is drawn from an exponential
+# distribution (post.lua), so the requests arrive as independent clients' would; the default, ARRIVALS=fixed, waits
+# the same time on every connection, which keeps the connections in step: "1,000/s" then arrives as bursts of 20
+# requests every 50 ms, and "5,000/s" as bursts of 100.
+# RELAY=1 adds target "relay": HAProxy in TCP mode (bytes passed through, no HTTP parsed), the least any proxy hop
+# can add on this machine (two more loopback connections, two more wake-ups a request), as a floor for the others.
 # Prints one line per (round, target, offered rate) and a max-throughput line per target; each line of a target run
 # alone ends with cpu_us_per_req, the target process's CPU time (user + system, all threads) per answered request.
 set -euo pipefail
 secs="${1:-20}"
+export ARRIVALS="${ARRIVALS:-fixed}"
+case "$ARRIVALS" in fixed | poisson) ;; *) echo "ARRIVALS=$ARRIVALS (expected: fixed or poisson)" >&2; exit 2 ;; esac
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-ENGINE=19101 GATEWAY=19200 GATEWAY2=19201 HAPROXY=19300
+ENGINE=19101 GATEWAY=19200 GATEWAY2=19201 HAPROXY=19300 RELAY_PORT=19301
 if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
 gateway_cpu="$proxy"
 # PIN=loop: as PIN=1, but only the gateway's event loop threads get CPU 1; the rest of its JVM (JIT compiler, GC,
@@ -78,8 +86,17 @@ CFG
 $proxy haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
 pids+=($!)
 haproxy_pid=$!
+if [ "${RELAY:-0}" = 1 ]; then
+  # the floor: HAProxy passing the bytes of each connection through to the engine, with no HTTP parsed
+  sed -e 's/mode http/mode tcp/' -e '/http-/d' -e "s/:$HAPROXY\$/:$RELAY_PORT/" "$work/haproxy.cfg" >"$work/relay.cfg"
+  $proxy haproxy -f "$work/relay.cfg" -db >"$work/relay.log" 2>&1 &
+  pids+=($!)
+  relay_pid=$!
+  targets="$targets relay:$RELAY_PORT"
+fi
 
 wait_for $ENGINE /healthz; wait_for $GATEWAY /healthz; wait_for $HAPROXY /healthz
+[ -z "${relay_pid:-}" ] || wait_for $RELAY_PORT /healthz
 if [ "${PIN:-0}" = loop ]; then
   # the event loop threads exist once the listener is bound (threads: 1 above)
   [ -z "${gateway2_pid:-}" ] || wait_for $GATEWAY2 /healthz
@@ -91,14 +108,14 @@ fi
 
 pid_of() { # target: its process id (none for engine-with-*, nor for sextant2 when not started)
   case $1 in engine) echo "$engine_pid" ;; sextant) echo "$gateway_pid" ;; sextant2) echo "${gateway2_pid:-}" ;;
-    haproxy) echo "$haproxy_pid" ;; esac
+    haproxy) echo "$haproxy_pid" ;; relay) echo "${relay_pid:-}" ;; esac
 }
 # ALONE=1: the proxies not being measured are stopped (SIGSTOP) meanwhile, so that an idle proxy's threads (its JIT
 # compiler, GC, timers) take nothing from the one measured; all are stopped while the engine is measured alone
 alone() { # target being measured
   [ "${ALONE:-0}" = 1 ] || return 0
   local name pid
-  for name in sextant sextant2 haproxy; do
+  for name in sextant sextant2 haproxy relay; do
     pid=$(pid_of $name)
     [ -n "$pid" ] || continue
     if [ "$name" = "$1" ]; then kill -CONT "$pid"; else kill -STOP "$pid"; fi
@@ -108,7 +125,7 @@ alone() { # target being measured
 # cpu_ticks PID: the process's user plus system CPU time so far, in clock ticks (all its threads)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 captured() { # target port rate conns seconds round: run, with the proxy's and the engine's ports captured when CAPTURE=1
-  if [ "${CAPTURE:-0}" != 1 ] || [ "${1#engine}" != "$1" ]; then run "$1" "$2" "$3" "$4" "$5"; return; fi
+  if [ "${CAPTURE:-0}" != 1 ] || [ "${1#engine}" != "$1" ] || [ "$1" = relay ]; then run "$1" "$2" "$3" "$4" "$5"; return; fi
   local pcap="$work/$1-$3-$6.pcap" dump
   $near tcpdump -i lo -s 800 -B 65536 -w "$pcap" "tcp port $2 or tcp port $ENGINE" 2>/dev/null &
   dump=$!
@@ -135,7 +152,7 @@ run() { # target port rate conns seconds
       fi
     }
 }
-echo "warm-up (discarded)"
+echo "arrivals=$ARRIVALS; warm-up (discarded)"
 # at both measured concurrencies, so that each target has its connections open and its code compiled for them
 for t in $targets; do
   run "${t%%:*}" "${t##*:}" 2000 20 10 >/dev/null
