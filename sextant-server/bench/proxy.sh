@@ -13,6 +13,8 @@
 # the added p50 and p99 over the rounds: one run's p99 moves by milliseconds on 2 shared cores. The maximum
 # throughput is measured N times too, with each proxy's ratio to HAProxy's per round, and their median and range.
 # MAX_ONLY=1 measures only the maximum throughput (after the warm-up).
+# WARMUP=S runs each warm-up step for S seconds (default 10): the gateway's JIT compiler is still at work for minutes
+# after its start, on the gateway's core when pinned, where HAProxy compiles nothing.
 # PAIRED=1 measures each proxy at the same time as the engine directly (two wrk processes, the same rate each), so
 # that the two percentiles subtracted come from the same seconds of the machine's noise (the engine then serves
 # twice the rate); the engine's line is named engine-with-<proxy>.
@@ -152,11 +154,12 @@ run() { # target port rate conns seconds
       fi
     }
 }
-echo "arrivals=$ARRIVALS; warm-up (discarded)"
+warmup="${WARMUP:-10}"
+echo "arrivals=$ARRIVALS; warm-up ${warmup} s a step (discarded)"
 # at both measured concurrencies, so that each target has its connections open and its code compiled for them
 for t in $targets; do
-  run "${t%%:*}" "${t##*:}" 2000 20 10 >/dev/null
-  run "${t%%:*}" "${t##*:}" 5000 100 10 >/dev/null
+  run "${t%%:*}" "${t##*:}" 2000 20 "$warmup" >/dev/null
+  run "${t%%:*}" "${t##*:}" 5000 100 "$warmup" >/dev/null
 done
 repeat="${REPEAT:-1}"
 paced="$repeat"
