@@ -7,13 +7,16 @@
 # snap length, its headers. Packets are stamped as the sender writes them on lo, so "proxy in" (t2 - t1) holds the
 # kernel's delivery, the proxy's wake-up, its wait behind earlier requests on its event loop, and its own work.
 # Usage: sextant-server/bench/legs.sh CAPTURE.pcap PROXY_PORT ENGINE_PORT
-# Prints the p50, p90, p99, p99.9 and max of each leg in ms, the mean legs of the slowest 1% of requests, and how
-# clumped the arrivals are (the share of requests that reach the proxy within 100 µs of the one before).
+# Prints the p50, p90, p99, p99.9 and max of each leg in ms, the mean legs of the slowest 1% of requests, how
+# clumped the arrivals are (the share of requests that reach the proxy within 100 µs of the one before), and the
+# moments of the longest waits in the proxy-in leg: when in the capture, and how many of the slowest 0.1% arrived
+# within 50 ms of that moment (many at one moment: the proxy stalled; spread out: it did not).
 set -euo pipefail
 pcap="$1" proxy="$2" engine="$3"
 rows="$(mktemp)"
 trap 'rm -f "$rows"' EXIT
-# one line per request followed through the proxy: proxy in, engine, proxy out, total (s); one "A time" per arrival
+# one line per request followed through the proxy: proxy in, engine, proxy out, total, arrival time (s); one "A time"
+# per arrival
 tcpdump -r "$pcap" -tt -nn -A 2>/dev/null | awk -v P="$proxy" -v E="$engine" '
   # a packet header line: TIME IP 127.0.0.1.SPORT > 127.0.0.1.DPORT: Flags ...
   $2 == "IP" && $4 == ">" {
@@ -34,7 +37,7 @@ tcpdump -r "$pcap" -tt -nn -A 2>/dev/null | awk -v P="$proxy" -v E="$engine" '
       i = index(line, "x-request-id: "); id = substr($0, i + 14); sub(/[^ -~].*/, "", id); sub(/ +$/, "", id)
       if (kind == "ereq") { t2[id] = t; inflight[dp sp] = id }
       else if (kind == "cres" && (dp in last)) {
-        if ((id in t2) && (id in t3)) printf "R %.6f %.6f %.6f %.6f\n", t2[id] - last[dp], t3[id] - t2[id], t - t3[id], t - last[dp]
+        if ((id in t2) && (id in t3)) printf "R %.6f %.6f %.6f %.6f %.6f\n", t2[id] - last[dp], t3[id] - t2[id], t - t3[id], t - last[dp], last[dp]
         delete last[dp]; delete t2[id]; delete t3[id]
       }
     }
@@ -53,3 +56,9 @@ grep '^R' "$rows" | sort -g -k5 | awk -v m="$m" 'NR > int(m * .99) { k++; i += $
   END { if (k) printf "slowest 1%% (%d requests): mean proxy in %.3f, engine %.3f, proxy out %.3f ms\n", k, i / k * 1000, e / k * 1000, o / k * 1000 }'
 grep '^A' "$rows" | awk '{ print $2 }' | sort -g | awk 'NR > 1 { n++; if ($1 - prev < 0.0001) c++ } { prev = $1 }
   END { if (n) printf "arrivals within 100 us of the previous request: %.1f%%\n", 100 * c / n }'
+# the longest proxy-in waits, up to five moments at least 50 ms apart, in seconds from the first arrival
+awk '$1 == "R"' "$rows" | sort -g -r -k2 | awk -v m="$m" -v t0="$(awk '$1 == "A" && (f == "" || $2 < f) { f = $2 } END { print f }' "$rows")" '
+  NR <= int(m * .001) + 1 { n++; w[n] = $2; at[n] = $6 }
+  END { for (i = 1; i <= n; i++) { for (j = 1; j <= k; j++) if (at[i] - mom[j] < .05 && mom[j] - at[i] < .05) { c[j]++; break }
+          if (j > k && k < 5) { k++; mom[k] = at[i]; top[k] = w[i]; c[k] = 1 } }
+        printf "longest proxy in:"; for (j = 1; j <= k; j++) printf " %.1f ms at %.2f s (%d)", top[j] * 1000, mom[j] - t0, c[j]; print "" }'
