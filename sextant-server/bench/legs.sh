@@ -57,7 +57,7 @@ grep '^R' "$rows" | sort -g -k5 | awk -v m="$m" 'NR > int(m * .99) { k++; i += $
 grep '^A' "$rows" | awk '{ print $2 }' | sort -g | awk 'NR > 1 { n++; if ($1 - prev < 0.0001) c++ } { prev = $1 }
   END { if (n) printf "arrivals within 100 us of the previous request: %.1f%%\n", 100 * c / n }'
 # the longest proxy-in waits, up to five moments at least 50 ms apart, in seconds from the first arrival
-awk '$1 == "R"' "$rows" | sort -g -r -k2 | awk -v m="$m" -v t0="$(awk '$1 == "A" && (f == "" || $2 < f) { f = $2 } END { print f }' "$rows")" '
+grep '^R' "$rows" | sort -g -r -k2 | awk -v m="$m" -v t0="$(awk '$1 == "A" && (f == "" || $2 < f) { f = $2 } END { print f }' "$rows")" '
   NR <= int(m * .001) + 1 { n++; w[n] = $2; at[n] = $6 }
   END { for (i = 1; i <= n; i++) { for (j = 1; j <= k; j++) if (at[i] - mom[j] < .05 && mom[j] - at[i] < .05) { c[j]++; break }
           if (j > k && k < 5) { k++; mom[k] = at[i]; top[k] = w[i]; c[k] = 1 } }

@@ -9,7 +9,9 @@ local conns = tonumber(os.getenv("CONNS") or "1")
 local threads = tonumber(os.getenv("THREADS") or "1")
 local arrivals = os.getenv("ARRIVALS") or "fixed"
 if arrivals ~= "fixed" and arrivals ~= "poisson" then
-  error("ARRIVALS: " .. arrivals .. " (expected: fixed or poisson)")
+  -- error() would only abandon the script, and wrk would go on without it (GET requests, no RESULT line)
+  io.stderr:write("ARRIVALS=" .. arrivals .. " (expected: fixed or poisson)\n")
+  os.exit(2)
 end
 local per_conn_ms = 0
 if rate > 0 then per_conn_ms = conns * 1000.0 / rate end
