@@ -15,6 +15,9 @@
 # MAX_ONLY=1 measures only the maximum throughput (after the warm-up).
 # WARMUP=S runs each warm-up step for S seconds (default 10): the gateway's JIT compiler is still at work for minutes
 # after its start, on the gateway's core when pinned, where HAProxy compiles nothing.
+# JIT_QUIET=N then goes on warming each gateway up, a cycle of the two warm-up steps and an unpaced one at a time,
+# until a cycle's JIT compiles fewer than N methods (at most 30 cycles), so that the rounds meet the gateway in the
+# steady state of one in service: no compilation on its core that HAProxy does not have.
 # PAIRED=1 measures each proxy at the same time as the engine directly (two wrk processes, the same rate each), so
 # that the two percentiles subtracted come from the same seconds of the machine's noise (the engine then serves
 # twice the rate); the engine's line is named engine-with-<proxy>.
@@ -29,7 +32,9 @@
 # RELAY=1 adds target "relay": HAProxy in TCP mode (bytes passed through, no HTTP parsed), the least any proxy hop
 # can add on this machine (two more loopback connections, two more wake-ups a request), as a floor for the others.
 # Prints one line per (round, target, offered rate) and a max-throughput line per target; each line of a target run
-# alone ends with cpu_us_per_req, the target process's CPU time (user + system, all threads) per answered request.
+# alone ends with cpu_us_per_req, the target process's CPU time (user + system, all threads) per answered request,
+# and a gateway's with jit_compiled and jit_ms, the methods its JIT compiled during the run and the compilers' time
+# on them (jstat -compiler, before and after): a compilation pinned to the event loop's core delays its requests.
 set -euo pipefail
 secs="${1:-20}"
 export ARRIVALS="${ARRIVALS:-fixed}"       # post.lua stops wrk on any other value than fixed or poisson
@@ -137,19 +142,28 @@ captured() { # target port rate conns seconds round: run, with the proxy's and t
   "$here/legs.sh" "$pcap" "$2" $ENGINE | sed "s/^/round=$6 $1 offered=$3 legs: /" >&2
   rm -f "$pcap"
 }
+# jit PID: a JVM's methods compiled so far and the time its compilers spent on them, in ms (jstat, on CPU 0 when
+# pinned; run between measurements, never during one)
+jit() { $near jstat -compiler "$1" | awk 'NR == 2 { printf "%d %d", $1, $4 * 1000 }'; }
 run() { # target port rate conns seconds
   alone "${1#engine-with-}"
-  local pid before after
+  local pid before after jit_before=""
   pid=$(pid_of "$1")
   [ -z "$pid" ] || before=$(cpu_ticks "$pid")
+  case "$1" in sextant*) [ -z "$pid" ] || jit_before=$(jit "$pid") ;; esac
   RATE=$3 CONNS=$4 THREADS=1 $near wrk -t1 -c"$4" -d"$5"s -s "$here/post.lua" "http://127.0.0.1:$2/v1/chat/completions" \
     | grep '^RESULT' | sed "s/^RESULT/$1 offered=$3/" | {
       # the target's CPU time per answered request over the run (not for engine-with-*, whose engine serves two)
       if [ -z "$pid" ]; then cat; else
         local out; out=$(cat)                  # wrk's line, once wrk has finished
         after=$(cpu_ticks "$pid")
-        echo "$out" | awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" '{ for (i = 1; i <= NF; i++) if ($i ~ /^requests=/) n = substr($i, 10)
-          printf "%s cpu_us_per_req=%.1f\n", $0, (n > 0 ? ticks / hz * 1e6 / n : 0) }'
+        # a gateway's JIT compilations during the run: methods compiled, and the compilers' time on them
+        local jit_during=""
+        if [ -n "$jit_before" ]; then
+          jit_during=$(echo "$jit_before $(jit "$pid")" | awk '{ printf " jit_compiled=%d jit_ms=%d", $3 - $1, $4 - $2 }')
+        fi
+        echo "$out" | awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" -v jit="$jit_during" '{ for (i = 1; i <= NF; i++) if ($i ~ /^requests=/) n = substr($i, 10)
+          printf "%s cpu_us_per_req=%.1f%s\n", $0, (n > 0 ? ticks / hz * 1e6 / n : 0), jit }'
       fi
     }
 }
@@ -160,6 +174,23 @@ for t in $targets; do
   run "${t%%:*}" "${t##*:}" 2000 20 "$warmup" >/dev/null
   run "${t%%:*}" "${t##*:}" 5000 100 "$warmup" >/dev/null
 done
+if [ -n "${JIT_QUIET:-}" ]; then
+  # each gateway: warm-up cycles (the two paced steps and an unpaced one, as measured) until one cycle has its JIT
+  # compile fewer than JIT_QUIET methods, at most 30 cycles; one line per cycle
+  for t in $targets; do
+    case "${t%%:*}" in sextant*) ;; *) continue ;; esac
+    for cycle in $(seq 1 30); do
+      compiled=0
+      for step in "2000 20" "5000 100" "0 64"; do
+        # shellcheck disable=SC2086 # rate and connections
+        line=$(run "${t%%:*}" "${t##*:}" $step "$warmup")
+        compiled=$(( compiled + $(echo "$line" | sed -n 's/.*jit_compiled=\([0-9]*\).*/\1/p') ))
+      done
+      echo "warm-up ${t%%:*} cycle=$cycle jit_compiled=$compiled"
+      [ "$compiled" -ge "$JIT_QUIET" ] || break
+    done
+  done
+fi
 repeat="${REPEAT:-1}"
 paced="$repeat"
 [ "${MAX_ONLY:-0}" != 1 ] || paced=0
