@@ -5,6 +5,7 @@ import dev.sextant.config.TopologyException;
 import dev.sextant.config.TopologyLoader;
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.SolveOptions;
+import dev.sextant.server.internal.JvmMeters;
 import dev.sextant.server.internal.Listen;
 import dev.sextant.server.internal.ListenException;
 import dev.sextant.server.internal.OversizedAwareAggregator;
@@ -74,6 +75,7 @@ public final class ControlPlane implements AutoCloseable {
     private final HttpClient scraper;
     private final EventLoopGroup group;
     private final Channel serverChannel;
+    private final JvmMeters jvm;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final Counter solves;
     private final Counter publications;
@@ -171,6 +173,7 @@ public final class ControlPlane implements AutoCloseable {
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
             throw e;
         }
+        jvm = JvmMeters.bindTo(registry);
         LOG.info("control plane listening on " + uri() + ", topology "
                 + config.topologyFile() + ", snapshot " + publisher.current().version());
     }
@@ -535,5 +538,6 @@ public final class ControlPlane implements AutoCloseable {
         serverChannel.close().awaitUninterruptibly();
         channels.close().awaitUninterruptibly();
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly();
+        jvm.close();
     }
 }

@@ -9,6 +9,7 @@ import dev.sextant.request.DataPlaneStatus;
 import dev.sextant.request.Ejection;
 import dev.sextant.request.Ticker;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.internal.JvmMeters;
 import dev.sextant.server.internal.Listen;
 import dev.sextant.server.internal.ListenException;
 import dev.sextant.server.internal.StartException;
@@ -67,6 +68,7 @@ public final class Gateway implements AutoCloseable {
     private final SnapshotSource source;
     private final EventLoopGroup group;
     private final Channel serverChannel;
+    private final JvmMeters jvm;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicInteger http2Connections = new AtomicInteger();
@@ -180,6 +182,7 @@ public final class Gateway implements AutoCloseable {
             throw e;
         }
         metrics.eventLoops(group);
+        jvm = JvmMeters.bindTo(metrics.registry);
         LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")
                 + "://" + config.host() + ":" + port() + (config.http2() ? " (HTTP/1.1 and HTTP/2)" : " (HTTP/1.1)")
                 + " with snapshot " + plane.get().snapshot().version() + " ("
@@ -454,5 +457,6 @@ public final class Gateway implements AutoCloseable {
         source.close();
         reporter.close();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+        jvm.close();
     }
 }

@@ -259,7 +259,9 @@ class ControlPlaneTest {
     @Test
     void metrics_everyMetricSaysWhatItCounts() throws Exception {
         String body = get("/metrics").body();
-        assertThat(body).contains("sextant_control_solves_total");
+        assertThat(body).contains("sextant_control_solves_total")
+                .as("the process's own meters beside Sextant's").contains("# TYPE jvm_compilation_time_ms_total counter")
+                .contains("jvm_memory_used_bytes{area=\"heap\"").contains("# TYPE process_files_open_files gauge");
         assertThat(body.lines().filter(l -> l.startsWith("# HELP "))).isNotEmpty()
                 .allSatisfy(l -> assertThat(l.split(" ", 4)).hasSize(4).satisfies(p -> assertThat(p[3]).isNotBlank()));
     }

@@ -185,6 +185,46 @@ class GatewayProxyTest {
     }
 
     @Test
+    void metrics_includeTheProcesssOwn_underTheNamesJvmServicesExport() throws Exception {
+        String body = Fleet.get(gw.port(), "/metrics").body();
+        assertThat(metricValue(body, "jvm_compilation_time_ms_total"))
+                .as("the JIT compiler's time so far: a gateway still compiling has a longer tail").isPositive();
+        assertThat(metricValue(body, "process_files_open_files"))
+                .as("descriptors open: at least the listening socket and the engine connections").isPositive();
+        assertThat(metricValue(body, "process_files_max_files")).isGreaterThan(metricValue(body, "process_files_open_files"));
+        assertThat(metricValue(body, "jvm_threads_live_threads")).isPositive();
+        assertThat(metricValue(body, "process_uptime_seconds")).isPositive();
+        assertThat(body).contains("jvm_memory_used_bytes{area=\"heap\"").contains("# TYPE process_cpu_usage gauge")
+                .contains("# TYPE jvm_classes_loaded_classes gauge");
+    }
+
+    @Test
+    void aClosedGateway_noLongerRecordsTheCollectorsPauses() throws Exception {
+        Gateway closed = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false),
+                SnapshotSource.fixed(fleet.snapshot()), 1);
+        closed.close();
+        double closedBefore = gcPauses(closed);
+        double openBefore = gcPauses(gw);
+        System.gc(); // a full collection, announced to the JVM's notification listeners
+        assertThat(Fleet.await(() -> gcPauses(gw) > openBefore, Duration.ofSeconds(10)))
+                .as("an open gateway records the collection (the control for the assertion below)").isTrue();
+        assertThat(gcPauses(closed)).as("the closed gateway's listeners are gone").isEqualTo(closedBefore);
+    }
+
+    /** The collections recorded in {@code g}'s registry so far ({@code jvm.gc.pause}, every collector and cause). */
+    private static double gcPauses(Gateway g) {
+        return g.metrics.registry.find("jvm.gc.pause").timers().stream().mapToDouble(t -> t.count()).sum();
+    }
+
+    /** The value of the first sample of {@code name}, with or without labels, in a Prometheus text exposition. */
+    private static double metricValue(String body, String name) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^" + name + "(?:\\{[^}]*})? (\\S+)$")
+                .matcher(body);
+        assertThat(m.find()).as(name + " in /metrics").isTrue();
+        return Double.parseDouble(m.group(1));
+    }
+
+    @Test
     void unknownModel_is404InOpenAiShape() throws Exception {
         HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions",
                 "{\"model\":\"nope\",\"messages\":[]}");
