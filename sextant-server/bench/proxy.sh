@@ -38,6 +38,7 @@
 set -euo pipefail
 secs="${1:-20}"
 export ARRIVALS="${ARRIVALS:-fixed}"       # post.lua stops wrk on any other value than fixed or poisson
+case "${JIT_QUIET:-0}" in ''|*[!0-9]*) echo "JIT_QUIET=$JIT_QUIET (expected: a whole number of methods)" >&2; exit 2 ;; esac
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ENGINE=19101 GATEWAY=19200 GATEWAY2=19201 HAPROXY=19300 RELAY_PORT=19301
@@ -174,7 +175,7 @@ for t in $targets; do
   run "${t%%:*}" "${t##*:}" 2000 20 "$warmup" >/dev/null
   run "${t%%:*}" "${t##*:}" 5000 100 "$warmup" >/dev/null
 done
-if [ -n "${JIT_QUIET:-}" ]; then
+if [ "${JIT_QUIET:-0}" -gt 0 ]; then
   # each gateway: warm-up cycles (the two paced steps and an unpaced one, as measured) until one cycle has its JIT
   # compile fewer than JIT_QUIET methods, at most 30 cycles; one line per cycle
   for t in $targets; do
@@ -184,7 +185,9 @@ if [ -n "${JIT_QUIET:-}" ]; then
       for step in "2000 20" "5000 100" "0 64"; do
         # shellcheck disable=SC2086 # rate and connections
         line=$(run "${t%%:*}" "${t##*:}" $step "$warmup")
-        compiled=$(( compiled + $(echo "$line" | sed -n 's/.*jit_compiled=\([0-9]*\).*/\1/p') ))
+        n=$(echo "$line" | sed -n 's/.*jit_compiled=\([0-9]*\).*/\1/p')
+        if [ -z "$n" ]; then echo "JIT_QUIET: no JIT figures for ${t%%:*} (jstat -compiler failed?)" >&2; exit 1; fi
+        compiled=$(( compiled + n ))
       done
       echo "warm-up ${t%%:*} cycle=$cycle jit_compiled=$compiled"
       [ "$compiled" -ge "$JIT_QUIET" ] || break
