@@ -4,12 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sextant.server.internal.Http;
+import dev.sextant.signal.PrometheusText;
+import dev.sextant.signal.Sample;
+import dev.sextant.signal.Scrape;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
@@ -142,9 +146,9 @@ class GatewayProxyTest {
 
     private static double overheadCount() {
         try {
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^sextant_gateway_overhead_seconds_count (\\S+)$")
-                    .matcher(Fleet.get(gw.port(), "/metrics").body());
-            return m.find() ? Double.parseDouble(m.group(1)) : 0;
+            List<Sample> count = PrometheusText.parse(Fleet.get(gw.port(), "/metrics").body())
+                    .samples("sextant_gateway_overhead_seconds_count");
+            return count.isEmpty() ? 0 : count.get(0).value();
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
@@ -187,13 +191,16 @@ class GatewayProxyTest {
     @Test
     void metrics_includeTheProcesssOwn_underTheNamesJvmServicesExport() throws Exception {
         String body = Fleet.get(gw.port(), "/metrics").body();
-        assertThat(metricValue(body, "jvm_compilation_time_ms_total"))
+        Scrape scrape = PrometheusText.parse(body);
+        assertThat(scrape.problems()).as("the exposition parses whole").isEmpty();
+        assertThat(firstValue(scrape, "jvm_compilation_time_ms_total"))
                 .as("the JIT compiler's time so far: a gateway still compiling has a longer tail").isPositive();
-        assertThat(metricValue(body, "process_files_open_files"))
+        assertThat(firstValue(scrape, "process_files_open_files"))
                 .as("descriptors open: at least the listening socket and the engine connections").isPositive();
-        assertThat(metricValue(body, "process_files_max_files")).isGreaterThan(metricValue(body, "process_files_open_files"));
-        assertThat(metricValue(body, "jvm_threads_live_threads")).isPositive();
-        assertThat(metricValue(body, "process_uptime_seconds")).isPositive();
+        assertThat(firstValue(scrape, "process_files_max_files"))
+                .isGreaterThan(firstValue(scrape, "process_files_open_files"));
+        assertThat(firstValue(scrape, "jvm_threads_live_threads")).isPositive();
+        assertThat(firstValue(scrape, "process_uptime_seconds")).isPositive();
         assertThat(body).contains("jvm_memory_used_bytes{area=\"heap\"").contains("# TYPE process_cpu_usage gauge")
                 .contains("# TYPE jvm_classes_loaded_classes gauge");
     }
@@ -218,12 +225,11 @@ class GatewayProxyTest {
         return g.metrics.registry.find("jvm.gc.pause").timers().stream().mapToDouble(t -> t.count()).sum();
     }
 
-    /** The value of the first sample of {@code name}, with or without labels, in a Prometheus text exposition. */
-    private static double metricValue(String body, String name) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^" + name + "(?:\\{[^}]*})? (\\S+)$")
-                .matcher(body);
-        assertThat(m.find()).as(name + " in /metrics").isTrue();
-        return Double.parseDouble(m.group(1));
+    /** The value of the first sample called {@code name}, with or without labels (fails when there is none). */
+    private static double firstValue(Scrape scrape, String name) {
+        List<Sample> samples = scrape.samples(name);
+        assertThat(samples).as(name + " in /metrics").isNotEmpty();
+        return samples.get(0).value();
     }
 
     @Test
