@@ -10,8 +10,10 @@
 # PIN=1 pins the proxies (gateway, HAProxy) to CPU 1 and wrk and the engine to CPU 0 (taskset), so that the
 # proxy under test does not compete with the load generator for a core. PIN=loop: see below.
 # REPEAT=N measures the paced rates N times (targets interleaved in each round) and prints the median and range of
-# the added p50 and p99 over the rounds: one run's p99 moves by milliseconds on 2 shared cores. The maximum
-# throughput is measured N times too, with each proxy's ratio to HAProxy's per round, and their median and range.
+# the added p50 and p99 over the rounds, and of each proxy's p99 as a ratio to HAProxy's in the same round: one
+# run's p99 moves by milliseconds on 2 shared cores. The maximum throughput is measured N times too, with each proxy's
+# ratio to HAProxy's per round, and their median and range. (summaries.sh prints these; it can also sum up a saved
+# run's output again.)
 # MAX_ONLY=1 measures only the maximum throughput (after the warm-up).
 # WARMUP=S runs each warm-up step for S seconds (default 10): the gateway's JIT compiler is still at work for minutes
 # after its start, on the gateway's core when pinned, where HAProxy compiles nothing.
@@ -214,27 +216,11 @@ for round in $(seq 1 "$paced"); do
     done
   done
 done
-# summary PREFIX: the numbers read, one per line, as "PREFIX median=… min=… max=… rounds=N"
-summary() {
-  sort -g | awk -v prefix="$1" '{ a[NR] = $1 }
-    END { printf "%s median=%.2f min=%.2f max=%.2f rounds=%d\n", prefix,
-            (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), a[1], a[NR], NR }'
-}
 if [ "$paced" -gt 1 ]; then
-  # added latency per round (the proxy's percentile minus the engine's in the same round), then the median
-  # and range over the rounds
-  echo "added latency over $repeat rounds: median (min-max), ms"
-  for rate in 1000 5000; do
-    for t in $(echo "$targets" | tr ' ' '\n' | cut -d: -f1 | grep -v '^engine$'); do
-      for q in p50_ms p99_ms; do
-        awk -v rate="$rate" -v t="$t" -v q="$q" '
-          { r = ""; v = ""; for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "round") r = kv[2];
-              if (kv[1] == q) v = kv[2] }
-            if ($0 ~ ("offered=" rate " ")) { if ($2 == "engine" || $2 == "engine-with-" t) e[r] = v; else if ($2 == t) p[r] = v } }
-          END { for (r in p) print p[r] - e[r] }' "$work/rounds.txt" | summary "$t offered=$rate added_$q"
-      done
-    done
-  done
+  # per round: added latency (the proxy's percentile minus the engine's in the same round) and the p99 as a ratio to
+  # HAProxy's; then the median and range over the rounds
+  echo "added latency over $repeat rounds: median (min-max), ms; p99 as a ratio to HAProxy's"
+  "$here/summaries.sh" "$work/rounds.txt"
 fi
 # the gateway's own share, as it measures it (sextant_gateway_overhead_seconds: request read to engine write, plus
 # the answer's last part read to client write; warm-up and all rounds): the share of requests at or below each bucket
@@ -256,11 +242,4 @@ for round in $(seq 1 "$repeat"); do
   [ $((round % 2)) = 1 ] || order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
   for t in $order; do run "${t%%:*}" "${t##*:}" 0 64 "$secs" | sed "s/^/round=$round /" | tee -a "$work/max.txt"; done
 done
-if [ "$repeat" -gt 1 ]; then
-  for t in $(echo "$targets" | tr ' ' '\n' | cut -d: -f1 | grep -v '^engine$' | grep -v '^haproxy$'); do
-    awk -v t="$t" '{ r = ""; v = ""; for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "round") r = kv[2]
-          if (kv[1] == "rps") v = kv[2] }
-        if ($2 == t) p[r] = v; else if ($2 == "haproxy") h[r] = v }
-      END { for (r in p) if (h[r] > 0) print p[r] / h[r] }' "$work/max.txt" | summary "$t max_rps_to_haproxy"
-  done
-fi
+[ "$repeat" -lt 2 ] || "$here/summaries.sh" "$work/max.txt"
