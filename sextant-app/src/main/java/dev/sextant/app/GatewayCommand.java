@@ -9,6 +9,7 @@ import dev.sextant.server.gateway.Gateway;
 import dev.sextant.server.gateway.GatewayConfig;
 import dev.sextant.server.gateway.SnapshotSource;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.warmup.WarmUp;
 import java.io.PrintWriter;
 import java.net.URI;
 import java.nio.file.Path;
@@ -27,9 +28,11 @@ final class GatewayCommand implements Callable<Integer> {
             "max_body_bytes", "connect_timeout",
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
-            "max_header_bytes", "http2", "max_concurrent_streams");
+            "max_header_bytes", "http2", "max_concurrent_streams", "warm_up");
     /** Most event loop threads: a gateway uses one per core; far more only costs memory and switching. */
     static final int MAX_THREADS = 256;
+    /** Longest warm-up: the benchmark's JIT went quiet within minutes; longer only delays the start. */
+    static final Duration MAX_WARM_UP = Duration.ofMinutes(10);
     private final PrintWriter out;
 
     @Option(names = "--config", paramLabel = "GATEWAY.yaml", required = true, description = "The gateway's settings.")
@@ -71,7 +74,12 @@ final class GatewayCommand implements Callable<Integer> {
         GatewayConfig c;
         Duration longPollWait = f.duration("long_poll_wait", Duration.ofSeconds(30));
         int threads = f.integer("threads", Math.max(2, Runtime.getRuntime().availableProcessors()));
+        Duration warmUp = f.duration("warm_up", Duration.ZERO);
         try {
+            if (warmUp.compareTo(MAX_WARM_UP) > 0) {
+                throw new IllegalArgumentException("warm_up: " + warmUp.toSeconds() + "s (expected: 0s, off, to "
+                        + MAX_WARM_UP.toMinutes() + "m)");
+            }
             Http.positive("long_poll_wait", longPollWait);
             if (threads < 1 || threads > MAX_THREADS) {
                 throw new IllegalArgumentException("threads: " + threads + " (expected: 1.." + MAX_THREADS + ")");
@@ -108,12 +116,32 @@ final class GatewayCommand implements Callable<Integer> {
         SnapshotSource source = cp != null
                 ? SnapshotSource.longPoll(cp, cluster, token, longPollWait, c.clientTls())
                 : SnapshotSource.fixed(SnapshotJson.read(snapshotFile));
+        if (!warmUp.isZero()) {
+            warmUp(c, threads, warmUp);
+        }
         Gateway gw = Gateway.start(c, source, threads);
         out.println("gateway " + cluster + " on " + (c.tls() == null ? "http" : "https") + "://" + c.host() + ":" + gw.port() + " (snapshot "
                 + gw.plane().snapshot().version() + (cp != null ? " from " + cp : " from " + snapshotFile) + ")");
         out.flush();
         Running.untilStopped(out, duration, gw);
         return 0;
+    }
+
+    /** Runs the warm-up ({@link WarmUp}) before the gateway binds its port, and says what it did. */
+    private void warmUp(GatewayConfig c, int threads, Duration length) throws java.io.IOException, InterruptedException {
+        out.println("gateway " + c.gatewayCluster() + ": warming up for " + length.toMillis() / 1000.0
+                + " s before listening");
+        out.flush();
+        WarmUp.Result r = WarmUp.run(c, threads, length);
+        out.println("gateway " + c.gatewayCluster() + ": warm-up done: " + r.requests() + " requests in "
+                + String.format("%.1f", r.took().toMillis() / 1000.0) + " s, " + r.failures() + " failed"
+                + (r.compilerMs() >= 0 ? ", " + r.compilerMs() + " ms of JIT compilation (the last "
+                + String.format("%.1f", r.drain().toMillis() / 1000.0) + " s waiting for it to finish)" : ""));
+        if (r.failures() > 0) {
+            out.println("gateway " + c.gatewayCluster() + ": warning: " + r.failures() + " warm-up requests were not"
+                    + " answered 200 (the first: " + r.firstFailure() + "); starting anyway");
+        }
+        out.flush();
     }
 
     /** The control plane's base URL, held to what an engine endpoint is ({@link Urls#isHttpBase}). */

@@ -61,6 +61,8 @@ class ServerCommandsTest {
             empty token file       | control-plane | topology: t.yaml\\ntoken_file: empty                    | token_file:
             engine token missing   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: nope | nope: cannot read: no such file
             engine token empty     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: empty | server.yaml:3: engine_token_file:
+            warm-up too long       | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nwarm_up: 11m | server.yaml:3: warm_up: 660s (expected: 0s, off, to 10m)
+            warm-up not a duration | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nwarm_up: soon | server.yaml:3: warm_up: 'soon' (expected: a duration >= 0
             nul in a path          | gateway       | gateway_cluster: east\\nsnapshot_file: "s\\u0000.json" | server.yaml:2: snapshot_file: 's\\0.json' (expected: a file path; Nul character not allowed)
             """)
     void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
@@ -85,6 +87,24 @@ class ServerCommandsTest {
         assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
         assertThat(dir.resolve("kept.json")).as("the snapshot cache, beside the config").isNotEmptyFile();
         assertThat(stdout).contains("gateway east on http://127.0.0.1:").contains("(snapshot 1 from ").contains("stopped");
+    }
+
+    @Test
+    void gateway_withAWarmUp_warmsUpBeforeItListens() throws Exception {
+        assertThat(run("solve", Path.of("..", "examples", "talk.yaml").toString())).isZero();
+        Files.writeString(dir.resolve("snapshot.json"), stdout);
+        Path config = dir.resolve("gateway.yaml");
+        Files.writeString(config, "gateway_cluster: east\nport: 0\nsnapshot_file: snapshot.json\nthreads: 1\n"
+                + "warm_up: 1s\n");
+        assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
+        assertThat(stdout).contains("gateway east: warming up for 1.0 s before listening");
+        java.util.regex.Matcher done = java.util.regex.Pattern
+                .compile("gateway east: warm-up done: (\\d+) requests in [0-9.]+ s, 0 failed").matcher(stdout);
+        assertThat(done.find()).as(stdout).isTrue();
+        assertThat(Long.parseLong(done.group(1))).isPositive();
+        assertThat(stdout.indexOf("warm-up done")).as("the gateway listens after its warm-up")
+                .isLessThan(stdout.indexOf("gateway east on http://127.0.0.1:"));
+        assertThat(stdout).doesNotContain("warning");
     }
 
     @Test

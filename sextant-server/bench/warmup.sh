@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A new gateway's first minute of traffic, with and without its warm-up (gateway.yaml `warm_up`). Needs wrk (Debian:
+# apt-get install -y wrk). The set-up of proxy.sh: one engine emulator, small non-streaming chat completions, a gateway
+# with one event loop and no access log; PIN=1 puts the gateway on CPU 1 and wrk and the engine on CPU 0.
+# Usage: sextant-server/bench/warmup.sh [repetitions] [warm-up, e.g. 30s]
+# Each repetition starts a fresh gateway without a warm-up and one with it, in turn (which goes first alternates),
+# and from the moment it answers /healthz sends it RUNS back-to-back runs of 10 s at RATE req/s (default six at
+# 5,000/s, Poisson arrivals as a service's independent clients send them), with no other warm-up: as a gateway put
+# into service at full load. The engine alone is measured the same way before each repetition, as the reference
+# (after 20 s of its own warm-up at the start).
+# Prints one line per (repetition, gateway, run): wrk's latency figures and jit_compiled, the methods the gateway's
+# JIT compiled during that run (jstat -compiler); then, per gateway and run, the median and range over the
+# repetitions of the p99 and the longest request.
+set -euo pipefail
+reps="${1:-3}"
+warm="${2:-30s}"
+runs="${RUNS:-6}"
+rate="${RATE:-5000}"
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ENGINE=19101 GATEWAY=19200
+if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
+export ARRIVALS="${ARRIVALS:-poisson}"
+
+one_step_engine $ENGINE
+one_engine_snapshot $ENGINE 1
+wait_for $ENGINE /healthz
+
+load() { # port: one 10 s run at $rate; prints wrk's RESULT line without its prefix
+  RATE=$rate CONNS=$((rate / 50)) THREADS=1 $near wrk -t1 -c$((rate / 50)) -d10s -s "$here/post.lua" \
+    "http://127.0.0.1:$1/v1/chat/completions" | sed -n 's/^RESULT //p'
+}
+compiled() { jstat -compiler "$1" | awk 'NR == 2 { print $1 }'; }
+
+echo "rate=$rate arrivals=$ARRIVALS runs=$runs warm_up=$warm"
+load $ENGINE >/dev/null # the engine's own warm-up (discarded): the gateways' start is what is measured
+load $ENGINE >/dev/null
+for rep in $(seq 1 "$reps"); do
+  for i in $(seq 1 "$runs"); do echo "rep=$rep target=engine run=$i $(load $ENGINE)"; done
+  order="cold warm"
+  [ $((rep % 2)) = 1 ] || order="warm cold"
+  for kind in $order; do
+    one_loop_gateway_yaml $GATEWAY "$work/gateway-$kind.yaml"
+    [ "$kind" = cold ] || echo "warm_up: $warm" >>"$work/gateway-$kind.yaml"
+    $proxy java -Xms1g -Xmx1g -jar "$jar" gateway --config "$work/gateway-$kind.yaml" >"$work/gateway-$kind.log" 2>&1 &
+    gpid=$!
+    pids+=("$gpid")
+    for _ in $(seq 1 1200); do curl -s -o /dev/null "http://127.0.0.1:$GATEWAY/healthz" && break; sleep 0.1; done
+    curl -s -o /dev/null "http://127.0.0.1:$GATEWAY/healthz" || { echo "the $kind gateway did not start" >&2; exit 1; }
+    done_line=$(grep -o 'warm-up done: .*' "$work/gateway-$kind.log" || true)
+    [ -z "$done_line" ] || echo "rep=$rep target=$kind $done_line"
+    for i in $(seq 1 "$runs"); do
+      before=$(compiled "$gpid")
+      line=$(load $GATEWAY)
+      echo "rep=$rep target=$kind run=$i $line jit_compiled=$(( $(compiled "$gpid") - before ))"
+    done
+    kill "$gpid"
+    wait "$gpid" 2>/dev/null || true
+  done
+done | tee "$work/lines.txt"
+
+# median (min-max) over the repetitions, per target and run
+echo "median (min-max) over $reps repetitions"
+for target in engine cold warm; do
+  for i in $(seq 1 "$runs"); do
+    for q in p99_ms max_ms jit_compiled; do
+      awk -v t="$target" -v i="$i" -v q="$q" '$2 == "target=" t && $3 == "run=" i {
+          for (f = 4; f <= NF; f++) { split($f, kv, "="); if (kv[1] == q) print kv[2] } }' "$work/lines.txt" \
+        | sort -g | awk -v label="target=$target run=$i $q" '{ a[NR] = $1 }
+            END { if (NR) printf "%s median=%g min=%g max=%g\n", label,
+                    (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), a[1], a[NR] }'
+    done
+  done
+done
