@@ -109,7 +109,8 @@ final class GatewayCommand implements Callable<Integer> {
             String from = cp != null ? "control plane " + cp : "snapshot file " + snapshotFile + " (version "
                     + SnapshotJson.read(snapshotFile).version() + ")";
             out.println(config + ": ok: gateway cluster " + cluster + " on " + (c.tls() == null ? "http" : "https")
-                    + "://" + c.host() + ":" + c.port() + ", snapshots from " + from);
+                    + "://" + c.host() + ":" + c.port() + ", snapshots from " + from
+                    + (warmUp.isZero() ? "" : ", a warm-up of " + warmUp.toMillis() / 1000.0 + " s before listening"));
             out.flush();
             return 0;
         }

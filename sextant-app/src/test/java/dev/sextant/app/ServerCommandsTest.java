@@ -158,7 +158,10 @@ class ServerCommandsTest {
         Path config = dir.resolve("gateway.yaml");
         Files.writeString(config, "gateway_cluster: east\nsnapshot_file: snapshot.json\n");
         assertThat(run("gateway", "--config", config.toString(), "--check")).isZero();
-        assertThat(stdout).contains("snapshots from snapshot file").contains("(version 1)");
+        assertThat(stdout).contains("snapshots from snapshot file").contains("(version 1)").doesNotContain("warm-up");
+        Files.writeString(config, "gateway_cluster: east\nsnapshot_file: snapshot.json\nwarm_up: 45s\n");
+        assertThat(run("gateway", "--config", config.toString(), "--check")).isZero();
+        assertThat(stdout).contains("(version 1), a warm-up of 45.0 s before listening").doesNotContain("warming up");
 
         Files.writeString(dir.resolve("snapshot.json"), "{\"version\": 1,");
         assertThat(run("gateway", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
