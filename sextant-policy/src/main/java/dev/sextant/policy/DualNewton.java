@@ -163,7 +163,10 @@ final class DualNewton {
             s = s != null ? s : primal(p);
             boolean met = s.gap <= gapTolerance && s.fullGap <= gapTolerance;
             boolean better = best == null || Math.max(s.gap, s.fullGap) < Math.max(best.gap, best.fullGap);
-            if (!met && (s.gap <= 10 * gapTolerance || !better)) {
+            // stalled: τ fell (at least twofold) but the gap did not even halve. Seen with shedding, where loose
+            // stages improved a little each time, so never went to rounding, until τ was too small for Newton
+            boolean stalled = best != null && Math.max(s.gap, s.fullGap) > 0.5 * Math.max(best.gap, best.fullGap);
+            if (!met && (s.gap <= 10 * gapTolerance || !better || stalled)) {
                 Solution exact = newton(p, gradTol, target);
                 s = exact != null ? exact : primal(p);
             }

@@ -85,6 +85,19 @@ class OptimalPolicyProperties {
     }
 
     /**
+     * A topology that sheds, whose cold solve once stalled at a gap of 2.5e-4: its temperature stages, each solved
+     * only to a millionth of the demand, improved a little each time and so were never solved to rounding, until τ
+     * was too small for Newton's method. A stage that does not halve the gap is now solved to rounding.
+     */
+    @Example
+    void everySolution_thatStalledWhileShedding_isCertified() {
+        everySolution_isCertified(76_325);
+        assertThat(Policies.optimal().solve(Topologies.random(76_325), SolveOptions.defaults()).objective()
+                .gapRelative()).as("to the default tolerance, not only the shedding allowance")
+                .isLessThanOrEqualTo(SolveOptions.DEFAULT_GAP_TOLERANCE);
+    }
+
+    /**
      * A topology whose warm-started re-solve with affinity once stalled at a gap of 0.81 after 800 Newton steps
      * (the demand change makes it shed): the solver now starts again from the cold guess when the warm start
      * does not certify.
