@@ -14,6 +14,7 @@ import java.io.PrintWriter;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -129,15 +130,16 @@ final class GatewayCommand implements Callable<Integer> {
     }
 
     /** Runs the warm-up ({@link WarmUp}) before the gateway binds its port, and says what it did. */
-    private void warmUp(GatewayConfig c, int threads, Duration length) throws java.io.IOException, InterruptedException {
+    private void warmUp(GatewayConfig c, int threads, Duration length)
+            throws java.io.IOException, InterruptedException {
         out.println("gateway " + c.gatewayCluster() + ": warming up for " + length.toMillis() / 1000.0
                 + " s before listening");
         out.flush();
         WarmUp.Result r = WarmUp.run(c, threads, length);
         out.println("gateway " + c.gatewayCluster() + ": warm-up done: " + r.requests() + " requests in "
-                + String.format("%.1f", r.took().toMillis() / 1000.0) + " s, " + r.failures() + " failed"
-                + (r.compilerMs() >= 0 ? ", " + r.compilerMs() + " ms of JIT compilation (the last "
-                + String.format("%.1f", r.drain().toMillis() / 1000.0) + " s waiting for it to finish)" : ""));
+                + String.format(Locale.ROOT, "%.1f", r.took().toMillis() / 1000.0) + " s, " + r.failures()
+                + " failed" + (r.compilerMs() < 0 ? "" : ", " + r.compilerMs() + " ms of JIT compilation (the last "
+                + String.format(Locale.ROOT, "%.1f", r.drain().toMillis() / 1000.0) + " s waiting for it to finish)"));
         if (r.failures() > 0) {
             out.println("gateway " + c.gatewayCluster() + ": warning: " + r.failures() + " warm-up requests were not"
                     + " answered 200 (the first: " + r.firstFailure() + "); starting anyway");

@@ -21,10 +21,13 @@ import java.util.concurrent.TimeUnit;
  */
 final class StandInEngine implements AutoCloseable {
     private static final byte[] ANSWER = ("{\"id\":\"warm-up\",\"object\":\"chat.completion\",\"model\":\"warm-up\","
-            + "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"ok\"},\"finish_reason\":\"stop\"}],"
-            + "\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":1,\"total_tokens\":9}}").getBytes(StandardCharsets.UTF_8);
-    private static final byte[] CHUNK = ("data: {\"id\":\"warm-up\",\"object\":\"chat.completion.chunk\",\"model\":\"warm-up\","
-            + "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\n").getBytes(StandardCharsets.UTF_8);
+            + "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"ok\"},"
+            + "\"finish_reason\":\"stop\"}],"
+            + "\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":1,\"total_tokens\":9}}")
+            .getBytes(StandardCharsets.UTF_8);
+    private static final byte[] CHUNK = ("data: {\"id\":\"warm-up\",\"object\":\"chat.completion.chunk\","
+            + "\"model\":\"warm-up\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\n")
+            .getBytes(StandardCharsets.UTF_8);
     private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8);
     private static final int CHUNKS = 4;
 

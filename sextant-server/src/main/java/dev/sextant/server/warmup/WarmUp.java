@@ -70,7 +70,8 @@ public final class WarmUp {
      * @param threads its event loop threads
      * @param length  how long, &gt; 0
      */
-    public static Result run(GatewayConfig real, int threads, Duration length) throws IOException, InterruptedException {
+    public static Result run(GatewayConfig real, int threads, Duration length)
+            throws IOException, InterruptedException {
         if (length == null || length.isNegative() || length.isZero()) {
             throw new IllegalArgumentException("warm_up: " + length + " (expected: > 0)");
         }
@@ -177,10 +178,10 @@ public final class WarmUp {
             String words = "warm up " + n % 97 + " the request path of a gateway";
             String path = "/v1/chat/completions";
             String body = switch ((int) (n % 4)) {
-                case 0 -> "{\"model\":\"" + MODEL + "\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\""
-                        + words + "\"}]}";
-                case 1 -> "{\"model\":\"" + MODEL + "\",\"stream\":true,\"max_tokens\":4,\"messages\":[{\"role\":\"user\","
+                case 0 -> "{\"model\":\"" + MODEL + "\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
                         + "\"content\":\"" + words + "\"}]}";
+                case 1 -> "{\"model\":\"" + MODEL + "\",\"stream\":true,\"max_tokens\":4,\"messages\":[{\"role\":"
+                        + "\"user\",\"content\":\"" + words + "\"}]}";
                 case 2 -> {
                     path = "/v1/completions";
                     yield "{\"model\":\"" + MODEL + "\",\"max_tokens\":2,\"prompt\":\"" + words + "\"}";
