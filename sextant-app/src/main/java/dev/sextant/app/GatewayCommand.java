@@ -9,6 +9,7 @@ import dev.sextant.server.gateway.Gateway;
 import dev.sextant.server.gateway.GatewayConfig;
 import dev.sextant.server.gateway.SnapshotSource;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.internal.Listen;
 import dev.sextant.server.warmup.WarmUp;
 import java.io.PrintWriter;
 import java.net.URI;
@@ -119,6 +120,7 @@ final class GatewayCommand implements Callable<Integer> {
                 ? SnapshotSource.longPoll(cp, cluster, token, longPollWait, c.clientTls())
                 : SnapshotSource.fixed(SnapshotJson.read(snapshotFile));
         if (!warmUp.isZero()) {
+            Listen.check(c.host(), c.port()); // a port in use is said now, not after the warm-up
             warmUp(c, threads, warmUp);
         }
         Gateway gw = Gateway.start(c, source, threads);

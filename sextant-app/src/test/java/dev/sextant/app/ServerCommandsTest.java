@@ -135,6 +135,13 @@ class ServerCommandsTest {
             assertThat(run("gateway", "--config", config.toString())).isEqualTo(Sextant.EXIT_BAD_INPUT);
             assertThat(stderr.strip()).isEqualTo("gateway: cannot listen on 127.0.0.1:" + taken.getLocalPort()
                     + ": Address already in use");
+            // with a warm-up, before it: the same words, and no warm-up run in vain
+            Files.writeString(config, "gateway_cluster: east\nport: " + taken.getLocalPort()
+                    + "\nsnapshot_file: snapshot.json\nthreads: 1\nwarm_up: 1s\n");
+            assertThat(run("gateway", "--config", config.toString())).isEqualTo(Sextant.EXIT_BAD_INPUT);
+            assertThat(stderr.strip()).isEqualTo("gateway: cannot listen on 127.0.0.1:" + taken.getLocalPort()
+                    + ": Address already in use");
+            assertThat(stdout).doesNotContain("warming up");
         }
     }
 
