@@ -16,6 +16,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -39,6 +40,8 @@ public final class WarmUp {
     /** Longest wait, after the load, for the compiler to finish what the load gave it. */
     static final Duration MAX_DRAIN = Duration.ofSeconds(60);
     private static final Duration DRAIN_POLL = Duration.ofMillis(250);
+    /** Longest wait for one warm-up request's answer. */
+    private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
     private static final String CLUSTER = "warm-up";
     private static final String MODEL = "warm-up";
 
@@ -153,7 +156,8 @@ public final class WarmUp {
             for (int i = 0; i < CLIENTS; i++) {
                 send(done);
             }
-            done.await();
+            // each request ends within its timeout, so this is a guard, never the rule: a warm-up does not hang a start
+            done.await(Math.max(0, deadline - System.nanoTime()) + REQUEST_TIMEOUT.toNanos() * 2, TimeUnit.NANOSECONDS);
         }
 
         /** One client's next request, or its end at the deadline; each answer sends the next. */
@@ -162,16 +166,25 @@ public final class WarmUp {
                 done.countDown();
                 return;
             }
-            http.sendAsync(request(sequence.getAndIncrement()), HttpResponse.BodyHandlers.ofString())
-                    .whenCompleteAsync((r, e) -> { // never on the sending thread: no recursion
-                        requests.incrementAndGet();
-                        if (e != null || r.statusCode() != 200) {
-                            failures.incrementAndGet();
-                            firstFailure.compareAndSet(null, e != null ? String.valueOf(e)
-                                    : r.statusCode() + " " + r.body().substring(0, Math.min(200, r.body().length())));
-                        }
-                        send(done);
-                    });
+            try {
+                http.sendAsync(request(sequence.getAndIncrement()), HttpResponse.BodyHandlers.ofString())
+                        .whenCompleteAsync((r, e) -> { // never on the sending thread: no recursion
+                            requests.incrementAndGet();
+                            if (e != null || r.statusCode() != 200) {
+                                failed(e != null ? String.valueOf(e) : r.statusCode() + " "
+                                        + r.body().substring(0, Math.min(200, r.body().length())));
+                            }
+                            send(done);
+                        });
+            } catch (RuntimeException e) { // the client refused to send: this client stops
+                failed(String.valueOf(e));
+                done.countDown();
+            }
+        }
+
+        private void failed(String what) {
+            failures.incrementAndGet();
+            firstFailure.compareAndSet(null, what);
         }
 
         private HttpRequest request(long n) {
@@ -190,7 +203,7 @@ public final class WarmUp {
                         + "\",\"user\":\"u" + n % 7 + "\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
                         + "{\"role\":\"user\",\"content\":\"" + words + "\"}]}";
             };
-            return HttpRequest.newBuilder(base.resolve(path)).timeout(Duration.ofSeconds(10))
+            return HttpRequest.newBuilder(base.resolve(path)).timeout(REQUEST_TIMEOUT)
                     .header("content-type", "application/json")
                     .POST(HttpRequest.BodyPublishers.ofString(body)).build();
         }
