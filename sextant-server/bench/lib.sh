@@ -10,12 +10,17 @@ trap bench_cleanup EXIT
 "$root/bin/sextant" --version >/dev/null        # builds the jar when needed
 jar="$root/sextant-app/target/sextant.jar"
 
-# wait_for PORT PATH: until http://127.0.0.1:PORT/PATH answers (20 s at most, then the script stops)
+# wait_for PORT PATH [SECONDS]: until http://127.0.0.1:PORT/PATH answers (20 s at most unless SECONDS says, then
+# the script stops)
 wait_for() {
-  for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done
+  for _ in $(seq 1 $(( ${3:-20} * 10 ))); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done
   echo "port $1 not up" >&2
   exit 1
 }
+
+# jit PID: a JVM's methods compiled so far and the time its compilers spent on them, in ms (jstat, on the CPUs that
+# $near names when pinned; run between measurements, never during one)
+jit() { $near jstat -compiler "$1" | awk 'NR == 2 { printf "%d %d", $1, $4 * 1000 }'; }
 
 # one_engine_snapshot ENGINE_PORT OUTPUT_TOKENS: $work/snapshot.json, a fixed snapshot that routes gateway cluster
 # gw's class chat (model m) to the one engine e1 at that port

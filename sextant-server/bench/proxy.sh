@@ -145,9 +145,6 @@ captured() { # target port rate conns seconds round: run, with the proxy's and t
   "$here/legs.sh" "$pcap" "$2" $ENGINE | sed "s/^/round=$6 $1 offered=$3 legs: /" >&2
   rm -f "$pcap"
 }
-# jit PID: a JVM's methods compiled so far and the time its compilers spent on them, in ms (jstat, on CPU 0 when
-# pinned; run between measurements, never during one)
-jit() { $near jstat -compiler "$1" | awk 'NR == 2 { printf "%d %d", $1, $4 * 1000 }'; }
 run() { # target port rate conns seconds
   alone "${1#engine-with-}"
   local pid before after jit_before=""

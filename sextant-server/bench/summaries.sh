@@ -20,12 +20,8 @@ cat "$@" | awk '$1 ~ /^round=[0-9]+$/ && $3 ~ /^offered=[0-9]+$/ {
       else if (kv[1] == "p99_ms") p99 = kv[2]; else if (kv[1] == "rps") rps = kv[2] }
     print r, $2, o, p50, p99, rps }' >"$rows"
 
-# summary PREFIX: the numbers read, one per line, as "PREFIX median=… min=… max=… rounds=N" (nothing when none)
-summary() {
-  sort -g | awk -v prefix="$1" '{ a[NR] = $1 }
-    END { if (NR > 0) printf "%s median=%.2f min=%.2f max=%.2f rounds=%d\n", prefix,
-            (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), a[1], a[NR], NR }'
-}
+# shellcheck source=stats.sh
+. "$(dirname "${BASH_SOURCE[0]}")/stats.sh"
 # per_round TARGET RATE EXPR: for each round with both, EXPR of the target's row (p) and its reference row (e: the
 # engine's; h: HAProxy's), fields p50 p99 rps
 per_round() {

@@ -18,6 +18,8 @@ runs="${RUNS:-6}"
 rate="${RATE:-5000}"
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=stats.sh
+. "$here/stats.sh"
 ENGINE=19101 GATEWAY=19200
 if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
 export ARRIVALS="${ARRIVALS:-poisson}"
@@ -30,7 +32,7 @@ load() { # port: one 10 s run at $rate; prints wrk's RESULT line without its pre
   RATE=$rate CONNS=$((rate / 50)) THREADS=1 $near wrk -t1 -c$((rate / 50)) -d10s -s "$here/post.lua" \
     "http://127.0.0.1:$1/v1/chat/completions" | sed -n 's/^RESULT //p'
 }
-compiled() { jstat -compiler "$1" | awk 'NR == 2 { print $1 }'; }
+compiled() { jit "$1" | cut -d' ' -f1; } # methods the JVM's JIT compiled so far
 
 echo "rate=$rate arrivals=$ARRIVALS runs=$runs warm_up=$warm"
 load $ENGINE >/dev/null # the engine's own warm-up (discarded): the gateways' start is what is measured
@@ -45,8 +47,7 @@ for rep in $(seq 1 "$reps"); do
     $proxy java -Xms1g -Xmx1g -jar "$jar" gateway --config "$work/gateway-$kind.yaml" >"$work/gateway-$kind.log" 2>&1 &
     gpid=$!
     pids+=("$gpid")
-    for _ in $(seq 1 1200); do curl -s -o /dev/null "http://127.0.0.1:$GATEWAY/healthz" && break; sleep 0.1; done
-    curl -s -o /dev/null "http://127.0.0.1:$GATEWAY/healthz" || { echo "the $kind gateway did not start" >&2; exit 1; }
+    wait_for $GATEWAY /healthz 120 # a warm-up delays it
     done_line=$(grep -o 'warm-up done: .*' "$work/gateway-$kind.log" || true)
     [ -z "$done_line" ] || echo "rep=$rep target=$kind $done_line"
     for i in $(seq 1 "$runs"); do
@@ -66,9 +67,7 @@ for target in engine cold warm; do
     for q in p99_ms max_ms jit_compiled; do
       awk -v t="$target" -v i="$i" -v q="$q" '$2 == "target=" t && $3 == "run=" i {
           for (f = 4; f <= NF; f++) { split($f, kv, "="); if (kv[1] == q) print kv[2] } }' "$work/lines.txt" \
-        | sort -g | awk -v label="target=$target run=$i $q" '{ a[NR] = $1 }
-            END { if (NR) printf "%s median=%g min=%g max=%g\n", label,
-                    (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), a[1], a[NR] }'
+        | summary "target=$target run=$i $q"
     done
   done
 done
