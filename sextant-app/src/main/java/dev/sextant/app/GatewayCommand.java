@@ -30,7 +30,7 @@ final class GatewayCommand implements Callable<Integer> {
             "max_body_bytes", "connect_timeout",
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
-            "max_header_bytes", "http2", "max_concurrent_streams", "warm_up");
+            "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll");
     /** Most event loop threads: a gateway uses one per core; far more only costs memory and switching. */
     static final int MAX_THREADS = 256;
     /** Longest warm-up: the benchmark's JIT went quiet within minutes; longer only delays the start. */
@@ -102,7 +102,7 @@ final class GatewayCommand implements Callable<Integer> {
                                     DataPlaneOptions.defaults().priorityReserve()))
                             .build(), f.serverTls(), f.clientTls(), limits, f.bool("http2", d.http2()),
                     f.integer("max_concurrent_streams", d.maxConcurrentStreams()), f.tokenFile("engine_token_file"),
-                    f.path("snapshot_cache_file"));
+                    f.path("snapshot_cache_file"), f.bool("busy_poll", false));
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }
@@ -112,7 +112,8 @@ final class GatewayCommand implements Callable<Integer> {
                     + SnapshotJson.read(snapshotFile).version() + ")";
             out.println(config + ": ok: gateway cluster " + cluster + " on " + (c.tls() == null ? "http" : "https")
                     + "://" + c.host() + ":" + c.port() + ", snapshots from " + from
-                    + (warmUp.isZero() ? "" : ", a warm-up of " + warmUp.toMillis() / 1000.0 + " s before listening"));
+                    + (warmUp.isZero() ? "" : ", a warm-up of " + warmUp.toMillis() / 1000.0 + " s before listening")
+                    + (c.busyPoll() ? ", busy-polling event loops (each keeps a core busy)" : ""));
             out.flush();
             return 0;
         }

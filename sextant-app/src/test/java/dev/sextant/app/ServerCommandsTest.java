@@ -63,6 +63,7 @@ class ServerCommandsTest {
             engine token empty     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: empty | server.yaml:3: engine_token_file:
             warm-up too long       | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nwarm_up: 11m | server.yaml:3: warm_up: 660s (expected: 0s, off, to 10m)
             warm-up not a duration | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nwarm_up: soon | server.yaml:3: warm_up: 'soon' (expected: a duration >= 0
+            busy poll not a boolean| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nbusy_poll: always | server.yaml:3: busy_poll: "always" (expected: true or false)
             nul in a path          | gateway       | gateway_cluster: east\\nsnapshot_file: "s\\u0000.json" | server.yaml:2: snapshot_file: 's\\0.json' (expected: a file path; Nul character not allowed)
             """)
     void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
@@ -168,7 +169,11 @@ class ServerCommandsTest {
         assertThat(stdout).contains("snapshots from snapshot file").contains("(version 1)").doesNotContain("warm-up");
         Files.writeString(config, "gateway_cluster: east\nsnapshot_file: snapshot.json\nwarm_up: 45s\n");
         assertThat(run("gateway", "--config", config.toString(), "--check")).isZero();
-        assertThat(stdout).contains("(version 1), a warm-up of 45.0 s before listening").doesNotContain("warming up");
+        assertThat(stdout).contains("(version 1), a warm-up of 45.0 s before listening").doesNotContain("warming up")
+                .doesNotContain("busy-polling");
+        Files.writeString(config, "gateway_cluster: east\nsnapshot_file: snapshot.json\nbusy_poll: true\n");
+        assertThat(run("gateway", "--config", config.toString(), "--check")).isZero();
+        assertThat(stdout).contains("(version 1), busy-polling event loops (each keeps a core busy)");
 
         Files.writeString(dir.resolve("snapshot.json"), "{\"version\": 1,");
         assertThat(run("gateway", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);

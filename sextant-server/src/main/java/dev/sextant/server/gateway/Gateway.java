@@ -160,7 +160,7 @@ public final class Gateway implements AutoCloseable {
         this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
                 () -> refusedSnapshots.sum() + source.refusals(), this::ownClasses);
         ClientPipeline clients = new ClientPipeline(this, serverTls);
-        this.group = Transport.current().group(threads);
+        this.group = Transport.current().group(threads, config.busyPoll());
         ServerBootstrap b = new ServerBootstrap()
                 .group(group)
                 .channel(Transport.current().serverChannel())
@@ -186,7 +186,8 @@ public final class Gateway implements AutoCloseable {
         LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")
                 + "://" + config.host() + ":" + port() + (config.http2() ? " (HTTP/1.1 and HTTP/2)" : " (HTTP/1.1)")
                 + " with snapshot " + plane.get().snapshot().version() + " ("
-                + Transport.current().name().toLowerCase() + " transport)");
+                + Transport.current().name().toLowerCase() + " transport"
+                + (config.busyPoll() ? ", busy-polling event loops" : "") + ")");
     }
 
     /** The bearer token crosses the network in clear when the control plane is plain HTTP on another host. */

@@ -40,13 +40,16 @@ import java.time.Duration;
  * @param snapshotCache   a file the gateway writes every snapshot it takes to (atomically), and starts from when the
  *                        control plane does not answer at start (its age counted from the file's time, so an old one
  *                        starts in fallback mode); or null
+ * @param busyPoll        whether the event loops poll their sockets without ever sleeping (HAProxy's
+ *                        {@code busy-polling}): each loop then keeps its core busy all the time, and a request that
+ *                        arrives never waits for the loop's thread to be woken (default false)
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
                             Duration drainTimeout, URI controlPlane, BearerToken token, Duration reportInterval,
                             boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
                             ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken,
-                            java.nio.file.Path snapshotCache) {
+                            java.nio.file.Path snapshotCache, boolean busyPoll) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
     /** The default limit of open streams per HTTP/2 connection, 100 (RFC 9113 §6.5.2 asks for no fewer). */
@@ -88,28 +91,28 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofSeconds(30), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
-                ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null);
+                ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null, false);
     }
 
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
         return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
         return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
     }
 
     /** With other timeouts. */
     public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
                 drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
     }
 
     /** With a control plane to report to, and its token (or null). */
@@ -121,21 +124,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withControlPlane(URI uri, BearerToken newToken, Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions, tls,
-                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
+                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
     }
 
     /**
@@ -145,21 +148,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withTls(ServerTls serverTls, ClientTls client) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache);
+                serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
     }
 
     /** With other client limits (request head and body timeouts, head size). */
     public GatewayConfig withClientLimits(ClientLimits limits) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, limits, http2, maxConcurrentStreams, engineToken, snapshotCache);
+                tls, clientTls, limits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
     }
 
     /** With HTTP/2 for clients on or off, and another limit of open streams per HTTP/2 connection (≥ 1). */
     public GatewayConfig withHttp2(boolean on, int streamsPerConnection) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, on, streamsPerConnection, engineToken, snapshotCache);
+                tls, clientTls, clientLimits, on, streamsPerConnection, engineToken, snapshotCache, busyPoll);
     }
 
     /**
@@ -169,14 +172,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withEngineToken(BearerToken newEngineToken) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken, snapshotCache);
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken, snapshotCache, busyPoll);
     }
 
     /** With a file that keeps the last snapshot, to start from when the control plane cannot be reached; or null. */
     public GatewayConfig withSnapshotCache(java.nio.file.Path file) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, file);
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, file, busyPoll);
+    }
+
+    /** With event loops that poll without sleeping, or that sleep while they have nothing to do (the default). */
+    public GatewayConfig withBusyPoll(boolean on) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, on);
     }
 
     /** Never the token: a config printed or logged must not leak it. */
@@ -189,6 +199,6 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 + (token == null ? "null" : "(redacted)") + ", reportInterval=" + reportInterval + ", accessLog="
                 + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + ", clientLimits=" + clientLimits
                 + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + ", engineToken="
-                + (engineToken == null ? "null" : "(redacted)") + ", snapshotCache=" + snapshotCache + "]";
+                + (engineToken == null ? "null" : "(redacted)") + ", snapshotCache=" + snapshotCache + ", busyPoll=" + busyPoll + "]";
     }
 }

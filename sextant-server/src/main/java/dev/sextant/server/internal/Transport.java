@@ -3,6 +3,8 @@ package dev.sextant.server.internal;
 import io.netty.channel.Channel;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SelectStrategy;
+import io.netty.channel.SelectStrategyFactory;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
@@ -11,6 +13,7 @@ import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import java.nio.channels.spi.SelectorProvider;
 
 /**
  * The socket transport of the gateway's event loops: Netty's native epoll where it loads (Linux x86_64), else
@@ -30,10 +33,28 @@ public enum Transport {
                 || !Epoll.isAvailable() ? NIO : EPOLL;
     }
 
-    /** An event loop group of {@code threads} loops. */
+    /** An event loop group of {@code threads} loops that sleep while they have nothing to do. */
     public EventLoopGroup group(int threads) {
         return new MultiThreadIoEventLoopGroup(threads, this == EPOLL ? EpollIoHandler.newFactory()
                 : NioIoHandler.newFactory());
+    }
+
+    /**
+     * An event loop group of {@code threads} loops; with {@code busyPoll}, loops that never sleep (HAProxy's
+     * {@code busy-polling}). On epoll a loop with nothing to do spins in Netty's {@link SelectStrategy#BUSY_WAIT}
+     * ({@code epoll_wait} with a zero timeout, in native code) instead of blocking in {@code epoll_wait}; NIO has no
+     * such mode, so there a loop asks {@code selectNow} again and again. Tasks handed over by other threads and timers
+     * (a request's timeouts) still run, as on a sleeping loop.
+     */
+    public EventLoopGroup group(int threads, boolean busyPoll) {
+        if (!busyPoll) {
+            return group(threads);
+        }
+        SelectStrategyFactory spin = this == EPOLL
+                ? () -> (readyNow, hasTasks) -> hasTasks ? readyNow.get() : SelectStrategy.BUSY_WAIT
+                : () -> (readyNow, hasTasks) -> readyNow.get();
+        return new MultiThreadIoEventLoopGroup(threads, this == EPOLL ? EpollIoHandler.newFactory(0, spin)
+                : NioIoHandler.newFactory(SelectorProvider.provider(), spin));
     }
 
     /** The listening socket's channel class. */

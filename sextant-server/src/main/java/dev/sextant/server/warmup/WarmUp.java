@@ -68,8 +68,9 @@ public final class WarmUp {
      * Runs the warm-up: the load for {@code length}, then closes what it started and waits (at most as long again, and
      * at most {@link #MAX_DRAIN}) until the JIT compiler has gone quiet, spending under a tenth of a thread.
      *
-     * @param real    the settings of the gateway that will serve (its limits, timeouts, data plane options and
-     *                HTTP/2 setting are copied; its address, control plane, TLS, tokens and access log are not)
+     * @param real    the settings of the gateway that will serve (its limits, timeouts, data plane options, HTTP/2
+     *                and busy-polling settings are copied; its address, control plane, TLS, tokens and access log are
+     *                not)
      * @param threads its event loop threads
      * @param length  how long, &gt; 0
      */
@@ -114,7 +115,7 @@ public final class WarmUp {
         return GatewayConfig.defaults(CLUSTER).withAccessLog(false).withMaxBodyBytes(real.maxBodyBytes())
                 .withTimeouts(real.connectTimeout(), real.firstByteTimeout(), real.idleTimeout(), real.totalTimeout())
                 .withOptions(real.options()).withClientLimits(real.clientLimits())
-                .withHttp2(real.http2(), real.maxConcurrentStreams());
+                .withHttp2(real.http2(), real.maxConcurrentStreams()).withBusyPoll(real.busyPoll());
     }
 
     /** A snapshot routing gateway cluster {@code warm-up}'s one class, of model {@code warm-up}, to the one engine. */
