@@ -33,6 +33,11 @@
 # requests every 50 ms, and "5,000/s" as bursts of 100.
 # RELAY=1 adds target "relay": HAProxy in TCP mode (bytes passed through, no HTTP parsed), the least any proxy hop
 # can add on this machine (two more loopback connections, two more wake-ups a request), as a floor for the others.
+# BUSY_POLL=1 makes every proxy poll its sockets without sleeping: the gateways with busy_poll: true, HAProxy and the
+# relay with its global busy-polling. Each then keeps its core busy all the time, so it needs ALONE=1 (a proxy not
+# being measured would spin on that core too) and a pinning (or it takes a core from wrk and the engine).
+# GATEWAY2_BUSY_POLL=0 or 1 starts the second gateway ("sextant2") with busy_poll false or true whatever BUSY_POLL
+# says, to compare a sleeping and a busy-polling gateway within one run.
 # Prints one line per (round, target, offered rate) and a max-throughput line per target; each line of a target run
 # alone ends with cpu_us_per_req, the target process's CPU time (user + system, all threads) per answered request,
 # and a gateway's with jit_compiled and jit_ms, the methods its JIT compiled during the run and the compilers' time
@@ -40,6 +45,9 @@
 set -euo pipefail
 secs="${1:-20}"
 export ARRIVALS="${ARRIVALS:-fixed}"       # post.lua stops wrk on any other value than fixed or poisson
+if { [ "${BUSY_POLL:-0}" = 1 ] || [ "${GATEWAY2_BUSY_POLL:-0}" = 1 ]; } && { [ "${ALONE:-0}" != 1 ] || [ "${PIN:-0}" = 0 ]; }; then
+  echo "BUSY_POLL=1 needs ALONE=1 and PIN=1 or PIN=loop (spinning proxies would take the cores of the others)" >&2; exit 2
+fi
 case "${JIT_QUIET:-0}" in ''|*[!0-9]*) echo "JIT_QUIET=$JIT_QUIET (expected: a whole number of methods)" >&2; exit 2 ;; esac
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -57,13 +65,16 @@ one_step_engine $ENGINE
 # the gateway: a fixed snapshot with that one engine, one event loop, no access log
 one_engine_snapshot $ENGINE 1
 one_loop_gateway_yaml $GATEWAY "$work/gateway.yaml"
+[ "${BUSY_POLL:-0}" != 1 ] || echo "busy_poll: true" >>"$work/gateway.yaml"
 $gateway_cpu java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
 pids+=($!)
 gateway_pid=$!
 targets="engine:$ENGINE sextant:$GATEWAY haproxy:$HAPROXY"
-if [ -n "${GATEWAY2_JAVA_OPTS:-}${GATEWAY2_JAR:-}" ]; then
-  # a second gateway, the same but for its JVM options or its jar, measured in turn with the others (target "sextant2")
+if [ -n "${GATEWAY2_JAVA_OPTS:-}${GATEWAY2_JAR:-}${GATEWAY2_BUSY_POLL:-}" ]; then
+  # a second gateway, the same but for its JVM options, its jar or its busy polling, measured in turn with the others
+  # (target "sextant2")
   one_loop_gateway_yaml $GATEWAY2 "$work/gateway2.yaml"
+  [ "${GATEWAY2_BUSY_POLL:-${BUSY_POLL:-0}}" != 1 ] || echo "busy_poll: true" >>"$work/gateway2.yaml"
   # shellcheck disable=SC2086 # a list of JVM options
   $gateway_cpu java -Xms1g -Xmx1g ${GATEWAY2_JAVA_OPTS:-} -jar "${GATEWAY2_JAR:-$jar}" gateway --config "$work/gateway2.yaml" \
     >"$work/gateway2.log" 2>&1 &
@@ -77,6 +88,7 @@ cat >"$work/haproxy.cfg" <<CFG
 global
   nbthread 1
   maxconn 8000
+$( [ "${BUSY_POLL:-0}" != 1 ] || echo '  busy-polling' )
 defaults
   mode http
   timeout connect 2s
@@ -113,7 +125,7 @@ if [ "${PIN:-0}" = loop ]; then
     if grep -q '^multiThreadIoEv' "$task/comm"; then taskset -p -c 1 "${task##*/}" >/dev/null; fi
   done
 fi
-[ -z "${GATEWAY2_JAVA_OPTS:-}${GATEWAY2_JAR:-}" ] || wait_for $GATEWAY2 /healthz
+[ -z "${GATEWAY2_JAVA_OPTS:-}${GATEWAY2_JAR:-}${GATEWAY2_BUSY_POLL:-}" ] || wait_for $GATEWAY2 /healthz
 
 pid_of() { # target: its process id (none for engine-with-*, nor for sextant2 when not started)
   case $1 in engine) echo "$engine_pid" ;; sextant) echo "$gateway_pid" ;; sextant2) echo "${gateway2_pid:-}" ;;
