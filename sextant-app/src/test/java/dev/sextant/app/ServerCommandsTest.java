@@ -174,6 +174,17 @@ class ServerCommandsTest {
         Files.writeString(config, "gateway_cluster: east\nsnapshot_file: snapshot.json\nbusy_poll: true\n");
         assertThat(run("gateway", "--config", config.toString(), "--check")).isZero();
         assertThat(stdout).contains("(version 1), busy-polling event loops (each keeps a core busy)");
+        // as many busy-polling loops as CPUs is allowed, and warned about at the line of busy_poll; sleeping is not
+        int cpus = Runtime.getRuntime().availableProcessors();
+        Files.writeString(config, "gateway_cluster: east\nsnapshot_file: snapshot.json\nthreads: " + cpus
+                + "\nbusy_poll: true\n");
+        assertThat(run("gateway", "--config", config.toString(), "--check")).isZero();
+        assertThat(stdout).contains(config + ":4: busy_poll: warning: true with " + cpus + " event loops (threads) on "
+                + cpus + " CPUs");
+        Files.writeString(config, "gateway_cluster: east\nsnapshot_file: snapshot.json\nthreads: " + cpus
+                + "\nbusy_poll: false\n");
+        assertThat(run("gateway", "--config", config.toString(), "--check")).isZero();
+        assertThat(stdout).doesNotContain("warning");
 
         Files.writeString(dir.resolve("snapshot.json"), "{\"version\": 1,");
         assertThat(run("gateway", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);

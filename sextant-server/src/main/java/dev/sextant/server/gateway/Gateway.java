@@ -160,12 +160,6 @@ public final class Gateway implements AutoCloseable {
         this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
                 () -> refusedSnapshots.sum() + source.refusals(), this::ownClasses);
         ClientPipeline clients = new ClientPipeline(this, serverTls);
-        int cpus = Runtime.getRuntime().availableProcessors();
-        if (config.busyPoll() && threads >= cpus) {
-            LOG.warning("busy_poll with " + threads + " event loops on " + cpus + " CPUs: the loops keep every CPU busy,"
-                    + " and the JVM's compiler and collector threads wait for them; give the gateway fewer threads than"
-                    + " CPUs (docs/servers.md, Busy polling)");
-        }
         this.group = Transport.current().group(threads, config.busyPoll());
         ServerBootstrap b = new ServerBootstrap()
                 .group(group)

@@ -109,19 +109,6 @@ class GatewayBusyPollTest {
         }
     }
 
-    @Test
-    void busyPolling_onEveryCpu_isWarnedAbout_whereSleepingIsNot() {
-        int cpus = Runtime.getRuntime().availableProcessors();
-        try (LogCapture logged = new LogCapture()) {
-            Gateway.start(config(true), SnapshotSource.fixed(fleet.snapshot()), cpus).close();
-            assertThat(logged.any("busy_poll with " + cpus + " event loops on " + cpus + " CPUs")).isTrue();
-        }
-        try (LogCapture logged = new LogCapture()) {
-            Gateway.start(config(false), SnapshotSource.fixed(fleet.snapshot()), cpus).close();
-            assertThat(logged.any("busy_poll with")).as("a sleeping gateway is not warned").isFalse();
-        }
-    }
-
     private static double loopCpu(Gateway g) throws Exception {
         return PrometheusText.parse(Fleet.get(g.port(), "/metrics").body())
                 .samples("sextant_gateway_event_loop_cpu_seconds_total").get(0).value();
