@@ -46,7 +46,8 @@ set -euo pipefail
 secs="${1:-20}"
 export ARRIVALS="${ARRIVALS:-fixed}"       # post.lua stops wrk on any other value than fixed or poisson
 if { [ "${BUSY_POLL:-0}" = 1 ] || [ "${GATEWAY2_BUSY_POLL:-0}" = 1 ]; } && { [ "${ALONE:-0}" != 1 ] || [ "${PIN:-0}" = 0 ]; }; then
-  echo "BUSY_POLL=1 needs ALONE=1 and PIN=1 or PIN=loop (spinning proxies would take the cores of the others)" >&2; exit 2
+  which=BUSY_POLL=1; [ "${BUSY_POLL:-0}" = 1 ] || which=GATEWAY2_BUSY_POLL=1
+  echo "$which needs ALONE=1 and PIN=1 or PIN=loop (spinning proxies would take the cores of the others)" >&2; exit 2
 fi
 case "${JIT_QUIET:-0}" in ''|*[!0-9]*) echo "JIT_QUIET=$JIT_QUIET (expected: a whole number of methods)" >&2; exit 2 ;; esac
 # shellcheck source=lib.sh
