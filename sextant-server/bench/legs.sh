@@ -7,10 +7,12 @@
 # snap length, its headers. Packets are stamped as the sender writes them on lo, so "proxy in" (t2 - t1) holds the
 # kernel's delivery, the proxy's wake-up, its wait behind earlier requests on its event loop, and its own work.
 # Usage: sextant-server/bench/legs.sh CAPTURE.pcap PROXY_PORT ENGINE_PORT
-# Prints the p50, p90, p99, p99.9 and max of each leg in ms, the mean legs of the slowest 1% of requests, how
-# clumped the arrivals are (the share of requests that reach the proxy within 100 µs of the one before), and the
-# moments of the longest waits in the proxy-in leg: when in the capture, and how many of the slowest 0.1% arrived
-# within 50 ms of that moment (many at one moment: the proxy stalled; spread out: it did not).
+# Prints the p50, p90, p99, p99.9 and max of each leg in ms, and of each request's two proxy legs together ("proxy
+# in+out": what the proxy hop added to that request, on the wire; without the engine's leg, so neither the engine's
+# own noise nor anything the proxy does to the engine's or the client's speed is in it), the mean legs of the
+# slowest 1% of requests, how clumped the arrivals are (the share of requests that reach the proxy within 100 µs of
+# the one before), and the moments of the longest waits in the proxy-in leg: when in the capture, and how many of the
+# slowest 0.1% arrived within 50 ms of that moment (many at one moment: the proxy stalled; spread out: it did not).
 set -euo pipefail
 pcap="$1" proxy="$2" engine="$3"
 rows="$(mktemp)"
@@ -45,12 +47,12 @@ tcpdump -r "$pcap" -tt -nn -A 2>/dev/null | awk -v P="$proxy" -v E="$engine" '
 m=$(grep -c '^R' "$rows" || true)
 if [ "$m" = 0 ]; then echo "no request followed through the proxy (is x-request-id sent both ways?)" >&2; exit 1; fi
 echo "requests followed through the proxy: $m"
-col() { # column name: its p50, p90, p99, p99.9 and max in ms
-  grep '^R' "$rows" | awk -v c="$1" '{ print $c }' | sort -g | awk -v name="$2" '{ a[NR] = $1 }
+col() { # column name: its p50, p90, p99, p99.9 and max in ms (column "io": proxy in plus proxy out)
+  grep '^R' "$rows" | awk -v c="$1" '{ print (c == "io" ? $2 + $4 : $c) }' | sort -g | awk -v name="$2" '{ a[NR] = $1 }
     function p(q,   i) { i = int(q * NR) + 1; if (i > NR) i = NR; return a[i] * 1000 }
     END { printf "%-12s p50=%.3f p90=%.3f p99=%.3f p99.9=%.3f max=%.3f ms\n", name, p(.5), p(.9), p(.99), p(.999), a[NR] * 1000 }'
 }
-col 2 "proxy in"; col 3 "engine"; col 4 "proxy out"; col 5 "total on lo"
+col 2 "proxy in"; col 3 "engine"; col 4 "proxy out"; col io "proxy in+out"; col 5 "total on lo"
 # the slowest 1% by total: which leg they spent it in
 grep '^R' "$rows" | sort -g -k5 | awk -v m="$m" 'NR > int(m * .99) { k++; i += $2; e += $3; o += $4 }
   END { if (k) printf "slowest 1%% (%d requests): mean proxy in %.3f, engine %.3f, proxy out %.3f ms\n", k, i / k * 1000, e / k * 1000, o / k * 1000 }'

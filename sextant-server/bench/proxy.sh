@@ -155,7 +155,7 @@ captured() { # target port rate conns seconds round: run, with the proxy's and t
   run "$1" "$2" "$3" "$4" "$5"
   sleep 0.5
   kill -INT $dump; wait $dump || true
-  "$here/legs.sh" "$pcap" "$2" $ENGINE | sed "s/^/round=$6 $1 offered=$3 legs: /" >&2
+  "$here/legs.sh" "$pcap" "$2" $ENGINE | sed "s/^/round=$6 $1 offered=$3 legs: /" | tee -a "$work/rounds.txt" >&2
   rm -f "$pcap"
 }
 run() { # target port rate conns seconds

@@ -6,19 +6,27 @@
 # engine, or engine-with-TARGET when PAIRED=1), and the proxy's p99 as a ratio to HAProxy's in the same round (end to
 # end; a ratio of the added p99s would divide by HAProxy's, which is near zero and at times below it in a round).
 # HAProxy's own added p50 and p99 are given too. For the unpaced runs (offered=0): each proxy's throughput as a ratio
-# to HAProxy's in the same round. Each figure as its median and range over the rounds.
+# to HAProxy's in the same round. With CAPTURE=1's lines (legs.sh), also the p50 and p99 of what each proxy added to
+# each request on the wire (its two legs, "proxy in+out"), which leave out the engine's leg and so its noise. Each
+# figure as its median and range over the rounds.
 # Usage: summaries.sh [FILE ...] (proxy.sh's output; standard input without a file). Other lines are ignored, so a
 # saved run can be summed up again.
 set -euo pipefail
 
-rows="$(mktemp)"
-trap 'rm -f "$rows"' EXIT
+input="$(mktemp)" rows="$(mktemp)" wire="$(mktemp)"
+trap 'rm -f "$input" "$rows" "$wire"' EXIT
+cat "$@" >"$input"                            # read twice below (standard input only once)
 # one row per round line: round target offered p50 p99 rps
-cat "$@" | awk '$1 ~ /^round=[0-9]+$/ && $3 ~ /^offered=[0-9]+$/ {
+awk '$1 ~ /^round=[0-9]+$/ && $3 ~ /^offered=[0-9]+$/ && $4 != "legs:" {
     r = substr($1, 7); o = substr($3, 9); p50 = ""; p99 = ""; rps = ""
     for (i = 4; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "p50_ms") p50 = kv[2]
       else if (kv[1] == "p99_ms") p99 = kv[2]; else if (kv[1] == "rps") rps = kv[2] }
-    print r, $2, o, p50, p99, rps }' >"$rows"
+    print r, $2, o, p50, p99, rps }' "$input" >"$rows"
+# with CAPTURE=1, one row per (round, target, rate) captured: target offered p50 p99 of each request's proxy legs
+awk '$1 ~ /^round=[0-9]+$/ && $4 == "legs:" && $5 == "proxy" && $6 == "in+out" {
+    p50 = ""; p99 = ""
+    for (i = 7; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "p50") p50 = kv[2]; else if (kv[1] == "p99") p99 = kv[2] }
+    print $2, substr($3, 9), p50, p99 }' "$input" >"$wire"
 
 # shellcheck source=stats.sh
 . "$(dirname "${BASH_SOURCE[0]}")/stats.sh"
@@ -42,6 +50,8 @@ for rate in $(awk '$3 != 0 && !seen[$3]++ { print $3 }' "$rows"); do
     per_round "$t" "$rate" added_p50 | summary "$t offered=$rate added_p50_ms"
     per_round "$t" "$rate" added_p99 | summary "$t offered=$rate added_p99_ms"
     [ "$t" = haproxy ] || per_round "$t" "$rate" p99_to_haproxy | summary "$t offered=$rate p99_to_haproxy"
+    awk -v t="$t" -v rate="$rate" '$1 == t && $2 == rate { print $3 }' "$wire" | summary "$t offered=$rate wire_added_p50_ms"
+    awk -v t="$t" -v rate="$rate" '$1 == t && $2 == rate { print $4 }' "$wire" | summary "$t offered=$rate wire_added_p99_ms"
   done
 done
 for t in $proxies; do
