@@ -209,10 +209,16 @@ fi
 repeat="${REPEAT:-1}"
 paced="$repeat"
 [ "${MAX_ONLY:-0}" != 1 ] || paced=0
+# in_turn ROUND: the targets in the order of that round, reversed every other round; measured always in one order, a
+# target would always follow the same run (the first proxy always the engine's own), and whatever a run leaves behind
+# in the engine or the machine would fall on that one target
+in_turn() {
+  if [ $(($1 % 2)) = 1 ]; then echo "$targets"; else echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' '; fi
+}
 for round in $(seq 1 "$paced"); do
   for rate in 1000 5000; do
     conns=$(( rate / 50 ))                     # each connection sends one request every 50 ms
-    for t in $targets; do
+    for t in $(in_turn "$round"); do
       if [ "${PAIRED:-0}" = 1 ]; then
         [ "${t%%:*}" != engine ] || continue
         run "engine-with-${t%%:*}" $ENGINE $rate $conns "$secs" >"$work/paired" &
@@ -248,8 +254,6 @@ echo "max throughput (64 connections, no pacing)"
 # REPEAT rounds too, the targets in turn (reversed every other round, so that no target always follows the same
 # one), and each proxy's throughput as a ratio to HAProxy's in the same round
 for round in $(seq 1 "$repeat"); do
-  order="$targets"
-  [ $((round % 2)) = 1 ] || order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
-  for t in $order; do run "${t%%:*}" "${t##*:}" 0 64 "$secs" | sed "s/^/round=$round /" | tee -a "$work/max.txt"; done
+  for t in $(in_turn "$round"); do run "${t%%:*}" "${t##*:}" 0 64 "$secs" | sed "s/^/round=$round /" | tee -a "$work/max.txt"; done
 done
 [ "$repeat" -lt 2 ] || "$here/summaries.sh" "$work/max.txt"
