@@ -119,14 +119,13 @@ fi
 
 wait_for $ENGINE /healthz; wait_for $GATEWAY /healthz; wait_for $HAPROXY /healthz
 [ -z "${relay_pid:-}" ] || wait_for $RELAY_PORT /healthz
+[ -z "${gateway2_pid:-}" ] || wait_for $GATEWAY2 /healthz
 if [ "${PIN:-0}" = loop ]; then
-  # the event loop threads exist once the listener is bound (threads: 1 above)
-  [ -z "${gateway2_pid:-}" ] || wait_for $GATEWAY2 /healthz
+  # the event loop threads exist once the listeners are bound (threads: 1 above)
   for task in /proc/"$gateway_pid"/task/* ${gateway2_pid:+/proc/"$gateway2_pid"/task/*}; do
     if grep -q '^multiThreadIoEv' "$task/comm"; then taskset -p -c 1 "${task##*/}" >/dev/null; fi
   done
 fi
-[ -z "${GATEWAY2_JAVA_OPTS:-}${GATEWAY2_JAR:-}${GATEWAY2_BUSY_POLL:-}" ] || wait_for $GATEWAY2 /healthz
 
 pid_of() { # target: its process id (none for engine-with-*, nor for sextant2 when not started)
   case $1 in engine) echo "$engine_pid" ;; sextant) echo "$gateway_pid" ;; sextant2) echo "${gateway2_pid:-}" ;;
