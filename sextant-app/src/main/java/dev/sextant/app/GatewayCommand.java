@@ -106,8 +106,8 @@ final class GatewayCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }
-        // said by --check and at the start, once: a warm-up's throwaway gateway has the same loops
-        String spinsEverywhere = busyPollOnEveryCpu(f, c, threads);
+        // said here, by --check and the start alike, and once: a warm-up's throwaway gateway has the same loops
+        warnIfBusyPollOnEveryCpu(f, c, threads);
         if (check) {
             f.tlsContexts(c.tls(), c.clientTls());
             String from = cp != null ? "control plane " + cp : "snapshot file " + snapshotFile + " (version "
@@ -116,19 +116,12 @@ final class GatewayCommand implements Callable<Integer> {
                     + "://" + c.host() + ":" + c.port() + ", snapshots from " + from
                     + (warmUp.isZero() ? "" : ", a warm-up of " + warmUp.toMillis() / 1000.0 + " s before listening")
                     + (c.busyPoll() ? ", busy-polling event loops (each keeps a core busy)" : ""));
-            if (spinsEverywhere != null) {
-                out.println(spinsEverywhere);
-            }
             out.flush();
             return 0;
         }
         SnapshotSource source = cp != null
                 ? SnapshotSource.longPoll(cp, cluster, token, longPollWait, c.clientTls())
                 : SnapshotSource.fixed(SnapshotJson.read(snapshotFile));
-        if (spinsEverywhere != null) {
-            out.println(spinsEverywhere);
-            out.flush();
-        }
         if (!warmUp.isZero()) {
             Listen.check(c.host(), c.port()); // a port in use is said now, not after the warm-up
             warmUp(c, threads, warmUp);
@@ -160,17 +153,18 @@ final class GatewayCommand implements Callable<Integer> {
     }
 
     /**
-     * The warning for busy-polling loops on every CPU the JVM may use, at the line of {@code busy_poll}; null when
-     * there is none. Spinning loops then leave no CPU to the JVM's compiler and collector threads.
+     * Warns, at the line of {@code busy_poll}, of busy-polling loops on every CPU the JVM may use: spinning loops
+     * then leave no CPU to the JVM's compiler and collector threads.
      */
-    private static String busyPollOnEveryCpu(ServerFile f, GatewayConfig c, int threads) {
+    private void warnIfBusyPollOnEveryCpu(ServerFile f, GatewayConfig c, int threads) {
         int cpus = Runtime.getRuntime().availableProcessors();
         if (!c.busyPoll() || threads < cpus) {
-            return null;
+            return;
         }
-        return f.located("busy_poll: warning: true with " + threads + " event loops (threads) on " + cpus
+        out.println(f.located("busy_poll: warning: true with " + threads + " event loops (threads) on " + cpus
                 + " CPUs: the loops keep every CPU busy, and the JVM's compiler and collector threads wait for them;"
-                + " give the gateway fewer threads than CPUs (docs/servers.md, Busy polling)");
+                + " give the gateway fewer threads than CPUs (docs/servers.md, Busy polling)"));
+        out.flush();
     }
 
     /** The control plane's base URL, held to what an engine endpoint is ({@link Urls#isHttpBase}). */
