@@ -27,6 +27,11 @@ import java.util.function.Predicate;
  * <tr><td>promptTokens</td><td>{@code vllm:prompt_tokens_total}</td><td>{@code sglang:prompt_tokens_total}</td></tr>
  * <tr><td>generationTokens</td><td>{@code vllm:generation_tokens_total}</td>
  *     <td>{@code sglang:generation_tokens_total}</td></tr>
+ * <tr><td>prefixCacheQueries</td><td>{@code vllm:prefix_cache_queries_total}</td><td>—</td></tr>
+ * <tr><td>prefixCacheHits</td><td>{@code vllm:prefix_cache_hits_total}</td><td>—</td></tr>
+ * <tr><td>cacheHitRate</td><td>—</td><td>{@code sglang:cache_hit_rate}</td></tr>
+ * <tr><td>queueTime</td><td>{@code vllm:request_queue_time_seconds}</td><td>{@code sglang:queue_time_seconds}</td></tr>
+ * <tr><td>maxRunning</td><td>—</td><td>{@code sglang:max_running_requests}</td></tr>
  * </table>
  * Several series of one metric (data-parallel engines, several models) are summed; the KV-cache usage is
  * their mean, and histogram buckets are summed per bound (bounds not present in every series are dropped).
@@ -41,9 +46,16 @@ import java.util.function.Predicate;
  * @param successCount     requests finished successfully since the engine started (a counter)
  * @param promptTokens     prompt tokens prefilled since start (a counter)
  * @param generationTokens output tokens generated since start (a counter)
+ * @param prefixCacheQueries prompt tokens looked up in the prefix cache since start (a counter)
+ * @param prefixCacheHits  prompt tokens found in the prefix cache since start (a counter), ≤ queries
+ * @param cacheHitRate     fraction of prompt tokens served from the prefix cache, recently (a gauge, in [0, 1])
+ * @param queueTime        time requests waited for a place in the batch, seconds
+ * @param maxRunning       the most requests the engine runs in one batch (its configured limit, a gauge)
  */
 public record EngineMetrics(Flavor flavor, double running, double waiting, double kvCacheUsage, Histogram ttft,
-                            Histogram tbt, double successCount, double promptTokens, double generationTokens) {
+                            Histogram tbt, double successCount, double promptTokens, double generationTokens,
+                            double prefixCacheQueries, double prefixCacheHits, double cacheHitRate,
+                            Histogram queueTime, double maxRunning) {
 
     /** Which engine's metric names a scrape carries. */
     public enum Flavor {
@@ -56,9 +68,18 @@ public record EngineMetrics(Flavor flavor, double running, double waiting, doubl
     }
 
     public EngineMetrics {
-        if (flavor == null || ttft == null || tbt == null) {
-            throw new IllegalArgumentException("flavor, ttft, tbt: missing (expected: non-null)");
+        if (flavor == null || ttft == null || tbt == null || queueTime == null) {
+            throw new IllegalArgumentException("flavor, ttft, tbt, queue_time: missing (expected: non-null)");
         }
+    }
+
+    /**
+     * Metrics without the prefix-cache, queue-time and batch-limit fields (engines that export none of them).
+     */
+    public EngineMetrics(Flavor flavor, double running, double waiting, double kvCacheUsage, Histogram ttft,
+                         Histogram tbt, double successCount, double promptTokens, double generationTokens) {
+        this(flavor, running, waiting, kvCacheUsage, ttft, tbt, successCount, promptTokens, generationTokens,
+                Double.NaN, Double.NaN, Double.NaN, Histogram.EMPTY, Double.NaN);
     }
 
     /** The metrics of all series in {@code scrape}. Never throws on a parsed scrape. */
@@ -83,7 +104,12 @@ public record EngineMetrics(Flavor flavor, double running, double waiting, doubl
                     histogram(scrape, keep, "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
                     sum(scrape, keep.and(s -> !"abort".equals(s.label("finished_reason"))), "vllm:request_success_total"),
                     sum(scrape, keep, "vllm:prompt_tokens_total"),
-                    sum(scrape, keep, "vllm:generation_tokens_total"));
+                    sum(scrape, keep, "vllm:generation_tokens_total"),
+                    sum(scrape, keep, "vllm:prefix_cache_queries_total"),
+                    sum(scrape, keep, "vllm:prefix_cache_hits_total"),
+                    Double.NaN,
+                    histogram(scrape, keep, "vllm:request_queue_time_seconds"),
+                    Double.NaN);
             case SGLANG -> new EngineMetrics(flavor,
                     sum(scrape, keep, "sglang:num_running_reqs"),
                     sum(scrape, keep, "sglang:num_queue_reqs"),
@@ -92,9 +118,15 @@ public record EngineMetrics(Flavor flavor, double running, double waiting, doubl
                     histogram(scrape, keep, "sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
                     sum(scrape, keep, "sglang:num_requests_total", "sglang:e2e_request_latency_seconds_count"),
                     sum(scrape, keep, "sglang:prompt_tokens_total"),
-                    sum(scrape, keep, "sglang:generation_tokens_total"));
+                    sum(scrape, keep, "sglang:generation_tokens_total"),
+                    Double.NaN,
+                    Double.NaN,
+                    mean(scrape, keep, "sglang:cache_hit_rate"),
+                    histogram(scrape, keep, "sglang:queue_time_seconds"),
+                    sum(scrape, keep, "sglang:max_running_requests"));
             case UNKNOWN -> new EngineMetrics(flavor, Double.NaN, Double.NaN, Double.NaN, Histogram.EMPTY,
-                    Histogram.EMPTY, Double.NaN, Double.NaN, Double.NaN);
+                    Histogram.EMPTY, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN,
+                    Histogram.EMPTY, Double.NaN);
         };
     }
 

@@ -17,10 +17,16 @@ package dev.sextant.signal;
  * @param generationTokensPerSecond generated output tokens per second, ≥ 0
  * @param ttft                     the interval's TTFT histogram (differences of the two scrapes)
  * @param tbt                      the interval's TBT histogram
+ * @param meanQueueSeconds         mean time the requests admitted in the interval waited for the batch, seconds;
+ *                                 {@code NaN} when the engine exports no queue time or none was admitted
+ * @param cachedPromptTokensPerSecond prompt tokens served from the prefix cache per second, ≥ 0; from vLLM's
+ *                                 counters, else SGLang's hit-rate gauge times the prompt tokens; {@code NaN}
+ *                                 when the engine exports neither
  */
 public record MetricsInterval(double seconds, double meanTtftSeconds, double meanTbtSeconds, double successPerSecond,
                               double firstTokensPerSecond, double promptTokensPerSecond,
-                              double generationTokensPerSecond, Histogram ttft, Histogram tbt) {
+                              double generationTokensPerSecond, Histogram ttft, Histogram tbt,
+                              double meanQueueSeconds, double cachedPromptTokensPerSecond) {
 
     /**
      * The interval between two scrapes of one engine.
@@ -35,12 +41,17 @@ public record MetricsInterval(double seconds, double meanTtftSeconds, double mea
         }
         Histogram ttft = later.ttft().minus(earlier.ttft());
         Histogram tbt = later.tbt().minus(earlier.tbt());
+        double prompt = increase(earlier.promptTokens(), later.promptTokens()) / seconds;
+        double cached = increase(earlier.prefixCacheHits(), later.prefixCacheHits()) / seconds;
+        if (Double.isNaN(cached) && !Double.isNaN(later.cacheHitRate())) {
+            cached = later.cacheHitRate() * prompt;
+        }
         return new MetricsInterval(seconds, ttft.mean(), tbt.mean(),
                 increase(earlier.successCount(), later.successCount()) / seconds,
                 ttft.count() / seconds,
-                increase(earlier.promptTokens(), later.promptTokens()) / seconds,
+                prompt,
                 increase(earlier.generationTokens(), later.generationTokens()) / seconds,
-                ttft, tbt);
+                ttft, tbt, later.queueTime().minus(earlier.queueTime()).mean(), cached);
     }
 
     private static double increase(double earlier, double later) {

@@ -27,6 +27,37 @@ class EngineMetricsTest {
         assertThat(m.tbt().sum()).isEqualTo(421102.7);
         assertThat(m.tbt().buckets()).hasSize(20);
         assertThat(m.tbt().buckets().get(0)).isEqualTo(new Histogram.Bucket(0.01, 110322.0));
+        assertThat(m.prefixCacheQueries()).isEqualTo(48211334.0);
+        assertThat(m.prefixCacheHits()).isEqualTo(30911552.0);
+        assertThat(m.cacheHitRate()).as("vLLM exports counters, not SGLang's gauge").isNaN();
+        assertThat(m.queueTime()).as("the fixture has no queue-time histogram").isEqualTo(Histogram.EMPTY);
+        assertThat(m.maxRunning()).isNaN();
+    }
+
+    @Test
+    void from_queueTimeAndBatchLimit_readUnderBothNames() {
+        String vllm = """
+                # TYPE vllm:request_queue_time_seconds histogram
+                vllm:request_queue_time_seconds_bucket{le="0.1",model_name="m"} 3
+                vllm:request_queue_time_seconds_bucket{le="+Inf",model_name="m"} 4
+                vllm:request_queue_time_seconds_count{model_name="m"} 4
+                vllm:request_queue_time_seconds_sum{model_name="m"} 0.6
+                """;
+        String sglang = """
+                sglang:num_running_reqs{model_name="m"} 3
+                sglang:max_running_requests{model_name="m"} 48
+                # TYPE sglang:queue_time_seconds histogram
+                sglang:queue_time_seconds_bucket{le="+Inf",model_name="m"} 2
+                sglang:queue_time_seconds_count{model_name="m"} 2
+                sglang:queue_time_seconds_sum{model_name="m"} 0.5
+                """;
+
+        EngineMetrics v = EngineMetrics.from(PrometheusText.parse(vllm));
+        EngineMetrics g = EngineMetrics.from(PrometheusText.parse(sglang));
+
+        assertThat(v.queueTime().mean()).isEqualTo(0.15, within(1e-12));
+        assertThat(g.queueTime().mean()).isEqualTo(0.25, within(1e-12));
+        assertThat(g.maxRunning()).isEqualTo(48.0);
     }
 
     @Test
@@ -65,6 +96,8 @@ class EngineMetricsTest {
         assertThat(m.ttft().buckets()).hasSize(23);
         assertThat(m.tbt().count()).isEqualTo(9509415.0);
         assertThat(m.tbt().buckets()).hasSize(20);
+        assertThat(m.cacheHitRate()).isEqualTo(0.482);
+        assertThat(m.prefixCacheHits()).isNaN();
     }
 
     @Test

@@ -23,6 +23,16 @@ public final class Policies {
         return new OptimalPolicy().certify(topology, options);
     }
 
+    /**
+     * What {@code held}'s routing would cost on {@code topology}: its weights applied to the topology's demand and
+     * priced with the topology's profiles, capacities and round trips, as the optimizer prices them (beyond an
+     * engine's effective capacity too, up to its capacity). For a control plane that asks whether a new solve is
+     * worth publishing. See {@link HeldRouting}.
+     */
+    public static HeldRouting evaluate(dev.sextant.topology.Topology topology, dev.sextant.snapshot.Snapshot held) {
+        return Evaluation.of(topology, held);
+    }
+
     /** All traffic to the lowest-RTT allowed engines, split by effective capacity, whatever their load. */
     public static RoutingPolicy nearest() {
         return new BaselinePolicy("nearest");

@@ -60,6 +60,9 @@ final class EngineSim {
     private int stepK;
     private long generation;
 
+    /** What its /metrics would show, cumulative. */
+    final EngineExport export = new EngineExport();
+
     // counters, read by the simulation
     double busyMs;
     long steps;
@@ -85,6 +88,11 @@ final class EngineSim {
 
     int waitingCount() {
         return waiting.size();
+    }
+
+    /** The engine's metrics as a scrape now would read them. */
+    dev.sextant.signal.EngineMetrics metrics() {
+        return export.metrics(running.size(), waiting.size(), kvUsage());
     }
 
     /** Fraction of the KV cache held by running sequences, as vLLM's {@code kv_cache_usage_perc}. */
@@ -208,8 +216,7 @@ final class EngineSim {
                 break;
             }
             waiting.pollFirst();
-            int cached = Math.min(cache.take(r.conversation == null ? -1 - r.id : r.conversation.id),
-                    r.promptTokens - 1);
+            int cached = r.conversation == null ? 0 : Math.min(cache.take(r.conversation.id), r.promptTokens - 1);
             r.cachedTokens = cached;
             r.prefillRemaining = r.promptTokens - cached;
             r.outputRemaining = r.outputTokens;
@@ -218,6 +225,7 @@ final class EngineSim {
             cache.shrinkTo(p.kvCacheTokens() - reserved);
             promptTokens += r.promptTokens;
             savedTokens += cached;
+            export.admitted(now - r.engineArrivalMs, r.promptTokens, cached);
             running.add(r);
             int c = Math.min(r.prefillRemaining, budget);
             r.chunk = c;
@@ -260,6 +268,8 @@ final class EngineSim {
                     r.chunk = 0;
                     if (r.prefillRemaining == 0) {
                         r.outputRemaining--;
+                        r.engineFirstTokenMs = now;
+                        export.firstToken(now - r.engineArrivalMs);
                         listener.firstToken(this, r, now);
                     }
                 }
@@ -271,6 +281,8 @@ final class EngineSim {
                 if (r.conversation != null) {
                     cache.put(r.conversation.id, r.promptTokens + r.outputTokens, params.kvCacheTokens() - reserved);
                 }
+                export.finished(r.outputTokens, r.outputTokens > 1
+                        ? (now - r.engineFirstTokenMs) / (r.outputTokens - 1) : 0);
                 listener.finished(this, r, now);
             } else {
                 keep.add(r);

@@ -58,6 +58,7 @@ final class Report {
                 images.add(w);
             }
             writeCsv(dir, r);
+            writeControl(dir, r);
         }
         List<String[]> blocks = blocks(images);
         Files.writeString(dir.resolve("report.md"), markdown(blocks), StandardCharsets.UTF_8);
@@ -122,6 +123,51 @@ final class Report {
 
     private static String num(double v) {
         return Double.isFinite(v) ? String.format(Locale.ROOT, "%.4f", v) : "";
+    }
+
+    /** The control loop's steps and estimates, for a policy that has one. */
+    private void writeControl(Path dir, Simulator.Run r) throws IOException {
+        if (!(r.simulation().policy instanceof SextantPolicy sp)) {
+            return;
+        }
+        String slug = slug(r.policy());
+        try (Writer w = Files.newBufferedWriter(dir.resolve("control-" + slug + ".csv"))) {
+            w.write("time_s,published,version,gain_ms,threshold_ms,reason\n");
+            for (dev.sextant.control.Step st : sp.steps()) {
+                w.write(String.format(Locale.ROOT, "%.1f,%s,%s,%s,%s,%s%n", st.atNanos() / 1e9, st.published(),
+                        st.snapshot() == null ? "" : st.snapshot().version(), num(st.gainMs()), num(st.thresholdMs()),
+                        csv(st.reason())));
+            }
+        }
+        try (Writer w = Files.newBufferedWriter(dir.resolve("estimates-" + slug + ".csv"))) {
+            w.write("time_s,engine,condition,capacity_rps,configured_rps,slowdown,batch_slots,evidence,capacity_why,"
+                    + "speed_why,condition_why\n");
+            for (dev.sextant.control.Step st : sp.steps()) {
+                for (dev.sextant.control.EngineEstimate e : st.estimates().engines().values()) {
+                    w.write(String.format(Locale.ROOT, "%.1f,%s,%s,%.3f,%.3f,%.3f,%.1f,%.3f,%s,%s,%s%n",
+                            st.atNanos() / 1e9, e.engine(), e.condition(), e.capacityRps(), e.configuredRps(),
+                            e.slowdown(), e.batchSlots(), e.evidence(), csv(e.capacityWhy()), csv(e.speedWhy()),
+                            csv(e.conditionWhy())));
+                }
+            }
+        }
+        try (Writer w = Files.newBufferedWriter(dir.resolve("demand-" + slug + ".csv"))) {
+            w.write("time_s,gateway,class,demand_rps,configured_rps,standard_error,why\n");
+            for (dev.sextant.control.Step st : sp.steps()) {
+                st.estimates().demand().forEach((g, row) -> row.forEach((c, d) -> {
+                    try {
+                        w.write(String.format(Locale.ROOT, "%.1f,%s,%s,%.3f,%.3f,%s,%s%n", st.atNanos() / 1e9, g, c,
+                                d.rps(), d.configuredRps(), num(d.standardError()), csv(d.why())));
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }));
+            }
+        }
+    }
+
+    private static String csv(String text) {
+        return text == null ? "" : "\"" + text.replace("\"", "\"\"") + "\"";
     }
 
     static String slug(String policy) {
@@ -327,7 +373,10 @@ final class Report {
         b.add(new String[] {"p", "`summary.json` (per policy, the measures above), `series-POLICY.csv` (per sample "
                 + "interval: completions, sheds, failures, cache hit rate, mean TTFT), `engines-POLICY.csv` (per "
                 + "sample and engine: busy fraction, queue length, weight at the first gateway cluster for the "
-                + "first class)."});
+                + "first class); for `sextant`, `control-sextant.csv` (every step of the control loop: published or "
+                + "not, and why), `estimates-sextant.csv` (at every step, each engine's condition, estimated "
+                + "capacity, slow-down and batch, with the evidence) and `demand-sextant.csv` (the demand it planned "
+                + "for, per gateway cluster and class)."});
         return b;
     }
 

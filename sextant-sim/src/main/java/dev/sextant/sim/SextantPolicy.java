@@ -1,8 +1,12 @@
 package dev.sextant.sim;
 
-import dev.sextant.policy.Policies;
-import dev.sextant.policy.RoutingPolicy;
-import dev.sextant.policy.SolveOptions;
+import dev.sextant.control.Canary;
+import dev.sextant.control.CanaryResult;
+import dev.sextant.control.ControlLoop;
+import dev.sextant.control.ControlOptions;
+import dev.sextant.control.EngineScrape;
+import dev.sextant.control.GatewayReport;
+import dev.sextant.control.Step;
 import dev.sextant.request.DataPlane;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.request.Decision;
@@ -11,7 +15,6 @@ import dev.sextant.request.Refusal;
 import dev.sextant.request.RequestMeta;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
-import dev.sextant.topology.Engine;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
 import java.util.ArrayList;
@@ -19,55 +22,87 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.SplittableRandom;
 
 /**
- * {@code sextant}: the product as built. The control plane runs the production optimizer
- * ({@link Policies#optimal()}) on its schedule from delayed, smoothed, noisy signals; each gateway
- * cluster runs the production data plane ({@link DataPlane}: weighted consistent hashing, bounded load,
- * outlier ejection, retry budget, admission) on its own copy of the snapshot, swapped in after a
- * propagation delay. The simulator only feeds them: it never decides where a request goes.
+ * {@code sextant}: the product as built. The control plane is the production control loop
+ * ({@link ControlLoop}: estimation of every engine's profile, capacity and condition, demand, round trips and the
+ * value of a warm cache; the production optimizer on those estimates; the publication rule), fed the same records
+ * the control plane feeds it: each engine's metrics as its {@code /metrics} exports them (scraped every
+ * {@code scrape_s}, seen {@code signal_delay_s} later), each gateway cluster's report of its arrivals and of how its
+ * attempts ended (same cadence and delay), and the canaries the loop asks for. Each gateway cluster runs the
+ * production data plane ({@link DataPlane}: weighted consistent hashing, bounded load, outlier ejection, retry
+ * budget, admission) on its own copy of the snapshot, swapped in {@code propagation_s} after publication. The
+ * simulator only feeds them: it never decides where a request goes, and it has no control rule of its own.
  *
- * <p>What the simulated control plane observes, per scrape: engines that answered (a down engine gets
- * health 0), demand per (gateway cluster, class) (smoothed, with relative noise), engine TBT compared
- * with the profile's TBT at the planned utilization (an engine slower than 1.5× its profile gets a
- * capacity penalty of expected/observed, at least 0.1), and links gateways report unreachable (priced at
- * {@link #UNREACHABLE_MS} so no traffic is planned across them). During a control plane outage no
- * solve happens and gateways keep their last snapshot.
+ * <p>During a control plane outage nothing reaches the loop and nothing is solved; gateways keep their last
+ * snapshot.
  */
 final class SextantPolicy implements SimPolicy {
-    /** Round trip the control plane assigns to a link gateways report as cut, ms. */
-    static final double UNREACHABLE_MS = 10_000;
+    /** Prompt and output tokens of a canary request. */
+    static final int CANARY_PROMPT = 16;
+    static final int CANARY_OUTPUT = 8;
 
-    private final RoutingPolicy optimizer = Policies.optimal();
     private Simulation sim;
     private Topology base;
+    private ControlLoop loop;
     private DataPlane[] planes;
     private Snapshot[] held;
-    private Snapshot latest;
     private final Map<String, Integer> engineIndex = new HashMap<>();
     private RequestMeta[] classMeta;
-    private double[][] demand;
-    private double[] penalty;
-    private boolean[] up;
-    private SplittableRandom noise;
     private long solveFailures;
     private long solves;
+    private long publications;
     private long solveWallNanos;
     private double maxGap;
+    private double lastStepMs = Double.NEGATIVE_INFINITY;
     /** Outcome of the attempt that just failed, for the retry that follows it at once. */
     private Outcome lastOutcome = Outcome.SERVER_ERROR;
+
+    // what each gateway cluster counts for its next report
+    private long[][] arrivals;
+    private Outcomes[][] outcomes;
+
+    /** One gateway cluster's counts for one engine since its last report. */
+    private static final class Outcomes {
+        long requests;
+        long successes;
+        long connectErrors;
+        long timeouts;
+        long serverErrors;
+        double ttftSum;
+        long ttftCount;
+        double tbtSum;
+        long tbtCount;
+        double e2eSum;
+        long e2eCount;
+
+        GatewayReport.EngineOutcomes drain() {
+            GatewayReport.EngineOutcomes o = new GatewayReport.EngineOutcomes(requests, successes, connectErrors,
+                    timeouts, serverErrors, 0, mean(ttftSum, ttftCount), mean(tbtSum, tbtCount), mean(e2eSum, e2eCount),
+                    GatewayReport.Mean.NONE, 0, 0);
+            requests = successes = connectErrors = timeouts = serverErrors = ttftCount = tbtCount = e2eCount = 0;
+            ttftSum = tbtSum = e2eSum = 0;
+            return o;
+        }
+
+        private static GatewayReport.Mean mean(double sum, long count) {
+            return count == 0 ? GatewayReport.Mean.NONE : new GatewayReport.Mean(Math.max(0, sum / count), count);
+        }
+    }
 
     @Override
     public String name() {
         return "sextant";
     }
 
+    private long nanos() {
+        return Math.round(sim.loop.now() * 1e6);
+    }
+
     @Override
     public void start(Simulation s) {
         this.sim = s;
         this.base = s.topology;
-        noise = new SplittableRandom(Hashing.mix(s.seed ^ 0x5e7a47L));
         for (int j = 0; j < s.engineCount; j++) {
             engineIndex.put(base.engines().get(j).id(), j);
         }
@@ -76,52 +111,111 @@ final class SextantPolicy implements SimPolicy {
             TrafficClass c = base.classes().get(k);
             classMeta[k] = new RequestMeta(c.model(), c.residency(), c.priority(), 0, 0);
         }
-        demand = new double[s.gatewayCount][s.classCount];
+        arrivals = new long[s.gatewayCount][s.classCount];
+        outcomes = new Outcomes[s.gatewayCount][s.engineCount];
         for (int g = 0; g < s.gatewayCount; g++) {
-            Map<String, Double> row = base.demandRps().getOrDefault(base.gatewayClusters().get(g).id(), Map.of());
-            for (int k = 0; k < s.classCount; k++) {
-                demand[g][k] = row.getOrDefault(base.classes().get(k).id(), 0.0);
+            for (int j = 0; j < s.engineCount; j++) {
+                outcomes[g][j] = new Outcomes();
             }
         }
-        penalty = new double[s.engineCount];
-        java.util.Arrays.fill(penalty, 1.0);
-        up = new boolean[s.engineCount];
-        java.util.Arrays.fill(up, true);
-        // the first snapshot is solved for the operator's forecast (the topology's demand)
-        latest = optimizer.solve(base, SolveOptions.defaults());
+        loop = ControlLoop.create(base, ControlOptions.defaults(), this::nanos, null);
+        // the first snapshot is solved before any evidence: the operator's forecast (the topology's demand)
+        Step first = timedStep();
+        Snapshot latest = first.snapshot();
         planes = new DataPlane[s.gatewayCount];
         held = new Snapshot[s.gatewayCount];
         DataPlaneOptions options = DataPlaneOptions.defaults();
         for (int g = 0; g < s.gatewayCount; g++) {
-            planes[g] = DataPlane.create(base.gatewayClusters().get(g).id(), latest,
-                    () -> Math.round(sim.loop.now() * 1e6), options.toBuilder().seed(Hashing.mix(s.seed + g)).build());
+            planes[g] = DataPlane.create(base.gatewayClusters().get(g).id(), latest, this::nanos,
+                    options.toBuilder().seed(Hashing.mix(s.seed + g)).build());
             held[g] = latest;
         }
-        s.onScrape(this::observe);
+        s.onScrape(this::scraped);
+        s.loop.at(s.scenario.control().scrapeMs(), this::report);
         s.loop.at(s.scenario.control().solveMs(), this::solveTick);
     }
 
-    private void observe(Simulation.Scrape scrape) {
-        double a = sim.scenario.control().smoothing();
-        double n = sim.scenario.control().noise();
-        for (int g = 0; g < sim.gatewayCount; g++) {
-            for (int k = 0; k < sim.classCount; k++) {
-                double seen = scrape.demandRps()[g][k] * (1 + n * (2 * noise.nextDouble() - 1));
-                demand[g][k] = a * seen + (1 - a) * demand[g][k];
-            }
+    /** The engines' scrapes reach the control plane (unless it is down). */
+    private void scraped(Simulation.Scrape scrape) {
+        if (!sim.controlPlaneUp) {
+            return;
         }
+        long at = Math.round(scrape.atMs() * 1e6);
         for (int j = 0; j < sim.engineCount; j++) {
-            up[j] = scrape.up()[j];
-            double observed = scrape.tbtMs()[j];
-            var state = latest.engines().get(base.engines().get(j).id());
-            double rho = state == null ? 0 : Math.min(0.99, state.utilization());
-            double expected = base.engines().get(j).profile().tbtMs(rho);
-            double target = 1.0;
-            if (!Double.isNaN(observed) && expected > 0 && observed > 1.5 * expected) {
-                target = Math.max(0.1, expected / observed);
+            String id = base.engines().get(j).id();
+            loop.observe(scrape.metrics()[j] != null ? EngineScrape.of(id, at, scrape.metrics()[j])
+                    : EngineScrape.failed(id, at, "connection refused"));
+        }
+        afterSignals();
+    }
+
+    /** Every scrape interval each gateway cluster reports what it counted; the report arrives after the delay. */
+    private void report() {
+        double interval = sim.scenario.control().scrapeMs() / 1000;
+        List<GatewayReport> reports = new ArrayList<>();
+        for (int g = 0; g < sim.gatewayCount; g++) {
+            Map<String, Long> a = new LinkedHashMap<>();
+            for (int k = 0; k < sim.classCount; k++) {
+                a.put(base.classes().get(k).id(), arrivals[g][k]);
+                arrivals[g][k] = 0;
             }
-            // penalties fall at once and recover gradually, as DESIGN.md §5 asks
-            penalty[j] = target < penalty[j] ? target : a * target + (1 - a) * penalty[j];
+            Map<String, GatewayReport.EngineOutcomes> e = new LinkedHashMap<>();
+            for (int j = 0; j < sim.engineCount; j++) {
+                if (outcomes[g][j].requests > 0) {
+                    e.put(base.engines().get(j).id(), outcomes[g][j].drain());
+                }
+            }
+            // the gateway's probes: one round trip per engine cluster it can reach
+            Map<String, GatewayReport.RoundTrip> rtt = new LinkedHashMap<>();
+            Map<String, Double> row = base.networkRttMs().getOrDefault(base.gatewayClusters().get(g).id(), Map.of());
+            for (int c = 0; c < sim.clusterIds.size(); c++) {
+                Double ms = row.get(sim.clusterIds.get(c));
+                if (ms != null && !sim.cut[g][c]) {
+                    rtt.put(sim.clusterIds.get(c), new GatewayReport.RoundTrip(ms, ms, 1));
+                }
+            }
+            reports.add(new GatewayReport(base.gatewayClusters().get(g).id(), "", 0, interval, a, e, rtt));
+        }
+        sim.loop.after(sim.scenario.control().signalDelayMs(), () -> {
+            if (!sim.controlPlaneUp) {
+                return;
+            }
+            long at = nanos();
+            for (GatewayReport r : reports) {
+                loop.observe(new GatewayReport(r.gateway(), r.instance(), at, r.intervalSeconds(), r.arrivals(),
+                        r.engines(), r.roundTrips()));
+            }
+            afterSignals();
+        });
+        double next = sim.loop.now() + sim.scenario.control().scrapeMs();
+        if (next <= sim.scenario.durationMs() || sim.metrics.open() > 0) {
+            sim.loop.at(next, this::report);
+        }
+    }
+
+    /** Canaries the loop asks for, and a solve at once when the signals changed something that matters. */
+    private void afterSignals() {
+        for (Canary c : loop.canariesDue()) {
+            int j = engineIndex.get(c.engine());
+            sim.canary(j, CANARY_PROMPT, c.maxTokens(), new Simulation.CanaryListener() {
+                @Override
+                public void ok(double ttftMs, double tbtMs) {
+                    if (sim.controlPlaneUp) {
+                        loop.observe(CanaryResult.ok(c.engine(), nanos(), ttftMs, tbtMs));
+                    }
+                }
+
+                @Override
+                public void failed(String why) {
+                    if (sim.controlPlaneUp) {
+                        loop.observe(CanaryResult.failed(c.engine(), nanos(), why));
+                    }
+                }
+            });
+        }
+        // the control plane checks for urgent changes every second
+        if (sim.loop.now() - lastStepMs >= 1000 && loop.urgent()) {
+            solve();
         }
     }
 
@@ -134,55 +228,30 @@ final class SextantPolicy implements SimPolicy {
         }
     }
 
-    private void solve() {
-        Map<String, Map<String, Double>> d = new LinkedHashMap<>();
-        for (int g = 0; g < sim.gatewayCount; g++) {
-            Map<String, Double> row = new LinkedHashMap<>();
-            for (int k = 0; k < sim.classCount; k++) {
-                if (base.demandRps().getOrDefault(base.gatewayClusters().get(g).id(), Map.of())
-                        .containsKey(base.classes().get(k).id()) || demand[g][k] > 0) {
-                    row.put(base.classes().get(k).id(), Math.max(0, demand[g][k]));
-                }
-            }
-            d.put(base.gatewayClusters().get(g).id(), row);
-        }
-        List<Engine> engines = new ArrayList<>();
-        Map<String, Double> penalties = new LinkedHashMap<>();
-        for (int j = 0; j < sim.engineCount; j++) {
-            Engine e = base.engines().get(j);
-            engines.add(up[j] ? e : e.withHealth(0));
-            if (penalty[j] < 1) {
-                penalties.put(e.id(), penalty[j]);
-            }
-        }
-        Map<String, Map<String, Double>> rtt = new LinkedHashMap<>();
-        for (int g = 0; g < sim.gatewayCount; g++) {
-            String gw = base.gatewayClusters().get(g).id();
-            Map<String, Double> row = new LinkedHashMap<>(base.networkRttMs().getOrDefault(gw, Map.of()));
-            for (int c = 0; c < sim.clusterIds.size(); c++) {
-                if (!sim.knownReachable[g][c] && row.containsKey(sim.clusterIds.get(c))) {
-                    row.put(sim.clusterIds.get(c), UNREACHABLE_MS);
-                }
-            }
-            rtt.put(gw, row);
-        }
-        Topology t = new Topology(base.gatewayClusters(), base.engineClusters(), rtt, base.models(), engines,
-                base.classes(), d, base.headroom(), base.affinityDiscountMs());
-        Snapshot next;
-        try {
-            long t0 = System.nanoTime(); // wall time of the solve, for the report only
-            next = optimizer.solve(t, SolveOptions.defaults().after(latest).withPenalties(penalties));
-            solveWallNanos += System.nanoTime() - t0;
-            solves++;
-            maxGap = Math.max(maxGap, next.objective().gapRelative());
-        } catch (RuntimeException e) {
-            // the control plane keeps serving the last snapshot; counted, shown in the report
+    private Step timedStep() {
+        long t0 = System.nanoTime(); // wall time of the step, for the report only
+        Step step = loop.step();
+        solveWallNanos += System.nanoTime() - t0;
+        if (step.snapshot() == null) {
             solveFailures++;
-            return;
+        } else {
+            solves++;
+            maxGap = Math.max(maxGap, step.snapshot().objective().gapRelative());
         }
-        latest = next;
-        Snapshot published = next;
-        sim.loop.after(sim.scenario.control().propagationMs(), () -> publish(published));
+        if (step.published()) {
+            publications++;
+        }
+        steps.add(step);
+        return step;
+    }
+
+    private void solve() {
+        lastStepMs = sim.loop.now();
+        Step step = timedStep();
+        if (step.published()) {
+            Snapshot published = step.snapshot();
+            sim.loop.after(sim.scenario.control().propagationMs(), () -> publish(published));
+        }
     }
 
     private void publish(Snapshot s) {
@@ -214,6 +283,7 @@ final class SextantPolicy implements SimPolicy {
 
     @Override
     public int select(SimRequest r) {
+        arrivals[r.gateway][r.trafficClass]++;
         RequestMeta c = classMeta[r.trafficClass];
         Decision d = planes[r.gateway].route(new RequestMeta(c.model(), c.residency(), c.priority(),
                 Hashing.mix(r.affinityKey() + 0x51L), Hashing.mix(r.id ^ 0x7265717565737431L)));
@@ -244,6 +314,28 @@ final class SextantPolicy implements SimPolicy {
 
     @Override
     public void attemptEnded(SimRequest r, int engine, AttemptEnd how) {
+        Outcomes o = outcomes[r.gateway][engine];
+        o.requests++;
+        double rtt = sim.rttMs[r.gateway][engine];
+        switch (how) {
+            case OK -> {
+                o.successes++;
+                double first = r.firstTokenMs - r.attemptStartMs;
+                double end = sim.loop.now() + rtt / 2 - r.attemptStartMs;
+                o.ttftSum += first;
+                o.ttftCount++;
+                o.e2eSum += end;
+                o.e2eCount++;
+                if (r.outputTokens > 1) {
+                    o.tbtSum += end - first;
+                    o.tbtCount += r.outputTokens - 1;
+                }
+            }
+            case TIMEOUT -> o.timeouts++;
+            case CONNECT_ERROR -> o.connectErrors++;
+            case SERVER_ERROR -> o.serverErrors++;
+            default -> throw new IllegalStateException("attempt end: " + how);
+        }
         Decision d = (Decision) r.decision;
         if (d == null) {
             return;
@@ -280,8 +372,20 @@ final class SextantPolicy implements SimPolicy {
     /** A sentence about the control plane's work in this run, for the report. */
     String controlPlaneSummary() {
         return String.format(java.util.Locale.ROOT,
-                "%d solves (%d failed and kept the previous snapshot), mean solve %.0f ms wall, largest certified "
-                        + "relative gap %.2g", solves, solveFailures,
+                "%d solves (%d failed and kept the previous snapshot), %d published, mean step %.0f ms wall (estimates "
+                        + "and solve), largest certified relative gap %.2g", solves, solveFailures, publications,
                 solves == 0 ? 0.0 : solveWallNanos / 1e6 / solves, maxGap);
+    }
+
+    /** Every step of the control loop, in order: what the report's control CSV files show. */
+    List<Step> steps() {
+        return steps;
+    }
+
+    private final List<Step> steps = new ArrayList<>();
+
+    /** The control loop, for tests that look at its estimates. */
+    ControlLoop controlLoop() {
+        return loop;
     }
 }

@@ -30,9 +30,12 @@ final class SimRequest {
     double backoffMs;
     /** The policy's handle on the current attempt (the production data plane's decision). */
     Object decision;
+    /** For a control plane's canary, not a client's request: told how it went; null for client requests. */
+    Simulation.CanaryListener canary;
 
     // per-attempt engine state
     double engineArrivalMs;
+    double engineFirstTokenMs;
     int prefillRemaining;
     int outputRemaining;
     int chunk;

@@ -71,10 +71,33 @@ final class Simulation implements EngineSim.Listener {
      * @param running    sequences running
      * @param waiting    requests waiting
      * @param demandRps  gateway → class → observed arrivals per second in the window
+     * @param arrivals   gateway → class → arrivals counted in the window
+     * @param metrics    per engine, its cumulative metrics as its /metrics shows them; null for an engine that is
+     *                   down (the scrape fails)
      */
     record Scrape(double atMs, double windowMs, boolean[] up, double[] ttftMs, double[] tbtMs, double[] kvUsage,
-                  int[] running, int[] waiting, double[][] demandRps) {
+                  int[] running, int[] waiting, double[][] demandRps, long[][] arrivals,
+                  dev.sextant.signal.EngineMetrics[] metrics) {
     }
+
+    /** How a canary request went: engine-side TTFT and mean time between tokens, or a failure. */
+    interface CanaryListener {
+        void ok(double ttftMs, double tbtMs);
+
+        void failed(String why);
+    }
+
+    /**
+     * Sends a canary to engine {@code e} now, straight from the control plane (no gateway, no client metrics):
+     * {@code promptTokens} in, {@code outputTokens} out.
+     */
+    void canary(int e, int promptTokens, int outputTokens, CanaryListener l) {
+        SimRequest r = new SimRequest(-1 - canaries++, null, 0, 0, loop.now(), promptTokens, outputTokens);
+        r.canary = l;
+        engines.get(e).arrive(r);
+    }
+
+    private long canaries;
 
     Simulation(Scenario scenario, SimPolicy policy, long seed, DoubleConsumer progress) {
         this.scenario = scenario;
@@ -216,13 +239,19 @@ final class Simulation implements EngineSim.Listener {
             tbtCount[j] = 0;
         }
         double[][] demand = new double[gatewayCount][classCount];
+        long[][] arrivals = new long[gatewayCount][classCount];
         for (int g = 0; g < gatewayCount; g++) {
             for (int k = 0; k < classCount; k++) {
                 demand[g][k] = demandCount[g][k] * 1000.0 / window;
+                arrivals[g][k] = demandCount[g][k];
                 demandCount[g][k] = 0;
             }
         }
-        return new Scrape(loop.now(), window, up, ttft, tbt, kv, run, wait, demand);
+        dev.sextant.signal.EngineMetrics[] metrics = new dev.sextant.signal.EngineMetrics[engineCount];
+        for (int j = 0; j < engineCount; j++) {
+            metrics[j] = up[j] ? engines.get(j).metrics() : null;
+        }
+        return new Scrape(loop.now(), window, up, ttft, tbt, kv, run, wait, demand, arrivals, metrics);
     }
 
     // ---- workload
@@ -366,6 +395,10 @@ final class Simulation implements EngineSim.Listener {
 
     @Override
     public void firstToken(EngineSim engine, SimRequest r, double atMs) {
+        if (r.canary != null) {
+            r.firstTokenMs = atMs;
+            return;
+        }
         r.firstByteSent = true;
         r.firstTokenMs = atMs + rttMs[r.gateway][engine.index] / 2;
         ttftSum[engine.index] += atMs - r.engineArrivalMs;
@@ -374,6 +407,11 @@ final class Simulation implements EngineSim.Listener {
 
     @Override
     public void finished(EngineSim engine, SimRequest r, double atMs) {
+        if (r.canary != null) {
+            r.canary.ok(r.firstTokenMs - r.engineArrivalMs,
+                    r.outputTokens > 1 ? (atMs - r.firstTokenMs) / (r.outputTokens - 1) : Double.NaN);
+            return;
+        }
         int j = engine.index;
         if (r.outputTokens > 1) {
             tbtSum[j] += (atMs - (r.firstTokenMs - rttMs[r.gateway][j] / 2)) / (r.outputTokens - 1);
@@ -386,6 +424,10 @@ final class Simulation implements EngineSim.Listener {
 
     @Override
     public void failed(EngineSim engine, SimRequest r, double atMs, boolean connect) {
+        if (r.canary != null) {
+            r.canary.failed(connect ? "connection refused" : "the engine failed the request");
+            return;
+        }
         int j = engine.index;
         SimPolicy.AttemptEnd how = connect ? SimPolicy.AttemptEnd.CONNECT_ERROR : SimPolicy.AttemptEnd.SERVER_ERROR;
         loop.at(atMs + rttMs[r.gateway][j] / 2, () -> attemptFailed(r, j, how));
@@ -393,6 +435,10 @@ final class Simulation implements EngineSim.Listener {
 
     @Override
     public void timedOut(EngineSim engine, SimRequest r, double atMs) {
+        if (r.canary != null) {
+            r.canary.failed("no first token within the client timeout");
+            return;
+        }
         int j = engine.index;
         inFlight[r.gateway][j]--;
         policy.attemptEnded(r, j, SimPolicy.AttemptEnd.TIMEOUT);

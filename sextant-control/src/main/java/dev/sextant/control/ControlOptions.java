@@ -1,0 +1,118 @@
+package dev.sextant.control;
+
+import java.time.Duration;
+
+/**
+ * How the control loop weighs evidence. Every default is a rule that holds for any fleet, not a number fitted to
+ * one; {@code docs/control-loop.md} gives the reason for each.
+ *
+ * @param priorWeight        how many scrape intervals of evidence the configured profile and capacity of an engine
+ *                           group count for, &gt; 0 (20)
+ * @param lawHalfLife        how fast old evidence about an engine group's laws is forgotten, &gt; 0 (10 min)
+ * @param slowFactor         an engine decoding this many times slower than its group's law at the same batch and
+ *                           prefill load is slow, &gt; 1 (1.5)
+ * @param recoveredFactor    a slow engine has recovered when it is back within this factor, in (1, slowFactor]
+ *                           (1.2)
+ * @param minTokenGaps       time-between-token samples one interval needs before it counts as evidence of an
+ *                           engine's speed, ≥ 1 (30)
+ * @param errorRateLimit     an engine whose gateways see this fraction of its attempts fail (and more than twice its
+ *                           peers do) is failing, in (0, 1] (0.2)
+ * @param minAttempts        attempts needed before an error rate counts, ≥ 1 (20)
+ * @param missedScrapes      consecutive failed scrapes after which an engine that exports metrics is down, ≥ 1 (3)
+ * @param demandWindow       the longest stretch of reports one demand estimate averages, &gt; 0 (60 s)
+ * @param publishGain        a new snapshot is published when it lowers the expected latency per request by more
+ *                           than this fraction, ≥ 0 (0.005), …
+ * @param publishGainMs      … and by more than this many ms, ≥ 0 (1 ms)
+ * @param canaryInterval     how often an engine that must prove itself gets a canary request, &gt; 0 (5 s)
+ * @param probeMargin        how far the estimate of an engine's batch may run ahead of the largest batch it was seen
+ *                           to run without a queue, so that an engine rated too low can show its room, ≥ 0 (0.15)
+ * @param observedDemand     true: demand from the gateways' reports, the topology's as the prior; false: the
+ *                           topology's demand only
+ */
+public record ControlOptions(double priorWeight, Duration lawHalfLife, double slowFactor, double recoveredFactor,
+                             int minTokenGaps, double errorRateLimit, int minAttempts, int missedScrapes,
+                             Duration demandWindow, double publishGain, double publishGainMs, Duration canaryInterval,
+                             double probeMargin, boolean observedDemand) {
+
+    public ControlOptions {
+        if (!(priorWeight > 0) || Double.isInfinite(priorWeight)) {
+            throw new IllegalArgumentException("prior_weight: " + priorWeight + " (expected: a finite number > 0)");
+        }
+        positive("law_half_life", lawHalfLife);
+        positive("demand_window", demandWindow);
+        positive("canary_interval", canaryInterval);
+        if (!(slowFactor > 1) || Double.isInfinite(slowFactor)) {
+            throw new IllegalArgumentException("slow_factor: " + slowFactor + " (expected: a finite number > 1)");
+        }
+        if (!(recoveredFactor > 1 && recoveredFactor <= slowFactor)) {
+            throw new IllegalArgumentException("recovered_factor: " + recoveredFactor + " (expected: in (1, "
+                    + slowFactor + "])");
+        }
+        if (minTokenGaps < 1) {
+            throw new IllegalArgumentException("min_token_gaps: " + minTokenGaps + " (expected: >= 1)");
+        }
+        if (!(errorRateLimit > 0 && errorRateLimit <= 1)) {
+            throw new IllegalArgumentException("error_rate_limit: " + errorRateLimit + " (expected: in (0, 1])");
+        }
+        if (minAttempts < 1) {
+            throw new IllegalArgumentException("min_attempts: " + minAttempts + " (expected: >= 1)");
+        }
+        if (missedScrapes < 1) {
+            throw new IllegalArgumentException("missed_scrapes: " + missedScrapes + " (expected: >= 1)");
+        }
+        if (!(publishGain >= 0) || Double.isInfinite(publishGain)) {
+            throw new IllegalArgumentException("publish_gain: " + publishGain + " (expected: a finite number >= 0)");
+        }
+        if (!(publishGainMs >= 0) || Double.isInfinite(publishGainMs)) {
+            throw new IllegalArgumentException("publish_gain_ms: " + publishGainMs + " (expected: a finite number >= 0)");
+        }
+        if (!(probeMargin >= 0) || Double.isInfinite(probeMargin)) {
+            throw new IllegalArgumentException("probe_margin: " + probeMargin + " (expected: a finite number >= 0)");
+        }
+    }
+
+    private static void positive(String field, Duration d) {
+        if (d == null || d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(field + ": " + d + " (expected: > 0)");
+        }
+    }
+
+    /** The defaults above. */
+    public static ControlOptions defaults() {
+        return new ControlOptions(20, Duration.ofMinutes(10), 1.5, 1.2, 30, 0.2, 20, 3, Duration.ofSeconds(60), 0.001,
+                0.5, Duration.ofSeconds(5), 0.15, true);
+    }
+
+    /** These options with another number of missed scrapes before an engine is down. */
+    public ControlOptions withMissedScrapes(int n) {
+        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+                minAttempts, n, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin, observedDemand);
+    }
+
+    /** These options with another error rate limit. */
+    public ControlOptions withErrorRateLimit(double limit) {
+        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, limit,
+                minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
+                observedDemand);
+    }
+
+    /** These options with demand from the reports ({@code true}) or from the topology only. */
+    public ControlOptions withObservedDemand(boolean observed) {
+        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+                minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
+                observed);
+    }
+
+    /** These options with another publication threshold. */
+    public ControlOptions withPublishGain(double relative, double ms) {
+        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+                minAttempts, missedScrapes, demandWindow, relative, ms, canaryInterval, probeMargin, observedDemand);
+    }
+
+    /** These options with another canary interval. */
+    public ControlOptions withCanaryInterval(Duration interval) {
+        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+                minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, interval, probeMargin,
+                observedDemand);
+    }
+}

@@ -1,0 +1,673 @@
+package dev.sextant.control;
+
+import dev.sextant.policy.Policies;
+import dev.sextant.policy.RoutingPolicy;
+import dev.sextant.policy.SolveOptions;
+import dev.sextant.request.Ticker;
+import dev.sextant.policy.HeldRouting;
+import dev.sextant.snapshot.Objective;
+import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.GatewayCluster;
+import dev.sextant.topology.LatencyProfile;
+import dev.sextant.topology.MeasuredProfile;
+import dev.sextant.topology.Model;
+import dev.sextant.topology.Topology;
+import dev.sextant.topology.TrafficClass;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+
+/** The control loop of {@link ControlLoop}; see {@code docs/control-loop.md} for every rule it applies. */
+final class DefaultControlLoop implements ControlLoop {
+    /** Gateway processes silent this much longer than their cluster's latest report no longer count. */
+    static final long INSTANCE_EXPIRY_NANOS = 30_000_000_000L;
+    /** A shed that changes by more than this fraction of the demand is always published. */
+    static final double SHED_CHANGE = 0.01;
+    /**
+     * A held routing that loads an engine beyond its effective capacity by more than this factor is always replaced:
+     * within it, estimates that move by noise do not force a publication, beyond it the headroom is really eaten.
+     */
+    static final double HEADROOM_TOLERANCE = 1.05;
+
+    private final ControlOptions options;
+    private final Ticker ticker;
+    private final RoutingPolicy optimizer = Policies.optimal();
+    private Topology topology;
+    private final Map<String, EngineTracker> engines = new TreeMap<>();
+    private final Map<String, GroupModel> groups = new LinkedHashMap<>();
+    /** gateway cluster → instance → class → demand. */
+    private final Map<String, Map<String, Map<String, DemandTracker>>> demand = new HashMap<>();
+    /** gateway cluster → engine cluster → link. */
+    private final Map<String, Map<String, LinkTracker>> links = new HashMap<>();
+    private final Map<String, Set<String>> scrapedEver = new HashMap<>();
+    private Snapshot published;
+    private Topology publishedFor;
+    private Snapshot restored;
+    private Step last;
+    private boolean urgent;
+    private boolean started;
+    private final Set<String> scrapedOnce = new HashSet<>();
+
+    DefaultControlLoop(Topology topology, ControlOptions options, Ticker ticker, Snapshot restored) {
+        this.options = Objects.requireNonNull(options, "options");
+        this.ticker = Objects.requireNonNull(ticker, "ticker");
+        this.restored = restored;
+        install(topology, false);
+    }
+
+    // ---- topology
+
+    @Override
+    public synchronized void topology(Topology t) {
+        install(t, true);
+        urgent = true;
+    }
+
+    @Override
+    public synchronized Topology topology() {
+        return topology;
+    }
+
+    private void install(Topology t, boolean running) {
+        Objects.requireNonNull(t, "topology");
+        Map<String, Integer> output = new HashMap<>();
+        t.models().forEach(m -> output.put(m.id(), m.outputTokens()));
+        Map<String, GroupModel> oldGroups = new HashMap<>(groups);
+        groups.clear();
+        Set<String> ids = new HashSet<>();
+        for (Engine e : t.engines()) {
+            ids.add(e.id());
+            String key = GroupModel.key(e);
+            int tokens = 1;
+            for (String m : e.models()) {
+                tokens = Math.max(tokens, output.getOrDefault(m, 1));
+            }
+            int n = tokens;
+            GroupModel g = groups.computeIfAbsent(key, k -> {
+                GroupModel old = oldGroups.get(k);
+                return old != null ? old : new GroupModel(k, e, n, options);
+            });
+            EngineTracker tr = engines.get(e.id());
+            if (tr == null) {
+                engines.put(e.id(), new EngineTracker(e, g, running));
+            } else {
+                tr.config = e;
+                tr.group = g;
+            }
+        }
+        engines.keySet().retainAll(ids);
+        scrapedOnce.retainAll(ids);
+        for (GatewayCluster g : t.gatewayClusters()) {
+            Map<String, LinkTracker> row = links.computeIfAbsent(g.id(), k -> new HashMap<>());
+            Map<String, Double> rtt = t.networkRttMs().getOrDefault(g.id(), Map.of());
+            Map<String, LinkTracker> next = new HashMap<>();
+            rtt.forEach((c, ms) -> {
+                LinkTracker old = row.get(c);
+                next.put(c, old != null && old.configuredMs == ms ? old : new LinkTracker(ms));
+            });
+            row.clear();
+            row.putAll(next);
+        }
+        Set<String> gateways = new HashSet<>();
+        t.gatewayClusters().forEach(g -> gateways.add(g.id()));
+        links.keySet().retainAll(gateways);
+        demand.keySet().retainAll(gateways);
+        this.topology = t;
+    }
+
+    // ---- observations
+
+    @Override
+    public synchronized void observe(EngineScrape s) {
+        EngineTracker t = engines.get(s.engine());
+        if (t == null) {
+            return;
+        }
+        scrapedOnce.add(s.engine());
+        if (!started && scrapedOnce.size() == engines.size()) {
+            started = true;
+        }
+        if (!s.ok()) {
+            t.scrapeFailed(s.failure(), s.atNanos());
+            return;
+        }
+        Interval i = t.scraped(s.metrics(), s.atNanos());
+        if (i != null) {
+            t.judge(i, options);
+            t.group.sample(i, t.speed);
+        }
+    }
+
+    @Override
+    public synchronized void observe(GatewayReport r) {
+        if (topology.gatewayClusters().stream().noneMatch(g -> g.id().equals(r.gateway()))) {
+            return;
+        }
+        long window = options.demandWindow().toNanos();
+        Map<String, DemandTracker> mine = demand.computeIfAbsent(r.gateway(), k -> new HashMap<>())
+                .computeIfAbsent(r.instance(), k -> new HashMap<>());
+        Set<String> classes = new HashSet<>();
+        topology.classes().forEach(c -> classes.add(c.id()));
+        for (String c : classes) {
+            long n = r.arrivals().getOrDefault(c, 0L);
+            if (mine.computeIfAbsent(c, k -> new DemandTracker()).report(n, r.intervalSeconds(), r.atNanos(), window)) {
+                urgent = true;
+            }
+        }
+        Map<String, long[]> byCluster = new HashMap<>();
+        r.engines().forEach((id, o) -> {
+            EngineTracker t = engines.get(id);
+            if (t == null) {
+                return;
+            }
+            t.outcomes(o, r.atNanos(), r.intervalSeconds());
+            long[] c = byCluster.computeIfAbsent(t.config.cluster(), k -> new long[2]);
+            c[0] += o.successes();
+            c[1] += o.connectErrors();
+        });
+        Map<String, LinkTracker> row = links.getOrDefault(r.gateway(), Map.of());
+        byCluster.forEach((cluster, c) -> {
+            LinkTracker l = row.get(cluster);
+            if (l != null && l.attempts(c[0], c[1], answersElsewhere(cluster, r.gateway()))) {
+                urgent = true;
+            }
+        });
+        r.roundTrips().forEach((cluster, rt) -> {
+            LinkTracker l = row.get(cluster);
+            if (l != null) {
+                boolean wasCut = l.cut;
+                l.roundTrip(rt);
+                urgent |= wasCut;
+            }
+        });
+    }
+
+    /** True when some engine of {@code cluster} answers scrapes, or another gateway cluster's link to it is up. */
+    private boolean answersElsewhere(String cluster, String gateway) {
+        for (EngineTracker t : engines.values()) {
+            if (t.config.cluster().equals(cluster) && t.everScraped && t.misses == 0) {
+                return true;
+            }
+        }
+        for (Map.Entry<String, Map<String, LinkTracker>> g : links.entrySet()) {
+            LinkTracker l = g.getValue().get(cluster);
+            if (!g.getKey().equals(gateway) && l != null && !l.cut) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public synchronized void observe(CanaryResult r) {
+        EngineTracker t = engines.get(r.engine());
+        if (t != null) {
+            t.canary(r);
+        }
+    }
+
+    @Override
+    public synchronized List<Canary> canariesDue() {
+        long now = ticker.nanos();
+        long interval = options.canaryInterval().toNanos();
+        List<Canary> out = new ArrayList<>();
+        for (EngineTracker t : engines.values()) {
+            if (t.canaryDue(now, interval)) {
+                out.add(new Canary(t.id, t.config.models().get(0), 8, t.condition + ": " + t.conditionWhy));
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public synchronized boolean urgent() {
+        refresh(ticker.nanos());
+        return urgent;
+    }
+
+    /** Updates every engine's condition; a change makes the loop urgent. */
+    private void refresh(long now) {
+        Map<String, double[]> errorsByModel = new HashMap<>();
+        for (EngineTracker t : engines.values()) {
+            for (String m : t.config.models()) {
+                double[] s = errorsByModel.computeIfAbsent(m, k -> new double[2]);
+                s[0] += t.errors();
+                s[1] += t.attempts;
+            }
+        }
+        Map<GroupModel, Double> medians = medianSpeeds();
+        for (EngineTracker t : engines.values()) {
+            double errors = 0;
+            double attempts = 0;
+            for (String m : t.config.models()) {
+                double[] s = errorsByModel.get(m);
+                errors += s[0];
+                attempts += s[1];
+            }
+            errors -= t.errors() * t.config.models().size();
+            attempts -= t.attempts * t.config.models().size();
+            double peers = attempts >= options.minAttempts() ? Math.max(0, errors) / attempts : Double.NaN;
+            if (t.update(now, options, peers, medians.get(t.group), started)) {
+                urgent = true;
+            }
+        }
+    }
+
+    private Map<GroupModel, Double> medianSpeeds() {
+        Map<GroupModel, List<Double>> speeds = new HashMap<>();
+        for (EngineTracker t : engines.values()) {
+            speeds.computeIfAbsent(t.group, k -> new ArrayList<>()).add(t.speed);
+        }
+        Map<GroupModel, Double> out = new HashMap<>();
+        speeds.forEach((g, l) -> {
+            double[] a = l.stream().mapToDouble(Double::doubleValue).toArray();
+            Arrays.sort(a);
+            // a group of one or two has no majority to tell "this engine" from "the group": its law is the engine's
+            out.put(g, a.length < 3 ? 1.0 : a[a.length / 2]);
+        });
+        return out;
+    }
+
+    // ---- estimates
+
+    @Override
+    public synchronized Estimates estimates() {
+        long now = ticker.nanos();
+        refresh(now);
+        return estimate(now);
+    }
+
+    private Estimates estimate(long now) {
+        Map<GroupModel, Double> medians = medianSpeeds();
+        Map<GroupModel, Batching> fitted = new HashMap<>();
+        Map<GroupModel, Double> priorSaturation = new HashMap<>();
+        for (GroupModel g : groups.values()) {
+            fitted.put(g, g.fitted(now));
+            priorSaturation.put(g, g.prior().saturation());
+        }
+        Map<String, EngineEstimate> est = new TreeMap<>();
+        Map<String, EngineEstimate> byShape = new HashMap<>();
+        for (EngineTracker t : engines.values()) {
+            GroupModel g = t.group;
+            double applied = t.appliedSpeed(medians.get(g));
+            String shape = g.id + "\u0000" + applied;
+            EngineEstimate shared = byShape.get(shape);
+            if (shared == null) {
+                shared = engineEstimate(t, g, fitted.get(g), priorSaturation.get(g), applied);
+                byShape.put(shape, shared);
+            }
+            double health = t.condition.outOfService() ? 0 : t.config.health();
+            est.put(t.id, new EngineEstimate(t.id, g.id, t.condition, health, shared.capacityRps(),
+                    t.config.capacityRps(), shared.profile(), applied, shared.batchSlots(), shared.evidence(),
+                    shared.capacityWhy(), t.speedWhy, t.conditionWhy));
+        }
+        return new Estimates(now, est, demandEstimates(), linkEstimates(), modelEstimates(),
+                affinityDiscount(fitted), affinityWhy(fitted));
+    }
+
+    private EngineEstimate engineEstimate(EngineTracker t, GroupModel g, Batching fit, double muPrior, double applied) {
+        Engine c = t.config;
+        double w = g.evidence();
+        if (w == 0 && applied == 1) {
+            return new EngineEstimate(t.id, g.id, t.condition, c.health(), c.capacityRps(), c.capacityRps(),
+                    c.profile(), 1, g.prior().slots(), 0, String.format(Locale.ROOT,
+                    "capacity %s req/s as configured (no evidence yet)", rps(c.capacityRps())), t.speedWhy,
+                    t.conditionWhy);
+        }
+        Batching b = applied == 1 ? fit : fit.slower(applied);
+        double mu = Math.max(1e-6, b.saturation());
+        double wCap = g.slotsFromEvidence() ? 1 : w;
+        double capacity = mu * Math.pow(c.capacityRps() / Math.max(1e-6, muPrior), 1 - wCap);
+        LatencyProfile configured = c.profile();
+        List<MeasuredProfile.Point> points = new ArrayList<>();
+        for (double rho : Batching.SAMPLES) {
+            double x = rho * mu;
+            double ttft = (1 - w) * applied * configured.ttftMs(rho) + w * b.ttft(x);
+            double tbt = (1 - w) * applied * configured.tbtMs(rho) + w * b.tbt(x);
+            if (!Double.isFinite(ttft) || !Double.isFinite(tbt)) {
+                break;
+            }
+            points.add(new MeasuredProfile.Point(rho, Math.max(1e-3, ttft), Math.max(0, tbt)));
+        }
+        LatencyProfile profile = points.isEmpty() ? configured : new MeasuredProfile(points);
+        String why = String.format(Locale.ROOT, "capacity %s req/s, estimated from %s; %s%s; configured %s",
+                rps(capacity), g.evidenceWhy(), g.slotsWhy(g.prior().slots()),
+                applied == 1 ? "" : String.format(Locale.ROOT, "; %.1f× slower than its group's law", applied),
+                rps(c.capacityRps()));
+        return new EngineEstimate(t.id, g.id, t.condition, c.health(), capacity, c.capacityRps(), profile, applied,
+                b.slots(), w, why, t.speedWhy, t.conditionWhy);
+    }
+
+    private static String rps(double v) {
+        return v >= 100 ? String.format(Locale.ROOT, "%.0f", v) : v >= 10 ? String.format(Locale.ROOT, "%.1f", v)
+                : String.format(Locale.ROOT, "%.2f", v);
+    }
+
+    private Map<String, Map<String, DemandEstimate>> demandEstimates() {
+        Map<String, Map<String, DemandEstimate>> out = new TreeMap<>();
+        for (GatewayCluster g : topology.gatewayClusters()) {
+            Map<String, Double> configured = topology.demandRps().getOrDefault(g.id(), Map.of());
+            Map<String, Map<String, DemandTracker>> instances = demand.getOrDefault(g.id(), Map.of());
+            long newest = Long.MIN_VALUE;
+            for (Map<String, DemandTracker> byClass : instances.values()) {
+                for (DemandTracker d : byClass.values()) {
+                    newest = Math.max(newest, d.lastAt());
+                }
+            }
+            Map<String, DemandEstimate> row = new TreeMap<>();
+            for (TrafficClass c : topology.classes()) {
+                double conf = configured.getOrDefault(c.id(), 0.0);
+                double rate = 0;
+                double var = 0;
+                int live = 0;
+                long count = 0;
+                double seconds = 0;
+                for (Map<String, DemandTracker> byClass : instances.values()) {
+                    DemandTracker d = byClass.get(c.id());
+                    if (d == null || Double.isNaN(d.rate()) || d.lastAt() < newest - INSTANCE_EXPIRY_NANOS) {
+                        continue;
+                    }
+                    live++;
+                    rate += d.rate();
+                    double se = d.standardError();
+                    var += Double.isNaN(se) ? 0 : se * se;
+                    seconds = Math.max(seconds, d.windowSeconds());
+                    count += d.count();
+                }
+                DemandEstimate e;
+                if (!options.observedDemand() || live == 0) {
+                    e = new DemandEstimate(conf, conf, Double.NaN, options.observedDemand()
+                            ? "configured (no report yet)" : "configured (demand from reports is off)");
+                } else {
+                    e = new DemandEstimate(rate, conf, Math.sqrt(var), String.format(Locale.ROOT,
+                            "observed: %d requests in %.0f s of reports from %d gateway process%s; configured %s",
+                            count, seconds, live, live == 1 ? "" : "es", rps(conf)));
+                }
+                if (e.rps() > 0 || configured.containsKey(c.id())) {
+                    row.put(c.id(), e);
+                }
+            }
+            out.put(g.id(), row);
+        }
+        return out;
+    }
+
+    private Map<String, Map<String, LinkEstimate>> linkEstimates() {
+        Map<String, Map<String, LinkEstimate>> out = new TreeMap<>();
+        links.forEach((g, row) -> {
+            Map<String, LinkEstimate> m = new TreeMap<>();
+            row.forEach((c, l) -> m.put(c, new LinkEstimate(l.cut ? LinkEstimate.UNREACHABLE_MS : l.ms(),
+                    l.configuredMs, !l.cut, l.why())));
+            out.put(g, m);
+        });
+        return out;
+    }
+
+    private Map<String, ModelEstimate> modelEstimates() {
+        Map<String, ModelEstimate> out = new TreeMap<>();
+        for (Model m : topology.models()) {
+            double gen = 0;
+            double weight = 0;
+            for (GroupModel g : groups.values()) {
+                if (g.config().models().size() == 1 && g.config().models().get(0).equals(m.id())) {
+                    double[] ev = g.outputEvidence();
+                    gen += ev[0];
+                    weight += ev[1];
+                }
+            }
+            double c0 = options.priorWeight();
+            int n = (int) Math.max(1, Math.round((gen + m.outputTokens() * c0) / (weight + c0)));
+            out.put(m.id(), new ModelEstimate(n, m.outputTokens(), weight < 1 ? "as configured (no evidence yet)"
+                    : String.format(Locale.ROOT, "%d tokens per request from %.0f recent requests; configured %d", n,
+                    weight, m.outputTokens())));
+        }
+        return out;
+    }
+
+    /**
+     * The prefill time one request saves by finding its conversation in the cache, ms: per group, the prefill cost
+     * per token of its fitted law times the cached prompt tokens per request it sees, weighted by the requests each
+     * group serves; the topology's {@code affinity_discount_ms} is the prior, worth {@code priorWeight} requests.
+     */
+    private double affinityDiscount(Map<GroupModel, Batching> fitted) {
+        double sum = 0;
+        double weight = 0;
+        for (GroupModel g : groups.values()) {
+            double c = g.completionsWeight();
+            if (c > 0 && g.cachedTokens() > 0) {
+                sum += c * fitted.get(g).perToken() * g.cachedTokens();
+                weight += c;
+            }
+        }
+        double c0 = options.priorWeight();
+        return (sum + topology.affinityDiscountMs() * c0) / (weight + c0);
+    }
+
+    private String affinityWhy(Map<GroupModel, Batching> fitted) {
+        double weight = 0;
+        for (GroupModel g : groups.values()) {
+            if (g.cachedTokens() > 0) {
+                weight += g.completionsWeight();
+            }
+        }
+        return weight < 1 ? String.format(Locale.ROOT, "%.1f ms as configured (no cache hits seen yet)",
+                topology.affinityDiscountMs())
+                : String.format(Locale.ROOT, "%.1f ms: prefill time of the cached tokens of %.0f recent requests; "
+                + "configured %.1f", affinityDiscount(fitted), weight, topology.affinityDiscountMs());
+    }
+
+    // ---- the step
+
+    @Override
+    public synchronized Step step() {
+        long now = ticker.nanos();
+        refresh(now);
+        urgent = false;
+        Set<GroupModel> binding = new HashSet<>();
+        if (published != null) {
+            for (EngineTracker t : engines.values()) {
+                dev.sextant.snapshot.EngineState st = published.engines().get(t.id);
+                if (st != null && st.effectiveCapacityRps() > 0 && st.loadRps() >= 0.95 * st.effectiveCapacityRps()) {
+                    binding.add(t.group);
+                }
+            }
+        }
+        for (GroupModel g : groups.values()) {
+            g.probe(now, binding.contains(g), published == null ? Long.MIN_VALUE : published.version());
+        }
+        Estimates est = estimate(now);
+        Topology solveFor = solveTopology(est);
+        Snapshot base = published != null ? published : restored;
+        SolveOptions opts = base == null ? SolveOptions.defaults()
+                : new SolveOptions(base.version() + 1, base, Map.of(), SolveOptions.DEFAULT_GAP_TOLERANCE);
+        Snapshot candidate;
+        try {
+            candidate = optimizer.solve(solveFor, opts);
+        } catch (RuntimeException e) {
+            last = new Step(now, null, false, "solve failed: " + e, Double.NaN, Double.NaN, solveFor, est);
+            return last;
+        }
+        last = decide(now, candidate, solveFor, est);
+        if (last.published()) {
+            published = candidate;
+            publishedFor = solveFor;
+            restored = null;
+        }
+        return last;
+    }
+
+    /** The topology in force with every estimate written in: what the optimizer prices. */
+    private Topology solveTopology(Estimates est) {
+        List<Engine> es = new ArrayList<>();
+        for (Engine e : topology.engines()) {
+            EngineEstimate x = est.engines().get(e.id());
+            es.add(new Engine(e.id(), e.cluster(), e.endpoint(), e.models(), x.capacityRps(), x.profile(), x.health()));
+        }
+        List<Model> models = new ArrayList<>();
+        for (Model m : topology.models()) {
+            models.add(new Model(m.id(), est.models().get(m.id()).outputTokens()));
+        }
+        Map<String, Map<String, Double>> rtt = new LinkedHashMap<>();
+        topology.networkRttMs().forEach((g, row) -> {
+            Map<String, Double> r = new LinkedHashMap<>();
+            Map<String, LinkEstimate> l = est.links().getOrDefault(g, Map.of());
+            row.forEach((c, ms) -> r.put(c, l.containsKey(c) ? l.get(c).ms() : ms));
+            rtt.put(g, r);
+        });
+        Map<String, Map<String, Double>> d = new LinkedHashMap<>();
+        est.demand().forEach((g, row) -> {
+            Map<String, Double> r = new LinkedHashMap<>();
+            row.forEach((c, x) -> r.put(c, x.rps()));
+            d.put(g, r);
+        });
+        return new Topology(topology.gatewayClusters(), topology.engineClusters(), rtt, models, es,
+                topology.classes(), d, topology.headroom(), est.affinityDiscountMs());
+    }
+
+    private Step decide(long now, Snapshot candidate, Topology solveFor, Estimates est) {
+        if (published == null) {
+            String why = restored != null ? "first snapshot, going on from snapshot " + restored.version()
+                    + " of the state file" : "first snapshot";
+            return new Step(now, candidate, true, why, Double.NaN, Double.NaN, solveFor, est);
+        }
+        String structural = structuralChange(publishedFor, solveFor);
+        if (structural != null) {
+            return new Step(now, candidate, true, structural, Double.POSITIVE_INFINITY, 0, solveFor, est);
+        }
+        HeldRouting held = Policies.evaluate(solveFor, published);
+        Objective next = candidate.objective();
+        double total = 0;
+        for (Map<String, Double> row : solveFor.demandRps().values()) {
+            for (double v : row.values()) {
+                total += v;
+            }
+        }
+        if (Double.isInfinite(held.latencyCost())) {
+            return new Step(now, candidate, true, "the held routing no longer fits the estimates (an engine at or over "
+                    + "its capacity, or a class sent where it may not go)", Double.POSITIVE_INFINITY, 0, solveFor, est);
+        }
+        if (held.maxLoadRatio() > HEADROOM_TOLERANCE) {
+            return new Step(now, candidate, true, String.format(Locale.ROOT, "the held routing loads %s to %.0f%% of its "
+                    + "effective capacity", held.maxLoadEngine(), 100 * held.maxLoadRatio()), Double.POSITIVE_INFINITY,
+                    0, solveFor, est);
+        }
+        if (Math.abs(held.shedRps() - next.shedRps()) > SHED_CHANGE * total + 1e-9) {
+            return new Step(now, candidate, true, String.format(Locale.ROOT, "shed %.1f → %.1f req/s", held.shedRps(),
+                    next.shedRps()), Double.POSITIVE_INFINITY, 0, solveFor, est);
+        }
+        double discount = solveFor.affinityDiscountMs();
+        double heldCost = held.latencyCost() - discount * kept(published, published, solveFor);
+        double nextCost = next.latencyCost() - discount * kept(candidate, published, solveFor);
+        double routed = Math.max(1e-9, total - next.shedRps());
+        double gain = (heldCost - nextCost) / routed;
+        double threshold = Math.max(options.publishGainMs(), options.publishGain() * held.meanLatencyMs());
+        if (gain > threshold) {
+            return new Step(now, candidate, true, String.format(Locale.ROOT,
+                    "expected gain %.2f ms per request, above the threshold of %.2f ms", gain, threshold), gain,
+                    threshold, solveFor, est);
+        }
+        return new Step(now, candidate, false, String.format(Locale.ROOT,
+                "expected gain %.2f ms per request, not above the threshold of %.2f ms: snapshot %d stays", gain,
+                threshold, published.version()), gain, threshold, solveFor, est);
+    }
+
+    /**
+     * Flow that stays where {@code previous} sent it if {@code s} is published for {@code t}'s demand, req/s: per
+     * (gateway cluster, class) and engine group, the smaller of the new flow and the previous one (the optimizer's
+     * affinity term credits exactly this).
+     */
+    private static double kept(Snapshot s, Snapshot previous, Topology t) {
+        double sum = 0;
+        for (Map.Entry<String, Map<String, Double>> g : t.demandRps().entrySet()) {
+            for (Map.Entry<String, Double> c : g.getValue().entrySet()) {
+                Route now = s.route(g.getKey(), c.getKey());
+                Route before = previous.route(g.getKey(), c.getKey());
+                if (now == null || before == null) {
+                    continue;
+                }
+                double lambda = c.getValue();
+                Map<String, Double> a = now.hasGroups() ? now.groups() : now.weights();
+                Map<String, Double> b = before.hasGroups() ? before.groups() : before.weights();
+                for (Map.Entry<String, Double> e : a.entrySet()) {
+                    Double w = b.get(e.getKey());
+                    if (w != null) {
+                        sum += Math.min(e.getValue() * lambda, w * before.demandRps());
+                    }
+                }
+            }
+        }
+        return sum;
+    }
+
+    /** Why {@code after} must be published over {@code before} whatever the gain, or null. */
+    private static String structuralChange(Topology before, Topology after) {
+        if (!before.classes().equals(after.classes()) || !before.gatewayClusters().equals(after.gatewayClusters())
+                || !before.engineClusters().equals(after.engineClusters())) {
+            return "topology changed";
+        }
+        if (before.engines().size() != after.engines().size()) {
+            return "engines changed";
+        }
+        for (int j = 0; j < after.engines().size(); j++) {
+            Engine a = before.engines().get(j);
+            Engine b = after.engines().get(j);
+            if (!a.id().equals(b.id()) || !a.endpoint().equals(b.endpoint()) || !a.models().equals(b.models())
+                    || !a.cluster().equals(b.cluster())) {
+                return "engine " + b.id() + " changed";
+            }
+            if ((a.health() > 0) != (b.health() > 0)) {
+                return "engine " + b.id() + (b.health() > 0 ? " back in service" : " out of service");
+            }
+        }
+        for (Map.Entry<String, Map<String, Double>> g : after.networkRttMs().entrySet()) {
+            Map<String, Double> row = before.networkRttMs().getOrDefault(g.getKey(), Map.of());
+            for (Map.Entry<String, Double> c : g.getValue().entrySet()) {
+                boolean cutNow = c.getValue() >= LinkEstimate.UNREACHABLE_MS;
+                boolean cutBefore = row.getOrDefault(c.getKey(), 0.0) >= LinkEstimate.UNREACHABLE_MS;
+                if (cutNow != cutBefore) {
+                    return "link " + g.getKey() + " → " + c.getKey() + (cutNow ? " cut" : " restored");
+                }
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public synchronized Step lastStep() {
+        return last;
+    }
+
+    @Override
+    public synchronized Snapshot published() {
+        return published;
+    }
+
+    @Override
+    public synchronized Topology publishedFor() {
+        return publishedFor;
+    }
+
+    @Override
+    public synchronized void adopt(Snapshot snapshot) {
+        Snapshot held = published != null ? published : restored;
+        if (held != null && snapshot.version() <= held.version()) {
+            throw new IllegalArgumentException("version: " + snapshot.version() + " (expected: above the held "
+                    + held.version() + ")");
+        }
+        if (published != null) {
+            published = snapshot;
+        } else {
+            restored = snapshot;
+        }
+    }
+}

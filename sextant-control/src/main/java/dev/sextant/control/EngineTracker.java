@@ -1,0 +1,276 @@
+package dev.sextant.control;
+
+import dev.sextant.signal.EngineMetrics;
+import dev.sextant.topology.Engine;
+import java.util.Locale;
+
+/**
+ * Everything the evidence says about one engine apart from its group's laws: whether it answers (scrapes, gateway
+ * outcomes, canaries), how often its attempts fail, and its speed factor: how much slower than its group's law it
+ * decodes at its own batch and prefill load. Mutated only by {@link DefaultControlLoop}, under its lock.
+ */
+final class EngineTracker {
+    /** Half-life of the gateway outcomes an error rate is computed from. */
+    static final long OUTCOME_HALF_LIFE_NANOS = 30_000_000_000L;
+    /** Canary successes in a row that lift a failing engine's exclusion. */
+    static final int CANARIES_TO_RECOVER = 2;
+    /** Failed attempts since a missed scrape that, with no success, take an engine out at once. */
+    static final int FAILURES_FOR_FAST_DOWN = 3;
+    /** Gain of the speed factor's average when the new interval agrees with it. */
+    static final double SPEED_GAIN = 0.3;
+
+    final String id;
+    Engine config;
+    GroupModel group;
+    /** True for an engine that joined after the loop started: it must prove itself before it gets traffic. */
+    final boolean joinedLater;
+
+    // scrapes
+    private EngineMetrics lastMetrics;
+    private long lastScrapeAt;
+    boolean everScraped;
+    int misses;
+    private long firstMissAt;
+    String scrapeError;
+    Interval lastInterval;
+
+    // speed
+    double speed = 1;
+    boolean slow;
+    String speedWhy = "not judged yet";
+
+    // gateway outcomes, forgotten with OUTCOME_HALF_LIFE_NANOS
+    private long outcomesAt;
+    private boolean outcomesStarted;
+    double attempts;
+    double successes;
+    double connectErrors;
+    double timeouts;
+    double serverErrors;
+    private long lastSuccessAt = Long.MIN_VALUE;
+    private long failuresSinceMiss;
+
+    // canaries
+    int canaryOk;
+    int canaryFailed;
+    private long lastCanarySent = Long.MIN_VALUE;
+    private long lastCanaryOkAt = Long.MIN_VALUE;
+    String canaryWhy;
+
+    // condition
+    Condition condition = Condition.HEALTHY;
+    String conditionWhy = "as configured (no evidence yet)";
+    private boolean failing;
+    private String failingWhy;
+
+    EngineTracker(Engine config, GroupModel group, boolean joinedLater) {
+        this.id = config.id();
+        this.config = config;
+        this.group = group;
+        this.joinedLater = joinedLater;
+        if (joinedLater) {
+            condition = Condition.UNPROVEN;
+            conditionWhy = "new: no traffic until its first successful scrape or canary";
+        }
+    }
+
+    /** A scrape answered: the interval since the previous one, or null for the first. */
+    Interval scraped(EngineMetrics m, long at) {
+        Interval i = null;
+        if (lastMetrics != null && at > lastScrapeAt) {
+            i = Interval.between(lastMetrics, m, (at - lastScrapeAt) / 1e9, at);
+            lastInterval = i;
+        }
+        lastMetrics = m;
+        lastScrapeAt = at;
+        everScraped = true;
+        misses = 0;
+        failuresSinceMiss = 0;
+        scrapeError = null;
+        return i;
+    }
+
+    void scrapeFailed(String why, long at) {
+        if (misses == 0) {
+            firstMissAt = at;
+            failuresSinceMiss = 0;
+        }
+        misses++;
+        scrapeError = why;
+    }
+
+    private void decayOutcomes(long now) {
+        if (!outcomesStarted) {
+            outcomesStarted = true;
+            outcomesAt = now;
+            return;
+        }
+        if (now <= outcomesAt) {
+            return;
+        }
+        double f = Math.exp(-(now - outcomesAt) * Math.log(2) / OUTCOME_HALF_LIFE_NANOS);
+        outcomesAt = now;
+        attempts *= f;
+        successes *= f;
+        connectErrors *= f;
+        timeouts *= f;
+        serverErrors *= f;
+    }
+
+    /**
+     * A gateway's outcomes on this engine over the {@code seconds} before {@code at}. A success proves the engine
+     * answered at some time in that interval, so it counts as evidence of life from the interval's start: a report
+     * that arrives after a crash, about the seconds before it, does not hide the crash.
+     */
+    void outcomes(GatewayReport.EngineOutcomes o, long at, double seconds) {
+        decayOutcomes(at);
+        attempts += o.requests();
+        successes += o.successes();
+        connectErrors += o.connectErrors();
+        timeouts += o.timeouts();
+        serverErrors += o.serverErrors();
+        if (o.successes() > 0) {
+            lastSuccessAt = Math.max(lastSuccessAt, at - Math.round(seconds * 1e9));
+            failuresSinceMiss = 0;
+        } else if (misses > 0) {
+            failuresSinceMiss += o.errors();
+        }
+    }
+
+    /** Failed attempts counted toward an error rate: timeouts of an engine whose last interval queued are load. */
+    double errors() {
+        boolean queueing = lastInterval != null && lastInterval.saturated();
+        return connectErrors + serverErrors + (queueing ? 0 : timeouts);
+    }
+
+    void canary(CanaryResult r) {
+        if (r.ok()) {
+            canaryOk++;
+            canaryFailed = 0;
+            lastCanaryOkAt = r.atNanos();
+            canaryWhy = String.format(Locale.ROOT, "canary answered (TTFT %.0f ms, TBT %.1f ms)", r.ttftMs(), r.tbtMs());
+        } else {
+            canaryFailed++;
+            canaryOk = 0;
+            canaryWhy = "canary failed: " + r.failure();
+        }
+    }
+
+    /** True when a canary should go to this engine now; marks it sent. */
+    boolean canaryDue(long now, long interval) {
+        boolean needs = condition.outOfService() || slow;
+        if (!needs || lastCanarySent != Long.MIN_VALUE && now - lastCanarySent < interval) {
+            return false;
+        }
+        lastCanarySent = now;
+        return true;
+    }
+
+    /**
+     * Judges the engine's speed on one interval against its group's law: the ratio of its mean time between tokens
+     * to the law's at its own batch and prefill load. A ratio far from the current factor (beyond the slow factor)
+     * is taken at once, so that a sudden slow-down shows in the next solve; a ratio near it is averaged in.
+     * Intervals with too few token gaps, or with a prefill load more than twice the busiest one the group has seen
+     * (one huge prompt, a burst of new requests), are not evidence of speed.
+     */
+    void judge(Interval i, ControlOptions o) {
+        double r = i.running();
+        if (i.tbtCount() < o.minTokenGaps() || Double.isNaN(i.tbtMs()) || Double.isNaN(r)) {
+            return;
+        }
+        double pi = i.prefillRate();
+        if (group.intervals() >= 5 && pi > 2 * group.largestPrefill() + 1) {
+            speedWhy = String.format(Locale.ROOT, "last interval not judged: prefill load %.0f tokens/s, over twice the "
+                    + "busiest seen (%.0f)", pi, group.largestPrefill());
+            return;
+        }
+        double law = group.lawTbt(i.atNanos(), r, pi);
+        if (!(law > 0)) {
+            return;
+        }
+        double ratio = Math.max(0.05, Math.min(20, i.tbtMs() / law));
+        double lnf = Math.log(speed);
+        double lnr = Math.log(ratio);
+        speed = Math.abs(lnr - lnf) > Math.log(o.slowFactor()) ? ratio : Math.exp(lnf + SPEED_GAIN * (lnr - lnf));
+        speedWhy = String.format(Locale.ROOT, "TBT %.1f ms at a batch of %.0f (law of its group: %.1f ms)", i.tbtMs(), r,
+                law);
+    }
+
+    /** The speed factor the model applies: 1 unless the engine is slow (or clearly faster) than its group. */
+    double appliedSpeed(double groupMedian) {
+        double rel = speed / groupMedian;
+        return slow || rel < 1 / 1.5 ? speed : groupMedian;
+    }
+
+    /**
+     * Updates the condition from the evidence at {@code now}; returns true when it changed.
+     *
+     * @param peerErrorRate the error rate of the other engines serving the same models, NaN without any
+     * @param groupMedian   the median speed factor of the engine's group
+     * @param started       true once the loop has seen one round of scrapes (before it, engines keep their
+     *                      configured condition)
+     */
+    boolean update(long now, ControlOptions o, double peerErrorRate, double groupMedian, boolean started) {
+        decayOutcomes(now);
+        Condition before = condition;
+        // slow: relative to its group, so that a group that is slow as a whole is priced by its law, not "penalized"
+        double rel = speed / groupMedian;
+        if (!slow && rel >= o.slowFactor()) {
+            slow = true;
+        } else if (slow && rel < o.recoveredFactor()) {
+            slow = false;
+        }
+        // failing: too many attempts fail, and more than its peers'
+        double rate = attempts >= o.minAttempts() ? errors() / attempts : 0;
+        if (!failing && attempts >= o.minAttempts() && rate >= o.errorRateLimit()
+                && (Double.isNaN(peerErrorRate) || rate >= 2 * peerErrorRate)) {
+            failing = true;
+            canaryOk = 0;
+            failingWhy = String.format(Locale.ROOT, "%.0f%% of %.0f recent attempts failed (limit %.0f%%; peers %s)",
+                    100 * rate, attempts, 100 * o.errorRateLimit(),
+                    Double.isNaN(peerErrorRate) ? "none" : String.format(Locale.ROOT, "%.0f%%", 100 * peerErrorRate));
+        } else if (failing && canaryOk >= CANARIES_TO_RECOVER) {
+            failing = false;
+            attempts = 0;
+            successes = 0;
+            connectErrors = 0;
+            timeouts = 0;
+            serverErrors = 0;
+        }
+        long alive = Math.max(lastSuccessAt, lastCanaryOkAt);
+        if (failing) {
+            condition = Condition.FAILING;
+            conditionWhy = failingWhy + "; lifted after " + CANARIES_TO_RECOVER + " canaries in a row succeed";
+        } else if (everScraped && misses > 0 && alive < firstMissAt
+                && (misses >= o.missedScrapes() || failuresSinceMiss >= FAILURES_FOR_FAST_DOWN)) {
+            condition = Condition.DOWN;
+            conditionWhy = misses + " scrapes missed (" + scrapeError + ")"
+                    + (failuresSinceMiss > 0 ? " and " + failuresSinceMiss + " attempts failed since" : "")
+                    + "; back when a scrape or a canary answers";
+        } else if (!everScraped && alive == Long.MIN_VALUE) {
+            if (canaryFailed >= 2) {
+                condition = Condition.DOWN;
+                conditionWhy = "never answered: " + canaryWhy;
+            } else if (joinedLater || started && misses > 0) {
+                condition = Condition.UNPROVEN;
+                conditionWhy = (misses > 0 ? "its metrics do not answer (" + scrapeError + ")" : "new")
+                        + "; no traffic until a canary or a gateway sees it answer";
+            } else {
+                condition = Condition.HEALTHY;
+                conditionWhy = "as configured (no evidence yet)";
+            }
+        } else if (slow) {
+            condition = Condition.SLOW;
+            conditionWhy = String.format(Locale.ROOT, "decodes %.1f× slower than its group (%s); recovers below %.1f×",
+                    rel, speedWhy, o.recoveredFactor());
+        } else {
+            condition = Condition.HEALTHY;
+            conditionWhy = everScraped ? "answering" : "answering (judged from gateways and canaries: no metrics)";
+        }
+        return condition != before;
+    }
+
+    long lastScrapeAt() {
+        return lastScrapeAt;
+    }
+}

@@ -1,0 +1,373 @@
+package dev.sextant.control;
+
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.LatencyProfile;
+
+/**
+ * What the evidence says about one group of identical engines (same engine cluster, models, configured capacity
+ * and profile): the laws of {@link Batching} fitted to every member's scrape intervals, the workload they serve
+ * and how many requests their batch holds. Identical engines share hardware and configuration, so pooling them
+ * gives each law many more samples than one engine would; an engine that differs from its peers is caught by its
+ * own speed factor ({@link EngineTracker}), not by the group's laws.
+ *
+ * <p>The configured capacity and profile are the prior, turned into the same parameters (see {@link #prior()}) and
+ * entered as pseudo-observations worth {@link ControlOptions#priorWeight()} intervals that are never forgotten,
+ * while real intervals are forgotten with {@link ControlOptions#lawHalfLife()}: with no evidence the model is the
+ * configuration, with much it is the evidence.
+ */
+final class GroupModel {
+    /** Below this KV-cache fraction, a batch's KV share says nothing reliable about the KV limit. */
+    static final double MIN_KV_USAGE = 0.05;
+    /** At or above this KV-cache fraction, a full batch is bounded by the KV cache, not by the sequence limit. */
+    static final double KV_BOUND = 0.9;
+
+    final String id;
+    private final Engine config;
+    private final int configuredOutputTokens;
+    private final ControlOptions options;
+    /** TBT ≈ α + γ·R + δ·π. */
+    private final LeastSquares step = new LeastSquares(3);
+    /** TTFT without queue ≈ base + perToken·P + perStep·TBT. */
+    private final LeastSquares first = new LeastSquares(3);
+    private long decayedAt;
+    private boolean started;
+
+    // the workload, forgotten like the laws
+    private double completions;
+    private double generated;
+    private double generatedWeight;
+    private double uncached;
+    private double cached;
+    private double promptWeight;
+
+    // the batch limit
+    private double saturatedSlots = Double.NaN;
+    private double largestBatch;
+    /** The batch limit explored upward while no queue has shown it (NaN: not yet above the configured one). */
+    private double probed = Double.NaN;
+    /** The largest batch since the last {@link #probe}. */
+    private double recentBatch;
+    private int probes;
+    private long probedAtVersion = Long.MIN_VALUE;
+    private double kvSlots = Double.NaN;
+    private double reportedLimit = Double.NaN;
+    private double largestPrefill;
+
+    // totals, for explanations
+    private long intervals;
+    private long saturatedIntervals;
+    private double totalCompletions;
+    private long firstNanos;
+    private long lastNanos;
+
+    GroupModel(String id, Engine config, int configuredOutputTokens, ControlOptions options) {
+        this.id = id;
+        this.config = config;
+        this.configuredOutputTokens = Math.max(1, configuredOutputTokens);
+        this.options = options;
+    }
+
+    /** The group's key: engines with equal keys are identical as configured. */
+    static String key(Engine e) {
+        return e.cluster() + "|" + String.join(",", new java.util.TreeSet<>(e.models())) + "|" + e.capacityRps() + "|"
+                + e.profile();
+    }
+
+    Engine config() {
+        return config;
+    }
+
+    private double tau() {
+        return options.lawHalfLife().toNanos() / Math.log(2);
+    }
+
+    /** Forgets evidence up to {@code now}. */
+    void decayTo(long now) {
+        if (!started) {
+            decayedAt = now;
+            started = true;
+            return;
+        }
+        if (now <= decayedAt) {
+            return;
+        }
+        double f = Math.exp(-(now - decayedAt) / tau());
+        decayedAt = now;
+        step.decay(f);
+        first.decay(f);
+        completions *= f;
+        generated *= f;
+        generatedWeight *= f;
+        uncached *= f;
+        cached *= f;
+        promptWeight *= f;
+        largestBatch *= f;
+        largestPrefill *= f;
+    }
+
+    /** Mean uncached prompt tokens per request, from the evidence (0 without any). */
+    double promptTokens() {
+        return promptWeight > 0 ? uncached / promptWeight : 0;
+    }
+
+    /** Mean cached prompt tokens per request (0 without evidence). */
+    double cachedTokens() {
+        return promptWeight > 0 ? cached / promptWeight : 0;
+    }
+
+    /** Mean output tokens per request: the evidence, with the model's configured count as the prior. */
+    double outputTokens() {
+        double c0 = options.priorWeight();
+        return Math.max(1, (generated + configuredOutputTokens * c0) / (generatedWeight + c0));
+    }
+
+    /** Output tokens generated and requests finished, forgotten like the rest: for a model's estimate. */
+    double[] outputEvidence() {
+        return new double[] {generated, generatedWeight};
+    }
+
+    /** The requests per second finished, recently (for weighting groups against each other). */
+    double completionsWeight() {
+        return completions;
+    }
+
+    /** How much the evidence weighs against the prior, in [0, 1). */
+    double evidence() {
+        return step.weight() / (step.weight() + options.priorWeight());
+    }
+
+    /** The configured capacity and profile as the parameters of {@link Batching}, for the observed prompts. */
+    Batching prior() {
+        Prior p = prior(promptTokens());
+        return new Batching(p.alpha, p.gamma, p.delta, p.base, p.perToken, p.perStep, p.slots, configuredOutputTokens,
+                promptTokens());
+    }
+
+    private record Prior(double alpha, double gamma, double delta, double base, double perToken, double perStep,
+                         double slots, double decodingAtCapacity) {
+    }
+
+    /**
+     * The configuration in the model's terms. From the configured profile: idle TBT (α), TBT at full load, idle TTFT;
+     * with n the model's configured output tokens and C the configured capacity, a request holds its place for
+     * D = TTFT + (n − 1)·TBT_full at capacity, so the batch holds N = C·D/1000 (Little); γ is chosen so that
+     * Little's law on decoding gives TBT_full at C, which makes the prior's saturation C itself. The idle TTFT is
+     * read as one step plus the prefill of the observed mean prompt, which gives the prefill cost per token and
+     * the prefill's share of a step (δ).
+     */
+    private Prior prior(double prompt) {
+        LatencyProfile prof = config.profile();
+        double c0 = config.capacityRps();
+        int n = configuredOutputTokens;
+        double tbt0 = Math.max(0, prof.tbtMs(0));
+        double tbtFull = Math.max(tbt0, prof.tbtMs(1.0));
+        double ttft0 = prof.ttftMs(0);
+        double residence = ttft0 + (n - 1) * tbtFull;
+        double slots = Math.max(1, c0 * residence / 1000);
+        double gamma = n > 1 && tbtFull > 0 && tbtFull > tbt0 ? (1 - tbt0 / tbtFull) * 1000 / (c0 * (n - 1)) : 0;
+        double base;
+        double perToken;
+        double perStep;
+        if (prompt > 0 && ttft0 > tbt0) {
+            base = 0;
+            perToken = (ttft0 - tbt0) / prompt;
+            perStep = 1;
+        } else {
+            base = ttft0;
+            perToken = 0;
+            perStep = 0;
+        }
+        double delta = perToken * tbt0 / 1000;
+        return new Prior(tbt0, gamma, delta, base, perToken, perStep, slots, c0 * (n - 1) * tbtFull / 1000);
+    }
+
+    /** One interval of one member, whose speed factor is {@code speed} (1 = as its group). */
+    void sample(Interval i, double speed) {
+        decayTo(i.atNanos());
+        if (intervals == 0) {
+            firstNanos = i.atNanos();
+        }
+        lastNanos = i.atNanos();
+        intervals++;
+        totalCompletions += i.completions();
+        double r = i.running();
+        double pi = i.prefillRate();
+        largestPrefill = Math.max(largestPrefill, pi);
+        if (i.tbtCount() >= options.minTokenGaps() && !Double.isNaN(i.tbtMs()) && !Double.isNaN(r)) {
+            step.add(new double[] {1, r, pi}, i.tbtMs() / speed, 1);
+        }
+        double ttft0 = i.firstTokenWithoutQueue();
+        if (i.ttftCount() >= 3 && !Double.isNaN(ttft0) && !Double.isNaN(i.tbtMs())) {
+            double perRequest = Double.isNaN(i.prompt()) ? 0
+                    : Math.max(0, i.prompt() - (Double.isNaN(i.cached()) ? 0 : i.cached())) / i.ttftCount();
+            first.add(new double[] {1, perRequest, i.tbtMs() / speed}, ttft0 / speed, 1);
+        }
+        completions += i.completions();
+        if (!Double.isNaN(i.generated()) && i.completions() > 0) {
+            generated += i.generated();
+            generatedWeight += i.completions();
+        }
+        if (!Double.isNaN(i.prompt()) && i.ttftCount() > 0) {
+            double c = Double.isNaN(i.cached()) ? 0 : Math.min(i.cached(), i.prompt());
+            uncached += i.prompt() - c;
+            cached += c;
+            promptWeight += i.ttftCount();
+        }
+        if (!Double.isNaN(i.batchLimit()) && i.batchLimit() >= 1) {
+            reportedLimit = i.batchLimit();
+        }
+        double end = i.runningEnd();
+        if (!Double.isNaN(end)) {
+            boolean kvBound = !Double.isNaN(i.kvUsage()) && i.kvUsage() >= KV_BOUND;
+            if (i.saturated() && !kvBound && end >= 1) {
+                // the largest batch seen with a queue: an interval can end between steps with fewer in the batch
+                saturatedSlots = Double.isNaN(saturatedSlots) ? end : Math.max(saturatedSlots, end);
+                saturatedIntervals++;
+            } else if (!i.saturated()) {
+                double batch = Math.max(end, Double.isNaN(i.runningStart()) ? 0 : i.runningStart());
+                largestBatch = Math.max(largestBatch, batch);
+                recentBatch = Math.max(recentBatch, batch);
+                if (!Double.isNaN(saturatedSlots) && batch > saturatedSlots * 1.02) {
+                    saturatedSlots = Double.NaN; // a larger batch ran without a queue since: that limit is gone
+                }
+            }
+        }
+        if (!Double.isNaN(i.kvUsage()) && i.kvUsage() >= MIN_KV_USAGE && !Double.isNaN(r) && r >= 1) {
+            double slots = r / i.kvUsage();
+            kvSlots = Double.isNaN(kvSlots) ? slots : 0.7 * kvSlots + 0.3 * slots;
+        }
+    }
+
+    /** The prefill load (uncached prompt tokens per second) of the busiest recent interval. */
+    double largestPrefill() {
+        return largestPrefill;
+    }
+
+    /** The fitted model at {@code now}. */
+    Batching fitted(long now) {
+        decayTo(now);
+        double prompt = promptTokens();
+        Prior p = prior(prompt);
+        double decodingAtCapacity = Math.max(1, p.decodingAtCapacity);
+        double w = options.priorWeight() / 4;
+        step.clearPrior();
+        step.prior(new double[] {1, 0, 0}, p.alpha, w);
+        step.prior(new double[] {1, decodingAtCapacity / 2, 0}, p.alpha + p.gamma * decodingAtCapacity / 2, w);
+        step.prior(new double[] {1, decodingAtCapacity, 0}, p.alpha + p.gamma * decodingAtCapacity, w);
+        double piRef = Math.max(1, config.capacityRps() * prompt);
+        step.prior(new double[] {1, 0, piRef}, p.alpha + p.delta * piRef, w);
+        double[] s = step.solve(new double[] {p.alpha, p.gamma, p.delta});
+
+        LatencyProfile prof = config.profile();
+        double tbt0 = Math.max(0, prof.tbtMs(0));
+        double tbtHigh = 2 * Math.max(tbt0, prof.tbtMs(1.0)) + 1;
+        double pRef = Math.max(1, prompt);
+        double wf = options.priorWeight() / 3;
+        first.clearPrior();
+        first.prior(new double[] {1, 0, tbt0}, p.base + p.perStep * tbt0, wf);
+        first.prior(new double[] {1, pRef, tbt0}, p.base + p.perToken * pRef + p.perStep * tbt0, wf);
+        first.prior(new double[] {1, 0, tbtHigh}, p.base + p.perStep * tbtHigh, wf);
+        double[] f = first.solve(new double[] {p.base, p.perToken, p.perStep});
+        if (s[0] + s[1] + f[0] + f[1] + f[2] <= 0) {
+            s = new double[] {p.alpha, p.gamma, p.delta};
+            f = new double[] {p.base, p.perToken, p.perStep};
+        }
+        return new Batching(s[0], s[1], s[2], f[0], f[1], f[2], slots(p.slots), outputTokens(), prompt);
+    }
+
+    /** The time between tokens the fitted law predicts for a batch of {@code running} at prefill load {@code pi}. */
+    double lawTbt(long now, double running, double pi) {
+        Batching b = fitted(now);
+        return b.alpha() + b.gamma() * running + b.delta() * pi;
+    }
+
+    /**
+     * How many requests the batch holds: the limit the engine reports; else the batch seen full with a queue;
+     * else the configured one, or more where exploration or a larger batch seen without a queue says so; and never
+     * more than the KV cache holds for the current requests (running ÷ KV fraction).
+     */
+    double slots(double configured) {
+        double seq;
+        if (!Double.isNaN(reportedLimit)) {
+            seq = reportedLimit;
+        } else if (!Double.isNaN(saturatedSlots)) {
+            seq = saturatedSlots;
+        } else {
+            seq = Math.max(configured, Math.max(largestBatch, Double.isNaN(probed) ? 0 : probed));
+        }
+        double kv = Double.isNaN(kvSlots) ? Double.POSITIVE_INFINITY : kvSlots;
+        return Math.max(1, Math.min(seq, kv));
+    }
+
+    /**
+     * Explores the batch limit upward, once per solve: while no queue has shown where the limit lies, a group whose
+     * capacity binds in the published snapshot ({@code binding}: some member planned at 95% of its effective
+     * capacity or more), whose batch reached 80% of the estimate since the last solve, and whose last exploration
+     * has been tried (a snapshot published since) gets an estimate {@link ControlOptions#probeMargin()} higher. An
+     * engine rated too low then shows its room within a few publications; when the estimate passes the real limit,
+     * requests queue, the limit is measured, and exploring stops. Returns true when the estimate rose.
+     *
+     * @param publishedVersion the version of the snapshot in force
+     */
+    boolean probe(long now, boolean binding, long publishedVersion) {
+        decayTo(now);
+        double configured = prior(promptTokens()).slots;
+        boolean rose = false;
+        if (binding && publishedVersion > probedAtVersion && Double.isNaN(reportedLimit)
+                && Double.isNaN(saturatedSlots)) {
+            double n = slots(configured);
+            boolean kvBound = !Double.isNaN(kvSlots) && kvSlots <= n;
+            if (!kvBound && recentBatch >= 0.8 * n) {
+                probed = n * (1 + options.probeMargin());
+                probedAtVersion = publishedVersion;
+                probes++;
+                rose = true;
+            }
+        }
+        recentBatch = 0;
+        return rose;
+    }
+
+    /** True when the batch limit is known from evidence (reported, seen full, or explored), not only configured. */
+    boolean slotsFromEvidence() {
+        return !Double.isNaN(reportedLimit) || !Double.isNaN(saturatedSlots) || !Double.isNaN(probed)
+                || !Double.isNaN(kvSlots) && kvSlots < prior(promptTokens()).slots;
+    }
+
+    /** Why the batch limit is what it is, for explanations. */
+    String slotsWhy(double configured) {
+        double n = slots(configured);
+        if (!Double.isNaN(kvSlots) && kvSlots <= n * 1.0001) {
+            return String.format(java.util.Locale.ROOT, "%.0f requests fit in the KV cache at the current prompts", n);
+        }
+        if (!Double.isNaN(reportedLimit)) {
+            return String.format(java.util.Locale.ROOT, "batch limit %.0f as the engine reports it", n);
+        }
+        if (!Double.isNaN(saturatedSlots)) {
+            return String.format(java.util.Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals)", n,
+                    saturatedIntervals);
+        }
+        if (!Double.isNaN(probed) && probed >= n * 0.9999) {
+            return String.format(java.util.Locale.ROOT, "batch of %.0f: explored %d× by %.0f%% (never seen full; "
+                    + "configured %.0f)", n, probes, 100 * options.probeMargin(), configured);
+        }
+        if (n > configured * 1.0001) {
+            return String.format(java.util.Locale.ROOT, "batch of %.0f ran without a queue (configured %.0f)", n,
+                    configured);
+        }
+        return String.format(java.util.Locale.ROOT, "batch of %.0f as configured (never seen full)", n);
+    }
+
+    /** Intervals sampled so far, over how long, and requests finished: the evidence behind the group's laws. */
+    String evidenceWhy() {
+        if (intervals == 0) {
+            return "no evidence yet";
+        }
+        return String.format(java.util.Locale.ROOT, "%.0f requests over %s (%d intervals)", totalCompletions,
+                Durations.human(lastNanos - firstNanos), intervals);
+    }
+
+    long intervals() {
+        return intervals;
+    }
+}

@@ -1,0 +1,143 @@
+package dev.sextant.control;
+
+/**
+ * Weighted linear least squares with exponential forgetting and a prior, for the few-parameter laws of
+ * {@link Batching}: minimizes {@code Σ wᵢ·(yᵢ − xᵢ·θ)² + Σ pₘ·(yₘ − xₘ·θ)²} over θ ≥ 0, where the second sum is a
+ * fixed set of pseudo-observations that carry the prior (they never decay, so with little data the fit stays near
+ * the prior and with much data the data rule).
+ *
+ * <p>Implementation note. The normal equations are kept as running sums (k×k and k), so adding a sample and
+ * forgetting (multiplying the data sums by e^(−Δt/τ)) are O(k²). The non-negativity constraint is an active set:
+ * solve, fix the most negative coefficient at 0, solve the rest again (at most k rounds; k ≤ 4 here). Gaussian
+ * elimination with partial pivoting; the pseudo-observations keep the system regular.
+ */
+final class LeastSquares {
+    private final int k;
+    private final double[][] xx;
+    private final double[] xy;
+    private final double[][] priorXx;
+    private final double[] priorXy;
+    private double weight;
+
+    LeastSquares(int k) {
+        this.k = k;
+        xx = new double[k][k];
+        xy = new double[k];
+        priorXx = new double[k][k];
+        priorXy = new double[k];
+    }
+
+    /** Adds one observation {@code y ≈ x·θ} with weight {@code w > 0}. */
+    void add(double[] x, double y, double w) {
+        accumulate(xx, xy, x, y, w);
+        weight += w;
+    }
+
+    /** Adds a pseudo-observation of the prior (never forgotten). */
+    void prior(double[] x, double y, double w) {
+        accumulate(priorXx, priorXy, x, y, w);
+    }
+
+    /** Forgets the prior's pseudo-observations, to set new ones. */
+    void clearPrior() {
+        for (int i = 0; i < k; i++) {
+            java.util.Arrays.fill(priorXx[i], 0);
+        }
+        java.util.Arrays.fill(priorXy, 0);
+    }
+
+    private void accumulate(double[][] a, double[] b, double[] x, double y, double w) {
+        for (int i = 0; i < k; i++) {
+            for (int j = 0; j < k; j++) {
+                a[i][j] += w * x[i] * x[j];
+            }
+            b[i] += w * x[i] * y;
+        }
+    }
+
+    /** Multiplies the data's weight by {@code factor} in [0, 1] (forgetting). */
+    void decay(double factor) {
+        for (int i = 0; i < k; i++) {
+            for (int j = 0; j < k; j++) {
+                xx[i][j] *= factor;
+            }
+            xy[i] *= factor;
+        }
+        weight *= factor;
+    }
+
+    /** The data's total weight after forgetting: the effective number of observations. */
+    double weight() {
+        return weight;
+    }
+
+    /** The coefficients, each ≥ 0; {@code fallback} when the system is singular. */
+    double[] solve(double[] fallback) {
+        boolean[] free = new boolean[k];
+        java.util.Arrays.fill(free, true);
+        for (int round = 0; round <= k; round++) {
+            double[] theta = solveFree(free);
+            if (theta == null) {
+                return fallback.clone();
+            }
+            int worst = -1;
+            for (int i = 0; i < k; i++) {
+                if (free[i] && theta[i] < 0 && (worst < 0 || theta[i] < theta[worst])) {
+                    worst = i;
+                }
+            }
+            if (worst < 0) {
+                return theta;
+            }
+            free[worst] = false;
+        }
+        return fallback.clone();
+    }
+
+    private double[] solveFree(boolean[] free) {
+        int m = 0;
+        int[] idx = new int[k];
+        for (int i = 0; i < k; i++) {
+            if (free[i]) {
+                idx[m++] = i;
+            }
+        }
+        double[][] a = new double[m][m + 1];
+        for (int r = 0; r < m; r++) {
+            for (int c = 0; c < m; c++) {
+                a[r][c] = xx[idx[r]][idx[c]] + priorXx[idx[r]][idx[c]];
+            }
+            a[r][m] = xy[idx[r]] + priorXy[idx[r]];
+        }
+        for (int col = 0; col < m; col++) {
+            int pivot = col;
+            for (int r = col + 1; r < m; r++) {
+                if (Math.abs(a[r][col]) > Math.abs(a[pivot][col])) {
+                    pivot = r;
+                }
+            }
+            if (Math.abs(a[pivot][col]) < 1e-300) {
+                return null;
+            }
+            double[] t = a[col];
+            a[col] = a[pivot];
+            a[pivot] = t;
+            for (int r = 0; r < m; r++) {
+                if (r != col) {
+                    double f = a[r][col] / a[col][col];
+                    for (int c = col; c <= m; c++) {
+                        a[r][c] -= f * a[col][c];
+                    }
+                }
+            }
+        }
+        double[] theta = new double[k];
+        for (int r = 0; r < m; r++) {
+            theta[idx[r]] = a[r][m] / a[r][r];
+            if (!Double.isFinite(theta[idx[r]])) {
+                return null;
+            }
+        }
+        return theta;
+    }
+}
