@@ -81,6 +81,11 @@ record Batching(double alpha, double gamma, double delta, double base, double pe
                 perStep, slots, outputTokens, promptTokens);
     }
 
+    /** The same engine with another batch limit. */
+    Batching withSlots(double n) {
+        return new Batching(alpha, gamma, delta, base, perToken, perStep, n, outputTokens, promptTokens);
+    }
+
     /** The load beyond which decode steps grow without bound, req/s (infinite without per-sequence cost). */
     double computeLimit() {
         return gamma > 0 && outputTokens > 1 ? 1000 / (gamma * (outputTokens - 1)) : Double.POSITIVE_INFINITY;

@@ -145,6 +145,7 @@ final class DefaultControlLoop implements ControlLoop {
         if (i != null) {
             t.judge(i, options);
             t.group.sample(i, t.speed);
+            t.batch.sample(i);
         }
     }
 
@@ -300,7 +301,9 @@ final class DefaultControlLoop implements ControlLoop {
         for (EngineTracker t : engines.values()) {
             GroupModel g = t.group;
             double applied = t.appliedSpeed(medians.get(g));
-            String shape = g.id + "\u0000" + applied;
+            double slots = t.batch.slots(g.configuredSlots());
+            String shape = g.id + "\u0000" + applied + "\u0000" + slots + "\u0000" + t.batch.fromEvidence(
+                    g.configuredSlots());
             EngineEstimate shared = byShape.get(shape);
             if (shared == null) {
                 shared = engineEstimate(t, g, fitted.get(g), priorSaturation.get(g), applied);
@@ -318,15 +321,16 @@ final class DefaultControlLoop implements ControlLoop {
     private EngineEstimate engineEstimate(EngineTracker t, GroupModel g, Batching fit, double muPrior, double applied) {
         Engine c = t.config;
         double w = g.evidence();
-        if (w == 0 && applied == 1) {
+        if (w == 0 && applied == 1 && !t.batch.fromEvidence(g.configuredSlots())) {
             return new EngineEstimate(t.id, g.id, t.condition, c.health(), c.capacityRps(), c.capacityRps(),
                     c.profile(), 1, g.prior().slots(), 0, String.format(Locale.ROOT,
                     "capacity %s req/s as configured (no evidence yet)", rps(c.capacityRps())), t.speedWhy,
                     t.conditionWhy);
         }
-        Batching b = applied == 1 ? fit : fit.slower(applied);
+        double configuredSlots = g.configuredSlots();
+        Batching b = (applied == 1 ? fit : fit.slower(applied)).withSlots(t.batch.slots(configuredSlots));
         double mu = Math.max(1e-6, b.saturation());
-        double wCap = g.slotsFromEvidence() ? 1 : w;
+        double wCap = t.batch.fromEvidence(configuredSlots) ? 1 : w;
         double capacity = mu * Math.pow(c.capacityRps() / Math.max(1e-6, muPrior), 1 - wCap);
         LatencyProfile configured = c.profile();
         List<MeasuredProfile.Point> points = new ArrayList<>();
@@ -341,7 +345,7 @@ final class DefaultControlLoop implements ControlLoop {
         }
         LatencyProfile profile = points.isEmpty() ? configured : new MeasuredProfile(points);
         String why = String.format(Locale.ROOT, "capacity %s req/s, estimated from %s; %s%s; configured %s",
-                rps(capacity), g.evidenceWhy(), g.slotsWhy(g.prior().slots()),
+                rps(capacity), g.evidenceWhy(), t.batch.why(configuredSlots, options.probeMargin()),
                 applied == 1 ? "" : String.format(Locale.ROOT, "; %.1f× slower than its group's law", applied),
                 rps(c.capacityRps()));
         return new EngineEstimate(t.id, g.id, t.condition, c.health(), capacity, c.capacityRps(), profile, applied,
@@ -473,17 +477,9 @@ final class DefaultControlLoop implements ControlLoop {
         long now = ticker.nanos();
         refresh(now);
         urgent = false;
-        Set<GroupModel> binding = new HashSet<>();
-        if (published != null) {
-            for (EngineTracker t : engines.values()) {
-                dev.sextant.snapshot.EngineState st = published.engines().get(t.id);
-                if (st != null && st.effectiveCapacityRps() > 0 && st.loadRps() >= 0.95 * st.effectiveCapacityRps()) {
-                    binding.add(t.group);
-                }
-            }
-        }
-        for (GroupModel g : groups.values()) {
-            g.probe(now, binding.contains(g), published == null ? Long.MIN_VALUE : published.version());
+        for (EngineTracker t : engines.values()) {
+            t.batch.probe(published == null ? Long.MIN_VALUE : published.version(), t.group.configuredSlots(),
+                    options.probeMargin());
         }
         Estimates est = estimate(now);
         Topology solveFor = solveTopology(est);

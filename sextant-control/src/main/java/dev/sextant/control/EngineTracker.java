@@ -34,6 +34,9 @@ final class EngineTracker {
     String scrapeError;
     Interval lastInterval;
 
+    /** How many requests its batch holds. */
+    final BatchLimit batch = new BatchLimit();
+
     // speed
     double speed = 1;
     boolean slow;

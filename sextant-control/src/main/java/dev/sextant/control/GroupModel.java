@@ -16,11 +16,6 @@ import dev.sextant.topology.LatencyProfile;
  * configuration, with much it is the evidence.
  */
 final class GroupModel {
-    /** Below this KV-cache fraction, a batch's KV share says nothing reliable about the KV limit. */
-    static final double MIN_KV_USAGE = 0.05;
-    /** At or above this KV-cache fraction, a full batch is bounded by the KV cache, not by the sequence limit. */
-    static final double KV_BOUND = 0.9;
-
     final String id;
     private final Engine config;
     private final int configuredOutputTokens;
@@ -40,17 +35,6 @@ final class GroupModel {
     private double cached;
     private double promptWeight;
 
-    // the batch limit
-    private double saturatedSlots = Double.NaN;
-    private double largestBatch;
-    /** The batch limit explored upward while no queue has shown it (NaN: not yet above the configured one). */
-    private double probed = Double.NaN;
-    /** The largest batch since the last {@link #probe}. */
-    private double recentBatch;
-    private int probes;
-    private long probedAtVersion = Long.MIN_VALUE;
-    private double kvSlots = Double.NaN;
-    private double reportedLimit = Double.NaN;
     private double largestPrefill;
 
     // totals, for explanations
@@ -101,7 +85,6 @@ final class GroupModel {
         uncached *= f;
         cached *= f;
         promptWeight *= f;
-        largestBatch *= f;
         largestPrefill *= f;
     }
 
@@ -134,6 +117,11 @@ final class GroupModel {
     /** How much the evidence weighs against the prior, in [0, 1). */
     double evidence() {
         return step.weight() / (step.weight() + options.priorWeight());
+    }
+
+    /** The batch the configured capacity and profile imply, for the observed prompts. */
+    double configuredSlots() {
+        return prior(promptTokens()).slots;
     }
 
     /** The configured capacity and profile as the parameters of {@link Batching}, for the observed prompts. */
@@ -213,29 +201,6 @@ final class GroupModel {
             cached += c;
             promptWeight += i.ttftCount();
         }
-        if (!Double.isNaN(i.batchLimit()) && i.batchLimit() >= 1) {
-            reportedLimit = i.batchLimit();
-        }
-        double end = i.runningEnd();
-        if (!Double.isNaN(end)) {
-            boolean kvBound = !Double.isNaN(i.kvUsage()) && i.kvUsage() >= KV_BOUND;
-            if (i.saturated() && !kvBound && end >= 1) {
-                // the largest batch seen with a queue: an interval can end between steps with fewer in the batch
-                saturatedSlots = Double.isNaN(saturatedSlots) ? end : Math.max(saturatedSlots, end);
-                saturatedIntervals++;
-            } else if (!i.saturated()) {
-                double batch = Math.max(end, Double.isNaN(i.runningStart()) ? 0 : i.runningStart());
-                largestBatch = Math.max(largestBatch, batch);
-                recentBatch = Math.max(recentBatch, batch);
-                if (!Double.isNaN(saturatedSlots) && batch > saturatedSlots * 1.02) {
-                    saturatedSlots = Double.NaN; // a larger batch ran without a queue since: that limit is gone
-                }
-            }
-        }
-        if (!Double.isNaN(i.kvUsage()) && i.kvUsage() >= MIN_KV_USAGE && !Double.isNaN(r) && r >= 1) {
-            double slots = r / i.kvUsage();
-            kvSlots = Double.isNaN(kvSlots) ? slots : 0.7 * kvSlots + 0.3 * slots;
-        }
     }
 
     /** The prefill load (uncached prompt tokens per second) of the busiest recent interval. */
@@ -272,90 +237,13 @@ final class GroupModel {
             s = new double[] {p.alpha, p.gamma, p.delta};
             f = new double[] {p.base, p.perToken, p.perStep};
         }
-        return new Batching(s[0], s[1], s[2], f[0], f[1], f[2], slots(p.slots), outputTokens(), prompt);
+        return new Batching(s[0], s[1], s[2], f[0], f[1], f[2], p.slots, outputTokens(), prompt);
     }
 
     /** The time between tokens the fitted law predicts for a batch of {@code running} at prefill load {@code pi}. */
     double lawTbt(long now, double running, double pi) {
         Batching b = fitted(now);
         return b.alpha() + b.gamma() * running + b.delta() * pi;
-    }
-
-    /**
-     * How many requests the batch holds: the limit the engine reports; else the batch seen full with a queue;
-     * else the configured one, or more where exploration or a larger batch seen without a queue says so; and never
-     * more than the KV cache holds for the current requests (running ÷ KV fraction).
-     */
-    double slots(double configured) {
-        double seq;
-        if (!Double.isNaN(reportedLimit)) {
-            seq = reportedLimit;
-        } else if (!Double.isNaN(saturatedSlots)) {
-            seq = saturatedSlots;
-        } else {
-            seq = Math.max(configured, Math.max(largestBatch, Double.isNaN(probed) ? 0 : probed));
-        }
-        double kv = Double.isNaN(kvSlots) ? Double.POSITIVE_INFINITY : kvSlots;
-        return Math.max(1, Math.min(seq, kv));
-    }
-
-    /**
-     * Explores the batch limit upward, once per solve: while no queue has shown where the limit lies, a group whose
-     * capacity binds in the published snapshot ({@code binding}: some member planned at 95% of its effective
-     * capacity or more), whose batch reached 80% of the estimate since the last solve, and whose last exploration
-     * has been tried (a snapshot published since) gets an estimate {@link ControlOptions#probeMargin()} higher. An
-     * engine rated too low then shows its room within a few publications; when the estimate passes the real limit,
-     * requests queue, the limit is measured, and exploring stops. Returns true when the estimate rose.
-     *
-     * @param publishedVersion the version of the snapshot in force
-     */
-    boolean probe(long now, boolean binding, long publishedVersion) {
-        decayTo(now);
-        double configured = prior(promptTokens()).slots;
-        boolean rose = false;
-        if (binding && publishedVersion > probedAtVersion && Double.isNaN(reportedLimit)
-                && Double.isNaN(saturatedSlots)) {
-            double n = slots(configured);
-            boolean kvBound = !Double.isNaN(kvSlots) && kvSlots <= n;
-            if (!kvBound && recentBatch >= 0.8 * n) {
-                probed = n * (1 + options.probeMargin());
-                probedAtVersion = publishedVersion;
-                probes++;
-                rose = true;
-            }
-        }
-        recentBatch = 0;
-        return rose;
-    }
-
-    /** True when the batch limit is known from evidence (reported, seen full, or explored), not only configured. */
-    boolean slotsFromEvidence() {
-        return !Double.isNaN(reportedLimit) || !Double.isNaN(saturatedSlots) || !Double.isNaN(probed)
-                || !Double.isNaN(kvSlots) && kvSlots < prior(promptTokens()).slots;
-    }
-
-    /** Why the batch limit is what it is, for explanations. */
-    String slotsWhy(double configured) {
-        double n = slots(configured);
-        if (!Double.isNaN(kvSlots) && kvSlots <= n * 1.0001) {
-            return String.format(java.util.Locale.ROOT, "%.0f requests fit in the KV cache at the current prompts", n);
-        }
-        if (!Double.isNaN(reportedLimit)) {
-            return String.format(java.util.Locale.ROOT, "batch limit %.0f as the engine reports it", n);
-        }
-        if (!Double.isNaN(saturatedSlots)) {
-            return String.format(java.util.Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals)", n,
-                    saturatedIntervals);
-        }
-        if (!Double.isNaN(probed) && probed >= n * 0.9999) {
-            return String.format(java.util.Locale.ROOT, "batch of %.0f: explored %d× by %.0f%% (never seen full; "
-                    + "configured %.0f)", n, probes, 100 * options.probeMargin(), configured);
-        }
-        if (n > configured * 1.0001) {
-            return String.format(java.util.Locale.ROOT, "batch of %.0f ran without a queue (configured %.0f)", n,
-                    configured);
-        }
-        return String.format(java.util.Locale.ROOT, "batch of %.0f as configured (never seen full)", n);
     }
 
     /** Intervals sampled so far, over how long, and requests finished: the evidence behind the group's laws. */

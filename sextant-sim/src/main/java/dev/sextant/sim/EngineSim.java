@@ -51,6 +51,11 @@ final class EngineSim {
     private long reserved;
     private boolean up = true;
     private double slowdown = 1;
+    /** Fraction of arriving requests answered at once with an error (a gray failure); 0 when healthy. */
+    private double errorFraction;
+    /** Time an engine takes to answer a request it fails, ms. */
+    static final double ERROR_MS = 5;
+    private long errorDraws;
 
     private boolean stepping;
     private boolean startPending;
@@ -106,6 +111,10 @@ final class EngineSim {
             listener.failed(this, r, loop.now(), true);
             return;
         }
+        if (errorFraction > 0 && Hashing.unit(errorDraws++, index) < errorFraction) {
+            loop.after(ERROR_MS, () -> listener.failed(this, r, loop.now(), false));
+            return;
+        }
         r.engineArrivalMs = loop.now();
         waiting.add(r);
         if (!stepping) {
@@ -150,6 +159,11 @@ final class EngineSim {
     /** The engine is back, empty. */
     void recover() {
         up = true;
+    }
+
+    /** From now on a fraction {@code f} in [0, 1] of arriving requests is answered with an error. */
+    void setErrorFraction(double f) {
+        errorFraction = f;
     }
 
     /** Step times are multiplied by {@code factor} (≥ 1 slows down) from the next step on. */

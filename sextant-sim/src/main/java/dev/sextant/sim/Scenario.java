@@ -22,14 +22,21 @@ import java.util.Map;
  * @param legacy      parameters of the legacy feedback controller
  * @param gainSweep   extra gains of the legacy controller to run as {@code legacy-feedback[gain=g]}
  * @param sampleMs    interval of the time series, ms
+ * @param metrics     per engine, whether it exports {@code /metrics} (false: a TGI- or TensorRT-LLM-like engine
+ *                    whose scrapes fail; only gateways and canaries see it)
  */
 record Scenario(String name, String description, Topology topology, List<EngineParams> hardware,
                 List<ClassWorkload> workload, List<Arrivals> arrivals, double durationMs, double clientTimeoutMs,
                 Control control, List<Fault> faults, List<String> policies, LegacyParams legacy,
-                List<Double> gainSweep, double sampleMs) {
+                List<Double> gainSweep, double sampleMs, List<Boolean> metrics) {
 
     Scenario {
         hardware = List.copyOf(hardware);
+        metrics = List.copyOf(metrics);
+        if (metrics.size() != topology.engines().size()) {
+            throw new IllegalArgumentException("metrics: " + metrics.size() + " entries (expected: one per engine, "
+                    + topology.engines().size() + ")");
+        }
         workload = List.copyOf(workload);
         arrivals = List.copyOf(arrivals);
         faults = List.copyOf(faults);
@@ -97,18 +104,16 @@ record Scenario(String name, String description, Topology topology, List<EngineP
     /**
      * The control loop's timing.
      *
-     * @param scrapeMs          engines' metrics are read every this many ms
-     * @param signalDelayMs     a scrape reaches the controller this much later
-     * @param smoothing         EWMA weight of a new observation, in (0, 1]
-     * @param noise             relative noise on the demand the control plane observes (uniform ±noise)
+     * @param scrapeMs          engines' metrics are read (and gateways report) every this many ms
+     * @param signalDelayMs     a scrape or a report reaches the controller this much later
      * @param solveMs           the optimizer re-solves every this many ms
      * @param propagationMs     a snapshot reaches gateways this much later
      * @param healthCheckMs     baselines notice an engine is down (or back) this much later
      * @param connectTimeoutMs  an attempt across a cut network link fails after this long
      */
-    record Control(double scrapeMs, double signalDelayMs, double smoothing, double noise, double solveMs,
-                   double propagationMs, double healthCheckMs, double connectTimeoutMs) {
-        static final Control DEFAULT = new Control(5_000, 2_000, 0.5, 0.05, 10_000, 1_000, 5_000, 1_000);
+    record Control(double scrapeMs, double signalDelayMs, double solveMs, double propagationMs, double healthCheckMs,
+                   double connectTimeoutMs) {
+        static final Control DEFAULT = new Control(5_000, 2_000, 10_000, 1_000, 5_000, 1_000);
     }
 
     /**
@@ -124,7 +129,8 @@ record Scenario(String name, String description, Topology topology, List<EngineP
     }
 
     /** Kinds of faults. */
-    enum FaultKind { ENGINE_CRASH, ENGINE_SLOWDOWN, PARTITION, CONTROL_PLANE_OUTAGE, DEMAND_SURGE }
+    enum FaultKind { ENGINE_CRASH, ENGINE_SLOWDOWN, ENGINE_ERRORS, PARTITION, CONTROL_PLANE_OUTAGE, DEMAND_SURGE,
+        REQUEST_BURST }
 
     /**
      * A fault on the timeline, undone at {@code atMs + durationMs}.
@@ -132,22 +138,34 @@ record Scenario(String name, String description, Topology topology, List<EngineP
      * @param kind      what happens
      * @param atMs      when, ms
      * @param durationMs how long, ms
-     * @param engines   engine indices hit (crash, slowdown)
-     * @param gateway   gateway index (partition; surge: -1 = every gateway)
+     * @param engines   engine indices hit (crash, slowdown, errors)
+     * @param gateway   gateway index (partition, burst; surge: -1 = every gateway)
      * @param cluster   engine cluster id (partition)
-     * @param factor    slowdown factor or demand multiplier
+     * @param factor    slowdown factor, demand multiplier, or fraction of requests answered with an error
+     * @param burst     for a request burst: how many requests at once and their size; null otherwise
      */
     record Fault(FaultKind kind, double atMs, double durationMs, List<Integer> engines, int gateway, String cluster,
-                 double factor) {
+                 double factor, Burst burst) {
         Fault {
             engines = List.copyOf(engines);
         }
     }
 
+    /**
+     * A burst of single requests sent at one instant from one gateway cluster (one huge prompt; a thousand streams).
+     *
+     * @param requests     how many, ≥ 1
+     * @param trafficClass the class index
+     * @param promptTokens prompt tokens of each, ≥ 1
+     * @param outputTokens output tokens of each, ≥ 1
+     */
+    record Burst(int requests, int trafficClass, int promptTokens, int outputTokens) {
+    }
+
     /** The same scenario with another traffic duration (for short test runs). */
     Scenario withDuration(double ms) {
         return new Scenario(name, description, topology, hardware, workload, arrivals, ms, clientTimeoutMs, control,
-                faults, policies, legacy, gainSweep, sampleMs);
+                faults, policies, legacy, gainSweep, sampleMs, metrics);
     }
 
     /** Index of each engine id in {@code topology.engines()}. */

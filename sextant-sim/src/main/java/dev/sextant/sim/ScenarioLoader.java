@@ -106,11 +106,13 @@ final class ScenarioLoader {
             }
         }
         List<String> engineHardware = new ArrayList<>();
+        List<Boolean> engineMetrics = new ArrayList<>();
         Topology topology;
         if (root.has("fleet")) {
             topology = new FleetGenerator(this).generate(root.get("fleet"), hw, dflt, engineHardware);
+            engineHardware.forEach(h -> engineMetrics.add(true));
         } else if (root.has("topology")) {
-            topology = topology(root.get("topology"), hw, wl, dflt, engineHardware);
+            topology = topology(root.get("topology"), hw, wl, dflt, engineHardware, engineMetrics);
         } else {
             throw error("topology", "missing (expected: a topology mapping or a fleet block)");
         }
@@ -136,18 +138,17 @@ final class ScenarioLoader {
             arrivals.add(n == null ? da : arrivals(n, "arrivals.gateways." + g.id() + "."));
         }
         JsonNode c = root.get("control");
+        known(c, "control", CONTROL_KEYS);
         Scenario.Control d = Scenario.Control.DEFAULT;
         Scenario.Control control = new Scenario.Control(
                 1000 * num(c, "scrape_s", "control.", d.scrapeMs() / 1000),
                 1000 * num(c, "signal_delay_s", "control.", d.signalDelayMs() / 1000),
-                num(c, "smoothing", "control.", d.smoothing()),
-                num(c, "noise", "control.", d.noise()),
                 1000 * num(c, "solve_s", "control.", d.solveMs() / 1000),
                 1000 * num(c, "propagation_s", "control.", d.propagationMs() / 1000),
                 1000 * num(c, "health_check_s", "control.", d.healthCheckMs() / 1000),
                 1000 * num(c, "connect_timeout_s", "control.", d.connectTimeoutMs() / 1000));
-        if (!(control.smoothing() > 0 && control.smoothing() <= 1)) {
-            throw error("control.smoothing", control.smoothing() + " (expected: in (0, 1])");
+        if (!(control.scrapeMs() > 0 && control.solveMs() > 0)) {
+            throw error("control.scrape_s", "scrape_s and solve_s must be > 0");
         }
         JsonNode l = root.get("legacy");
         Scenario.LegacyParams ld = Scenario.LegacyParams.DEFAULT;
@@ -176,13 +177,31 @@ final class ScenarioLoader {
             }
         }
         List<Scenario.Fault> faults = faults(root.get("faults"), topology);
+
         double duration = 1000 * req(root, "duration_s", "");
         if (!(duration > 0)) {
             throw error("duration_s", duration / 1000 + " (expected: > 0)");
         }
         return new Scenario(name, description, topology, hardware, workload, arrivals, duration,
                 1000 * num(root, "client_timeout_s", "", 60), control, faults, policies, legacy, sweep,
-                1000 * num(root, "sample_s", "", 10));
+                1000 * num(root, "sample_s", "", 10), engineMetrics);
+    }
+
+    /** The keys of the {@code control} block. */
+    static final List<String> CONTROL_KEYS = List.of("scrape_s", "signal_delay_s", "solve_s", "propagation_s",
+            "health_check_s", "connect_timeout_s");
+
+    /** Refuses a key of mapping {@code n} that is not one of {@code keys}. */
+    private void known(JsonNode n, String path, List<String> keys) throws ScenarioException {
+        if (n == null) {
+            return;
+        }
+        for (java.util.Iterator<String> it = n.fieldNames(); it.hasNext(); ) {
+            String k = it.next();
+            if (!keys.contains(k)) {
+                throw error(path + "." + k, "unknown key '" + k + "' (expected one of " + keys + ")");
+            }
+        }
     }
 
     /**
@@ -297,7 +316,8 @@ final class ScenarioLoader {
     }
 
     private Topology topology(JsonNode t, Map<String, EngineParams> hw, Map<String, Scenario.ClassWorkload> wl,
-                              Scenario.ClassWorkload dflt, List<String> engineHardware) throws ScenarioException {
+                              Scenario.ClassWorkload dflt, List<String> engineHardware, List<Boolean> engineMetrics)
+            throws ScenarioException {
         String p = "topology.";
         List<GatewayCluster> gateways = new ArrayList<>();
         List<EngineCluster> clusters = new ArrayList<>();
@@ -355,6 +375,11 @@ final class ScenarioLoader {
                 engines.add(new Engine(id, derived.cluster(), str(e, "endpoint", q, "sim://" + id), ms,
                         derived.capacityRps(), profile, num(e, "health", q, 1.0)));
                 engineHardware.add(h);
+                JsonNode m = e.get("metrics");
+                if (m != null && !m.isBoolean()) {
+                    throw error(q + "metrics", "'" + m.asText() + "' (expected: true or false)");
+                }
+                engineMetrics.add(m == null || m.asBoolean());
             }
             return new Topology(gateways, clusters, matrix(t.get("network_rtt_ms")), models, engines, classes,
                     matrix(t.get("demand_rps")), num(t, "headroom", p, Topology.DEFAULT_HEADROOM),
@@ -414,8 +439,8 @@ final class ScenarioLoader {
             try {
                 kind = Scenario.FaultKind.valueOf(kindName.toUpperCase(java.util.Locale.ROOT).replace('-', '_'));
             } catch (IllegalArgumentException e) {
-                throw error(p + "kind", "'" + kindName + "' (expected one of [engine_crash, engine_slowdown, partition,"
-                        + " control_plane_outage, demand_surge])");
+                throw error(p + "kind", "'" + kindName + "' (expected one of [engine_crash, engine_slowdown, "
+                        + "engine_errors, partition, control_plane_outage, demand_surge, request_burst])");
             }
             List<Integer> engines = new ArrayList<>();
             if (f.has("engines")) {
@@ -432,7 +457,8 @@ final class ScenarioLoader {
                 throw error(p + "engine_cluster", "unknown engine cluster '" + cluster + "' (expected one of "
                         + clusterIds + ")");
             }
-            if (kind == Scenario.FaultKind.ENGINE_CRASH || kind == Scenario.FaultKind.ENGINE_SLOWDOWN) {
+            if (kind == Scenario.FaultKind.ENGINE_CRASH || kind == Scenario.FaultKind.ENGINE_SLOWDOWN
+                    || kind == Scenario.FaultKind.ENGINE_ERRORS) {
                 if (!cluster.isEmpty()) {
                     for (int j = 0; j < engineIds.size(); j++) {
                         if (t.engines().get(j).cluster().equals(cluster)) {
@@ -452,12 +478,40 @@ final class ScenarioLoader {
             if (!gw.isEmpty() && g < 0) {
                 throw error(p + "gateway", "unknown gateway cluster '" + gw + "' (expected one of " + gatewayIds + ")");
             }
-            double factor = num(f, "factor", p, kind == Scenario.FaultKind.DEMAND_SURGE ? 2 : 3);
+            double factor = num(f, "factor", p, switch (kind) {
+                case DEMAND_SURGE -> 2;
+                case ENGINE_ERRORS -> 1;
+                default -> 3;
+            });
             if (!(factor > 0)) {
                 throw error(p + "factor", factor + " (expected: > 0)");
             }
-            out.add(new Scenario.Fault(kind, 1000 * req(f, "at_s", p), 1000 * req(f, "duration_s", p), engines, g,
-                    cluster, factor));
+            if (kind == Scenario.FaultKind.ENGINE_ERRORS && factor > 1) {
+                throw error(p + "factor", factor + " (expected: the fraction of requests answered with an error, in (0, 1])");
+            }
+            Scenario.Burst burst = null;
+            double duration;
+            if (kind == Scenario.FaultKind.REQUEST_BURST) {
+                if (g < 0) {
+                    throw error(p + "gateway", "missing (expected: the gateway cluster the burst arrives at)");
+                }
+                String cls = str(f, "class", p, t.classes().get(0).id());
+                int k = t.classes().stream().map(dev.sextant.topology.TrafficClass::id).toList().indexOf(cls);
+                if (k < 0) {
+                    throw error(p + "class", "unknown class '" + cls + "'");
+                }
+                int requests = (int) num(f, "requests", p, 1);
+                int prompt = (int) num(f, "prompt_tokens", p, 1000);
+                int output = (int) num(f, "output_tokens", p, 100);
+                if (requests < 1 || prompt < 1 || output < 1) {
+                    throw error(p + "requests", "(expected: requests, prompt_tokens, output_tokens >= 1)");
+                }
+                burst = new Scenario.Burst(requests, k, prompt, output);
+                duration = 1000 * num(f, "duration_s", p, 0);
+            } else {
+                duration = 1000 * req(f, "duration_s", p);
+            }
+            out.add(new Scenario.Fault(kind, 1000 * req(f, "at_s", p), duration, engines, g, cluster, factor, burst));
         }
         return out;
     }

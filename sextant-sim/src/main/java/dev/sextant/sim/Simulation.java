@@ -249,7 +249,13 @@ final class Simulation implements EngineSim.Listener {
         }
         dev.sextant.signal.EngineMetrics[] metrics = new dev.sextant.signal.EngineMetrics[engineCount];
         for (int j = 0; j < engineCount; j++) {
-            metrics[j] = up[j] ? engines.get(j).metrics() : null;
+            metrics[j] = up[j] && scenario.metrics().get(j) ? engines.get(j).metrics() : null;
+            if (!scenario.metrics().get(j)) {
+                // an engine without /metrics: nobody reads its latencies or its batch
+                ttft[j] = Double.NaN;
+                tbt[j] = Double.NaN;
+                kv[j] = Double.NaN;
+            }
         }
         return new Scrape(loop.now(), window, up, ttft, tbt, kv, run, wait, demand, arrivals, metrics);
     }
@@ -325,6 +331,17 @@ final class Simulation implements EngineSim.Listener {
         metrics.generated(r);
         int e = policy.select(r);
         attempt(r, e);
+    }
+
+    /** {@code b.requests()} single requests arrive at gateway {@code g} now, each on its own (no conversation). */
+    private void burst(int g, Scenario.Burst b) {
+        for (int i = 0; i < b.requests(); i++) {
+            SimRequest r = new SimRequest(requestIds++, null, g, b.trafficClass(), loop.now(), b.promptTokens(),
+                    b.outputTokens());
+            demandCount[g][b.trafficClass()]++;
+            metrics.generated(r);
+            attempt(r, policy.select(r));
+        }
     }
 
     private void nextTurn(SimRequest r) {
@@ -464,6 +481,16 @@ final class Simulation implements EngineSim.Listener {
             case ENGINE_SLOWDOWN -> {
                 for (int j : f.engines()) {
                     engines.get(j).setSlowdown(begin ? f.factor() : 1.0);
+                }
+            }
+            case ENGINE_ERRORS -> {
+                for (int j : f.engines()) {
+                    engines.get(j).setErrorFraction(begin ? f.factor() : 0.0);
+                }
+            }
+            case REQUEST_BURST -> {
+                if (begin) {
+                    burst(f.gateway(), f.burst());
                 }
             }
             case PARTITION -> {
