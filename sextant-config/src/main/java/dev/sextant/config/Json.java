@@ -34,7 +34,7 @@ public final class Json {
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
             // a snapshot's and a route's engine groups are written only when there are some
             .addMixIn(dev.sextant.snapshot.Snapshot.class, GroupsWhenAny.class)
-            .addMixIn(dev.sextant.snapshot.Route.class, GroupsWhenAny.class)
+            .addMixIn(dev.sextant.snapshot.Route.class, RouteFields.class)
             .addModule(new SimpleModule("sextant-doubles")
                     .addSerializer(Double.class, new FiniteOrNull())
                     .addSerializer(double.class, new FiniteOrNull())
@@ -76,6 +76,28 @@ public final class Json {
     private abstract static class GroupsWhenAny {
         @JsonInclude(JsonInclude.Include.NON_EMPTY)
         abstract Object groups();
+    }
+
+    /**
+     * A route's groups only when it has some, and its allowed utilization only when its producer computed one (NaN
+     * otherwise): a snapshot read from an older producer writes back the text it was read from.
+     */
+    private abstract static class RouteFields extends GroupsWhenAny {
+        @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = NaNFilter.class)
+        abstract double allowedUtilization();
+    }
+
+    /** Leaves a NaN number out (Jackson drops the values its filter's {@code equals} accepts). */
+    private static final class NaNFilter {
+        @Override
+        public boolean equals(Object value) {
+            return value instanceof Double d && d.isNaN();
+        }
+
+        @Override
+        public int hashCode() {
+            return 0;
+        }
     }
 
     private static final class FiniteOrNull extends JsonSerializer<Double> {

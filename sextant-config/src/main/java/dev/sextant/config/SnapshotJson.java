@@ -57,7 +57,7 @@ public final class SnapshotJson {
             throw new SnapshotException(List.of(new ConfigProblem(source, 1, "", "empty (expected: a snapshot object)")));
         }
         try {
-            Snapshot s = Json.MAPPER.treeToValue(withGroups(Json.MAPPER.readTree(json)), Snapshot.class);
+            Snapshot s = Json.MAPPER.treeToValue(withOptionalFields(Json.MAPPER.readTree(json)), Snapshot.class);
             if (s == null) {
                 throw new SnapshotException(List.of(new ConfigProblem(source, 1, "", "null (expected: a snapshot object)")));
             }
@@ -68,17 +68,20 @@ public final class SnapshotJson {
     }
 
     /**
-     * {@code tree} with an empty {@code groups} wherever a snapshot or a route has none: written only when
-     * not empty, so that a snapshot of routes weighted engine by engine (and one written before groups
-     * existed) reads as it did.
+     * {@code tree} with the fields that are written only when they say something filled in where they are absent:
+     * an empty {@code groups} wherever a snapshot or a route has none (a snapshot of routes weighted engine by
+     * engine, or one written before groups existed), and a null (NaN) {@code allowed_utilization} for a route
+     * without one (a snapshot from a producer that predates the field; its class's retry budget then follows
+     * {@code fleet_utilization}). Such a snapshot reads, hashes and writes back as it did.
      */
-    private static JsonNode withGroups(JsonNode tree) {
+    private static JsonNode withOptionalFields(JsonNode tree) {
         if (tree instanceof ObjectNode root) {
             root.putIfAbsent("groups", root.objectNode());
             if (root.get("routes") instanceof ObjectNode routes) {
                 routes.forEach(byClass -> byClass.forEach(route -> {
                     if (route instanceof ObjectNode r) {
                         r.putIfAbsent("groups", r.objectNode());
+                        r.putIfAbsent("allowed_utilization", r.nullNode());
                     }
                 }));
             }

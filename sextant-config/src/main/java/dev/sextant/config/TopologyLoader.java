@@ -6,6 +6,7 @@ import dev.sextant.config.YamlTree.Mapping;
 import dev.sextant.config.YamlTree.Node;
 import dev.sextant.config.YamlTree.Scalar;
 import dev.sextant.config.YamlTree.Sequence;
+import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.EngineCluster;
 import dev.sextant.topology.GatewayCluster;
@@ -45,7 +46,7 @@ import java.util.regex.Pattern;
 public final class TopologyLoader {
 
     private static final List<String> ROOT_KEYS = List.of("gateway_clusters", "engine_clusters", "network_rtt_ms",
-            "models", "engines", "classes", "demand_rps", "headroom", "affinity_discount_ms");
+            "models", "engines", "classes", "demand_rps", "headroom", "affinity_discount_ms", "retry_budget");
     private static final List<String> CLUSTER_KEYS = List.of("id", "region");
     private static final List<String> MODEL_KEYS = List.of("id", "output_tokens");
     private static final List<String> ENGINE_KEYS = List.of("id", "cluster", "endpoint", "models", "capacity_rps",
@@ -54,6 +55,8 @@ public final class TopologyLoader {
     private static final List<String> PARAMETRIC_KEYS = List.of("ttft_ms", "tbt_ms", "tbt_slope");
     private static final List<String> MEASURED_KEYS = List.of("points");
     private static final List<String> POINT_KEYS = List.of("utilization", "ttft_ms", "tbt_ms");
+    private static final List<String> RETRY_BUDGET_KEYS = List.of("curve", "min_retries_per_second");
+    private static final List<String> RETRY_POINT_KEYS = List.of("utilization", "ratio");
     private static final Pattern LIST_INDEX = Pattern.compile("^(gateway_clusters|engine_clusters|models|engines|classes)\\[(\\d+)]");
     private static final Pattern FIELD_MESSAGE = Pattern.compile("^([a-z][a-z0-9_]*): (.*)$", Pattern.DOTALL);
 
@@ -134,8 +137,10 @@ public final class TopologyLoader {
             Map<String, Map<String, Double>> demand = table(root, "demand_rps");
             Double headroom = number(root, "", "headroom", Topology.DEFAULT_HEADROOM);
             Double discount = number(root, "", "affinity_discount_ms", Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
+            RetryBudget retryBudget = retryBudget(root);
             if (gateways == null || clusters == null || rtt == null || models == null || engines == null
-                    || classes == null || demand == null || headroom == null || discount == null) {
+                    || classes == null || demand == null || headroom == null || discount == null
+                    || retryBudget == null) {
                 return null;
             }
             for (Problem p : Topology.problems(gateways, clusters, rtt, models, engines, classes, demand, headroom,
@@ -149,7 +154,69 @@ public final class TopologyLoader {
                 return null;
             }
             return build("", () -> new Topology(gateways, clusters, rtt, models, engines, classes, demand, headroom,
-                    discount));
+                    discount, retryBudget));
+        }
+
+        /**
+         * {@code retry_budget: {curve: [{utilization, ratio}, ...], min_retries_per_second}}, each key optional with
+         * {@link RetryBudget#DEFAULT}'s value; the default itself when the key is absent. Null after a problem.
+         */
+        private RetryBudget retryBudget(Mapping root) {
+            String p = "retry_budget";
+            String expected = "a mapping with curve and/or min_retries_per_second";
+            Node n = value(root, "", p, expected, false);
+            if (n == null) {
+                return RetryBudget.DEFAULT;
+            }
+            if (!(n instanceof Mapping m)) {
+                return wrongType("", p, n, expected);
+            }
+            int before = problems.size();
+            keys(m, p, RETRY_BUDGET_KEYS);
+            List<RetryBudget.Point> curve = RetryBudget.DEFAULT.curve();
+            if (value(m, p, "curve", "a list", false) != null) {
+                curve = retryCurve(m, p);
+            }
+            Double floor = number(m, p, "min_retries_per_second", RetryBudget.DEFAULT.minRetriesPerSecond());
+            if (curve == null || floor == null || problems.size() > before) {
+                return null;
+            }
+            List<RetryBudget.Point> points = curve;
+            return build(p, () -> new RetryBudget(points, floor));
+        }
+
+        /** {@code retry_budget.curve}'s points, each checked, utilizations strictly increasing; null on a problem. */
+        private List<RetryBudget.Point> retryCurve(Mapping budget, String budgetPath) {
+            Sequence s = sequence(budget, budgetPath, "curve");
+            if (s == null) {
+                return null;
+            }
+            String p = YamlTree.child(budgetPath, "curve");
+            if (s.items().isEmpty()) {
+                problem(p, "empty (expected: at least one {utilization, ratio} point)");
+                return null;
+            }
+            int before = problems.size();
+            List<RetryBudget.Point> points = items(s, p, (m, at) -> {
+                keys(m, at, RETRY_POINT_KEYS);
+                Double utilization = number(m, at, "utilization", null);
+                Double ratio = number(m, at, "ratio", null);
+                return utilization == null || ratio == null ? null
+                        : build(at, () -> new RetryBudget.Point(utilization, ratio));
+            }, null);
+            if (problems.size() > before) {
+                return null;
+            }
+            for (int i = 1; i < points.size(); i++) {
+                double u = points.get(i).utilization();
+                double previous = points.get(i - 1).utilization();
+                if (!(u > previous)) {
+                    problem(p + "[" + i + "].utilization", u + " (expected: > " + previous
+                            + ", the utilization of the point before: utilizations strictly increasing)");
+                    return null;
+                }
+            }
+            return points;
         }
 
         // Each entry reads every field first, so that all of an entry's problems are reported, then

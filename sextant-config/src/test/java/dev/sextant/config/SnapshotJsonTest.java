@@ -2,6 +2,7 @@ package dev.sextant.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
+import static org.assertj.core.api.Assertions.within;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -261,6 +262,63 @@ class SnapshotJsonTest {
         assertThat(e.getMessage()).contains("shed_fraction: 2.0 (expected: in [0, 1])").startsWith("snap.json:");
     }
 
+    /** {@link #sample} with each route's allowed utilization: east's engines 0.95 used, west's 0.4. */
+    static Snapshot withAllowedUtilizations() {
+        Snapshot base = sample(5200, 4100);
+        Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
+        base.routes().forEach((g, byClass) -> byClass.forEach((c, r) -> routes.put(g, Map.of(c, new Route(r.model(),
+                r.residency(), r.priority(), r.demandRps(), r.weights(), r.shedFraction(), r.priceMs(), r.slots(),
+                r.groups(), g.equals("east") ? 0.95 : 0.4)))));
+        return new Snapshot(3, "", base.policy(), base.fleetUtilization(), base.retryBudget(), routes, base.engines(),
+                base.networkRttMs(), base.objective()).sealed(3);
+    }
+
+    @Test
+    void write_allowedUtilization_isWrittenPerRoute_andReadsBackWithTheSameHash() throws Exception {
+        Snapshot s = withAllowedUtilizations();
+        String text = SnapshotJson.write(s);
+        JsonNode json = new ObjectMapper().readTree(text);
+
+        assertThat(json.at("/routes/east/chat/allowed_utilization").asDouble()).isEqualTo(0.95);
+        assertThat(json.at("/routes/west/chat/allowed_utilization").asDouble()).isEqualTo(0.4);
+        Snapshot back = SnapshotJson.read(text);
+        assertThat(back).isEqualTo(s);
+        assertThat(back.contentHash()).isEqualTo(s.hash());
+        assertThat(back.retryRatio(back.route("east", "chat"))).isCloseTo(0.01, within(1e-12));
+        assertThat(back.retryRatio(back.route("west", "chat"))).isEqualTo(0.2);
+    }
+
+    /**
+     * A snapshot from a producer that predates allowed_utilization: it reads (the routes' retry budgets then follow
+     * fleet_utilization), its hash still checks, and it writes back the very text it was read from.
+     */
+    @Test
+    void read_routesWithoutAllowedUtilization_fallBackToTheFleet_andKeepTheirHashAndText() throws SnapshotException {
+        Snapshot old = sample(5200, 4100).sealed(3);
+        String text = SnapshotJson.write(old);
+        assertThat(text).doesNotContain("allowed_utilization");
+
+        Snapshot back = SnapshotJson.read(text);
+        Route east = back.route("east", "chat");
+        assertThat(east.allowedUtilization()).isNaN();
+        assertThat(back.allowedUtilizationOf(east)).isEqualTo(0.89);
+        assertThat(back.contentHash()).isEqualTo(old.hash());
+        assertThat(SnapshotJson.write(back)).isEqualTo(text);
+        assertThat(SnapshotJson.read(text.replace("\"demand_rps\" : 120.0,",
+                "\"allowed_utilization\" : null,\n        \"demand_rps\" : 120.0,"))).isEqualTo(back);
+    }
+
+    @Test
+    void read_negativeAllowedUtilization_givesTheRecordsMessage() {
+        String text = SnapshotJson.write(withAllowedUtilizations()).replace("\"allowed_utilization\" : 0.95",
+                "\"allowed_utilization\" : -0.95");
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));
+
+        assertThat(e.getMessage()).startsWith("snap.json:")
+                .contains("allowed_utilization: -0.95 (expected: a finite number >= 0, or absent)");
+    }
+
     @Provide
     Arbitrary<Snapshot> snapshots() {
         Arbitrary<Double> finite = Arbitraries.doubles().between(-1e9, 1e9).ofScale(6)
@@ -271,7 +329,8 @@ class SnapshotJsonTest {
                         Arbitraries.integers().between(-5, 5))
                 .as((version, a, b, w, shed, id, priority) -> new Snapshot(version, id, "optimal", w,
                         new RetryBudget(List.of(new RetryBudget.Point(0.1, shed)), a >= 0 ? a : -a),
-                        Map.of(id, Map.of("k", new Route("m", List.of(id), priority, b, Map.of(id, w), shed, a))),
+                        Map.of(id, Map.of("k", new Route("m", List.of(id), priority, b, Map.of(id, w), shed, a, "",
+                                Map.of(), priority % 2 == 0 ? Double.NaN : w * 3))),
                         Map.of(id, new EngineState(id, "r", "http://x", List.of("m"), a, b, w, shed, a, b, w, shed)),
                         Map.of(id, Map.of(id, b)), new Objective(a, b, a, b, w, priority)));
     }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
+import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.MeasuredProfile;
 import dev.sextant.topology.ParametricProfile;
@@ -67,6 +68,74 @@ class TopologyLoaderTest {
         assertThat(t.demandRps()).isEqualTo(Map.of("east", Map.of("chat", 120.0), "west", Map.of("chat", 40.0)));
         assertThat(t.headroom()).isEqualTo(0.1);
         assertThat(t.affinityDiscountMs()).isEqualTo(Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
+        assertThat(t.retryBudget()).isEqualTo(RetryBudget.DEFAULT);
+    }
+
+    @Test
+    void load_retryBudget_readsTheCurveAndTheFloor() throws TopologyException {
+        String yaml = talkWith("headroom: 0.1", "headroom: 0.1\nretry_budget:\n  curve:\n"
+                + "    - {utilization: 0.3, ratio: 0.25}\n    - {utilization: 0.8, ratio: 0.05}\n"
+                + "    - {utilization: 1.2, ratio: 0}\n  min_retries_per_second: 2.5");
+
+        Topology t = TopologyLoader.load(yaml, "talk.yaml");
+
+        assertThat(t.retryBudget()).isEqualTo(new RetryBudget(List.of(new RetryBudget.Point(0.3, 0.25),
+                new RetryBudget.Point(0.8, 0.05), new RetryBudget.Point(1.2, 0.0)), 2.5));
+    }
+
+    /** Each key of retry_budget is optional: what is not given is the default's. */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            null                 | retry_budget: null                                         | 0.5 | 0.2 | 1.0
+            empty mapping        | retry_budget: {}                                           | 0.5 | 0.2 | 1.0
+            floor only           | retry_budget: {min_retries_per_second: 0}                  | 0.5 | 0.2 | 0.0
+            curve only           | 'retry_budget: {curve: [{utilization: 0.7, ratio: 0.1}]}'  | 0.7 | 0.1 | 1.0
+            """)
+    void load_retryBudgetPartlyGiven_takesTheRestFromTheDefault(String kind, String line, double firstUtilization,
+                                                                double firstRatio, double floor)
+            throws TopologyException {
+        Topology t = TopologyLoader.load(talkWith("headroom: 0.1", "headroom: 0.1\n" + line), "talk.yaml");
+
+        assertThat(t.retryBudget().curve().get(0)).as(kind)
+                .isEqualTo(new RetryBudget.Point(firstUtilization, firstRatio));
+        assertThat(t.retryBudget().minRetriesPerSecond()).as(kind).isEqualTo(floor);
+        if (!kind.equals("curve only")) {
+            assertThat(t.retryBudget().curve()).as(kind).isEqualTo(RetryBudget.DEFAULT.curve());
+        }
+    }
+
+    /** Mistakes in retry_budget, written after headroom (line 33): the YAML, then the problem's line, field, message. */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', quoteCharacter = '"', textBlock = """
+            ratio above 1          | retry_budget: {curve: [{utilization: 0.5, ratio: 1.5}]}     | 34 | retry_budget.curve[0].ratio | 1.5 (expected: in [0, 1])
+            negative ratio         | retry_budget: {curve: [{utilization: 0.5, ratio: -0.1}]}    | 34 | retry_budget.curve[0].ratio | -0.1 (expected: in [0, 1])
+            negative utilization   | retry_budget: {curve: [{utilization: -0.1, ratio: 0.2}]}    | 34 | retry_budget.curve[0].utilization | -0.1 (expected: a finite number >= 0)
+            infinite utilization   | retry_budget: {curve: [{utilization: .inf, ratio: 0.2}]}    | 34 | retry_budget.curve[0].utilization | Infinity (expected: a finite number >= 0)
+            decreasing utilization | "retry_budget:\\n  curve:\\n    - {utilization: 0.5, ratio: 0.2}\\n    - {utilization: 0.4, ratio: 0.01}" | 37 | retry_budget.curve[1].utilization | 0.4 (expected: > 0.5, the utilization of the point before: utilizations strictly increasing)
+            repeated utilization   | "retry_budget:\\n  curve:\\n    - {utilization: 0.5, ratio: 0.2}\\n    - {utilization: 0.5, ratio: 0.01}" | 37 | retry_budget.curve[1].utilization | 0.5 (expected: > 0.5,
+            empty curve            | retry_budget: {curve: []}                                   | 34 | retry_budget.curve | empty (expected: at least one {utilization, ratio} point)
+            curve not a list       | retry_budget: {curve: {utilization: 0.5, ratio: 0.2}}       | 34 | retry_budget.curve | a mapping (expected: a list)
+            point not a mapping    | retry_budget: {curve: [0.5]}                                | 34 | retry_budget.curve[0] | 0.5 (expected: a mapping)
+            missing ratio          | retry_budget: {curve: [{utilization: 0.5}]}                 | 34 | retry_budget.curve[0].ratio | missing (expected: a number)
+            unknown key in point   | retry_budget: {curve: [{utilization: 0.5, ratio: 0.2, burst: 3}]} | 34 | retry_budget.curve[0].burst | unknown key 'burst' (expected one of: utilization, ratio)
+            unknown key in budget  | retry_budget: {min_retries: 1}                              | 34 | retry_budget.min_retries | unknown key 'min_retries' (expected one of: curve, min_retries_per_second)
+            negative floor         | retry_budget: {min_retries_per_second: -1}                  | 34 | retry_budget.min_retries_per_second | -1.0 (expected: a finite number >= 0)
+            infinite floor         | retry_budget: {min_retries_per_second: .inf}                | 34 | retry_budget.min_retries_per_second | Infinity (expected: a finite number >= 0)
+            string for floor       | retry_budget: {min_retries_per_second: lots}                | 34 | retry_budget.min_retries_per_second | 'lots' (expected: a number)
+            string for ratio       | "retry_budget:\\n  min_retries_per_second: 1\\n  curve:\\n    - {utilization: 0.5, ratio: '0.2'}" | 37 | retry_budget.curve[0].ratio | '0.2' (expected: a number)
+            number for budget      | retry_budget: 0.2                                           | 34 | retry_budget | 0.2 (expected: a mapping with curve and/or min_retries_per_second)
+            """)
+    void load_retryBudgetMistake_namesFileLineAndField(String kind, String yaml, int line, String path,
+                                                       String message) {
+        TopologyException e = failure(talkWith("headroom: 0.1", "headroom: 0.1\n" + yaml));
+
+        assertThat(e).as(kind).isNotNull();
+        assertThat(e.problems()).as(kind).singleElement().satisfies(p -> {
+            assertThat(p.line()).isEqualTo(line);
+            assertThat(p.path()).isEqualTo(path);
+            assertThat(p.message()).startsWith(message);
+        });
+        assertThat(e.getMessage()).as(kind).startsWith("talk.yaml:" + line + ": " + path + ": ");
     }
 
     @Test

@@ -3,18 +3,26 @@ package dev.sextant.snapshot;
 import java.util.List;
 
 /**
- * How many retries a gateway may spend: each request deposits {@code r(u)} tokens, each retry spends
- * one, plus {@code minRetriesPerSecond}. {@code r} is linear between the points of {@code curve}
- * (sorted by utilization) and constant beyond its ends.
+ * How many retries a gateway may spend on a class: each request of the class deposits {@code r(u)} tokens into the
+ * class's budget, each retry spends one, plus {@code minRetriesPerSecond}; u is the utilization of the engines the
+ * class may use ({@link Snapshot#allowedUtilizationOf}). {@code r} is linear between the points of {@code curve}
+ * and constant beyond its ends, so it falls as the engines fill and retries cannot turn an overload into a retry
+ * storm.
  *
- * @param curve               points (utilization, retry ratio), at least one, ratios in [0, 1]
- * @param minRetriesPerSecond retries per second allowed whatever the deposits, ≥ 0
+ * @param curve               points (utilization, retry ratio), at least one, utilizations strictly increasing
+ * @param minRetriesPerSecond retries per second a class may spend whatever its deposits, finite, ≥ 0
  */
 public record RetryBudget(List<Point> curve, double minRetriesPerSecond) {
 
-    /** One point of the curve: at fleet utilization {@code utilization}, deposit {@code ratio} per request. */
+    /**
+     * One point of the curve: at utilization {@code utilization} (Σ load / Σ effective capacity, finite, ≥ 0; above
+     * 1 for engines loaded beyond their effective capacity), deposit {@code ratio} retries per request, in [0, 1].
+     */
     public record Point(double utilization, double ratio) {
         public Point {
+            if (!(utilization >= 0) || Double.isInfinite(utilization)) {
+                throw new IllegalArgumentException("utilization: " + utilization + " (expected: a finite number >= 0)");
+            }
             if (!(ratio >= 0 && ratio <= 1)) {
                 throw new IllegalArgumentException("ratio: " + ratio + " (expected: in [0, 1])");
             }
@@ -34,12 +42,13 @@ public record RetryBudget(List<Point> curve, double minRetriesPerSecond) {
                 throw new IllegalArgumentException("curve: utilizations not increasing (expected: sorted, distinct)");
             }
         }
-        if (!(minRetriesPerSecond >= 0)) {
-            throw new IllegalArgumentException("min_retries_per_second: " + minRetriesPerSecond + " (expected: >= 0)");
+        if (!(minRetriesPerSecond >= 0) || Double.isInfinite(minRetriesPerSecond)) {
+            throw new IllegalArgumentException("min_retries_per_second: " + minRetriesPerSecond
+                    + " (expected: a finite number >= 0)");
         }
     }
 
-    /** The retry ratio r(u) at fleet utilization {@code u}. */
+    /** The retry ratio r(u) at utilization {@code u}, in [0, 1]; NaN gives the last point's ratio. */
     public double ratio(double u) {
         Point first = curve.get(0);
         if (u <= first.utilization()) {

@@ -33,9 +33,17 @@ import java.util.TreeMap;
  *                      in (0, 1], iterating in group-id order; an engine's weight is then its group's
  *                      fraction times its share of the group, which the snapshot checks. Empty for a
  *                      route weighted engine by engine
+ * @param allowedUtilization the utilization of the engines this class may use from this gateway cluster, as the
+ *                      policy plans it: Σ load / Σ effective capacity over the class's allowed engines (model served,
+ *                      region within the residency, reachable) that have effective capacity, where an engine's load
+ *                      is everything the policy sends it, from every class; 1 when none of them has capacity. The
+ *                      class's retry budget deposits r(u) per request at this u. Finite and ≥ 0 (above 1 when a
+ *                      policy overloads the engines), or NaN when the producer did not compute it (a snapshot from
+ *                      before the field): {@link Snapshot#allowedUtilizationOf} then falls back to the fleet's
  */
 public record Route(String model, List<String> residency, int priority, double demandRps, Map<String, Double> weights,
-                    double shedFraction, double priceMs, String slots, Map<String, Double> groups) {
+                    double shedFraction, double priceMs, String slots, Map<String, Double> groups,
+                    double allowedUtilization) {
 
     /** A route without a slot table ({@code slots} empty): gateways build one from the weights. */
     public Route(String model, List<String> residency, int priority, double demandRps, Map<String, Double> weights,
@@ -49,10 +57,20 @@ public record Route(String model, List<String> residency, int priority, double d
         this(model, residency, priority, demandRps, weights, shedFraction, priceMs, slots, Map.of());
     }
 
+    /** A route without an allowed utilization (NaN): its class's retry budget follows the fleet's utilization. */
+    public Route(String model, List<String> residency, int priority, double demandRps, Map<String, Double> weights,
+                 double shedFraction, double priceMs, String slots, Map<String, Double> groups) {
+        this(model, residency, priority, demandRps, weights, shedFraction, priceMs, slots, groups, Double.NaN);
+    }
+
     public Route {
         residency = List.copyOf(residency);
         if (!(shedFraction >= 0 && shedFraction <= 1)) {
             throw new IllegalArgumentException("shed_fraction: " + shedFraction + " (expected: in [0, 1])");
+        }
+        if (!(Double.isNaN(allowedUtilization) || allowedUtilization >= 0 && !Double.isInfinite(allowedUtilization))) {
+            throw new IllegalArgumentException("allowed_utilization: " + allowedUtilization
+                    + " (expected: a finite number >= 0, or absent)");
         }
         if (!(weights instanceof SortedWeights || weights instanceof GroupedWeights)) { // checked when made
             weights = sortedCopy(weights);
@@ -122,6 +140,17 @@ public record Route(String model, List<String> residency, int priority, double d
     public static Route grouped(String model, List<String> residency, int priority, double demandRps,
                                 String[] groupIds, double[] fractions, EngineGroup[] groups, double shedFraction,
                                 double priceMs, String slots) {
+        return grouped(model, residency, priority, demandRps, groupIds, fractions, groups, shedFraction, priceMs, slots,
+                Double.NaN);
+    }
+
+    /**
+     * A route weighted over engine groups with its {@link #allowedUtilization()}; the other arguments as for
+     * {@link #grouped(String, List, int, double, String[], double[], EngineGroup[], double, double, String)}.
+     */
+    public static Route grouped(String model, List<String> residency, int priority, double demandRps,
+                                String[] groupIds, double[] fractions, EngineGroup[] groups, double shedFraction,
+                                double priceMs, String slots, double allowedUtilization) {
         if (groupIds.length != fractions.length || groupIds.length != groups.length) {
             throw new IllegalArgumentException("groups: " + groupIds.length + " ids, " + fractions.length
                     + " fractions and " + groups.length + " groups (expected: one of each per group)");
@@ -139,7 +168,7 @@ public record Route(String model, List<String> residency, int priority, double d
         String[] ids = groupIds.clone();
         double[] f = fractions.clone();
         return new Route(model, residency, priority, demandRps, new GroupedWeights(ids, f, groups.clone()),
-                shedFraction, priceMs, slots, new SortedArrayMap(ids, f));
+                shedFraction, priceMs, slots, new SortedArrayMap(ids, f), allowedUtilization);
     }
 
     /** True for a route weighted over engine groups: see {@link #groups()}. */

@@ -26,7 +26,8 @@ import java.util.TreeMap;
  * @param hash             hex SHA-256 of the content (everything but {@code version} and {@code hash}),
  *                         see {@link #contentHash()}; empty while being built
  * @param policy           the policy that produced it: {@code optimal}, {@code nearest}, …
- * @param fleetUtilization Σ load / Σ effective capacity over all engines, ≥ 0
+ * @param fleetUtilization Σ load / Σ effective capacity over all engines, ≥ 0; the retry budgets' utilization for
+ *                         routes without their own ({@link #allowedUtilizationOf})
  * @param retryBudget      retry budget parameters for the gateways
  * @param routes           gateway cluster id → class id → route
  * @param engines          engine id → state
@@ -164,7 +165,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             }
         }
         return new Route(r.model(), r.residency(), r.priority(), r.demandRps(), expected, r.shedFraction(),
-                r.priceMs(), r.slots(), r.groups());
+                r.priceMs(), r.slots(), r.groups(), r.allowedUtilization());
     }
 
     /** The class of the maps {@link #nested} makes: a snapshot made from another's maps takes them as they are. */
@@ -297,9 +298,34 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 byEngine.accept(g.shares());
                 f.text(g.slots());
             });
+            feedAllowedUtilizations(f);
             return HexFormat.of().formatHex(f.digest());
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is required of every Java platform", e);
+        }
+    }
+
+    /**
+     * Every route's {@link Route#allowedUtilization()}, in route order, after the rest of the content and only when
+     * some route has one. A snapshot whose routes have none (from a producer that predates the field) then hashes
+     * exactly as it did before the field existed, so that a gateway still accepts such a snapshot from an older
+     * control plane or its own snapshot cache file. What is fed before is self-delimiting (lengths before contents),
+     * so a trailer cannot make two contents feed alike.
+     */
+    private void feedAllowedUtilizations(Feed f) {
+        boolean any = false;
+        for (Map<String, Route> byClass : routes.values()) {
+            for (Route r : byClass.values()) {
+                any |= !Double.isNaN(r.allowedUtilization());
+            }
+        }
+        if (!any) {
+            return;
+        }
+        for (Map<String, Route> byClass : routes.values()) {
+            for (Route r : byClass.values()) {
+                f.number(r.allowedUtilization());
+            }
         }
     }
 
@@ -505,6 +531,21 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 .forEach(id -> used.put(id, groups.get(id)))));
         return new Snapshot(version, "", policy, fleetUtilization, retryBudget, own, engines, rtt, objective, used)
                 .sealed(version);
+    }
+
+    /**
+     * The utilization that sets the retry budget of {@code route}'s class: the route's
+     * {@link Route#allowedUtilization() allowed utilization}, or {@link #fleetUtilization()} for a route without one
+     * (a snapshot from a producer that predates the field).
+     */
+    public double allowedUtilizationOf(Route route) {
+        double u = route.allowedUtilization();
+        return Double.isNaN(u) ? fleetUtilization : u;
+    }
+
+    /** The retry ratio r(u) of {@code route}'s class: {@link #retryBudget()} at {@link #allowedUtilizationOf}. */
+    public double retryRatio(Route route) {
+        return retryBudget.ratio(allowedUtilizationOf(route));
     }
 
     /** The route of class {@code classId} at gateway cluster {@code gateway}, or null. */

@@ -1,5 +1,6 @@
 package dev.sextant.topology;
 
+import dev.sextant.snapshot.RetryBudget;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -25,18 +26,32 @@ import java.util.function.Function;
  * @param headroom           fraction of capacity held back, in [0, 1)
  * @param affinityDiscountMs ms credited per request that stays on the engine it used in the previous
  *                           snapshot, ≥ 0 (used only when a previous snapshot is given)
+ * @param retryBudget        the retry budget curve and floor every snapshot of this topology carries to the
+ *                           gateways; {@link RetryBudget#DEFAULT} unless the topology says otherwise
  */
 public record Topology(List<GatewayCluster> gatewayClusters, List<EngineCluster> engineClusters,
                        Map<String, Map<String, Double>> networkRttMs, List<Model> models, List<Engine> engines,
                        List<TrafficClass> classes, Map<String, Map<String, Double>> demandRps, double headroom,
-                       double affinityDiscountMs) {
+                       double affinityDiscountMs, RetryBudget retryBudget) {
 
     /** The default of {@code headroom}. */
     public static final double DEFAULT_HEADROOM = 0.1;
     /** The default of {@code affinity_discount_ms}. */
     public static final double DEFAULT_AFFINITY_DISCOUNT_MS = 25.0;
 
+    /** A topology with the default retry budget, {@link RetryBudget#DEFAULT}. */
+    public Topology(List<GatewayCluster> gatewayClusters, List<EngineCluster> engineClusters,
+                    Map<String, Map<String, Double>> networkRttMs, List<Model> models, List<Engine> engines,
+                    List<TrafficClass> classes, Map<String, Map<String, Double>> demandRps, double headroom,
+                    double affinityDiscountMs) {
+        this(gatewayClusters, engineClusters, networkRttMs, models, engines, classes, demandRps, headroom,
+                affinityDiscountMs, RetryBudget.DEFAULT);
+    }
+
     public Topology {
+        if (retryBudget == null) {
+            throw new IllegalArgumentException("retry_budget: missing (expected: a retry budget, or the default)");
+        }
         gatewayClusters = List.copyOf(gatewayClusters);
         engineClusters = List.copyOf(engineClusters);
         networkRttMs = copy(networkRttMs);
@@ -232,12 +247,18 @@ public record Topology(List<GatewayCluster> gatewayClusters, List<EngineCluster>
     /** The same topology with other demand. */
     public Topology withDemand(Map<String, Map<String, Double>> newDemand) {
         return new Topology(gatewayClusters, engineClusters, networkRttMs, models, engines, classes, newDemand,
-                headroom, affinityDiscountMs);
+                headroom, affinityDiscountMs, retryBudget);
     }
 
     /** The same topology with other engines (e.g. after a health change). */
     public Topology withEngines(List<Engine> newEngines) {
         return new Topology(gatewayClusters, engineClusters, networkRttMs, models, newEngines, classes, demandRps,
-                headroom, affinityDiscountMs);
+                headroom, affinityDiscountMs, retryBudget);
+    }
+
+    /** The same topology with another retry budget. */
+    public Topology withRetryBudget(RetryBudget newRetryBudget) {
+        return new Topology(gatewayClusters, engineClusters, networkRttMs, models, engines, classes, demandRps,
+                headroom, affinityDiscountMs, newRetryBudget);
     }
 }

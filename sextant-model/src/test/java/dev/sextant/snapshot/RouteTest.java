@@ -1,12 +1,15 @@
 package dev.sextant.snapshot;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.offset;
 
 class RouteTest {
 
@@ -24,6 +27,41 @@ class RouteTest {
                 .hasMessage("slots: 'AQwBAIAg' (expected: empty when no weight is positive)");
         assertThatThrownBy(() -> new Route("m", List.of(), 0, 1, Map.of("a", 1.0), 0, Double.NaN, null))
                 .hasMessage("slots: null (expected: an encoded slot table, or empty)");
+    }
+
+    @Test
+    void new_withoutAllowedUtilization_isNaN_andTheSnapshotUsesTheFleetUtilizationForIt() {
+        Route without = new Route("m", List.of(), 0, 1, Map.of("a", 1.0), 0, Double.NaN);
+        Route with = new Route("m", List.of(), 0, 1, Map.of("a", 1.0), 0, Double.NaN, "", Map.of(), 0.9);
+        Snapshot s = new Snapshot(0, "", "test", 0.3, RetryBudget.DEFAULT, Map.of("g", Map.of("x", without,
+                "y", with)), Map.of(), Map.of(), new Objective(0, 0, Double.NaN, Double.NaN, 0, 0));
+
+        assertThat(without.allowedUtilization()).isNaN();
+        assertThat(s.allowedUtilizationOf(without)).isEqualTo(0.3);
+        assertThat(s.allowedUtilizationOf(with)).isEqualTo(0.9);
+        assertThat(s.retryRatio(without)).isEqualTo(0.2); // below 50%: the default curve's 20%
+        assertThat(s.retryRatio(with)).isCloseTo(0.2 - 0.4 / 0.45 * 0.19, offset(1e-12));
+    }
+
+    @ParameterizedTest
+    @ValueSource(doubles = {-0.1, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY})
+    void new_allowedUtilizationNegativeOrInfinite_isRejectedWithTheField(double u) {
+        assertThatThrownBy(() -> new Route("m", List.of(), 0, 1, Map.of("a", 1.0), 0, Double.NaN, "", Map.of(), u))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("allowed_utilization: " + u + " (expected: a finite number >= 0, or absent)");
+    }
+
+    @Test
+    void grouped_keepsItsAllowedUtilization_andTheOlderFactoryHasNone() {
+        EngineGroup g = new EngineGroup(Map.of("a", 1.0), SlotTable.of(List.of("a"), new double[] {1}).encode());
+        String slots = SlotTable.of(List.of("G"), new double[] {1}).encode();
+        Route with = Route.grouped("m", List.of(), 0, 1, new String[] {"G"}, new double[] {1}, new EngineGroup[] {g},
+                0, 5, slots, 1.25);
+        Route without = Route.grouped("m", List.of(), 0, 1, new String[] {"G"}, new double[] {1},
+                new EngineGroup[] {g}, 0, 5, slots);
+        assertThat(with.allowedUtilization()).isEqualTo(1.25);
+        assertThat(without.allowedUtilization()).isNaN();
+        assertThat(with).isNotEqualTo(without);
     }
 
     @Test

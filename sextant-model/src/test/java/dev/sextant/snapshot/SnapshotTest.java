@@ -101,4 +101,56 @@ class SnapshotTest {
                 .isNotEqualTo(whole.forGateway("g1").hash());
         assertThat(whole.forGateway("nope").routes()).isEmpty();
     }
+
+    /** {@link #snapshot} with the route's allowed utilization {@code u} (NaN: none). */
+    private static Snapshot withAllowedUtilization(double u) {
+        Route r = new Route("m", List.of(), 1, 10, new TreeMap<>(Map.of("a", 0.25, "c", 0.75)), 0, 5.0, "",
+                Map.of(), u);
+        Map<String, EngineState> engines = new TreeMap<>();
+        for (String id : List.of("a", "b", "c")) {
+            engines.put(id, new EngineState("k", "us", "http://" + id, List.of("m"), 1, 10, 9, 0.1, 3, 4, 0, 1));
+        }
+        return new Snapshot(0, "", "optimal", 0.5, RetryBudget.DEFAULT, Map.of("g", Map.of("c1", r)), engines,
+                Map.of("g", Map.of("k", 2.0)), new Objective(5, 50, 49.99, 2e-4, 0, 3)).sealed(1);
+    }
+
+    /**
+     * Routes without an allowed utilization hash as they did before the field existed (the hash below is what this
+     * snapshot hashed to then): a gateway must still accept an older control plane's snapshots and its own cache file.
+     */
+    @Test
+    void contentHash_routesWithoutAllowedUtilization_hashAsBeforeTheField() {
+        assertThat(withAllowedUtilization(Double.NaN).hash())
+                .isEqualTo("2381f00e5c9dce319544b7984722918b38e48a8ec390c26a7de0dfb0ac387d01")
+                .isEqualTo(snapshot(new TreeMap<>(Map.of("a", 0.25, "c", 0.75))).hash());
+    }
+
+    @Test
+    void contentHash_allowedUtilization_entersTheHash_byItsExactValue() {
+        String none = withAllowedUtilization(Double.NaN).hash();
+        String half = withAllowedUtilization(0.5).hash(); // the fleet's utilization, yet not the same content
+        assertThat(half).isNotEqualTo(none);
+        assertThat(withAllowedUtilization(0.5000001).hash()).isNotEqualTo(half);
+        assertThat(withAllowedUtilization(0.5).hash()).isEqualTo(half);
+        assertThat(withAllowedUtilization(0.5)).isNotEqualTo(withAllowedUtilization(Double.NaN));
+    }
+
+    @Test
+    void forGateway_keepsEachRoutesAllowedUtilization() {
+        Route r1 = new Route("m", List.of(), 1, 10, new TreeMap<>(Map.of("a", 1.0)), 0, 5.0, "", Map.of(), 0.9);
+        Route r2 = new Route("m", List.of(), 1, 20, new TreeMap<>(Map.of("b", 1.0)), 0, 6.0, "", Map.of(), 0.1);
+        Map<String, EngineState> engines = new TreeMap<>();
+        for (String id : List.of("a", "b")) {
+            engines.put(id, new EngineState("k", "us", "http://" + id, List.of("m"), 1, 10, 9, 0.1, 3, 4, 0, 1));
+        }
+        Snapshot whole = new Snapshot(0, "", "optimal", 0.5, RetryBudget.DEFAULT,
+                Map.of("g1", Map.of("c1", r1), "g2", Map.of("c1", r2)), engines,
+                Map.of("g1", Map.of("k", 2.0), "g2", Map.of("k", 30.0)), new Objective(5, 50, 49.99, 2e-4, 0, 3))
+                .sealed(7);
+
+        assertThat(whole.forGateway("g1").route("g1", "c1").allowedUtilization()).isEqualTo(0.9);
+        assertThat(whole.forGateway("g2").route("g2", "c1").allowedUtilization()).isEqualTo(0.1);
+        assertThat(whole.sealed(8).route("g1", "c1").allowedUtilization()).isEqualTo(0.9);
+        assertThat(whole.sealed(8).hash()).isEqualTo(whole.hash());
+    }
 }

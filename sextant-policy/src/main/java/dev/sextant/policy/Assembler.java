@@ -3,13 +3,13 @@ package dev.sextant.policy;
 import dev.sextant.snapshot.EngineGroup;
 import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Objective;
-import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Engine;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -18,10 +18,11 @@ import java.util.TreeMap;
 /**
  * Builds a snapshot from a policy's decision: per source, the weight of each allowed engine (the baseline
  * policies) or the fraction of each engine group with each group's engine shares (the optimal policy), and
- * the shed fraction. Loads, latencies and the mean latency are computed here the same way for every
- * policy, so policies compare on equal terms. Each slot table is computed here too, from the previous
- * snapshot's table for the same (gateway cluster, class) or group when there is one, so that gateways
- * need no history of their own and the keys that move are as few as the change allows.
+ * the shed fraction. Loads, latencies, the mean latency and each route's allowed utilization (for its class's
+ * retry budget) are computed here the same way for every policy, so policies compare on equal terms. Each slot
+ * table is computed here too, from the previous snapshot's table for the same (gateway cluster, class) or group
+ * when there is one, so that gateways need no history of their own and the keys that move are as few as the change
+ * allows.
  */
 final class Assembler {
     private Assembler() {
@@ -72,6 +73,7 @@ final class Assembler {
                     Arrays.copyOf(value, positive));
             shed += shedFraction[k] * demand;
         }
+        double[] allowedUtilization = allowedUtilizations(inst, load);
         Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
         SlotTable.Batch tables = new SlotTable.Batch();
         for (int k = 0; k < inst.sourceCount; k++) {
@@ -81,7 +83,7 @@ final class Assembler {
             Route before = options.previous() == null ? null : inst.previousRoute[k];
             routes.computeIfAbsent(gateway, g -> new LinkedHashMap<>())
                     .put(c.id(), new Route(c.model(), c.residency(), c.priority(), inst.demand[k], w, shedFraction[k],
-                            price[k], slots(tables, before, w)));
+                            price[k], slots(tables, before, w), Map.of(), allowedUtilization[k]));
         }
         return finish(inst, policy, options, load, routed, networkCost, shed, routes, Map.of(), shadow, lowerBound,
                 gap, iterations);
@@ -152,7 +154,26 @@ final class Assembler {
             nameRank[byName[r]] = r;
         }
 
+        // each group's flow, and from it each engine's load, before the routes: a route carries the utilization
+        // of the engines its class may use. Summed source by source as below, so the loads are the same numbers.
         double[] groupFlow = new double[inst.groupCount];
+        for (int k = 0; k < inst.sourceCount; k++) {
+            int[] sg = inst.sourceGroups[k];
+            for (int a = 0; a < sg.length; a++) {
+                if (fraction[k][a] > 0) {
+                    groupFlow[sg[a]] += fraction[k][a] * inst.demand[k];
+                }
+            }
+        }
+        double[] load = new double[n];
+        for (int h = 0; h < inst.groupCount; h++) {
+            int[] members = inst.groupEngines[h];
+            for (int i = 0; i < members.length; i++) {
+                load[members[i]] = groupFlow[h] * engineShare[members[i]];
+            }
+        }
+        double[] allowedUtilization = allowedUtilizations(inst, load);
+
         double routed = 0;
         double networkCost = 0;
         double shed = 0;
@@ -178,7 +199,6 @@ final class Assembler {
                 f[i] = fraction[k][a];
                 used[i] = groups[h];
                 double flow = f[i] * demand;
-                groupFlow[h] += flow;
                 routed += flow;
                 networkCost += flow * rtt[a];
             }
@@ -187,7 +207,8 @@ final class Assembler {
             String gateway = inst.sourceGateway[k].id();
             Route route;
             if (count == 0) {
-                route = new Route(c.model(), c.residency(), c.priority(), demand, Map.of(), shedFraction[k], price[k]);
+                route = new Route(c.model(), c.residency(), c.priority(), demand, Map.of(), shedFraction[k], price[k],
+                        "", Map.of(), allowedUtilization[k]);
             } else {
                 Route before = previous == null ? null : inst.previousRoute[k];
                 List<String> idList = Arrays.asList(ids);
@@ -201,19 +222,12 @@ final class Assembler {
                     }
                 }
                 route = Route.grouped(c.model(), c.residency(), c.priority(), demand, ids, f, used, shedFraction[k],
-                        price[k], slots != null ? slots : SlotTable.encodedOf(idList, f));
+                        price[k], slots != null ? slots : SlotTable.encodedOf(idList, f), allowedUtilization[k]);
             }
             routes.computeIfAbsent(gateway, g -> new TreeMap<>()).put(c.id(), route);
         }
         // sorted, unmodifiable views from the start: the snapshot takes them as they are instead of copying
         routes.replaceAll((g, byClass) -> Collections.unmodifiableSortedMap((TreeMap<String, Route>) byClass));
-        double[] load = new double[n];
-        for (int h = 0; h < inst.groupCount; h++) {
-            int[] members = inst.groupEngines[h];
-            for (int i = 0; i < members.length; i++) {
-                load[members[i]] = groupFlow[h] * engineShare[members[i]];
-            }
-        }
         return finish(inst, policy, options, load, routed, networkCost, shed,
                 Collections.unmodifiableSortedMap((TreeMap<String, Map<String, Route>>) routes),
                 Collections.unmodifiableSortedMap((TreeMap<String, EngineGroup>) byId), shadow, lowerBound, gap,
@@ -253,9 +267,39 @@ final class Assembler {
         double mean = routed > 0 ? latencyCost / routed : 0;
         Objective objective = new Objective(mean, latencyCost, lowerBound, gap, shed, iterations);
         double utilization = totalCapacity > 0 ? totalLoad / totalCapacity : 0;
-        return new Snapshot(options.version(), "", policy, utilization, RetryBudget.DEFAULT, routes,
+        return new Snapshot(options.version(), "", policy, utilization, inst.topology.retryBudget(), routes,
                 Collections.unmodifiableSortedMap((TreeMap<String, EngineState>) engines), rtt, objective, groups)
                 .sealed(options.version());
+    }
+
+    /**
+     * Per source, the utilization of the engines its class may use from its gateway cluster, as {@code load} plans
+     * them: Σ load / Σ effective capacity over its allowed engines (model served, region within the residency,
+     * reachable) that have effective capacity, each engine's load counting every class sent there; 1 when none has
+     * capacity, as nothing can serve a retry there. This is what the class's retry budget deposits r(u) at.
+     *
+     * <p>Sources of one model with the same allowed engine clusters share one array of allowed engines
+     * ({@link Instance#sourceEngines}), and so one utilization: computed once per array, not per source (a large
+     * fleet has thousands of sources over a few hundred engines each).
+     */
+    static double[] allowedUtilizations(Instance inst, double[] load) {
+        double[] out = new double[inst.sourceCount];
+        Map<int[], Double> byAllowed = new IdentityHashMap<>();
+        for (int k = 0; k < inst.sourceCount; k++) {
+            out[k] = byAllowed.computeIfAbsent(inst.sourceEngines[k], allowed -> {
+                double sumLoad = 0;
+                double sumCapacity = 0;
+                for (int j : allowed) {
+                    double capacity = inst.costs[j].effectiveCapacity;
+                    if (capacity > 0) {
+                        sumLoad += load[j];
+                        sumCapacity += capacity;
+                    }
+                }
+                return sumCapacity > 0 ? sumLoad / sumCapacity : 1.0;
+            });
+        }
+        return out;
     }
 
     /**

@@ -46,8 +46,15 @@ final class ClassRoute {
     /** Requests in flight per engine this class may fill up to: the engine limit less the priority reserve. */
     int limit;
 
-    ClassRoute(String id, Route route, String[] residency, KeyOrder table, String localTable, EngineCell[] cells, String[] endpoints, double[] share, double[] expectedTtftMs, int maxEjected,
-               EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, int[] nearGroupEnd) {
+    /** This class's retry budget at this gateway: kept across snapshots, one per class id. */
+    final RetryTokens retryTokens;
+    /** r(u) in millionths of a retry, u the utilization of the engines this class may use: each admitted request's. */
+    final long depositMicro;
+
+    ClassRoute(String id, Route route, String[] residency, KeyOrder table, String localTable, EngineCell[] cells,
+               String[] endpoints, double[] share, double[] expectedTtftMs, int maxEjected,
+               EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, int[] nearGroupEnd,
+               RetryTokens retryTokens, long depositMicro) {
         this.id = id;
         this.route = route;
         this.model = route.model();
@@ -65,6 +72,8 @@ final class ClassRoute {
         this.nearEndpoints = nearEndpoints;
         this.nearExpectedTtftMs = nearExpectedTtftMs;
         this.nearGroupEnd = nearGroupEnd;
+        this.retryTokens = retryTokens;
+        this.depositMicro = depositMicro;
     }
 
     boolean hasAllowedEngine() {

@@ -18,8 +18,8 @@ import java.util.function.Function;
 
 /**
  * A snapshot as the request path of one gateway cluster reads it: classes by model, per-class slot
- * tables and engine arrays, the retry deposit. Immutable once built; published through one volatile
- * field, so a request sees one snapshot whole (invariant 4).
+ * tables and engine arrays, each class's retry budget and deposit. Immutable once built; published through
+ * one volatile field, so a request sees one snapshot whole (invariant 4).
  */
 final class Compiled {
     /** Added to each class's demand when weighing engine shares, so classes without demand count too. */
@@ -29,27 +29,29 @@ final class Compiled {
     final long receivedAt;
     final Map<String, ClassRoute[]> byModel;
     final Map<String, ClassRoute> byId;
-    /** r(u) in millionths of a retry, deposited by every admitted request. */
-    final long depositMicro;
     /** Classes whose slot table this gateway built from the weights: the snapshot had none, or a bad one. */
     final int localTables;
 
     private Compiled(Snapshot snapshot, long receivedAt, Map<String, ClassRoute[]> byModel,
-                     Map<String, ClassRoute> byId, long depositMicro, int localTables) {
+                     Map<String, ClassRoute> byId, int localTables) {
         this.snapshot = snapshot;
         this.receivedAt = receivedAt;
         this.byModel = byModel;
         this.byId = byId;
-        this.depositMicro = depositMicro;
         this.localTables = localTables;
     }
 
     Compiled refreshed(long now) {
-        return new Compiled(snapshot, now, byModel, byId, depositMicro, localTables);
+        return new Compiled(snapshot, now, byModel, byId, localTables);
     }
 
+    /**
+     * @param cells        the gateway's state of an engine, by engine id (kept across snapshots)
+     * @param retryBudgets the gateway's retry budget of a class, by class id (kept across snapshots)
+     */
     static Compiled compile(String gateway, Snapshot s, Compiled previous, long now,
-                            Function<String, EngineCell> cells, DataPlaneOptions options) {
+                            Function<String, EngineCell> cells, Function<String, RetryTokens> retryBudgets,
+                            DataPlaneOptions options) {
         Map<String, Route> routes = s.routes().getOrDefault(gateway, Map.of());
         EngineIndex engines = new EngineIndex(s, gateway, cells, options);
         Map<String, Allowed> allowedSets = new HashMap<>();
@@ -77,8 +79,9 @@ final class Compiled {
             String classId = entry.getKey();
             Route r = entry.getValue();
             ClassRoute prev = previous == null ? null : previous.byId.get(classId);
+            long deposit = Math.round(s.retryRatio(r) * RetryTokens.UNIT);
             ClassRoute k = compileClass(classId, r, prev, engines, allowed(r, engines, allowedSets), load, total,
-                    s.groups(), decodedGroups, options);
+                    s.groups(), decodedGroups, retryBudgets.apply(classId), deposit, options);
             byId.put(classId, k);
             byModelList.computeIfAbsent(r.model(), m -> new ArrayList<>()).add(k);
             if (k.localTable != null) {
@@ -94,8 +97,7 @@ final class Compiled {
             list.sort(Comparator.comparing(k -> k.id));
             byModel.put(m, list.toArray(new ClassRoute[0]));
         });
-        long deposit = Math.round(s.retryBudget().ratio(s.fleetUtilization()) * RetryTokens.UNIT);
-        return new Compiled(s, now, byModel, byId, deposit, localTables);
+        return new Compiled(s, now, byModel, byId, localTables);
     }
 
     /**
@@ -212,7 +214,7 @@ final class Compiled {
     private static ClassRoute compileClass(String classId, Route r, ClassRoute prev, EngineIndex engines,
                                            Allowed allowed, double[] load, double total,
                                            Map<String, EngineGroup> groups, Map<String, SlotTable> decodedGroups,
-                                           DataPlaneOptions options) {
+                                           RetryTokens retryTokens, long depositMicro, DataPlaneOptions options) {
         int[] idx = new int[r.weights().size()];
         double[] ws = new double[idx.length];
         int n = 0;
@@ -297,7 +299,7 @@ final class Compiled {
         String[] residency = r.residency().toArray(new String[0]);
         Arrays.sort(residency);
         return new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, share, ttft, maxEjected,
-                near, nearEndpoints, nearTtft, groupEnd);
+                near, nearEndpoints, nearTtft, groupEnd, retryTokens, depositMicro);
     }
 
     private static boolean sameGroup(EngineIndex engines, int a, int b) {

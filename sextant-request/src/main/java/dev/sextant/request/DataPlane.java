@@ -67,8 +67,8 @@ public interface DataPlane {
      * the next engine of the key's order within the class's allowed set that is not ejected, not at
      * its limit and not tried yet; or, if none is left, the same engine after a full-jitter back-off.
      * Refuses when the outcome may not be retried (e.g. {@link Outcome#SYSTEM_OVERLOADED}), after
-     * {@link DataPlaneOptions#maxAttempts()} attempts, or when the retry budget is spent. Call it only
-     * while no byte of the response has reached the client.
+     * {@link DataPlaneOptions#maxAttempts()} attempts, or when the class's retry budget is spent. Call it
+     * only while no byte of the response has reached the client.
      *
      * @param failed a routed decision from {@link #route} or {@link #retry}
      */

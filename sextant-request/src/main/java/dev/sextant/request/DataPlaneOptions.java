@@ -29,7 +29,8 @@ import java.time.Duration;
  * @param retryBackoffBase        full-jitter back-off before retrying the same engine: uniform in
  *                                [0, min(max, base × 2^(attempt−1))]
  * @param retryBackoffMax         cap of that back-off
- * @param retryTokenCap           the retry budget's deposits never bank more than this many retries, ≥ 1
+ * @param retryTokenCap           a class's retry budget never banks more than this many retries from its
+ *                                deposits, ≥ 1
  * @param maxInFlightPerEngine    this gateway's concurrency limit per engine, the final guard, ≥ 1
  * @param priorityReserve         the share of that limit kept for the highest priority, in [0, 1): of the R
  *                                distinct priorities of the gateway's classes, the one of rank r (0 = highest)

@@ -9,7 +9,8 @@ package dev.sextant.request;
  * @param ageNanos        time since the snapshot was swapped in (or last confirmed), ns ≥ 0
  * @param fallback        true when the snapshot is older than the limit and the fallback policy routes
  * @param inFlight        requests this gateway has in flight, all engines
- * @param retryTokens     retry budget tokens available now (deposits; the floor comes on top)
+ * @param retryTokens     retry budget tokens available now, summed over the classes' budgets (deposits; each
+ *                        class's floor comes on top)
  * @param ejectedEngines  engines locally ejected now
  * @param localSlotTables classes whose slot table this gateway built from the weights alone because the
  *                        snapshot carried none or an invalid one (see

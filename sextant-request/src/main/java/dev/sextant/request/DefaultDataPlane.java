@@ -29,7 +29,11 @@ final class DefaultDataPlane implements DataPlane {
 
     private final Map<String, EngineCell> cells = new ConcurrentHashMap<>();
     private final AtomicInteger totalInFlight = new AtomicInteger();
-    private final RetryTokens retryTokens;
+    /**
+     * Each class's retry budget, by class id: its own deposits pay for its own retries, so that an idle class
+     * cannot fund a retry storm on a saturated class's engines. Kept across snapshots, like the engines' cells.
+     */
+    private final Map<String, RetryTokens> retryBudgets = new ConcurrentHashMap<>();
     /** Held by the one thread deciding an ejection; others skip rather than wait (lock-free). */
     private final AtomicBoolean ejecting = new AtomicBoolean();
     private final AtomicBoolean inFallback = new AtomicBoolean();
@@ -57,13 +61,28 @@ final class DefaultDataPlane implements DataPlane {
         this.limit = options.maxInFlightPerEngine();
         this.minInFlight = options.boundedLoadMinInFlight();
         long now = ticker.nanos();
-        this.retryTokens = new RetryTokens(options.retryTokenCap(), now);
-        this.compiled = Compiled.compile(gateway, snapshot, null, now - ageNanos, this::cell, options);
-        retryTokens.floorPerSecond(snapshot.retryBudget().minRetriesPerSecond());
+        Compiled first = Compiled.compile(gateway, snapshot, null, now - ageNanos, this::cell, this::retryBudget,
+                options);
+        floors(first);
+        this.compiled = first;
     }
 
     private EngineCell cell(String id) {
         return cells.computeIfAbsent(id, EngineCell::new);
+    }
+
+    /** Class {@code id}'s retry budget; a new class's starts empty, with its floor's first token available. */
+    private RetryTokens retryBudget(String id) {
+        return retryBudgets.computeIfAbsent(id, x -> new RetryTokens(options.retryTokenCap(), ticker.nanos()));
+    }
+
+    /** Sets every class's floor from {@code c}'s snapshot and forgets the budgets of classes it no longer has. */
+    private void floors(Compiled c) {
+        double floor = c.snapshot.retryBudget().minRetriesPerSecond();
+        for (ClassRoute k : c.byId.values()) {
+            k.retryTokens.floorPerSecond(floor);
+        }
+        retryBudgets.keySet().retainAll(c.byId.keySet());
     }
 
     // ---------------------------------------------------------------- request path
@@ -86,7 +105,7 @@ final class DefaultDataPlane implements DataPlane {
             }
             // The policy is too old to trust its weights or its shed fractions: nearest allowed engine,
             // fewest in flight, with the per-engine concurrency limit as the only guard.
-            retryTokens.deposit(c.depositMicro);
+            k.retryTokens.deposit(k.depositMicro);
             int i = pickNear(k, null, now);
             if (i < 0) {
                 return engineLimit(c, k, true);
@@ -100,7 +119,7 @@ final class DefaultDataPlane implements DataPlane {
         if (k.table == null) {
             return noAllowedEngine(c, k);
         }
-        retryTokens.deposit(c.depositMicro);
+        k.retryTokens.deposit(k.depositMicro);
         int i = pickHashed(k, request.affinityKey(), null, now);
         if (i < 0) {
             return engineLimit(c, k, false);
@@ -313,7 +332,7 @@ final class DefaultDataPlane implements DataPlane {
         // token: a dead engine's refused connections must not drain the budget that protects live engines.
         // The attempt limit still bounds it.
         boolean requeue = outcome == Outcome.CONNECT_ERROR;
-        if (!requeue && !retryTokens.trySpend(now)) {
+        if (!requeue && !k.retryTokens.trySpend(now)) {
             return Decision.refused(k.id, version, failed.fallback(), Refusal.RETRY_BUDGET_EXHAUSTED,
                     "not retried: the gateway's retry budget is spent (last: " + outcome + ")",
                     shedRetryAfterNanos);
@@ -353,7 +372,7 @@ final class DefaultDataPlane implements DataPlane {
         }
         if (i < 0) {
             if (!requeue) {
-                retryTokens.refund();
+                k.retryTokens.refund();
             }
             return Decision.refused(k.id, version, stale, Refusal.NO_ENGINE_LEFT, "no allowed engine left to retry"
                     + " on (tried " + tried.length + ", others ejected or at their limit; last: " + outcome + ")",
@@ -576,8 +595,8 @@ final class DefaultDataPlane implements DataPlane {
         } else if (snapshot.version() == current.snapshot.version()) {
             return false; // one version, two contents: a publisher that does not know its own history
         } else {
-            Compiled next = Compiled.compile(gateway, snapshot, current, now, this::cell, options);
-            retryTokens.floorPerSecond(snapshot.retryBudget().minRetriesPerSecond());
+            Compiled next = Compiled.compile(gateway, snapshot, current, now, this::cell, this::retryBudget, options);
+            floors(next);
             compiled = next;
             cells.keySet().retainAll(snapshot.engines().keySet());
         }
@@ -597,8 +616,17 @@ final class DefaultDataPlane implements DataPlane {
         Compiled c = compiled;
         long now = ticker.nanos();
         return new DataPlaneStatus(gateway, c.snapshot.version(), c.snapshot.hash(), Math.max(0, now - c.receivedAt),
-                now - c.receivedAt > maxAgeNanos, totalInFlight.get(), retryTokens.available(), ejections().size(),
+                now - c.receivedAt > maxAgeNanos, totalInFlight.get(), retryTokens(c), ejections().size(),
                 c.localTables);
+    }
+
+    /** The deposits banked in the budgets of {@code c}'s classes, summed. */
+    private static double retryTokens(Compiled c) {
+        double sum = 0;
+        for (ClassRoute k : c.byId.values()) {
+            sum += k.retryTokens.available();
+        }
+        return sum;
     }
 
     @Override

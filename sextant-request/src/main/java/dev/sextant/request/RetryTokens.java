@@ -3,10 +3,10 @@ package dev.sextant.request;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The gateway's retry budget: a token bucket filled by requests ({@code r(u)} tokens each, in
- * millionths) and capped, plus a floor of {@code minRetriesPerSecond} paced by GCRA (one token per
- * interval, no bursts), so over any window T the retries are at most deposits + floor × T + 1.
- * Lock-free: two atomics.
+ * One class's retry budget at a gateway: a token bucket filled by the class's requests ({@code r(u)} tokens
+ * each, in millionths, u the utilization of the engines the class may use) and capped, plus a floor of
+ * {@code minRetriesPerSecond} paced by GCRA (one token per interval, no bursts), so over any window T the
+ * class's retries are at most its deposits + floor × T + 1. Lock-free: two atomics.
  */
 final class RetryTokens {
     static final long UNIT = 1_000_000L;

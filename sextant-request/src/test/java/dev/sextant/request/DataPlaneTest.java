@@ -493,6 +493,114 @@ class DataPlaneTest {
         assertThat(amplification).isGreaterThan(1 + budget.ratio(u) * 0.9); // the budget is used, not just refused
     }
 
+    /**
+     * One gateway, two classes on engines of their own: {@code hot}'s engines are {@code hotU} used, {@code cold}'s
+     * 10%; the fleet as a whole is at 50%, where the default curve gives 20% to both.
+     */
+    static Snapshot hotAndCold(long version, double hotU, RetryBudget budget) {
+        return new Fixtures.SnapshotBuilder("g").version(version).utilization(0.5).budget(budget).rtt("c", 1)
+                .engine("h0", "c", "r", 100, "mh").engine("h1", "c", "r", 100, "mh")
+                .engine("c0", "c", "r", 100, "mc").engine("c1", "c", "r", 100, "mc")
+                .routeAt("hot", "mh", hotU, Map.of("h0", 0.5, "h1", 0.5))
+                .routeAt("cold", "mc", 0.1, Map.of("c0", 0.5, "c1", 0.5))
+                .build();
+    }
+
+    /** Routes a request of {@code model} that fails with a server error; true when its retry was allowed. */
+    private static boolean failsAndRetries(DataPlane p, String model, long id) {
+        Decision first = p.route(RequestMeta.of(model, id, id));
+        assertThat(first.routed()).isTrue();
+        Decision retry = p.retry(first, Outcome.SERVER_ERROR);
+        if (!retry.routed()) {
+            assertThat(retry.refusal()).isEqualTo(Refusal.RETRY_BUDGET_EXHAUSTED);
+            return false;
+        }
+        p.onFinish(retry, Outcome.SUCCESS, -1);
+        return true;
+    }
+
+    @Test
+    void retry_saturatedClass_isCutWhileAnotherClassAtTheSameGatewayStillRetries() {
+        RetryBudget noFloor = new RetryBudget(RetryBudget.DEFAULT.curve(), 0);
+        DataPlane p = plane(hotAndCold(1, 1.0, noFloor));
+        int requests = 2_000;
+        int hot = 0;
+        int cold = 0;
+        for (int i = 0; i < requests; i++) { // interleaved: one gateway, both classes at once
+            hot += failsAndRetries(p, "mh", 2L * i) ? 1 : 0;
+            cold += failsAndRetries(p, "mc", 2L * i + 1) ? 1 : 0;
+        }
+        // each class retries what its own deposits pay for: r(1.0) = 1% and r(0.1) = 20%, not the fleet's 20%
+        assertThat(hot).isBetween((int) (0.01 * requests) - 1, (int) (0.01 * requests) + 1);
+        assertThat(cold).isBetween((int) (0.2 * requests) - 1, (int) (0.2 * requests) + 1);
+        assertThat(p.status().inFlight()).isZero();
+    }
+
+    @Test
+    void retry_idleClassesBankedTokens_doNotPayForASaturatedClassesRetries() {
+        RetryBudget noFloor = new RetryBudget(RetryBudget.DEFAULT.curve(), 0);
+        DataPlane p = plane(hotAndCold(1, 1.0, noFloor));
+        for (int i = 0; i < 1_000; i++) { // cold banks 200 deposits of 20%, capped at 100 retries
+            p.onFinish(p.route(RequestMeta.of("mc", i, i)), Outcome.SUCCESS, -1);
+        }
+        assertThat(p.status().retryTokens()).isCloseTo(100, offset(0.5));
+
+        assertThat(failsAndRetries(p, "mh", 1_000_001)).isFalse(); // hot's own budget holds 0.01
+        assertThat(failsAndRetries(p, "mc", 1_000_002)).isTrue();
+    }
+
+    @Test
+    void retry_floor_allowsEachClassItsOwnRetriesPerSecond() {
+        RetryBudget floorOnly = new RetryBudget(List.of(new RetryBudget.Point(0, 0)), 1.0);
+        DataPlane p = plane(hotAndCold(1, 1.0, floorOnly));
+
+        assertThat(failsAndRetries(p, "mh", 1)).isTrue();
+        assertThat(failsAndRetries(p, "mh", 2)).isFalse(); // paced: one per second
+        assertThat(failsAndRetries(p, "mc", 3)).isTrue(); // the other class's floor is its own
+        assertThat(failsAndRetries(p, "mc", 4)).isFalse();
+        ticker.advanceSeconds(1);
+        assertThat(failsAndRetries(p, "mh", 5)).isTrue();
+        assertThat(failsAndRetries(p, "mc", 6)).isTrue();
+    }
+
+    @Test
+    void swap_keepsEachClasssBankedTokens_andForgetsTheBudgetOfAClassThatIsGone() {
+        RetryBudget noFloor = new RetryBudget(RetryBudget.DEFAULT.curve(), 0);
+        DataPlane p = plane(hotAndCold(1, 1.0, noFloor));
+        for (int i = 0; i < 100; i++) {
+            p.onFinish(p.route(RequestMeta.of("mh", 2L * i, 2L * i)), Outcome.SUCCESS, -1);
+            p.onFinish(p.route(RequestMeta.of("mc", 2L * i + 1, 2L * i + 1)), Outcome.SUCCESS, -1);
+        }
+        double banked = p.status().retryTokens(); // hot 100 × 1%, cold 100 × 20%
+        assertThat(banked).isCloseTo(21, offset(1e-9));
+
+        // the next snapshot says hot's engines are idle now: its deposits rise, what it banked stays
+        assertThat(p.swap(hotAndCold(2, 0.1, noFloor))).isTrue();
+        assertThat(p.status().retryTokens()).isEqualTo(banked);
+        for (int i = 0; i < 10; i++) {
+            p.onFinish(p.route(RequestMeta.of("mh", 1_000 + i, 1_000 + i)), Outcome.SUCCESS, -1);
+        }
+        assertThat(p.status().retryTokens()).isCloseTo(banked + 10 * 0.2, offset(1e-9));
+
+        Snapshot onlyHot = new Fixtures.SnapshotBuilder("g").version(3).budget(noFloor).rtt("c", 1)
+                .engine("h0", "c", "r", 100, "mh").engine("h1", "c", "r", 100, "mh")
+                .routeAt("hot", "mh", 0.1, Map.of("h0", 0.5, "h1", 0.5)).build();
+        assertThat(p.swap(onlyHot)).isTrue();
+        assertThat(p.status().retryTokens()).isCloseTo(1 + 10 * 0.2, offset(1e-9));
+    }
+
+    @Test
+    void retry_routeWithoutAllowedUtilization_depositsAtTheFleetsUtilization() {
+        RetryBudget noFloor = new RetryBudget(RetryBudget.DEFAULT.curve(), 0);
+        Snapshot base = Fixtures.simple(1, 0, 0.5, 0.5); // its route has no allowed utilization
+        DataPlane p = plane(new Snapshot(1, "", "test", 0.95, noFloor, base.routes(), base.engines(),
+                base.networkRttMs(), Fixtures.OBJECTIVE));
+        for (int i = 0; i < 1_000; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", i, i)), Outcome.SUCCESS, -1);
+        }
+        assertThat(p.status().retryTokens()).isCloseTo(1_000 * 0.01, offset(1e-9));
+    }
+
     @Test
     void retry_afterARefusedConnection_spendsNoTokenButStaysWithinTheAttemptLimit() {
         Snapshot s = Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25);

@@ -93,6 +93,13 @@ final class Fixtures {
             return this;
         }
 
+        /** A class of its own model, without residency or shedding, whose allowed engines are {@code u} used. */
+        SnapshotBuilder routeAt(String classId, String model, double allowedUtilization, Map<String, Double> weights) {
+            routes.put(classId, new Route(model, List.of(), 0, 10, weights, 0, Double.NaN, "", Map.of(),
+                    allowedUtilization));
+            return this;
+        }
+
         Snapshot build() {
             return new Snapshot(version, "", "test", utilization, budget, Map.of(gateway, routes), engines,
                     Map.of(gateway, rtt), OBJECTIVE).sealed(version);
