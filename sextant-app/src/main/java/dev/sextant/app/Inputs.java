@@ -42,7 +42,7 @@ final class Inputs {
         }
         try {
             return new Topology(t.gatewayClusters(), t.engineClusters(), t.networkRttMs(), t.models(), t.engines(),
-                    t.classes(), t.demandRps(), t.headroom(), affinityDiscountMs);
+                    t.classes(), t.demandRps(), t.headroom(), affinityDiscountMs, t.retryBudget());
         } catch (IllegalArgumentException e) {
             throw new UsageException("--affinity-discount-ms: " + affinityDiscountMs + " (expected: a finite number >= 0)");
         }

@@ -527,7 +527,7 @@ final class DefaultControlLoop implements ControlLoop {
             d.put(g, r);
         });
         return new Topology(topology.gatewayClusters(), topology.engineClusters(), rtt, models, es,
-                topology.classes(), d, topology.headroom(), est.affinityDiscountMs());
+                topology.classes(), d, topology.headroom(), est.affinityDiscountMs(), topology.retryBudget());
     }
 
     private Step decide(long now, Snapshot candidate, Topology solveFor, Estimates est) {
