@@ -177,6 +177,8 @@ final class Exchange {
             r.headers().set(HttpHeaderNames.AUTHORIZATION, "Bearer " + gw.config.engineToken().current());
         }
         r.headers().set("x-request-id", requestId);
+        // set, never copied: only the FORWARDED headers come from the client, so a client's own is dropped
+        r.headers().set(Http.GATEWAY_CLUSTER_HEADER, gw.config.gatewayCluster());
         r.headers().set(HttpHeaderNames.HOST, target.authority());
         HttpUtil.setContentLength(r, r.content().readableBytes());
         HttpUtil.setKeepAlive(r, true);
