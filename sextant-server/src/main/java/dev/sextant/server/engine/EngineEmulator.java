@@ -70,6 +70,7 @@ public final class EngineEmulator implements AutoCloseable {
     private final AtomicLong received = new AtomicLong();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong hung = new AtomicLong();
+    private final AtomicLong delayed = new AtomicLong();
     /** Bearer token(s) {@code /admin/faults} requires; null: the endpoint is open (tests, the demo). */
     final BearerToken adminToken;
     /** {@link EngineConfig#networkRttMs()} in nanoseconds. */
@@ -191,6 +192,11 @@ public final class EngineEmulator implements AutoCloseable {
         return received.get();
     }
 
+    /** Requests that began waiting out their emulated network round trip since start, ≥ 0. */
+    public long delayedRequests() {
+        return delayed.get();
+    }
+
     /** Requests accepted and left unanswered by the hang fault since start, ≥ 0. */
     public long hungRequests() {
         return hung.get();
@@ -224,6 +230,10 @@ public final class EngineEmulator implements AutoCloseable {
 
     void received() {
         received.incrementAndGet();
+    }
+
+    void delayed() {
+        delayed.incrementAndGet();
     }
 
     void hung() {

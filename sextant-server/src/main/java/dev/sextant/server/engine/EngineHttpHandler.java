@@ -47,6 +47,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final ObjectMapper json;
     private final ArrayDeque<FullHttpRequest> pending = new ArrayDeque<>();
     private boolean busy;
+    /** The request waiting out its network round trip, owned until handled, or released if the connection closes. */
+    private FullHttpRequest delayed;
     private boolean http10;
     private Sequence current;
 
@@ -94,17 +96,23 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             }
             return;
         }
+        delayed = request; // one at a time: the next request waits for this one's answer
+        engine.delayed();
         try {
             ctx.executor().schedule(() -> {
+                FullHttpRequest r = delayed;
+                delayed = null;
+                if (r == null) {
+                    return; // the connection closed meanwhile, and released it
+                }
                 try {
-                    if (ctx.channel().isActive()) { // else the connection was closed meanwhile: nothing to answer
-                        handle(ctx, request);
-                    }
+                    handle(ctx, r);
                 } finally {
-                    request.release();
+                    r.release();
                 }
             }, rtt, java.util.concurrent.TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.RejectedExecutionException e) { // the engine is closing
+            delayed = null;
             request.release();
             ctx.close();
         }
@@ -124,6 +132,10 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         FullHttpRequest r;
         while ((r = pending.poll()) != null) {
             r.release();
+        }
+        if (delayed != null) { // its timer finds nothing to do
+            delayed.release();
+            delayed = null;
         }
         ctx.fireChannelInactive();
     }

@@ -122,6 +122,24 @@ class EngineNetworkTest {
         }
     }
 
+    @Test
+    void anEngineClosedDuringARoundTrip_releasesTheRequestItHeld() throws Exception {
+        dev.sextant.server.gateway.LeakWatch leaks = dev.sextant.server.gateway.LeakWatch.paranoid();
+        EngineEmulator far = EngineEmulator.start(EngineConfig.defaults("far", "m")
+                .withNetworkRttMs(Map.of("east", 60_000.0)));
+        try (java.net.Socket s = new java.net.Socket("127.0.0.1", far.port())) {
+            String body = "{\"model\":\"m\",\"input\":\"x\"}";
+            s.getOutputStream().write(("POST /v1/embeddings HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                    + Http.GATEWAY_CLUSTER_HEADER + ": east\r\ncontent-length: " + body.length() + "\r\n\r\n" + body)
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            Client.await("the request to wait out its round trip", () -> far.delayedRequests() == 1);
+            far.close(); // a minute before the round trip is over
+        }
+        assertThat(far.requestsReceived()).as("never handled").isZero();
+        leaks.assertNoLeakThenClose();
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
             negative     | east | -1   | network_rtt_ms.east: -1.0 (expected: a round trip in ms, a finite number >= 0)
