@@ -30,7 +30,7 @@ final class GatewayCommand implements Callable<Integer> {
             "max_body_bytes", "connect_timeout",
             "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
-            "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll");
+            "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll", "probe_interval");
     /** Most event loop threads: a gateway uses one per core; far more only costs memory and switching. */
     static final int MAX_THREADS = 256;
     /** Longest warm-up: the benchmark's JIT went quiet within minutes; longer only delays the start. */
@@ -102,7 +102,8 @@ final class GatewayCommand implements Callable<Integer> {
                                     DataPlaneOptions.defaults().priorityReserve()))
                             .build(), f.serverTls(), f.clientTls(), limits, f.bool("http2", d.http2()),
                     f.integer("max_concurrent_streams", d.maxConcurrentStreams()), f.tokenFile("engine_token_file"),
-                    f.path("snapshot_cache_file"), f.bool("busy_poll", false));
+                    f.path("snapshot_cache_file"), f.bool("busy_poll", false),
+                    f.duration("probe_interval", d.probeInterval()));
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }

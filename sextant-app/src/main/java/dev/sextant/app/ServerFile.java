@@ -112,7 +112,8 @@ final class ServerFile {
     String located(String message) {
         int colon = message.indexOf(':');
         // "tls_cert_file, tls_key_file: …" is about both settings: it is placed at the first
-        String key = colon > 0 ? message.substring(0, colon).split(", ", 2)[0] : null;
+        // and "network_rtt_ms.east: …" about an entry of one: it is placed at that setting
+        String key = colon > 0 ? message.substring(0, colon).split(", ", 2)[0].split("\\.", 2)[0] : null;
         return at(file, lines, key) + message;
     }
 
@@ -163,6 +164,31 @@ final class ServerFile {
             throw bad(key, n, "true or false");
         }
         return n.asBoolean();
+    }
+
+    /**
+     * A map of numbers ({@code {east: 60, eu: 140}}), in the file's order; empty when the key is absent. A value that is
+     * not a map, or an entry that is not a number, is a problem at the key's line ({@code key.entry: "x" (expected:
+     * …)}); the numbers' range is the caller's to check.
+     */
+    Map<String, Double> numbers(String key, String mapExpected, String eachExpected) {
+        JsonNode n = root.get(key);
+        Map<String, Double> out = new java.util.LinkedHashMap<>();
+        if (n == null || n.isNull()) {
+            return out;
+        }
+        if (!n.isObject()) {
+            throw bad(key, n, mapExpected);
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            if (!e.getValue().isNumber()) {
+                throw new UsageException(at(file, lines, key) + key + "." + e.getKey() + ": " + e.getValue()
+                        + " (expected: " + eachExpected + ", a number)");
+            }
+            out.put(e.getKey(), e.getValue().asDouble());
+        }
+        return out;
     }
 
     Duration duration(String key, Duration dflt) {

@@ -65,6 +65,12 @@ class ServerCommandsTest {
             warm-up not a duration | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nwarm_up: soon | server.yaml:3: warm_up: 'soon' (expected: a duration >= 0
             busy poll not a boolean| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nbusy_poll: always | server.yaml:3: busy_poll: "always" (expected: true or false)
             nul in a path          | gateway       | gateway_cluster: east\\nsnapshot_file: "s\\u0000.json" | server.yaml:2: snapshot_file: 's\\0.json' (expected: a file path; Nul character not allowed)
+            negative probe interval| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: -1s | server.yaml:3: probe_interval: '-1s' (expected: a duration >= 0
+            probe interval no unit | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: often | server.yaml:3: probe_interval: 'often' (expected: a duration >= 0
+            negative round trip    | engine        | id: e1\\nnetwork_rtt_ms: {east: 60, eu: -1} | server.yaml:2: network_rtt_ms.eu: -1.0 (expected: a round trip in ms, a finite number >= 0)
+            round trip not a number| engine        | network_rtt_ms: {east: soon} | server.yaml:1: network_rtt_ms.east: "soon" (expected: a round trip in ms, a number)
+            round trips not a map  | engine        | network_rtt_ms: 60 | server.yaml:1: network_rtt_ms: 60 (expected: a map of gateway cluster id to round trip in ms
+            round trip to a comma  | engine        | network_rtt_ms: {"a,b": 5} | server.yaml:1: network_rtt_ms: 'a,b' (expected: a gateway cluster id
             """)
     void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
         Files.writeString(dir.resolve("tok"), "secret");
@@ -83,7 +89,8 @@ class ServerCommandsTest {
         Path config = dir.resolve("gateway.yaml");
         Files.writeString(config, "gateway_cluster: east\nport: 0\nsnapshot_file: snapshot.json\nthreads: 1\n"
                 + "max_header_bytes: 8192\nrequest_header_timeout: 5s\nrequest_body_timeout: 30s\n"
-                + "http2: true\nmax_concurrent_streams: 250\nengine_token_file: tok\nsnapshot_cache_file: kept.json\n");
+                + "http2: true\nmax_concurrent_streams: 250\nengine_token_file: tok\nsnapshot_cache_file: kept.json\n"
+                + "probe_interval: 0s\n");
         Files.writeString(dir.resolve("tok"), "engine-key\n");
         assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
         assertThat(dir.resolve("kept.json")).as("the snapshot cache, beside the config").isNotEmptyFile();
@@ -122,6 +129,15 @@ class ServerCommandsTest {
         assertThat(run("control-plane", "--config", servers.resolve("control-plane.yaml").toString(), "--port", "0",
                 "--duration", "0.3")).isZero();
         assertThat(stdout).contains("control plane on http://127.0.0.1:").contains("talk.yaml, snapshot 1)");
+    }
+
+    @Test
+    void engine_networkRoundTrips_reachTheEmulatorAsItsOption() throws Exception {
+        Path config = dir.resolve("engine.yaml");
+        Files.writeString(config, "id: e1\nnetwork_rtt_ms: {east: 60, eu: 140.5, default: 0}\n");
+        String option = EngineCommand.roundTrips(ServerFile.load(config, EngineCommand.KEYS));
+        assertThat(option).as("the form of --network-rtt-ms (EngineNetworkTest reads it)")
+                .isEqualTo("east=60.0,eu=140.5,default=0.0");
     }
 
     @Test

@@ -25,7 +25,9 @@ import java.util.Map;
  * The whole system in one process on loopback: six emulated engines in three regions, a control plane and two
  * gateways (gateway clusters {@code east} in us-east and {@code eu} in eu-west). The built-in topology is a small
  * cousin of the design's worked example: us-east's two engines (2 × 40 req/s) cannot carry east's 100 req/s, so
- * part of it spills to us-west, 60 ms away; class {@code chat-eu} may only be served in eu-west.
+ * part of it spills to us-west, 60 ms away; class {@code chat-eu} may only be served in eu-west. Each engine emulates
+ * the topology's round trip to each gateway cluster, so those 60 ms are really there and the gateways' probes measure
+ * them.
  */
 public final class Demo implements AutoCloseable {
     /** The model every demo engine serves. */
@@ -43,6 +45,26 @@ public final class Demo implements AutoCloseable {
         ENGINES.put("eu-2", "gpu-eu-west");
     }
 
+    /**
+     * The built-in topology's round trips, gateway cluster → engine cluster → ms: written into its
+     * {@code network_rtt_ms}, and emulated by each engine for requests from each gateway cluster, so that a request
+     * from {@code east} to us-west really takes 60 ms longer than one to us-east.
+     */
+    static final Map<String, Map<String, Double>> NETWORK_RTT_MS = new LinkedHashMap<>();
+
+    static {
+        Map<String, Double> east = new LinkedHashMap<>();
+        east.put("gpu-us-east", 2.0);
+        east.put("gpu-us-west", 60.0);
+        east.put("gpu-eu-west", 80.0);
+        Map<String, Double> eu = new LinkedHashMap<>();
+        eu.put("gpu-us-east", 80.0);
+        eu.put("gpu-us-west", 140.0);
+        eu.put("gpu-eu-west", 2.0);
+        NETWORK_RTT_MS.put("east", east);
+        NETWORK_RTT_MS.put("eu", eu);
+    }
+
     private final List<EngineEmulator> engines = new ArrayList<>();
     private final ControlPlane controlPlane;
     private final List<Gateway> gateways = new ArrayList<>();
@@ -53,7 +75,8 @@ public final class Demo implements AutoCloseable {
         Map<String, Integer> ports = new LinkedHashMap<>();
         try {
             for (String id : ENGINES.keySet()) {
-                EngineEmulator e = EngineEmulator.start(EngineConfig.defaults(id, MODEL));
+                EngineEmulator e = EngineEmulator.start(EngineConfig.defaults(id, MODEL)
+                        .withNetworkRttMs(roundTripsTo(ENGINES.get(id))));
                 engines.add(e);
                 ports.put(id, e.port());
             }
@@ -88,6 +111,18 @@ public final class Demo implements AutoCloseable {
         return new Demo(controlPort, gatewayPort);
     }
 
+    /** Gateway cluster → round trip in ms to {@code engineCluster}, what an engine there emulates. */
+    static Map<String, Double> roundTripsTo(String engineCluster) {
+        Map<String, Double> out = new java.util.TreeMap<>();
+        NETWORK_RTT_MS.forEach((gateway, row) -> out.put(gateway, row.get(engineCluster)));
+        return out;
+    }
+
+    /** The demo's engines, in the order of {@link #ENGINES}. */
+    List<EngineEmulator> engines() {
+        return List.copyOf(engines);
+    }
+
     /** The built-in topology with the engines on {@code ports}. */
     static String topology(Map<String, Integer> ports) {
         StringBuilder y = new StringBuilder();
@@ -101,8 +136,13 @@ public final class Demo implements AutoCloseable {
                   - {id: gpu-us-west, region: us-west}
                   - {id: gpu-eu-west, region: eu-west}
                 network_rtt_ms:
-                  east: {gpu-us-east: 2, gpu-us-west: 60, gpu-eu-west: 80}
-                  eu:   {gpu-us-east: 80, gpu-us-west: 140, gpu-eu-west: 2}
+                """);
+        NETWORK_RTT_MS.forEach((gateway, row) -> y.append("  ").append(gateway).append(": {")
+                .append(String.join(", ", row.entrySet().stream()
+                        .map(e -> e.getKey() + ": " + (e.getValue() % 1 == 0 ? Long.toString(e.getValue().longValue())
+                                : e.getValue().toString())).toList()))
+                .append("}\n"));
+        y.append("""
                 models:
                   - {id: llama-3.1-8b, output_tokens: 32}
                 engines:

@@ -1,6 +1,9 @@
 package dev.sextant.server.engine;
 
+import java.util.Collections;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Configuration of one emulated engine: its identity, its continuous-batching latency model and its faults.
@@ -27,11 +30,19 @@ import java.util.List;
  * @param embeddingDimensions length of {@code /v1/embeddings} vectors, ≥ 1
  * @param seed                seed of every random choice (faults)
  * @param faults              faults at start
+ * @param networkRttMs        the network emulated between each gateway cluster and this engine: gateway cluster id
+ *                            (as a request's {@code x-sextant-gateway-cluster} names it) → round trip, milliseconds,
+ *                            finite and ≥ 0; the key {@value #DEFAULT_RTT_KEY} for requests without that header or
+ *                            from a gateway cluster not listed. Empty (or null): no delay. See
+ *                            {@code docs/engine-emulator.md}, "The network"
  */
 public record EngineConfig(String engineId, String host, int port, List<String> models, int maxSequences,
                            double prefillMsPerToken, double decodeBaseMs, double decodeMsPerSequence,
                            int defaultMaxTokens, int kvCacheTokens, int prefixCacheEntries, int embeddingDimensions,
-                           long seed, Faults faults) {
+                           long seed, Faults faults, Map<String, Double> networkRttMs) {
+    /** The key of {@link #networkRttMs()} for requests that name no gateway cluster, or one not listed. */
+    public static final String DEFAULT_RTT_KEY = "default";
+
     public EngineConfig {
         if (engineId == null || engineId.isBlank()) {
             throw new IllegalArgumentException("engine_id: " + engineId + " (expected: a non-empty string)");
@@ -57,6 +68,29 @@ public record EngineConfig(String engineId, String host, int port, List<String> 
         if (faults == null) {
             faults = Faults.NONE;
         }
+        networkRttMs = checkedRtts(networkRttMs);
+    }
+
+    private static Map<String, Double> checkedRtts(Map<String, Double> rtts) {
+        if (rtts == null || rtts.isEmpty()) {
+            return Map.of();
+        }
+        TreeMap<String, Double> out = new TreeMap<>();
+        for (Map.Entry<String, Double> e : rtts.entrySet()) {
+            String cluster = e.getKey();
+            // the command line writes the map as id=ms pairs separated by commas: an id holding either is not one
+            if (cluster == null || cluster.isBlank() || cluster.indexOf(',') >= 0 || cluster.indexOf('=') >= 0) {
+                throw new IllegalArgumentException("network_rtt_ms: '" + cluster + "' (expected: a gateway cluster id,"
+                        + " non-empty, without ',' or '=')");
+            }
+            Double ms = e.getValue();
+            if (ms == null || !(ms >= 0) || ms.isInfinite()) {
+                throw new IllegalArgumentException("network_rtt_ms." + cluster + ": " + ms
+                        + " (expected: a round trip in ms, a finite number >= 0)");
+            }
+            out.put(cluster, ms);
+        }
+        return Collections.unmodifiableSortedMap(out);
     }
 
     /**
@@ -68,14 +102,14 @@ public record EngineConfig(String engineId, String host, int port, List<String> 
      */
     public static EngineConfig defaults(String engineId, String model) {
         return new EngineConfig(engineId, "127.0.0.1", 0, List.of(model), 64, 0.02, 8, 0.15, 32, 200_000, 1024, 8,
-                1, Faults.NONE);
+                1, Faults.NONE, Map.of());
     }
 
     /** This configuration with another port. */
     public EngineConfig withPort(int newPort) {
         return new EngineConfig(engineId, host, newPort, models, maxSequences, prefillMsPerToken, decodeBaseMs,
                 decodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed,
-                faults);
+                faults, networkRttMs);
     }
 
     /** This configuration with another latency model. */
@@ -83,20 +117,31 @@ public record EngineConfig(String engineId, String host, int port, List<String> 
                                     double newDecodeMsPerSequence) {
         return new EngineConfig(engineId, host, port, models, newMaxSequences, newPrefillMsPerToken, newDecodeBaseMs,
                 newDecodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed,
-                faults);
+                faults, networkRttMs);
     }
 
     /** This configuration with other faults at start and another seed. */
     public EngineConfig withFaults(Faults newFaults, long newSeed) {
         return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
                 decodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, newSeed,
-                newFaults);
+                newFaults, networkRttMs);
     }
 
     /** This configuration with another default output length. */
     public EngineConfig withDefaultMaxTokens(int tokens) {
         return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
-                decodeMsPerSequence, tokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed, faults);
+                decodeMsPerSequence, tokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed, faults,
+                networkRttMs);
+    }
+
+    /**
+     * This configuration with another emulated network: gateway cluster id → round trip in ms (finite, ≥ 0), the key
+     * {@value #DEFAULT_RTT_KEY} for every other request; empty for none.
+     */
+    public EngineConfig withNetworkRttMs(Map<String, Double> rtts) {
+        return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
+                decodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed,
+                faults, rtts);
     }
 
     private static void atLeast(String field, long value, long min) {

@@ -35,9 +35,11 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * An OpenAI-compatible stand-in for a vLLM engine, for the demo, tests and benchmarks: it answers
  * {@code /v1/chat/completions}, {@code /v1/completions} (streaming or not), {@code /v1/embeddings},
- * {@code /v1/models}, {@code /metrics} (vLLM names) and {@code /healthz}, with latencies from a
- * continuous-batching model ({@link EngineConfig}) and injectable {@link Faults}
- * ({@code GET|POST /admin/faults}). Every response carries the header {@code x-engine-id}.
+ * {@code /v1/models}, {@code /metrics} (vLLM names), {@code /health} (vLLM's: 200, no body) and {@code /healthz}, with
+ * latencies from a continuous-batching model ({@link EngineConfig}) and injectable {@link Faults}
+ * ({@code GET|POST /admin/faults}). Every response carries the header {@code x-engine-id}. With
+ * {@link EngineConfig#networkRttMs()}, a request is answered as if that network round trip lay between the engine
+ * and the gateway cluster its {@code x-sextant-gateway-cluster} header names.
  *
  * <p>Responses report the model's timing of the request in an extra {@code engine_timing} object ({@code
  * queued_ms}, {@code prefill_ms}, {@code ttft_ms}, {@code decode_ms}, {@code cached_tokens}): in the
@@ -68,13 +70,20 @@ public final class EngineEmulator implements AutoCloseable {
     private final AtomicLong received = new AtomicLong();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong hung = new AtomicLong();
+    private final AtomicLong delayed = new AtomicLong();
     /** Bearer token(s) {@code /admin/faults} requires; null: the endpoint is open (tests, the demo). */
     final BearerToken adminToken;
+    /** {@link EngineConfig#networkRttMs()} in nanoseconds. */
+    private final java.util.Map<String, Long> rttNanos = new java.util.HashMap<>();
+    private final long defaultRttNanos;
 
     private EngineEmulator(EngineConfig config, int sendBufferBytes, ServerTls tls, BearerToken adminToken)
             throws InterruptedException {
         this.config = config;
         this.adminToken = adminToken;
+        config.networkRttMs().forEach((cluster, ms) -> rttNanos.put(cluster, Math.round(ms * 1e6)));
+        Long dflt = rttNanos.get(EngineConfig.DEFAULT_RTT_KEY);
+        this.defaultRttNanos = dflt == null ? 0 : dflt;
         SslContext sslContext = tls == null ? null : TlsContexts.server(tls);
         this.faults = new AtomicReference<>(config.faults());
         this.group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
@@ -183,6 +192,11 @@ public final class EngineEmulator implements AutoCloseable {
         return received.get();
     }
 
+    /** Requests that began waiting out their emulated network round trip since start, ≥ 0. */
+    public long delayedRequests() {
+        return delayed.get();
+    }
+
     /** Requests accepted and left unanswered by the hang fault since start, ≥ 0. */
     public long hungRequests() {
         return hung.get();
@@ -204,8 +218,22 @@ public final class EngineEmulator implements AutoCloseable {
         return uniform(config.seed(), n) < f.errorRate();
     }
 
+    /**
+     * The emulated network round trip between this engine and the gateway cluster a request names in
+     * {@code x-sextant-gateway-cluster} ({@code null}: none named), nanoseconds ≥ 0: its mapped value, else the
+     * {@value EngineConfig#DEFAULT_RTT_KEY} one, else 0.
+     */
+    long networkRttNanos(String gatewayCluster) {
+        Long n = gatewayCluster == null ? null : rttNanos.get(gatewayCluster);
+        return n != null ? n : defaultRttNanos;
+    }
+
     void received() {
         received.incrementAndGet();
+    }
+
+    void delayed() {
+        delayed.incrementAndGet();
     }
 
     void hung() {
@@ -256,7 +284,8 @@ public final class EngineEmulator implements AutoCloseable {
      * Runs one engine until the process is stopped. Options (all optional): {@code --id ID --host ADDR --port N
      * --model NAME (repeatable) --max-seqs N --prefill-ms-per-token X --decode-base-ms X --decode-ms-per-seq X
      * --default-max-tokens N --kv-cache-tokens N --prefix-cache-entries N --seed N --error-rate X --slowdown X
-     * --hang --crash-after-tokens N --corrupt-stream none|truncate|malformed}, and for security
+     * --hang --crash-after-tokens N --corrupt-stream none|truncate|malformed --network-rtt-ms CLUSTER=MS,…}, and for
+     * security
      * {@code --tls-cert-file PEM --tls-key-file PEM} (serve HTTPS) and {@code --admin-token-file FILE} (require that
      * bearer token on {@code /admin/faults}; the token itself is never an option, so it does not show in the
      * process list).
@@ -330,7 +359,7 @@ public final class EngineEmulator implements AutoCloseable {
     private static final java.util.Set<String> VALUE_OPTIONS = java.util.Set.of("--id", "--host", "--port", "--model",
             "--max-seqs", "--prefill-ms-per-token", "--decode-base-ms", "--decode-ms-per-seq", "--default-max-tokens",
             "--kv-cache-tokens", "--prefix-cache-entries", "--seed", "--error-rate", "--slowdown", "--crash-after-tokens",
-            "--corrupt-stream");
+            "--corrupt-stream", "--network-rtt-ms");
 
     static EngineConfig parseArgs(String[] args) {
         EngineConfig d = EngineConfig.defaults("engine-0", "emulated-model");
@@ -351,6 +380,7 @@ public final class EngineEmulator implements AutoCloseable {
         boolean hang = false;
         int crash = -1;
         Faults.Corruption corrupt = Faults.Corruption.NONE;
+        java.util.Map<String, Double> rtts = java.util.Map.of();
         for (int i = 0; i < args.length; i++) {
             String option = args[i];
             String value = null;
@@ -391,6 +421,7 @@ public final class EngineEmulator implements AutoCloseable {
                     case "--slowdown" -> slowdown = Double.parseDouble(value);
                     case "--crash-after-tokens" -> crash = Integer.parseInt(value);
                     case "--corrupt-stream" -> corrupt = Faults.Corruption.parse(value);
+                    case "--network-rtt-ms" -> rtts = roundTrips(value);
                     default -> throw new IllegalArgumentException(option + ": unknown option");
                 }
             } catch (NumberFormatException e) {
@@ -399,6 +430,32 @@ public final class EngineEmulator implements AutoCloseable {
         }
         return new EngineConfig(id, host, port, models.isEmpty() ? d.models() : models, maxSeqs, prefill, base,
                 perSeq, defaultMax, kv, prefixEntries, d.embeddingDimensions(), seed,
-                new Faults(errorRate, slowdown, hang, crash, corrupt));
+                new Faults(errorRate, slowdown, hang, crash, corrupt), rtts);
+    }
+
+    /**
+     * {@code --network-rtt-ms east=60,eu=140,default=5}: gateway cluster id → round trip in ms (an empty value: none);
+     * the values' range is {@link EngineConfig}'s to check.
+     */
+    static java.util.Map<String, Double> roundTrips(String value) {
+        java.util.Map<String, Double> out = new java.util.LinkedHashMap<>();
+        if (value.isBlank()) {
+            return out;
+        }
+        for (String pair : value.split(",", -1)) {
+            int eq = pair.indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("--network-rtt-ms: '" + pair + "' (expected: CLUSTER=MS pairs"
+                        + " separated by commas, such as east=60,eu=140)");
+            }
+            String ms = pair.substring(eq + 1).trim();
+            try {
+                out.put(pair.substring(0, eq).trim(), Double.parseDouble(ms));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("--network-rtt-ms: '" + pair + "' (expected: CLUSTER=MS with MS a"
+                        + " number of milliseconds >= 0)");
+            }
+        }
+        return out;
     }
 }

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sextant.config.Json;
+import dev.sextant.server.internal.Http;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufInputStream;
 import io.netty.buffer.Unpooled;
@@ -46,6 +47,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     private final ObjectMapper json;
     private final ArrayDeque<FullHttpRequest> pending = new ArrayDeque<>();
     private boolean busy;
+    /** The request waiting out its network round trip, owned until handled, or released if the connection closes. */
+    private FullHttpRequest delayed;
     private boolean http10;
     private Sequence current;
 
@@ -67,11 +70,57 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             return;
         }
         busy = true;
-        try {
-            handle(ctx, request);
-        } finally {
-            request.release();
+        dispatch(ctx, request);
+    }
+
+    /** The paths a gateway's request reaches over the emulated network; the others are the operator's. */
+    private static final java.util.Set<String> OVER_THE_NETWORK = java.util.Set.of("/v1/chat/completions",
+            "/v1/completions", "/v1/embeddings", "/v1/models", "/health");
+
+    /**
+     * Handles {@code request} (owned, released here) now, or once the network round trip between this engine and the
+     * request's gateway cluster has passed. The request "arrives" half a round trip late and every byte of its answer
+     * reaches the client half a round trip after it left; starting the work a whole round trip late gives the client
+     * the same first-token and end-to-end times and keeps the tokens' pacing. The engine's own clock (its metrics and
+     * {@code engine_timing}) starts when the work does, as a real engine's would. A timer on the channel's event
+     * loop, no thread held.
+     */
+    private void dispatch(ChannelHandlerContext ctx, FullHttpRequest request) {
+        long rtt = OVER_THE_NETWORK.contains(pathOf(request.uri()))
+                ? engine.networkRttNanos(request.headers().get(Http.GATEWAY_CLUSTER_HEADER)) : 0;
+        if (rtt <= 0) {
+            try {
+                handle(ctx, request);
+            } finally {
+                request.release();
+            }
+            return;
         }
+        delayed = request; // one at a time: the next request waits for this one's answer
+        engine.delayed();
+        try {
+            ctx.executor().schedule(() -> {
+                FullHttpRequest r = delayed;
+                delayed = null;
+                if (r == null) {
+                    return; // the connection closed meanwhile, and released it
+                }
+                try {
+                    handle(ctx, r);
+                } finally {
+                    r.release();
+                }
+            }, rtt, java.util.concurrent.TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException e) { // the engine is closing
+            delayed = null;
+            request.release();
+            ctx.close();
+        }
+    }
+
+    private static String pathOf(String uri) {
+        int q = uri.indexOf('?');
+        return q < 0 ? uri : uri.substring(0, q);
     }
 
     @Override
@@ -83,6 +132,10 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         FullHttpRequest r;
         while ((r = pending.poll()) != null) {
             r.release();
+        }
+        if (delayed != null) { // its timer finds nothing to do
+            delayed.release();
+            delayed = null;
         }
         ctx.fireChannelInactive();
     }
@@ -104,11 +157,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             ctx.read();
             return;
         }
-        try {
-            handle(ctx, next);
-        } finally {
-            next.release();
-        }
+        dispatch(ctx, next);
     }
 
     private void handle(ChannelHandlerContext ctx, FullHttpRequest request) {
@@ -118,13 +167,13 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             if (!request.decoderResult().isSuccess()) {
                 throw OpenAiErrors.badRequest("Malformed HTTP request.");
             }
-            String path = request.uri();
-            int q = path.indexOf('?');
-            if (q >= 0) {
-                path = path.substring(0, q);
-            }
+            String path = pathOf(request.uri());
             HttpMethod method = request.method();
             switch (path) {
+                case "/health" -> { // vLLM's (SGLang's and TGI's too): 200 and no body while the engine is up
+                    expect(method, HttpMethod.GET);
+                    respond(ctx, keepAlive, HttpResponseStatus.OK, null, new byte[0]);
+                }
                 case "/healthz" -> {
                     expect(method, HttpMethod.GET);
                     ObjectNode body = json.createObjectNode().put("status", "ok").put("engine_id", engine.config.engineId());
@@ -641,8 +690,10 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                          byte[] body, String allow) {
         FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status,
                 Unpooled.wrappedBuffer(body));
-        response.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType)
-                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.length)
+        if (contentType != null) {
+            response.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType);
+        }
+        response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.length)
                 .set(EngineEmulator.ENGINE_ID_HEADER, engine.config.engineId());
         if (allow != null) {
             response.headers().set(HttpHeaderNames.ALLOW, allow);

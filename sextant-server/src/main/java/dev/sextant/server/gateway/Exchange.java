@@ -67,6 +67,13 @@ final class Exchange {
     private Outcome endOutcome = Outcome.SUCCESS;
     private int status;
     private long firstChunkNanos = -1;
+    /**
+     * When the current attempt's request was written to the engine (when it was handed to the connection until the
+     * write completes): the start of the attempt's TTFT and end-to-end time in the signal reports; −1 before.
+     */
+    private long attemptNanos = -1;
+    private Reporter.EngineStats stats; // the signal report's counters of statsOf's engine
+    private Decision statsOf;
     private final long receivedNanos;
     /** Request read → written to the engine, the first attempt's; −1 until then. */
     private long forwardNanos = -1;
@@ -135,6 +142,7 @@ final class Exchange {
 
     private void connectFresh(String endpoint) {
         Decision attempt = decision;
+        long connectStart = System.nanoTime();
         io.netty.channel.ChannelFuture connecting;
         try {
             connecting = gw.pool.connect(loop, endpoint);
@@ -155,8 +163,36 @@ final class Exchange {
                         + ": " + f.cause().getMessage());
                 return;
             }
+            connected(f.channel(), stats(), connectStart);
             bind(f.channel());
         });
+    }
+
+    /**
+     * Counts the time a new connection took to open, {@code from} its connect: the TCP connect, and over TLS the
+     * handshake too (the request written meanwhile waits in the TLS handler for it). A failed handshake fails the
+     * request's write, as before; it counts no time.
+     */
+    private static void connected(Channel c, Reporter.EngineStats engine, long from) {
+        io.netty.handler.ssl.SslHandler tls = c.pipeline().get(io.netty.handler.ssl.SslHandler.class);
+        if (tls == null) {
+            engine.connect.add(System.nanoTime() - from);
+            return;
+        }
+        tls.handshakeFuture().addListener(h -> {
+            if (h.isSuccess()) {
+                engine.connect.add(System.nanoTime() - from);
+            }
+        });
+    }
+
+    /** The signal report's counters of the current attempt's engine, looked up once per attempt. */
+    private Reporter.EngineStats stats() {
+        if (statsOf != decision) {
+            stats = gw.reporter.engine(decision.engineId());
+            statsOf = decision;
+        }
+        return stats;
     }
 
     private void bind(Channel c) {
@@ -177,15 +213,22 @@ final class Exchange {
             r.headers().set(HttpHeaderNames.AUTHORIZATION, "Bearer " + gw.config.engineToken().current());
         }
         r.headers().set("x-request-id", requestId);
+        // set, never copied: only the FORWARDED headers come from the client, so a client's own is dropped
+        r.headers().set(Http.GATEWAY_CLUSTER_HEADER, gw.config.gatewayCluster());
         r.headers().set(HttpHeaderNames.HOST, target.authority());
         HttpUtil.setContentLength(r, r.content().readableBytes());
         HttpUtil.setKeepAlive(r, true);
         armPhase(gw.config.firstByteTimeout());
+        attemptNanos = System.nanoTime();
         c.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
+            long written = System.nanoTime();
             if (forwardNanos < 0) {
-                forwardNanos = System.nanoTime() - receivedNanos;
+                forwardNanos = written - receivedNanos;
             }
             if (f.isSuccess()) {
+                if (c == upstream && !headersSent && pending == null) { // nothing answered yet: the usual case
+                    attemptNanos = written;
+                }
                 c.read();
             } else {
                 onUpstreamClosed(c, f.cause());
@@ -300,12 +343,11 @@ final class Exchange {
             long now = System.nanoTime();
             if (firstChunkNanos < 0) {
                 firstChunkNanos = now;
-                long ttft = now - startNanos;
-                gw.metrics.ttft(decision.engineId(), ttft);
-                gw.reporter.ttft(decision.engineId(), ttft);
+                gw.metrics.ttft(decision.engineId(), now - startNanos);
+                stats().ttft.add(now - attemptNanos);
             } else {
                 gw.metrics.tbt(decision.engineId(), now - lastChunkNanos);
-                gw.reporter.tbt(decision.engineId(), now - lastChunkNanos);
+                stats().tbt.add(now - lastChunkNanos);
             }
             lastChunkNanos = now;
             bytes += n;
@@ -351,7 +393,7 @@ final class Exchange {
      */
     private void endCutStream(HttpContent c) {
         String message = "engine " + decision.engineId() + " ended the event stream without data: [DONE]";
-        gw.reporter.attempt(decision.engineId(), true);
+        stats().attempt(Outcome.SERVER_ERROR);
         end(Outcome.SERVER_ERROR, status, message);
         if (c.content().isReadable()) {
             ctx.write(new DefaultHttpContent(c.content().retain()));
@@ -492,7 +534,7 @@ final class Exchange {
         }
         closeUpstream();
         gw.plane().onFinish(decision, Outcome.TIMEOUT, -1);
-        gw.reporter.attempt(decision.engineId(), true);
+        stats().attempt(Outcome.TIMEOUT);
         respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", msg, null);
     }
 
@@ -504,7 +546,7 @@ final class Exchange {
     private void failAttempt(Outcome outcome, String message) {
         closeUpstream();
         cancelPhase();
-        gw.reporter.attempt(decision.engineId(), outcome.failure());
+        stats().attempt(outcome); // before the decision moves on to the next attempt's engine
         if (outcome != Outcome.CONNECT_ERROR) {
             reachedAnEngine = true;
         }
@@ -554,7 +596,7 @@ final class Exchange {
     /** A failure after the response started: an SSE error event and a clean end, or a closed connection. */
     private void failMidResponse(Outcome outcome, String message) {
         closeUpstream();
-        gw.reporter.attempt(decision.engineId(), outcome.failure());
+        stats().attempt(outcome);
         end(outcome, status, message);
         if (sse) {
             endWithErrorEvent(message, outcome == Outcome.TIMEOUT ? "timeout" : "upstream_error");
@@ -626,8 +668,14 @@ final class Exchange {
         long now = System.nanoTime();
         if (outcome != null) {
             gw.plane().onFinish(decision, outcome, firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos);
+            // the failures were counted where they were decided; a complete answer and a cancel end here
             if (outcome == Outcome.SUCCESS || outcome == Outcome.CLIENT_ERROR) {
-                gw.reporter.attempt(decision.engineId(), false);
+                stats().attempt(outcome);
+                if (attemptNanos >= 0) {
+                    stats().e2e.add(now - attemptNanos);
+                }
+            } else if (outcome == Outcome.CANCELLED) {
+                stats().attempt(outcome);
             }
         }
         gw.metrics.request(decision.classId(), decision.engineId(), finalStatus);

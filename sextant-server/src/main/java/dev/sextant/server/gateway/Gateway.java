@@ -64,6 +64,8 @@ public final class Gateway implements AutoCloseable {
     final UpstreamPool pool;
     final GatewayMetrics metrics;
     final Reporter reporter;
+    /** The round-trip probes, or null: no control plane to report them to, or {@code probe_interval} 0. */
+    final Prober prober;
     private final AtomicReference<DataPlane> plane = new AtomicReference<>();
     private final SnapshotSource source;
     private final EventLoopGroup group;
@@ -183,6 +185,9 @@ public final class Gateway implements AutoCloseable {
         }
         metrics.eventLoops(group);
         jvm = JvmMeters.bindTo(metrics.registry);
+        prober = config.controlPlane() == null || config.probeInterval().isZero() ? null
+                : new Prober(config.gatewayCluster(), () -> plane.get().snapshot(), pool, reporter, metrics,
+                        config.engineToken(), config.probeInterval());
         LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")
                 + "://" + config.host() + ":" + port() + (config.http2() ? " (HTTP/1.1 and HTTP/2)" : " (HTTP/1.1)")
                 + " with snapshot " + plane.get().snapshot().version() + " ("
@@ -456,6 +461,9 @@ public final class Gateway implements AutoCloseable {
         }
         channels.close().awaitUninterruptibly();
         source.close();
+        if (prober != null) {
+            prober.close();
+        }
         reporter.close();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
         jvm.close();

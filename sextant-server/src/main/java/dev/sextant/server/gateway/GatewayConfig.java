@@ -43,17 +43,22 @@ import java.time.Duration;
  * @param busyPoll        whether the event loops poll their sockets without ever sleeping (HAProxy's
  *                        {@code busy-polling}): each loop then keeps its core busy all the time, and a request that
  *                        arrives never waits for the loop's thread to be woken (default false)
+ * @param probeInterval   how often a gateway with a control plane probes the round trip to each engine cluster of its
+ *                        snapshot ({@code GET <endpoint>/health} to one of its engines in turn), ≥ 0 (default
+ *                        {@link #DEFAULT_PROBE_INTERVAL}); zero: no probes
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
                             Duration drainTimeout, URI controlPlane, BearerToken token, Duration reportInterval,
                             boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
                             ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken,
-                            java.nio.file.Path snapshotCache, boolean busyPoll) {
+                            java.nio.file.Path snapshotCache, boolean busyPoll, Duration probeInterval) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
     /** The default limit of open streams per HTTP/2 connection, 100 (RFC 9113 §6.5.2 asks for no fewer). */
     public static final int DEFAULT_MAX_CONCURRENT_STREAMS = 100;
+    /** The default time between two rounds of round-trip probes, 5 s. */
+    public static final Duration DEFAULT_PROBE_INTERVAL = Duration.ofSeconds(5);
 
     public GatewayConfig {
         if (gatewayCluster == null || gatewayCluster.isBlank()) {
@@ -84,6 +89,10 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         if (maxConcurrentStreams < 1) {
             throw new IllegalArgumentException("max_concurrent_streams: " + maxConcurrentStreams + " (expected: >= 1)");
         }
+        if (probeInterval == null || probeInterval.isNegative()) {
+            throw new IllegalArgumentException("probe_interval: " + (probeInterval == null ? "missing"
+                    : probeInterval.toMillis() + "ms") + " (expected: >= 0, 0s for no probes)");
+        }
     }
 
     /** Loopback, ephemeral port, 16 MiB, timeouts 2 s connect / 30 s first byte / 30 s idle / 10 min total. */
@@ -91,28 +100,29 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
                 Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofSeconds(30), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
-                ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null, false);
+                ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null, false,
+                DEFAULT_PROBE_INTERVAL);
     }
 
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
         return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
         return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With other timeouts. */
     public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
                 drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With a control plane to report to, and its token (or null). */
@@ -124,21 +134,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withControlPlane(URI uri, BearerToken newToken, Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions, tls,
-                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
+                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /**
@@ -148,21 +158,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withTls(ServerTls serverTls, ClientTls client) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
+                serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With other client limits (request head and body timeouts, head size). */
     public GatewayConfig withClientLimits(ClientLimits limits) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, limits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll);
+                tls, clientTls, limits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With HTTP/2 for clients on or off, and another limit of open streams per HTTP/2 connection (≥ 1). */
     public GatewayConfig withHttp2(boolean on, int streamsPerConnection) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, on, streamsPerConnection, engineToken, snapshotCache, busyPoll);
+                tls, clientTls, clientLimits, on, streamsPerConnection, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /**
@@ -172,21 +182,29 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     public GatewayConfig withEngineToken(BearerToken newEngineToken) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken, snapshotCache, busyPoll);
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With a file that keeps the last snapshot, to start from when the control plane cannot be reached; or null. */
     public GatewayConfig withSnapshotCache(java.nio.file.Path file) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, file, busyPoll);
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, file, busyPoll, probeInterval);
     }
 
     /** With event loops that poll without sleeping, or that sleep while they have nothing to do (the default). */
     public GatewayConfig withBusyPoll(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
                 idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, on);
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, on, probeInterval);
+    }
+
+    /** With round-trip probes every {@code interval} (≥ 0; zero: none). */
+    public GatewayConfig withProbeInterval(Duration interval) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
+                interval);
     }
 
     /** Never the token: a config printed or logged must not leak it. */
@@ -199,6 +217,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 + (token == null ? "null" : "(redacted)") + ", reportInterval=" + reportInterval + ", accessLog="
                 + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + ", clientLimits=" + clientLimits
                 + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + ", engineToken="
-                + (engineToken == null ? "null" : "(redacted)") + ", snapshotCache=" + snapshotCache + ", busyPoll=" + busyPoll + "]";
+                + (engineToken == null ? "null" : "(redacted)") + ", snapshotCache=" + snapshotCache + ", busyPoll=" + busyPoll
+                + ", probeInterval=" + probeInterval + "]";
     }
 }

@@ -22,7 +22,7 @@ import java.util.function.Supplier;
 /**
  * The gateway's Prometheus metrics ({@code sextant_gateway_*}): requests by class, engine and status; TTFT, TBT
  * and end-to-end latency histograms; retries, sheds, ejections, refused bodies; snapshot version, age and
- * fallback mode; the CPU time of each event loop.
+ * fallback mode; round-trip probes by outcome; the CPU time of each event loop.
  */
 final class GatewayMetrics {
     final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -65,6 +65,13 @@ final class GatewayMetrics {
                 .description("retries the retry budget allows now").register(registry);
         FunctionCounter.builder("sextant.gateway.oversized.bodies", oversized, LongAdder::sum)
                 .description("requests refused for a body over max_body_bytes (413)").register(registry);
+        Map<String, Counter> byOutcome = new java.util.HashMap<>();
+        for (String outcome : Prober.OUTCOMES) {
+            byOutcome.put(outcome, Counter.builder("sextant.gateway.probes")
+                    .description("round-trip probes of engines (GET /health) by how they ended").tag("outcome", outcome)
+                    .register(registry));
+        }
+        probes = Map.copyOf(byOutcome);
         overhead = Timer.builder("sextant.gateway.overhead")
                 .description("time the gateway itself adds to an answered request: from the request read to its"
                         + " write to the engine, plus from the answer's last part read from the engine to its write to"
@@ -79,6 +86,12 @@ final class GatewayMetrics {
         Duration.ofMillis(25), Duration.ofMillis(100), Duration.ofSeconds(1)};
 
     private final Timer overhead;
+    private final Map<String, Counter> probes;
+
+    /** A round-trip probe ended so (one of {@link Prober#OUTCOMES}). */
+    void probe(String outcome) {
+        probes.get(outcome).increment();
+    }
 
     void overhead(long nanos) {
         overhead.record(nanos, TimeUnit.NANOSECONDS);

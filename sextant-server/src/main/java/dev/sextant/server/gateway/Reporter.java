@@ -1,6 +1,7 @@
 package dev.sextant.server.gateway;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sextant.request.Outcome;
 import dev.sextant.server.internal.Http;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -13,29 +14,140 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.DoubleAdder;
+import java.util.concurrent.atomic.LongAccumulator;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.logging.Logger;
 
 /**
- * The gateway's side of the signal path: counts demand per class and per-engine TTFT, TBT and errors on the
- * request path (adders only), and every few seconds posts them to the control plane's {@code /v1/reports} from
- * its own thread. A failed post is logged and dropped; a request never waits for it.
+ * The gateway's side of the signal path: counts arrivals per class, and per engine how each attempt ended, its
+ * latencies (first byte, between chunks, end to end), new connections' set-up time and round-trip probes, and per
+ * engine cluster the probes' round trips; every few seconds it posts them to the control plane's {@code /v1/reports}
+ * from its own thread (JSON in {@code docs/servers.md}, "Signal reports"). The request path only adds to adders made
+ * once per engine ({@link EngineStats}): no lock, no allocation. A failed post is logged and dropped; a request never
+ * waits for it.
  */
 final class Reporter implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Reporter.class.getName());
 
-    private static final class EngineStats {
-        final LongAdder requests = new LongAdder();
-        final LongAdder errors = new LongAdder();
-        final DoubleAdder ttftMs = new DoubleAdder();
-        final LongAdder ttftCount = new LongAdder();
-        final DoubleAdder tbtMs = new DoubleAdder();
-        final LongAdder tbtCount = new LongAdder();
+    /** A sum of durations and their count, from which a report's mean (ms) follows. */
+    static final class Mean {
+        private final DoubleAdder ms = new DoubleAdder();
+        private final LongAdder count = new LongAdder();
+
+        /** One sample, nanoseconds ≥ 0. */
+        void add(long nanos) {
+            ms.add(nanos / 1e6);
+            count.increment();
+        }
+
+        /** Puts {@code <name>_ms} (the mean, omitted when there was no sample) and {@code <name>_count}, resetting. */
+        private void drainInto(ObjectNode o, String name) {
+            long n = count.sumThenReset();
+            double sum = ms.sumThenReset();
+            if (n > 0) {
+                o.put(name + "_ms", sum / n);
+            }
+            o.put(name + "_count", n);
+        }
+    }
+
+    /**
+     * One engine's counters, made the first time the engine is seen and kept. Every attempt on the engine ends in
+     * exactly one {@link #attempt(Outcome)}, so that a report's {@code requests} is the sum of its kinds.
+     */
+    static final class EngineStats {
+        private final LongAdder successes = new LongAdder();
+        private final LongAdder connectErrors = new LongAdder();
+        private final LongAdder timeouts = new LongAdder();
+        private final LongAdder serverErrors = new LongAdder();
+        private final LongAdder busy = new LongAdder();
+        private final LongAdder overloaded = new LongAdder();
+        private final LongAdder cancelled = new LongAdder();
+        /** From the attempt's request written to the engine to the first chunk of its answer's body. */
+        final Mean ttft = new Mean();
+        /** Between two chunks of an answer's body. */
+        final Mean tbt = new Mean();
+        /** From the attempt's request written to the engine to the last byte of a complete answer. */
+        final Mean e2e = new Mean();
+        /** Opening a new connection to the engine: TCP connect, and the TLS handshake when there is one. */
+        final Mean connect = new Mean();
+        private final LongAdder probes = new LongAdder();
+        private final LongAdder probeFailures = new LongAdder();
+
+        /** An attempt on the engine ended so. */
+        void attempt(Outcome outcome) {
+            switch (outcome) {
+                case SUCCESS, CLIENT_ERROR -> successes.increment(); // a complete answer: the engine did its work
+                case CONNECT_ERROR -> connectErrors.increment();
+                case TIMEOUT -> timeouts.increment();
+                case SERVER_ERROR -> serverErrors.increment();
+                case ENGINE_BUSY -> busy.increment();
+                case SYSTEM_OVERLOADED -> overloaded.increment();
+                case CANCELLED -> cancelled.increment();
+            }
+        }
+
+        /** A round-trip probe of the engine ended, answered 2xx or not. */
+        void probe(boolean ok) {
+            probes.increment();
+            if (!ok) {
+                probeFailures.increment();
+            }
+        }
+
+        private void drainInto(ObjectNode o) {
+            long ok = successes.sumThenReset();
+            long refused = connectErrors.sumThenReset();
+            long timeout = timeouts.sumThenReset();
+            long server = serverErrors.sumThenReset();
+            long tooBusy = busy.sumThenReset();
+            long over = overloaded.sumThenReset();
+            long gone = cancelled.sumThenReset();
+            o.put("requests", ok + refused + timeout + server + tooBusy + over + gone);
+            o.put("successes", ok);
+            o.put("errors", refused + timeout + server);
+            o.put("connect_errors", refused);
+            o.put("timeouts", timeout);
+            o.put("server_errors", server);
+            o.put("busy", tooBusy);
+            o.put("overloaded", over);
+            o.put("cancelled", gone);
+            ttft.drainInto(o, "ttft");
+            tbt.drainInto(o, "tbt");
+            e2e.drainInto(o, "e2e");
+            connect.drainInto(o, "connect");
+            o.put("probes", probes.sumThenReset());
+            o.put("probe_failures", probeFailures.sumThenReset());
+        }
+    }
+
+    /** The round trips measured to one engine cluster. */
+    private static final class RoundTrips {
+        private final LongAccumulator minNanos = new LongAccumulator(Math::min, Long.MAX_VALUE);
+        private final DoubleAdder ms = new DoubleAdder();
+        private final LongAdder count = new LongAdder();
+
+        void add(long nanos) {
+            minNanos.accumulate(nanos);
+            ms.add(nanos / 1e6);
+            count.increment();
+        }
+
+        /** {@code {"min", "mean", "count"}} in ms into {@code into} as {@code cluster}, unless there was no sample. */
+        void drainInto(ObjectNode into, String cluster) {
+            long min = minNanos.getThenReset();
+            double sum = ms.sumThenReset();
+            long n = count.sumThenReset();
+            if (n > 0) {
+                into.putObject(cluster).put("min", min / 1e6).put("mean", sum / n).put("count", n);
+            }
+        }
     }
 
     private final String gatewayCluster;
     private final Map<String, LongAdder> demand = new ConcurrentHashMap<>();
     private final Map<String, EngineStats> engines = new ConcurrentHashMap<>();
+    private final Map<String, RoundTrips> roundTrips = new ConcurrentHashMap<>();
     private final ScheduledExecutorService timer;
     private final HttpClient http;
     private final URI uri;
@@ -64,30 +176,26 @@ final class Reporter implements AutoCloseable {
         timer.scheduleAtFixedRate(this::send, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
     }
 
+    /** A request classified into {@code classId} arrived (null: not classified, not counted). */
     void request(String classId) {
         if (classId != null) {
             demand.computeIfAbsent(classId, k -> new LongAdder()).increment();
         }
     }
 
-    void attempt(String engine, boolean failure) {
-        EngineStats s = engines.computeIfAbsent(engine, k -> new EngineStats());
-        s.requests.increment();
-        if (failure) {
-            s.errors.increment();
+    /** The counters of {@code engine}, made the first time. */
+    EngineStats engine(String engine) {
+        EngineStats s = engines.get(engine);
+        return s != null ? s : engines.computeIfAbsent(engine, k -> new EngineStats());
+    }
+
+    /** A round trip to {@code engineCluster} measured by a probe, nanoseconds ≥ 0. */
+    void roundTrip(String engineCluster, long nanos) {
+        RoundTrips r = roundTrips.get(engineCluster);
+        if (r == null) {
+            r = roundTrips.computeIfAbsent(engineCluster, k -> new RoundTrips());
         }
-    }
-
-    void ttft(String engine, long nanos) {
-        EngineStats s = engines.computeIfAbsent(engine, k -> new EngineStats());
-        s.ttftMs.add(nanos / 1e6);
-        s.ttftCount.increment();
-    }
-
-    void tbt(String engine, long nanos) {
-        EngineStats s = engines.computeIfAbsent(engine, k -> new EngineStats());
-        s.tbtMs.add(nanos / 1e6);
-        s.tbtCount.increment();
+        r.add(nanos);
     }
 
     /** The report of the interval since the last one, resetting the counters; JSON as documented in servers.md. */
@@ -99,25 +207,16 @@ final class Reporter implements AutoCloseable {
         root.put("gateway", gatewayCluster);
         root.put("interval_seconds", seconds);
         ObjectNode d = root.putObject("demand_rps");
-        demand.forEach((c, n) -> d.put(c, n.sumThenReset() / seconds));
-        ObjectNode e = root.putObject("engines");
-        engines.forEach((id, s) -> {
-            ObjectNode o = e.putObject(id);
-            long req = s.requests.sumThenReset();
-            long err = s.errors.sumThenReset();
-            long tc = s.ttftCount.sumThenReset();
-            double tms = s.ttftMs.sumThenReset();
-            long bc = s.tbtCount.sumThenReset();
-            double bms = s.tbtMs.sumThenReset();
-            o.put("requests", req);
-            o.put("errors", err);
-            if (tc > 0) {
-                o.put("ttft_ms", tms / tc);
-            }
-            if (bc > 0) {
-                o.put("tbt_ms", bms / bc);
-            }
+        ObjectNode a = root.putObject("arrivals");
+        demand.forEach((c, adder) -> {
+            long n = adder.sumThenReset();
+            d.put(c, n / seconds);
+            a.put(c, n);
         });
+        ObjectNode e = root.putObject("engines");
+        engines.forEach((id, s) -> s.drainInto(e.putObject(id)));
+        ObjectNode rtt = root.putObject("rtt_ms");
+        roundTrips.forEach((cluster, r) -> r.drainInto(rtt, cluster));
         return root.toString();
     }
 

@@ -4,6 +4,7 @@ import dev.sextant.server.internal.Transport;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
@@ -57,6 +58,17 @@ final class UpstreamPool {
 
     /** Opens a new connection to {@code endpoint} on {@code loop}; the channel's handler forwards to an exchange. */
     ChannelFuture connect(EventLoop loop, String endpoint) {
+        return connect(loop, endpoint, new UpstreamHandler(), connectTimeout);
+    }
+
+    /**
+     * Opens a new connection to {@code endpoint} on {@code loop} as every engine connection is made (TLS for
+     * {@code https}, with the engine's certificate and host checked; HTTP/1.1), with {@code last} as its last handler
+     * and {@code timeout} to connect: what the round-trip probes use.
+     *
+     * @throws IllegalArgumentException when {@code endpoint} is not an http(s) URL with a host
+     */
+    ChannelFuture connect(EventLoop loop, String endpoint, ChannelHandler last, Duration timeout) {
         InetSocketAddress address = addresses.computeIfAbsent(endpoint, UpstreamPool::address);
         boolean https = endpoint.regionMatches(true, 0, "https:", 0, 6);
         Bootstrap b = new Bootstrap()
@@ -64,7 +76,7 @@ final class UpstreamPool {
                 .channel(Transport.current().socketChannel())
                 .option(ChannelOption.AUTO_READ, false)
                 .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, connectTimeout.toMillis()))
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()))
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
@@ -72,7 +84,7 @@ final class UpstreamPool {
                             // the engine's certificate must chain to a trusted CA and name the endpoint's host
                             ch.pipeline().addLast(tls.newHandler(ch.alloc(), address.getHostString(), address.getPort()));
                         }
-                        ch.pipeline().addLast(new HttpClientCodec(), new UpstreamHandler());
+                        ch.pipeline().addLast(new HttpClientCodec(), last);
                     }
                 });
         return b.connect(address);

@@ -27,6 +27,13 @@ public final class Http {
     /** One mapper for the servers' small JSON documents; thread-safe once configured. */
     public static final ObjectMapper JSON = new ObjectMapper();
 
+    /**
+     * The header a gateway names its gateway cluster in, on every request it sends an engine (probes included), so
+     * that an engine (or the engine emulator's network model) can tell where a request came from. A client's header
+     * of this name is never forwarded: it cannot pass for another gateway cluster.
+     */
+    public static final String GATEWAY_CLUSTER_HEADER = "x-sextant-gateway-cluster";
+
     private Http() {
     }
 

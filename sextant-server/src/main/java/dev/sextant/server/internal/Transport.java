@@ -39,6 +39,12 @@ public enum Transport {
                 : NioIoHandler.newFactory());
     }
 
+    /** An event loop group of {@code threads} loops that sleep while idle, on daemon threads named {@code name-N}. */
+    public EventLoopGroup group(int threads, String name) {
+        return new MultiThreadIoEventLoopGroup(threads, new io.netty.util.concurrent.DefaultThreadFactory(name, true),
+                this == EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
+    }
+
     /**
      * An event loop group of {@code threads} loops; with {@code busyPoll}, loops that never sleep (HAProxy's
      * {@code busy-polling}). On epoll a loop with nothing to do spins in Netty's {@link SelectStrategy#BUSY_WAIT}

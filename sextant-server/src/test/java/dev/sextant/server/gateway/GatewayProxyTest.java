@@ -271,6 +271,12 @@ class GatewayProxyTest {
             JsonNode report = Http.JSON.readTree(shedding.reporter.drain());
             assertThat(report.path("demand_rps").path("chat").asDouble() * report.path("interval_seconds").asDouble())
                     .isCloseTo(40.0, org.assertj.core.data.Offset.offset(1e-6));
+            assertThat(report.path("arrivals").path("chat").asLong()).as("the same arrivals, as a count").isEqualTo(40);
+            long attempts = 0;
+            for (JsonNode e : report.path("engines")) {
+                attempts += e.path("requests").asLong();
+            }
+            assertThat(attempts).as("the shed ones reached no engine").isEqualTo(served);
         }
     }
 

@@ -76,9 +76,9 @@ class GatewayRequestFuzzTest {
     static final long SEED = Long.getLong("sextant.fuzz.seed", 20261129L);
     private static final int MAX_BODY = 8192;
     private static final int MAX_HEAD = 4096;
-    /** Headers the gateway may send to an engine. */
+    /** Headers the gateway may send to an engine (the last its own, naming its gateway cluster). */
     private static final Set<String> FORWARDED = Set.of("content-type", "accept", "authorization", "user-agent",
-            "x-request-id", "host", "content-length");
+            "x-request-id", "host", "content-length", "x-sextant-gateway-cluster");
 
     private static LeakWatch leaks;
     private static Fleet fleet;
@@ -440,6 +440,7 @@ class GatewayRequestFuzzTest {
             assertThat(h.getValue()).as("value of " + h.getKey()).doesNotContain("\r").doesNotContain("\n")
                     .doesNotContain("\0");
         });
+        assertThat(req.headers().getAll("x-sextant-gateway-cluster")).as("the gateway's cluster").containsExactly("gw");
         EmbeddedChannel enc = new EmbeddedChannel(new HttpRequestEncoder());
         EmbeddedChannel dec = new EmbeddedChannel(new HttpRequestDecoder(), new HttpObjectAggregator(1 << 24));
         try {

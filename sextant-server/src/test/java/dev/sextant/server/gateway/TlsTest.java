@@ -12,6 +12,7 @@ import dev.sextant.server.control.ControlPlaneConfig;
 import dev.sextant.server.engine.EngineConfig;
 import dev.sextant.server.engine.EngineEmulator;
 import dev.sextant.server.internal.Http;
+import dev.sextant.signal.PrometheusText;
 import dev.sextant.server.tls.ClientTls;
 import dev.sextant.server.tls.ServerTls;
 import dev.sextant.server.tls.TestPki;
@@ -197,6 +198,49 @@ class TlsTest {
         assertThat(r.statusCode()).isBetween(502, 503);
         assertThat(r.body()).contains("e-1").contains("PKIX");
         assertThat(bad.generatedTokens()).isZero();
+    }
+
+    @Test
+    void probesAndConnectTimes_overTls_aTrustedEngineAnswers_anUntrustedOneIsAConnectError() throws Exception {
+        Map<String, EngineEmulator> engines = new LinkedHashMap<>();
+        engines.put("e-1", engine("e-1", pki.issue("e-1").server()));
+        engines.put("e-2", engine("e-2", rogue.issue("e-2").server()));
+        Snapshot snapshot = Policies.optimal().solve(TopologyLoader.load(yaml(engines), "t.yaml"), SolveOptions.defaults());
+        Gateway gw = keep(Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false).withTls(null, trusting)
+                        .withControlPlane(URI.create("https://127.0.0.1:9"), (String) null, Duration.ofHours(1))
+                        .withProbeInterval(Duration.ofMillis(50)),
+                SnapshotSource.fixed(snapshot), 1));
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("k", false, 2));
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.headers().firstValue("x-sextant-engine")).hasValue("e-1");
+
+        Map<String, Long> sums = new java.util.HashMap<>();
+        java.util.List<JsonNode> rtts = new CopyOnWriteArrayList<>();
+        assertThat(Fleet.await(() -> {
+            try {
+                JsonNode report = Http.JSON.readTree(gw.reporter.drain());
+                for (String e : List.of("e-1", "e-2")) {
+                    for (String f : List.of("probes", "probe_failures", "connect_count", "successes")) {
+                        sums.merge(e + "." + f, report.path("engines").path(e).path(f).asLong(), Long::sum);
+                    }
+                }
+                if (report.path("rtt_ms").has("c-eu")) {
+                    rtts.add(report.path("rtt_ms").path("c-eu"));
+                }
+            } catch (java.io.IOException e) {
+                throw new IllegalStateException(e);
+            }
+            return sums.get("e-1.probes") >= 1 && sums.get("e-2.probe_failures") >= 1;
+        }, Duration.ofSeconds(30))).isTrue();
+        assertThat(sums.get("e-1.probe_failures")).isZero();
+        assertThat(sums.get("e-2.probes")).as("every probe of the untrusted engine failed")
+                .isEqualTo(sums.get("e-2.probe_failures"));
+        assertThat(rtts).as("round trips from the trusted engine's answers").isNotEmpty();
+        assertThat(sums.get("e-1.successes")).isEqualTo(1);
+        assertThat(sums.get("e-1.connect_count")).as("the request's TLS connection, handshake done").isEqualTo(1);
+        assertThat(PrometheusText.parse(Fleet.get(gw.port(), "/metrics").body()).samples("sextant_gateway_probes_total")
+                .stream().filter(x -> "connect_error".equals(x.labels().get("outcome"))).findFirst().orElseThrow()
+                .value()).as("the handshake refused").isPositive();
     }
 
     @Test
