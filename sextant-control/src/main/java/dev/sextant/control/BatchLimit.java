@@ -14,31 +14,75 @@ final class BatchLimit {
     static final double MIN_KV_USAGE = 0.05;
     /** At or above this KV-cache fraction, a full batch is bounded by the KV cache, not by the sequence limit. */
     static final double KV_BOUND = 0.9;
-    /** A batch within this factor of the estimate counts as the estimate being reached, for exploration. */
-    static final double REACHED = 0.95;
+    /** Exploration needs the batch to have reached the estimate itself: evidence that the limit is no lower. */
+    static final double REACHED = 1.0;
+    /** Scrapes that find requests waiting while the batch is at the largest it ever ran that mark that as its ceiling. */
+    static final int CEILING_HITS = 3;
+    /** Intervals that queued behind a full batch before that batch is taken for the limit. */
+    static final int QUEUED_INTERVALS = 2;
 
     private double saturated = Double.NaN;
+    /** The largest throughput measured with a full batch and a queue, req/s (NaN: none). */
+    private double saturatedRps = Double.NaN;
     private long saturatedIntervals;
     private double largest;
+    /** The largest batch seen at all, with a queue or without. */
+    private double largestEver;
     private double recent;
     private double probed = Double.NaN;
     private long probedAtVersion = Long.MIN_VALUE;
     private int probes;
     private double kv = Double.NaN;
     private double reported = Double.NaN;
+    /** Scrapes that found requests waiting with the batch at {@link #largestEver}. */
+    private int ceilingHits;
+    /** Intervals that queued behind a full batch, since the largest batch last rose. */
+    private int queuedFull;
     private long lastAt;
 
-    /** One interval of the engine. */
-    void sample(Interval i) {
+    /**
+     * Above this share of the engine's time spent prefilling, requests wait for prefill work as much as for a place
+     * in the batch, and a queue no longer says the batch is full.
+     */
+    static final double PREFILL_BOUND = 0.25;
+
+    /**
+     * One interval of the engine.
+     *
+     * @param prefillShare the share of the engine's time its prefill took in the interval, from its group's law
+     * @param otherWaitMs  the wait before admission its group's law explains without a full batch (for the prefill
+     *                     work ahead, and for the step in progress), ms
+     */
+    void sample(Interval i, double prefillShare, double otherWaitMs) {
         if (!Double.isNaN(i.batchLimit()) && i.batchLimit() >= 1) {
             reported = i.batchLimit();
         }
         double end = i.runningEnd();
         if (!Double.isNaN(end)) {
+            double before = largestEver;
+            largestEver = Math.max(largestEver, Math.max(end, Double.isNaN(i.runningStart()) ? 0 : i.runningStart()));
+            if (largestEver > before) {
+                ceilingHits = 0;
+                queuedFull = 0;
+            }
             boolean kvBound = !Double.isNaN(i.kvUsage()) && i.kvUsage() >= KV_BOUND;
-            if (i.saturated() && !kvBound && end >= 1) {
+            // a queue says the batch is full only where it cannot be a queue for prefill work or for KV space
+            boolean slotBound = !kvBound && prefillShare < PREFILL_BOUND;
+            // requests waited longer than prefill and the step explain, behind a batch as large as it ever ran
+            double step = Double.isNaN(i.tbtMs()) ? 1 : Math.max(1, i.tbtMs());
+            double excess = Double.isNaN(i.queueMs()) ? Double.NaN : i.queueMs() - otherWaitMs;
+            boolean queued = !Double.isNaN(excess) ? excess > 3 * step : i.saturated();
+            // requests waiting while the batch is as large as it ever was: it cannot take more (its ceiling); where
+            // the engine exports its queue time, only when they waited longer than prefill and the step explain
+            boolean waitedForPlace = !Double.isNaN(excess) ? excess > step : prefillShare < PREFILL_BOUND / 2;
+            if (slotBound && waitedForPlace && !Double.isNaN(i.waitingEnd()) && i.waitingEnd() >= 1 && end >= 1
+                    && end >= largestEver && ++ceilingHits >= CEILING_HITS) {
+                saturated = Double.isNaN(saturated) ? end : Math.max(saturated, end);
+            }
+            if (queued && end >= largestEver && slotBound && end >= 1 && ++queuedFull >= QUEUED_INTERVALS) {
                 // the largest batch seen with a queue: an interval can end between steps with fewer in the batch
                 saturated = Double.isNaN(saturated) ? end : Math.max(saturated, end);
+                saturatedRps = Double.isNaN(saturatedRps) ? i.load() : Math.max(saturatedRps, i.load());
                 saturatedIntervals++;
             } else if (!i.saturated()) {
                 double batch = Math.max(end, Double.isNaN(i.runningStart()) ? 0 : i.runningStart());
@@ -46,6 +90,10 @@ final class BatchLimit {
                 recent = Math.max(recent, batch);
                 if (!Double.isNaN(saturated) && batch > saturated * 1.02) {
                     saturated = Double.NaN; // a larger batch ran without a queue since: that limit is gone
+                    saturatedRps = Double.NaN;
+                }
+                if (!Double.isNaN(saturatedRps) && i.load() > saturatedRps * 1.05) {
+                    saturatedRps = Double.NaN; // more was served without a queue since
                 }
             }
         }
@@ -55,6 +103,11 @@ final class BatchLimit {
             kv = Double.isNaN(kv) ? slots : 0.7 * kv + 0.3 * slots;
         }
         lastAt = i.atNanos();
+    }
+
+    /** The largest throughput measured with a full batch and a queue, req/s; NaN when none. */
+    double saturatedRps() {
+        return saturatedRps;
     }
 
     /** The estimate, given the configured batch {@code configured}. */
@@ -77,18 +130,19 @@ final class BatchLimit {
     }
 
     /**
-     * Explores the limit upward, once per solve: while no queue has shown where the limit lies, an engine whose
-     * batch reached {@value #REACHED} of the estimate since the last solve, and whose last exploration has been
-     * tried (a snapshot published since), gets an estimate {@code margin} higher. An engine rated too low then shows
-     * its room within a few publications, as far as the optimizer wants to use it; when the estimate passes the
-     * real limit, requests queue, the limit is measured, and exploring stops. An engine the optimizer does not load
-     * near its estimate is not explored: its room does not matter.
+     * Explores the limit upward, once per solve, where the optimizer wants more of the engine than the estimate
+     * allows: while no queue has shown where the limit lies, an engine whose capacity binds in the published snapshot
+     * ({@code binding}: planned at 95% of its effective capacity or more), whose batch reached the estimate since the
+     * last solve, and whose last exploration has been tried (a snapshot published since), gets an estimate
+     * {@code margin} higher. When the estimate passes the real limit, requests queue behind a full batch, the limit
+     * is measured, and exploring stops. Elsewhere the estimate only follows the largest batch seen without a queue
+     * (a batch that ran proves its limit is no lower; random peaks of load raise it as far as the engine is used).
      *
      * @return true when the estimate rose
      */
-    boolean probe(long publishedVersion, double configured, double margin) {
+    boolean probe(boolean binding, long publishedVersion, double configured, double margin) {
         boolean rose = false;
-        if (publishedVersion > probedAtVersion && Double.isNaN(reported) && Double.isNaN(saturated)) {
+        if (binding && publishedVersion > probedAtVersion && Double.isNaN(reported) && Double.isNaN(saturated)) {
             double n = slots(configured);
             boolean kvBound = !Double.isNaN(kv) && kv <= n;
             if (!kvBound && recent >= REACHED * n) {
@@ -112,8 +166,8 @@ final class BatchLimit {
             return String.format(Locale.ROOT, "batch limit %.0f as the engine reports it", n);
         }
         if (!Double.isNaN(saturated)) {
-            return String.format(Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals)", n,
-                    saturatedIntervals);
+            return String.format(Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals, at up to %.1f req/s)",
+                    n, saturatedIntervals, saturatedRps);
         }
         if (!Double.isNaN(probed) && probed >= n * 0.9999) {
             return String.format(Locale.ROOT, "batch of %.0f: explored %d× by %.0f%% (never seen full; configured "

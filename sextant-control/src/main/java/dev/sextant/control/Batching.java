@@ -9,32 +9,37 @@ import java.util.List;
  * A continuous-batching engine (vLLM, SGLang, TensorRT-LLM, TGI) serving a workload: what its latency is at a load
  * of x requests per second, and the load at which its queue grows without bound.
  *
- * <p>Implementation note. Four laws, each a fact of how these engines work, with the parameters the estimator
+ * <p>Implementation note. Five laws, each a fact of how these engines work, with the parameters the estimator
  * fits:
  * <ol>
- * <li><b>Step time.</b> Every running sequence gets one token per step; a step lasts
- *     {@code TBT = α + γ·R + δ·π} ms with R the sequences decoding and π the uncached prompt tokens per second
- *     being prefilled beside them (chunked prefill shares the steps).</li>
+ * <li><b>Step time.</b> Every running sequence gets one token per step; a step costs {@code α + γ·R} ms of decode
+ *     work for R decoding sequences, and prefill work shares the steps (chunked prefill): with π uncached prompt
+ *     tokens per second prefilled, a fraction {@code β·π} of the engine's time goes to prefill, so a step lasts
+ *     {@code TBT = (α + γ·R) / (1 − β·π)} ms.</li>
  * <li><b>Little's law on decoding.</b> A request decodes for (n − 1) steps, so at load x the batch holds
- *     {@code R = x·(n − 1)·TBT / 1000} decoding sequences. With π = x·P (P uncached prompt tokens per request)
- *     this closes to {@code TBT(x) = (α + δ·x·P) / (1 − γ·x·(n − 1)/1000)}: increasing and convex, unbounded at
- *     the compute limit {@code 1000 / (γ·(n − 1))}.</li>
+ *     {@code R = x·(n − 1)·TBT / 1000} decoding sequences. With π = x·P (P uncached prompt tokens per request) the
+ *     two close to {@code TBT(x) = α / (1 − u(x))} with {@code u(x) = x·(β·P + γ·(n − 1)/1000)} the share of the
+ *     engine's time its per-token work takes: increasing and convex, unbounded at the compute limit u = 1.</li>
  * <li><b>Prefill.</b> The first token comes after the prompt is prefilled:
- *     {@code TTFT₀ = base + perToken·P + perStep·TBT} ms, not counting the wait for a place in the batch.</li>
+ *     {@code TTFT₀ = base + perToken·P + perStep·TBT} ms, not counting any wait before it starts.</li>
  * <li><b>Batch slots.</b> At most N requests hold a place in the batch (the engine's sequence limit or what its
  *     KV cache holds); each holds it for {@code D = TTFT₀ + (n − 1)·TBT} ms, so x·D/1000 slots are busy on
  *     average. Arrivals that find all N busy wait: an M/M/N queue, whose mean wait is Erlang's C formula times
  *     {@code D / (N − x·D/1000)} (Kleinrock, <i>Queueing Systems</i> vol. 1, §3.5).</li>
+ * <li><b>Prefill queue.</b> A prompt also waits for the prefill work of the prompts ahead of it: the M/M/1 wait
+ *     {@code x·β·P / (1 − u) × (perToken·P)} of a server busy with prefill a share x·β·P of the time and slowed by
+ *     the rest of its work; it matters when prompts are long (retrieval-augmented traffic). And it waits for the
+ *     step in progress to end before it is admitted: half a step on average.</li>
  * </ol>
- * The saturation load μ is where x·D(x)/1000 = N: beyond it the queue grows without bound. It is what the
- * optimizer calls the engine's capacity (its profiles are functions of ρ = x / capacity and diverge at ρ = 1).
- * TTFT(x) = TTFT₀(x) + wait(x) and TBT(x) are both increasing and convex in x (the mean wait of M/M/N is convex
- * in the arrival rate), which keeps the optimizer's problem convex; {@link #profile()} samples them and lets
- * {@link MeasuredProfile} enforce both properties on the samples.
+ * The saturation load μ is where x·D(x)/1000 = N or u(x) = 1, whichever comes first: beyond it a queue grows
+ * without bound. It is what the optimizer calls the engine's capacity (its profiles are functions of
+ * ρ = x / capacity and diverge at ρ = 1). TTFT(x) = TTFT₀(x) + both waits, and TBT(x), are increasing and convex in
+ * x (the mean wait of M/M/N is convex in the arrival rate), which keeps the optimizer's problem convex;
+ * {@link #profile()} samples them and lets {@link MeasuredProfile} enforce both properties on the samples.
  *
- * @param alpha        step time of an idle engine, ms, ≥ 0
- * @param gamma        step time added per decoding sequence, ms, ≥ 0
- * @param delta        step time added per uncached prompt token per second, ms·s, ≥ 0
+ * @param alpha        decode work of a step with no sequence, ms, ≥ 0
+ * @param gamma        decode work added per decoding sequence, ms, ≥ 0
+ * @param beta         share of the engine's time one uncached prompt token per second takes, s, ≥ 0
  * @param base         first-token time not explained by the prompt or the step, ms, ≥ 0
  * @param perToken     prefill time per uncached prompt token, ms, ≥ 0
  * @param perStep      steps until the first token (ms of TTFT per ms of step), ≥ 0
@@ -42,7 +47,7 @@ import java.util.List;
  * @param outputTokens mean output tokens per request, n ≥ 1
  * @param promptTokens mean uncached prompt tokens per request, P ≥ 0
  */
-record Batching(double alpha, double gamma, double delta, double base, double perToken, double perStep,
+record Batching(double alpha, double gamma, double beta, double base, double perToken, double perStep,
                 double slots, double outputTokens, double promptTokens) {
 
     /** Utilizations (load / saturation) at which {@link #profile()} samples the curves. */
@@ -52,7 +57,7 @@ record Batching(double alpha, double gamma, double delta, double base, double pe
     Batching {
         nonNegative("alpha", alpha);
         nonNegative("gamma", gamma);
-        nonNegative("delta", delta);
+        nonNegative("beta", beta);
         nonNegative("base", base);
         nonNegative("per_token", perToken);
         nonNegative("per_step", perStep);
@@ -77,24 +82,39 @@ record Batching(double alpha, double gamma, double delta, double base, double pe
 
     /** The same engine {@code factor} times slower (every time scaled), for a slow engine of a group. */
     Batching slower(double factor) {
-        return new Batching(alpha * factor, gamma * factor, delta * factor, base * factor, perToken * factor,
+        return new Batching(alpha * factor, gamma * factor, beta * factor, base * factor, perToken * factor,
                 perStep, slots, outputTokens, promptTokens);
     }
 
     /** The same engine with another batch limit. */
     Batching withSlots(double n) {
-        return new Batching(alpha, gamma, delta, base, perToken, perStep, n, outputTokens, promptTokens);
+        if (!(n >= 1)) {
+            n = 1;
+        }
+        return new Batching(alpha, gamma, beta, base, perToken, perStep, n, outputTokens, promptTokens);
     }
 
-    /** The load beyond which decode steps grow without bound, req/s (infinite without per-sequence cost). */
+    /** Share of the engine's time per request per second of its per-token work: u(x) = x · this. */
+    private double workPerRequest() {
+        return beta * promptTokens + gamma * (outputTokens - 1) / 1000;
+    }
+
+    /** The load at which the engine's per-token work takes all its time, req/s (infinite without any). */
     double computeLimit() {
-        return gamma > 0 && outputTokens > 1 ? 1000 / (gamma * (outputTokens - 1)) : Double.POSITIVE_INFINITY;
+        double w = workPerRequest();
+        return w > 0 ? 1 / w : Double.POSITIVE_INFINITY;
     }
 
     /** Time between output tokens at load x req/s, ms; infinite at or beyond the compute limit. */
     double tbt(double x) {
-        double d = 1 - gamma * x * (outputTokens - 1) / 1000;
-        return d <= 0 ? Double.POSITIVE_INFINITY : (alpha + delta * x * promptTokens) / d;
+        double d = 1 - x * workPerRequest();
+        return d <= 0 ? Double.POSITIVE_INFINITY : alpha / d;
+    }
+
+    /** The step law at a batch of {@code running} and a prefill load of {@code pi} tokens/s, ms. */
+    double stepTime(double running, double pi) {
+        double d = 1 - beta * pi;
+        return d <= 0 ? Double.POSITIVE_INFINITY : (alpha + gamma * running) / d;
     }
 
     /** Time to first token at load x without waiting for the batch, ms. */
@@ -105,6 +125,14 @@ record Batching(double alpha, double gamma, double delta, double base, double pe
     /** How long a request holds its place in the batch at load x, ms. */
     double residence(double x) {
         return firstTokenWithoutQueue(x) + (outputTokens - 1) * tbt(x);
+    }
+
+    /**
+     * The same engine with the batch limit at which it saturates at {@code rps}: the places busy there. A measured
+     * saturation throughput is the most direct evidence of where the queue starts, so it sets N (the laws stay).
+     */
+    Batching saturatingAt(double rps) {
+        return withSlots(Math.max(1, busySlots(rps)));
     }
 
     /** Batch places busy on average at load x. */
@@ -118,8 +146,8 @@ record Batching(double alpha, double gamma, double delta, double base, double pe
     }
 
     /**
-     * The saturation load μ, req/s: where the busy places reach N (or the compute limit, whichever comes first).
-     * Bisection on a monotone function: busy places grow with load.
+     * The saturation load μ, req/s: where the busy places reach N or the compute limit, whichever comes first.
+     * Bisection on a monotone function: busy places grow with load (and without bound at the compute limit).
      */
     double saturation() {
         int n = servers();
@@ -142,17 +170,31 @@ record Batching(double alpha, double gamma, double delta, double base, double pe
         return lo;
     }
 
-    /** Mean wait for a place in the batch at load x, ms (M/M/N); infinite at or beyond saturation. */
+    /**
+     * Mean wait before a request's prefill starts at load x, ms: for a place in the batch (M/M/N) and for the
+     * prefill work ahead of it (M/M/1); infinite at or beyond saturation.
+     */
     double wait(double x) {
         if (x <= 0) {
             return 0;
         }
         int n = servers();
         double a = busySlots(x);
-        if (!(a < n)) {
+        double u = x * workPerRequest();
+        if (!(a < n) || !(u < 1)) {
             return Double.POSITIVE_INFINITY;
         }
-        return erlangC(n, a) * residence(x) / (n - a);
+        double prefill = x * beta * promptTokens / (1 - u) * perToken * promptTokens;
+        return erlangC(n, a) * residence(x) / (n - a) + prefill + 0.5 * tbt(x);
+    }
+
+    /** The part of the wait at load x that a full batch does not cause: prefill work ahead, the step in progress, ms. */
+    double waitWithoutFullBatch(double x) {
+        double u = x * workPerRequest();
+        if (!(u < 1)) {
+            return Double.POSITIVE_INFINITY;
+        }
+        return x * beta * promptTokens / (1 - u) * perToken * promptTokens + 0.5 * tbt(x);
     }
 
     /** Mean time to first token at load x, ms: the wait for the batch plus the prefill. */

@@ -145,7 +145,8 @@ final class DefaultControlLoop implements ControlLoop {
         if (i != null) {
             t.judge(i, options);
             t.group.sample(i, t.speed);
-            t.batch.sample(i);
+            Batching law = t.group.fitted(i.atNanos());
+            t.batch.sample(i, law.beta() * t.speed * i.prefillRate(), t.speed * law.waitWithoutFullBatch(i.load()));
         }
     }
 
@@ -303,7 +304,7 @@ final class DefaultControlLoop implements ControlLoop {
             double applied = t.appliedSpeed(medians.get(g));
             double slots = t.batch.slots(g.configuredSlots());
             String shape = g.id + "\u0000" + applied + "\u0000" + slots + "\u0000" + t.batch.fromEvidence(
-                    g.configuredSlots());
+                    g.configuredSlots()) + "\u0000" + t.batch.saturatedRps();
             EngineEstimate shared = byShape.get(shape);
             if (shared == null) {
                 shared = engineEstimate(t, g, fitted.get(g), priorSaturation.get(g), applied);
@@ -329,6 +330,10 @@ final class DefaultControlLoop implements ControlLoop {
         }
         double configuredSlots = g.configuredSlots();
         Batching b = (applied == 1 ? fit : fit.slower(applied)).withSlots(t.batch.slots(configuredSlots));
+        if (!Double.isNaN(t.batch.saturatedRps()) && t.batch.saturatedRps() < b.saturation()) {
+            // measured where its queue starts: that is its capacity, whatever the laws extrapolate
+            b = b.saturatingAt(t.batch.saturatedRps());
+        }
         double mu = Math.max(1e-6, b.saturation());
         double wCap = t.batch.fromEvidence(configuredSlots) ? 1 : w;
         double capacity = mu * Math.pow(c.capacityRps() / Math.max(1e-6, muPrior), 1 - wCap);
@@ -478,8 +483,11 @@ final class DefaultControlLoop implements ControlLoop {
         refresh(now);
         urgent = false;
         for (EngineTracker t : engines.values()) {
-            t.batch.probe(published == null ? Long.MIN_VALUE : published.version(), t.group.configuredSlots(),
-                    options.probeMargin());
+            dev.sextant.snapshot.EngineState st = published == null ? null : published.engines().get(t.id);
+            boolean binding = st != null && st.effectiveCapacityRps() > 0
+                    && st.loadRps() >= 0.95 * st.effectiveCapacityRps();
+            t.batch.probe(binding, published == null ? Long.MIN_VALUE : published.version(),
+                    t.group.configuredSlots(), options.probeMargin());
         }
         Estimates est = estimate(now);
         Topology solveFor = solveTopology(est);

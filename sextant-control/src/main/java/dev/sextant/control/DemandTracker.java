@@ -16,7 +16,9 @@ import java.util.Locale;
  * trend (a ramp slower than one report can show) is fitted by weighted least squares of rate on time, each report
  * weighted by its length (the inverse of its Poisson variance); when the slope is more than three standard errors
  * from zero, the estimate is the fitted line at the newest report rather than the mean, which lags a ramp by half
- * the window.
+ * the window. A lone newest report that disagrees with the agreeing reports before it is held back until the next
+ * one confirms it: one interval of extraordinary arrivals (a thousand requests sent at once) is not a new level of
+ * demand, and planning for it after it has passed would only shed requests that are not coming.
  */
 final class DemandTracker {
     /** How many Poisson standard deviations a report may differ from the newer ones and still be averaged with them. */
@@ -50,48 +52,52 @@ final class DemandTracker {
     }
 
     private int averagedReports;
+    private int skipped;
 
     private int averaged() {
         return averagedReports;
     }
 
     private void estimate() {
+        java.util.List<Report> newest = new java.util.ArrayList<>(reports);
+        java.util.Collections.reverse(newest);
+        int start = 0;
+        if (newest.size() >= 3 && !agrees(newest.get(0), newest.get(1).count(), newest.get(1).seconds())
+                && agrees(newest.get(2), newest.get(1).count(), newest.get(1).seconds())) {
+            start = 1; // the newest alone disagrees with agreeing older ones: not confirmed yet
+        }
+        java.util.List<Report> used = new java.util.ArrayList<>();
         long c = 0;
         double s = 0;
-        int k = 0;
-        for (Iterator<Report> it = reports.descendingIterator(); it.hasNext(); ) {
-            Report r = it.next();
-            if (k > 0) {
-                double mean = c / s;
-                double expected = mean * r.seconds();
-                double sd = Math.sqrt(Math.max(expected, 1));
-                if (Math.abs(r.count() - expected) > Math.max(AGREEMENT_SD * sd, AGREEMENT_RELATIVE * expected)) {
-                    break;
+        for (int i = start; i < newest.size(); i++) {
+            Report r = newest.get(i);
+            if (!used.isEmpty() && !agrees(r, c, s)) {
+                // an isolated report that disagrees (a burst) is passed over when the one before it agrees again
+                if (i + 1 < newest.size() && agrees(newest.get(i + 1), c, s)) {
+                    continue;
                 }
+                break;
             }
+            used.add(r);
             c += r.count();
             s += r.seconds();
-            k++;
         }
-        averagedReports = k;
+        skipped = start;
+        averagedReports = used.size();
         count = c;
         seconds = s;
         rate = s > 0 ? c / s : Double.NaN;
-        if (k >= 4 && rate > 0) {
-            // the fitted line at the newest report, when the trend is significant
+        trend = 0;
+        if (used.size() >= 4 && rate > 0) {
+            // the fitted line at the newest report averaged, when the trend is significant
             double tMean = 0;
-            int i = 0;
-            for (Iterator<Report> it = reports.descendingIterator(); it.hasNext() && i < k; i++) {
-                Report r = it.next();
+            for (Report r : used) {
                 tMean += r.seconds() * r.atNanos() / 1e9;
             }
             tMean /= s;
             double sxx = 0;
             double sxy = 0;
-            i = 0;
-            long newest = reports.peekLast().atNanos();
-            for (Iterator<Report> it = reports.descendingIterator(); it.hasNext() && i < k; i++) {
-                Report r = it.next();
+            for (Report r : used) {
                 double dt = r.atNanos() / 1e9 - tMean;
                 sxx += r.seconds() * dt * dt;
                 sxy += r.seconds() * dt * (r.count() / r.seconds() - rate);
@@ -101,12 +107,17 @@ final class DemandTracker {
                 double se = Math.sqrt(rate / sxx);
                 if (Math.abs(slope) > 3 * se) {
                     trend = slope;
-                    rate = Math.max(0, rate + slope * (newest / 1e9 - tMean));
-                    return;
+                    rate = Math.max(0, rate + slope * (used.get(0).atNanos() / 1e9 - tMean));
                 }
             }
         }
-        trend = 0;
+    }
+
+    /** True when report {@code r} agrees with {@code c} requests in {@code s} seconds (Poisson, and 10%). */
+    private static boolean agrees(Report r, long c, double s) {
+        double expected = s > 0 ? c / s * r.seconds() : 0;
+        double sd = Math.sqrt(Math.max(expected, 1));
+        return Math.abs(r.count() - expected) <= Math.max(AGREEMENT_SD * sd, AGREEMENT_RELATIVE * expected);
     }
 
     private double trend;

@@ -20,7 +20,7 @@ final class GroupModel {
     private final Engine config;
     private final int configuredOutputTokens;
     private final ControlOptions options;
-    /** TBT ≈ α + γ·R + δ·π. */
+    /** TBT ≈ α + γ·R + β·π·TBT, the step law (α + γ·R) / (1 − β·π) made linear in its parameters. */
     private final LeastSquares step = new LeastSquares(3);
     /** TTFT without queue ≈ base + perToken·P + perStep·TBT. */
     private final LeastSquares first = new LeastSquares(3);
@@ -127,21 +127,21 @@ final class GroupModel {
     /** The configured capacity and profile as the parameters of {@link Batching}, for the observed prompts. */
     Batching prior() {
         Prior p = prior(promptTokens());
-        return new Batching(p.alpha, p.gamma, p.delta, p.base, p.perToken, p.perStep, p.slots, configuredOutputTokens,
+        return new Batching(p.alpha, p.gamma, p.beta, p.base, p.perToken, p.perStep, p.slots, configuredOutputTokens,
                 promptTokens());
     }
 
-    private record Prior(double alpha, double gamma, double delta, double base, double perToken, double perStep,
+    private record Prior(double alpha, double gamma, double beta, double base, double perToken, double perStep,
                          double slots, double decodingAtCapacity) {
     }
 
     /**
-     * The configuration in the model's terms. From the configured profile: idle TBT (α), TBT at full load, idle TTFT;
-     * with n the model's configured output tokens and C the configured capacity, a request holds its place for
-     * D = TTFT + (n − 1)·TBT_full at capacity, so the batch holds N = C·D/1000 (Little); γ is chosen so that
-     * Little's law on decoding gives TBT_full at C, which makes the prior's saturation C itself. The idle TTFT is
-     * read as one step plus the prefill of the observed mean prompt, which gives the prefill cost per token and
-     * the prefill's share of a step (δ).
+     * The configuration in the model's terms. From the configured profile: idle TBT (α), TBT at full load, idle
+     * TTFT. The idle TTFT is read as one step plus the prefill of the observed mean prompt P, which gives the prefill
+     * cost per token b and its share of the engine's time β = b/1000 per token per second. With n the model's
+     * configured output tokens and C the configured capacity, a request holds its place for D = TTFT + (n − 1)·TBT_full
+     * at capacity, so the batch holds N = C·D/1000 (Little), and γ is chosen so that the step law gives TBT_full at
+     * C, which makes the prior's saturation C itself.
      */
     private Prior prior(double prompt) {
         LatencyProfile prof = config.profile();
@@ -152,7 +152,6 @@ final class GroupModel {
         double ttft0 = prof.ttftMs(0);
         double residence = ttft0 + (n - 1) * tbtFull;
         double slots = Math.max(1, c0 * residence / 1000);
-        double gamma = n > 1 && tbtFull > 0 && tbtFull > tbt0 ? (1 - tbt0 / tbtFull) * 1000 / (c0 * (n - 1)) : 0;
         double base;
         double perToken;
         double perStep;
@@ -165,8 +164,13 @@ final class GroupModel {
             perToken = 0;
             perStep = 0;
         }
-        double delta = perToken * tbt0 / 1000;
-        return new Prior(tbt0, gamma, delta, base, perToken, perStep, slots, c0 * (n - 1) * tbtFull / 1000);
+        double beta = perToken / 1000;
+        // TBT(C) = α / (1 − C·(β·P + γ·(n − 1)/1000)) = TBT_full
+        double gamma = 0;
+        if (n > 1 && tbtFull > 0 && tbtFull > tbt0) {
+            gamma = Math.max(0, ((1 - tbt0 / tbtFull) / c0 - beta * prompt) * 1000 / (n - 1));
+        }
+        return new Prior(tbt0, gamma, beta, base, perToken, perStep, slots, c0 * (n - 1) * tbtFull / 1000);
     }
 
     /** One interval of one member, whose speed factor is {@code speed} (1 = as its group). */
@@ -182,7 +186,8 @@ final class GroupModel {
         double pi = i.prefillRate();
         largestPrefill = Math.max(largestPrefill, pi);
         if (i.tbtCount() >= options.minTokenGaps() && !Double.isNaN(i.tbtMs()) && !Double.isNaN(r)) {
-            step.add(new double[] {1, r, pi}, i.tbtMs() / speed, 1);
+            double y = i.tbtMs() / speed;
+            step.add(new double[] {1, r, pi * y}, y, 1);
         }
         double ttft0 = i.firstTokenWithoutQueue();
         if (i.ttftCount() >= 3 && !Double.isNaN(ttft0) && !Double.isNaN(i.tbtMs())) {
@@ -214,27 +219,16 @@ final class GroupModel {
         double prompt = promptTokens();
         Prior p = prior(prompt);
         double decodingAtCapacity = Math.max(1, p.decodingAtCapacity);
-        double w = options.priorWeight() / 4;
-        step.clearPrior();
-        step.prior(new double[] {1, 0, 0}, p.alpha, w);
-        step.prior(new double[] {1, decodingAtCapacity / 2, 0}, p.alpha + p.gamma * decodingAtCapacity / 2, w);
-        step.prior(new double[] {1, decodingAtCapacity, 0}, p.alpha + p.gamma * decodingAtCapacity, w);
-        double piRef = Math.max(1, config.capacityRps() * prompt);
-        step.prior(new double[] {1, 0, piRef}, p.alpha + p.delta * piRef, w);
-        double[] s = step.solve(new double[] {p.alpha, p.gamma, p.delta});
-
-        LatencyProfile prof = config.profile();
-        double tbt0 = Math.max(0, prof.tbtMs(0));
-        double tbtHigh = 2 * Math.max(tbt0, prof.tbtMs(1.0)) + 1;
-        double pRef = Math.max(1, prompt);
-        double wf = options.priorWeight() / 3;
-        first.clearPrior();
-        first.prior(new double[] {1, 0, tbt0}, p.base + p.perStep * tbt0, wf);
-        first.prior(new double[] {1, pRef, tbt0}, p.base + p.perToken * pRef + p.perStep * tbt0, wf);
-        first.prior(new double[] {1, 0, tbtHigh}, p.base + p.perStep * tbtHigh, wf);
+        double tbtFull = Math.max(p.alpha, config.profile().tbtMs(1.0));
+        double piRef = config.capacityRps() * prompt;
+        step.prior(new double[] {p.alpha, p.gamma, p.beta}, options.priorWeight(),
+                new double[] {1, decodingAtCapacity / 2, piRef * tbtFull / 2});
+        double[] s = step.solve(new double[] {p.alpha, p.gamma, p.beta});
+        first.prior(new double[] {p.base, p.perToken, p.perStep}, options.priorWeight(),
+                new double[] {1, Math.max(1, prompt), Math.max(1e-3, p.alpha)});
         double[] f = first.solve(new double[] {p.base, p.perToken, p.perStep});
         if (s[0] + s[1] + f[0] + f[1] + f[2] <= 0) {
-            s = new double[] {p.alpha, p.gamma, p.delta};
+            s = new double[] {p.alpha, p.gamma, p.beta};
             f = new double[] {p.base, p.perToken, p.perStep};
         }
         return new Batching(s[0], s[1], s[2], f[0], f[1], f[2], p.slots, outputTokens(), prompt);
@@ -242,8 +236,7 @@ final class GroupModel {
 
     /** The time between tokens the fitted law predicts for a batch of {@code running} at prefill load {@code pi}. */
     double lawTbt(long now, double running, double pi) {
-        Batching b = fitted(now);
-        return b.alpha() + b.gamma() * running + b.delta() * pi;
+        return fitted(now).stepTime(running, pi);
     }
 
     /** Intervals sampled so far, over how long, and requests finished: the evidence behind the group's laws. */

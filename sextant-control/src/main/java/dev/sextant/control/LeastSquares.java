@@ -2,14 +2,16 @@ package dev.sextant.control;
 
 /**
  * Weighted linear least squares with exponential forgetting and a prior, for the few-parameter laws of
- * {@link Batching}: minimizes {@code Σ wᵢ·(yᵢ − xᵢ·θ)² + Σ pₘ·(yₘ − xₘ·θ)²} over θ ≥ 0, where the second sum is a
- * fixed set of pseudo-observations that carry the prior (they never decay, so with little data the fit stays near
- * the prior and with much data the data rule).
+ * {@link Batching}: minimizes {@code Σ wᵢ·(yᵢ − xᵢ·θ)² + W·Σ_p s_p²·(θ_p − θ⁰_p)²} over θ ≥ 0. The second sum is
+ * the prior θ⁰ as a ridge worth W observations: s_p is the root-mean-square of regressor p over the data (so that
+ * the penalty on each coefficient is measured in the units of the predictions it makes on that data, and no prior
+ * value outside the data's range gets the leverage it would as a pseudo-observation). With little data the fit
+ * stays near the prior, with much the data rule; the prior is never forgotten, the data is.
  *
  * <p>Implementation note. The normal equations are kept as running sums (k×k and k), so adding a sample and
  * forgetting (multiplying the data sums by e^(−Δt/τ)) are O(k²). The non-negativity constraint is an active set:
  * solve, fix the most negative coefficient at 0, solve the rest again (at most k rounds; k ≤ 4 here). Gaussian
- * elimination with partial pivoting; the pseudo-observations keep the system regular.
+ * elimination with partial pivoting; the ridge keeps the system regular.
  */
 final class LeastSquares {
     private final int k;
@@ -33,9 +35,20 @@ final class LeastSquares {
         weight += w;
     }
 
-    /** Adds a pseudo-observation of the prior (never forgotten). */
-    void prior(double[] x, double y, double w) {
-        accumulate(priorXx, priorXy, x, y, w);
+    /**
+     * Sets the prior: coefficients {@code theta0} worth {@code w} observations; {@code scale} is the typical value of
+     * each regressor to use while there is no data to measure it on.
+     */
+    void prior(double[] theta0, double w, double[] scale) {
+        clearPrior();
+        for (int p = 0; p < k; p++) {
+            double s2 = weight > 1e-9 ? xx[p][p] / weight : scale[p] * scale[p];
+            if (!(s2 > 0)) {
+                s2 = scale[p] * scale[p] > 0 ? scale[p] * scale[p] : 1;
+            }
+            priorXx[p][p] = w * s2;
+            priorXy[p] = w * s2 * theta0[p];
+        }
     }
 
     /** Forgets the prior's pseudo-observations, to set new ones. */

@@ -28,12 +28,16 @@ final class Calibration {
         return new MeasuredProfile(points);
     }
 
-    /** Mean engine-side {TTFT, TBT} in ms at {@code rps} requests per second. */
+    /**
+     * Mean engine-side {TTFT, TBT} in ms at {@code rps} requests per second, and the requests per second it finished
+     * after the warm-up (its saturation throughput when {@code rps} is beyond what it can carry).
+     */
     static double[] run(EngineParams h, Scenario.ClassWorkload w, double rps, long seed) {
         EventLoop loop = new EventLoop();
-        double[] sums = new double[4];
+        double[] sums = new double[5];
         double warmupMs = 20_000;
         EngineSim[] engine = new EngineSim[1];
+        double[] endMs0 = new double[1];
         SplittableRandom rng = new SplittableRandom(seed);
         EngineSim.Listener listener = new EngineSim.Listener() {
             @Override
@@ -50,6 +54,9 @@ final class Calibration {
                 if (r.arrivalMs >= warmupMs && r.outputTokens > 1) {
                     sums[2] += (at - r.firstTokenMs) / (r.outputTokens - 1);
                     sums[3]++;
+                }
+                if (at >= warmupMs && at < endMs0[0]) {
+                    sums[4]++;
                 }
                 Conversation c = r.conversation;
                 c.contextTokens = r.promptTokens + r.outputTokens;
@@ -70,6 +77,7 @@ final class Calibration {
         engine[0] = new EngineSim(0, "calibration", h, loop, listener, Double.POSITIVE_INFINITY);
         double convPerMs = rps / w.turnsMean() / 1000;
         double endMs = warmupMs + Math.max(60_000, 4_000 / Math.max(rps, 1e-3) * 1000);
+        endMs0[0] = endMs;
         long[] ids = {0};
         Runnable[] next = new Runnable[1];
         next[0] = () -> {
@@ -90,10 +98,11 @@ final class Calibration {
                 break;
             }
         }
-        return new double[] {sums[1] == 0 ? h.stepMs() : sums[0] / sums[1], sums[3] == 0 ? h.stepMs() : sums[2] / sums[3]};
+        return new double[] {sums[1] == 0 ? h.stepMs() : sums[0] / sums[1], sums[3] == 0 ? h.stepMs() : sums[2] / sums[3],
+            sums[4] * 1000 / (endMs0[0] - warmupMs)};
     }
 
-    private static void turn(EventLoop loop, EngineSim engine, Conversation c, Scenario.ClassWorkload w,
+    static void turn(EventLoop loop, EngineSim engine, Conversation c, Scenario.ClassWorkload w,
                              SplittableRandom rng) {
         boolean first = c.contextTokens == 0;
         int fresh = Math.max(1, (int) Math.round((first ? w.firstPromptTokens() : w.newTokensPerTurn())

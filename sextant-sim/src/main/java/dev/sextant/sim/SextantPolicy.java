@@ -248,10 +248,10 @@ final class SextantPolicy implements SimPolicy {
     private void solve() {
         lastStepMs = sim.loop.now();
         Step step = timedStep();
-        if (step.published()) {
-            Snapshot published = step.snapshot();
-            sim.loop.after(sim.scenario.control().propagationMs(), () -> publish(published));
-        }
+        // a publication, or (as the control plane's long-poll answers "not modified") the held snapshot confirmed,
+        // which keeps its age from reaching the gateways' max_snapshot_age
+        Snapshot published = step.published() ? step.snapshot() : loop.published();
+        sim.loop.after(sim.scenario.control().propagationMs(), () -> publish(published));
     }
 
     private void publish(Snapshot s) {
