@@ -444,9 +444,11 @@ final class DefaultControlLoop implements ControlLoop {
     }
 
     /**
-     * The prefill time one request saves by finding its conversation in the cache, ms: per group, the prefill cost
-     * per token of its fitted law times the cached prompt tokens per request it sees, weighted by the requests each
-     * group serves; the topology's {@code affinity_discount_ms} is the prior, worth {@code priorWeight} requests.
+     * The latency one request saves by finding its conversation in the cache, ms: the prefill of its cached tokens,
+     * which it would otherwise wait for, and which would otherwise lengthen the steps of every sequence decoding
+     * beside it. Per group: the prefill cost per token of its fitted law × the cached prompt tokens per request it
+     * sees × (1 + its mean batch); weighted by the requests each group serves. The topology's
+     * {@code affinity_discount_ms} is the prior, worth {@code priorWeight} requests.
      */
     private double affinityDiscount(Map<GroupModel, Batching> fitted) {
         double sum = 0;
@@ -454,7 +456,7 @@ final class DefaultControlLoop implements ControlLoop {
         for (GroupModel g : groups.values()) {
             double c = g.completionsWeight();
             if (c > 0 && g.cachedTokens() > 0) {
-                sum += c * fitted.get(g).perToken() * g.cachedTokens();
+                sum += c * fitted.get(g).perToken() * g.cachedTokens() * (1 + g.meanBatch());
                 weight += c;
             }
         }
@@ -471,8 +473,9 @@ final class DefaultControlLoop implements ControlLoop {
         }
         return weight < 1 ? String.format(Locale.ROOT, "%.1f ms as configured (no cache hits seen yet)",
                 topology.affinityDiscountMs())
-                : String.format(Locale.ROOT, "%.1f ms: prefill time of the cached tokens of %.0f recent requests; "
-                + "configured %.1f", affinityDiscount(fitted), weight, topology.affinityDiscountMs());
+                : String.format(Locale.ROOT, "%.1f ms: the prefill of the cached tokens of %.0f recent requests, for "
+                + "each request and the batch it shares steps with; configured %.1f", affinityDiscount(fitted), weight,
+                topology.affinityDiscountMs());
     }
 
     // ---- the step

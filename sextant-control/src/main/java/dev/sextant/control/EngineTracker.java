@@ -10,10 +10,10 @@ import java.util.Locale;
  * decodes at its own batch and prefill load. Mutated only by {@link DefaultControlLoop}, under its lock.
  */
 final class EngineTracker {
-    /** Half-life of the gateway outcomes an error rate is computed from. */
-    static final long OUTCOME_HALF_LIFE_NANOS = 30_000_000_000L;
-    /** Canary successes in a row that lift a failing engine's exclusion. */
-    static final int CANARIES_TO_RECOVER = 2;
+    /** Half-life of the gateway outcomes an error rate is computed from: two report intervals. */
+    static final long OUTCOME_HALF_LIFE_NANOS = 10_000_000_000L;
+    /** The chance an engine still failing at the limit rate passes the canaries that lift its exclusion. */
+    static final double FALSE_RECOVERY = 0.05;
     /** Failed attempts since a missed scrape that, with no success, take an engine out at once. */
     static final int FAILURES_FOR_FAST_DOWN = 3;
     /** Gain of the speed factor's average when the new interval agrees with it. */
@@ -75,6 +75,15 @@ final class EngineTracker {
             condition = Condition.UNPROVEN;
             conditionWhy = "new: no traffic until its first successful scrape or canary";
         }
+    }
+
+    /**
+     * Canary successes in a row that lift a failing engine's exclusion: the fewest n with (1 − limit)^n ≤
+     * {@value #FALSE_RECOVERY}, so that an engine still failing a fraction {@code limit} of its requests passes them
+     * with probability at most 5% (14 at the default limit of 20%).
+     */
+    static int canariesToRecover(double limit) {
+        return limit >= 1 ? 1 : (int) Math.ceil(Math.log(FALSE_RECOVERY) / Math.log(1 - limit));
     }
 
     /** A scrape answered: the interval since the previous one, or null for the first. */
@@ -232,7 +241,7 @@ final class EngineTracker {
             failingWhy = String.format(Locale.ROOT, "%.0f%% of %.0f recent attempts failed (limit %.0f%%; peers %s)",
                     100 * rate, attempts, 100 * o.errorRateLimit(),
                     Double.isNaN(peerErrorRate) ? "none" : String.format(Locale.ROOT, "%.0f%%", 100 * peerErrorRate));
-        } else if (failing && canaryOk >= CANARIES_TO_RECOVER) {
+        } else if (failing && canaryOk >= canariesToRecover(o.errorRateLimit())) {
             failing = false;
             attempts = 0;
             successes = 0;
@@ -243,7 +252,8 @@ final class EngineTracker {
         long alive = Math.max(lastSuccessAt, lastCanaryOkAt);
         if (failing) {
             condition = Condition.FAILING;
-            conditionWhy = failingWhy + "; lifted after " + CANARIES_TO_RECOVER + " canaries in a row succeed";
+            conditionWhy = failingWhy + "; lifted after " + canariesToRecover(o.errorRateLimit())
+                    + " canaries in a row succeed (" + canaryOk + " so far)";
         } else if (everScraped && misses > 0 && alive < firstMissAt
                 && (misses >= o.missedScrapes() || failuresSinceMiss >= FAILURES_FOR_FAST_DOWN)) {
             condition = Condition.DOWN;

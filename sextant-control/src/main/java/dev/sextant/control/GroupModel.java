@@ -29,6 +29,8 @@ final class GroupModel {
 
     // the workload, forgotten like the laws
     private double completions;
+    private double running;
+    private double runningWeight;
     private double generated;
     private double generatedWeight;
     private double uncached;
@@ -80,6 +82,8 @@ final class GroupModel {
         step.decay(f);
         first.decay(f);
         completions *= f;
+        running *= f;
+        runningWeight *= f;
         generated *= f;
         generatedWeight *= f;
         uncached *= f;
@@ -91,6 +95,11 @@ final class GroupModel {
     /** Mean uncached prompt tokens per request, from the evidence (0 without any). */
     double promptTokens() {
         return promptWeight > 0 ? uncached / promptWeight : 0;
+    }
+
+    /** Mean sequences in a member's batch, recently (0 without evidence). */
+    double meanBatch() {
+        return runningWeight > 0 ? running / runningWeight : 0;
     }
 
     /** Mean cached prompt tokens per request (0 without evidence). */
@@ -196,6 +205,10 @@ final class GroupModel {
             first.add(new double[] {1, perRequest, i.tbtMs() / speed}, ttft0 / speed, 1);
         }
         completions += i.completions();
+        if (!Double.isNaN(r)) {
+            running += r;
+            runningWeight += 1;
+        }
         if (!Double.isNaN(i.generated()) && i.completions() > 0) {
             generated += i.generated();
             generatedWeight += i.completions();
