@@ -36,6 +36,11 @@ final class BatchLimit {
     private double reported = Double.NaN;
     /** Scrapes that found requests waiting with the batch at {@link #largestEver}. */
     private int ceilingHits;
+    /** The batch an observed absence of queueing implies at least. */
+    private double queueBound;
+    /** What observed waits imply the batch is, averaged (NaN: no wait observed to imply it). */
+    private double queueImplied = Double.NaN;
+    private int queueImpliedIntervals;
     /** Intervals that queued behind a full batch, since the largest batch last rose. */
     private int queuedFull;
     private long lastAt;
@@ -52,8 +57,9 @@ final class BatchLimit {
      * @param prefillShare the share of the engine's time its prefill took in the interval, from its group's law
      * @param otherWaitMs  the wait before admission its group's law explains without a full batch (for the prefill
      *                     work ahead, and for the step in progress), ms
+     * @param residenceMs  how long a request holds its place in the batch, from its group's law at this load, ms
      */
-    void sample(Interval i, double prefillShare, double otherWaitMs) {
+    void sample(Interval i, double prefillShare, double otherWaitMs, double residenceMs) {
         if (!Double.isNaN(i.batchLimit()) && i.batchLimit() >= 1) {
             reported = i.batchLimit();
         }
@@ -98,11 +104,36 @@ final class BatchLimit {
             }
         }
         double r = i.running();
+        queueEvidence(i, r, prefillShare, otherWaitMs, residenceMs);
         if (!Double.isNaN(i.kvUsage()) && i.kvUsage() >= MIN_KV_USAGE && !Double.isNaN(r) && r >= 1) {
             double slots = r / i.kvUsage();
             kv = Double.isNaN(kv) ? slots : 0.7 * kv + 0.3 * slots;
         }
         lastAt = i.atNanos();
+    }
+
+    /**
+     * What the wait before admission says about the batch, read through the M/M/N queue of {@link Batching}: with a
+     * places busy on average (the running batch), an observed wait beyond what prefill and the step explain (excess)
+     * is what {@code Batching.serversForWait(a, D, excess)} places give; no excess to speak of says the batch has at
+     * least the places for which the queue predicts so little. Only where the queue can be for a place at all (not
+     * KV- or prefill-bound), and only with enough requests in the interval for its mean wait to mean something.
+     */
+    private void queueEvidence(Interval i, double a, double prefillShare, double otherWaitMs, double residenceMs) {
+        if (Double.isNaN(i.queueMs()) || Double.isNaN(a) || a < 1 || i.ttftCount() < 10 || !(residenceMs > 0)
+                || prefillShare >= PREFILL_BOUND || !Double.isNaN(i.kvUsage()) && i.kvUsage() >= KV_BOUND) {
+            return;
+        }
+        double step = Double.isNaN(i.tbtMs()) ? 1 : Math.max(1, i.tbtMs());
+        double excess = i.queueMs() - otherWaitMs;
+        int cap = 100_000;
+        if (excess <= 0.5 * step) {
+            queueBound = Math.max(queueBound, Batching.serversForWait(a, residenceMs, 0.5 * step, cap));
+        } else if (i.waitingEnd() >= 1 || i.waitingStart() >= 1) {
+            double n = Batching.serversForWait(a, residenceMs, excess, cap);
+            queueImplied = Double.isNaN(queueImplied) ? n : 0.7 * queueImplied + 0.3 * n;
+            queueImpliedIntervals++;
+        }
     }
 
     /** The largest throughput measured with a full batch and a queue, req/s; NaN when none. */
@@ -117,8 +148,10 @@ final class BatchLimit {
             seq = reported;
         } else if (!Double.isNaN(saturated)) {
             seq = saturated;
+        } else if (queueImpliedIntervals >= 3 && queueImplied >= largest) {
+            seq = Math.max(queueImplied, queueBound);
         } else {
-            seq = Math.max(configured, Math.max(largest, Double.isNaN(probed) ? 0 : probed));
+            seq = Math.max(configured, Math.max(Math.max(largest, queueBound), Double.isNaN(probed) ? 0 : probed));
         }
         return Math.max(1, Math.min(seq, Double.isNaN(kv) ? Double.POSITIVE_INFINITY : kv));
     }
@@ -126,7 +159,8 @@ final class BatchLimit {
     /** True when the estimate rests on evidence (reported, seen full, explored, or the KV cache), not the prior. */
     boolean fromEvidence(double configured) {
         return !Double.isNaN(reported) || !Double.isNaN(saturated) || !Double.isNaN(probed)
-                || !Double.isNaN(kv) && kv < configured || largest > configured;
+                || !Double.isNaN(kv) && kv < configured || largest > configured || queueBound > configured
+                || queueImpliedIntervals >= 3;
     }
 
     /**
@@ -168,6 +202,14 @@ final class BatchLimit {
         if (!Double.isNaN(saturated)) {
             return String.format(Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals, at up to %.1f req/s)",
                     n, saturatedIntervals, saturatedRps);
+        }
+        if (queueImpliedIntervals >= 3 && queueImplied >= largest && Math.abs(n - Math.max(queueImplied, queueBound)) < 1e-6) {
+            return String.format(Locale.ROOT, "batch of %.0f: what the waits of %d intervals imply", n,
+                    queueImpliedIntervals);
+        }
+        if (queueBound >= n * 0.9999 && queueBound > configured) {
+            return String.format(Locale.ROOT, "batch of %.0f at least: requests did not wait at a batch of %.0f "
+                    + "(configured %.0f)", n, largest, configured);
         }
         if (!Double.isNaN(probed) && probed >= n * 0.9999) {
             return String.format(Locale.ROOT, "batch of %.0f: explored %d× by %.0f%% (never seen full; configured "

@@ -203,6 +203,19 @@ record Batching(double alpha, double gamma, double beta, double base, double per
     }
 
     /**
+     * The fewest servers n at which an M/M/n queue with offered load {@code a} and service time {@code serviceMs}
+     * makes arrivals wait {@code waitMs} or less on average: what an observed wait says about how many places the
+     * batch has (the wait falls as n grows). At most {@code cap}.
+     */
+    static int serversForWait(double a, double serviceMs, double waitMs, int cap) {
+        int n = Math.max(1, (int) Math.floor(a) + 1);
+        while (n < cap && erlangC(n, a) * serviceMs / (n - a) > waitMs) {
+            n++;
+        }
+        return n;
+    }
+
+    /**
      * Erlang's C formula: the probability that an arrival to an M/M/n queue with offered load a (&lt; n) waits. From
      * the Erlang B recursion B(0) = 1, B(k) = a·B(k−1) / (k + a·B(k−1)), which is stable for large n, and
      * C = B / (1 − (a/n)·(1 − B)).

@@ -146,7 +146,8 @@ final class DefaultControlLoop implements ControlLoop {
             t.judge(i, options);
             t.group.sample(i, t.speed);
             Batching law = t.group.fitted(i.atNanos());
-            t.batch.sample(i, law.beta() * t.speed * i.prefillRate(), t.speed * law.waitWithoutFullBatch(i.load()));
+            t.batch.sample(i, law.beta() * t.speed * i.prefillRate(), t.speed * law.waitWithoutFullBatch(i.load()),
+                    t.speed * law.residence(i.load()));
         }
     }
 
@@ -214,7 +215,7 @@ final class DefaultControlLoop implements ControlLoop {
     public synchronized void observe(CanaryResult r) {
         EngineTracker t = engines.get(r.engine());
         if (t != null) {
-            t.canary(r);
+            t.canary(r, options);
         }
     }
 

@@ -149,13 +149,35 @@ final class EngineTracker {
         }
     }
 
+    private void clearOutcomes() {
+        attempts = 0;
+        successes = 0;
+        connectErrors = 0;
+        timeouts = 0;
+        serverErrors = 0;
+    }
+
     /** Failed attempts counted toward an error rate: timeouts of an engine whose last interval queued are load. */
     double errors() {
         boolean queueing = lastInterval != null && lastInterval.saturated();
         return connectErrors + serverErrors + (queueing ? 0 : timeouts);
     }
 
-    void canary(CanaryResult r) {
+    /**
+     * A canary came back. A successful one is evidence of life, and its time between tokens is evidence of speed: it
+     * is judged against the group's law at the batch the engine last reported (or an empty one), as an interval of
+     * traffic is, so that an engine that lost its traffic for being slow recovers on evidence.
+     */
+    void canary(CanaryResult r, ControlOptions o) {
+        if (r.ok() && !Double.isNaN(r.tbtMs()) && r.tbtMs() > 0) {
+            double running = lastInterval == null || Double.isNaN(lastInterval.running()) ? 1
+                    : Math.max(1, lastInterval.running());
+            double law = group.lawTbt(r.atNanos(), running, 0);
+            if (law > 0) {
+                adjustSpeed(Math.max(0.05, Math.min(20, r.tbtMs() / law)), o);
+                speedWhy = String.format(Locale.ROOT, "canary TBT %.1f ms (law of its group: %.1f ms)", r.tbtMs(), law);
+            }
+        }
         if (r.ok()) {
             canaryOk++;
             canaryFailed = 0;
@@ -200,12 +222,16 @@ final class EngineTracker {
         if (!(law > 0)) {
             return;
         }
-        double ratio = Math.max(0.05, Math.min(20, i.tbtMs() / law));
+        adjustSpeed(Math.max(0.05, Math.min(20, i.tbtMs() / law)), o);
+        speedWhy = String.format(Locale.ROOT, "TBT %.1f ms at a batch of %.0f (law of its group: %.1f ms)", i.tbtMs(), r,
+                law);
+    }
+
+    /** A new ratio of observed to predicted time between tokens: taken at once when far off, averaged in when near. */
+    private void adjustSpeed(double ratio, ControlOptions o) {
         double lnf = Math.log(speed);
         double lnr = Math.log(ratio);
         speed = Math.abs(lnr - lnf) > Math.log(o.slowFactor()) ? ratio : Math.exp(lnf + SPEED_GAIN * (lnr - lnf));
-        speedWhy = String.format(Locale.ROOT, "TBT %.1f ms at a batch of %.0f (law of its group: %.1f ms)", i.tbtMs(), r,
-                law);
     }
 
     /** The speed factor the model applies: 1 unless the engine is slow (or clearly faster) than its group. */
@@ -232,9 +258,17 @@ final class EngineTracker {
         } else if (slow && rel < o.recoveredFactor()) {
             slow = false;
         }
+        long alive = Math.max(lastSuccessAt, lastCanaryOkAt);
+        boolean down = everScraped && misses > 0 && alive < firstMissAt
+                && (misses >= o.missedScrapes() || failuresSinceMiss >= FAILURES_FOR_FAST_DOWN);
+        if (down) {
+            // its attempts fail because it is down: that is not evidence of failing once it is back
+            failing = false;
+            clearOutcomes();
+        }
         // failing: too many attempts fail, and more than its peers'
         double rate = attempts >= o.minAttempts() ? errors() / attempts : 0;
-        if (!failing && attempts >= o.minAttempts() && rate >= o.errorRateLimit()
+        if (!down && !failing && attempts >= o.minAttempts() && rate >= o.errorRateLimit()
                 && (Double.isNaN(peerErrorRate) || rate >= 2 * peerErrorRate)) {
             failing = true;
             canaryOk = 0;
@@ -243,23 +277,17 @@ final class EngineTracker {
                     Double.isNaN(peerErrorRate) ? "none" : String.format(Locale.ROOT, "%.0f%%", 100 * peerErrorRate));
         } else if (failing && canaryOk >= canariesToRecover(o.errorRateLimit())) {
             failing = false;
-            attempts = 0;
-            successes = 0;
-            connectErrors = 0;
-            timeouts = 0;
-            serverErrors = 0;
+            clearOutcomes();
         }
-        long alive = Math.max(lastSuccessAt, lastCanaryOkAt);
-        if (failing) {
-            condition = Condition.FAILING;
-            conditionWhy = failingWhy + "; lifted after " + canariesToRecover(o.errorRateLimit())
-                    + " canaries in a row succeed (" + canaryOk + " so far)";
-        } else if (everScraped && misses > 0 && alive < firstMissAt
-                && (misses >= o.missedScrapes() || failuresSinceMiss >= FAILURES_FOR_FAST_DOWN)) {
+        if (down) {
             condition = Condition.DOWN;
             conditionWhy = misses + " scrapes missed (" + scrapeError + ")"
                     + (failuresSinceMiss > 0 ? " and " + failuresSinceMiss + " attempts failed since" : "")
                     + "; back when a scrape or a canary answers";
+        } else if (failing) {
+            condition = Condition.FAILING;
+            conditionWhy = failingWhy + "; lifted after " + canariesToRecover(o.errorRateLimit())
+                    + " canaries in a row succeed (" + canaryOk + " so far)";
         } else if (!everScraped && alive == Long.MIN_VALUE) {
             if (canaryFailed >= 2) {
                 condition = Condition.DOWN;

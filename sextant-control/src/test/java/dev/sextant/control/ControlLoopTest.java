@@ -1,0 +1,267 @@
+package dev.sextant.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import dev.sextant.topology.Engine;
+import dev.sextant.topology.EngineCluster;
+import dev.sextant.topology.GatewayCluster;
+import dev.sextant.topology.Model;
+import dev.sextant.topology.Topology;
+import dev.sextant.topology.TrafficClass;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The control loop's behaviour against fake engines of known truth, under a manual clock. */
+class ControlLoopTest {
+    /** An h100-like engine serving chat: 64 sequences, 120 output tokens, 300 uncached prompt tokens. */
+    static final Batching H100 = new Batching(5, 0.03, 6e-6, 0, 0.006, 1, 64, 120, 300);
+
+    /** Four engines near the gateway, four 40 ms away, each configured as {@code truth} rated {@code factor}. */
+    static Topology fleet(Map<String, Batching> truths, Map<String, Double> factors, double demand) {
+        List<Engine> es = new ArrayList<>();
+        truths.forEach((id, b) -> es.add(Rig.configured(id, id.startsWith("e") ? "gpu" : "far", H100,
+                factors.getOrDefault(id, 1.0))));
+        Map<String, Map<String, Double>> rtt = new LinkedHashMap<>();
+        rtt.put("gw", Map.of("gpu", 2.0, "far", 40.0));
+        return new Topology(List.of(new GatewayCluster("gw", "r1")),
+                List.of(new EngineCluster("gpu", "r1"), new EngineCluster("far", "r2")), rtt,
+                List.of(new Model("m", 120)), es, List.of(new TrafficClass("chat", "m", List.of(), 0)),
+                Map.of("gw", Map.of("chat", demand)), 0.1, 25);
+    }
+
+    static Map<String, Batching> truths(Map<String, Batching> exceptions) {
+        Map<String, Batching> t = new LinkedHashMap<>();
+        for (String id : List.of("e1", "e2", "e3", "e4", "f1", "f2", "f3", "f4")) {
+            t.put(id, exceptions.getOrDefault(id, H100));
+        }
+        return t;
+    }
+
+    static Rig rig(Map<String, Batching> exceptions, Map<String, Double> factors, double demand, long seed) {
+        Map<String, Batching> t = truths(exceptions);
+        return new Rig(fleet(t, factors, demand), t, seed);
+    }
+
+    @Test
+    void noEvidence_estimatesAreTheConfiguration_andTheFirstStepPublishes() {
+        Rig r = rig(Map.of(), Map.of(), 150, 1);
+
+        assertThat(r.steps.get(0).published()).isTrue();
+        assertThat(r.steps.get(0).reason()).isEqualTo("first snapshot");
+        EngineEstimate e = r.estimate("e1");
+        Engine configured = r.topology.engines().get(0);
+        assertThat(e.condition()).isEqualTo(Condition.HEALTHY);
+        assertThat(e.capacityRps()).isEqualTo(configured.capacityRps());
+        assertThat(e.profile()).isEqualTo(configured.profile());
+        assertThat(e.capacityWhy()).contains("as configured (no evidence yet)");
+    }
+
+    @Test
+    void correctRating_capacityAndProfileStayWithinTenPercentOfTheTruth() {
+        Rig r = rig(Map.of(), Map.of(), 150, 2);
+        r.run(600);
+
+        EngineEstimate e = r.estimate("e1");
+        double mu = H100.saturation();
+        assertThat(e.capacityRps()).isCloseTo(mu, within(0.1 * mu));
+        double load = r.loads().get("e1");
+        assertThat(e.profile().tbtMs(load / e.capacityRps())).isCloseTo(H100.tbt(load), within(0.1 * H100.tbt(load)));
+    }
+
+    @Test
+    void slowEngine_isFoundWithinOneScrape_pricedSlower_andRecoversOnlyWhenFastAgain() {
+        Rig r = rig(Map.of(), Map.of(), 150, 3);
+        r.run(120);
+        double before = r.estimate("e2").capacityRps();
+        r.engines.get("e2").slowdown(4);
+        r.run(5);
+
+        EngineEstimate slow = r.estimate("e2");
+        assertThat(slow.condition()).isEqualTo(Condition.SLOW);
+        assertThat(slow.slowdown()).isBetween(3.0, 5.0);
+        assertThat(slow.capacityRps()).isLessThan(before / 2.5);
+        assertThat(slow.conditionWhy()).contains("slower than its group").contains("recovers below");
+        assertThat(r.loop.canariesDue()).as("a slow engine keeps getting canaries, its evidence of recovery")
+                .isNotNull();
+
+        r.run(120);
+        assertThat(r.estimate("e2").condition()).as("still 4× slow: stays penalized").isEqualTo(Condition.SLOW);
+
+        r.engines.get("e2").slowdown(1);
+        r.run(30);
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.HEALTHY);
+        assertThat(r.estimate("e2").capacityRps()).isCloseTo(before, within(0.15 * before));
+    }
+
+    @Test
+    void slowEngine_changesThePublishedWeightsInTheNextStep() {
+        Rig r = rig(Map.of(), Map.of(), 150, 4);
+        r.run(120);
+        double before = r.loads().get("e2");
+        int steps = r.steps.size();
+        r.engines.get("e2").slowdown(4);
+        r.run(10);
+
+        assertThat(r.publicationsSince(steps)).isPositive();
+        assertThat(r.loads().get("e2")).isLessThan(before / 2);
+    }
+
+    @Test
+    void hugePrompt_penalizesNothing() {
+        Rig r = rig(Map.of(), Map.of(), 150, 5);
+        r.run(120);
+        r.hugePromptEngine = "e1";
+        r.hugePromptTokens = 131_072;
+        r.run(30);
+
+        r.loop.estimates().engines().values().forEach(e -> assertThat(e.condition()).as(e.engine())
+                .isEqualTo(Condition.HEALTHY));
+    }
+
+    @Test
+    void burstOfConcurrentStreams_penalizesNothing_andShedsNothingAfterwards() {
+        Rig r = rig(Map.of(), Map.of(), 150, 6);
+        r.run(120);
+        r.burstArrivals = 1_500;
+        r.run(30);
+
+        r.loop.estimates().engines().values().forEach(e -> assertThat(e.condition()).as(e.engine())
+                .isEqualTo(Condition.HEALTHY));
+        assertThat(r.loop.published().route("gw", "chat").shedFraction()).isZero();
+        assertThat(r.loop.estimates().demand().get("gw").get("chat").rps()).isCloseTo(150, within(20.0));
+    }
+
+    @Test
+    void failingEngine_goesOutOfService_andBackOnlyAfterEnoughCanaries() {
+        Rig r = rig(Map.of(), Map.of(), 150, 7);
+        r.run(60);
+        r.errorRate.put("e3", 0.5);
+        r.run(20);
+
+        assertThat(r.estimate("e3").condition()).isEqualTo(Condition.FAILING);
+        assertThat(r.estimate("e3").health()).isZero();
+        assertThat(r.loads().get("e3")).isZero();
+        r.run(60);
+        assertThat(r.estimate("e3").condition()).as("canaries still fail half the time").isEqualTo(Condition.FAILING);
+
+        r.errorRate.remove("e3");
+        r.run(5 * (EngineTracker.canariesToRecover(0.2) + 2));
+        assertThat(r.estimate("e3").condition()).isEqualTo(Condition.HEALTHY);
+        assertThat(r.loads().get("e3")).isPositive();
+    }
+
+    @Test
+    void engineWithoutMetrics_isJudgedFromGatewaysAndCanaries() {
+        Rig r = rig(Map.of(), Map.of(), 150, 8);
+        r.noMetrics.add("e4");
+        r.run(120);
+
+        assertThat(r.estimate("e4").condition()).isEqualTo(Condition.HEALTHY);
+        assertThat(r.estimate("e4").conditionWhy()).contains("no metrics");
+        assertThat(r.loads().get("e4")).isPositive();
+    }
+
+    @Test
+    void crashedEngine_isOutOfServiceWithinAScrapeOfFailedAttempts_andBackWhenItAnswers() {
+        Rig r = rig(Map.of(), Map.of(), 150, 9);
+        r.run(60);
+        r.noMetrics.add("e1");
+        r.errorRate.put("e1", 1.0);
+        r.run(10);
+
+        assertThat(r.estimate("e1").condition()).isEqualTo(Condition.DOWN);
+        assertThat(r.loads().get("e1")).isZero();
+
+        r.noMetrics.remove("e1");
+        r.errorRate.remove("e1");
+        r.run(10);
+        assertThat(r.estimate("e1").condition()).isEqualTo(Condition.HEALTHY);
+    }
+
+    @Test
+    void newEngine_startsUnproven_untilItAnswers() {
+        Rig r = rig(Map.of(), Map.of(), 150, 10);
+        r.run(30);
+        List<Engine> more = new ArrayList<>(r.topology.engines());
+        more.add(Rig.configured("e5", "gpu", H100, 1.0));
+        r.loop.topology(r.topology.withEngines(more));
+
+        assertThat(r.loop.estimates().engines().get("e5").condition()).isEqualTo(Condition.UNPROVEN);
+        assertThat(r.loop.estimates().engines().get("e5").health()).isZero();
+        assertThat(r.loop.canariesDue()).extracting(Canary::engine).contains("e5");
+        r.loop.observe(CanaryResult.ok("e5", r.ticker.nanos(), 10, 5));
+        assertThat(r.loop.estimates().engines().get("e5").condition()).isEqualTo(Condition.HEALTHY);
+    }
+
+    @Test
+    void demand_followsTheReports_theConfiguredDemandIsOnlyThePrior() {
+        Rig r = rig(Map.of(), Map.of(), 150, 11);
+        r.demand = 45;
+        r.run(90);
+
+        DemandEstimate d = r.loop.estimates().demand().get("gw").get("chat");
+        assertThat(d.rps()).isCloseTo(45, within(5.0));
+        assertThat(d.configuredRps()).isEqualTo(150);
+        assertThat(d.why()).startsWith("observed");
+    }
+
+    @Test
+    void demandSurge_isFollowedWithinTwoReports() {
+        Rig r = rig(Map.of(), Map.of(), 150, 12);
+        r.run(120);
+        r.demand = 300;
+        r.run(10);
+
+        assertThat(r.loop.estimates().demand().get("gw").get("chat").rps()).isCloseTo(300, within(30.0));
+    }
+
+    @Test
+    void ratedTooHigh_capacityComesDownToTheMeasuredSaturation() {
+        Batching small = new Batching(5, 0.03, 6e-6, 0, 0.006, 1, 24, 120, 300);
+        Map<String, Batching> t = truths(Map.of("e1", small, "e2", small, "e3", small, "e4", small));
+        // configured as the h100 (64 sequences): about 2.6× too high; 300 req/s load them past what they carry
+        Rig r = new Rig(fleet(t, Map.of(), 300), t, 13);
+        r.run(120);
+
+        double mu = small.saturation();
+        assertThat(r.estimate("e1").capacityRps()).isCloseTo(mu, within(0.15 * mu));
+        assertThat(r.estimate("e1").batchSlots()).isCloseTo(24, within(2.0));
+    }
+
+    @Test
+    void ratedTooLow_capacityRisesAsTheEngineShowsItsRoom_neverPastTheTruth() {
+        Rig r = rig(Map.of(), Map.of("e1", 0.4, "e2", 0.4, "e3", 0.4, "e4", 0.4), 200, 14);
+        double configured = r.estimate("e1").capacityRps();
+        r.run(900);
+
+        assertThat(r.estimate("e1").capacityRps()).isGreaterThan(1.15 * configured)
+                .isLessThan(1.1 * H100.saturation());
+    }
+
+    @Test
+    void constantTruth_publicationsStopOnceTheEstimatesSettle() {
+        Rig r = rig(Map.of(), Map.of(), 150, 15);
+        r.run(300);
+        int settled = r.steps.size();
+        r.run(600);
+
+        assertThat(r.publicationsSince(settled)).as(r.steps.subList(settled, r.steps.size()).stream()
+                .filter(Step::published).map(Step::reason).toList().toString()).isLessThanOrEqualTo(1);
+        assertThat(r.steps.get(r.steps.size() - 1).reason()).contains("not above the threshold");
+    }
+
+    @Test
+    void explanations_nameEvidenceAndPrior() {
+        Rig r = rig(Map.of(), Map.of(), 150, 16);
+        r.run(60);
+        List<String> lines = Explanations.lines(r.loop.estimates(), r.loop.lastStep(), null, "gw");
+
+        assertThat(String.join("\n", lines)).contains("e1 HEALTHY").contains("estimated from").contains("configured")
+                .contains("gw/chat").contains("observed").contains("Last step:");
+    }
+}
