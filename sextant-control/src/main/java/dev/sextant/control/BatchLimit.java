@@ -43,6 +43,8 @@ final class BatchLimit {
     private int queueImpliedIntervals;
     /** Intervals that queued behind a full batch, since the largest batch last rose. */
     private int queuedFull;
+    /** Saturated intervals in a row whose queue grew. */
+    private int growingIntervals;
     private long lastAt;
 
     /**
@@ -88,7 +90,19 @@ final class BatchLimit {
             if (queued && end >= largestEver && slotBound && end >= 1 && ++queuedFull >= QUEUED_INTERVALS) {
                 // the largest batch seen with a queue: an interval can end between steps with fewer in the batch
                 saturated = Double.isNaN(saturated) ? end : Math.max(saturated, end);
-                saturatedRps = Double.isNaN(saturatedRps) ? i.load() : Math.max(saturatedRps, i.load());
+                // a queue that grows, interval after interval, is a saturated engine (one that waits and shrinks is
+                // the M/M/N queue below saturation): only then is the throughput the limit's; and the first
+                // interval of a queue may have started it halfway
+                boolean growing = !Double.isNaN(i.waitingStart()) && !Double.isNaN(i.waitingEnd())
+                        && i.waitingEnd() >= Math.max(4, i.waitingStart() + 1);
+                if (growing) {
+                    growingIntervals++;
+                } else {
+                    growingIntervals = 0;
+                }
+                if (growingIntervals >= QUEUED_INTERVALS) {
+                    saturatedRps = Double.isNaN(saturatedRps) ? i.load() : Math.max(saturatedRps, i.load());
+                }
                 saturatedIntervals++;
             } else if (!i.saturated()) {
                 double batch = Math.max(end, Double.isNaN(i.runningStart()) ? 0 : i.runningStart());
@@ -129,7 +143,7 @@ final class BatchLimit {
         int cap = 100_000;
         if (excess <= 0.5 * step) {
             queueBound = Math.max(queueBound, Batching.serversForWait(a, residenceMs, 0.5 * step, cap));
-        } else if (i.waitingEnd() >= 1 || i.waitingStart() >= 1) {
+        } else {
             double n = Batching.serversForWait(a, residenceMs, excess, cap);
             queueImplied = Double.isNaN(queueImplied) ? n : 0.7 * queueImplied + 0.3 * n;
             queueImpliedIntervals++;
@@ -148,8 +162,9 @@ final class BatchLimit {
             seq = reported;
         } else if (!Double.isNaN(saturated)) {
             seq = saturated;
-        } else if (queueImpliedIntervals >= 3 && queueImplied >= largest) {
-            seq = Math.max(queueImplied, queueBound);
+        } else if (queueImpliedIntervals >= QUEUED_INTERVALS + 1) {
+            // what the waits imply, but never less than a batch that ran, nor than places that did not make requests wait
+            seq = Math.max(queueImplied, Math.max(queueBound, largest));
         } else {
             seq = Math.max(configured, Math.max(Math.max(largest, queueBound), Double.isNaN(probed) ? 0 : probed));
         }
@@ -160,7 +175,7 @@ final class BatchLimit {
     boolean fromEvidence(double configured) {
         return !Double.isNaN(reported) || !Double.isNaN(saturated) || !Double.isNaN(probed)
                 || !Double.isNaN(kv) && kv < configured || largest > configured || queueBound > configured
-                || queueImpliedIntervals >= 3;
+                || queueImpliedIntervals >= QUEUED_INTERVALS + 1;
     }
 
     /**
@@ -203,7 +218,7 @@ final class BatchLimit {
             return String.format(Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals, at up to %.1f req/s)",
                     n, saturatedIntervals, saturatedRps);
         }
-        if (queueImpliedIntervals >= 3 && queueImplied >= largest && Math.abs(n - Math.max(queueImplied, queueBound)) < 1e-6) {
+        if (Double.isNaN(saturated) && queueImpliedIntervals >= QUEUED_INTERVALS + 1) {
             return String.format(Locale.ROOT, "batch of %.0f: what the waits of %d intervals imply", n,
                     queueImpliedIntervals);
         }

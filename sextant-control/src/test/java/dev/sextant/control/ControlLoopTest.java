@@ -27,7 +27,8 @@ class ControlLoopTest {
         truths.forEach((id, b) -> es.add(Rig.configured(id, id.startsWith("e") ? "gpu" : "far", H100,
                 factors.getOrDefault(id, 1.0))));
         Map<String, Map<String, Double>> rtt = new LinkedHashMap<>();
-        rtt.put("gw", Map.of("gpu", 2.0, "far", 40.0));
+        rtt.put("gw", truths.keySet().stream().anyMatch(id -> id.startsWith("f")) ? Map.of("gpu", 2.0, "far", 40.0)
+                : Map.of("gpu", 2.0));
         return new Topology(List.of(new GatewayCluster("gw", "r1")),
                 List.of(new EngineCluster("gpu", "r1"), new EngineCluster("far", "r2")), rtt,
                 List.of(new Model("m", 120)), es, List.of(new TrafficClass("chat", "m", List.of(), 0)),

@@ -106,7 +106,7 @@ final class FakeEngine {
         queueCount += done;
         queueSum += done * wait / 1000;
         running = queued ? b.servers() : Math.min(b.servers(), poisson(b.busySlots(at)));
-        waiting = Math.round(backlog);
+        waiting = queued ? Math.round(backlog) : poisson(load * wait / 1000);
         kv = Double.isNaN(kvTokensPerRequest) ? Double.NaN : Math.min(1, running * kvTokensPerRequest / kvTotal);
     }
 

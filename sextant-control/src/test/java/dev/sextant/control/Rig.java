@@ -37,6 +37,9 @@ final class Rig {
     String hugePromptEngine;
     double hugePromptTokens;
     private double sinceSolve;
+    /** Scrape intervals by which scrapes and reports reach the loop late. */
+    int signalDelayIntervals;
+    private final java.util.ArrayDeque<List<Runnable>> inTransit = new java.util.ArrayDeque<>();
 
     Rig(Topology topology, Map<String, Batching> truths, long seed) {
         this(topology, truths, seed, ControlOptions.defaults());
@@ -81,13 +84,16 @@ final class Rig {
             Map<String, Double> load = loads();
             Map<String, GatewayReport.EngineOutcomes> outcomes = new TreeMap<>();
             ticker.advanceSeconds(scrapeSeconds);
+            List<Runnable> signals = new ArrayList<>();
+            long takenAt = ticker.nanos();
             for (Map.Entry<String, FakeEngine> e : engines.entrySet()) {
                 String id = e.getKey();
                 double x = load.get(id);
                 boolean huge = id.equals(hugePromptEngine);
                 e.getValue().run(x, scrapeSeconds, huge ? hugePromptTokens : 0, 0);
-                loop.observe(noMetrics.contains(id) ? EngineScrape.failed(id, ticker.nanos(), "connection refused")
-                        : EngineScrape.of(id, ticker.nanos(), e.getValue().metrics()));
+                EngineScrape scrape = noMetrics.contains(id) ? EngineScrape.failed(id, takenAt, "connection refused")
+                        : EngineScrape.of(id, takenAt, e.getValue().metrics());
+                signals.add(() -> loop.observe(scrape));
                 long attempts = Math.round(x * scrapeSeconds);
                 if (attempts > 0) {
                     long errors = Math.round(attempts * errorRate.getOrDefault(id, 0.0));
@@ -99,8 +105,12 @@ final class Rig {
             hugePromptEngine = null;
             long arrivals = poisson(demand * scrapeSeconds) + burstArrivals;
             burstArrivals = 0;
-            loop.observe(new GatewayReport("gw", "", ticker.nanos(), scrapeSeconds, Map.of("chat", arrivals), outcomes,
-                    Map.of()));
+            signals.add(() -> loop.observe(new GatewayReport("gw", "", ticker.nanos(), scrapeSeconds,
+                    Map.of("chat", arrivals), outcomes, Map.of())));
+            inTransit.add(signals);
+            while (inTransit.size() > signalDelayIntervals) {
+                inTransit.poll().forEach(Runnable::run);
+            }
             for (Canary c : loop.canariesDue()) {
                 double rate = errorRate.getOrDefault(c.engine(), 0.0);
                 loop.observe(noMetrics.contains(c.engine()) && rate >= 1 || rng.nextDouble() < rate
