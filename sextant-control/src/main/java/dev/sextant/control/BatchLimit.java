@@ -18,6 +18,17 @@ final class BatchLimit {
     static final double REACHED = 1.0;
     /** Scrapes that find requests waiting while the batch is at the largest it ever ran that mark that as its ceiling. */
     static final int CEILING_HITS = 3;
+    /**
+     * Requests an interval needs for its mean wait to count as evidence of the batch: a wait is observed when it
+     * happens to a few of them, so a mean over fewer requests is noise.
+     */
+    static final int MIN_WAIT_SAMPLES = 30;
+    /**
+     * Requests an interval needs for their not waiting to bound the batch from below: if the queue made a fraction
+     * p of requests wait, a mean wait of zero over n of them is unlikely only when n·p is several; 100 requests
+     * exclude waits of a few percent.
+     */
+    static final int MIN_NO_WAIT_SAMPLES = 100;
     /** Intervals that queued behind a full batch before that batch is taken for the limit. */
     static final int QUEUED_INTERVALS = 2;
 
@@ -93,8 +104,9 @@ final class BatchLimit {
                 // a queue that grows, interval after interval, is a saturated engine (one that waits and shrinks is
                 // the M/M/N queue below saturation): only then is the throughput the limit's; and the first
                 // interval of a queue may have started it halfway
+                // (beyond what chance does to the length of a queue that is not growing: three standard deviations)
                 boolean growing = !Double.isNaN(i.waitingStart()) && !Double.isNaN(i.waitingEnd())
-                        && i.waitingEnd() >= Math.max(4, i.waitingStart() + 1);
+                        && i.waitingEnd() >= Math.max(4, i.waitingStart() + 3 * Math.sqrt(i.waitingStart() + 1));
                 if (growing) {
                     growingIntervals++;
                 } else {
@@ -134,7 +146,8 @@ final class BatchLimit {
      * KV- or prefill-bound), and only with enough requests in the interval for its mean wait to mean something.
      */
     private void queueEvidence(Interval i, double a, double prefillShare, double otherWaitMs, double residenceMs) {
-        if (Double.isNaN(i.queueMs()) || Double.isNaN(a) || a < 1 || i.ttftCount() < 10 || !(residenceMs > 0)
+        if (Double.isNaN(i.queueMs()) || Double.isNaN(a) || a < 1 || i.ttftCount() < MIN_WAIT_SAMPLES
+                || !(residenceMs > 0)
                 || prefillShare >= PREFILL_BOUND || !Double.isNaN(i.kvUsage()) && i.kvUsage() >= KV_BOUND) {
             return;
         }
@@ -142,6 +155,9 @@ final class BatchLimit {
         double excess = i.queueMs() - otherWaitMs;
         int cap = 100_000;
         if (excess <= 0.5 * step) {
+            if (i.ttftCount() < MIN_NO_WAIT_SAMPLES) {
+                return; // too few requests for their not waiting to say the queue would make them wait little
+            }
             queueBound = Math.max(queueBound, Batching.serversForWait(a, residenceMs, 0.5 * step, cap));
         } else {
             double n = Batching.serversForWait(a, residenceMs, excess, cap);

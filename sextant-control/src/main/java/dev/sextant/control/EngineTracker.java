@@ -209,7 +209,7 @@ final class EngineTracker {
      */
     void judge(Interval i, ControlOptions o) {
         double r = i.running();
-        if (i.tbtCount() < o.minTokenGaps() || Double.isNaN(i.tbtMs()) || Double.isNaN(r)) {
+        if (Double.isNaN(i.tbtMs()) || Double.isNaN(r) || i.tbtCount() <= 0) {
             return;
         }
         double pi = i.prefillRate();
@@ -222,10 +222,31 @@ final class EngineTracker {
         if (!(law > 0)) {
             return;
         }
-        adjustSpeed(Math.max(0.05, Math.min(20, i.tbtMs() / law)), o);
-        speedWhy = String.format(Locale.ROOT, "TBT %.1f ms at a batch of %.0f (law of its group: %.1f ms)", i.tbtMs(), r,
-                law);
+        // an engine with little traffic is judged on its intervals pooled until they hold enough requests
+        pendingObserved += i.tbtMs() * i.tbtCount();
+        pendingLaw += law * i.tbtCount();
+        pendingGaps += i.tbtCount();
+        pendingRequests += i.completions();
+        if (pendingGaps < o.minTokenGaps() || pendingRequests < MIN_REQUESTS_JUDGED) {
+            return;
+        }
+        double observed = pendingObserved / pendingGaps;
+        double predicted = pendingLaw / pendingGaps;
+        adjustSpeed(Math.max(0.05, Math.min(20, observed / predicted)), o);
+        speedWhy = String.format(Locale.ROOT, "TBT %.1f ms over %.0f requests at a batch of %.0f (law of its group: "
+                + "%.1f ms)", observed, pendingRequests, r, predicted);
+        pendingObserved = 0;
+        pendingLaw = 0;
+        pendingGaps = 0;
+        pendingRequests = 0;
     }
+
+    /** Requests one judgement of speed needs: a mean over fewer is one request's luck. */
+    static final int MIN_REQUESTS_JUDGED = 10;
+    private double pendingObserved;
+    private double pendingLaw;
+    private double pendingGaps;
+    private double pendingRequests;
 
     /** A new ratio of observed to predicted time between tokens: taken at once when far off, averaged in when near. */
     private void adjustSpeed(double ratio, ControlOptions o) {

@@ -6,15 +6,18 @@ import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
 
 /**
- * {@code waterfall}: nearest first, spilling over to the next nearest when those engines are full, as
- * rated: the weights are the production baseline {@link Policies#waterfall()} computed once from the
- * scenario's demand and the engines' effective capacity (a static configuration, like priority levels in
- * an L7 proxy). The data plane hashes the conversation over those weights (weighted rendezvous) among
- * engines its health checks believe usable, and falls back to {@code nearest} when no engine with weight is usable.
+ * {@code waterfall}: nearest first, spilling over to the next nearest when those engines are full. Two layers, as
+ * an L7 proxy with priority levels and an engine-aware load balancer would stack them: the weights are the
+ * production baseline {@link Policies#waterfall()} computed once from the scenario's demand and the engines' rated
+ * capacity (a static configuration); and per request, an engine the last scrape showed full (running + waiting ≥
+ * its sequence limit) is skipped for the next engine by that hash, the nearest first, among engines its health checks
+ * believe usable. It falls back to {@code nearest} when no engine with weight is usable.
  */
 final class WaterfallPolicy extends BaselinePolicy {
     /** Gateway → class → engine → weight. */
     private double[][][] weights;
+    /** Engine → the last scrape showed it full. */
+    private boolean[] full;
 
     @Override
     public String name() {
@@ -24,6 +27,13 @@ final class WaterfallPolicy extends BaselinePolicy {
     @Override
     public void start(Simulation s) {
         super.start(s);
+        full = new boolean[s.engineCount];
+        s.onScrape(scrape -> {
+            for (int j = 0; j < s.engineCount; j++) {
+                full[j] = scrape.up()[j]
+                        && scrape.running()[j] + scrape.waiting()[j] >= s.scenario.hardware().get(j).maxSeqs();
+            }
+        });
         Snapshot snap = Policies.waterfall().solve(s.topology, SolveOptions.defaults());
         weights = new double[s.gatewayCount][s.classCount][s.engineCount];
         for (int g = 0; g < s.gatewayCount; g++) {
@@ -57,7 +67,33 @@ final class WaterfallPolicy extends BaselinePolicy {
                 }
             }
         }
+        if (best >= 0 && full[best]) {
+            int spill = spill(r, exclude);
+            if (spill >= 0) {
+                return spill;
+            }
+        }
         return best >= 0 ? best : NearestPolicy.nearest(sim, r, exclude);
+    }
+
+    /** The engine the key hashes to among the nearest usable engines the last scrape did not show full, or −1. */
+    private int spill(SimRequest r, int exclude) {
+        double[] rtt = sim.rttMs[r.gateway];
+        int best = -1;
+        double bestRtt = Double.POSITIVE_INFINITY;
+        double bestScore = Double.POSITIVE_INFINITY;
+        for (int j : sim.allowed[r.trafficClass]) {
+            if (!candidate(r, j, exclude) || full[j]) {
+                continue;
+            }
+            double s = Hashing.score(r.affinityKey(), j, sim.topology.engines().get(j).capacityRps());
+            if (rtt[j] < bestRtt || rtt[j] == bestRtt && s < bestScore) {
+                best = j;
+                bestRtt = rtt[j];
+                bestScore = s;
+            }
+        }
+        return best;
     }
 
     @Override
