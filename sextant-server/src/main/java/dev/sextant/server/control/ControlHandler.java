@@ -306,7 +306,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         } else {
             root.put("topology_error", cp.topologyError());
         }
-        Step last = cp.loop.lastStep();
+        Step last = cp.lastStep();
         root.set("last_step", Http.JSON.valueToTree(lastStep(last)));
         Estimates e = cp.estimates();
         ObjectNode engines = root.putObject("engines");

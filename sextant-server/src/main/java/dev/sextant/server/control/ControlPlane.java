@@ -142,6 +142,12 @@ public final class ControlPlane implements AutoCloseable {
     private final Map<String, ScrapeState> scrapes = new ConcurrentHashMap<>();
     /** The estimates the policy thread took last, for {@code /healthz} and the gauges. */
     private volatile Estimates estimates;
+    /**
+     * The topology in force and the loop's last step, as the policy thread left them: what an event loop reads
+     * (the loop's own accessors take its lock, which a step holds while it solves).
+     */
+    private volatile Topology topology;
+    private volatile Step lastStep;
     private volatile String topologyError;
 
     // touched only on the policy thread
@@ -212,13 +218,13 @@ public final class ControlPlane implements AutoCloseable {
         this.scraper = HttpClient.newBuilder().connectTimeout(config.scrapeTimeout())
                 .sslContext(TlsContexts.jdkClient(config.engineTls())).build();
         this.loop = ControlLoop.create(topology, config.controlOptions(), ticker, restored);
+        this.topology = topology;
         this.canaries = new Canaries(scraper, ticker, CANARY_TIMEOUT, CANARIES_IN_FLIGHT, loop::observe, registry);
         // the first snapshot is solved before any signal: the topology as configured
         step("start");
         if (publisher.current() == null) {
             canaries.close();
-            Step s = loop.lastStep();
-            throw new IllegalStateException("the first solve failed: " + (s == null ? "no step" : s.reason()));
+            throw new IllegalStateException("the first solve failed: " + lastStep.reason());
         }
         this.signals = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(REPORT_QUEUE),
                 r -> {
@@ -330,7 +336,12 @@ public final class ControlPlane implements AutoCloseable {
 
     /** The topology in force (the last valid version of the file). */
     public Topology topology() {
-        return loop.topology();
+        return topology;
+    }
+
+    /** The control loop's last step (null before the first). */
+    Step lastStep() {
+        return lastStep;
     }
 
     /** The topology the current snapshot was solved for (the loop's estimates applied), for explanations. */
@@ -453,6 +464,7 @@ public final class ControlPlane implements AutoCloseable {
             return;
         }
         loop.topology(t);
+        topology = t;
         scrapes.keySet().retainAll(t.engines().stream().map(Engine::id).collect(Collectors.toSet()));
         if (topologyError != null) {
             LOG.warning("topology " + config.topologyFile() + " is valid again");
@@ -480,7 +492,7 @@ public final class ControlPlane implements AutoCloseable {
     private void scrapeAll() {
         long timeoutMs = config.scrapeTimeout().toMillis();
         List<CompletableFuture<?>> all = new ArrayList<>();
-        for (Engine e : loop.topology().engines()) {
+        for (Engine e : topology.engines()) {
             URI uri;
             try {
                 uri = URI.create(e.endpoint().replaceAll("/+$", "") + "/metrics");
@@ -528,7 +540,7 @@ public final class ControlPlane implements AutoCloseable {
         if (due.isEmpty()) {
             return;
         }
-        Topology t = loop.topology();
+        Topology t = topology;
         if (t != endpointsOf) {
             Map<String, String> m = new HashMap<>();
             t.engines().forEach(e -> m.put(e.id(), e.endpoint()));
@@ -548,6 +560,7 @@ public final class ControlPlane implements AutoCloseable {
         lastSolveNanos = ticker.nanos();
         long start = ticker.nanos();
         Step s = loop.step();
+        lastStep = s;
         solveTime.record(ticker.nanos() - start, TimeUnit.NANOSECONDS);
         solves.increment();
         takeEstimates(s.estimates());
