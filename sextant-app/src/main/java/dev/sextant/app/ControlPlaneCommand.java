@@ -6,6 +6,7 @@ import dev.sextant.server.control.ControlPlaneConfig;
 import dev.sextant.topology.Topology;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -16,8 +17,14 @@ import picocli.CommandLine.Option;
         description = "Run the control plane from a config file (docs/servers.md).")
 final class ControlPlaneCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("topology", "host", "port", "token_file", "solve_interval",
-            "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "weight_hysteresis",
-            "ttft_outlier_factor", "error_rate_limit", "demand", "max_wait", "state_file");
+            "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "error_rate_limit", "demand",
+            "publish_gain", "publish_gain_ms", "canary_interval", "max_wait", "state_file");
+    /** Keys of older versions, refused with what replaced them. */
+    static final Map<String, String> REMOVED = Map.of(
+            "weight_hysteresis", "expected: publish_gain and publish_gain_ms; removed: a snapshot is published when its"
+                    + " expected gain in latency per request is above that threshold, not when a weight moves",
+            "ttft_outlier_factor", "expected: nothing in its place; removed: the control loop judges an engine slow"
+                    + " against its group's law at the same load, and failing on its error rate");
     private final PrintWriter out;
 
     @Option(names = "--config", paramLabel = "CONTROL-PLANE.yaml", required = true, description = "The control plane's settings.")
@@ -43,7 +50,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
         if (port != null) {
             Running.checkPort("--port", port);
         }
-        ServerFile f = ServerFile.load(config, KEYS);
+        ServerFile f = ServerFile.load(config, KEYS, REMOVED);
         Path topology = f.path("topology");
         if (topology == null) {
             throw f.problem("topology", "missing (expected: the topology YAML file)");
@@ -55,10 +62,9 @@ final class ControlPlaneCommand implements Callable<Integer> {
                     f.token(true), f.duration("solve_interval", d.solveInterval()),
                     f.duration("watch_interval", d.watchInterval()), f.duration("scrape_interval", d.scrapeInterval()),
                     f.duration("scrape_timeout", d.scrapeTimeout()), f.integer("missed_scrapes", d.missedScrapes()),
-                    f.number("weight_hysteresis", d.weightHysteresis()),
-                    f.number("ttft_outlier_factor", d.ttftOutlierFactor()),
                     f.number("error_rate_limit", d.errorRateLimit()), f.string("demand", d.demand()),
-                    f.duration("max_wait", d.maxWait()), f.serverTls(), f.clientTls(), f.path("state_file"));
+                    f.number("publish_gain", d.publishGain()), f.number("publish_gain_ms", d.publishGainMs()),
+                    f.duration("canary_interval", d.canaryInterval()), f.duration("max_wait", d.maxWait()), f.serverTls(), f.clientTls(), f.path("state_file"));
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }

@@ -1,7 +1,10 @@
 package dev.sextant.app;
 
-import dev.sextant.config.Json;
+import dev.sextant.control.ControlLoop;
+import dev.sextant.control.ControlOptions;
+import dev.sextant.control.Estimates;
 import dev.sextant.policy.Explanation;
+import dev.sextant.server.control.ExplainEstimates;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.GatewayCluster;
 import dev.sextant.topology.Topology;
@@ -12,9 +15,13 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-/** {@code sextant explain}: why one gateway cluster's class is routed as it is. */
+/**
+ * {@code sextant explain}: why one gateway cluster's class is routed as it is, and the estimates behind it (those of
+ * a control loop that has observed nothing yet, so that it reads as the control plane's {@code /v1/explain} does).
+ */
 @Command(name = "explain", mixinStandardHelpOptions = true, versionProvider = Sextant.Version.class,
-        description = "Solve, then explain how one gateway cluster routes one class, engine by engine.")
+        description = "Solve, then explain how one gateway cluster routes one class, engine by engine, and the "
+                + "estimates behind it (as configured: no control plane is asked).")
 final class ExplainCommand implements Callable<Integer> {
     private final Services services;
     private final PrintWriter out;
@@ -52,7 +59,11 @@ final class ExplainCommand implements Callable<Integer> {
         }
         Snapshot snapshot = inputs.policy(services).solve(topology, inputs.options());
         Explanation e = services.explain().explain(topology, snapshot, gateway, classId);
-        String text = json ? Json.write(e) : services.toText().apply(e);
+        // the estimates behind it, as the control plane's explain shows them: here a fresh control loop's, which has
+        // observed nothing yet (everything as configured)
+        Estimates estimates = ControlLoop.create(topology, ControlOptions.defaults(), () -> 0L, null).estimates();
+        String text = json ? ExplainEstimates.json(e, estimates, null)
+                : services.toText().apply(e) + ExplainEstimates.text(e, estimates, null);
         out.print(text.endsWith("\n") ? text : text + "\n");
         out.flush();
         return 0;

@@ -38,6 +38,15 @@ final class ServerFile {
     }
 
     static ServerFile load(Path file, Set<String> keys) {
+        return load(file, keys, Map.of());
+    }
+
+    /**
+     * The file, refusing keys that are not in {@code keys}; a key of {@code removed} (key → what replaces it and
+     * why it went, {@code "expected: …; removed: …"}) is refused with that message:
+     * {@code file:LINE: key: value (expected: …; removed: …)}.
+     */
+    static ServerFile load(Path file, Set<String> keys, Map<String, String> removed) {
         String text;
         try {
             text = Files.readString(file, StandardCharsets.UTF_8);
@@ -69,6 +78,9 @@ final class ServerFile {
         }
         for (Iterator<String> it = root.fieldNames(); it.hasNext(); ) {
             String k = it.next();
+            if (removed.containsKey(k)) {
+                throw new UsageException(at(file, lines, k) + k + ": " + root.get(k) + " (" + removed.get(k) + ")");
+            }
             if (!keys.contains(k)) {
                 throw new UsageException(at(file, lines, k) + k + ": unknown setting (expected one of "
                         + new java.util.TreeSet<>(keys) + ")");

@@ -55,6 +55,14 @@ class ServerCommandsTest {
             NaN duration           | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntotal_timeout: NaNs | server.yaml:3: total_timeout: 'NaNs' (expected: a duration >= 0
             no topology            | control-plane | port: 7070                                                | topology: missing
             bad demand             | control-plane | topology: t.yaml\\ntoken_file: tok\\ndemand: lots          | demand: lots
+            demand max, removed    | control-plane | topology: t.yaml\\ntoken_file: tok\\ndemand: max           | server.yaml:3: demand: max (expected: observed or configured; removed: max made the configured demand a floor
+            hysteresis, removed    | control-plane | topology: t.yaml\\ntoken_file: tok\\nweight_hysteresis: 0.02 | server.yaml:3: weight_hysteresis: 0.02 (expected: publish_gain and publish_gain_ms; removed: a snapshot is published when its expected gain
+            outlier factor, removed| control-plane | topology: t.yaml\\nttft_outlier_factor: 5\\ntoken_file: tok | server.yaml:2: ttft_outlier_factor: 5 (expected: nothing in its place; removed: the control loop judges
+            negative publish gain  | control-plane | topology: t.yaml\\ntoken_file: tok\\npublish_gain: -0.1   | server.yaml:3: publish_gain: -0.1 (expected: a finite number >= 0)
+            publish gain ms text   | control-plane | topology: t.yaml\\ntoken_file: tok\\npublish_gain_ms: lots | server.yaml:3: publish_gain_ms: "lots" (expected: a number)
+            zero canary interval   | control-plane | topology: t.yaml\\ntoken_file: tok\\ncanary_interval: 0s  | server.yaml:3: canary_interval: 0ms (expected: > 0)
+            zero missed scrapes    | control-plane | topology: t.yaml\\ntoken_file: tok\\nmissed_scrapes: 0     | server.yaml:3: missed_scrapes: 0 (expected: >= 1)
+            error rate above one   | control-plane | topology: t.yaml\\ntoken_file: tok\\nerror_rate_limit: 1.5 | server.yaml:3: error_rate_limit: 1.5 (expected: in (0, 1])
             tls cert without key   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntls_cert_file: c.pem | tls_key_file: missing
             client cert without key| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntls_client_cert_file: c.pem | (expected: both or neither)
             client CA without cert | control-plane | topology: t.yaml\\ntoken_file: tok\\ntls_client_ca_file: ca.pem | tls_client_ca_file: set without tls_cert_file

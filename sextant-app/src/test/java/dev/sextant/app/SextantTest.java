@@ -226,15 +226,29 @@ class SextantTest {
         int code = run(fakes(), "explain", TALK, "--gateway", "east", "--class", "chat");
 
         assertThat(code).as(stderr).isZero();
-        assertThat(stdout).isEqualTo("explained east/chat\n");
+        assertThat(stdout).startsWith("explained east/chat\nEstimates behind it (docs/control-loop.md):\nEngines:\n"
+                + "  east-1 HEALTHY (health 1.00): capacity 100 req/s as configured (no evidence yet).")
+                .as("the engines the explanation names, nothing of a step that never ran").doesNotContain("west-1")
+                .doesNotContain("Last step")
+                .contains("Demand:\n  east/chat: 120.0 req/s — configured (no report yet)\n")
+                .contains("Round trips:\n  east → gpu-east: 2.0 ms").contains("east → gpu-west: 60.0 ms")
+                .doesNotContain("west/chat");
     }
 
     @Test
-    void explain_json_printsExplanationRecordInSnakeCase() {
+    void explain_json_printsExplanationRecordInSnakeCase() throws Exception {
         int code = run(fakes(), "explain", TALK, "--gateway", "east", "--class", "chat", "--json");
 
         assertThat(code).as(stderr).isZero();
         assertThat(stdout).contains("\"class_id\" : \"chat\"").contains("\"engine_latency_ms\" : 4000.0");
+        com.fasterxml.jackson.databind.JsonNode estimates = dev.sextant.server.internal.Http.JSON.readTree(stdout)
+                .path("estimates");
+        assertThat(estimates.path("engines").fieldNames()).toIterable().containsExactly("east-1");
+        assertThat(estimates.path("engines").path("east-1").path("condition").asText()).isEqualTo("healthy");
+        assertThat(estimates.path("engines").path("east-1").path("capacity_rps").asDouble()).isEqualTo(100.0);
+        assertThat(estimates.path("demand").path("chat").path("rps").asDouble()).isEqualTo(120.0);
+        assertThat(estimates.path("round_trips").path("gpu-west").path("ms").asDouble()).isEqualTo(60.0);
+        assertThat(estimates.path("last_step").isNull()).isTrue();
     }
 
     @Test

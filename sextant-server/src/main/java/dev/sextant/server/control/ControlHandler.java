@@ -3,8 +3,10 @@ package dev.sextant.server.control;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sextant.config.Json;
-import dev.sextant.config.SnapshotJson;
-import dev.sextant.policy.Explainer;
+import dev.sextant.control.EngineEstimate;
+import dev.sextant.control.Estimates;
+import dev.sextant.control.GatewayReport;
+import dev.sextant.control.Step;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.OversizedAwareAggregator;
 import dev.sextant.snapshot.Snapshot;
@@ -220,7 +222,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         String accept = req.headers().get(HttpHeaderNames.ACCEPT, "");
         boolean text = "text".equals(format) || (format == null && accept.startsWith("text/plain"));
         // off the event loop (a large fleet's explanation solves two baselines), answered back on it
-        cp.explain(gw, cls).whenComplete((x, err) -> ctx.executor().execute(() -> {
+        cp.explain(gw, cls, text).whenComplete((body, err) -> ctx.executor().execute(() -> {
             if (!ctx.channel().isActive()) {
                 return;
             }
@@ -236,9 +238,9 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                             "internal_error", "internal error: " + cause, null), false);
                 }
             } else if (text) {
-                Http.send(ctx, Http.response(HttpResponseStatus.OK, Http.TEXT, Explainer.toText(x)), keepAlive);
+                Http.send(ctx, Http.response(HttpResponseStatus.OK, Http.TEXT, body), keepAlive);
             } else {
-                Http.send(ctx, Http.json(HttpResponseStatus.OK, Json.write(x)), keepAlive);
+                Http.send(ctx, Http.json(HttpResponseStatus.OK, body), keepAlive);
             }
         }));
     }
@@ -256,8 +258,13 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         if (body == null || !body.isObject()) {
             throw new IllegalArgumentException("report: expected a JSON object");
         }
-        cp.signals.report(body, cp.topology(), System.nanoTime());
-        cp.reports.increment();
+        // checked whole here, on the event loop; given to the control loop on its signal thread
+        GatewayReport report = ReportParser.parse(body, cp.topology(), cp.ticker.nanos());
+        if (!cp.report(report)) {
+            Http.send(ctx, Http.error(HttpResponseStatus.SERVICE_UNAVAILABLE, "server_error", "overloaded",
+                    "reports arrive faster than the control loop takes them; this one was dropped", null), keepAlive);
+            return;
+        }
         FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
         Http.send(ctx, r, keepAlive);
     }
@@ -299,8 +306,56 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         } else {
             root.put("topology_error", cp.topologyError());
         }
-        root.set("engines", Http.JSON.valueToTree(cp.signals.describe()));
+        Step last = cp.lastStep();
+        root.set("last_step", Http.JSON.valueToTree(lastStep(last)));
+        Estimates e = cp.estimates();
+        ObjectNode engines = root.putObject("engines");
+        for (EngineEstimate x : new java.util.TreeMap<>(e.engines()).values()) {
+            ObjectNode n = engines.putObject(x.engine());
+            n.put("condition", ControlPlane.label(x.condition()));
+            n.put("healthy", !x.condition().outOfService());
+            number(n, "health", x.health());
+            number(n, "capacity_rps", x.capacityRps());
+            number(n, "configured_rps", x.configuredRps());
+            number(n, "slowdown", x.slowdown());
+            n.put("why", x.conditionWhy());
+            n.put("capacity_why", x.capacityWhy());
+            n.put("speed_why", x.speedWhy());
+            ControlPlane.ScrapeState scrape = cp.scrapes().get(x.engine());
+            n.put("missed_scrapes", scrape == null ? 0 : scrape.misses());
+            if (scrape == null || scrape.error() == null) {
+                n.putNull("scrape_error");
+            } else {
+                n.put("scrape_error", scrape.error());
+            }
+        }
         return root.toString();
+    }
+
+    /**
+     * The last step for {@code /healthz}: published (with the version) or not, why, and the gain against the
+     * threshold.
+     */
+    private static java.util.Map<String, Object> lastStep(Step last) {
+        if (last == null) {
+            return null;
+        }
+        java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+        m.put("published", last.published());
+        m.put("version", last.published() ? last.snapshot().version() : null);
+        m.put("reason", last.reason());
+        m.put("gain_ms", Double.isFinite(last.gainMs()) ? last.gainMs() : null);
+        m.put("threshold_ms", Double.isFinite(last.thresholdMs()) ? last.thresholdMs() : null);
+        return m;
+    }
+
+    /** A number, or null when it is not finite (JSON has no NaN). */
+    private static void number(ObjectNode n, String field, double v) {
+        if (Double.isFinite(v)) {
+            n.put(field, v);
+        } else {
+            n.putNull(field);
+        }
     }
 
     @Override

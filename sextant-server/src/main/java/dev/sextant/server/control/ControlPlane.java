@@ -3,8 +3,17 @@ package dev.sextant.server.control;
 import dev.sextant.config.ConfigProblem;
 import dev.sextant.config.TopologyException;
 import dev.sextant.config.TopologyLoader;
+import dev.sextant.control.Canary;
+import dev.sextant.control.Condition;
+import dev.sextant.control.ControlLoop;
+import dev.sextant.control.EngineEstimate;
+import dev.sextant.control.EngineScrape;
+import dev.sextant.control.Estimates;
+import dev.sextant.control.GatewayReport;
+import dev.sextant.control.Step;
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.SolveOptions;
+import dev.sextant.request.Ticker;
 import dev.sextant.server.internal.JvmMeters;
 import dev.sextant.server.internal.Listen;
 import dev.sextant.server.internal.ListenException;
@@ -12,13 +21,13 @@ import dev.sextant.server.internal.OversizedAwareAggregator;
 import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.signal.EngineMetrics;
 import dev.sextant.signal.PrometheusText;
-import dev.sextant.snapshot.EngineState;
-import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.Topology;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MultiGauge;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -44,44 +53,73 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.security.MessageDigest;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
-import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import java.util.stream.Collectors;
 
 /**
- * The control plane: loads and watches the topology, scrapes engines and takes gateway reports (signal path),
- * solves with {@link Policies#optimal()} on a schedule and when its inputs change, and publishes a new snapshot
- * only when it differs materially (policy path). Serves {@code GET /v1/snapshot} (ETag, long-poll),
- * {@code GET /v1/explain}, {@code POST /v1/reports} (all three behind a bearer token), {@code /metrics} and
- * {@code /healthz}. See {@code docs/servers.md}.
+ * The control plane: the shell around the {@link ControlLoop}, which does all the estimating and deciding. It loads
+ * and watches the topology, scrapes engines ({@link EngineScrape}), takes gateway reports ({@link GatewayReport}) and
+ * sends the loop's canaries (signal path); it steps the loop on a schedule and when the loop says something urgent
+ * changed, and publishes the snapshots the loop decides to publish (policy path). The simulator runs the same loop on
+ * the same records. Serves {@code GET /v1/snapshot} (ETag, long-poll), {@code GET /v1/explain},
+ * {@code POST /v1/reports} (all three behind a bearer token), {@code /metrics} and {@code /healthz}. See
+ * {@code docs/servers.md}; the loop's rules are in {@code docs/control-loop.md}.
+ *
+ * <p>Threads: the loop is stepped only on the policy thread; reports reach it through a signal thread of their
+ * own, so that an event loop never waits for the loop's lock while a step solves; scrapes and canaries end on the
+ * HTTP client's threads. {@code /healthz} and the gauges read the estimates the policy thread took last.
  */
 public final class ControlPlane implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(ControlPlane.class.getName());
+    /** A canary's longest run, request to {@code [DONE]}. */
+    static final Duration CANARY_TIMEOUT = Duration.ofSeconds(10);
+    /** Canaries in flight at most. */
+    static final int CANARIES_IN_FLIGHT = 16;
+    /** Reports taken but not yet given to the loop, at most; beyond, a report is refused with 503. */
+    static final int REPORT_QUEUE = 4096;
 
     final ControlPlaneConfig config;
     final InMemoryPublisher publisher = SnapshotPublisher.inMemory();
-    final Signals signals;
+    final Ticker ticker = Ticker.system();
+    final ControlLoop loop;
     final dev.sextant.server.auth.BearerToken token;
     final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final ScheduledExecutorService policy;
+    /** Gives reports to the loop, in arrival order. */
+    private final ThreadPoolExecutor signals;
     private final HttpClient scraper;
+    private final Canaries canaries;
     private final EventLoopGroup group;
     private final Channel serverChannel;
     private final JvmMeters jvm;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final Counter solves;
-    private final Counter publications;
     private final Counter scrapeFailures;
     private final Counter reloadFailures;
     private final Timer solveTime;
+    private final Map<String, Counter> steps = new HashMap<>();
+    private final Map<String, Counter> publications = new HashMap<>();
+    private final MultiGauge conditionGauge;
+    private final MultiGauge healthGauge;
+    private final MultiGauge capacityGauge;
+    private final MultiGauge slowdownGauge;
     final Counter unauthorized;
     final Counter reports;
     /** Largest request body: a report is a few KB even for a large fleet's gateway. */
@@ -90,32 +128,43 @@ public final class ControlPlane implements AutoCloseable {
     private final SslContext serverTls;
     /** The state file, or null without one. */
     private final StateFile state;
-    /** The snapshot the state file kept from a previous run, until the first solve takes it as its previous one. */
-    private Snapshot restored;
 
-    // policy-path state, touched only on the policy thread (and read through volatile fields)
-    private volatile Topology topology;
-    /** The last snapshot this control plane solved and published, with the topology it solved it from. */
+    /** The last snapshot published, with the topology the loop solved it for (estimates applied). */
     private volatile Solved solved;
 
     private record Solved(Topology topology, Snapshot snapshot) {
     }
+
+    /** Each engine's scrapes as this shell saw them: consecutive failures and the last one's reason. */
+    record ScrapeState(int misses, String error) {
+    }
+
+    private final Map<String, ScrapeState> scrapes = new ConcurrentHashMap<>();
+    /** The estimates the policy thread took last, for {@code /healthz} and the gauges. */
+    private volatile Estimates estimates;
+    /**
+     * The topology in force and the loop's last step, as the policy thread left them: what an event loop reads
+     * (the loop's own accessors take its lock, which a step holds while it solves).
+     */
+    private volatile Topology topology;
+    private volatile Step lastStep;
     private volatile String topologyError;
+
+    // touched only on the policy thread
     private String fingerprint;
-    private Object lastInputs;
     private long lastSolveNanos;
-    private long lastScrapeNanos = Long.MIN_VALUE / 2;
-    private Map<String, Double> penalties = Map.of();
+    private long lastScrapeNanos;
+    private boolean scrapedOnce;
+    private Map<String, String> endpoints = Map.of();
+    private Topology endpointsOf;
 
     private ControlPlane(ControlPlaneConfig config) throws TopologyException, InterruptedException {
         this.config = config;
         this.token = config.token();
-        this.signals = new Signals(config.missedScrapes());
-        this.topology = TopologyLoader.load(config.topologyFile());
+        Topology topology = TopologyLoader.load(config.topologyFile());
         this.fingerprint = fingerprint();
-        this.solves = Counter.builder("sextant.control.solves").description("optimizer runs").register(registry);
-        this.publications = Counter.builder("sextant.control.publications")
-                .description("snapshots published (a new version for the gateways)").register(registry);
+        this.solves = Counter.builder("sextant.control.solves")
+                .description("control loop steps run (each solves the optimizer on the estimates)").register(registry);
         this.scrapeFailures = Counter.builder("sextant.control.scrape.failures")
                 .description("engine /metrics scrapes that failed or timed out").register(registry);
         this.reloadFailures = Counter.builder("sextant.control.topology.reload.failures")
@@ -124,16 +173,40 @@ public final class ControlPlane implements AutoCloseable {
                 .description("requests refused for a missing or wrong bearer token").register(registry);
         this.reports = Counter.builder("sextant.control.reports").description("gateway reports taken")
                 .register(registry);
+        for (String outcome : List.of("published", "kept", "failed")) {
+            steps.put(outcome, Counter.builder("sextant.control.steps").tag("outcome", outcome)
+                    .description("control loop steps by outcome: published (a new snapshot), kept (the gain was below "
+                            + "the threshold), failed (the solve failed)").register(registry));
+        }
+        for (String kind : List.of("first", "change", "gain", "catch_up")) {
+            publications.put(kind, Counter.builder("sextant.control.publications").tag("kind", kind)
+                    .description("snapshots published (a new version for the gateways), by why: first, change (one "
+                            + "the loop publishes whatever the gain: the fleet's shape, an engine out of or back in "
+                            + "service, a held snapshot that no longer fits), gain (above the threshold), catch_up (the "
+                            + "same content above a version a gateway held)").register(registry));
+        }
         io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.oversized.bodies", oversizedBodies,
                         java.util.concurrent.atomic.LongAdder::sum)
                 .description("request bodies over " + MAX_BODY_BYTES + " bytes, refused with 413").register(registry);
-        this.solveTime = Timer.builder("sextant.control.solve.time").description("time of one optimizer run")
+        this.solveTime = Timer.builder("sextant.control.solve.time")
+                .description("time of one control loop step: estimates, optimizer run and publication decision")
                 .publishPercentileHistogram().register(registry);
+        this.conditionGauge = MultiGauge.builder("sextant.control.engine.condition")
+                .description("1 for each engine's condition as the control loop judges it, 0 for the others")
+                .register(registry);
+        this.healthGauge = MultiGauge.builder("sextant.control.engine.health")
+                .description("each engine's health as the optimizer gets it: 0 out of service, else as configured")
+                .register(registry);
+        this.capacityGauge = MultiGauge.builder("sextant.control.engine.capacity.rps")
+                .description("each engine's capacity as the control loop estimates it, req/s").register(registry);
+        this.slowdownGauge = MultiGauge.builder("sextant.control.engine.slowdown")
+                .description("how many times slower than its group's law each engine decodes (1 = as its group)")
+                .register(registry);
         this.state = config.stateFile() == null ? null : new StateFile(config.stateFile(),
                 Counter.builder("sextant.control.state.write.failures")
                         .description("published snapshots that could not be written to the state file")
                         .register(registry));
-        this.restored = state == null ? null : state.restore();
+        Snapshot restored = state == null ? null : state.restore();
         Gauge.builder("sextant.control.snapshot.version", () -> {
             Snapshot s = publisher.current();
             return s == null ? 0 : s.version();
@@ -144,7 +217,21 @@ public final class ControlPlane implements AutoCloseable {
         this.serverTls = config.tls() == null ? null : TlsContexts.server(config.tls());
         this.scraper = HttpClient.newBuilder().connectTimeout(config.scrapeTimeout())
                 .sslContext(TlsContexts.jdkClient(config.engineTls())).build();
-        solveAndMaybePublish("start");
+        this.loop = ControlLoop.create(topology, config.controlOptions(), ticker, restored);
+        this.topology = topology;
+        this.canaries = new Canaries(scraper, ticker, CANARY_TIMEOUT, CANARIES_IN_FLIGHT, loop::observe, registry);
+        // the first snapshot is solved before any signal: the topology as configured
+        step("start");
+        if (publisher.current() == null) {
+            canaries.close();
+            throw new IllegalStateException("the first solve failed: " + lastStep.reason());
+        }
+        this.signals = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(REPORT_QUEUE),
+                r -> {
+                    Thread t = new Thread(r, "sextant-signals");
+                    t.setDaemon(true);
+                    return t;
+                });
         this.policy = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "sextant-policy");
             t.setDaemon(true);
@@ -170,6 +257,8 @@ public final class ControlPlane implements AutoCloseable {
             serverChannel = Listen.on(b, config.host(), config.port());
         } catch (RuntimeException | InterruptedException e) {
             policy.shutdownNow();
+            signals.shutdownNow();
+            canaries.close();
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
             throw e;
         }
@@ -220,19 +309,18 @@ public final class ControlPlane implements AutoCloseable {
      * cluster the snapshot does not route. On the L fleet the whole snapshot is 32 MB of JSON and about
      * 0.45 s to write, which every poll used to pay on an event loop; a view is 2.4 MB and 20 ms.
      */
-    java.util.concurrent.CompletableFuture<GatewayView> view(String gateway) {
+    CompletableFuture<GatewayView> view(String gateway) {
         Snapshot s = publisher.current();
         if (s == null || !s.routes().containsKey(gateway)) {
-            return java.util.concurrent.CompletableFuture.completedFuture(null);
+            return CompletableFuture.completedFuture(null);
         }
-        return views.get(s, gateway, g -> java.util.concurrent.CompletableFuture.supplyAsync(
-                () -> GatewayView.of(s.forGateway(g)), viewMaker));
+        return views.get(s, gateway, g -> CompletableFuture.supplyAsync(() -> GatewayView.of(s.forGateway(g)),
+                viewMaker));
     }
 
     /** The views of the current publication, by gateway cluster. */
-    private final KeptFor<Snapshot, String, java.util.concurrent.CompletableFuture<GatewayView>> views =
-            new KeptFor<>();
-    private final java.util.concurrent.ExecutorService viewMaker = Executors.newFixedThreadPool(2, r -> {
+    private final KeptFor<Snapshot, String, CompletableFuture<GatewayView>> views = new KeptFor<>();
+    private final ExecutorService viewMaker = Executors.newFixedThreadPool(2, r -> {
         Thread t = new Thread(r, "sextant-views");
         t.setDaemon(true);
         return t;
@@ -251,26 +339,36 @@ public final class ControlPlane implements AutoCloseable {
         return topology;
     }
 
-    /** The topology the current snapshot was solved from (health and demand applied), for explanations. */
+    /** The control loop's last step (null before the first). */
+    Step lastStep() {
+        return lastStep;
+    }
+
+    /** The topology the current snapshot was solved for (the loop's estimates applied), for explanations. */
     Topology solvedTopology() {
         return solved.topology();
     }
 
     /**
-     * The explanation of how the current snapshot routes {@code classId} at {@code gateway}, computed on the
-     * explanation thread, never on an event loop: on a large fleet it compares with two baseline policies'
-     * whole solves, which are kept for as long as the solved topology holds (one publication), so only the
-     * first explanation after a publication pays for them.
+     * The explanation of how the current snapshot routes {@code classId} at {@code gateway}, with the estimates
+     * behind it, as text or JSON: made on the explanation thread, never on an event loop. On a large fleet it
+     * compares with two baseline policies' whole solves, which are kept for as long as the solved topology holds
+     * (one publication), so only the first explanation after a publication pays for them.
      */
-    java.util.concurrent.CompletableFuture<dev.sextant.policy.Explanation> explain(String gateway, String classId) {
-        // the snapshot and the topology it was solved from, as one pair (the current snapshot may be that one
+    CompletableFuture<String> explain(String gateway, String classId, boolean text) {
+        // the snapshot and the topology it was solved for, as one pair (the current snapshot may be that one
         // republished under a higher version, with the same content)
         Solved now = solved;
         Topology t = now.topology();
         Snapshot snapshot = now.snapshot();
-        return java.util.concurrent.CompletableFuture.supplyAsync(
-                () -> dev.sextant.policy.Explainer.explain(t, snapshot, gateway, classId, name -> baseline(t, name)),
-                explainer);
+        return CompletableFuture.supplyAsync(() -> {
+            dev.sextant.policy.Explanation x = dev.sextant.policy.Explainer.explain(t, snapshot, gateway, classId,
+                    name -> baseline(t, name));
+            Estimates e = loop.estimates();
+            Step last = loop.lastStep();
+            return text ? dev.sextant.policy.Explainer.toText(x) + ExplainEstimates.text(x, e, last)
+                    : ExplainEstimates.json(x, e, last);
+        }, explainer);
     }
 
     private Snapshot baseline(Topology t, String name) {
@@ -279,7 +377,7 @@ public final class ControlPlane implements AutoCloseable {
 
     /** The baseline policies' snapshots of the solved topology, by policy name. */
     private final KeptFor<Topology, String, Snapshot> baselines = new KeptFor<>();
-    private final java.util.concurrent.ExecutorService explainer = Executors.newSingleThreadExecutor(r -> {
+    private final ExecutorService explainer = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "sextant-explain");
         t.setDaemon(true);
         return t;
@@ -290,9 +388,38 @@ public final class ControlPlane implements AutoCloseable {
         return topologyError;
     }
 
-    /** Runs a policy-path step now and waits for it (tests; the schedule does the same every watch interval). */
+    /** The estimates taken at the end of the last policy step. */
+    Estimates estimates() {
+        return estimates;
+    }
+
+    /** Each engine's scrapes as seen here, by engine id. */
+    Map<String, ScrapeState> scrapes() {
+        return scrapes;
+    }
+
+    /**
+     * Takes a gateway's report: it reaches the loop on the signal thread, in arrival order.
+     *
+     * @return false when too many reports wait already (the caller answers 503)
+     */
+    boolean report(GatewayReport r) {
+        try {
+            signals.execute(() -> loop.observe(r));
+        } catch (RejectedExecutionException e) {
+            return false;
+        }
+        reports.increment();
+        return true;
+    }
+
+    /**
+     * Runs a policy-path step now and waits for it (tests; the schedule does the same every watch interval). The
+     * reports taken before it was called reach the loop first.
+     */
     public void tickNow() {
         try {
+            signals.submit(() -> { }).get(30, TimeUnit.SECONDS);
             policy.submit(this::tick).get(30, TimeUnit.SECONDS);
         } catch (Exception e) {
             throw new IllegalStateException("policy step failed: " + e, e);
@@ -301,19 +428,20 @@ public final class ControlPlane implements AutoCloseable {
 
     private void tick() {
         try {
-            long now = System.nanoTime();
             reloadIfChanged();
-            if (now - lastScrapeNanos >= config.scrapeInterval().toNanos()) {
+            long now = ticker.nanos();
+            if (!scrapedOnce || now - lastScrapeNanos >= config.scrapeInterval().toNanos()) {
+                scrapedOnce = true;
                 lastScrapeNanos = now;
                 scrapeAll();
-                penalties = signals.evaluatePenalties(topology, publisher.current(), config.ttftOutlierFactor(),
-                        config.errorRateLimit());
             }
-            if (now - lastSolveNanos >= config.solveInterval().toNanos()) {
-                solveAndMaybePublish("schedule");
-            } else if (!Objects.equals(inputs(), lastInputs)) {
-                solveAndMaybePublish("inputs changed");
+            if (ticker.nanos() - lastSolveNanos >= config.solveInterval().toNanos()) {
+                step("schedule");
+            } else if (loop.urgent()) {
+                step("urgent");
             }
+            sendCanaries();
+            takeEstimates(loop.estimates());
         } catch (RuntimeException e) {
             LOG.log(Level.SEVERE, "policy step failed; keeping snapshot "
                     + (publisher.current() == null ? "none" : publisher.current().version()), e);
@@ -326,18 +454,23 @@ public final class ControlPlane implements AutoCloseable {
             return;
         }
         fingerprint = fp;
+        Topology t;
         try {
-            topology = TopologyLoader.load(config.topologyFile());
-            if (topologyError != null) {
-                LOG.warning("topology " + config.topologyFile() + " is valid again");
-            }
-            topologyError = null;
-            LOG.info("topology " + config.topologyFile() + " reloaded");
+            t = TopologyLoader.load(config.topologyFile());
         } catch (TopologyException e) {
             reloadFailures.increment();
             topologyError = e.problems().stream().map(ConfigProblem::toString).collect(Collectors.joining("; "));
             LOG.severe("TOPOLOGY RELOAD FAILED, keeping the previous version in force: " + topologyError);
+            return;
         }
+        loop.topology(t);
+        topology = t;
+        scrapes.keySet().retainAll(t.engines().stream().map(Engine::id).collect(Collectors.toSet()));
+        if (topologyError != null) {
+            LOG.warning("topology " + config.topologyFile() + " is valid again");
+        }
+        topologyError = null;
+        LOG.info("topology " + config.topologyFile() + " reloaded");
     }
 
     private String fingerprint() {
@@ -355,167 +488,171 @@ public final class ControlPlane implements AutoCloseable {
         }
     }
 
+    /** Scrapes every engine's {@code /metrics} and gives the loop what each said; waits for the round to end. */
     private void scrapeAll() {
         long timeoutMs = config.scrapeTimeout().toMillis();
-        List<java.util.concurrent.CompletableFuture<?>> all = new ArrayList<>();
+        List<CompletableFuture<?>> all = new ArrayList<>();
         for (Engine e : topology.engines()) {
-            URI uri = URI.create(e.endpoint().replaceAll("/+$", "") + "/metrics");
+            URI uri;
+            try {
+                uri = URI.create(e.endpoint().replaceAll("/+$", "") + "/metrics");
+            } catch (IllegalArgumentException ex) {
+                scrapeFailed(e.id(), "bad endpoint: " + ex.getMessage());
+                continue;
+            }
             HttpRequest req = HttpRequest.newBuilder(uri).timeout(config.scrapeTimeout()).GET().build();
             all.add(scraper.sendAsync(req, HttpResponse.BodyHandlers.ofString()).handle((r, err) -> {
                 if (err != null) {
-                    scrapeFailures.increment();
-                    signals.scrapeFailed(e.id(), String.valueOf(err.getMessage() == null ? err : err.getMessage()));
+                    Throwable t = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+                            ? err.getCause() : err;
+                    scrapeFailed(e.id(), t.getMessage() == null ? t.toString() : t.getMessage());
                 } else if (r.statusCode() != 200) {
-                    scrapeFailures.increment();
-                    signals.scrapeFailed(e.id(), "HTTP " + r.statusCode());
+                    scrapeFailed(e.id(), "HTTP " + r.statusCode());
                 } else {
+                    EngineMetrics m;
                     try {
-                        signals.scraped(e.id(), EngineMetrics.from(PrometheusText.parse(r.body())), System.nanoTime());
+                        m = EngineMetrics.from(PrometheusText.parse(r.body()));
                     } catch (RuntimeException ex) {
-                        scrapeFailures.increment();
-                        signals.scrapeFailed(e.id(), "unparsable metrics: " + ex.getMessage());
+                        scrapeFailed(e.id(), "unparsable metrics: " + ex.getMessage());
+                        return null;
                     }
+                    scrapes.put(e.id(), new ScrapeState(0, null));
+                    loop.observe(EngineScrape.of(e.id(), ticker.nanos(), m));
                 }
                 return null;
             }));
         }
         try {
-            java.util.concurrent.CompletableFuture.allOf(all.toArray(new java.util.concurrent.CompletableFuture[0]))
-                    .get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
+            CompletableFuture.allOf(all.toArray(new CompletableFuture[0])).get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             LOG.fine("scrape round incomplete: " + e);
         }
     }
 
-    private record Inputs(Topology topology, Map<String, Double> health, Map<String, Double> penalties,
-                          Map<String, Map<String, Long>> demandBuckets) {
+    private void scrapeFailed(String engine, String why) {
+        scrapeFailures.increment();
+        scrapes.merge(engine, new ScrapeState(1, why), (a, b) -> new ScrapeState(a.misses() + 1, why));
+        loop.observe(EngineScrape.failed(engine, ticker.nanos(), why));
     }
 
-    private Inputs inputs() {
-        Topology t = topology;
-        Map<String, Map<String, Double>> demand = demand(t);
-        Map<String, Map<String, Long>> buckets = new java.util.TreeMap<>();
-        // demand in 10% steps (log scale), so that noise in observed demand does not trigger solves
-        demand.forEach((g, m) -> m.forEach((c, v) -> buckets.computeIfAbsent(g, k -> new java.util.TreeMap<>())
-                .put(c, Math.round(Math.log1p(v) / Math.log(1.1)))));
-        return new Inputs(t, signals.health(), penalties, buckets);
-    }
-
-    private Map<String, Map<String, Double>> demand(Topology t) {
-        return signals.demand(t, config.demand(), System.nanoTime(), 3 * config.scrapeInterval().toNanos()
-                + java.time.Duration.ofSeconds(15).toNanos());
-    }
-
-    private void solveAndMaybePublish(String why) {
-        lastSolveNanos = System.nanoTime();
-        Inputs in = inputs();
-        lastInputs = in;
-        Topology t = in.topology();
-        Map<String, Double> health = in.health();
-        List<Engine> engines = new ArrayList<>();
-        for (Engine e : t.engines()) {
-            double h = health.getOrDefault(e.id(), 1.0);
-            engines.add(h < e.health() ? e.withHealth(h) : e);
-        }
-        Topology solveFor = t.withEngines(engines).withDemand(demand(t));
-        Snapshot prev = publisher.current();
-        // the first solve after a restart goes on from the snapshot the state file kept: the next version, and
-        // slot tables rebalanced from the ones the gateways hold
-        Snapshot base = prev != null ? prev : restored;
-        SolveOptions options = new SolveOptions(base == null ? 1 : base.version() + 1, base, in.penalties(),
-                SolveOptions.DEFAULT_GAP_TOLERANCE);
-        long start = System.nanoTime();
-        Snapshot next;
-        try {
-            next = Policies.optimal().solve(solveFor, options);
-        } catch (RuntimeException e) {
-            LOG.log(Level.SEVERE, "solve failed (" + why + "); keeping snapshot "
-                    + (prev == null ? "none" : prev.version()), e);
-            if (prev == null) {
-                throw e;
-            }
+    private void sendCanaries() {
+        List<Canary> due = loop.canariesDue();
+        if (due.isEmpty()) {
             return;
         }
-        solveTime.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
-        solves.increment();
-        String change = prev == null ? (base == null ? "first snapshot"
-                : "first snapshot, going on from snapshot " + base.version() + " of the state file")
-                : materialChange(prev, next, config.weightHysteresis());
-        if (change != null) {
-            solved = new Solved(solveFor, next);
-            publisher.publish(next);
-            restored = null;
-            keep(next);
-            publications.increment();
-            LOG.info("published snapshot " + next.version() + " (" + why + "; " + change + ")");
+        Topology t = topology;
+        if (t != endpointsOf) {
+            Map<String, String> m = new HashMap<>();
+            t.engines().forEach(e -> m.put(e.id(), e.endpoint()));
+            endpoints = m;
+            endpointsOf = t;
+        }
+        for (Canary c : due) {
+            String endpoint = endpoints.get(c.engine());
+            if (endpoint != null) {
+                canaries.send(c, endpoint);
+            }
         }
     }
 
-    /**
-     * Why {@code next} differs materially from {@code prev}, or null when it does not: a weight or shed fraction
-     * moved by more than {@code hysteresis}, or the engines, their endpoints, models, regions or effective
-     * capacities (more than 5%), the gateway clusters or the classes changed.
-     */
-    static String materialChange(Snapshot prev, Snapshot next, double hysteresis) {
-        if (!prev.engines().keySet().equals(next.engines().keySet())) {
-            return "engines changed";
+    /** Steps the loop and publishes what it decides to (on the policy thread, or at start). */
+    private void step(String trigger) {
+        lastSolveNanos = ticker.nanos();
+        long start = ticker.nanos();
+        Step s = loop.step();
+        lastStep = s;
+        solveTime.record(ticker.nanos() - start, TimeUnit.NANOSECONDS);
+        solves.increment();
+        takeEstimates(s.estimates());
+        Snapshot held = publisher.current();
+        if (s.snapshot() == null) {
+            steps.get("failed").increment();
+            LOG.severe("control loop step failed (" + trigger + "): " + s.reason() + "; keeping snapshot "
+                    + (held == null ? "none" : held.version()));
+            return;
         }
-        for (Map.Entry<String, EngineState> e : next.engines().entrySet()) {
-            EngineState a = prev.engines().get(e.getKey());
-            EngineState b = e.getValue();
-            if (!a.endpoint().equals(b.endpoint()) || !a.models().equals(b.models()) || !a.region().equals(b.region())) {
-                return "engine " + e.getKey() + " changed";
-            }
-            double ca = a.effectiveCapacityRps();
-            double cb = b.effectiveCapacityRps();
-            if (Math.abs(ca - cb) > 0.05 * Math.max(ca, cb)) {
-                return String.format("engine %s effective capacity %.1f → %.1f req/s", e.getKey(), ca, cb);
-            }
+        if (!s.published()) {
+            steps.get("kept").increment();
+            LOG.fine(() -> "snapshot " + held.version() + " kept (" + trigger + "): " + s.reason());
+            return;
         }
-        if (!prev.routes().keySet().equals(next.routes().keySet())) {
-            return "gateway clusters changed";
-        }
-        for (Map.Entry<String, Map<String, Route>> g : next.routes().entrySet()) {
-            Map<String, Route> before = prev.routes().get(g.getKey());
-            if (!before.keySet().equals(g.getValue().keySet())) {
-                return "classes of " + g.getKey() + " changed";
+        steps.get("published").increment();
+        Snapshot next = s.snapshot();
+        publisher.publish(next);
+        solved = new Solved(loop.publishedFor(), loop.published());
+        keep(next);
+        publications.get(kind(s)).increment();
+        LOG.info("published snapshot " + next.version() + " (" + trigger + "; " + s.reason() + ")");
+    }
+
+    /** A publication's kind for its counter, from the gain the loop gave it. */
+    private static String kind(Step s) {
+        return Double.isNaN(s.gainMs()) ? "first" : Double.isInfinite(s.gainMs()) ? "change" : "gain";
+    }
+
+    /** Keeps the estimates for {@code /healthz} and the gauges, and logs each engine's change of condition. */
+    private void takeEstimates(Estimates now) {
+        Estimates before = estimates;
+        estimates = now;
+        List<MultiGauge.Row<?>> conditions = new ArrayList<>();
+        List<MultiGauge.Row<?>> health = new ArrayList<>();
+        List<MultiGauge.Row<?>> capacity = new ArrayList<>();
+        List<MultiGauge.Row<?>> slowdown = new ArrayList<>();
+        for (EngineEstimate x : now.engines().values()) {
+            for (Condition c : Condition.values()) {
+                conditions.add(MultiGauge.Row.of(Tags.of("engine", x.engine(), "condition", label(c)),
+                        x.condition() == c ? 1 : 0));
             }
-            for (Map.Entry<String, Route> c : g.getValue().entrySet()) {
-                Route a = before.get(c.getKey());
-                Route b = c.getValue();
-                if (Math.abs(a.shedFraction() - b.shedFraction()) > hysteresis) {
-                    return String.format("%s/%s shed %.3f → %.3f", g.getKey(), c.getKey(), a.shedFraction(),
-                            b.shedFraction());
+            health.add(MultiGauge.Row.of(Tags.of("engine", x.engine()), x.health()));
+            capacity.add(MultiGauge.Row.of(Tags.of("engine", x.engine()), x.capacityRps()));
+            slowdown.add(MultiGauge.Row.of(Tags.of("engine", x.engine()), x.slowdown()));
+            EngineEstimate was = before == null ? null : before.engines().get(x.engine());
+            if (was != null && was.condition() != x.condition()) {
+                String line = "engine " + x.engine() + " " + x.condition() + " (was " + was.condition() + "): "
+                        + x.conditionWhy();
+                if (x.condition() == Condition.HEALTHY) {
+                    LOG.info(line);
+                } else {
+                    LOG.warning(line);
                 }
-                String id = a.firstWeightMoved(b, hysteresis);
-                if (id != null) {
-                    return String.format("%s/%s weight of %s %.3f → %.3f", g.getKey(), c.getKey(), id,
-                            a.weights().getOrDefault(id, 0.0), b.weights().getOrDefault(id, 0.0));
-                }
             }
         }
-        return null;
+        conditionGauge.register(conditions, true);
+        healthGauge.register(health, true);
+        capacityGauge.register(capacity, true);
+        slowdownGauge.register(slowdown, true);
+    }
+
+    /** A condition as metrics and JSON name it: {@code healthy}, {@code slow}, … */
+    static String label(Condition c) {
+        return c.name().toLowerCase(Locale.ROOT);
     }
 
     /**
      * A gateway holds snapshot version {@code held}, at or above this control plane's current one with other
      * content: this control plane restarted and its versions started again from 1. Republishes the current
-     * snapshot as {@code held + 1} (on the policy thread, ordered with solves), so that versions stay monotone for
-     * every gateway and the fleet takes this control plane's snapshots again.
+     * snapshot as {@code held + 1} (on the policy thread, ordered with steps), so that versions stay monotone for
+     * every gateway and the fleet takes this control plane's snapshots again; the loop adopts it as the held one.
      */
     void catchUp(long held) {
         policy.execute(() -> {
-            Snapshot current = publisher.current();
-            if (current == null || held < current.version() || held == Long.MAX_VALUE) {
-                return;
+            try {
+                Snapshot current = publisher.current();
+                if (current == null || held < current.version() || held == Long.MAX_VALUE) {
+                    return;
+                }
+                Snapshot next = current.sealed(held + 1);
+                loop.adopt(next);
+                publisher.publish(next);
+                solved = new Solved(loop.publishedFor(), loop.published());
+                keep(next);
+                publications.get("catch_up").increment();
+                LOG.warning("a gateway holds snapshot version " + held + ", at or above this control plane's "
+                        + current.version() + " (restarted?): republished snapshot " + current.version()
+                        + " as version " + next.version());
+            } catch (RuntimeException e) {
+                LOG.log(Level.SEVERE, "catching up with version " + held + " failed", e);
             }
-            Snapshot next = current.sealed(held + 1);
-            publisher.publish(next);
-            keep(next);
-            publications.increment();
-            LOG.warning("a gateway holds snapshot version " + held + ", at or above this control plane's "
-                    + current.version() + " (restarted?): republished snapshot " + current.version() + " as version "
-                    + next.version());
         });
     }
 
@@ -530,6 +667,8 @@ public final class ControlPlane implements AutoCloseable {
     @Override
     public void close() {
         policy.shutdownNow();
+        signals.shutdownNow();
+        canaries.close();
         if (state != null) {
             state.close();
         }

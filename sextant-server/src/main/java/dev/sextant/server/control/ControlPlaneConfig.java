@@ -1,5 +1,6 @@
 package dev.sextant.server.control;
 
+import dev.sextant.control.ControlOptions;
 import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.tls.ClientTls;
@@ -10,34 +11,45 @@ import java.time.Duration;
 /**
  * How a control plane runs.
  *
- * @param topologyFile     the topology YAML, watched for changes
- * @param host             address to bind
- * @param port             port to bind, 0 = ephemeral
- * @param token            bearer token(s) required by the snapshot, report and explain endpoints (a token file is
- *                         read again when it changes)
- * @param solveInterval    re-solve at least this often, &gt; 0
- * @param watchInterval    how often the topology file and the signals are checked for changes, &gt; 0
- * @param scrapeInterval   how often each engine's {@code /metrics} is scraped, &gt; 0
- * @param scrapeTimeout    timeout of one scrape, &gt; 0
- * @param missedScrapes    consecutive failed scrapes after which an engine is unhealthy (health 0), ≥ 1
- * @param weightHysteresis publish a new snapshot only when some weight or shed fraction moved by more than this
- *                         (or engines, classes or health changed), in [0, 1]
- * @param ttftOutlierFactor an engine whose measured TTFT exceeds this × its profile's TTFT at its planned load is
- *                         penalized, &gt; 1
- * @param errorRateLimit   an engine whose gateways see more than this fraction of errors is penalized, in (0, 1]
- * @param demand           {@code configured}, {@code observed} or {@code max} (per class, the larger of the two)
- * @param maxWait          longest long-poll the server holds open, &gt; 0
- * @param tls              TLS on its listener (then its URL is {@code https://…}), or null for plain HTTP
- * @param engineTls        how {@code https} engine endpoints are verified when scraped, or null for the JDK's
- *                         default CAs
- * @param stateFile        where each published snapshot is kept, so that a restarted control plane goes on from it
- *                         (its version, and its slot tables for cache affinity), or null to keep none
+ * @param topologyFile   the topology YAML, watched for changes
+ * @param host           address to bind
+ * @param port           port to bind, 0 = ephemeral
+ * @param token          bearer token(s) required by the snapshot, report and explain endpoints (a token file is
+ *                       read again when it changes)
+ * @param solveInterval  step the control loop (estimate, solve, decide) at least this often, &gt; 0; it also steps
+ *                       at once when the loop says something urgent changed
+ * @param watchInterval  how often the topology file, the schedule and the loop's urgency are checked, &gt; 0
+ * @param scrapeInterval how often each engine's {@code /metrics} is scraped, &gt; 0
+ * @param scrapeTimeout  timeout of one scrape, &gt; 0
+ * @param missedScrapes  consecutive failed scrapes after which an engine that nothing else sees answering is down,
+ *                       ≥ 1 ({@link ControlOptions#missedScrapes()})
+ * @param errorRateLimit an engine whose gateways see at least this fraction of its attempts fail (and more than
+ *                       twice its peers do) is failing, in (0, 1] ({@link ControlOptions#errorRateLimit()})
+ * @param demand         {@code observed}: the gateways' reports, with the topology's demand as the prior until they
+ *                       come; {@code configured}: the topology's demand only
+ * @param publishGain    a new snapshot is published when it lowers the expected latency per request by more than
+ *                       this fraction of the held snapshot's mean latency …, finite ≥ 0
+ * @param publishGainMs  … and by more than this many ms, finite ≥ 0 (changes of the fleet's shape, an engine out
+ *                       of or back in service, a held snapshot that no longer fits are published whatever the gain)
+ * @param canaryInterval how often an engine that must prove itself (out of service, slow, new) gets a canary
+ *                       request, &gt; 0
+ * @param maxWait        longest long-poll the server holds open, &gt; 0
+ * @param tls            TLS on its listener (then its URL is {@code https://…}), or null for plain HTTP
+ * @param engineTls      how {@code https} engine endpoints are verified when scraped and sent canaries, or null for
+ *                       the JDK's default CAs
+ * @param stateFile      where each published snapshot is kept, so that a restarted control plane goes on from it
+ *                       (its version, and its slot tables for cache affinity), or null to keep none
  */
 public record ControlPlaneConfig(Path topologyFile, String host, int port, BearerToken token, Duration solveInterval,
                                  Duration watchInterval, Duration scrapeInterval, Duration scrapeTimeout,
-                                 int missedScrapes, double weightHysteresis, double ttftOutlierFactor,
-                                 double errorRateLimit, String demand, Duration maxWait, ServerTls tls,
+                                 int missedScrapes, double errorRateLimit, String demand, double publishGain,
+                                 double publishGainMs, Duration canaryInterval, Duration maxWait, ServerTls tls,
                                  ClientTls engineTls, Path stateFile) {
+
+    /** What {@code demand: max} was, and why it went: said when a file still has it. */
+    static final String MAX_REMOVED = "removed: max made the configured demand a floor under the observed one;"
+            + " with observed, the topology's demand is the prior the reports replace";
+
     public ControlPlaneConfig {
         if (topologyFile == null) {
             throw new IllegalArgumentException("topology: missing (expected: a topology YAML file)");
@@ -56,68 +68,96 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         Http.positive("watch_interval", watchInterval);
         Http.positive("scrape_interval", scrapeInterval);
         Http.positive("scrape_timeout", scrapeTimeout);
+        Http.positive("canary_interval", canaryInterval);
         Http.positive("max_wait", maxWait);
         if (missedScrapes < 1) {
             throw new IllegalArgumentException("missed_scrapes: " + missedScrapes + " (expected: >= 1)");
         }
-        if (!(weightHysteresis >= 0 && weightHysteresis <= 1)) {
-            throw new IllegalArgumentException("weight_hysteresis: " + weightHysteresis + " (expected: in [0, 1])");
-        }
-        if (!(ttftOutlierFactor > 1)) {
-            throw new IllegalArgumentException("ttft_outlier_factor: " + ttftOutlierFactor + " (expected: > 1)");
-        }
         if (!(errorRateLimit > 0 && errorRateLimit <= 1)) {
             throw new IllegalArgumentException("error_rate_limit: " + errorRateLimit + " (expected: in (0, 1])");
         }
-        if (!"configured".equals(demand) && !"observed".equals(demand) && !"max".equals(demand)) {
-            throw new IllegalArgumentException("demand: " + demand + " (expected: configured, observed or max)");
+        if ("max".equals(demand)) {
+            throw new IllegalArgumentException("demand: max (expected: observed or configured; " + MAX_REMOVED + ")");
+        }
+        if (!"configured".equals(demand) && !"observed".equals(demand)) {
+            throw new IllegalArgumentException("demand: " + demand + " (expected: observed or configured)");
+        }
+        if (!(publishGain >= 0) || Double.isInfinite(publishGain)) {
+            throw new IllegalArgumentException("publish_gain: " + publishGain + " (expected: a finite number >= 0)");
+        }
+        if (!(publishGainMs >= 0) || Double.isInfinite(publishGainMs)) {
+            throw new IllegalArgumentException("publish_gain_ms: " + publishGainMs + " (expected: a finite number >= 0)");
         }
     }
 
     /**
-     * Loopback, ephemeral port; solve every 10 s; check for changes every 1 s; scrape every 2 s with a 1 s
-     * timeout; unhealthy after 3 missed scrapes; hysteresis 0.02; TTFT outlier factor 5; error rate limit 0.2;
-     * demand {@code max}; long-polls up to 60 s.
+     * Loopback, ephemeral port; step every 10 s; check for changes every 1 s; scrape every 2 s with a 1 s timeout;
+     * down after 3 missed scrapes; failing at an error rate of 0.2; observed demand; publish on an expected gain
+     * above 0.1% and 0.5 ms per request; a canary every 5 s to an engine that must prove itself; long-polls up to
+     * 60 s.
      */
     public static ControlPlaneConfig defaults(Path topologyFile, String token) {
+        ControlOptions o = ControlOptions.defaults();
         return new ControlPlaneConfig(topologyFile, "127.0.0.1", 0, BearerToken.of(token), Duration.ofSeconds(10),
-                Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(1), 3, 0.02, 5.0, 0.2, "max",
-                Duration.ofSeconds(60), null, null, null);
+                Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(1), o.missedScrapes(),
+                o.errorRateLimit(), o.observedDemand() ? "observed" : "configured", o.publishGain(), o.publishGainMs(),
+                o.canaryInterval(), Duration.ofSeconds(60), null, null, null);
+    }
+
+    /** The control loop's options: its defaults with this file's settings. */
+    public ControlOptions controlOptions() {
+        return ControlOptions.defaults().withMissedScrapes(missedScrapes).withErrorRateLimit(errorRateLimit)
+                .withObservedDemand("observed".equals(demand)).withPublishGain(publishGain, publishGainMs)
+                .withCanaryInterval(canaryInterval);
     }
 
     /** With {@code file} as the state file (null: none). */
     public ControlPlaneConfig withStateFile(Path file) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait, tls,
-                engineTls, file);
+                scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
+                maxWait, tls, engineTls, file);
     }
 
     /** With {@code newToken} (e.g. one read from a file, which may change). */
     public ControlPlaneConfig withToken(BearerToken newToken) {
         return new ControlPlaneConfig(topologyFile, host, port, newToken, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait, tls,
-                engineTls, stateFile);
+                scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
+                maxWait, tls, engineTls, stateFile);
     }
 
     /** With another address. */
     public ControlPlaneConfig withAddress(String newHost, int newPort) {
         return new ControlPlaneConfig(topologyFile, newHost, newPort, token, solveInterval, watchInterval,
-                scrapeInterval, scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit,
-                demand, maxWait, tls, engineTls, stateFile);
+                scrapeInterval, scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs,
+                canaryInterval, maxWait, tls, engineTls, stateFile);
     }
 
     /** With other intervals. */
     public ControlPlaneConfig withIntervals(Duration solve, Duration watch, Duration scrape, Duration timeout,
                                             int misses) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solve, watch, scrape, timeout, misses,
-                weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait, tls, engineTls, stateFile);
+                errorRateLimit, demand, publishGain, publishGainMs, canaryInterval, maxWait, tls, engineTls, stateFile);
     }
 
-    /** With another demand source. */
+    /** With another demand source ({@code observed} or {@code configured}). */
     public ControlPlaneConfig withDemand(String newDemand) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, newDemand, maxWait, tls,
+                scrapeTimeout, missedScrapes, errorRateLimit, newDemand, publishGain, publishGainMs, canaryInterval,
+                maxWait, tls, engineTls, stateFile);
+    }
+
+    /** With another publication threshold: a relative gain and one in ms per request. */
+    public ControlPlaneConfig withPublishGain(double relative, double ms) {
+        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
+                scrapeTimeout, missedScrapes, errorRateLimit, demand, relative, ms, canaryInterval, maxWait, tls,
                 engineTls, stateFile);
+    }
+
+    /** With another canary interval. */
+    public ControlPlaneConfig withCanaryInterval(Duration interval) {
+        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
+                scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, interval, maxWait,
+                tls, engineTls, stateFile);
     }
 
     /**
@@ -126,8 +166,8 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
      */
     public ControlPlaneConfig withTls(ServerTls serverTls, ClientTls engines) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, weightHysteresis, ttftOutlierFactor, errorRateLimit, demand, maxWait,
-                serverTls, engines, stateFile);
+                scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
+                maxWait, serverTls, engines, stateFile);
     }
 
     /** Never the token: a config printed or logged must not leak it. */
@@ -136,8 +176,9 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         return "ControlPlaneConfig[topologyFile=" + topologyFile + ", host=" + host + ", port=" + port
                 + ", token=(redacted), solveInterval=" + solveInterval + ", watchInterval=" + watchInterval
                 + ", scrapeInterval=" + scrapeInterval + ", scrapeTimeout=" + scrapeTimeout + ", missedScrapes="
-                + missedScrapes + ", weightHysteresis=" + weightHysteresis + ", ttftOutlierFactor=" + ttftOutlierFactor
-                + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", maxWait=" + maxWait + ", tls=" + tls
-                + ", engineTls=" + engineTls + ", stateFile=" + stateFile + "]";
+                + missedScrapes + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", publishGain="
+                + publishGain + ", publishGainMs=" + publishGainMs + ", canaryInterval=" + canaryInterval
+                + ", maxWait=" + maxWait + ", tls=" + tls + ", engineTls=" + engineTls + ", stateFile=" + stateFile
+                + "]";
     }
 }

@@ -86,8 +86,10 @@ public final class Demo implements AutoCloseable {
             byte[] t = new byte[16];
             new SecureRandom().nextBytes(t);
             token = HexFormat.of().formatHex(t);
+            // planned for the topology's demand, as the demo's story goes (east short of nearby capacity), with or
+            // without load: observed demand would follow the few requests of a demo left idle
             controlPlane = ControlPlane.start(ControlPlaneConfig.defaults(topologyFile, token)
-                    .withAddress("127.0.0.1", controlPort));
+                    .withAddress("127.0.0.1", controlPort).withDemand("configured"));
             int port = gatewayPort;
             for (String cluster : List.of("east", "eu")) {
                 GatewayConfig gc = GatewayConfig.defaults(cluster).withAddress("127.0.0.1", port == 0 ? 0 : port++)

@@ -145,6 +145,12 @@ final class Reporter implements AutoCloseable {
     }
 
     private final String gatewayCluster;
+    /**
+     * This gateway's id among its cluster's gateways, 12 hex digits drawn at start: the control plane adds up the
+     * reports of a cluster's gateways by it (a cluster with several gateways would otherwise be seen as one, each
+     * report replacing the others'). A restarted gateway is a new instance; the old one's reports age out.
+     */
+    final String instance = newInstance();
     private final Map<String, LongAdder> demand = new ConcurrentHashMap<>();
     private final Map<String, EngineStats> engines = new ConcurrentHashMap<>();
     private final Map<String, RoundTrips> roundTrips = new ConcurrentHashMap<>();
@@ -205,6 +211,7 @@ final class Reporter implements AutoCloseable {
         lastNanos = now;
         ObjectNode root = Http.JSON.createObjectNode();
         root.put("gateway", gatewayCluster);
+        root.put("instance", instance);
         root.put("interval_seconds", seconds);
         ObjectNode d = root.putObject("demand_rps");
         ObjectNode a = root.putObject("arrivals");
@@ -218,6 +225,12 @@ final class Reporter implements AutoCloseable {
         ObjectNode rtt = root.putObject("rtt_ms");
         roundTrips.forEach((cluster, r) -> r.drainInto(rtt, cluster));
         return root.toString();
+    }
+
+    private static String newInstance() {
+        byte[] b = new byte[6];
+        new java.security.SecureRandom().nextBytes(b);
+        return java.util.HexFormat.of().formatHex(b);
     }
 
     private void send() {

@@ -27,9 +27,10 @@ class ControlPlaneStateTest {
     Path dir;
 
     private ControlPlaneConfig config(Path topology, Path stateFile) {
-        // the schedule never fires during a test: every step is tickNow()
+        // the schedule never fires during a test: every step is tickNow(); every gain is published, so that each
+        // change of the topology's demand below makes a version
         return ControlPlaneConfig.defaults(topology, TOKEN).withIntervals(Duration.ofHours(1), Duration.ofHours(1),
-                Duration.ofHours(1), Duration.ofSeconds(1), 3).withStateFile(stateFile);
+                Duration.ofHours(1), Duration.ofSeconds(1), 3).withPublishGain(0, 0).withStateFile(stateFile);
     }
 
     @Test

@@ -21,7 +21,11 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
-/** The control plane on loopback; its policy loop is driven by {@link ControlPlane#tickNow()}. */
+/**
+ * The control plane on loopback, the shell of the control loop: its policy loop is driven by
+ * {@link ControlPlane#tickNow()}, and every tick scrapes every engine and steps the loop, so that a publication
+ * follows a change and not the noise of the signals.
+ */
 class ControlPlaneTest {
     static final String TOKEN = "s3cret-token";
 
@@ -36,10 +40,42 @@ class ControlPlaneTest {
         fleet = new Fleet(1);
         file = dir.resolve("topology.yaml");
         Files.writeString(file, fleet.yaml(150));
-        // the schedule never fires during a test: every step is tickNow(); each step scrapes
-        cp = ControlPlane.start(ControlPlaneConfig.defaults(file, TOKEN).withIntervals(Duration.ofHours(1),
-                Duration.ofHours(1), Duration.ofMillis(1), Duration.ofSeconds(1), 2));
+        cp = ControlPlane.start(config());
     }
+
+    /** The schedule never fires during a test: every tick is tickNow(), and each scrapes, steps and sends canaries. */
+    private ControlPlaneConfig config() {
+        return ControlPlaneConfig.defaults(file, TOKEN).withIntervals(Duration.ofMillis(1), Duration.ofHours(1),
+                Duration.ofMillis(1), Duration.ofSeconds(1), 2).withCanaryInterval(Duration.ofMillis(1));
+    }
+
+    private JsonNode health() throws Exception {
+        return Http.JSON.readTree(get("/healthz").body());
+    }
+
+    private JsonNode engine(String id) throws Exception {
+        return health().path("engines").path(id);
+    }
+
+    private double weight(String engine) {
+        return cp.current().route("gw", "chat").weights().getOrDefault(engine, 0.0);
+    }
+
+    private double metric(String name, String... labels) throws Exception {
+        double sum = 0;
+        for (var sample : dev.sextant.signal.PrometheusText.parse(get("/metrics").body()).samples(name)) {
+            boolean match = true;
+            for (int i = 0; i < labels.length; i += 2) {
+                match &= labels[i + 1].equals(sample.labels().get(labels[i]));
+            }
+            if (match) {
+                sum += sample.value();
+            }
+        }
+        return sum;
+    }
+
+    private static final String AUTH = "Bearer " + TOKEN;
 
     @AfterEach
     void stop() {
@@ -79,11 +115,13 @@ class ControlPlaneTest {
 
     @Test
     void auth_reportsWithoutTheToken_are401AndIgnored() throws Exception {
-        String report = "{\"gateway\":\"gw\",\"engines\":{\"eu-1\":{\"requests\":100,\"errors\":100}}}";
+        String report = "{\"gateway\":\"gw\",\"interval_seconds\":5,"
+                + "\"engines\":{\"eu-1\":{\"requests\":100,\"server_errors\":100}}}";
         assertThat(postReport(report, null).statusCode()).isEqualTo(401);
         assertThat(postReport(report, "Bearer nope").statusCode()).isEqualTo(401);
         cp.tickNow();
-        assertThat(cp.current().engines().get("eu-1").penalty()).isEqualTo(1.0);
+        assertThat(engine("eu-1").path("condition").asText()).isEqualTo("healthy");
+        assertThat(cp.current().version()).isEqualTo(1);
     }
 
     @Test
@@ -110,10 +148,17 @@ class ControlPlaneTest {
     }
 
     @Test
-    void unchangedInputs_publishNothingNew() throws Exception {
-        cp.tickNow();
-        cp.tickNow();
+    void unchangedInputs_publishNothingNew_stepAfterStep() throws Exception {
+        for (int i = 0; i < 5; i++) {
+            cp.tickNow();
+        }
         assertThat(cp.current().version()).isEqualTo(1);
+        assertThat(metric("sextant_control_steps_total", "outcome", "kept")).as("steps that kept snapshot 1")
+                .isGreaterThanOrEqualTo(5);
+        JsonNode last = health().path("last_step");
+        assertThat(last.path("published").asBoolean()).isFalse();
+        assertThat(last.path("reason").asText()).contains("not above the threshold").contains("snapshot 1 stays");
+        assertThat(last.path("threshold_ms").asDouble()).isGreaterThanOrEqualTo(0.5);
     }
 
     @Test
@@ -151,64 +196,197 @@ class ControlPlaneTest {
         assertThat(xml.body()).contains("format: 'xml' (expected: json or text)");
         assertThat(get("/v1/explain?gateway=gw&class=chat&format=json", "authorization", auth, "accept", "text/plain")
                 .body()).isEqualTo(json.body());
-        // the baselines kept between explanations give what solving them afresh gives
-        assertThat(text.body()).isEqualTo(dev.sextant.policy.Explainer.toText(
-                dev.sextant.policy.Explainer.explain(cp.solvedTopology(), cp.current(), "gw", "chat")));
+        // the baselines kept between explanations give what solving them afresh gives; the estimates follow
+        String policy = dev.sextant.policy.Explainer.toText(
+                dev.sextant.policy.Explainer.explain(cp.solvedTopology(), cp.current(), "gw", "chat"));
+        assertThat(text.body()).startsWith(policy);
         assertThat(text.body()).contains("With nearest routing instead").contains("With waterfall routing instead");
+        assertThat(text.body().substring(policy.length())).startsWith("\nEstimates behind it")
+                .contains("Last step: published snapshot 1: first snapshot.")
+                .contains("\nEngines:\n  eu-1 HEALTHY (health 1.00): ").contains("  us-2 HEALTHY")
+                .contains("Demand:\n  gw/chat-eu: 40.0 req/s — configured (no report yet)\n"
+                        + "  gw/chat: 150.0 req/s — configured (no report yet)")
+                .contains("Round trips:\n  gw → c-eu: 2.0 ms");
+
+        JsonNode estimates = Http.JSON.readTree(json.body()).path("estimates");
+        assertThat(Http.JSON.readTree(json.body()).path("class_id").asText()).as("the explanation as before")
+                .isEqualTo("chat");
+        assertThat(estimates.path("engines").size()).as("chat may use every engine").isEqualTo(4);
+        JsonNode eu1 = estimates.path("engines").path("eu-1");
+        assertThat(eu1.path("condition").asText()).isEqualTo("healthy");
+        assertThat(eu1.path("health").asDouble()).isEqualTo(1.0);
+        assertThat(eu1.path("capacity_rps").asDouble()).isEqualTo(100.0);
+        assertThat(eu1.path("configured_rps").asDouble()).isEqualTo(100.0);
+        assertThat(eu1.path("slowdown").asDouble()).isEqualTo(1.0);
+        assertThat(eu1.has("batch_slots")).isTrue();
+        assertThat(eu1.has("evidence")).isTrue();
+        assertThat(eu1.path("condition_why").asText()).isNotBlank();
+        assertThat(eu1.path("capacity_why").asText()).contains("capacity");
+        assertThat(estimates.path("demand").path("chat").path("rps").asDouble()).isEqualTo(150.0);
+        assertThat(estimates.path("demand").path("chat").path("why").asText()).startsWith("configured");
+        assertThat(estimates.path("round_trips").path("c-us").path("ms").asDouble()).isEqualTo(10.0);
+        assertThat(estimates.path("last_step").path("published").asBoolean()).isTrue();
+        assertThat(estimates.path("last_step").path("version").asLong()).isEqualTo(1);
     }
 
     @Test
-    void deadEngine_isMarkedUnhealthyAfterMissedScrapes_andLosesItsTraffic() throws Exception {
-        double before = cp.current().routes().get("gw").get("chat").weights().getOrDefault("us-1", 0.0);
-        assertThat(before).as("us-1 carries spill-over at 150 req/s").isPositive();
+    void explain_ofARouteWithResidency_estimatesOnlyTheEnginesItMayUse() throws Exception {
+        JsonNode estimates = Http.JSON.readTree(get("/v1/explain?gateway=gw&class=chat-eu", "authorization", AUTH)
+                .body()).path("estimates");
+        assertThat(estimates.path("engines").fieldNames()).toIterable().containsExactly("eu-1", "eu-2");
+        String text = get("/v1/explain?gateway=gw&class=chat-eu&format=text", "authorization", AUTH).body();
+        assertThat(text.substring(text.indexOf("Estimates behind it"))).contains("eu-1 HEALTHY")
+                .doesNotContain("us-1 HEALTHY");
+    }
+
+    @Test
+    void anEngineWhoseScrapesFail_andThatNothingElseSeesAnswering_goesOutOfService_andBackWhenItAnswers()
+            throws Exception {
+        cp.tickNow(); // every engine answered a scrape: the loop has seen them all
+        assertThat(weight("us-1")).as("us-1 carries spill-over at 150 req/s").isPositive();
+        int port = fleet.engines.get("us-1").port();
         fleet.engines.get("us-1").close();
         cp.tickNow(); // one miss
         assertThat(cp.current().version()).isEqualTo(1);
-        cp.tickNow(); // two misses: unhealthy, re-solved
+        assertThat(engine("us-1").path("missed_scrapes").asInt()).isEqualTo(1);
+        assertThat(engine("us-1").path("condition").asText()).isEqualTo("healthy");
+        cp.tickNow(); // two misses, no gateway nor canary saw it answer: down, and the loop steps at once
         assertThat(cp.current().version()).isEqualTo(2);
         for (Route r : cp.current().routes().get("gw").values()) {
             assertThat(r.weights().getOrDefault("us-1", 0.0)).isZero();
         }
-        JsonNode health = Http.JSON.readTree(get("/healthz").body());
-        assertThat(health.path("engines").path("us-1").path("healthy").asBoolean()).isFalse();
-        assertThat(health.path("engines").path("eu-1").path("healthy").asBoolean()).isTrue();
-    }
+        JsonNode us1 = engine("us-1");
+        assertThat(us1.path("condition").asText()).isEqualTo("down");
+        assertThat(us1.path("healthy").asBoolean()).isFalse();
+        assertThat(us1.path("health").asDouble()).isZero();
+        assertThat(us1.path("why").asText()).contains("scrapes missed");
+        assertThat(us1.path("scrape_error").isNull()).isFalse();
+        assertThat(engine("eu-1").path("healthy").asBoolean()).isTrue();
+        assertThat(health().path("last_step").path("reason").asText()).isEqualTo("engine us-1 out of service");
+        assertThat(metric("sextant_control_engine_condition", "engine", "us-1", "condition", "down")).isEqualTo(1);
+        assertThat(metric("sextant_control_engine_condition", "engine", "us-1", "condition", "healthy")).isZero();
+        assertThat(metric("sextant_control_engine_health", "engine", "us-1")).isZero();
+        assertThat(metric("sextant_control_publications_total", "kind", "change")).isEqualTo(1);
 
-    @Test
-    void reportedErrors_penalizeTheEngineWithAReason_andThePenaltyDecays() throws Exception {
-        String report = "{\"gateway\":\"gw\",\"interval_seconds\":5,\"demand_rps\":{\"chat\":150},"
-                + "\"engines\":{\"eu-1\":{\"requests\":100,\"errors\":60,\"ttft_ms\":30}}}";
-        assertThat(postReport(report, "Bearer " + TOKEN).statusCode()).isEqualTo(204);
+        // the same engine back on its port: its next scrape answers
+        fleet.engines.put("us-1", dev.sextant.server.engine.EngineEmulator.start(dev.sextant.server.engine.EngineConfig
+                .defaults("us-1", "m").withLatency(64, 0.0, 1, 0.0).withDefaultMaxTokens(8).withPort(port)));
         cp.tickNow();
-        assertThat(cp.current().engines().get("eu-1").penalty()).isEqualTo(0.5);
-        assertThat(cp.current().engines().get("eu-2").penalty()).isEqualTo(1.0);
-        JsonNode eu1 = Http.JSON.readTree(get("/healthz").body()).path("engines").path("eu-1");
-        assertThat(eu1.path("reason").asText()).contains("errors 60 of 100");
-        cp.tickNow(); // no new errors: recovering
-        JsonNode later = Http.JSON.readTree(get("/healthz").body()).path("engines").path("eu-1");
-        assertThat(later.path("penalty").asDouble()).isEqualTo(0.6);
+        assertThat(engine("us-1").path("condition").asText()).isEqualTo("healthy");
+        assertThat(engine("us-1").path("missed_scrapes").asInt()).isZero();
+        assertThat(cp.current().version()).isEqualTo(3);
+        assertThat(weight("us-1")).isPositive();
+        assertThat(health().path("last_step").path("reason").asText()).isEqualTo("engine us-1 back in service");
     }
 
     @Test
-    void slowEngine_isPenalizedForItsTtftAgainstItsProfile() throws Exception {
-        cp.tickNow(); // first scrape: the baseline of every engine's counters
-        var slow = fleet.engines.get("eu-1");
-        slow.setFaults(new dev.sextant.server.engine.Faults(0, 500, false, -1)); // ~0.5 s per step instead of 1 ms
-        java.util.List<CompletableFuture<HttpResponse<String>>> calls = new java.util.ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            calls.add(Fleet.HTTP.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + slow.port()
-                            + "/v1/chat/completions")).header("content-type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("x" + i, false, 1))).build(),
-                    HttpResponse.BodyHandlers.ofString()));
+    void reportedErrors_makeAnEngineFailing_andCanariesThatSucceed_liftIt() throws Exception {
+        cp.tickNow();
+        var eu1 = fleet.engines.get("eu-1");
+        eu1.setFaults(new dev.sextant.server.engine.Faults(1.0, 1, false, -1)); // every generation a 500
+        String report = "{\"gateway\":\"gw\",\"interval_seconds\":5,\"arrivals\":{\"chat\":750,\"chat-eu\":200},"
+                + "\"engines\":{\"eu-1\":{\"requests\":100,\"successes\":40,\"server_errors\":60,\"errors\":60,"
+                + "\"ttft_ms\":30,\"ttft_count\":40}}}";
+        assertThat(postReport(report, AUTH).statusCode()).isEqualTo(204);
+        cp.tickNow();
+        JsonNode failing = engine("eu-1");
+        assertThat(failing.path("condition").asText()).isEqualTo("failing");
+        assertThat(failing.path("why").asText()).contains("60% of 100 recent attempts failed")
+                .contains("canaries in a row succeed");
+        assertThat(cp.current().version()).isEqualTo(2);
+        assertThat(weight("eu-1")).isZero();
+        assertThat(cp.current().route("gw", "chat-eu").weights().getOrDefault("eu-1", 0.0)).isZero();
+        assertThat(engine("eu-2").path("condition").asText()).isEqualTo("healthy");
+
+        // its canaries fail while it fails: it stays out
+        assertThat(Fleet.await(() -> tick() && canaries("failed") >= 2, Duration.ofSeconds(30))).isTrue();
+        cp.tickNow();
+        assertThat(engine("eu-1").path("condition").asText()).isEqualTo("failing");
+        assertThat(weight("eu-1")).isZero();
+
+        // mended: its canaries succeed, and two in a row lift it
+        eu1.setFaults(dev.sextant.server.engine.Faults.NONE);
+        assertThat(Fleet.await(() -> tick() && condition("eu-1").equals("healthy"), Duration.ofSeconds(30))).isTrue();
+        assertThat(canaries("ok")).isGreaterThanOrEqualTo(2);
+        assertThat(weight("eu-1")).isPositive();
+        assertThat(cp.current().version()).isEqualTo(3);
+    }
+
+    /** One tick (for a wait on a condition that ticks until it holds). */
+    private boolean tick() {
+        cp.tickNow();
+        return true;
+    }
+
+    private double canaries(String outcome) {
+        try {
+            return metric("sextant_control_canaries_total", "outcome", outcome);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
         }
-        for (var c : calls) {
-            assertThat(c.get().statusCode()).isEqualTo(200);
+    }
+
+    private String condition(String id) {
+        try {
+            return engine(id).path("condition").asText();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
         }
-        cp.tickNow(); // second scrape: the interval's mean TTFT is far above the profile's
-        assertThat(cp.current().engines().get("eu-1").penalty()).isEqualTo(0.5);
-        JsonNode eu1 = Http.JSON.readTree(get("/healthz").body()).path("engines").path("eu-1");
-        assertThat(eu1.path("reason").asText()).startsWith("TTFT").contains("profile");
-        assertThat(cp.current().engines().get("eu-2").penalty()).isEqualTo(1.0);
+    }
+
+    @Test
+    void aGatewayReportsDemand_drivesTheSolve_andSeveralGatewaysOfAClusterAddUp() throws Exception {
+        cp.tickNow();
+        assertThat(cp.current().route("gw", "chat").demandRps()).as("the topology's, before any report").isEqualTo(150);
+        for (String instance : new String[] {"a1b2c3d4e5f6", "0f9e8d7c6b5a"}) {
+            assertThat(postReport("{\"gateway\":\"gw\",\"instance\":\"" + instance + "\",\"interval_seconds\":5,"
+                    + "\"arrivals\":{\"chat\":100,\"chat-eu\":100}}", AUTH).statusCode()).isEqualTo(204);
+        }
+        cp.tickNow();
+        // a quarter of the demand planned for: the spill-over to us-east is no longer worth its 8 ms
+        assertThat(cp.current().version()).isEqualTo(2);
+        assertThat(cp.current().route("gw", "chat").demandRps()).as("2 × 100 requests in 5 s").isEqualTo(40.0);
+        assertThat(cp.current().route("gw", "chat-eu").demandRps()).isEqualTo(40.0);
+        assertThat(health().path("last_step").path("reason").asText()).startsWith("expected gain");
+        assertThat(metric("sextant_control_reports_total")).isEqualTo(2);
+        String text = get("/v1/explain?gateway=gw&class=chat&format=text", "authorization", AUTH).body();
+        assertThat(text).contains("gw/chat: 40.0 req/s").contains("from 2 gateway processes");
+    }
+
+    @Test
+    void aBadReport_is400NamingTheField_andNothingOfItCounts() throws Exception {
+        cp.tickNow();
+        HttpResponse<String> r = postReport("{\"gateway\":\"gw\",\"interval_seconds\":5,"
+                + "\"arrivals\":{\"chat\":99999},\"engines\":{\"eu-1\":{\"requests\":-5}}}", AUTH);
+        assertThat(r.statusCode()).isEqualTo(400);
+        assertThat(Http.JSON.readTree(r.body()).path("error").path("message").asText())
+                .isEqualTo("engines.eu-1.requests: -5 (expected: a whole number >= 0)");
+        cp.tickNow();
+        assertThat(cp.current().version()).isEqualTo(1);
+        assertThat(cp.current().route("gw", "chat").demandRps()).isEqualTo(150);
+        assertThat(metric("sextant_control_reports_total")).isZero();
+    }
+
+    @Test
+    void aGatewayHoldingAHigherVersion_getsTheSameContentAboveIt_andTheLoopGoesOnFromThere() throws Exception {
+        dev.sextant.snapshot.Snapshot first = cp.current();
+        CompletableFuture<HttpResponse<String>> poll = Fleet.HTTP.sendAsync(
+                HttpRequest.newBuilder(URI.create(cp.uri() + "/v1/snapshot?gateway=gw&wait=25s"))
+                        .header("authorization", AUTH).header("if-none-match", "\"7-0123456789abcdef\"").GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> caughtUp = poll.get();
+        assertThat(caughtUp.statusCode()).isEqualTo(200);
+        assertThat(Http.JSON.readTree(caughtUp.body()).path("version").asLong()).isEqualTo(8);
+        assertThat(cp.current().version()).isEqualTo(8);
+        assertThat(cp.current().routes()).as("the same content").isEqualTo(first.routes());
+        assertThat(cp.current().engines()).isEqualTo(first.engines());
+        assertThat(metric("sextant_control_publications_total", "kind", "catch_up")).isEqualTo(1);
+
+        Files.writeString(file, fleet.yaml(10));
+        cp.tickNow();
+        assertThat(cp.current().version()).as("the loop's next publication, above the adopted one").isEqualTo(9);
+        assertThat(cp.current().routes()).isNotEqualTo(first.routes());
+        assertThat(get("/v1/explain?gateway=gw&class=chat", "authorization", AUTH).statusCode()).isEqualTo(200);
     }
 
     @Test
@@ -259,7 +437,13 @@ class ControlPlaneTest {
     @Test
     void metrics_everyMetricSaysWhatItCounts() throws Exception {
         String body = get("/metrics").body();
-        assertThat(body).contains("sextant_control_solves_total")
+        assertThat(body).contains("sextant_control_solves_total").contains("sextant_control_steps_total{outcome=\"published\"} 1.0")
+                .contains("sextant_control_publications_total{kind=\"first\"} 1.0")
+                .contains("sextant_control_engine_condition{condition=\"healthy\",engine=\"eu-1\"} 1.0")
+                .contains("sextant_control_engine_condition{condition=\"down\",engine=\"eu-1\"} 0.0")
+                .contains("sextant_control_engine_capacity_rps{engine=\"eu-1\"} 100.0")
+                .contains("sextant_control_engine_slowdown{engine=\"eu-1\"} 1.0")
+                .contains("sextant_control_canaries_total{outcome=\"ok\"}")
                 .as("the process's own meters beside Sextant's").contains("# TYPE jvm_compilation_time_ms_total counter")
                 .contains("jvm_memory_used_bytes{area=\"heap\"").contains("# TYPE process_files_open_files gauge");
         assertThat(body.lines().filter(l -> l.startsWith("# HELP "))).isNotEmpty()
@@ -294,9 +478,11 @@ class ControlPlaneTest {
         assertThat(Http.JSON.readTree(unclosed.body()).path("error").path("message").asText())
                 .startsWith("malformed JSON report: Unexpected end-of-input").endsWith("(opened on line 1)")
                 .doesNotContain("Source");
-        assertThat(postReport("{\"gateway\":\"mars\"}", "Bearer " + TOKEN).statusCode()).isEqualTo(400);
-        assertThat(postReport("{\"gateway\":\"gw\",\"demand_rps\":{\"chat\":-1}}", "Bearer " + TOKEN).statusCode())
-                .isEqualTo(400);
+        HttpResponse<String> mars = postReport("{\"gateway\":\"mars\",\"interval_seconds\":5}", "Bearer " + TOKEN);
+        assertThat(mars.statusCode()).isEqualTo(400);
+        assertThat(mars.body()).contains("gateway: 'mars' (expected: a gateway cluster of the topology)");
+        assertThat(postReport("{\"gateway\":\"gw\",\"interval_seconds\":5,\"demand_rps\":{\"chat\":-1}}",
+                "Bearer " + TOKEN).statusCode()).isEqualTo(400);
     }
 
     @Test
@@ -329,35 +515,5 @@ class ControlPlaneTest {
         assertThat(get("/v1/snapshot?gateway=gw2", "authorization", auth).body()).isEqualTo(gw2.body());
         assertThat(cp.view("gw2").get()).isSameAs(cp.view("gw2").get());
         assertThat(cp.view("nope").get()).isNull();
-    }
-
-    @Test
-    void materialChange_ignoresSmallWeightMoves() {
-        var s = cp.current();
-        assertThat(ControlPlane.materialChange(s, s, 0.02)).isNull();
-    }
-
-    @Test
-    void materialChange_namesTheFirstWeightThatMovedBeyondTheHysteresis() {
-        var s = cp.current();
-        String gateway = s.routes().keySet().iterator().next();
-        String cls = s.routes().get(gateway).keySet().iterator().next();
-        Route r = s.route(gateway, cls);
-        String engine = r.weights().keySet().iterator().next();
-        double w = r.weights().get(engine);
-        double moved = w >= 0.5 ? w - 0.1 : w + 0.1;
-        var weights = new java.util.TreeMap<>(r.weights());
-        weights.put(engine, moved);
-        var routes = new java.util.TreeMap<>(s.routes());
-        var byClass = new java.util.TreeMap<>(routes.get(gateway));
-        byClass.put(cls, new Route(r.model(), r.residency(), r.priority(), r.demandRps(), weights, r.shedFraction(),
-                r.priceMs()));
-        routes.put(gateway, byClass);
-        var next = new dev.sextant.snapshot.Snapshot(s.version() + 1, "", s.policy(), s.fleetUtilization(),
-                s.retryBudget(), routes, s.engines(), s.networkRttMs(), s.objective(), s.groups());
-
-        assertThat(ControlPlane.materialChange(s, next, 0.05)).isEqualTo(String.format(
-                "%s/%s weight of %s %.3f → %.3f", gateway, cls, engine, w, moved));
-        assertThat(ControlPlane.materialChange(s, next, 0.2)).as("within the hysteresis").isNull();
     }
 }

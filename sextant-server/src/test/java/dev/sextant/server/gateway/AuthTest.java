@@ -57,7 +57,8 @@ class AuthTest {
         return Stream.of(
                 Arguments.of("GET", "/v1/snapshot?gateway=gw", null, 200),
                 Arguments.of("GET", "/v1/explain?gateway=gw&class=chat", null, 200),
-                Arguments.of("POST", "/v1/reports", "{\"gateway\":\"gw\",\"demand_rps\":{\"chat\":1}}", 204));
+                Arguments.of("POST", "/v1/reports", "{\"gateway\":\"gw\",\"interval_seconds\":5,\"demand_rps\":{\"chat\":1}}",
+                        204));
     }
 
     /** Authorization headers that must be refused: none, wrong, a prefix, longer, another scheme, empty. */
@@ -106,7 +107,7 @@ class AuthTest {
 
     @Test
     void wrongTokenReports_changeNothing() throws Exception {
-        String flood = "{\"gateway\":\"gw\",\"demand_rps\":{\"chat\":100000}}";
+        String flood = "{\"gateway\":\"gw\",\"interval_seconds\":5,\"demand_rps\":{\"chat\":100000}}";
         assertThat(call(cp.uri(), "POST", "/v1/reports", flood, "Bearer nope").statusCode()).isEqualTo(401);
         long version = cp.current().version();
         cp.tickNow();

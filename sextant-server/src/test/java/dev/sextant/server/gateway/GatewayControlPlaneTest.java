@@ -23,8 +23,10 @@ class GatewayControlPlaneTest {
         try (Fleet fleet = new Fleet(1)) {
             Path file = dir.resolve("topology.yaml");
             Files.writeString(file, fleet.yaml(150));
+            // the topology's demand, changed in the file below (the gateway's reports would say how few requests came)
             ControlPlane cp = ControlPlane.start(ControlPlaneConfig.defaults(file, "tok").withIntervals(
-                    Duration.ofHours(1), Duration.ofHours(1), Duration.ofHours(1), Duration.ofSeconds(1), 3));
+                    Duration.ofHours(1), Duration.ofHours(1), Duration.ofHours(1), Duration.ofSeconds(1), 3)
+                    .withDemand("configured"));
             GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false)
                     .withControlPlane(cp.uri(), "tok", Duration.ofMillis(200));
             try (Gateway gw = Gateway.start(config, SnapshotSource.longPoll(cp.uri(), "gw", "tok", Duration.ofSeconds(20)), 2)) {

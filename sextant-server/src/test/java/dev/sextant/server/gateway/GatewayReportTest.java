@@ -91,15 +91,25 @@ class GatewayReportTest {
     }
 
     @Test
+    void everyGateway_reportsAnInstanceOfItsOwn_soThatAClustersGatewaysAddUp() {
+        try (Reporter a = new Reporter("gw", null, null, Duration.ofSeconds(5), null);
+             Reporter b = new Reporter("gw", null, null, Duration.ofSeconds(5), null)) {
+            assertThat(a.instance).matches("[0-9a-f]{12}").isNotEqualTo(b.instance);
+        }
+    }
+
+    @Test
     void aStreamedSuccess_reportsEveryField_withItsLatenciesAndOneNewConnection() throws Exception {
         gatewayTo(emulator(Faults.NONE));
         HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("k", true, 3));
         assertThat(r.statusCode()).isEqualTo(200);
 
         JsonNode report = report();
-        assertThat(fields(report)).containsExactly("gateway", "interval_seconds", "demand_rps", "arrivals", "engines",
-                "rtt_ms");
+        assertThat(fields(report)).containsExactly("gateway", "instance", "interval_seconds", "demand_rps", "arrivals",
+                "engines", "rtt_ms");
         assertThat(report.path("gateway").asText()).isEqualTo("gw");
+        assertThat(report.path("instance").asText()).as("this gateway's own id").matches("[0-9a-f]{12}")
+                .isEqualTo(gw.reporter.instance);
         assertThat(report.path("arrivals").path("chat").asLong()).isEqualTo(1);
         assertThat(report.path("demand_rps").path("chat").asDouble() * report.path("interval_seconds").asDouble())
                 .isCloseTo(1.0, org.assertj.core.data.Offset.offset(1e-9));

@@ -35,7 +35,8 @@ class TokenRotationTest {
             write(gwToken, "old-token\n");
             ControlPlane cp = ControlPlane.start(ControlPlaneConfig.defaults(topology, "unused")
                     .withToken(BearerToken.file(cpTokens))
-                    .withIntervals(Duration.ofHours(1), Duration.ofHours(1), Duration.ofHours(1), Duration.ofSeconds(1), 3));
+                    .withIntervals(Duration.ofHours(1), Duration.ofHours(1), Duration.ofHours(1), Duration.ofSeconds(1), 3)
+                    .withDemand("configured")); // a publication follows the change of the file's demand below
             BearerToken gatewaySide = BearerToken.file(gwToken);
             GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false)
                     .withControlPlane(cp.uri(), gatewaySide, Duration.ofMillis(200));

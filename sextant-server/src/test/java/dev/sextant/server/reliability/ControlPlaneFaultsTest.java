@@ -33,6 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The control plane killed and restarted, a control plane answering garbage or older versions, and a topology file
  * replaced with an invalid one: gateways keep serving from the snapshot they hold and take new ones when there are.
+ * And the control plane at work on a fault: an engine that answers errors is taken out of service on its gateway's
+ * reports, and brought back by its canaries once it is mended.
  */
 class ControlPlaneFaultsTest extends FaultCase {
     private static final int N = 80;
@@ -42,9 +44,11 @@ class ControlPlaneFaultsTest extends FaultCase {
     @TempDir
     Path dir;
 
+    /** Planning for the topology's demand: each case changes it in the file, while the gateway reports its own. */
     private static ControlPlane startControlPlane(Path topology, int port) throws Exception {
         return ControlPlane.start(ControlPlaneConfig.defaults(topology, TOKEN).withAddress("127.0.0.1", port)
-                .withIntervals(Duration.ofHours(1), Duration.ofHours(1), Duration.ofHours(1), Duration.ofSeconds(1), 3));
+                .withIntervals(Duration.ofHours(1), Duration.ofHours(1), Duration.ofHours(1), Duration.ofSeconds(1), 3)
+                .withDemand("configured"));
     }
 
     private static void startGateway(Rig rig, URI controlPlane) {
@@ -219,6 +223,81 @@ class ControlPlaneFaultsTest extends FaultCase {
                 assertThat(holds(rig, cp.current())).as("the fixed topology's snapshot reaches the gateway").isTrue();
             }
         }
+    }
+
+    @Test
+    void engineAnsweringErrors_isTakenOutOnTheGatewaysReports_andBroughtBackByItsCanariesOnceMended() throws Exception {
+        Path file = dir.resolve("topology.yaml");
+        try (Rig rig = new Rig(2)) {
+            Files.writeString(file, rig.yaml(150));
+            try (ControlPlane cp = ControlPlane.start(ControlPlaneConfig.defaults(file, TOKEN)
+                    .withIntervals(Duration.ofHours(1), Duration.ofHours(1), Duration.ofMillis(1), Duration.ofSeconds(1), 3)
+                    .withDemand("configured").withCanaryInterval(Duration.ofMillis(100)))) {
+                // no local ejection: every attempt the data plane makes on the failing engine is in its reports
+                rig.startGateway(Rig.gatewayConfig(Rig.options().toBuilder().consecutiveFailures(1_000_000).build())
+                                .withControlPlane(cp.uri(), TOKEN, Duration.ofMillis(200)),
+                        SnapshotSource.longPoll(cp.uri(), "gw", TOKEN, Duration.ofSeconds(2)));
+                try (Traffic traffic = new Traffic(rig.gateway.port(), Rig.CLIENT_DEADLINE)) {
+                    rig.warmUp(traffic);
+                    cp.tickNow(); // every engine scraped
+                    assertThat(weightAtGateway(rig, "chat-eu", "eu-1")).isPositive();
+
+                    rig.engines.get("eu-1").setFaults(new dev.sextant.server.engine.Faults(1.0, 1, false, -1));
+                    Tally failing = new Tally("eu-1 answers 500 until the control plane takes it out");
+                    assertThat(Fleet.await(() -> {
+                        run(traffic, failing, 40);
+                        cp.tickNow();
+                        return weightAtGateway(rig, "chat", "eu-1") == 0 && weightAtGateway(rig, "chat-eu", "eu-1") == 0;
+                    }, Duration.ofSeconds(60))).as("the snapshot without eu-1 reaches the gateway").isTrue();
+                    assertSound(rig, failing, 0, Rig.WARM_UP + failing.sentCount());
+                    assertThat(failing.retriesReported()).as("requests retried off eu-1 meanwhile").isPositive();
+                    JsonNode eu1 = Http.JSON.readTree(Fleet.get(cp.port(), "/healthz").body()).path("engines").path("eu-1");
+                    assertThat(eu1.path("condition").asText()).isEqualTo("failing");
+                    assertThat(eu1.path("why").asText()).contains("recent attempts failed");
+
+                    long before = rig.resentTotal();
+                    Tally out = new Tally("eu-1 out of service (its canaries still fail)");
+                    traffic.run(out, N, CONCURRENCY, i -> { });
+                    assertSound(rig, out, before, Rig.WARM_UP + failing.sentCount() + N);
+                    assertThat(out.completedCount()).as("the other engines serve everything").isEqualTo(N);
+                    assertThat(out.retriesReported()).as("no request meets the failing engine").isZero();
+
+                    assertThat(capacityAtGateway(rig, "eu-1")).isZero();
+                    rig.engines.get("eu-1").setFaults(dev.sextant.server.engine.Faults.NONE);
+                    assertThat(Fleet.await(() -> {
+                        cp.tickNow();
+                        return capacityAtGateway(rig, "eu-1") > 0;
+                    }, Duration.ofSeconds(60))).as("mended, its canaries succeed and it is back in the snapshot").isTrue();
+                    assertThat(Http.JSON.readTree(Fleet.get(cp.port(), "/healthz").body()).path("last_step")
+                            .path("reason").asText()).isEqualTo("engine eu-1 back in service");
+                    Tally back = new Tally("eu-1 mended and back");
+                    traffic.run(back, N, CONCURRENCY, i -> { });
+                    assertThat(back.completedCount()).isEqualTo(N);
+                    assertThat(capacityAtGateway(rig, "eu-1")).as("in service again: how much it gets is the optimizer's")
+                            .isPositive();
+                }
+            }
+        }
+    }
+
+    /** {@code n} requests of the traffic (for a wait that sends traffic until a condition holds). */
+    private static void run(Traffic traffic, Tally tally, int n) {
+        try {
+            traffic.run(tally, n, CONCURRENCY, i -> { });
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The effective capacity of {@code engine} in the snapshot the gateway holds, req/s (0: out of service). */
+    private static double capacityAtGateway(Rig rig, String engine) {
+        return rig.gateway.plane().snapshot().engines().get(engine).effectiveCapacityRps();
+    }
+
+    /** The weight of {@code engine} in class {@code cls}'s route in the snapshot the gateway holds. */
+    private static double weightAtGateway(Rig rig, String cls, String engine) {
+        return rig.gateway.plane().snapshot().route("gw", cls).weights().getOrDefault(engine, 0.0);
     }
 
     private static int startGatewayAndPort(Rig rig, URI controlPlane) {
