@@ -55,6 +55,8 @@ final class DefaultControlLoop implements ControlLoop {
     private Snapshot restored;
     private Step last;
     private boolean urgent;
+    /** A demand estimate moved since {@link #urgent()} last looked: urgent only if the held routing no longer fits. */
+    private boolean demandMoved;
     private boolean started;
     private final Set<String> scrapedOnce = new HashSet<>();
 
@@ -163,8 +165,14 @@ final class DefaultControlLoop implements ControlLoop {
         topology.classes().forEach(c -> classes.add(c.id()));
         for (String c : classes) {
             long n = r.arrivals().getOrDefault(c, 0L);
-            if (mine.computeIfAbsent(c, k -> new DemandTracker()).report(n, r.intervalSeconds(), r.atNanos(), window)) {
-                urgent = true;
+            DemandTracker d = mine.get(c);
+            boolean first = d == null;
+            if (first) {
+                d = new DemandTracker();
+                mine.put(c, d);
+            }
+            if (d.report(n, r.intervalSeconds(), r.atNanos(), window) || first && n > 0) {
+                demandMoved = true;
             }
         }
         Map<String, long[]> byCluster = new HashMap<>();
@@ -235,7 +243,32 @@ final class DefaultControlLoop implements ControlLoop {
     @Override
     public synchronized boolean urgent() {
         refresh(ticker.nanos());
+        if (!urgent && demandMoved) {
+            demandMoved = false;
+            urgent = heldMisfits();
+        }
         return urgent;
+    }
+
+    /**
+     * True when the demand as now estimated makes the held routing overload an engine, or when the held snapshot
+     * sheds: then a change of demand cannot wait for the next scheduled step. Any other change of demand can: among
+     * hundreds of (gateway, class) estimates some move every interval by chance or by a slow trend, and a step for
+     * each would re-solve, and publish on small gains, every interval.
+     */
+    private boolean heldMisfits() {
+        if (published == null || publishedFor == null) {
+            return true;
+        }
+        if (published.objective().shedRps() > 0) {
+            return true;
+        }
+        Topology t = new Topology(publishedFor.gatewayClusters(), publishedFor.engineClusters(),
+                publishedFor.networkRttMs(), publishedFor.models(), publishedFor.engines(), publishedFor.classes(),
+                rates(demandEstimates()),
+                publishedFor.headroom(), publishedFor.affinityDiscountMs(), publishedFor.retryBudget());
+        HeldRouting held = Policies.evaluate(t, published);
+        return Double.isInfinite(held.latencyCost()) || held.maxLoadRatio() > HEADROOM_TOLERANCE;
     }
 
     /** Updates every engine's condition; a change makes the loop urgent. */
@@ -532,14 +565,19 @@ final class DefaultControlLoop implements ControlLoop {
             row.forEach((c, ms) -> r.put(c, l.containsKey(c) ? l.get(c).ms() : ms));
             rtt.put(g, r);
         });
+        return new Topology(topology.gatewayClusters(), topology.engineClusters(), rtt, models, es,
+                topology.classes(), rates(est.demand()), topology.headroom(), est.affinityDiscountMs(), topology.retryBudget());
+    }
+
+    /** The demand estimates as the topology's demand: gateway cluster → class → req/s. */
+    private static Map<String, Map<String, Double>> rates(Map<String, Map<String, DemandEstimate>> demand) {
         Map<String, Map<String, Double>> d = new LinkedHashMap<>();
-        est.demand().forEach((g, row) -> {
+        demand.forEach((g, row) -> {
             Map<String, Double> r = new LinkedHashMap<>();
             row.forEach((c, x) -> r.put(c, x.rps()));
             d.put(g, r);
         });
-        return new Topology(topology.gatewayClusters(), topology.engineClusters(), rtt, models, es,
-                topology.classes(), d, topology.headroom(), est.affinityDiscountMs(), topology.retryBudget());
+        return d;
     }
 
     private Step decide(long now, Snapshot candidate, Topology solveFor, Estimates est) {

@@ -222,6 +222,24 @@ class ControlLoopTest {
     }
 
     @Test
+    void demandChange_isUrgentOnlyWhenTheHeldRoutingNoLongerFitsIt() {
+        Rig r = rig(Map.of(), Map.of(), 150, 16);
+        r.solveSeconds = 60;
+        r.run(120);
+        int before = r.steps.size();
+        r.demand = 170; // a change the held routing carries: it waits for the scheduled step
+        r.run(30);
+        assertThat(r.steps).hasSize(before);
+
+        double capacity = r.topology.engines().stream().mapToDouble(Engine::capacityRps).sum();
+        r.demand = capacity; // more than the held routing carries within its headroom, however it spreads
+        r.run(15);
+        assertThat(r.steps.size()).isGreaterThan(before);
+        assertThat(r.steps.get(before).published()).isTrue();
+        assertThat(r.steps.get(before).reason()).contains("held routing");
+    }
+
+    @Test
     void ratedTooHigh_capacityComesDownToTheMeasuredSaturation() {
         Batching small = new Batching(5, 0.03, 6e-6, 0, 0.006, 1, 24, 120, 300);
         Map<String, Batching> t = truths(Map.of("e1", small, "e2", small, "e3", small, "e4", small));
