@@ -33,7 +33,7 @@ final class BatchLimit {
     static final int QUEUED_INTERVALS = 2;
 
     private double saturated = Double.NaN;
-    /** The largest throughput measured with a full batch and a queue, req/s (NaN: none). */
+    /** The throughput measured with the batch kept full by a queue, req/s (NaN: none). */
     private double saturatedRps = Double.NaN;
     private long saturatedIntervals;
     private double largest;
@@ -54,8 +54,10 @@ final class BatchLimit {
     private int queueImpliedIntervals;
     /** Intervals that queued behind a full batch, since the largest batch last rose. */
     private int queuedFull;
-    /** Saturated intervals in a row whose queue grew. */
-    private int growingIntervals;
+    /** Intervals in a row that kept the batch full with a queue, and what the counted ones completed, in how long. */
+    private int fullIntervals;
+    private double fullCompletions;
+    private double fullSeconds;
     private long lastAt;
 
     /**
@@ -101,19 +103,17 @@ final class BatchLimit {
             if (queued && end >= largestEver && slotBound && end >= 1 && ++queuedFull >= QUEUED_INTERVALS) {
                 // the largest batch seen with a queue: an interval can end between steps with fewer in the batch
                 saturated = Double.isNaN(saturated) ? end : Math.max(saturated, end);
-                // a queue that grows, interval after interval, is a saturated engine (one that waits and shrinks is
-                // the M/M/N queue below saturation): only then is the throughput the limit's; and the first
-                // interval of a queue may have started it halfway
-                // (beyond what chance does to the length of a queue that is not growing: three standard deviations)
-                boolean growing = !Double.isNaN(i.waitingStart()) && !Double.isNaN(i.waitingEnd())
-                        && i.waitingEnd() >= Math.max(4, i.waitingStart() + 3 * Math.sqrt(i.waitingStart() + 1));
-                if (growing) {
-                    growingIntervals++;
-                } else {
-                    growingIntervals = 0;
-                }
-                if (growingIntervals >= QUEUED_INTERVALS) {
-                    saturatedRps = Double.isNaN(saturatedRps) ? i.load() : Math.max(saturatedRps, i.load());
+                // while every place in the batch stays taken (full with a queue at both ends of the interval),
+                // requests leave at the rate the full batch serves them, whatever the rate they arrive at: the
+                // completions of such intervals measure the saturation throughput directly, averaged over them
+                // (from the second in a row: one interval full at both ends may have emptied in between)
+                boolean fullThroughout = !Double.isNaN(i.waitingStart()) && i.waitingStart() >= 1
+                        && i.waitingEnd() >= 1 && !Double.isNaN(i.runningStart()) && i.runningStart() >= largestEver;
+                fullIntervals = fullThroughout ? fullIntervals + 1 : 0;
+                if (fullIntervals >= QUEUED_INTERVALS) {
+                    fullCompletions += i.completions();
+                    fullSeconds += i.seconds();
+                    saturatedRps = fullCompletions / fullSeconds;
                 }
                 saturatedIntervals++;
             } else if (!i.saturated()) {
@@ -122,10 +122,10 @@ final class BatchLimit {
                 recent = Math.max(recent, batch);
                 if (!Double.isNaN(saturated) && batch > saturated * 1.02) {
                     saturated = Double.NaN; // a larger batch ran without a queue since: that limit is gone
-                    saturatedRps = Double.NaN;
+                    clearSaturatedRps();
                 }
                 if (!Double.isNaN(saturatedRps) && i.load() > saturatedRps * 1.05) {
-                    saturatedRps = Double.NaN; // more was served without a queue since
+                    clearSaturatedRps(); // more was served without a queue since
                 }
             }
         }
@@ -166,7 +166,13 @@ final class BatchLimit {
         }
     }
 
-    /** The largest throughput measured with a full batch and a queue, req/s; NaN when none. */
+    private void clearSaturatedRps() {
+        saturatedRps = Double.NaN;
+        fullCompletions = 0;
+        fullSeconds = 0;
+    }
+
+    /** The throughput measured with the batch kept full by a queue, req/s; NaN when none. */
     double saturatedRps() {
         return saturatedRps;
     }
@@ -231,7 +237,7 @@ final class BatchLimit {
             return String.format(Locale.ROOT, "batch limit %.0f as the engine reports it", n);
         }
         if (!Double.isNaN(saturated)) {
-            return String.format(Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals, at up to %.1f req/s)",
+            return String.format(Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals; %.1f req/s served while kept full)",
                     n, saturatedIntervals, saturatedRps);
         }
         if (Double.isNaN(saturated) && queueImpliedIntervals >= QUEUED_INTERVALS + 1) {

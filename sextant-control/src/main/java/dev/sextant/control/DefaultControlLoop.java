@@ -364,9 +364,11 @@ final class DefaultControlLoop implements ControlLoop {
         }
         double configuredSlots = g.configuredSlots();
         Batching b = (applied == 1 ? fit : fit.slower(applied)).withSlots(t.batch.slots(configuredSlots));
-        if (!Double.isNaN(t.batch.saturatedRps()) && t.batch.saturatedRps() < b.saturation()) {
-            // measured where its queue starts: that is its capacity, whatever the laws extrapolate
-            b = b.saturatingAt(t.batch.saturatedRps());
+        double served = t.batch.saturatedRps();
+        if (!Double.isNaN(served) && served < 0.999 * b.computeLimit()) {
+            // measured where its queue starts (what it served while its batch stayed full): that is its capacity,
+            // above or below what the laws extrapolate
+            b = b.saturatingAt(served);
         }
         double mu = Math.max(1e-6, b.saturation());
         double wCap = t.batch.fromEvidence(configuredSlots) ? 1 : w;

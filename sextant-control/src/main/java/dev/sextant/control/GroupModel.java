@@ -51,6 +51,7 @@ final class GroupModel {
         this.config = config;
         this.configuredOutputTokens = Math.max(1, configuredOutputTokens);
         this.options = options;
+        this.priorWeight = options.priorWeight();
     }
 
     /** The group's key: engines with equal keys are identical as configured. */
@@ -123,9 +124,42 @@ final class GroupModel {
         return completions;
     }
 
-    /** How much the evidence weighs against the prior, in [0, 1). */
+    /** How much the evidence weighs against the prior, in [0, 1), as of the last {@link #fitted}. */
     double evidence() {
-        return step.weight() / (step.weight() + options.priorWeight());
+        return step.weight() / (step.weight() + priorWeight);
+    }
+
+    /**
+     * The F statistic beyond which the data refute the prior: about the 1% point of F(3, n) for the n of a few
+     * minutes of intervals (3.8). A prior the data reject at that level is wrong, not merely uncertain…
+     */
+    static final double REFUTED = 4;
+    /**
+     * … provided its predictions on the data are off by more than this fraction (root-mean-square, beyond the
+     * data's own fit): a prior that close is right enough, whatever a test on nearly noise-free data says, and
+     * keeps its full weight, for it is what holds the fit where the data do not reach (the loads not seen yet).
+     */
+    static final double TOLERATED = 0.05;
+
+    /** The prior's weight at the last {@link #fitted}: {@link ControlOptions#priorWeight()}, less where refuted. */
+    private double priorWeight;
+
+    /**
+     * The prior's weight given how the data refute it ({@code conflict}: the F statistic and the relative error of
+     * {@link LeastSquares#conflict}): the configured weight while the data agree with it; when they refute it, that
+     * weight divided by how many times the statistic passes {@link #REFUTED} or by the square of how many times its
+     * error passes {@link #TOLERATED}, whichever divides less. A ridge of fixed weight would otherwise keep pulling a
+     * fit toward a rating that is wrong by 2× however much evidence says so: with W intervals of data, by c0/(c0 + W)
+     * of the error, which for the capacity of an engine rated twice too high is still +25% after ten minutes.
+     */
+    private double priorWeight(double[] conflict) {
+        double c0 = options.priorWeight();
+        double f = conflict[0];
+        double e = conflict[1];
+        if (!(f > REFUTED) || !(e > TOLERATED)) {
+            return c0;
+        }
+        return c0 * Math.max(REFUTED / f, (TOLERATED / e) * (TOLERATED / e));
     }
 
     /** The batch the configured capacity and profile imply, for the observed prompts. */
@@ -234,11 +268,14 @@ final class GroupModel {
         double decodingAtCapacity = Math.max(1, p.decodingAtCapacity);
         double tbtFull = Math.max(p.alpha, config.profile().tbtMs(1.0));
         double piRef = config.capacityRps() * prompt;
-        step.prior(new double[] {p.alpha, p.gamma, p.beta}, options.priorWeight(),
-                new double[] {1, decodingAtCapacity / 2, piRef * tbtFull / 2});
+        double[] stepPrior = {p.alpha, p.gamma, p.beta};
+        double[] firstPrior = {p.base, p.perToken, p.perStep};
+        double stepWeight = priorWeight(step.conflict(stepPrior));
+        double firstWeight = priorWeight(first.conflict(firstPrior));
+        priorWeight = Math.min(stepWeight, firstWeight);
+        step.prior(stepPrior, stepWeight, new double[] {1, decodingAtCapacity / 2, piRef * tbtFull / 2});
         double[] s = step.solve(new double[] {p.alpha, p.gamma, p.beta});
-        first.prior(new double[] {p.base, p.perToken, p.perStep}, options.priorWeight(),
-                new double[] {1, Math.max(1, prompt), Math.max(1e-3, p.alpha)});
+        first.prior(firstPrior, firstWeight, new double[] {1, Math.max(1, prompt), Math.max(1e-3, p.alpha)});
         double[] f = first.solve(new double[] {p.base, p.perToken, p.perStep});
         if (s[0] + s[1] + f[0] + f[1] + f[2] <= 0) {
             s = new double[] {p.alpha, p.gamma, p.beta};

@@ -20,6 +20,9 @@ final class LeastSquares {
     private final double[][] priorXx;
     private final double[] priorXy;
     private double weight;
+    /** Σ wᵢ·yᵢ², forgotten like the rest: the residual sum of squares of any θ follows from it. */
+    private double yy;
+    private long samples;
 
     LeastSquares(int k) {
         this.k = k;
@@ -33,6 +36,8 @@ final class LeastSquares {
     void add(double[] x, double y, double w) {
         accumulate(xx, xy, x, y, w);
         weight += w;
+        yy += w * y * y;
+        samples++;
     }
 
     /**
@@ -77,11 +82,69 @@ final class LeastSquares {
             xy[i] *= factor;
         }
         weight *= factor;
+        yy *= factor;
     }
 
     /** The data's total weight after forgetting: the effective number of observations. */
     double weight() {
         return weight;
+    }
+
+    /** Σ wᵢ·(yᵢ − xᵢ·θ)² over the (forgotten) data. */
+    private double residual(double[] theta) {
+        double r = yy;
+        for (int i = 0; i < k; i++) {
+            r -= 2 * theta[i] * xy[i];
+            for (int j = 0; j < k; j++) {
+                r += theta[i] * xx[i][j] * theta[j];
+            }
+        }
+        return Math.max(0, r);
+    }
+
+    /**
+     * How strongly, and by how much, the data refute {@code theta0}, against the data's own least-squares fit θ̂:
+     * {@code [F, e]} with F the F statistic of the hypothesis θ = θ⁰, {@code ((RSS(θ⁰) − RSS(θ̂)) / k) /
+     * (RSS(θ̂) / (n − k))} (n the effective number of observations: near 1 when θ⁰ is as good as the fit up to
+     * noise, beyond a few when the data reject it), and e the root-mean-square error θ⁰ makes beyond the fit's,
+     * relative to the root-mean-square observation (how wrong its predictions are on this data). Both 0 while
+     * there are too few observations to tell (n ≤ 2k) or the data's fit is singular.
+     */
+    double[] conflict(double[] theta0) {
+        if (samples <= 2L * k || weight <= 2 * k || !(yy > 0)) {
+            return new double[] {0, 0};
+        }
+        double[][] savedXx = new double[k][];
+        double[] savedXy = priorXy.clone();
+        for (int i = 0; i < k; i++) {
+            savedXx[i] = priorXx[i].clone();
+        }
+        clearPrior();
+        // a ridge a millionth of the data's, only to keep a collinear system regular
+        for (int p = 0; p < k; p++) {
+            priorXx[p][p] = 1e-6 * Math.max(xx[p][p], 1e-300);
+            priorXy[p] = priorXx[p][p] * theta0[p];
+        }
+        double[] fit = solveFree(all());
+        for (int i = 0; i < k; i++) {
+            priorXx[i] = savedXx[i];
+        }
+        System.arraycopy(savedXy, 0, priorXy, 0, k);
+        if (fit == null) {
+            return new double[] {0, 0};
+        }
+        double rssFit = residual(fit);
+        double excess = Math.max(0, residual(theta0) - rssFit);
+        double relative = Math.sqrt(excess / yy);
+        double noise = rssFit / (weight - k);
+        double f = noise > 0 ? excess / k / noise : excess > 0 ? Double.POSITIVE_INFINITY : 0;
+        return new double[] {f, relative};
+    }
+
+    private boolean[] all() {
+        boolean[] free = new boolean[k];
+        java.util.Arrays.fill(free, true);
+        return free;
     }
 
     /** The coefficients, each ≥ 0; {@code fallback} when the system is singular. */
