@@ -58,6 +58,7 @@ public final class Sextant implements Callable<Integer> {
                 .addSubcommand(new ControlPlaneCommand(out))
                 .addSubcommand(new EngineCommand())
                 .addSubcommand(new SimulateCommand(out, System.err))
+                .addSubcommand(new AccuracyCommand(out, System.err))
                 .addSubcommand(new CommandLine.HelpCommand());
         cl.setOut(out).setErr(err);
         cl.setParameterExceptionHandler((ex, a) -> {

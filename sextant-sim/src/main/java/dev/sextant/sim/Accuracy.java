@@ -4,7 +4,6 @@ import dev.sextant.control.ControlLoop;
 import dev.sextant.control.ControlOptions;
 import dev.sextant.control.EngineEstimate;
 import dev.sextant.control.EngineScrape;
-import dev.sextant.control.GatewayReport;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.EngineCluster;
 import dev.sextant.topology.GatewayCluster;
@@ -23,7 +22,7 @@ import java.util.SplittableRandom;
  * same simulated engine: its saturation throughput (offered twice what it can carry) and its mean TTFT and TBT at
  * fixed fractions of it.
  */
-final class Accuracy {
+public final class Accuracy {
     /** Utilizations of the true saturation at which profiles are compared. */
     static final double[] UTILIZATIONS = {0.2, 0.4, 0.6, 0.8};
 
@@ -48,14 +47,6 @@ final class Accuracy {
             return estimatedCapacityRps / trueSaturationRps - 1;
         }
 
-        double worstProfileError() {
-            double worst = 0;
-            for (int i = 0; i < trueTbtMs.length; i++) {
-                worst = Math.max(worst, Math.abs(estimatedTbtMs[i] / trueTbtMs[i] - 1));
-                worst = Math.max(worst, Math.abs(estimatedTtftMs[i] / trueTtftMs[i] - 1));
-            }
-            return worst;
-        }
     }
 
     /** The saturation throughput of hardware {@code h} under workload {@code w}, req/s. */
@@ -154,28 +145,87 @@ final class Accuracy {
         return new Result(mu, e.capacityRps(), configured.capacityRps(), ttft, ettft, tbt, etbt, end / 60_000);
     }
 
-    /** Unused by the loop, kept for symmetry with other tools: a report of no gateways. */
-    static GatewayReport none() {
-        return new GatewayReport("gw", "", 0, 1, Map.of(), Map.of(), Map.of());
+    /** One case of {@link #report}: hardware and workload as the scenarios write them, rated {@code factor} × right. */
+    record Case(String name, EngineParams hardware, Scenario.ClassWorkload workload, double factor) {
     }
 
-    static List<String> table(List<Result> results) {
+    /** The offered load, as fractions of the true saturation, one step each: up, an overload, down, up again. */
+    static final double[] SWEEP = {0.3, 0.5, 0.7, 0.9, 1.1, 0.6, 0.8, 0.4, 0.9, 0.5};
+
+    /**
+     * The cases of {@code sextant accuracy}: the hardware of the scenarios (examples/scenarios/wrong-ratings.yaml's
+     * h100 and l4, long-context.yaml's h100 and workload, large-fleet.yaml's h100 with its long answers), each rated
+     * half, exactly and twice what it carries (the configured profile derived from the hardware as the simulator
+     * derives every engine's, the capacity scaled).
+     */
+    static List<Case> cases() {
+        EngineParams h100 = new EngineParams(5, 0.006, 0.03, 64, 1_200_000, 4096);
+        EngineParams l4 = new EngineParams(9, 0.012, 0.06, 32, 500_000, 4096);
+        EngineParams longH100 = new EngineParams(6, 0.006, 0.03, 64, 600_000, 8192);
+        EngineParams fleetH100 = new EngineParams(12, 0.03, 1.5, 8, 120_000, 2048);
+        Scenario.ClassWorkload chat = new Scenario.ClassWorkload(4, 10_000, 400, 60, 100);
+        Scenario.ClassWorkload longContext = new Scenario.ClassWorkload(2, 20_000, 24_000, 2000, 150);
+        Scenario.ClassWorkload longAnswers = new Scenario.ClassWorkload(4, 15_000, 800, 100, 250);
+        List<Case> out = new ArrayList<>();
+        for (double f : new double[] {0.5, 1, 2}) {
+            out.add(new Case("h100, chat", h100, chat, f));
+            out.add(new Case("l4, chat", l4, chat, f));
+            out.add(new Case("h100, long context", longH100, longContext, f));
+            out.add(new Case("h100 of 8 sequences, long answers", fleetH100, longAnswers, f));
+        }
+        out.sort(java.util.Comparator.comparing(Case::name).thenComparingDouble(Case::factor));
+        return out;
+    }
+
+    /** Runs one case with steps of {@code stepMs}. */
+    static Result run(Case c, double stepMs, long seed) {
+        Engine derived = ScenarioLoader.derive("e", "gpu", List.of("m"), c.hardware(), c.workload(), Double.NaN);
+        Engine configured = new Engine("e", "gpu", derived.endpoint(), derived.models(),
+                derived.capacityRps() * c.factor(), derived.profile(), 1.0);
+        return run(c.hardware(), c.workload(), configured, SWEEP, stepMs, seed);
+    }
+
+    /**
+     * The report of {@code sextant accuracy}: every case of {@link #cases()}, as a Markdown table, with the
+     * capacity's error and the worst errors of the profile's TTFT and TBT at 20–80% of the true saturation.
+     *
+     * @param stepSeconds how long each load of the sweep lasts
+     * @param progress    where a line per case goes as it finishes (may be null)
+     */
+    public static List<String> report(double stepSeconds, long seed, java.io.PrintStream progress) {
         List<String> out = new ArrayList<>();
-        for (Result r : results) {
-            out.add(String.format(java.util.Locale.ROOT, "true %.1f est %.1f conf %.1f (cap err %+.1f%%, worst profile "
-                    + "err %.1f%%) ttft %s vs %s tbt %s vs %s", r.trueSaturationRps(), r.estimatedCapacityRps(),
-                    r.configuredRps(), 100 * r.capacityError(), 100 * r.worstProfileError(),
-                    java.util.Arrays.toString(round(r.trueTtftMs())), java.util.Arrays.toString(round(r.estimatedTtftMs())),
-                    java.util.Arrays.toString(round(r.trueTbtMs())), java.util.Arrays.toString(round(r.estimatedTbtMs()))));
+        out.add(String.format(java.util.Locale.ROOT, "Ten loads of %.0f s each (%s of the true saturation), "
+                + "scraped every 5 s; errors after the %.0f minutes:", stepSeconds, fractions(),
+                SWEEP.length * stepSeconds / 60));
+        out.add("");
+        out.add("| engine and workload | rated | true capacity | configured | estimated | capacity error "
+                + "| worst TBT error | worst TTFT error |");
+        out.add("| --- | --- | --- | --- | --- | --- | --- | --- |");
+        for (Case c : cases()) {
+            Result r = run(c, stepSeconds * 1000, seed);
+            double tbt = 0;
+            double ttft = 0;
+            for (int i = 0; i < r.trueTbtMs().length; i++) {
+                tbt = Math.max(tbt, Math.abs(r.estimatedTbtMs()[i] / r.trueTbtMs()[i] - 1));
+                ttft = Math.max(ttft, Math.abs(r.estimatedTtftMs()[i] / r.trueTtftMs()[i] - 1));
+            }
+            String line = String.format(java.util.Locale.ROOT, "| %s | %s× | %.2f req/s | %.2f | %.2f | %+.1f%% | "
+                    + "%.1f%% | %.1f%% |", c.name(), c.factor() == 1 ? "1" : c.factor() == 0.5 ? "0.5" : "2",
+                    r.trueSaturationRps(), r.configuredRps(), r.estimatedCapacityRps(), 100 * r.capacityError(),
+                    100 * tbt, 100 * ttft);
+            out.add(line);
+            if (progress != null) {
+                progress.println(line);
+            }
         }
         return out;
     }
 
-    private static double[] round(double[] a) {
-        double[] o = new double[a.length];
-        for (int i = 0; i < a.length; i++) {
-            o[i] = Math.round(a[i] * 10) / 10.0;
+    private static String fractions() {
+        StringBuilder b = new StringBuilder();
+        for (double f : SWEEP) {
+            b.append(b.length() == 0 ? "" : ", ").append(Math.round(f * 100)).append('%');
         }
-        return o;
+        return b.toString();
     }
 }

@@ -1,0 +1,31 @@
+package dev.sextant.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import org.junit.jupiter.api.Test;
+
+/** The production control loop learns the capacity of a simulated engine it was told wrong (docs/control-loop.md). */
+class AccuracyTest {
+    static Accuracy.Case chat(double factor) {
+        return Accuracy.cases().stream().filter(c -> c.name().equals("h100, chat") && c.factor() == factor)
+                .findFirst().orElseThrow();
+    }
+
+    @Test
+    void ratedTwiceTooHigh_capacityComesWithinTenPercentOfTheTruthInTenMinutes() {
+        Accuracy.Result r = Accuracy.run(chat(2), 60_000, 7);
+
+        assertThat(r.configuredRps()).isGreaterThan(1.7 * r.trueSaturationRps());
+        assertThat(r.capacityError()).isCloseTo(0, within(0.1));
+    }
+
+    @Test
+    void ratedHalf_capacityComesWithinTenPercentOfTheTruthInTenMinutes() {
+        Accuracy.Result r = Accuracy.run(chat(0.5), 60_000, 7);
+
+        assertThat(r.configuredRps()).isLessThan(0.6 * r.trueSaturationRps());
+        assertThat(r.capacityError()).isCloseTo(0, within(0.1));
+    }
+
+}
