@@ -27,5 +27,4 @@ class AccuracyTest {
         assertThat(r.configuredRps()).isLessThan(0.6 * r.trueSaturationRps());
         assertThat(r.capacityError()).isCloseTo(0, within(0.1));
     }
-
 }
