@@ -6,7 +6,7 @@ import dev.sextant.topology.Topology;
 import java.util.List;
 
 /**
- * The signal → estimate → policy step of Sextant (docs/design.md §4, docs/control-loop.md): takes observation
+ * The signal → estimate → policy step of Sextant (docs/design.md §3, docs/control-loop.md): takes observation
  * records (engine scrapes, gateway reports, canary results), keeps an estimate of the fleet (each engine's latency
  * profile, capacity and condition, the demand per gateway cluster and class, round trips, output lengths, the
  * value of a warm KV cache), solves the optimizer on the estimates, and decides when a new snapshot is worth

@@ -7,7 +7,7 @@ import java.util.Map;
 /**
  * Engines of one engine cluster that serve the same models: interchangeable for every class, so the
  * optimizer routes to the group and splits the group's load among its engines once, at equal marginal
- * cost, for every route that uses it (DESIGN.md §3). A route weighted over groups
+ * cost, for every route that uses it (docs/design.md §3). A route weighted over groups
  * ({@link Route#groups()}) sends an engine its group's fraction times the engine's share here.
  *
  * @param shares engine id → the engine's share of the group's load, each in (0, 1]; unmodifiable,

@@ -5,7 +5,7 @@ import java.util.function.Supplier;
 
 /**
  * The optimizer's solution before it is a snapshot: every source's flow into each engine group, each group's load
- * split among its engines, the prices and the certificate (DESIGN.md §3). A route's weight of an engine is its
+ * split among its engines, the prices and the certificate (docs/design.md §3). A route's weight of an engine is its
  * group's fraction times the engine's share of the group, so the solution holds a few numbers per (source, group)
  * pair; {@link #snapshot()} writes them out per (source, engine) pair, computes each route's slot table and the
  * content hash. Measured apart (BENCHMARKS.md) because on a large fleet that second step costs more than the first.

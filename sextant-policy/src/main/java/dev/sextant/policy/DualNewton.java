@@ -23,7 +23,7 @@ import java.util.Arrays;
  * at the same prices, with shed amounts fixed — is a lower bound on every routing's cost, so the
  * relative gap between them bounds the distance to the optimum. The prices p are the dual variables
  * of the group balance, so at a full group they include the capacity's shadow price, as the bound
- * needs (DESIGN.md §3).
+ * needs (docs/design.md §3).
  */
 final class DualNewton {
     private static final double ARMIJO = 1e-4;

@@ -16,7 +16,7 @@ import java.util.Map;
 /**
  * Explains a snapshot's numbers for one (gateway cluster, class).
  *
- * <p>The explanation falls out of optimality (DESIGN.md §3): every engine a class uses has the same
+ * <p>The explanation falls out of optimality (docs/design.md §3): every engine a class uses has the same
  * marginal cost, network ms plus the engine's price (its marginal latency plus any capacity shadow
  * price), and that common value is the class price π. An unused engine's marginal cost is at least π,
  * and the difference, split into "farther" and "slower or fuller", is the reason it gets nothing.

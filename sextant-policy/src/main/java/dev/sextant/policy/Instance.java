@@ -21,7 +21,7 @@ import java.util.TreeSet;
  *
  * <p>Engines of one engine cluster that serve the same set of models are interchangeable for every
  * class (same network latency, same model and residency constraints), so they form one group whose
- * cost is the infimal convolution of its engines' costs (DESIGN.md §3): the problem is solved on
+ * cost is the infimal convolution of its engines' costs (docs/design.md §3): the problem is solved on
  * groups and each group's load is split among its engines at equal marginal cost.
  */
 final class Instance {

@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The optimizer of DESIGN.md §3: minimizes expected end-to-end latency over all routings that place
+ * The optimizer of docs/design.md §3: minimizes expected end-to-end latency over all routings that place
  * or shed every request, keep engines within effective capacity and respect the hard constraints.
  * Solved per connected component of the source–group graph with {@link DualNewton}.
  */

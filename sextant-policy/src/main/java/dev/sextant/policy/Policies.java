@@ -10,7 +10,7 @@ public final class Policies {
     /** Names accepted by {@link #byName}, the optimizer first. */
     public static final List<String> NAMES = List.of("optimal", "nearest", "waterfall", "proportional");
 
-    /** Minimizes expected end-to-end latency (DESIGN.md §3), with a certificate of optimality. */
+    /** Minimizes expected end-to-end latency (docs/design.md §3), with a certificate of optimality. */
     public static RoutingPolicy optimal() {
         return new OptimalPolicy();
     }

@@ -19,7 +19,7 @@ final class Topologies {
     private Topologies() {
     }
 
-    /** The talk example of DESIGN.md §3 (examples/talk.yaml). */
+    /** The talk example of docs/design.md §3 (examples/talk.yaml). */
     static Topology talk() {
         return talk(120, 40);
     }

@@ -6,7 +6,7 @@ import java.util.List;
 
 /**
  * The data plane of one gateway cluster: answers every request from a locally held snapshot, never
- * waiting for the control plane (DESIGN.md §4–§6). Per request: classify → admission → weighted
+ * waiting for the control plane (docs/design.md §4–§6). Per request: classify → admission → weighted
  * consistent hashing of the affinity key → bounded load and local outlier ejection → the engine;
  * on a failure before the first byte reached the client, {@link #retry} picks the next engine in
  * the key's order if the retry budget allows.

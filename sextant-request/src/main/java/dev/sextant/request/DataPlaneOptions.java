@@ -3,7 +3,7 @@ package dev.sextant.request;
 import java.time.Duration;
 
 /**
- * Tunables of the data plane; {@link #defaults()} gives the values of DESIGN.md §4–§5.
+ * Tunables of the data plane; {@link #defaults()} gives the values of docs/design.md §4–§5.
  *
  * @param maxSnapshotAge          past this age the fallback policy routes (nearest allowed engine,
  *                                fewest in flight), &gt; 0

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
 
-/** What DESIGN.md promises of the product, checked on live simulated traffic. */
+/** What docs/design.md promises of the product, checked on live simulated traffic. */
 class SextantBehaviourTest {
     @Test
     void talkExample_sextantSpillsPartOfEastToTheFartherEngine_nearestDoesNot() throws Exception {
@@ -13,7 +13,7 @@ class SextantBehaviourTest {
         Metrics sextant = Simulator.simulate(s, "sextant", 1, null).metrics();
         Metrics nearest = Simulator.simulate(s, "nearest", 1, null).metrics();
         double spill = (double) sextant.attemptsTo[0][1] / (sextant.attemptsTo[0][0] + sextant.attemptsTo[0][1]);
-        // the optimum of DESIGN.md §3 sends a part of east's 120 req/s to the 80 req/s engine next to west
+        // the optimum of docs/design.md §3 sends a part of east's 120 req/s to the 80 req/s engine next to west
         assertThat(spill).isBetween(0.05, 0.45);
         assertThat(nearest.attemptsTo[0][1]).isZero();
     }

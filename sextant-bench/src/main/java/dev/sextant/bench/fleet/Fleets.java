@@ -24,7 +24,7 @@ import java.util.SplittableRandom;
  *
  * <p>Shapes (see the issue's performance section):
  * <ul>
- *   <li>{@link #talk()}: the worked example of DESIGN.md §3, identical to {@code examples/talk.yaml};</li>
+ *   <li>{@link #talk()}: the worked example of docs/design.md §3, identical to {@code examples/talk.yaml};</li>
  *   <li>{@link #medium(long)} (M): 16 gateway clusters, 256 engines in 8 engine clusters, 4 models;</li>
  *   <li>{@link #large(long)} (L): 64 gateway clusters, 4,096 engines in 32 engine clusters, 8 models;</li>
  *   <li>{@link #random(long, int)}: small random topologies for property and comparison tests.</li>
@@ -74,7 +74,7 @@ public final class Fleets {
     /** GPU generations: name, speed relative to the oldest, TBT growth from idle to full. */
     private static final Object[][] GENERATIONS = {{"a100", 1.0, 1.2}, {"h100", 2.2, 1.0}, {"h200", 3.0, 0.8}};
 
-    /** The worked example of DESIGN.md §3, the same topology as {@code examples/talk.yaml}. */
+    /** The worked example of docs/design.md §3, the same topology as {@code examples/talk.yaml}. */
     public static Topology talk() {
         String model = "llama-3.1-70b";
         LatencyProfile profile = new ParametricProfile(150, 20, 1.0);

@@ -7,7 +7,7 @@ import java.util.Map;
  *
  * <p>Bracket of the true optimum. The LP minimizes a piecewise-linear interpolation ψ_j of each engine
  * cost φ_j(x) = x·T_j(x). Because φ_j is convex, ψ_j ≥ φ_j, and ψ_j − φ_j ≤ ε_j on [0, c_j]; so for the
- * true optimum V* of DESIGN.md §3 (penalties included):
+ * true optimum V* of docs/design.md §3 (penalties included):
  * {@code lpObjective − pwlErrorBound ≤ V* ≤ latencyCost + shedPenaltyCost ≤ lpObjective}.
  *
  * @param state             the LP solver's final state (e.g. {@code OPTIMAL}); the other fields mean

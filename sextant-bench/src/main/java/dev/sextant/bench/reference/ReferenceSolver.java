@@ -17,7 +17,7 @@ import org.ojalgo.optimisation.Optimisation;
 import org.ojalgo.optimisation.Variable;
 
 /**
- * An independent solver of the routing problem of DESIGN.md §3 (without the affinity term), built on
+ * An independent solver of the routing problem of docs/design.md §3 (without the affinity term), built on
  * ojAlgo's linear programming, to check the optimizer against and to measure it against. It shares no
  * code with the optimizer: only the topology records and the latency profiles' own methods.
  *

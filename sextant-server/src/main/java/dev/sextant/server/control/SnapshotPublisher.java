@@ -3,7 +3,7 @@ package dev.sextant.server.control;
 import dev.sextant.snapshot.Snapshot;
 
 /**
- * Where the control plane publishes snapshots (DESIGN.md §8): held in memory and served by HTTP long-poll today,
+ * Where the control plane publishes snapshots (docs/design.md §8): held in memory and served by HTTP long-poll today,
  * written to an etcd key later. Versions are monotone: publishing a version not newer than the current one is a
  * programming error.
  */

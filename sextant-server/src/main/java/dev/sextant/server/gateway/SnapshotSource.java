@@ -6,7 +6,7 @@ import java.time.Duration;
 import java.util.function.Consumer;
 
 /**
- * Where a gateway gets its snapshots from (DESIGN.md §8): the control plane's HTTP long-poll today, an etcd
+ * Where a gateway gets its snapshots from (docs/design.md §8): the control plane's HTTP long-poll today, an etcd
  * watch later. A source delivers each new snapshot to its listener, and the held one again whenever the
  * publisher confirms it is still current (which resets the data plane's snapshot age). It never delivers a
  * version older than one it delivered before.

@@ -26,9 +26,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The residency invariant (DESIGN.md §6.1) across the whole stack under random faults: engine emulators, a control
- * plane that scrapes them and publishes snapshots, and a gateway that long-polls it, on loopback. In every round
- * the engines get random faults (500s, hanging, crashing before or during the stream, slow), one EU engine is
+ * The residency invariant (docs/design.md §6.1) across the whole stack under random faults: engine emulators, a
+ * control plane that scrapes them and publishes snapshots, and a gateway that long-polls it, on loopback. In every
+ * round the engines get random faults (500s, hanging, crashing before or during the stream, slow), one EU engine is
  * stopped for good half-way, and the control plane is stopped so that the gateway ends in fallback mode. Every
  * request is of the EU-only class; every answer that names an engine names an EU one, and the US engines never
  * receive a single request, counted on the engines themselves (failed and hung requests included).

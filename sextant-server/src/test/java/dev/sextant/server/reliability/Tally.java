@@ -22,7 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li><b>failed with an error</b>: a status ≥ 400 with an OpenAI error body ({@code error.message} and
  *       {@code error.code} set), or an event stream whose last event is an OpenAI error, cleanly ended;</li>
  *   <li><b>lost</b>: anything else: a hang past the client's deadline, a connection cut without an error, a body
- *       that is neither whole nor an error. The invariant (DESIGN.md §6, 2) is that there are none.</li>
+ *       that is neither whole nor an error. The invariant (docs/design.md §6, 2) is that there are none.</li>
  * </ul>
  * Besides, it counts the attempts the gateway reported ({@code x-sextant-attempts}) and every answer served by an
  * engine outside the request's allowed set. Thread-safe.
