@@ -138,60 +138,6 @@ class EngineMetricsTest {
         assertThat(m.successCount()).isNaN();
     }
 
-    private static String scrape(double ttftCount, double ttftSum, double tbtCount, double tbtSum, double success,
-                                 double generated) {
-        return "# TYPE vllm:time_to_first_token_seconds histogram\n"
-                + "vllm:time_to_first_token_seconds_bucket{le=\"0.1\"} " + ttftCount / 2 + "\n"
-                + "vllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} " + ttftCount + "\n"
-                + "vllm:time_to_first_token_seconds_count " + ttftCount + "\n"
-                + "vllm:time_to_first_token_seconds_sum " + ttftSum + "\n"
-                + "# TYPE vllm:inter_token_latency_seconds histogram\n"
-                + "vllm:inter_token_latency_seconds_bucket{le=\"+Inf\"} " + tbtCount + "\n"
-                + "vllm:inter_token_latency_seconds_count " + tbtCount + "\n"
-                + "vllm:inter_token_latency_seconds_sum " + tbtSum + "\n"
-                + "vllm:request_success_total{finished_reason=\"stop\"} " + success + "\n"
-                + "vllm:generation_tokens_total " + generated + "\n";
-    }
-
-    @Test
-    void between_twoScrapes_givesTheIntervalsMeansAndRates() {
-        EngineMetrics first = EngineMetrics.from(PrometheusText.parse(scrape(100, 20, 1000, 30, 90, 1100)));
-        EngineMetrics second = EngineMetrics.from(PrometheusText.parse(scrape(140, 26, 3000, 80, 130, 3140)));
-
-        MetricsInterval interval = MetricsInterval.between(first, second, 10);
-
-        assertThat(interval.meanTtftSeconds()).isEqualTo(6.0 / 40, within(1e-12));
-        assertThat(interval.meanTbtSeconds()).isEqualTo(50.0 / 2000, within(1e-12));
-        assertThat(interval.successPerSecond()).isEqualTo(4.0);
-        assertThat(interval.firstTokensPerSecond()).isEqualTo(4.0);
-        assertThat(interval.generationTokensPerSecond()).isEqualTo(204.0);
-        assertThat(interval.promptTokensPerSecond()).isNaN();
-        assertThat(interval.ttft().buckets()).containsExactly(
-                new Histogram.Bucket(0.1, 20), new Histogram.Bucket(Double.POSITIVE_INFINITY, 40));
-    }
-
-    @Test
-    void between_engineRestarted_takesTheLaterCountersWhole() {
-        EngineMetrics before = EngineMetrics.from(PrometheusText.parse(scrape(100, 20, 1000, 30, 90, 1100)));
-        EngineMetrics after = EngineMetrics.from(PrometheusText.parse(scrape(10, 3, 100, 2, 8, 110)));
-
-        MetricsInterval interval = MetricsInterval.between(before, after, 2);
-
-        assertThat(interval.meanTtftSeconds()).isEqualTo(0.3, within(1e-12));
-        assertThat(interval.successPerSecond()).isEqualTo(4.0);
-        assertThat(interval.generationTokensPerSecond()).isEqualTo(55.0);
-    }
-
-    @Test
-    void between_nothingHappened_hasNoMeanAndZeroRates() {
-        EngineMetrics m = EngineMetrics.from(PrometheusText.parse(scrape(100, 20, 1000, 30, 90, 1100)));
-
-        MetricsInterval interval = MetricsInterval.between(m, m, 5);
-
-        assertThat(interval.meanTtftSeconds()).isNaN();
-        assertThat(interval.successPerSecond()).isZero();
-    }
-
     @Test
     void quantile_interpolatesInsideTheBucket() {
         Histogram h = new Histogram(java.util.List.of(new Histogram.Bucket(0.1, 10), new Histogram.Bucket(0.2, 30),
