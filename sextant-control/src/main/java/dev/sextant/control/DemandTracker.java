@@ -9,8 +9,10 @@ import java.util.Locale;
  * recent reports that agree with each other, within {@link ControlOptions#demandWindow()}.
  *
  * <p>Implementation note. Going back from the newest report, an older one joins the average while its rate is
- * within three Poisson standard deviations (and 10%) of the average of the newer ones. A steady demand then averages
- * the whole window (a report is excluded by noise alone about once in 400), so the estimate does not follow noise;
+ * within four standard deviations (of the difference of two Poisson counts) and 10% of the average of the newer
+ * ones. A steady demand then averages the whole window (a report is excluded by noise alone about once in 16,000:
+ * a fleet has hundreds of these estimates, and at three standard deviations one of them would split by chance
+ * every few reports), so the estimate does not follow noise;
  * a surge, a failover or a ramp is followed from the first report that shows it, because the reports from before
  * the change disagree with the ones after it and drop out of the average at once. Within the reports averaged, a
  * trend (a ramp slower than one report can show) is fitted by weighted least squares of rate on time, each report
@@ -22,7 +24,7 @@ import java.util.Locale;
  */
 final class DemandTracker {
     /** How many Poisson standard deviations a report may differ from the newer ones and still be averaged with them. */
-    static final double AGREEMENT_SD = 3;
+    static final double AGREEMENT_SD = 4;
     /** … and by how much relative to them, at least (small counts have wide Poisson bands anyway). */
     static final double AGREEMENT_RELATIVE = 0.1;
 
@@ -113,10 +115,15 @@ final class DemandTracker {
         }
     }
 
-    /** True when report {@code r} agrees with {@code c} requests in {@code s} seconds (Poisson, and 10%). */
+    /**
+     * True when report {@code r} agrees with {@code c} requests in {@code s} seconds (Poisson, and 10%). The two
+     * counts are compared as two Poisson samples: the variance of r's count about what the rate of the others
+     * predicts is its own (the prediction) plus the prediction's, prediction²/c, so that two reports that both
+     * happen to be low do not outvote the older ones as if their mean were exact.
+     */
     private static boolean agrees(Report r, long c, double s) {
         double expected = s > 0 ? c / s * r.seconds() : 0;
-        double sd = Math.sqrt(Math.max(expected, 1));
+        double sd = Math.sqrt(Math.max(expected, 1) + expected * expected / Math.max(c, 1));
         return Math.abs(r.count() - expected) <= Math.max(AGREEMENT_SD * sd, AGREEMENT_RELATIVE * expected);
     }
 

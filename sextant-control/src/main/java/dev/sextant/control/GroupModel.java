@@ -220,7 +220,7 @@ final class GroupModel {
     void sample(Interval i, double speed) {
         decayTo(i.atNanos());
         if (intervals == 0) {
-            firstNanos = i.atNanos();
+            firstNanos = i.atNanos() - Math.round(i.seconds() * 1e9); // from the start of the first interval
         }
         lastNanos = i.atNanos();
         intervals++;
@@ -294,8 +294,8 @@ final class GroupModel {
         if (intervals == 0) {
             return "no evidence yet";
         }
-        return String.format(java.util.Locale.ROOT, "%.0f requests over %s (%d intervals)", totalCompletions,
-                Durations.human(lastNanos - firstNanos), intervals);
+        return String.format(java.util.Locale.ROOT, "%.0f requests over %s (%d intervals of its engines)",
+                totalCompletions, Durations.human(lastNanos - firstNanos), intervals);
     }
 
     long intervals() {
