@@ -105,6 +105,7 @@ public final class LoadDriver implements AutoCloseable {
     private final AtomicLong seq = new AtomicLong();
     private final long startNanos = System.nanoTime();
     private double carry;
+    private volatile boolean closed;
 
     /**
      * Starts sending.
@@ -265,13 +266,18 @@ public final class LoadDriver implements AutoCloseable {
     private void summary() {
         try {
             List<String> lines = summaryLines();
+            if (closed) {
+                return; // stopped while asking the control plane: the demo is going, and so is this summary
+            }
             StringBuilder b = new StringBuilder();
             lines.forEach(l -> wrap(l, b));
             out.print(b);
             out.flush();
         } catch (RuntimeException e) {
             // a summary that failed must not end the summaries (scheduleAtFixedRate stops at an exception)
-            out.println("summary failed: " + e);
+            if (!closed) {
+                out.println("summary failed: " + e);
+            }
         }
     }
 
@@ -311,6 +317,9 @@ public final class LoadDriver implements AutoCloseable {
         for (String c : clusters) {
             Route r = byCluster.get(c);
             if (r == null) {
+                // none of its requests went there yet: shown only where the snapshot plans some (below)
+                counts.put(c, new long[]{0});
+                hists.put(c, new Histogram[]{new Histogram(3), new Histogram(3)});
                 continue;
             }
             long n = r.requests.sumThenReset();
@@ -585,6 +594,7 @@ public final class LoadDriver implements AutoCloseable {
 
     @Override
     public void close() {
+        closed = true;
         timer.shutdownNow();
         summaries.shutdownNow();
     }
