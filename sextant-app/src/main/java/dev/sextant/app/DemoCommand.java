@@ -18,7 +18,9 @@ import picocli.CommandLine.Option;
 final class DemoCommand implements Callable<Integer> {
     private final PrintWriter out;
 
-    @Option(names = "--load", paramLabel = "RPS", description = "Also send this many streaming requests per second.")
+    @Option(names = "--load", paramLabel = "RPS", description = "Also send this many streaming requests per second, "
+            + "split as the topology's demand (150: each class what the topology says), and plan for the demand the "
+            + "gateways observe.")
     double load;
 
     @Option(names = "--port", paramLabel = "PORT", defaultValue = "8080",
@@ -53,7 +55,7 @@ final class DemoCommand implements Callable<Integer> {
         Running.checkSeconds(duration);
         Demo demo;
         try {
-            demo = Demo.start(controlPort, port);
+            demo = Demo.start(controlPort, port, load > 0 ? Demo.Demand.OBSERVED : Demo.Demand.CONFIGURED);
         } catch (IllegalStateException e) {
             throw new UsageException("cannot start the demo: " + e.getMessage()
                     + " (is a port taken? try --port 0 --control-port 0)");
@@ -64,6 +66,16 @@ final class DemoCommand implements Callable<Integer> {
         out.println("  gateway eu   (eu-west): " + gws.get(1));
         out.println("  control plane:          " + demo.controlPlaneUri() + "   (token " + demo.token() + ")");
         out.println("  topology:               " + demo.topologyFile() + "   (edit it: the control plane reloads it)");
+        if (load > 0) {
+            out.println("  demand:                 observed: the control plane plans for what the gateways see of the"
+                    + " load,");
+            out.println("                          " + fmt(load) + " req/s split as the topology's demand ("
+                    + Demo.demandSummary() + ")");
+        } else {
+            out.println("  demand:                 configured: the control plane plans for the topology's demand_rps");
+            out.println("                          (" + Demo.demandSummary() + "); with --load, for what the gateways"
+                    + " observe");
+        }
         out.println();
         out.println("Try:");
         out.println("  curl -N " + gws.get(0) + "/v1/chat/completions -H 'content-type: application/json' \\");
@@ -76,10 +88,14 @@ final class DemoCommand implements Callable<Integer> {
         out.flush();
         LoadDriver driver = null;
         if (load > 0) {
-            driver = new LoadDriver(gws, load, Duration.ofMillis(Math.round(every * 1000)),
+            driver = demo.loadDriver(load, Duration.ofMillis(Math.round(every * 1000)),
                     new PrintStream(System.out, true, java.nio.charset.StandardCharsets.UTF_8));
         }
         Running.untilStopped(out, duration, driver, demo);
         return 0;
+    }
+
+    private static String fmt(double rps) {
+        return rps == Math.rint(rps) ? Long.toString((long) rps) : Double.toString(rps);
     }
 }

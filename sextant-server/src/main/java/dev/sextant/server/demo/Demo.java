@@ -9,6 +9,7 @@ import dev.sextant.server.gateway.Gateway;
 import dev.sextant.server.gateway.GatewayConfig;
 import dev.sextant.server.gateway.SnapshotSource;
 import java.io.IOException;
+import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Files;
@@ -28,6 +29,11 @@ import java.util.Map;
  * part of it spills to us-west, 60 ms away; class {@code chat-eu} may only be served in eu-west. Each engine emulates
  * the topology's round trip to each gateway cluster, so those 60 ms are really there and the gateways' probes measure
  * them.
+ *
+ * <p>The control plane plans for the topology's demand ({@link Demand#CONFIGURED}) when nothing drives load, and for
+ * what the gateways observe ({@link Demand#OBSERVED}) when {@link #loadDriver} does: its mix is the topology's demand
+ * scaled to the rate asked for, so that at {@link #TOPOLOGY_RPS} the loop learns from the load the demand the
+ * topology states.
  */
 public final class Demo implements AutoCloseable {
     /** The model every demo engine serves. */
@@ -65,13 +71,58 @@ public final class Demo implements AutoCloseable {
         NETWORK_RTT_MS.put("eu", eu);
     }
 
+    /**
+     * The built-in topology's demand, gateway cluster → class → req/s: written into its {@code demand_rps}, and the
+     * mix of {@link #loadDriver}, scaled to the rate asked for.
+     */
+    static final Map<String, Map<String, Double>> DEMAND_RPS = new LinkedHashMap<>();
+
+    static {
+        DEMAND_RPS.put("east", Map.of("chat", 100.0));
+        Map<String, Double> eu = new LinkedHashMap<>();
+        eu.put("chat", 20.0);
+        eu.put("chat-eu", 30.0);
+        DEMAND_RPS.put("eu", eu);
+    }
+
+    /** The topology's whole demand, req/s: the load at which the driver offers each class what the topology says. */
+    public static final double TOPOLOGY_RPS = 150;
+
+    /** Class → the {@code x-sextant-residency} header that selects it (classes not listed need none). */
+    static final Map<String, String> RESIDENCY = Map.of("chat-eu", "eu-west");
+
+    /** What the demo's control plane plans for. */
+    public enum Demand {
+        /**
+         * The topology's {@code demand_rps} only ({@code demand: configured}): the story holds without load, where
+         * observed demand would follow the few requests of a demo left idle.
+         */
+        CONFIGURED("configured"),
+        /** What the gateways report ({@code demand: observed}, the control plane's default). */
+        OBSERVED("observed");
+
+        private final String setting;
+
+        Demand(String setting) {
+            this.setting = setting;
+        }
+
+        /** The control plane's {@code demand} setting. */
+        public String setting() {
+            return setting;
+        }
+    }
+
     private final List<EngineEmulator> engines = new ArrayList<>();
     private final ControlPlane controlPlane;
     private final List<Gateway> gateways = new ArrayList<>();
     private final Path topologyFile;
     private final String token;
 
-    private Demo(int controlPort, int gatewayPort) throws IOException, TopologyException {
+    private final Demand demand;
+
+    private Demo(int controlPort, int gatewayPort, Demand demand) throws IOException, TopologyException {
+        this.demand = demand;
         Map<String, Integer> ports = new LinkedHashMap<>();
         try {
             for (String id : ENGINES.keySet()) {
@@ -86,10 +137,8 @@ public final class Demo implements AutoCloseable {
             byte[] t = new byte[16];
             new SecureRandom().nextBytes(t);
             token = HexFormat.of().formatHex(t);
-            // planned for the topology's demand, as the demo's story goes (east short of nearby capacity), with or
-            // without load: observed demand would follow the few requests of a demo left idle
             controlPlane = ControlPlane.start(ControlPlaneConfig.defaults(topologyFile, token)
-                    .withAddress("127.0.0.1", controlPort).withDemand("configured"));
+                    .withAddress("127.0.0.1", controlPort).withDemand(demand.setting()));
             int port = gatewayPort;
             for (String cluster : List.of("east", "eu")) {
                 GatewayConfig gc = GatewayConfig.defaults(cluster).withAddress("127.0.0.1", port == 0 ? 0 : port++)
@@ -104,13 +153,56 @@ public final class Demo implements AutoCloseable {
     }
 
     /**
-     * Starts everything; returns when all of it listens.
+     * Starts everything, the control plane planning for the topology's demand; returns when all of it listens.
      *
      * @param controlPort  control plane port (0: ephemeral)
      * @param gatewayPort  first gateway's port, the second gets the next one (0: both ephemeral)
      */
     public static Demo start(int controlPort, int gatewayPort) throws IOException, TopologyException {
-        return new Demo(controlPort, gatewayPort);
+        return start(controlPort, gatewayPort, Demand.CONFIGURED);
+    }
+
+    /**
+     * Starts everything; returns when all of it listens.
+     *
+     * @param controlPort  control plane port (0: ephemeral)
+     * @param gatewayPort  first gateway's port, the second gets the next one (0: both ephemeral)
+     * @param demand       what the control plane plans for: {@link Demand#OBSERVED} when a load driver runs
+     */
+    public static Demo start(int controlPort, int gatewayPort, Demand demand) throws IOException, TopologyException {
+        return new Demo(controlPort, gatewayPort, demand);
+    }
+
+    /** What the control plane plans for. */
+    public Demand demand() {
+        return demand;
+    }
+
+    /**
+     * Starts a load driver on the gateways: the topology's demand per gateway cluster and class, scaled to
+     * {@code rps} in all, with the control plane's estimates in each summary.
+     *
+     * @param rps   requests per second in all; at {@link #TOPOLOGY_RPS}, each class gets what the topology says
+     * @param every summary interval
+     * @param out   where summaries go
+     */
+    public LoadDriver loadDriver(double rps, Duration every, PrintStream out) {
+        List<URI> uris = gatewayUris();
+        List<LoadDriver.Stream> mix = new ArrayList<>();
+        int i = 0;
+        for (Map.Entry<String, Map<String, Double>> g : DEMAND_RPS.entrySet()) {
+            URI uri = uris.get(i++);
+            g.getValue().forEach((c, r) -> mix.add(new LoadDriver.Stream(g.getKey(), uri, c, RESIDENCY.get(c), r)));
+        }
+        return new LoadDriver(mix, ENGINES, new LoadDriver.Watch(controlPlaneUri(), token), rps, every, out);
+    }
+
+    /** The demand of the built-in topology, as its summary line says it: "east chat 100, eu chat 20 + chat-eu 30". */
+    public static String demandSummary() {
+        List<String> parts = new ArrayList<>();
+        DEMAND_RPS.forEach((g, row) -> parts.add(g + " " + String.join(" + ", row.entrySet().stream()
+                .map(e -> e.getKey() + " " + Math.round(e.getValue())).toList())));
+        return String.join(", ", parts) + " req/s";
     }
 
     /** Gateway cluster → round trip in ms to {@code engineCluster}, what an engine there emulates. */
@@ -157,10 +249,12 @@ public final class Demo implements AutoCloseable {
                   - {id: chat, model: llama-3.1-8b, priority: 0}
                   - {id: chat-eu, model: llama-3.1-8b, residency: [eu-west], priority: 1}
                 demand_rps:
-                  east: {chat: 100}
-                  eu: {chat: 20, chat-eu: 30}
-                headroom: 0.1
                 """);
+        DEMAND_RPS.forEach((gateway, row) -> y.append("  ").append(gateway).append(": {")
+                .append(String.join(", ", row.entrySet().stream()
+                        .map(e -> e.getKey() + ": " + Math.round(e.getValue())).toList()))
+                .append("}\n"));
+        y.append("headroom: 0.1\n");
         return y.toString();
     }
 

@@ -1,14 +1,24 @@
 package dev.sextant.server.demo;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.PrintStream;
 import java.net.URI;
+import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Flow;
@@ -16,28 +26,73 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
 
 /**
- * A simple open-loop client for the demo: sends streaming chat requests at a fixed rate to the gateways (three
- * quarters to the first, the rest to the second, half of those restricted to eu-west), with conversations of a
- * few turns each, and prints one summary line every interval: requests, errors, TTFT p50/p99 as the client saw
- * it, and each engine's share.
+ * A simple open-loop client for the demo: sends streaming chat requests at a fixed rate to the gateways, split
+ * between its streams (gateway cluster, class) in proportion to their weights, with conversations of a few turns
+ * each, and prints a summary every interval.
+ *
+ * <p>The summary, at most about 15 lines of at most {@value #WIDTH} columns: requests, errors, TTFT p50/p99 as the
+ * client saw it; then per gateway cluster the demand the control plane plans for (observed or configured), and per
+ * engine cluster that answered its requests in the interval their share (and the share the published snapshot plans),
+ * the TTFT and end-to-end p50 the client saw there and the round trip the control plane believes in; then the control
+ * plane's estimate of each engine's capacity (engines with the same estimate on one line) against its configured
+ * rating, with its condition, and the last step of the control loop (published or kept, and why). The engine that
+ * answered is the gateway's {@code x-sextant-engine} response header; the control plane's side comes from its
+ * {@code /healthz} and {@code /v1/explain}.
  */
 public final class LoadDriver implements AutoCloseable {
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(2)).build();
-    private final ScheduledExecutorService timer = Executors.newScheduledThreadPool(1, r -> {
-        Thread t = new Thread(r, "sextant-demo-load");
-        t.setDaemon(true);
-        return t;
-    });
-    private final List<URI> gateways;
     /**
      * Most requests per second one driver offers: far beyond what the demo's engines serve (6 × 40 req/s), and
      * bounded so that a tick (10 ms) sends at most 100 requests instead of looping without end.
      */
     public static final double MAX_RPS = 10_000;
+    /** The width the summary's lines keep to (longer ones wrap). */
+    static final int WIDTH = 100;
+
+    /**
+     * One kind of request the driver sends.
+     *
+     * @param gateway      the gateway cluster's id, as the topology names it
+     * @param uri          a gateway of that cluster
+     * @param trafficClass the class these requests fall in (what the control plane is asked to explain)
+     * @param residency    the {@code x-sextant-residency} header that selects it, or null for none
+     * @param weight       its share of the rate, relative to the others' (&gt; 0)
+     */
+    public record Stream(String gateway, URI uri, String trafficClass, String residency, double weight) {
+        public Stream {
+            if (!(weight > 0) || Double.isInfinite(weight)) {
+                throw new IllegalArgumentException("weight: " + weight + " (expected: > 0)");
+            }
+        }
+    }
+
+    /**
+     * The control plane whose estimates the summary shows.
+     *
+     * @param uri   its base URL
+     * @param token its bearer token (for {@code /v1/explain})
+     */
+    public record Watch(URI uri, String token) {
+    }
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(2)).build();
+    private final ScheduledExecutorService timer = daemon("sextant-demo-load");
+    /** Summaries on a thread of their own: asking the control plane must not delay the sending. */
+    private final ScheduledExecutorService summaries = daemon("sextant-demo-summary");
+    private final List<Stream> streams;
+    private final double[] current;
+    private final double totalWeight;
+    private final long[] perStream;
+    private final Map<String, String> engineClusters;
+    private final Watch watch;
     private final double rps;
     private final PrintStream out;
     private final Recorder ttft = new Recorder(3);
@@ -45,50 +100,86 @@ public final class LoadDriver implements AutoCloseable {
     private final LongAdder ok = new LongAdder();
     private final LongAdder errors = new LongAdder();
     private final LongAdder shed = new LongAdder();
-    private final Map<String, LongAdder> byEngine = new ConcurrentHashMap<>();
+    /** Gateway cluster → engine cluster → what its requests saw there in the current interval. */
+    private final Map<String, Map<String, Route>> routes = new ConcurrentHashMap<>();
     private final AtomicLong seq = new AtomicLong();
     private final long startNanos = System.nanoTime();
     private double carry;
+    private volatile boolean closed;
 
     /**
      * Starts sending.
      *
-     * @param gateways gateway base URLs (at least one)
-     * @param rps      requests per second, &gt; 0
-     * @param every    summary interval
-     * @param out      where summaries go
+     * @param streams        what to send, at least one
+     * @param engineClusters engine id → its engine cluster (an engine not listed is its own); the summary lists the
+     *                       engine clusters in its order
+     * @param watch          the control plane whose estimates each summary shows, or null for none
+     * @param rps            requests per second in all, &gt; 0
+     * @param every          summary interval
+     * @param out            where summaries go
      */
-    public LoadDriver(List<URI> gateways, double rps, Duration every, PrintStream out) {
+    public LoadDriver(List<Stream> streams, Map<String, String> engineClusters, Watch watch, double rps,
+                      Duration every, PrintStream out) {
         if (!(rps > 0 && rps <= MAX_RPS)) {
             throw new IllegalArgumentException("load: " + rps + " (expected: > 0 and <= " + MAX_RPS + " req/s)");
         }
-        this.gateways = List.copyOf(gateways);
+        if (streams.isEmpty()) {
+            throw new IllegalArgumentException("streams: none (expected: at least one)");
+        }
+        this.streams = List.copyOf(streams);
+        this.current = new double[streams.size()];
+        this.perStream = new long[streams.size()];
+        this.totalWeight = streams.stream().mapToDouble(Stream::weight).sum();
+        this.engineClusters = Collections.unmodifiableMap(new LinkedHashMap<>(engineClusters)); // in its order
+        this.watch = watch;
         this.rps = rps;
         this.out = out;
         timer.scheduleAtFixedRate(this::tick, 0, 10, TimeUnit.MILLISECONDS);
-        timer.scheduleAtFixedRate(this::summary, every.toMillis(), every.toMillis(), TimeUnit.MILLISECONDS);
+        summaries.scheduleAtFixedRate(this::summary, every.toMillis(), every.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    private static ScheduledExecutorService daemon(String name) {
+        return Executors.newScheduledThreadPool(1, r -> {
+            Thread t = new Thread(r, name);
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     private void tick() {
         carry += rps / 100.0;
         while (carry >= 1) {
             carry -= 1;
-            send();
+            send(next());
         }
     }
 
-    private void send() {
+    /** Smooth weighted round robin: each stream's share of any run of requests is as near its weight's as can be. */
+    private int next() {
+        int best = 0;
+        for (int i = 0; i < current.length; i++) {
+            current[i] += streams.get(i).weight();
+            if (current[i] > current[best]) {
+                best = i;
+            }
+        }
+        current[best] -= totalWeight;
+        return best;
+    }
+
+    private void send(int stream) {
+        Stream s = streams.get(stream);
         long n = seq.incrementAndGet();
-        int g = gateways.size() == 1 || n % 4 != 0 ? 0 : 1;
-        boolean eu = g == 1 && n % 8 == 0;
-        String conversation = "conv-" + (n / 4) % 500; // a conversation comes back every ~500 × 4 requests
+        long k = perStream[stream]++;
+        // a conversation comes back every ~500 × 4 requests of its stream
+        String conversation = "conv-" + s.gateway() + "-" + s.trafficClass() + "-" + (k / 4) % 500;
         String body = "{\"model\":\"" + Demo.MODEL + "\",\"stream\":true,\"max_tokens\":16,\"prompt_cache_key\":\""
                 + conversation + "\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about turn " + n + "\"}]}";
-        HttpRequest.Builder b = HttpRequest.newBuilder(gateways.get(g).resolve("/v1/chat/completions"))
+        HttpRequest.Builder b = HttpRequest.newBuilder(s.uri().resolve("/v1/chat/completions"))
                 .timeout(Duration.ofSeconds(60)).header("content-type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body));
-        if (eu) {
-            b.header("x-sextant-residency", "eu-west");
+        if (s.residency() != null) {
+            b.header("x-sextant-residency", s.residency());
         }
         sent.increment();
         long start = System.nanoTime();
@@ -96,9 +187,11 @@ public final class LoadDriver implements AutoCloseable {
             if (info.statusCode() == 429) {
                 shed.increment();
             }
-            info.headers().firstValue("x-sextant-engine")
-                    .ifPresent(e -> byEngine.computeIfAbsent(e, k -> new LongAdder()).increment());
-            return HttpResponse.BodySubscribers.fromLineSubscriber(new Lines(start, info.statusCode()));
+            Route route = info.headers().firstValue("x-sextant-engine").map(e -> route(s.gateway(), e)).orElse(null);
+            if (route != null) {
+                route.requests.increment();
+            }
+            return HttpResponse.BodySubscribers.fromLineSubscriber(new Lines(start, info.statusCode(), route));
         }).whenComplete((r, err) -> {
             if (err != null) {
                 errors.increment();
@@ -106,15 +199,29 @@ public final class LoadDriver implements AutoCloseable {
         });
     }
 
+    private Route route(String gateway, String engine) {
+        return routes.computeIfAbsent(gateway, g -> new ConcurrentHashMap<>())
+                .computeIfAbsent(engineClusters.getOrDefault(engine, engine), c -> new Route());
+    }
+
+    /** What the requests of one gateway cluster saw at one engine cluster. */
+    private static final class Route {
+        final LongAdder requests = new LongAdder();
+        final Recorder ttft = new Recorder(3);
+        final Recorder done = new Recorder(3);
+    }
+
     private final class Lines implements Flow.Subscriber<String> {
         private final long start;
         private final int status;
+        private final Route route;
         private boolean first = true;
         private boolean failed;
 
-        Lines(long start, int status) {
+        Lines(long start, int status, Route route) {
             this.start = start;
             this.status = status;
+            this.route = route;
         }
 
         @Override
@@ -127,7 +234,11 @@ public final class LoadDriver implements AutoCloseable {
             if (first && line.startsWith("data: ") && line.contains("\"content\":\"")
                     && !line.contains("\"content\":\"\"")) {
                 first = false;
-                ttft.recordValue(Math.max(1, (System.nanoTime() - start) / 1000));
+                long us = Math.max(1, (System.nanoTime() - start) / 1000);
+                ttft.recordValue(us);
+                if (route != null) {
+                    route.ttft.recordValue(us);
+                }
             }
             if (line.startsWith("data: {\"error\"")) {
                 failed = true;
@@ -143,6 +254,9 @@ public final class LoadDriver implements AutoCloseable {
         public void onComplete() {
             if (status == 200 && !failed) {
                 ok.increment();
+                if (route != null) {
+                    route.done.recordValue(Math.max(1, (System.nanoTime() - start) / 1000));
+                }
             } else if (status != 429) {
                 errors.increment();
             }
@@ -150,18 +264,317 @@ public final class LoadDriver implements AutoCloseable {
     }
 
     private void summary() {
-        var h = ttft.getIntervalHistogram();
-        long total = byEngine.values().stream().mapToLong(LongAdder::sum).sum();
-        StringBuilder shares = new StringBuilder();
-        new TreeMap<>(byEngine).forEach((e, c) -> shares.append(' ').append(e).append(' ')
-                .append(Math.round(100.0 * c.sum() / Math.max(1, total))).append('%'));
+        try {
+            List<String> lines = summaryLines();
+            if (closed) {
+                return; // stopped while asking the control plane: the demo is going, and so is this summary
+            }
+            StringBuilder b = new StringBuilder();
+            lines.forEach(l -> wrap(l, b));
+            out.print(b);
+            out.flush();
+        } catch (RuntimeException e) {
+            // a summary that failed must not end the summaries (scheduleAtFixedRate stops at an exception)
+            if (!closed) {
+                out.println("summary failed: " + e);
+            }
+        }
+    }
+
+    private List<String> summaryLines() {
+        // ask the control plane first, while the interval's figures go on accumulating for a moment
+        ControlView cp = watch == null ? null : ControlView.fetch(http, watch, streams);
+        List<String> lines = new ArrayList<>();
+        Histogram h = ttft.getIntervalHistogram();
         long done = ok.sum() + errors.sum() + shed.sum();
-        out.printf("t=%4ds  requests %d  ok %d  errors %d  shed %d  in flight %d  TTFT p50 %.1f ms  p99 %.1f ms  |%s%n",
+        lines.add(String.format(Locale.ROOT, "t=%4ds  requests %d  ok %d  errors %d  shed %d  in flight %d  "
+                        + "TTFT p50 %.1f ms  p99 %.1f ms",
                 Math.round((System.nanoTime() - startNanos) / 1e9), sent.sum(), ok.sum(), errors.sum(), shed.sum(),
-                Math.max(0, sent.sum() - done),
-                h.getTotalCount() == 0 ? Double.NaN : h.getValueAtPercentile(50) / 1000.0,
-                h.getTotalCount() == 0 ? Double.NaN : h.getValueAtPercentile(99) / 1000.0, shares);
-        out.flush();
+                Math.max(0, sent.sum() - done), percentile(h, 50), percentile(h, 99)));
+        Set<String> gateways = new LinkedHashSet<>();
+        streams.forEach(s -> gateways.add(s.gateway()));
+        routes.keySet().stream().sorted().forEach(gateways::add);
+        int pad = gateways.stream().mapToInt(String::length).max().orElse(0);
+        for (String g : gateways) {
+            lines.add(String.format(Locale.ROOT, "  %-" + pad + "s  %s", g,
+                    cp == null ? "" : cp.demand(g)).stripTrailing());
+            lines.addAll(routeLines(g, cp));
+        }
+        if (cp != null) {
+            lines.addAll(cp.engineLines());
+            lines.add(cp.stepLine());
+        }
+        return lines;
+    }
+
+    private List<String> routeLines(String gateway, ControlView cp) {
+        Map<String, Route> byCluster = routes.getOrDefault(gateway, Map.of());
+        Map<String, long[]> counts = new LinkedHashMap<>();
+        Map<String, Histogram[]> hists = new LinkedHashMap<>();
+        Set<String> clusters = new LinkedHashSet<>(engineClusters.values());
+        clusters.addAll(byCluster.keySet());
+        long total = 0;
+        for (String c : clusters) {
+            Route r = byCluster.get(c);
+            if (r == null) {
+                // none of its requests went there yet: shown only where the snapshot plans some (below)
+                counts.put(c, new long[]{0});
+                hists.put(c, new Histogram[]{new Histogram(3), new Histogram(3)});
+                continue;
+            }
+            long n = r.requests.sumThenReset();
+            total += n;
+            counts.put(c, new long[]{n});
+            hists.put(c, new Histogram[]{r.ttft.getIntervalHistogram(), r.done.getIntervalHistogram()});
+        }
+        List<String> out = new ArrayList<>();
+        int pad = clusters.stream().mapToInt(String::length).max().orElse(0);
+        for (Map.Entry<String, long[]> e : counts.entrySet()) {
+            String c = e.getKey();
+            long n = e.getValue()[0];
+            double planned = cp == null ? Double.NaN : cp.plannedShare(gateway, c, engineClusters);
+            if (n == 0 && !(planned > 0)) {
+                continue;
+            }
+            Histogram[] hs = hists.get(c);
+            double rtt = cp == null ? Double.NaN : cp.roundTrip(gateway, c);
+            out.add(String.format(Locale.ROOT, "    → %-" + pad + "s %4.0f%%%s  TTFT p50 %s p99 %s  done p50 %s%s", c,
+                    100.0 * n / Math.max(1, total),
+                    Double.isNaN(planned) ? "" : String.format(Locale.ROOT, " (plan %3.0f%%)", 100 * planned),
+                    ms(percentile(hs[0], 50)), ms(percentile(hs[0], 99)), ms(percentile(hs[1], 50)),
+                    Double.isNaN(rtt) ? "" : "  RTT " + ms(rtt)));
+        }
+        if (out.isEmpty() && total == 0) {
+            out.add("    no answer in this interval");
+        }
+        return out;
+    }
+
+    private static double percentile(Histogram h, double p) {
+        return h.getTotalCount() == 0 ? Double.NaN : h.getValueAtPercentile(p) / 1000.0;
+    }
+
+    private static String ms(double v) {
+        return Double.isNaN(v) ? "   - ms" : String.format(Locale.ROOT, "%4.0f ms", v);
+    }
+
+    /** Appends {@code line}, wrapped at spaces to {@link #WIDTH} columns, continuation lines indented. */
+    static void wrap(String line, StringBuilder out) {
+        String rest = line;
+        String indent = "";
+        while (indent.length() + rest.length() > WIDTH) {
+            int room = WIDTH - indent.length();
+            int cut = rest.lastIndexOf(' ', room);
+            if (cut <= rest.length() - rest.stripLeading().length()) {
+                break; // a word longer than the line: leave it whole
+            }
+            out.append(indent).append(rest, 0, cut).append('\n');
+            rest = rest.substring(cut + 1).stripLeading();
+            indent = "        ";
+        }
+        out.append(indent).append(rest).append('\n');
+    }
+
+    /** What the control plane said at one summary: its {@code /healthz} and one explanation per stream. */
+    private record ControlView(JsonNode health, Map<String, JsonNode> explained, String error) {
+        private static final Duration TIMEOUT = Duration.ofSeconds(3);
+        private static final Pattern STAYS = Pattern.compile("(.*): snapshot (\\d+) stays\\.?");
+
+        static ControlView fetch(HttpClient http, Watch w, List<Stream> streams) {
+            CompletableFuture<JsonNode> health = get(http, w.uri().resolve("/healthz"), null);
+            Map<String, CompletableFuture<JsonNode>> asked = new LinkedHashMap<>();
+            for (Stream s : streams) {
+                asked.computeIfAbsent(s.gateway() + "\u0000" + s.trafficClass(), k -> get(http, w.uri().resolve(
+                        "/v1/explain?gateway=" + enc(s.gateway()) + "&class=" + enc(s.trafficClass())), w.token()));
+            }
+            String error = null;
+            JsonNode hz = null;
+            try {
+                hz = health.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (Exception e) {
+                error = failure(e);
+            }
+            Map<String, JsonNode> ex = new LinkedHashMap<>();
+            for (Map.Entry<String, CompletableFuture<JsonNode>> e : asked.entrySet()) {
+                try {
+                    ex.put(e.getKey(), e.getValue().get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS));
+                } catch (Exception x) {
+                    error = error == null ? failure(x) : error;
+                }
+            }
+            return new ControlView(hz, ex, error);
+        }
+
+        private static String failure(Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+                return "interrupted";
+            }
+            Throwable c = e.getCause() == null ? e : e.getCause();
+            return c.getClass().getSimpleName() + (c.getMessage() == null ? "" : ": " + c.getMessage());
+        }
+
+        private static String enc(String s) {
+            return URLEncoder.encode(s, StandardCharsets.UTF_8);
+        }
+
+        private static CompletableFuture<JsonNode> get(HttpClient http, URI uri, String token) {
+            HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(TIMEOUT).header("accept", "application/json");
+            if (token != null) {
+                b.header("authorization", "Bearer " + token);
+            }
+            return http.sendAsync(b.GET().build(), HttpResponse.BodyHandlers.ofString()).thenApply(r -> {
+                if (r.statusCode() != 200) {
+                    throw new IllegalStateException(uri.getPath() + ": HTTP " + r.statusCode());
+                }
+                try {
+                    return JSON.readTree(r.body());
+                } catch (Exception e) {
+                    throw new IllegalStateException(uri.getPath() + ": unparsable answer", e);
+                }
+            });
+        }
+
+        /** The explanations of {@code gateway}'s classes, in the order of the streams. */
+        private List<JsonNode> of(String gateway) {
+            List<JsonNode> out = new ArrayList<>();
+            explained.forEach((k, v) -> {
+                if (k.startsWith(gateway + "\u0000")) {
+                    out.add(v);
+                }
+            });
+            return out;
+        }
+
+        /** "chat 100.2 req/s observed (configured 100)", per class of the gateway cluster's demand. */
+        String demand(String gateway) {
+            List<JsonNode> ex = of(gateway);
+            if (ex.isEmpty()) {
+                return error == null ? "" : "control plane: " + error;
+            }
+            List<String> parts = new ArrayList<>();
+            ex.get(0).path("estimates").path("demand").fields().forEachRemaining(e -> {
+                JsonNode d = e.getValue();
+                String why = d.path("why").asText("");
+                double r = d.path("rps").asDouble(Double.NaN);
+                parts.add(why.startsWith("observed")
+                        ? String.format(Locale.ROOT, "%s %s req/s observed (configured %s)", e.getKey(), rps(r),
+                        rps(d.path("configured_rps").asDouble(Double.NaN)))
+                        : String.format(Locale.ROOT, "%s %s req/s %s", e.getKey(), rps(r), why));
+            });
+            return String.join("; ", parts);
+        }
+
+        /** The share of the gateway cluster's planned demand the published snapshot sends to {@code cluster}. */
+        double plannedShare(String gateway, String cluster, Map<String, String> engineClusters) {
+            double demand = 0;
+            double there = 0;
+            for (JsonNode ex : of(gateway)) {
+                double d = ex.path("demand_rps").asDouble(0);
+                demand += d;
+                for (JsonNode e : ex.path("engines")) {
+                    String id = e.path("engine").asText();
+                    if (cluster.equals(engineClusters.getOrDefault(id, id))) {
+                        there += d * e.path("weight").asDouble(0);
+                    }
+                }
+            }
+            return demand > 0 ? there / demand : Double.NaN;
+        }
+
+        /** The round trip the control plane believes in from {@code gateway} to {@code cluster}, ms. */
+        double roundTrip(String gateway, String cluster) {
+            List<JsonNode> ex = of(gateway);
+            return ex.isEmpty() ? Double.NaN
+                    : ex.get(0).path("estimates").path("round_trips").path(cluster).path("ms").asDouble(Double.NaN);
+        }
+
+        /**
+         * One line per set of engines with the same estimate: "use-1 use-2  healthy  82.4 req/s (configured 40):
+         * estimated from 2813 requests over 39 s", with why an engine is not healthy, and how much slower it is.
+         */
+        List<String> engineLines() {
+            if (health == null) {
+                return List.of();
+            }
+            Map<String, List<String>> groups = new LinkedHashMap<>();
+            Map<String, JsonNode> first = new LinkedHashMap<>();
+            health.path("engines").fields().forEachRemaining(e -> {
+                JsonNode x = e.getValue();
+                String key = x.path("condition").asText() + "\u0000" + x.path("capacity_rps").asDouble() + "\u0000"
+                        + x.path("configured_rps").asDouble() + "\u0000" + x.path("capacity_why").asText()
+                        + "\u0000" + x.path("slowdown").asDouble() + "\u0000"
+                        + ("healthy".equals(x.path("condition").asText()) ? "" : x.path("why").asText());
+                groups.computeIfAbsent(key, k -> new ArrayList<>()).add(e.getKey());
+                first.putIfAbsent(key, x);
+            });
+            int pad = groups.values().stream().mapToInt(l -> String.join(" ", l).length()).max().orElse(0);
+            List<String> out = new ArrayList<>();
+            groups.forEach((key, ids) -> {
+                JsonNode x = first.get(key);
+                String condition = x.path("condition").asText();
+                StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "  %-" + pad + "s  %-8s %s req/s "
+                                + "(configured %s)", String.join(" ", ids), condition,
+                        rps(x.path("capacity_rps").asDouble(Double.NaN)),
+                        rps(x.path("configured_rps").asDouble(Double.NaN))));
+                double slowdown = x.path("slowdown").asDouble(1);
+                if (Math.abs(slowdown - 1) > 1e-9) {
+                    b.append(String.format(Locale.ROOT, ", %.1f× slower", slowdown));
+                }
+                b.append(": ").append(evidence(x.path("capacity_why").asText("")));
+                if (!"healthy".equals(condition)) {
+                    b.append("; ").append(x.path("why").asText(""));
+                }
+                out.add(b.toString());
+            });
+            return out;
+        }
+
+        /**
+         * The evidence part of a capacity's why: "estimated from 2813 requests over 39 s" of "capacity 82.4 req/s,
+         * estimated from 2813 requests over 39 s (40 intervals); batch of 17 …; configured 40.0", "as configured
+         * (no evidence yet)" of "capacity 40.0 req/s as configured (no evidence yet)".
+         */
+        static String evidence(String why) {
+            int from = why.indexOf("estimated from ");
+            if (from < 0) {
+                int i = why.indexOf("req/s");
+                return (i < 0 ? why : why.substring(i + "req/s".length())).replaceFirst("^[ ,]+", "");
+            }
+            String rest = why.substring(from);
+            int end = rest.length();
+            for (String stop : new String[]{" (", ";"}) {
+                int i = rest.indexOf(stop);
+                if (i >= 0) {
+                    end = Math.min(end, i);
+                }
+            }
+            return rest.substring(0, end);
+        }
+
+        /** "last step: kept snapshot 3: expected gain 0.08 ms per request, not above …", or why there is none. */
+        String stepLine() {
+            if (health == null) {
+                return "  control plane: " + error;
+            }
+            JsonNode s = health.path("last_step");
+            if (s.isMissingNode() || s.isNull()) {
+                return "  last step: none yet";
+            }
+            String reason = s.path("reason").asText("");
+            if (s.path("published").asBoolean()) {
+                return "  last step: published snapshot " + s.path("version").asText() + ": " + reason;
+            }
+            // "expected gain 0.08 ms …: snapshot 3 stays" → "kept snapshot 3: expected gain 0.08 ms …"
+            Matcher m = STAYS.matcher(reason);
+            return m.matches() ? "  last step: kept snapshot " + m.group(2) + ": " + m.group(1)
+                    : "  last step: kept: " + reason;
+        }
+
+        private static String rps(double v) {
+            return Double.isNaN(v) ? "?" : v >= 100 || v == Math.rint(v) ? String.format(Locale.ROOT, "%.0f", v)
+                    : String.format(Locale.ROOT, "%.1f", v);
+        }
     }
 
     /** Requests sent so far. */
@@ -181,6 +594,8 @@ public final class LoadDriver implements AutoCloseable {
 
     @Override
     public void close() {
+        closed = true;
         timer.shutdownNow();
+        summaries.shutdownNow();
     }
 }
