@@ -369,6 +369,12 @@ final class DefaultControlLoop implements ControlLoop {
             // measured where its queue starts (what it served while its batch stayed full): that is its capacity,
             // above or below what the laws extrapolate
             b = b.saturatingAt(served);
+            double off = b.saturation() / served;
+            if (Math.abs(off - 1) > 0.02) {
+                // a batch of a few places cannot be set to saturate at the rate measured (places are whole): the
+                // rest of the difference is the engine's time at a full batch, which the laws misjudge by that factor
+                b = b.slower(off);
+            }
         }
         double mu = Math.max(1e-6, b.saturation());
         double wCap = t.batch.fromEvidence(configuredSlots) ? 1 : w;

@@ -253,6 +253,24 @@ class ControlLoopTest {
     }
 
     @Test
+    void smallBatchOverloaded_capacityIsWhatItServesWithItsBatchFull_andTheExcessIsShed() {
+        // two sequences, one 40 ms step per request: 50 req/s each, whatever the laws extrapolate
+        Batching tiny = new Batching(40, 0, 0, 0, 0, 1, 2, 1, 10);
+        Map<String, Batching> t = new LinkedHashMap<>();
+        t.put("e1", tiny);
+        t.put("e2", tiny);
+        Rig r = new Rig(fleet(t, Map.of(), 15), t, 3);
+        r.run(40);
+        r.demand = 200; // twice what they carry
+        r.run(60);
+
+        assertThat(r.estimate("e1").capacityRps()).isCloseTo(50, within(2.5));
+        assertThat(r.estimate("e1").capacityWhy()).contains("served while kept full");
+        // everything beyond the effective capacity (2 × 50 × 0.9) is shed, no more
+        assertThat(r.loop.published().objective().shedRps()).isCloseTo(200 - 90, within(6.0));
+    }
+
+    @Test
     void ratedTooLow_capacityRisesAsTheEngineShowsItsRoom_neverPastTheTruth() {
         Rig r = rig(Map.of(), Map.of("e1", 0.4, "e2", 0.4, "e3", 0.4, "e4", 0.4), 200, 14);
         double configured = r.estimate("e1").capacityRps();
