@@ -105,7 +105,7 @@ final class BatchScheduler {
                 continue;
             }
             s.cachedTokens = prefixCache.hit(s.conversationKey, s.promptTokens);
-            meters.admitted(s.promptTokens, s.cachedTokens);
+            meters.admitted(s.promptTokens, s.cachedTokens, s.queuedMs / 1e3);
             prefillTokens += s.promptTokens - s.cachedTokens;
             running.add(s);
             admittedThisStep.add(s);

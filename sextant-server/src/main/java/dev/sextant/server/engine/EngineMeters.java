@@ -24,6 +24,7 @@ final class EngineMeters {
     private final Tags tags;
     private final DistributionSummary ttft;
     private final DistributionSummary itl;
+    private final DistributionSummary queue;
     private final Counter promptTokens;
     private final Counter generationTokens;
     private final Counter prefixQueries;
@@ -37,6 +38,9 @@ final class EngineMeters {
         gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", kvUsage);
         ttft = DistributionSummary.builder("vllm:time_to_first_token_seconds")
                 .description("Histogram of time to first token in seconds.")
+                .tags(tags).serviceLevelObjectives(TTFT_BOUNDS).register(registry);
+        queue = DistributionSummary.builder("vllm:request_queue_time_seconds")
+                .description("Histogram of time spent in WAITING phase for request.")
                 .tags(tags).serviceLevelObjectives(TTFT_BOUNDS).register(registry);
         itl = DistributionSummary.builder("vllm:inter_token_latency_seconds")
                 .description("Histogram of inter-token latency in seconds.")
@@ -65,7 +69,8 @@ final class EngineMeters {
                 .tags(tags).tag("finished_reason", r).register(registry));
     }
 
-    void admitted(int prompt, int cached) {
+    void admitted(int prompt, int cached, double queuedSeconds) {
+        queue.record(queuedSeconds);
         promptTokens.increment(prompt);
         prefixQueries.increment(prompt);
         prefixHits.increment(cached);

@@ -267,6 +267,9 @@ class EngineEmulatorTest {
         EngineMetrics after = EngineMetrics.from(PrometheusText.parse(client.get("/metrics").body()));
         assertThat(after.successCount()).isEqualTo(3.0);
         assertThat(after.waiting()).isZero();
+        // vLLM's queue time: the first waited for nothing, the others for one and two requests of a second each
+        assertThat(after.queueTime().count()).isEqualTo(3);
+        assertThat(after.queueTime().mean()).isGreaterThan(0.5);
     }
 
     @ParameterizedTest
