@@ -77,7 +77,6 @@ public final class Accuracy {
                 0.1, 25);
         EventLoop loop = new EventLoop();
         ControlLoop control = ControlLoop.create(t, ControlOptions.defaults(), () -> Math.round(loop.now() * 1e6), null);
-        EngineSim[] engine = new EngineSim[1];
         SplittableRandom rng = new SplittableRandom(seed);
         double[] rate = {fractions[0] * mu};
         EngineSim.Listener listener = new EngineSim.Listener() {
@@ -88,12 +87,7 @@ public final class Accuracy {
 
             @Override
             public void finished(EngineSim e, SimRequest r, double at) {
-                Conversation c = r.conversation;
-                c.contextTokens = r.promptTokens + r.outputTokens;
-                if (c.turnsLeft > 0) {
-                    double think = -Math.log(1 - rng.nextDouble()) * w.thinkMeanMs();
-                    loop.at(at + think, () -> Calibration.turn(loop, engine[0], c, w, rng));
-                }
+                Calibration.nextTurn(loop, e, r, at, w, rng);
             }
 
             @Override
@@ -104,30 +98,16 @@ public final class Accuracy {
             public void timedOut(EngineSim e, SimRequest r, double at) {
             }
         };
-        engine[0] = new EngineSim(0, configured.id(), h, loop, listener, Double.POSITIVE_INFINITY);
+        EngineSim engine = new EngineSim(0, configured.id(), h, loop, listener, Double.POSITIVE_INFINITY);
         double end = fractions.length * stepMs;
-        long[] ids = {0};
-        Runnable[] next = new Runnable[1];
-        next[0] = () -> {
-            int turns = 1;
-            while (turns < 1000 && rng.nextDouble() >= 1 / w.turnsMean()) {
-                turns++;
-            }
-            Conversation c = new Conversation(ids[0]++, 0, 0, turns);
-            Calibration.turn(loop, engine[0], c, w, rng);
-            double gap = -Math.log(1 - rng.nextDouble()) / (rate[0] / w.turnsMean() / 1000);
-            if (loop.now() + gap < end) {
-                loop.after(gap, next[0]);
-            }
-        };
-        loop.at(0, next[0]);
+        Calibration.conversations(loop, engine, w, rng, () -> rate[0], end);
         for (int i = 1; i < fractions.length; i++) {
             double f = fractions[i];
             loop.at(i * stepMs, () -> rate[0] = f * mu);
         }
         for (double at = 5_000; at <= end; at += 5_000) {
             loop.at(at, () -> control.observe(EngineScrape.of(configured.id(), Math.round(loop.now() * 1e6),
-                    engine[0].metrics())));
+                    engine.metrics())));
         }
         while (loop.step()) {
             if (loop.now() > end) {

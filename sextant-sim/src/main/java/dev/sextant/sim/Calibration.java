@@ -4,6 +4,7 @@ import dev.sextant.topology.MeasuredProfile;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.function.DoubleSupplier;
 
 /**
  * Measures an engine kind's latency profile the way an operator would: run one simulated engine alone
@@ -36,7 +37,6 @@ final class Calibration {
         EventLoop loop = new EventLoop();
         double[] sums = new double[5];
         double warmupMs = 20_000;
-        EngineSim[] engine = new EngineSim[1];
         double[] endMs0 = new double[1];
         SplittableRandom rng = new SplittableRandom(seed);
         EngineSim.Listener listener = new EngineSim.Listener() {
@@ -58,12 +58,7 @@ final class Calibration {
                 if (at >= warmupMs && at < endMs0[0]) {
                     sums[4]++;
                 }
-                Conversation c = r.conversation;
-                c.contextTokens = r.promptTokens + r.outputTokens;
-                if (c.turnsLeft > 0) {
-                    double think = -Math.log(1 - rng.nextDouble()) * w.thinkMeanMs();
-                    loop.at(at + think, () -> turn(loop, engine[0], c, w, rng));
-                }
+                nextTurn(loop, e, r, at, w, rng);
             }
 
             @Override
@@ -74,10 +69,26 @@ final class Calibration {
             public void timedOut(EngineSim e, SimRequest r, double at) {
             }
         };
-        engine[0] = new EngineSim(0, "calibration", h, loop, listener, Double.POSITIVE_INFINITY);
-        double convPerMs = rps / w.turnsMean() / 1000;
+        EngineSim engine = new EngineSim(0, "calibration", h, loop, listener, Double.POSITIVE_INFINITY);
         double endMs = warmupMs + Math.max(60_000, 4_000 / Math.max(rps, 1e-3) * 1000);
         endMs0[0] = endMs;
+        conversations(loop, engine, w, rng, () -> rps, endMs);
+        while (loop.step()) {
+            if (loop.now() > endMs + 600_000) {
+                break;
+            }
+        }
+        return new double[] {sums[1] == 0 ? h.stepMs() : sums[0] / sums[1], sums[3] == 0 ? h.stepMs() : sums[2] / sums[3],
+            sums[4] * 1000 / (endMs0[0] - warmupMs)};
+    }
+
+    /**
+     * New conversations of workload {@code w} for {@code engine} from now until {@code endMs}: Poisson arrivals at
+     * {@code rps()} requests per second (read again at each arrival, so that the rate may change), a geometric number
+     * of turns each.
+     */
+    static void conversations(EventLoop loop, EngineSim engine, Scenario.ClassWorkload w, SplittableRandom rng,
+                              DoubleSupplier rps, double endMs) {
         long[] ids = {0};
         Runnable[] next = new Runnable[1];
         next[0] = () -> {
@@ -86,20 +97,24 @@ final class Calibration {
                 turns++;
             }
             Conversation c = new Conversation(ids[0]++, 0, 0, turns);
-            turn(loop, engine[0], c, w, rng);
-            double gap = -Math.log(1 - rng.nextDouble()) / convPerMs;
+            turn(loop, engine, c, w, rng);
+            double gap = -Math.log(1 - rng.nextDouble()) / (rps.getAsDouble() / w.turnsMean() / 1000);
             if (loop.now() + gap < endMs) {
                 loop.after(gap, next[0]);
             }
         };
-        loop.at(0, next[0]);
-        while (loop.step()) {
-            if (loop.now() > endMs + 600_000) {
-                break;
-            }
+        loop.at(loop.now(), next[0]);
+    }
+
+    /** The turn {@code r} of its conversation ended at {@code at}: the next one after a think time, if any is left. */
+    static void nextTurn(EventLoop loop, EngineSim engine, SimRequest r, double at, Scenario.ClassWorkload w,
+                         SplittableRandom rng) {
+        Conversation c = r.conversation;
+        c.contextTokens = r.promptTokens + r.outputTokens;
+        if (c.turnsLeft > 0) {
+            double think = -Math.log(1 - rng.nextDouble()) * w.thinkMeanMs();
+            loop.at(at + think, () -> turn(loop, engine, c, w, rng));
         }
-        return new double[] {sums[1] == 0 ? h.stepMs() : sums[0] / sums[1], sums[3] == 0 ? h.stepMs() : sums[2] / sums[3],
-            sums[4] * 1000 / (endMs0[0] - warmupMs)};
     }
 
     static void turn(EventLoop loop, EngineSim engine, Conversation c, Scenario.ClassWorkload w,
