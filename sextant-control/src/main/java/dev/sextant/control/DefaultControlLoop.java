@@ -49,7 +49,6 @@ final class DefaultControlLoop implements ControlLoop {
     private final Map<String, Map<String, Map<String, DemandTracker>>> demand = new HashMap<>();
     /** gateway cluster → engine cluster → link. */
     private final Map<String, Map<String, LinkTracker>> links = new HashMap<>();
-    private final Map<String, Set<String>> scrapedEver = new HashMap<>();
     private Snapshot published;
     private Topology publishedFor;
     private Snapshot restored;

@@ -114,22 +114,16 @@ final class LeastSquares {
         if (samples <= 2L * k || weight <= 2 * k || !(yy > 0)) {
             return new double[] {0, 0};
         }
-        double[][] savedXx = new double[k][];
-        double[] savedXy = priorXy.clone();
-        for (int i = 0; i < k; i++) {
-            savedXx[i] = priorXx[i].clone();
-        }
-        clearPrior();
-        // a ridge a millionth of the data's, only to keep a collinear system regular
+        // the data's own fit, with a ridge a millionth of the data's only to keep a collinear system regular
+        double[][] ridgeXx = new double[k][k];
+        double[] ridgeXy = new double[k];
         for (int p = 0; p < k; p++) {
-            priorXx[p][p] = 1e-6 * Math.max(xx[p][p], 1e-300);
-            priorXy[p] = priorXx[p][p] * theta0[p];
+            ridgeXx[p][p] = 1e-6 * Math.max(xx[p][p], 1e-300);
+            ridgeXy[p] = ridgeXx[p][p] * theta0[p];
         }
-        double[] fit = solveFree(all());
-        for (int i = 0; i < k; i++) {
-            priorXx[i] = savedXx[i];
-        }
-        System.arraycopy(savedXy, 0, priorXy, 0, k);
+        boolean[] all = new boolean[k];
+        java.util.Arrays.fill(all, true);
+        double[] fit = solveFree(all, ridgeXx, ridgeXy);
         if (fit == null) {
             return new double[] {0, 0};
         }
@@ -141,18 +135,12 @@ final class LeastSquares {
         return new double[] {f, relative};
     }
 
-    private boolean[] all() {
-        boolean[] free = new boolean[k];
-        java.util.Arrays.fill(free, true);
-        return free;
-    }
-
     /** The coefficients, each ≥ 0; {@code fallback} when the system is singular. */
     double[] solve(double[] fallback) {
         boolean[] free = new boolean[k];
         java.util.Arrays.fill(free, true);
         for (int round = 0; round <= k; round++) {
-            double[] theta = solveFree(free);
+            double[] theta = solveFree(free, priorXx, priorXy);
             if (theta == null) {
                 return fallback.clone();
             }
@@ -170,7 +158,8 @@ final class LeastSquares {
         return fallback.clone();
     }
 
-    private double[] solveFree(boolean[] free) {
+    /** The least-squares coefficients of the {@code free} ones (the others 0), with {@code px, py} as the prior. */
+    private double[] solveFree(boolean[] free, double[][] px, double[] py) {
         int m = 0;
         int[] idx = new int[k];
         for (int i = 0; i < k; i++) {
@@ -181,9 +170,9 @@ final class LeastSquares {
         double[][] a = new double[m][m + 1];
         for (int r = 0; r < m; r++) {
             for (int c = 0; c < m; c++) {
-                a[r][c] = xx[idx[r]][idx[c]] + priorXx[idx[r]][idx[c]];
+                a[r][c] = xx[idx[r]][idx[c]] + px[idx[r]][idx[c]];
             }
-            a[r][m] = xy[idx[r]] + priorXy[idx[r]];
+            a[r][m] = xy[idx[r]] + py[idx[r]];
         }
         for (int col = 0; col < m; col++) {
             int pivot = col;

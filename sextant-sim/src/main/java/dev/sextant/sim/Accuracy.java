@@ -39,10 +39,9 @@ public final class Accuracy {
      * @param estimatedTtftMs       the estimated profile's TTFT at the same loads
      * @param trueTbtMs             measured mean TBT at each
      * @param estimatedTbtMs        the estimated profile's TBT at the same loads
-     * @param minutes               minutes of traffic the loop saw
      */
     record Result(double trueSaturationRps, double estimatedCapacityRps, double configuredRps, double[] trueTtftMs,
-                  double[] estimatedTtftMs, double[] trueTbtMs, double[] estimatedTbtMs, double minutes) {
+                  double[] estimatedTtftMs, double[] trueTbtMs, double[] estimatedTbtMs) {
         double capacityError() {
             return estimatedCapacityRps / trueSaturationRps - 1;
         }
@@ -122,7 +121,7 @@ public final class Accuracy {
             ettft[i] = e.profile().ttftMs(rho);
             etbt[i] = e.profile().tbtMs(rho);
         }
-        return new Result(mu, e.capacityRps(), configured.capacityRps(), ttft, ettft, tbt, etbt, end / 60_000);
+        return new Result(mu, e.capacityRps(), configured.capacityRps(), ttft, ettft, tbt, etbt);
     }
 
     /** One case of {@link #report}: hardware and workload as the scenarios write them, rated {@code factor} × right. */
