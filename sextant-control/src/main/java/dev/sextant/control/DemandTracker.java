@@ -16,7 +16,7 @@ import java.util.Locale;
  * a surge, a failover or a ramp is followed from the first report that shows it, because the reports from before
  * the change disagree with the ones after it and drop out of the average at once. Within the reports averaged, a
  * trend (a ramp slower than one report can show) is fitted by weighted least squares of rate on time, each report
- * weighted by its length (the inverse of its Poisson variance); when the slope is more than three standard errors
+ * weighted by its length (the inverse of its Poisson variance); when the slope is more than four standard errors
  * from zero, the estimate is the fitted line at the newest report rather than the mean, which lags a ramp by half
  * the window. A lone newest report that disagrees with the agreeing reports before it is held back until the next
  * one confirms it: one interval of extraordinary arrivals (a thousand requests sent at once) is not a new level of
@@ -107,7 +107,9 @@ final class DemandTracker {
             if (sxx > 0) {
                 double slope = sxy / sxx;
                 double se = Math.sqrt(rate / sxx);
-                if (Math.abs(slope) > 3 * se) {
+                // four standard errors, as for a split (AGREEMENT_SD): tested at every report, a chance run of low
+                // reports passes three often enough to publish a trend that is not there
+                if (Math.abs(slope) > AGREEMENT_SD * se) {
                     trend = slope;
                     rate = Math.max(0, rate + slope * (used.get(0).atNanos() / 1e9 - tMean));
                 }
