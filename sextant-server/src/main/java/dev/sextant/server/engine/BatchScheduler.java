@@ -38,6 +38,8 @@ final class BatchScheduler {
     private boolean stepping;
     private boolean progressed = true;
     private double stepMs;
+    /** When the step in progress started: its metrics are the wall-clock time it took, as vLLM measures them. */
+    private long stepStartNanos;
 
     BatchScheduler(EngineConfig config, EventExecutor executor, LongSupplier nanoTime, Supplier<Faults> faults,
                    String model) {
@@ -125,6 +127,7 @@ final class BatchScheduler {
             s.ttftMs = s.queuedMs + stepMs;
         }
         stepping = true;
+        stepStartNanos = nanoTime.getAsLong();
         // a step in which every sequence waited for its client is not repeated at once, even with a ~0 ms model
         long minDelayNanos = progressed || !admittedThisStep.isEmpty() ? 1 : 1_000_000;
         executor.schedule(this::endStep, Math.max(minDelayNanos, Math.round(stepMs * 1e6)), TimeUnit.NANOSECONDS);
@@ -141,6 +144,9 @@ final class BatchScheduler {
     }
 
     private void produceTokens() {
+        // the step as the clock saw it: the model's time plus whatever the host added (a late timer, a busy CPU), which
+        // a real engine's histograms include too; the timing a response reports stays the model's
+        double tookMs = Math.max(stepMs, (nanoTime.getAsLong() - stepStartNanos) / 1e6);
         List<Sequence> finishedThisStep = null;
         progressed = false;
         for (Sequence s : running) {
@@ -159,10 +165,10 @@ final class BatchScheduler {
             progressed = true;
             generatedTokens.incrementAndGet();
             if (first) {
-                meters.firstToken(s.ttftMs / 1e3);
+                meters.firstToken((s.queuedMs + tookMs) / 1e3);
             } else {
                 s.decodeMs += stepMs;
-                meters.nextToken(stepMs / 1e3);
+                meters.nextToken(tookMs / 1e3);
             }
             if (s.crashAfterTokens > 0 && s.generated >= s.crashAfterTokens && s.generated < s.maxTokens) {
                 s.sink.token(s, index);
