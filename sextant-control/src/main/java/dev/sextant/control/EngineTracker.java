@@ -51,6 +51,8 @@ final class EngineTracker {
     double timeouts;
     double serverErrors;
     private long lastSuccessAt = Long.MIN_VALUE;
+    /** When a scrape or a canary last found it answering after it had been marked down. */
+    private long backAt = Long.MIN_VALUE;
     private long failuresSinceMiss;
 
     // canaries
@@ -92,6 +94,9 @@ final class EngineTracker {
         if (lastMetrics != null && at > lastScrapeAt) {
             i = Interval.between(lastMetrics, m, (at - lastScrapeAt) / 1e9, at);
             lastInterval = i;
+        }
+        if (condition == Condition.DOWN) {
+            backAt = at;
         }
         lastMetrics = m;
         lastScrapeAt = at;
@@ -136,9 +141,11 @@ final class EngineTracker {
      */
     void outcomes(GatewayReport.EngineOutcomes o, long at, double seconds) {
         decayOutcomes(at);
-        attempts += o.requests();
+        // connections refused while it is down, or in a report that began before it came back, tell of the outage
+        boolean whileDown = condition == Condition.DOWN || at - Math.round(seconds * 1e9) < backAt;
+        attempts += o.requests() - (whileDown ? o.connectErrors() : 0);
         successes += o.successes();
-        connectErrors += o.connectErrors();
+        connectErrors += whileDown ? 0 : o.connectErrors();
         timeouts += o.timeouts();
         serverErrors += o.serverErrors();
         if (o.successes() > 0) {
@@ -179,6 +186,9 @@ final class EngineTracker {
             }
         }
         if (r.ok()) {
+            if (condition == Condition.DOWN) {
+                backAt = r.atNanos();
+            }
             canaryOk++;
             canaryFailed = 0;
             lastCanaryOkAt = r.atNanos();
@@ -190,10 +200,15 @@ final class EngineTracker {
         }
     }
 
-    /** True when a canary should go to this engine now; marks it sent. */
+    /**
+     * True when a canary should go to this engine now; marks it sent. One every {@code interval} while the engine
+     * shows no sign of recovery; a failing engine whose last canary succeeded gets the next as soon as that one is
+     * back, so that the run of successes that lifts it takes a few seconds, not {@code k × interval}.
+     */
     boolean canaryDue(long now, long interval) {
         boolean needs = condition.outOfService() || slow;
-        if (!needs || lastCanarySent != Long.MIN_VALUE && now - lastCanarySent < interval) {
+        boolean recovering = failing && canaryOk > 0 && lastCanaryOkAt >= lastCanarySent;
+        if (!needs || !recovering && lastCanarySent != Long.MIN_VALUE && now - lastCanarySent < interval) {
             return false;
         }
         lastCanarySent = now;

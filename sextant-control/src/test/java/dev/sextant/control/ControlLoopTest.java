@@ -139,11 +139,7 @@ class ControlLoopTest {
 
     @Test
     void failingEngine_goesOutOfService_andBackOnlyAfterEnoughCanaries() {
-        Rig r = rig(Map.of(), Map.of(), 150, 7);
-        r.run(60);
-        r.errorRate.put("e3", 0.5);
-        r.run(20);
-
+        Rig r = failing();
         assertThat(r.estimate("e3").condition()).isEqualTo(Condition.FAILING);
         assertThat(r.estimate("e3").health()).isZero();
         assertThat(r.loads().get("e3")).isZero();
@@ -154,6 +150,72 @@ class ControlLoopTest {
         r.run(5 * (EngineTracker.canariesToRecover(0.2) + 2));
         assertThat(r.estimate("e3").condition()).isEqualTo(Condition.HEALTHY);
         assertThat(r.loads().get("e3")).isPositive();
+    }
+
+    @Test
+    void failingEngine_recoversWithinSecondsOnceItsCanariesSucceed_whenTheDriverAsksOften() {
+        Rig r = failing();
+        assertThat(r.estimate("e3").condition()).isEqualTo(Condition.FAILING);
+
+        // fixed: a driver that asks every second (the control plane's tick) gets the next canary as soon as one is back
+        int k = EngineTracker.canariesToRecover(0.2);
+        int sent = 0;
+        int s = 0;
+        for (; s < 5 + k + 1 && r.estimate("e3").condition() == Condition.FAILING; s++) {
+            r.ticker.advanceSeconds(1);
+            for (Canary c : r.loop.canariesDue()) {
+                if (c.engine().equals("e3")) {
+                    sent++;
+                    r.loop.observe(CanaryResult.ok("e3", r.ticker.nanos(), 10, 5));
+                }
+            }
+        }
+        assertThat(r.estimate("e3").condition()).as("after %d canaries", sent).isEqualTo(Condition.HEALTHY);
+        assertThat(s).as("seconds: the canary interval, then one canary a second").isLessThanOrEqualTo(5 + k);
+    }
+
+    /** Engines as {@link #rig} with half of e3's attempts failing for the last 20 s. */
+    private static Rig failing() {
+        Rig r = rig(Map.of(), Map.of(), 150, 7);
+        r.run(60);
+        r.errorRate.put("e3", 0.5);
+        r.run(20);
+        return r;
+    }
+
+    @Test
+    void crashedEngine_isNotFailingForTheConnectionsRefusedWhileItWasDown() {
+        Rig r = crashed(20);
+        assertThat(r.estimate("e1").condition()).isEqualTo(Condition.DOWN);
+
+        // back: its scrape answers first, then a gateway's report about the seconds before, every attempt refused
+        r.noMetrics.remove("e1");
+        r.errorRate.remove("e1");
+        r.run(5);
+        refused(r, "e1", 100);
+        assertThat(r.estimate("e1").condition()).isEqualTo(Condition.HEALTHY);
+
+        // refused connections reported after it came back are faults again
+        r.ticker.advanceSeconds(6);
+        refused(r, "e1", 100);
+        assertThat(r.estimate("e1").condition()).isEqualTo(Condition.FAILING);
+    }
+
+    /** Engines as {@link #rig} with e1 crashed (no metrics, every attempt failing) for {@code seconds}. */
+    private static Rig crashed(double seconds) {
+        Rig r = rig(Map.of(), Map.of(), 150, 9);
+        r.run(60);
+        r.noMetrics.add("e1");
+        r.errorRate.put("e1", 1.0);
+        r.run(seconds);
+        return r;
+    }
+
+    /** A gateway's report of the last 5 s: {@code n} attempts on {@code engine}, every connection refused. */
+    private static void refused(Rig r, String engine, long n) {
+        GatewayReport.Mean none = GatewayReport.Mean.NONE;
+        r.loop.observe(new GatewayReport("gw", "", r.ticker.nanos(), 5, Map.of("chat", 750L), Map.of(engine,
+                new GatewayReport.EngineOutcomes(n, 0, n, 0, 0, 0, none, none, none, none, 0, 0)), Map.of()));
     }
 
     @Test
@@ -169,11 +231,7 @@ class ControlLoopTest {
 
     @Test
     void crashedEngine_isOutOfServiceWithinAScrapeOfFailedAttempts_andBackWhenItAnswers() {
-        Rig r = rig(Map.of(), Map.of(), 150, 9);
-        r.run(60);
-        r.noMetrics.add("e1");
-        r.errorRate.put("e1", 1.0);
-        r.run(10);
+        Rig r = crashed(10);
 
         assertThat(r.estimate("e1").condition()).isEqualTo(Condition.DOWN);
         assertThat(r.loads().get("e1")).isZero();
