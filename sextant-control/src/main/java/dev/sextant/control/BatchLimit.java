@@ -29,6 +29,12 @@ final class BatchLimit {
      * exclude waits of a few percent.
      */
     static final int MIN_NO_WAIT_SAMPLES = 100;
+    /**
+     * The queue, as a share of what an interval completed, that at both ends of the interval shows the batch stayed
+     * full throughout: the queue of an engine near saturation but keeping up is a request or two that come and go by
+     * chance, against the hundreds an interval completes; an engine that cannot keep up holds a backlog.
+     */
+    static final double BACKLOG = 0.05;
     /** Intervals that queued behind a full batch before that batch is taken for the limit. */
     static final int QUEUED_INTERVALS = 2;
 
@@ -103,12 +109,16 @@ final class BatchLimit {
             if (queued && end >= largestEver && slotBound && end >= 1 && ++queuedFull >= QUEUED_INTERVALS) {
                 // the largest batch seen with a queue: an interval can end between steps with fewer in the batch
                 saturated = Double.isNaN(saturated) ? end : Math.max(saturated, end);
-                // while every place in the batch stays taken (full with a queue at both ends of the interval),
-                // requests leave at the rate the full batch serves them, whatever the rate they arrive at: the
-                // completions of such intervals measure the saturation throughput directly, averaged over them
-                // (from the second in a row: one interval full at both ends may have emptied in between)
-                boolean fullThroughout = !Double.isNaN(i.waitingStart()) && i.waitingStart() >= 1
-                        && i.waitingEnd() >= 1 && !Double.isNaN(i.runningStart()) && i.runningStart() >= largestEver;
+                // while every place in the batch stays taken, requests leave at the rate the full batch serves them,
+                // whatever the rate they arrive at: the completions of such intervals measure the saturation
+                // throughput directly, averaged over them (from the second in a row: one interval full at both ends
+                // may have emptied in between). A queue of a request or two at both ends does not show that: near
+                // saturation a short queue comes and goes by chance, and the completions are then the arrival rate.
+                // A queue holding a share (BACKLOG) of what the interval completed, at both ends, does
+                double backlog = Math.max(1, BACKLOG * i.completions());
+                boolean fullThroughout = !Double.isNaN(i.waitingStart()) && i.waitingStart() >= backlog
+                        && i.waitingEnd() >= backlog && !Double.isNaN(i.runningStart())
+                        && i.runningStart() >= largestEver;
                 fullIntervals = fullThroughout ? fullIntervals + 1 : 0;
                 if (fullIntervals >= QUEUED_INTERVALS) {
                     fullCompletions += i.completions();

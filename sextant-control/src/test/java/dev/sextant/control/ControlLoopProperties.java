@@ -21,7 +21,7 @@ class ControlLoopProperties {
      * converge and stay put: after the first minutes, at most one more publication in ten minutes, and the weights of
      * the last quarter hour move less than 5% in total.
      */
-    @Property(tries = 12)
+    @Property(tries = 40)
     void constantTruth_weightsConvergeAndStayPut(@ForAll @LongRange(min = 1, max = 1_000_000) long seed,
                                                  @ForAll @IntRange(min = 0, max = 2) int delayScrapes,
                                                  @ForAll @DoubleRange(min = 100, max = 250) double demand) {
@@ -46,7 +46,7 @@ class ControlLoopProperties {
      * by up to a factor of two either way, loaded past its saturation at times, is estimated within 15% of its true
      * saturation after fifteen minutes.
      */
-    @Property(tries = 12)
+    @Property(tries = 40)
     void wrongRating_capacityEndsWithinFifteenPercentOfTheTruth(
             @ForAll @LongRange(min = 1, max = 1_000_000) long seed,
             @ForAll @DoubleRange(min = 0.5, max = 2.0) double slotFactor,
