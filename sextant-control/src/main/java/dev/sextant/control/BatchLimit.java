@@ -182,6 +182,11 @@ final class BatchLimit {
         fullSeconds = 0;
     }
 
+    /** True when a batch was seen full with a queue (and no larger one ran without a queue since). */
+    boolean seenFull() {
+        return !Double.isNaN(saturated) || !Double.isNaN(saturatedRps);
+    }
+
     /** The throughput measured with the batch kept full by a queue, req/s; NaN when none. */
     double saturatedRps() {
         return saturatedRps;

@@ -144,6 +144,7 @@ final class DefaultControlLoop implements ControlLoop {
         }
         Interval i = t.scraped(s.metrics(), s.atNanos());
         if (i != null) {
+            t.queueEvidence(i);
             t.judge(i, options);
             t.group.sample(i, t.speed);
             Batching law = t.group.fitted(i.atNanos());
@@ -539,13 +540,28 @@ final class DefaultControlLoop implements ControlLoop {
         SolveOptions opts = base == null ? SolveOptions.defaults()
                 : new SolveOptions(base.version() + 1, base, Map.of(), SolveOptions.DEFAULT_GAP_TOLERANCE);
         Snapshot candidate;
+        String unproven = "";
         try {
             candidate = optimizer.solve(solveFor, opts);
+            if (candidate.objective().shedRps() > 0) {
+                List<String> relaxed = new ArrayList<>();
+                Topology t = unprovenAsRated(solveFor, relaxed);
+                if (!relaxed.isEmpty()) {
+                    candidate = optimizer.solve(t, opts);
+                    solveFor = t;
+                    unproven = "; not shed on capacities below the rating that no queue has shown (" + String.join(", ",
+                            relaxed) + " planned up to the rating until one does)";
+                }
+            }
         } catch (RuntimeException e) {
             last = new Step(now, null, false, "solve failed: " + e, Double.NaN, Double.NaN, solveFor, est);
             return last;
         }
         last = decide(now, candidate, solveFor, est);
+        if (!unproven.isEmpty()) {
+            last = new Step(last.atNanos(), last.snapshot(), last.published(), last.reason() + unproven, last.gainMs(),
+                    last.thresholdMs(), last.solvedFor(), last.estimates());
+        }
         if (last.published()) {
             published = candidate;
             publishedFor = solveFor;
@@ -574,6 +590,42 @@ final class DefaultControlLoop implements ControlLoop {
         });
         return new Topology(topology.gatewayClusters(), topology.engineClusters(), rtt, models, es,
                 topology.classes(), rates(est.demand()), topology.headroom(), est.affinityDiscountMs(), topology.retryBudget());
+    }
+
+    /**
+     * {@code t} with each engine in service whose estimated capacity is below its rating, and which has shown no sign of
+     * being full ({@link EngineTracker#canBeFull()}), given its rating back as its capacity; the ids of those engines
+     * go to {@code relaxed}. Used only when the estimates would shed: refusing requests is the one decision an
+     * extrapolation must not make, while engines that may have room are not queueing. The estimated profile keeps its
+     * latencies at each load (its points are moved to the rating's utilizations), and beyond the estimated capacity
+     * the latency goes on rising at its last slope, so the optimizer loads such an engine past its estimate only where
+     * the alternative is shedding. If the engine is in fact full, requests queue, the next scrape shows it, and the
+     * shedding follows.
+     */
+    private Topology unprovenAsRated(Topology t, List<String> relaxed) {
+        List<Engine> es = new ArrayList<>();
+        for (Engine e : t.engines()) {
+            EngineTracker tr = engines.get(e.id());
+            double rated = tr.config.capacityRps();
+            if (e.health() > 0 && e.capacityRps() < rated && !tr.canBeFull()
+                    && e.profile() instanceof MeasuredProfile m) {
+                double k = e.capacityRps() / rated;
+                List<MeasuredProfile.Point> points = new ArrayList<>();
+                for (MeasuredProfile.Point p : m.points()) {
+                    points.add(new MeasuredProfile.Point(p.utilization() * k, p.ttftMs(), p.tbtMs()));
+                }
+                es.add(new Engine(e.id(), e.cluster(), e.endpoint(), e.models(), rated, new MeasuredProfile(points),
+                        e.health()));
+                relaxed.add(e.id());
+            } else {
+                es.add(e);
+            }
+        }
+        if (relaxed.isEmpty()) {
+            return t;
+        }
+        return new Topology(t.gatewayClusters(), t.engineClusters(), t.networkRttMs(), t.models(), es, t.classes(),
+                t.demandRps(), t.headroom(), t.affinityDiscountMs(), t.retryBudget());
     }
 
     /** The demand estimates as the topology's demand: gateway cluster → class → req/s. */

@@ -50,6 +50,8 @@ final class EngineTracker {
     double connectErrors;
     double timeouts;
     double serverErrors;
+    /** Answers that said the engine was full (429, 503), forgotten like the other outcomes. */
+    double busy;
     private long lastSuccessAt = Long.MIN_VALUE;
     /** When a scrape or a canary last found it answering after it had been marked down. */
     private long backAt = Long.MIN_VALUE;
@@ -132,6 +134,7 @@ final class EngineTracker {
         connectErrors *= f;
         timeouts *= f;
         serverErrors *= f;
+        busy *= f;
     }
 
     /**
@@ -148,12 +151,38 @@ final class EngineTracker {
         connectErrors += whileDown ? 0 : o.connectErrors();
         timeouts += o.timeouts();
         serverErrors += o.serverErrors();
+        busy += o.busy();
         if (o.successes() > 0) {
             lastSuccessAt = Math.max(lastSuccessAt, at - Math.round(seconds * 1e9));
             failuresSinceMiss = 0;
         } else if (misses > 0) {
             failuresSinceMiss += o.errors();
         }
+    }
+
+    /**
+     * The load of the last interval in which requests queued for the engine (NaN: none, or a larger load ran without a
+     * queue since, so that queue was not the engine's limit).
+     */
+    private double queuedAtLoad = Double.NaN;
+
+    /** Keeps the evidence of a queue that {@link #canBeFull()} reads. */
+    void queueEvidence(Interval i) {
+        if (i.saturated()) {
+            queuedAtLoad = i.load();
+        } else if (!Double.isNaN(queuedAtLoad) && i.load() > 1.05 * queuedAtLoad) {
+            queuedAtLoad = Double.NaN;
+        }
+    }
+
+    /**
+     * True when the evidence shows this engine can be full: requests queued for it at the most it has carried, it
+     * answered that it was full (429 or 503) in the last seconds, or its batch was seen full with a queue. Without
+     * such evidence a capacity below its rating is an extrapolation of its laws, good enough to price the engine but
+     * not to refuse requests for (see {@code DefaultControlLoop.step}).
+     */
+    boolean canBeFull() {
+        return !Double.isNaN(queuedAtLoad) || busy >= 1 || batch.seenFull();
     }
 
     private void clearOutcomes() {

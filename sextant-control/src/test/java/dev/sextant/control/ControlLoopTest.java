@@ -219,6 +219,27 @@ class ControlLoopTest {
     }
 
     @Test
+    void estimateBelowTheRating_withoutAQueue_shedsNothing_whileAQueueSheds() {
+        // engines that report decoding three times slower than they serve: the laws put their capacity at about a
+        // third of their rating, while they carry 60% of it without a queue
+        double mu = H100.saturation();
+        Rig r = rig(Map.of(), Map.of(), 0.6 * 8 * mu, 17);
+        r.engines.values().forEach(e -> e.misreportTbt(3));
+        r.run(600);
+        assertThat(r.estimate("e1").capacityRps()).isLessThan(0.6 * mu);
+
+        assertThat(r.steps.stream().filter(Step::published).mapToDouble(s -> s.snapshot().objective().shedRps()).max()
+                .orElseThrow()).as("shed by any published snapshot").isZero();
+        assertThat(r.steps.stream().map(Step::reason).filter(x -> x.contains("not shed on capacities below the "
+                + "rating that no queue has shown")).count()).isPositive();
+
+        // demand beyond what they truly carry: a queue shows it, and the excess is shed
+        r.demand = 1.3 * 8 * mu;
+        r.run(60);
+        assertThat(r.loop.published().objective().shedRps()).as(r.loop.lastStep().reason()).isPositive();
+    }
+
+    @Test
     void engineWithoutMetrics_isJudgedFromGatewaysAndCanaries() {
         Rig r = rig(Map.of(), Map.of(), 150, 8);
         r.noMetrics.add("e4");

@@ -583,6 +583,26 @@ public final class ControlPlane implements AutoCloseable {
         keep(next);
         publications.get(kind(s)).increment();
         LOG.info("published snapshot " + next.version() + " (" + trigger + "; " + s.reason() + ")");
+        if (next.objective().shedRps() > 0) {
+            LOG.warning(shedWhy(next, s.estimates()));
+        }
+    }
+
+    /** Why a snapshot sheds: the demand it plans for against the capacity of each engine in service. */
+    private static String shedWhy(Snapshot next, Estimates e) {
+        double demand = 0;
+        for (var row : e.demand().values()) {
+            for (var d : row.values()) {
+                demand += d.rps();
+            }
+        }
+        StringBuilder sb = new StringBuilder(String.format(Locale.ROOT,
+                "snapshot %d sheds %.1f of %.1f req/s of estimated demand; engines in service:", next.version(),
+                next.objective().shedRps(), demand));
+        e.engines().values().stream().filter(x -> !x.condition().outOfService())
+                .forEach(x -> sb.append("\n  ").append(x.engine()).append(' ').append(x.condition()).append(": ")
+                        .append(x.capacityWhy()));
+        return sb.toString();
     }
 
     /** A publication's kind for its counter, from the gain the loop gave it. */
