@@ -12,6 +12,14 @@ import java.util.Locale;
 final class EngineTracker {
     /** Half-life of the gateway outcomes an error rate is computed from: two report intervals. */
     static final long OUTCOME_HALF_LIFE_NANOS = 10_000_000_000L;
+    /**
+     * Attempts after which older outcomes give way to newer ones, whatever their age: an engine serving dozens of
+     * requests a second is judged on about its last hundred, so that the seconds of successes before a fault began do
+     * not dilute its error rate until the gateways eject it and the evidence stops coming. A hundred attempts tell
+     * an engine failing at the limit (20%) from a healthy one: at a 5% error rate 20 failures in 100 come once in
+     * 10⁷ reports.
+     */
+    static final int RECENT_ATTEMPTS = 100;
     /** The chance an engine still failing at the limit rate passes the canaries that lift its exclusion. */
     static final double FALSE_RECOVERY = 0.05;
     /** Failed attempts since a missed scrape that, with no success, take an engine out at once. */
@@ -129,6 +137,10 @@ final class EngineTracker {
         }
         double f = Math.exp(-(now - outcomesAt) * Math.log(2) / OUTCOME_HALF_LIFE_NANOS);
         outcomesAt = now;
+        scaleOutcomes(f);
+    }
+
+    private void scaleOutcomes(double f) {
         attempts *= f;
         successes *= f;
         connectErrors *= f;
@@ -144,6 +156,10 @@ final class EngineTracker {
      */
     void outcomes(GatewayReport.EngineOutcomes o, long at, double seconds) {
         decayOutcomes(at);
+        if (o.requests() > 0 && attempts > 0) {
+            // a busy engine is judged on about its last RECENT_ATTEMPTS attempts: older ones give way to newer
+            scaleOutcomes(Math.max(0, 1 - o.requests() / (double) RECENT_ATTEMPTS));
+        }
         // connections refused while it is down, or in a report that began before it came back, tell of the outage
         boolean whileDown = condition == Condition.DOWN || at - Math.round(seconds * 1e9) < backAt;
         attempts += o.requests() - (whileDown ? o.connectErrors() : 0);

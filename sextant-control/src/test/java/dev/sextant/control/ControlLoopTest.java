@@ -174,6 +174,16 @@ class ControlLoopTest {
         assertThat(s).as("seconds: the canary interval, then one canary a second").isLessThanOrEqualTo(5 + k);
     }
 
+    @Test
+    void busyEngine_thatStartsFailing_isFoundOnTheNextReport_notDilutedByItsPastSuccesses() {
+        Rig r = rig(Map.of(), Map.of(), 150, 7);
+        r.run(60);
+        r.errorRate.put("e3", 0.3);
+        r.run(5);
+
+        assertThat(r.estimate("e3").condition()).as(r.estimate("e3").conditionWhy()).isEqualTo(Condition.FAILING);
+    }
+
     /** Engines as {@link #rig} with half of e3's attempts failing for the last 20 s. */
     private static Rig failing() {
         Rig r = rig(Map.of(), Map.of(), 150, 7);
