@@ -79,7 +79,7 @@ public record ControlOptions(double priorWeight, Duration lawHalfLife, double sl
 
     /** The defaults above. */
     public static ControlOptions defaults() {
-        return new ControlOptions(20, Duration.ofMinutes(10), 1.5, 1.2, 30, 0.2, 20, 3, Duration.ofSeconds(60), 0.005,
+        return new ControlOptions(20, Duration.ofMinutes(10), 1.5, 1.2, 30, 0.2, 20, 3, Duration.ofSeconds(60), 0.0025,
                 0.5, Duration.ofSeconds(5), 0.15, true);
     }
 
