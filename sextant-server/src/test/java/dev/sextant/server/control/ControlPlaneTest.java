@@ -308,6 +308,7 @@ class ControlPlaneTest {
         eu1.setFaults(dev.sextant.server.engine.Faults.NONE);
         assertThat(Fleet.await(() -> tick() && condition("eu-1").equals("healthy"), Duration.ofSeconds(30))).isTrue();
         assertThat(canaries("ok")).isGreaterThanOrEqualTo(2);
+        cp.tickNow(); // the last canary may have come back after this tick's step: the change is urgent for the next
         assertThat(weight("eu-1")).isPositive();
         assertThat(cp.current().version()).isEqualTo(3);
     }
