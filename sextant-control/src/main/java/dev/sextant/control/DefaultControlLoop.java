@@ -593,10 +593,10 @@ final class DefaultControlLoop implements ControlLoop {
     }
 
     /**
-     * {@code t} with each engine in service whose estimated capacity is below its rating, and which has shown no sign of
-     * being full ({@link EngineTracker#canBeFull()}), given its rating back as its capacity; the ids of those engines
-     * go to {@code relaxed}. Used only when the estimates would shed: refusing requests is the one decision an
-     * extrapolation must not make, while engines that may have room are not queueing. The estimated profile keeps its
+     * {@code t} with each engine in service whose estimated capacity is below its rating, and which has shown no sign
+     * of being full ({@link EngineTracker#canBeFull()}), given its rating back as its capacity; the ids of those engines
+     * go to {@code relaxed}. Used only when the estimates would shed: refusing requests is a decision an extrapolation
+     * must not make alone, and an engine that has not queued may have room. The estimated profile keeps its
      * latencies at each load (its points are moved to the rating's utilizations), and beyond the estimated capacity
      * the latency goes on rising at its last slope, so the optimizer loads such an engine past its estimate only where
      * the alternative is shedding. If the engine is in fact full, requests queue, the next scrape shows it, and the
