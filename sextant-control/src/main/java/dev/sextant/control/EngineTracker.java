@@ -156,13 +156,14 @@ final class EngineTracker {
      */
     void outcomes(GatewayReport.EngineOutcomes o, long at, double seconds) {
         decayOutcomes(at);
-        if (o.requests() > 0 && attempts > 0) {
-            // a busy engine is judged on about its last RECENT_ATTEMPTS attempts: older ones give way to newer
-            scaleOutcomes(Math.max(0, 1 - o.requests() / (double) RECENT_ATTEMPTS));
-        }
         // connections refused while it is down, or in a report that began before it came back, tell of the outage
         boolean whileDown = condition == Condition.DOWN || at - Math.round(seconds * 1e9) < backAt;
-        attempts += o.requests() - (whileDown ? o.connectErrors() : 0);
+        long counted = o.requests() - (whileDown ? o.connectErrors() : 0);
+        if (counted > 0 && attempts > 0) {
+            // a busy engine is judged on about its last RECENT_ATTEMPTS attempts: older ones give way to newer
+            scaleOutcomes(Math.max(0, 1 - counted / (double) RECENT_ATTEMPTS));
+        }
+        attempts += counted;
         successes += o.successes();
         connectErrors += whileDown ? 0 : o.connectErrors();
         timeouts += o.timeouts();
