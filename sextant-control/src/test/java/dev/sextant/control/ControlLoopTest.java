@@ -113,6 +113,32 @@ class ControlLoopTest {
     }
 
     @Test
+    void wholeClusterSlow_isPricedSlower_notPenalized_andTrafficMovesToTheOtherCluster() {
+        Rig r = rig(Map.of(), Map.of(), 150, 4);
+        r.run(120);
+        double near = 0;
+        for (String e : List.of("e1", "e2", "e3", "e4")) {
+            near += r.loads().get(e);
+        }
+        int steps = r.steps.size();
+        for (String e : List.of("e1", "e2", "e3", "e4")) {
+            r.engines.get(e).slowdown(4);
+        }
+        r.run(60);
+
+        double nearAfter = 0;
+        for (String e : List.of("e1", "e2", "e3", "e4")) {
+            nearAfter += r.loads().get(e);
+            assertThat(r.estimate(e).condition()).as("a cluster slow as a whole is load, not a fault of one engine")
+                    .isEqualTo(Condition.HEALTHY);
+        }
+        assertThat(r.publicationsSince(steps)).isPositive();
+        assertThat(nearAfter).as("near before: %.1f req/s", near).isLessThan(0.8 * near);
+        // four times slower decoding, estimated from the refitted law of their group
+        assertThat(r.estimate("e1").profile().tbtMs(0.2)).isGreaterThan(3 * H100.tbt(0.2 * H100.saturation()));
+    }
+
+    @Test
     void hugePrompt_penalizesNothing() {
         Rig r = rig(Map.of(), Map.of(), 150, 5);
         r.run(120);
