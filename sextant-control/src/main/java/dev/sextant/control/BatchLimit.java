@@ -84,6 +84,9 @@ final class BatchLimit {
         if (!Double.isNaN(i.batchLimit()) && i.batchLimit() >= 1) {
             reported = i.batchLimit();
         }
+        boolean kvBound = !Double.isNaN(i.kvUsage()) && i.kvUsage() >= KV_BOUND;
+        // a queue says the batch is full only where it cannot be a queue for prefill work or for KV space
+        boolean slotBound = !kvBound && prefillShare < PREFILL_BOUND;
         double end = i.runningEnd();
         if (!Double.isNaN(end)) {
             double before = largestEver;
@@ -92,9 +95,6 @@ final class BatchLimit {
                 ceilingHits = 0;
                 queuedFull = 0;
             }
-            boolean kvBound = !Double.isNaN(i.kvUsage()) && i.kvUsage() >= KV_BOUND;
-            // a queue says the batch is full only where it cannot be a queue for prefill work or for KV space
-            boolean slotBound = !kvBound && prefillShare < PREFILL_BOUND;
             // requests waited longer than prefill and the step explain, behind a batch as large as it ever ran
             double step = Double.isNaN(i.tbtMs()) ? 1 : Math.max(1, i.tbtMs());
             double excess = Double.isNaN(i.queueMs()) ? Double.NaN : i.queueMs() - otherWaitMs;
@@ -109,22 +109,6 @@ final class BatchLimit {
             if (queued && end >= largestEver && slotBound && end >= 1 && ++queuedFull >= QUEUED_INTERVALS) {
                 // the largest batch seen with a queue: an interval can end between steps with fewer in the batch
                 saturated = Double.isNaN(saturated) ? end : Math.max(saturated, end);
-                // while every place in the batch stays taken, requests leave at the rate the full batch serves them,
-                // whatever the rate they arrive at: the completions of such intervals measure the saturation
-                // throughput directly, averaged over them (from the second in a row: one interval full at both ends
-                // may have emptied in between). A queue of a request or two at both ends does not show that: near
-                // saturation a short queue comes and goes by chance, and the completions are then the arrival rate.
-                // A queue holding a share (BACKLOG) of what the interval completed, at both ends, does
-                double backlog = Math.max(1, BACKLOG * i.completions());
-                boolean fullThroughout = !Double.isNaN(i.waitingStart()) && i.waitingStart() >= backlog
-                        && i.waitingEnd() >= backlog && !Double.isNaN(i.runningStart())
-                        && i.runningStart() >= largestEver;
-                fullIntervals = fullThroughout ? fullIntervals + 1 : 0;
-                if (fullIntervals >= QUEUED_INTERVALS) {
-                    fullCompletions += i.completions();
-                    fullSeconds += i.seconds();
-                    saturatedRps = fullCompletions / fullSeconds;
-                }
                 saturatedIntervals++;
             } else if (!i.saturated()) {
                 double batch = Math.max(end, Double.isNaN(i.runningStart()) ? 0 : i.runningStart());
@@ -134,10 +118,26 @@ final class BatchLimit {
                     saturated = Double.NaN; // a larger batch ran without a queue since: that limit is gone
                     clearSaturatedRps();
                 }
-                if (!Double.isNaN(saturatedRps) && i.load() > saturatedRps * 1.05) {
+                if (!Double.isNaN(saturatedRps) && servedMore(i)) {
                     clearSaturatedRps(); // more was served without a queue since
                 }
             }
+        }
+        // while a backlog waits, requests leave at the rate the engine serves them at its limit, whatever bounds it
+        // (places in the batch, prefill, KV space) and whatever the rate they arrive at: the completions of such
+        // intervals measure the saturation throughput directly, averaged over them (from the second in a row: one
+        // interval with a backlog at both ends may have emptied in between). A queue of a request or two at both ends
+        // does not show that: near saturation a short queue comes and goes by chance, and the completions are then
+        // the arrival rate. A queue holding a share (BACKLOG) of what the interval completed, at both ends, does
+        double backlog = Math.max(1, BACKLOG * i.completions());
+        boolean backlogged = !Double.isNaN(i.waitingStart()) && i.waitingStart() >= backlog
+                && !Double.isNaN(i.waitingEnd()) && i.waitingEnd() >= backlog
+                && (!slotBound || !Double.isNaN(i.runningStart()) && i.runningStart() >= largestEver);
+        fullIntervals = backlogged ? fullIntervals + 1 : 0;
+        if (fullIntervals >= QUEUED_INTERVALS) {
+            fullCompletions += i.completions();
+            fullSeconds += i.seconds();
+            saturatedRps = fullCompletions / fullSeconds;
         }
         double r = i.running();
         queueEvidence(i, r, prefillShare, otherWaitMs, residenceMs);
@@ -174,6 +174,16 @@ final class BatchLimit {
             queueImplied = Double.isNaN(queueImplied) ? n : 0.7 * queueImplied + 0.3 * n;
             queueImpliedIntervals++;
         }
+    }
+
+    /**
+     * True when {@code i} completed more than the throughput measured under a backlog allows: 5% more, beyond three
+     * standard deviations of a Poisson count of completions (long requests finish in lumps: an engine that serves 5
+     * a second completes anywhere from 15 to 35 in 5 s).
+     */
+    private boolean servedMore(Interval i) {
+        double expected = saturatedRps * i.seconds();
+        return i.completions() > 1.05 * expected + 3 * Math.sqrt(expected);
     }
 
     private void clearSaturatedRps() {
