@@ -263,11 +263,7 @@ final class DefaultControlLoop implements ControlLoop {
         if (published.objective().shedRps() > 0) {
             return true;
         }
-        Topology t = new Topology(publishedFor.gatewayClusters(), publishedFor.engineClusters(),
-                publishedFor.networkRttMs(), publishedFor.models(), publishedFor.engines(), publishedFor.classes(),
-                rates(demandEstimates()),
-                publishedFor.headroom(), publishedFor.affinityDiscountMs(), publishedFor.retryBudget());
-        HeldRouting held = Policies.evaluate(t, published);
+        HeldRouting held = Policies.evaluate(publishedFor.withDemand(rates(demandEstimates())), published);
         return Double.isInfinite(held.latencyCost()) || held.maxLoadRatio() > HEADROOM_TOLERANCE;
     }
 
@@ -621,11 +617,7 @@ final class DefaultControlLoop implements ControlLoop {
                 es.add(e);
             }
         }
-        if (relaxed.isEmpty()) {
-            return t;
-        }
-        return new Topology(t.gatewayClusters(), t.engineClusters(), t.networkRttMs(), t.models(), es, t.classes(),
-                t.demandRps(), t.headroom(), t.affinityDiscountMs(), t.retryBudget());
+        return relaxed.isEmpty() ? t : t.withEngines(es);
     }
 
     /** The demand estimates as the topology's demand: gateway cluster → class → req/s. */
