@@ -37,10 +37,19 @@ final class BatchLimit {
     static final double BACKLOG = 0.05;
     /** Intervals that queued behind a full batch before that batch is taken for the limit. */
     static final int QUEUED_INTERVALS = 2;
+    /**
+     * Standard deviations of a Poisson count of completions above what was served under a backlog that a capacity
+     * lowered by that count keeps: the laws' saturation is lowered only as far as the count still allows. An estimate
+     * too low hides (the plan keeps the engine below it, so no backlog measures it again, and the rest is shed) where
+     * one too high shows itself (the engine queues again, and the count grows and narrows): a single interval's count,
+     * taken as it was, once set an engine's capacity 15% low at 2.5 deviations' bad luck, for good. Raising needs no
+     * such margin: a count above the laws is served throughput, and too high it queues again.
+     */
+    static final double SERVED_SIGMAS = 2;
 
     private double saturated = Double.NaN;
     /** The throughput measured with the batch kept full by a queue, req/s (NaN: none). */
-    private double saturatedRps = Double.NaN;
+    private double servedRps = Double.NaN;
     private long saturatedIntervals;
     private double largest;
     /** The largest batch seen at all, with a queue or without. */
@@ -118,7 +127,7 @@ final class BatchLimit {
                     saturated = Double.NaN; // a larger batch ran without a queue since: that limit is gone
                     clearSaturatedRps();
                 }
-                if (!Double.isNaN(saturatedRps) && servedMore(i)) {
+                if (!Double.isNaN(servedRps) && servedMore(i)) {
                     clearSaturatedRps(); // more was served without a queue since
                 }
             }
@@ -137,7 +146,7 @@ final class BatchLimit {
         if (fullIntervals >= QUEUED_INTERVALS) {
             fullCompletions += i.completions();
             fullSeconds += i.seconds();
-            saturatedRps = fullCompletions / fullSeconds;
+            servedRps = fullCompletions / fullSeconds;
         }
         double r = i.running();
         queueEvidence(i, r, prefillShare, otherWaitMs, residenceMs);
@@ -182,24 +191,39 @@ final class BatchLimit {
      * a second completes anywhere from 15 to 35 in 5 s).
      */
     private boolean servedMore(Interval i) {
-        double expected = saturatedRps * i.seconds();
+        double expected = servedRps * i.seconds();
         return i.completions() > 1.05 * expected + 3 * Math.sqrt(expected);
     }
 
     private void clearSaturatedRps() {
-        saturatedRps = Double.NaN;
+        servedRps = Double.NaN;
         fullCompletions = 0;
         fullSeconds = 0;
     }
 
     /** True when a batch was seen full with a queue (and no larger one ran without a queue since). */
     boolean seenFull() {
-        return !Double.isNaN(saturated) || !Double.isNaN(saturatedRps);
+        return !Double.isNaN(saturated) || !Double.isNaN(servedRps);
     }
 
     /** The throughput measured with the batch kept full by a queue, req/s; NaN when none. */
-    double saturatedRps() {
-        return saturatedRps;
+    double servedRps() {
+        return servedRps;
+    }
+
+    /**
+     * The saturation throughput, req/s, given the laws' {@code law}: the count served under a backlog where it is
+     * above the laws; the laws lowered to the count's upper end ({@link #SERVED_SIGMAS}) where they are above that;
+     * {@code law} itself where nothing was measured or the count allows it.
+     */
+    double servedSaturation(double law) {
+        if (Double.isNaN(servedRps)) {
+            return law;
+        }
+        if (law <= servedRps) {
+            return servedRps;
+        }
+        return Math.min(law, servedRps + SERVED_SIGMAS * Math.sqrt(fullCompletions) / fullSeconds);
     }
 
     /** The estimate, given the configured batch {@code configured}. */
@@ -254,6 +278,16 @@ final class BatchLimit {
 
     /** Why the estimate is what it is. */
     String why(double configured, double margin) {
+        String batch = batchWhy(configured, margin);
+        if (Double.isNaN(servedRps)) {
+            return batch;
+        }
+        return batch + String.format(Locale.ROOT, "; %.1f req/s served while a backlog kept it full (%.0f requests in "
+                + "%.0f s, ±%.1f)", servedRps, fullCompletions, fullSeconds,
+                SERVED_SIGMAS * Math.sqrt(fullCompletions) / fullSeconds);
+    }
+
+    private String batchWhy(double configured, double margin) {
         double n = slots(configured);
         if (!Double.isNaN(kv) && kv <= n * 1.0001) {
             return String.format(Locale.ROOT, "%.0f requests fit in the KV cache at the current prompts", n);
@@ -262,10 +296,10 @@ final class BatchLimit {
             return String.format(Locale.ROOT, "batch limit %.0f as the engine reports it", n);
         }
         if (!Double.isNaN(saturated)) {
-            return String.format(Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals; %.1f req/s served while kept full)",
-                    n, saturatedIntervals, saturatedRps);
+            return String.format(Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals)", n,
+                    saturatedIntervals);
         }
-        if (Double.isNaN(saturated) && queueImpliedIntervals >= QUEUED_INTERVALS + 1) {
+        if (queueImpliedIntervals >= QUEUED_INTERVALS + 1) {
             return String.format(Locale.ROOT, "batch of %.0f: what the waits of %d intervals imply", n,
                     queueImpliedIntervals);
         }

@@ -334,7 +334,7 @@ final class DefaultControlLoop implements ControlLoop {
             double applied = t.appliedSpeed(medians.get(g));
             double slots = t.batch.slots(g.configuredSlots());
             String shape = g.id + "\u0000" + applied + "\u0000" + slots + "\u0000" + t.batch.fromEvidence(
-                    g.configuredSlots()) + "\u0000" + t.batch.saturatedRps();
+                    g.configuredSlots()) + "\u0000" + t.batch.servedRps();
             EngineEstimate shared = byShape.get(shape);
             if (shared == null) {
                 shared = engineEstimate(t, g, fitted.get(g), priorSaturation.get(g), applied);
@@ -360,10 +360,11 @@ final class DefaultControlLoop implements ControlLoop {
         }
         double configuredSlots = g.configuredSlots();
         Batching b = (applied == 1 ? fit : fit.slower(applied)).withSlots(t.batch.slots(configuredSlots));
-        double served = t.batch.saturatedRps();
-        if (!Double.isNaN(served) && served < 0.999 * b.computeLimit()) {
-            // measured where its queue starts (what it served while its batch stayed full): that is its capacity,
-            // above or below what the laws extrapolate
+        double law = b.saturation();
+        double served = t.batch.servedSaturation(law);
+        if (Math.abs(served / law - 1) > 0.001 && served < 0.999 * b.computeLimit()) {
+            // measured where its queue starts (what it served while its batch stayed full): above the laws, that is its
+            // capacity; below them, as low as the count requires (BatchLimit.servedSaturation)
             b = b.saturatingAt(served);
             double off = b.saturation() / served;
             if (Math.abs(off - 1) > 0.02) {

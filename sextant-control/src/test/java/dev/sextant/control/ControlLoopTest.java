@@ -380,7 +380,7 @@ class ControlLoopTest {
         r.run(60);
 
         assertThat(r.estimate("e1").capacityRps()).isCloseTo(50, within(2.5));
-        assertThat(r.estimate("e1").capacityWhy()).contains("served while kept full");
+        assertThat(r.estimate("e1").capacityWhy()).contains("served while a backlog kept it full");
         // everything beyond the effective capacity (2 × 50 × 0.9) is shed, no more
         assertThat(r.loop.published().objective().shedRps()).isCloseTo(200 - 90, within(6.0));
     }

@@ -156,12 +156,17 @@ public final class Accuracy {
         return out;
     }
 
-    /** Runs one case with steps of {@code stepMs}. */
+    /** Runs one case through {@link #SWEEP} with steps of {@code stepMs}. */
     static Result run(Case c, double stepMs, long seed) {
+        return run(c, SWEEP, stepMs, seed);
+    }
+
+    /** Runs one case through the loads {@code fractions} of its true saturation, {@code stepMs} each. */
+    static Result run(Case c, double[] fractions, double stepMs, long seed) {
         Engine derived = ScenarioLoader.derive("e", "gpu", List.of("m"), c.hardware(), c.workload(), Double.NaN);
         Engine configured = new Engine("e", "gpu", derived.endpoint(), derived.models(),
                 derived.capacityRps() * c.factor(), derived.profile(), 1.0);
-        return run(c.hardware(), c.workload(), configured, SWEEP, stepMs, seed);
+        return run(c.hardware(), c.workload(), configured, fractions, stepMs, seed);
     }
 
     /**

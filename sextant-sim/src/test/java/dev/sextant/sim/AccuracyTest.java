@@ -17,10 +17,12 @@ class AccuracyTest {
     }
 
     @Test
-    void prefillBound_ratedTwiceTooHigh_capacityIsWhatItServesUnderABacklog() {
+    void prefillBound_ratedTwiceTooHigh_capacityComesToWhatItServesUnderABacklogOnceTheCountRulesOutTheLaws() {
         // 24k-token prompts: a queue there is for prefill, not for a place in the batch, and the laws alone
-        // extrapolated the prefill limit 14% high
-        Accuracy.Result r = Accuracy.run(named("h100, long context", 2), 60_000, 7);
+        // extrapolate the prefill limit 12-14% high; one minute of overload completes too few requests for their
+        // count to rule that out (docs/control-loop.md), four minutes do
+        double[] longOverload = {0.3, 0.5, 0.7, 0.9, 1.1, 1.1, 1.1, 1.1, 0.6, 0.5};
+        Accuracy.Result r = Accuracy.run(named("h100, long context", 2), longOverload, 60_000, 7);
 
         assertThat(r.configuredRps()).isGreaterThan(1.7 * r.trueSaturationRps());
         assertThat(r.capacityError()).isCloseTo(0, within(0.1));
