@@ -30,8 +30,10 @@ final class ClassRoute {
     /** Aligned with the table's engine indices. */
     final EngineCell[] cells;
     final String[] endpoints;
-    /** Engine's share of this gateway's in-flight requests (all classes), for bounded load. */
+    /** Engine's share of its pool's in-flight requests at this gateway (all classes of the pool), for bounded load. */
     final double[] share;
+    /** This gateway's requests in flight on the engines of the class's pool (Compiled.Pools). */
+    final java.util.concurrent.atomic.AtomicInteger pool;
     /** Expected TTFT at the gateway (engine prediction + network RTT), ms; NaN = no rule. */
     final double[] expectedTtftMs;
     /** At most this many of {@link #cells} ejected at once. */
@@ -52,7 +54,8 @@ final class ClassRoute {
     final long depositMicro;
 
     ClassRoute(String id, Route route, String[] residency, KeyOrder table, String localTable, EngineCell[] cells,
-               String[] endpoints, double[] share, double[] expectedTtftMs, int maxEjected,
+               String[] endpoints, double[] share, java.util.concurrent.atomic.AtomicInteger pool,
+               double[] expectedTtftMs, int maxEjected,
                EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, int[] nearGroupEnd,
                RetryTokens retryTokens, long depositMicro) {
         this.id = id;
@@ -66,6 +69,7 @@ final class ClassRoute {
         this.cells = cells;
         this.endpoints = endpoints;
         this.share = share;
+        this.pool = pool;
         this.expectedTtftMs = expectedTtftMs;
         this.maxEjected = maxEjected;
         this.near = near;

@@ -14,6 +14,8 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 /**
@@ -51,24 +53,41 @@ final class Compiled {
      */
     static Compiled compile(String gateway, Snapshot s, Compiled previous, long now,
                             Function<String, EngineCell> cells, Function<String, RetryTokens> retryBudgets,
-                            DataPlaneOptions options) {
+                            Function<String, AtomicInteger> inFlight, DataPlaneOptions options) {
         Map<String, Route> routes = s.routes().getOrDefault(gateway, Map.of());
         EngineIndex engines = new EngineIndex(s, gateway, cells, options);
         Map<String, Allowed> allowedSets = new HashMap<>();
 
-        // Each engine's share of this gateway's requests, over all classes, weighted by demand.
-        double[] load = new double[engines.size()];
-        double total = 0;
+        // Each engine's share of this gateway's requests in flight within its pool: the rate the policy sends it
+        // from here times how long a request stays in flight there (Little's law), so that engines whose requests
+        // last longer (a larger model, longer answers, farther away) are compared with what they should hold, not
+        // with their share of the rate; and over the models that share engines only, so that the requests of a
+        // model served elsewhere do not move the bound (docs/request-path.md, "Bounded load").
+        int n = engines.size();
+        double[] load = new double[n];
+        Pools pools = new Pools();
         for (Route r : routes.values()) {
             double d = Math.max(0, r.demandRps()) + DEMAND_EPSILON;
             boolean[] mask = allowed(r, engines, allowedSets).mask;
+            pools.model(r.model());
             for (Map.Entry<String, Double> w : r.weights().entrySet()) {
                 Integer j = engines.index.get(w.getKey());
                 if (w.getValue() > 0 && j != null && mask[j]) {
-                    load[j] += d * w.getValue();
-                    total += d * w.getValue();
+                    load[j] += d * w.getValue() * engines.durationMs[j];
+                    pools.engine(j, r.model());
                 }
             }
+        }
+        double[] poolTotal = new double[n];
+        Map<String, Double> totals = new HashMap<>();
+        for (int j = 0; j < n; j++) {
+            if (load[j] > 0) {
+                totals.merge(pools.ofEngine(j), load[j], Double::sum);
+            }
+        }
+        for (int j = 0; j < n; j++) {
+            String pool = pools.ofEngine(j);
+            poolTotal[j] = pool == null ? 0 : totals.getOrDefault(pool, 0.0);
         }
 
         Map<String, ClassRoute> byId = new HashMap<>();
@@ -80,8 +99,9 @@ final class Compiled {
             Route r = entry.getValue();
             ClassRoute prev = previous == null ? null : previous.byId.get(classId);
             long deposit = Math.round(s.retryRatio(r) * RetryTokens.UNIT);
-            ClassRoute k = compileClass(classId, r, prev, engines, allowed(r, engines, allowedSets), load, total,
-                    s.groups(), decodedGroups, retryBudgets.apply(classId), deposit, options);
+            ClassRoute k = compileClass(classId, r, prev, engines, allowed(r, engines, allowedSets), load, poolTotal,
+                    inFlight.apply(pools.ofModel(r.model())), s.groups(), decodedGroups, retryBudgets.apply(classId),
+                    deposit, options);
             byId.put(classId, k);
             byModelList.computeIfAbsent(r.model(), m -> new ArrayList<>()).add(k);
             if (k.localTable != null) {
@@ -115,6 +135,59 @@ final class Compiled {
         }
     }
 
+    /**
+     * The models of one gateway's routes that share engines, joined (union-find over models, an engine uniting the
+     * models that weight it): requests in flight are counted per pool, named by its sorted model ids, and an engine's
+     * bound is a share of its pool's count. Models on separate engines (a 70B and an 8B model) are separate pools, as
+     * if separate gateways served them; adapters of one base model on the same engines are one pool.
+     */
+    private static final class Pools {
+        private final Map<String, String> parent = new HashMap<>();
+        private final Map<Integer, String> engineModel = new HashMap<>();
+        private Map<String, String> names;
+
+        void model(String m) {
+            parent.putIfAbsent(m, m);
+        }
+
+        void engine(int j, String m) {
+            model(m);
+            String other = engineModel.putIfAbsent(j, m);
+            if (other != null) {
+                parent.put(root(m), root(other));
+            }
+        }
+
+        private String root(String m) {
+            String r = m;
+            while (!parent.get(r).equals(r)) {
+                r = parent.get(r);
+            }
+            return r;
+        }
+
+        /** The pool's name for a model of the routes. */
+        String ofModel(String m) {
+            if (names == null) {
+                Map<String, TreeSet<String>> members = new HashMap<>();
+                for (String x : parent.keySet()) {
+                    members.computeIfAbsent(root(x), r -> new TreeSet<>()).add(x);
+                }
+                names = new HashMap<>();
+                for (String x : parent.keySet()) {
+                    names.put(x, String.join(",", members.get(root(x))));
+                }
+            }
+            return names.get(m);
+        }
+
+        /** The pool of an engine some route weights; null when none does. */
+        String ofEngine(int j) {
+            String m = engineModel.get(j);
+            return m == null ? null : ofModel(m);
+        }
+    }
+
     /** The snapshot's engines as arrays indexed in id order, built once per swap. */
     private static final class EngineIndex {
         final String[] ids;
@@ -123,6 +196,12 @@ final class Compiled {
         /** Round trip from this gateway cluster, ms; NaN when the engine's cluster is unreachable. */
         final double[] rttMs;
         final double[] expectedTtftMs;
+        /**
+         * How long a request sent from this gateway stays in flight at the engine, ms: its latency at the planned load
+         * plus the round trip. An engine planned beyond its capacity (infinite latency) or without a latency gets
+         * the longest finite one; when no engine has one, every engine 1, so that shares follow the rate alone.
+         */
+        final double[] durationMs;
         final EngineCell[] cells;
         /** Model id → which engines serve it. */
         final Map<String, boolean[]> servers = new HashMap<>();
@@ -162,6 +241,20 @@ final class Compiled {
                     .thenComparingDouble(i -> rttMs[i])
                     .thenComparingInt(i -> i));
             nearOrder = reachable.stream().mapToInt(Integer::intValue).toArray();
+            durationMs = new double[n];
+            double longest = 0;
+            for (int i = 0; i < n; i++) {
+                double ms = states[i].latencyMs() + (Double.isNaN(rttMs[i]) ? 0 : rttMs[i]);
+                durationMs[i] = Double.isFinite(ms) && states[i].latencyMs() > 0 ? ms : Double.NaN;
+                if (durationMs[i] > longest) {
+                    longest = durationMs[i];
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                if (Double.isNaN(durationMs[i])) {
+                    durationMs[i] = longest > 0 ? longest : 1;
+                }
+            }
         }
 
         int size() {
@@ -212,8 +305,8 @@ final class Compiled {
     }
 
     private static ClassRoute compileClass(String classId, Route r, ClassRoute prev, EngineIndex engines,
-                                           Allowed allowed, double[] load, double total,
-                                           Map<String, EngineGroup> groups, Map<String, SlotTable> decodedGroups,
+                                           Allowed allowed, double[] load, double[] poolTotal,
+                                           AtomicInteger pool, Map<String, EngineGroup> groups, Map<String, SlotTable> decodedGroups,
                                            RetryTokens retryTokens, long depositMicro, DataPlaneOptions options) {
         int[] idx = new int[r.weights().size()];
         double[] ws = new double[idx.length];
@@ -275,7 +368,7 @@ final class Compiled {
             int j = idx[i];
             cells[i] = engines.cells[j];
             endpoints[i] = engines.states[j].endpoint();
-            share[i] = total > 0 ? load[j] / total : 1.0 / n;
+            share[i] = poolTotal[j] > 0 ? load[j] / poolTotal[j] : 1.0 / n;
             ttft[i] = engines.expectedTtftMs[j];
         }
         int maxEjected = n <= 1 ? 0 : Math.min(n - 1, Math.max(1, (int) Math.floor(options.maxEjectedFraction() * n)));
@@ -298,8 +391,8 @@ final class Compiled {
         }
         String[] residency = r.residency().toArray(new String[0]);
         Arrays.sort(residency);
-        return new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, share, ttft, maxEjected,
-                near, nearEndpoints, nearTtft, groupEnd, retryTokens, depositMicro);
+        return new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, share, pool, ttft,
+                maxEjected, near, nearEndpoints, nearTtft, groupEnd, retryTokens, depositMicro);
     }
 
     private static boolean sameGroup(EngineIndex engines, int a, int b) {

@@ -1,5 +1,6 @@
 package dev.sextant.request;
 
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
@@ -26,6 +27,8 @@ public final class Decision {
     final long requestId;
     final double expectedTtftMs;
     final EngineCell[] tried;
+    /** The count of requests in flight in the pool the engine was chosen from, lowered when the attempt ends. */
+    final AtomicInteger pool;
     // refused
     private final Refusal refusal;
     private final String message;
@@ -35,7 +38,7 @@ public final class Decision {
 
     private Decision(String classId, long snapshotVersion, boolean fallback, EngineCell cell, String endpoint,
                      int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
-                     EngineCell[] tried, Refusal refusal, String message, long retryAfterNanos) {
+                     EngineCell[] tried, AtomicInteger pool, Refusal refusal, String message, long retryAfterNanos) {
         this.classId = classId;
         this.snapshotVersion = snapshotVersion;
         this.fallback = fallback;
@@ -47,6 +50,7 @@ public final class Decision {
         this.requestId = requestId;
         this.expectedTtftMs = expectedTtftMs;
         this.tried = tried;
+        this.pool = pool;
         this.refusal = refusal;
         this.message = message;
         this.retryAfterNanos = retryAfterNanos;
@@ -54,15 +58,15 @@ public final class Decision {
 
     static Decision routed(String classId, long version, boolean fallback, EngineCell cell, String endpoint,
                            int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
-                           EngineCell[] tried) {
+                           EngineCell[] tried, AtomicInteger pool) {
         return new Decision(classId, version, fallback, cell, endpoint, attempt, backoffNanos, key, requestId,
-                expectedTtftMs, tried, null, null, 0);
+                expectedTtftMs, tried, pool, null, null, 0);
     }
 
     static Decision refused(String classId, long version, boolean fallback, Refusal refusal, String message,
                             long retryAfterNanos) {
-        return new Decision(classId, version, fallback, null, null, 0, 0, 0, 0, Double.NaN, null, refusal, message,
-                retryAfterNanos);
+        return new Decision(classId, version, fallback, null, null, 0, 0, 0, 0, Double.NaN, null, null, refusal,
+                message, retryAfterNanos);
     }
 
     /** True when the request goes to {@link #engineId()}; false when it is refused. */

@@ -29,6 +29,9 @@ final class DefaultDataPlane implements DataPlane {
 
     private final Map<String, EngineCell> cells = new ConcurrentHashMap<>();
     private final AtomicInteger totalInFlight = new AtomicInteger();
+    /** Requests in flight by pool of models that share engines (Compiled.Pools), kept across snapshots. */
+    private final java.util.concurrent.ConcurrentHashMap<String, AtomicInteger> pools =
+            new java.util.concurrent.ConcurrentHashMap<>();
     /**
      * Each class's retry budget, by class id: its own deposits pay for its own retries, so that an idle class
      * cannot fund a retry storm on a saturated class's engines. Kept across snapshots, like the engines' cells.
@@ -62,7 +65,7 @@ final class DefaultDataPlane implements DataPlane {
         this.minInFlight = options.boundedLoadMinInFlight();
         long now = ticker.nanos();
         Compiled first = Compiled.compile(gateway, snapshot, null, now - ageNanos, this::cell, this::retryBudget,
-                options);
+                this::pool, options);
         floors(first);
         this.compiled = first;
     }
@@ -111,7 +114,7 @@ final class DefaultDataPlane implements DataPlane {
                 return engineLimit(c, k, true);
             }
             return Decision.routed(k.id, c.snapshot.version(), true, k.near[i], k.nearEndpoints[i], 1, 0,
-                    request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[i], null);
+                    request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[i], null, k.pool);
         }
         if (k.shed > 0 && Hashing.unit(Hashing.mix(request.requestId() ^ Hashing.ADMISSION_SALT)) < k.shed) {
             return shed(c, k);
@@ -125,7 +128,7 @@ final class DefaultDataPlane implements DataPlane {
             return engineLimit(c, k, false);
         }
         return Decision.routed(k.id, c.snapshot.version(), false, k.cells[i], k.endpoints[i], 1, 0,
-                request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null);
+                request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null, k.pool);
     }
 
     private boolean stale(Compiled c, long now) {
@@ -148,18 +151,33 @@ final class DefaultDataPlane implements DataPlane {
         if (exclude == null) {
             int e = k.table.first(key);
             EngineCell cell = k.cells[e];
-            if (!cell.ejected(now) && withinBound(cell.inFlight.get(), k.share[e]) && cell.tryAcquire(k.limit)) {
-                totalInFlight.incrementAndGet();
+            if (!cell.ejected(now) && withinBound(k, cell.inFlight.get(), k.share[e]) && cell.tryAcquire(k.limit)) {
+                acquired(k);
                 return e;
             }
         }
         return walk(k, key, exclude, now);
     }
 
-    private boolean withinBound(int inFlight, double share) {
+    private boolean withinBound(ClassRoute k, int inFlight, double share) {
         // Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018): capacity
-        // ⌈(1+ε)·share·(m+1)⌉ for m requests in flight, counting the one being placed.
-        return inFlight < minInFlight || inFlight + 1 <= Math.ceil(loadFactor * share * (totalInFlight.get() + 1));
+        // ⌈(1+ε)·share·(m+1)⌉ for m requests in flight in the engine's pool, counting the one being placed.
+        return inFlight < minInFlight || inFlight + 1 <= Math.ceil(loadFactor * share * (k.pool.get() + 1));
+    }
+
+    /** Counts a request placed on one of {@code k}'s engines (whose own count the caller has raised). */
+    private void acquired(ClassRoute k) {
+        totalInFlight.incrementAndGet();
+        k.pool.incrementAndGet();
+    }
+
+    private void released(AtomicInteger pool) {
+        totalInFlight.decrementAndGet();
+        pool.decrementAndGet();
+    }
+
+    private AtomicInteger pool(String name) {
+        return pools.computeIfAbsent(name, x -> new AtomicInteger());
     }
 
     /**
@@ -200,8 +218,8 @@ final class DefaultDataPlane implements DataPlane {
             if (inFlight >= k.limit) {
                 continue;
             }
-            if (withinBound(inFlight, k.share[e]) && cell.tryAcquire(k.limit)) {
-                totalInFlight.incrementAndGet();
+            if (withinBound(k, inFlight, k.share[e]) && cell.tryAcquire(k.limit)) {
+                acquired(k);
                 return e;
             }
             double ratio = (inFlight + 1) / k.share[e];
@@ -211,7 +229,7 @@ final class DefaultDataPlane implements DataPlane {
             }
         }
         if (best >= 0 && k.cells[best].tryAcquire(k.limit)) {
-            totalInFlight.incrementAndGet();
+            acquired(k);
             return best;
         }
         for (; i < len; i++) {
@@ -231,12 +249,12 @@ final class DefaultDataPlane implements DataPlane {
             }
             sawHealthy = true;
             if (cell.tryAcquire(k.limit)) {
-                totalInFlight.incrementAndGet();
+                acquired(k);
                 return e;
             }
         }
         if (!sawHealthy && panic >= 0 && k.cells[panic].tryAcquire(k.limit)) {
-            totalInFlight.incrementAndGet();
+            acquired(k);
             return panic;
         }
         return -1;
@@ -255,7 +273,7 @@ final class DefaultDataPlane implements DataPlane {
         for (int i = 0; i < k.near.length; i++) {
             EngineCell cell = k.near[i];
             if ((exclude == null || ClassRoute.indexOf(exclude, cell) < 0) && cell.tryAcquire(k.limit)) {
-                totalInFlight.incrementAndGet();
+                acquired(k);
                 return i;
             }
         }
@@ -288,7 +306,7 @@ final class DefaultDataPlane implements DataPlane {
                 }
             }
             if (best >= 0 && near[best].tryAcquire(k.limit)) {
-                totalInFlight.incrementAndGet();
+                acquired(k);
                 return best;
             }
             g = end;
@@ -350,7 +368,7 @@ final class DefaultDataPlane implements DataPlane {
             if (spill >= 0) {
                 if (i >= 0) {
                     k.cells[i].inFlight.decrementAndGet();
-                    totalInFlight.decrementAndGet();
+                    released(k.pool);
                 }
                 i = spill;
                 nearest = true;
@@ -363,7 +381,7 @@ final class DefaultDataPlane implements DataPlane {
             // full-jitter back-off (Brooker 2015): uniform in [0, min(max, base·2^(attempt−2))].
             int same = ClassRoute.indexOf(cellsOf, failed.cell);
             if (same >= 0 && !failed.cell.ejected(now) && failed.cell.tryAcquire(k.limit)) {
-                totalInFlight.incrementAndGet();
+                acquired(k);
                 i = same;
                 long cap = Math.min(backoffMaxNanos, backoffBaseNanos << Math.min(30, attempt - 2));
                 backoff = (long) (cap * Hashing.unit(Hashing.mix(failed.requestId ^ Hashing.JITTER_SALT
@@ -385,7 +403,7 @@ final class DefaultDataPlane implements DataPlane {
         }
         return Decision.routed(k.id, version, stale, cellsOf[i], nearest ? k.nearEndpoints[i] : k.endpoints[i],
                 attempt, backoff, failed.key, failed.requestId,
-                nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried);
+                nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried, k.pool);
     }
 
     @Override
@@ -395,7 +413,7 @@ final class DefaultDataPlane implements DataPlane {
         }
         EngineCell cell = attempt.cell;
         cell.inFlight.decrementAndGet();
-        totalInFlight.decrementAndGet();
+        released(attempt.pool);
         if (outcome.failure()) {
             failed(cell, outcome.toString(), false);
         } else if (outcome == Outcome.SUCCESS) {
@@ -595,7 +613,8 @@ final class DefaultDataPlane implements DataPlane {
         } else if (snapshot.version() == current.snapshot.version()) {
             return false; // one version, two contents: a publisher that does not know its own history
         } else {
-            Compiled next = Compiled.compile(gateway, snapshot, current, now, this::cell, this::retryBudget, options);
+            Compiled next = Compiled.compile(gateway, snapshot, current, now, this::cell, this::retryBudget, this::pool,
+                    options);
             floors(next);
             compiled = next;
             cells.keySet().retainAll(snapshot.engines().keySet());

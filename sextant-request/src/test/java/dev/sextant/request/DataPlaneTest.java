@@ -142,6 +142,102 @@ class DataPlaneTest {
         }
     }
 
+    /**
+     * A gateway serving a large model (requests 1.6 s in flight) and a small one (0.6 s), each over three engines at
+     * the same rate: the large model's engines hold 8/3 as many requests, and that is what each key's own engine
+     * must be allowed to hold.
+     */
+    static Snapshot twoModels() {
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
+        Map<String, Double> big = new java.util.TreeMap<>();
+        Map<String, Double> small = new java.util.TreeMap<>();
+        for (int i = 0; i < 3; i++) {
+            b.engine("big" + i, "c", "r", 1600, "llama-70b");
+            b.engine("small" + i, "c", "r", 600, "llama-8b");
+            big.put("big" + i, 1.0 / 3);
+            small.put("small" + i, 1.0 / 3);
+        }
+        return b.route("chat", "llama-70b", List.of(), 0, 0, big).route("assist", "llama-8b", List.of(), 0, 0, small)
+                .build();
+    }
+
+    /**
+     * Keys of {@code model} whose own engine is each engine of {@code counts} as many times as it says, from seed 1, in
+     * turn (one for each engine that has keys left, in id order, then again), as conversations arriving over time.
+     */
+    List<Long> keysFor(Snapshot s, String model, Map<String, Integer> counts) {
+        DataPlane probe = plane(s);
+        Map<String, List<Long>> byEngine = new java.util.TreeMap<>();
+        counts.keySet().forEach(e -> byEngine.put(e, new ArrayList<>()));
+        int wanted = counts.values().stream().mapToInt(Integer::intValue).sum();
+        SplittableRandom rng = new SplittableRandom(1);
+        for (int found = 0; found < wanted; ) {
+            long key = rng.nextLong();
+            Decision d = probe.route(RequestMeta.of(model, key, key));
+            probe.onFinish(d, Outcome.SUCCESS, -1);
+            List<Long> mine = byEngine.get(d.engineId());
+            if (mine.size() < counts.get(d.engineId())) {
+                mine.add(key);
+                found++;
+            }
+        }
+        List<Long> keys = new ArrayList<>();
+        for (int i = 0; keys.size() < wanted; i++) {
+            for (List<Long> mine : byEngine.values()) {
+                if (i < mine.size()) {
+                    keys.add(mine.get(i));
+                }
+            }
+        }
+        return keys;
+    }
+
+    @Test
+    void route_twoModelsOfDifferentDurations_keysStayOnTheirEnginesAtTheInFlightTheRatesAndDurationsImply() {
+        Snapshot s = twoModels();
+        // in flight in the ratio of the durations: 32 on a large-model engine (36, 32 and 28: keys are not spread
+        // evenly), 12 on a small-model one
+        List<Long> big = keysFor(s, "llama-70b", Map.of("big0", 36, "big1", 32, "big2", 28));
+        List<Long> small = keysFor(s, "llama-8b", Map.of("small0", 12, "small1", 12, "small2", 12));
+        DataPlane p = plane(s);
+        DataPlane alone = plane(s);
+        int moved = 0;
+        int j = 0;
+        for (int i = 0; i < big.size(); i++) { // arriving interleaved, as they would
+            List<String[]> arriving = new ArrayList<>();
+            arriving.add(new String[] {"llama-70b", Long.toString(big.get(i))});
+            for (; j < (i + 1) * small.size() / big.size(); j++) {
+                arriving.add(new String[] {"llama-8b", Long.toString(small.get(j))});
+            }
+            for (String[] a : arriving) {
+                long key = Long.parseLong(a[1]);
+                Decision first = alone.route(RequestMeta.of(a[0], key, key));
+                alone.onFinish(first, Outcome.SUCCESS, -1);
+                moved += p.route(RequestMeta.of(a[0], key, key)).engineId().equals(first.engineId()) ? 0 : 1;
+            }
+        }
+        // compared with their share of the rate (1/6 each), the large-model engines would pass their bound at 28, and
+        // the requests of the fullest walk to the least loaded
+        assertThat(moved).isZero();
+        assertThat(p.inFlight("big0") + p.inFlight("big1") + p.inFlight("big2")).isEqualTo(96);
+    }
+
+    @Test
+    void route_aModelOnItsOwnEngines_isBoundedByItsOwnRequestsInFlight_notByAnotherModelsLull() {
+        Snapshot s = twoModels();
+        // the small model's traffic is idle: the large model's keys are bounded within its own pool (1.25 × 1/3 ×
+        // 97 = 40.4), not within the gateway's (1.25 × 8/22 × 97 = 29.4, which the fullest passes)
+        DataPlane p = plane(s);
+        DataPlane alone = plane(s);
+        int moved = 0;
+        for (long key : keysFor(s, "llama-70b", Map.of("big0", 36, "big1", 32, "big2", 28))) {
+            Decision first = alone.route(RequestMeta.of("llama-70b", key, key));
+            alone.onFinish(first, Outcome.SUCCESS, -1);
+            moved += p.route(RequestMeta.of("llama-70b", key, key)).engineId().equals(first.engineId()) ? 0 : 1;
+        }
+        assertThat(moved).isZero();
+    }
+
     // ------------------------------------------------------------------ outlier ejection
 
     @Test
