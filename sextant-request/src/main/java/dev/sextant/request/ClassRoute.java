@@ -36,6 +36,13 @@ final class ClassRoute {
     final java.util.concurrent.atomic.AtomicInteger pool;
     /** Expected TTFT at the gateway (engine prediction + network RTT), ms; NaN = no rule. */
     final double[] expectedTtftMs;
+    /**
+     * What an engine may take from this gateway before it is over its expected load: what the policy sends it from
+     * here plus its planned spare capacity, req/s (Compiled).
+     */
+    final double[] allowanceRps;
+    /** How long a request stays in flight at the engine by the snapshot (latency + round trip), ms. */
+    final double[] plannedMs;
     /** At most this many of {@link #cells} ejected at once. */
     final int maxEjected;
 
@@ -43,6 +50,10 @@ final class ClassRoute {
     final EngineCell[] near;
     final String[] nearEndpoints;
     final double[] nearExpectedTtftMs;
+    /** The nominal capacity of the engines of {@link #near}, req/s (0 without effective capacity). */
+    final double[] nearCapacityRps;
+    /** {@link #plannedMs} of the engines of {@link #near}. */
+    final double[] nearPlannedMs;
     /** {@code nearGroupEnd[i]}: index after the last engine tied with engine i (same health and RTT). */
     final int[] nearGroupEnd;
     /** Requests in flight per engine this class may fill up to: the engine limit less the priority reserve. */
@@ -55,8 +66,10 @@ final class ClassRoute {
 
     ClassRoute(String id, Route route, String[] residency, KeyOrder table, String localTable, EngineCell[] cells,
                String[] endpoints, double[] share, java.util.concurrent.atomic.AtomicInteger pool,
-               double[] expectedTtftMs, int maxEjected,
-               EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, int[] nearGroupEnd,
+               double[] expectedTtftMs, double[] allowanceRps, double[] plannedMs, int maxEjected,
+               EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, double[] nearCapacityRps,
+               double[] nearPlannedMs,
+               int[] nearGroupEnd,
                RetryTokens retryTokens, long depositMicro) {
         this.id = id;
         this.route = route;
@@ -71,10 +84,14 @@ final class ClassRoute {
         this.share = share;
         this.pool = pool;
         this.expectedTtftMs = expectedTtftMs;
+        this.allowanceRps = allowanceRps;
+        this.plannedMs = plannedMs;
         this.maxEjected = maxEjected;
         this.near = near;
         this.nearEndpoints = nearEndpoints;
         this.nearExpectedTtftMs = nearExpectedTtftMs;
+        this.nearCapacityRps = nearCapacityRps;
+        this.nearPlannedMs = nearPlannedMs;
         this.nearGroupEnd = nearGroupEnd;
         this.retryTokens = retryTokens;
         this.depositMicro = depositMicro;

@@ -64,7 +64,7 @@ final class Compiled {
         // with their share of the rate; and over the models that share engines only, so that the requests of a
         // model served elsewhere do not move the bound (docs/request-path.md, "Bounded load").
         int n = engines.size();
-        double[] load = new double[n];
+        PerEngine pe = new PerEngine(n);
         Pools pools = new Pools();
         for (Route r : routes.values()) {
             double d = Math.max(0, r.demandRps()) + DEMAND_EPSILON;
@@ -73,21 +73,28 @@ final class Compiled {
             for (Map.Entry<String, Double> w : r.weights().entrySet()) {
                 Integer j = engines.index.get(w.getKey());
                 if (w.getValue() > 0 && j != null && mask[j]) {
-                    load[j] += d * w.getValue() * engines.durationMs[j];
+                    pe.rps[j] += d * w.getValue();
+                    pe.load[j] += d * w.getValue() * engines.durationMs[j];
                     pools.engine(j, r.model());
                 }
             }
         }
-        double[] poolTotal = new double[n];
         Map<String, Double> totals = new HashMap<>();
         for (int j = 0; j < n; j++) {
-            if (load[j] > 0) {
-                totals.merge(pools.ofEngine(j), load[j], Double::sum);
+            if (pe.load[j] > 0) {
+                totals.merge(pools.ofEngine(j), pe.load[j], Double::sum);
             }
         }
         for (int j = 0; j < n; j++) {
             String pool = pools.ofEngine(j);
-            poolTotal[j] = pool == null ? 0 : totals.getOrDefault(pool, 0.0);
+            pe.poolTotal[j] = pool == null ? 0 : totals.getOrDefault(pool, 0.0);
+            // what the engine may take from here before it is over its expected load: what the policy sends it from
+            // here plus its planned spare capacity (effective capacity less all its planned load), req/s
+            // (docs/request-path.md, "Spill under load")
+            EngineState e = engines.states[j];
+            double spare = Math.max(0, e.effectiveCapacityRps() - e.loadRps());
+            pe.allowanceRps[j] = pe.rps[j] + (Double.isFinite(spare) ? spare : 0);
+            pe.capacityRps[j] = e.effectiveCapacityRps() > 0 && Double.isFinite(e.capacityRps()) ? e.capacityRps() : 0;
         }
 
         Map<String, ClassRoute> byId = new HashMap<>();
@@ -99,7 +106,7 @@ final class Compiled {
             Route r = entry.getValue();
             ClassRoute prev = previous == null ? null : previous.byId.get(classId);
             long deposit = Math.round(s.retryRatio(r) * RetryTokens.UNIT);
-            ClassRoute k = compileClass(classId, r, prev, engines, allowed(r, engines, allowedSets), load, poolTotal,
+            ClassRoute k = compileClass(classId, r, prev, engines, allowed(r, engines, allowedSets), pe,
                     inFlight.apply(pools.ofModel(r.model())), s.groups(), decodedGroups, retryBudgets.apply(classId),
                     deposit, options);
             byId.put(classId, k);
@@ -132,6 +139,28 @@ final class Compiled {
             int rank = ranks - 1 - java.util.Arrays.binarySearch(priorities, k.priority);
             double keep = ranks == 1 ? 1 : 1 - options.priorityReserve() * rank / (ranks - 1);
             k.limit = Math.max(1, (int) Math.ceil(options.maxInFlightPerEngine() * keep - 1e-9));
+        }
+    }
+
+    /** What the routes of one snapshot plan for each engine from this gateway, indexed like {@link EngineIndex}. */
+    private static final class PerEngine {
+        /** Requests per second sent from here. */
+        final double[] rps;
+        /** Requests in flight expected from here, × 1000: rps × duration in ms. */
+        final double[] load;
+        /** {@link #load} summed over the engine's pool. */
+        final double[] poolTotal;
+        /** What the engine may take from here before it is over its expected load, req/s. */
+        final double[] allowanceRps;
+        /** Its nominal capacity, req/s; 0 without effective capacity. */
+        final double[] capacityRps;
+
+        PerEngine(int n) {
+            rps = new double[n];
+            load = new double[n];
+            poolTotal = new double[n];
+            allowanceRps = new double[n];
+            capacityRps = new double[n];
         }
     }
 
@@ -305,8 +334,8 @@ final class Compiled {
     }
 
     private static ClassRoute compileClass(String classId, Route r, ClassRoute prev, EngineIndex engines,
-                                           Allowed allowed, double[] load, double[] poolTotal,
-                                           AtomicInteger pool, Map<String, EngineGroup> groups, Map<String, SlotTable> decodedGroups,
+                                           Allowed allowed, PerEngine pe, AtomicInteger pool,
+                                           Map<String, EngineGroup> groups, Map<String, SlotTable> decodedGroups,
                                            RetryTokens retryTokens, long depositMicro, DataPlaneOptions options) {
         int[] idx = new int[r.weights().size()];
         double[] ws = new double[idx.length];
@@ -364,12 +393,16 @@ final class Compiled {
         String[] endpoints = new String[n];
         double[] share = new double[n];
         double[] ttft = new double[n];
+        double[] allowance = new double[n];
+        double[] plannedMs = new double[n];
         for (int i = 0; i < n; i++) {
             int j = idx[i];
             cells[i] = engines.cells[j];
             endpoints[i] = engines.states[j].endpoint();
-            share[i] = poolTotal[j] > 0 ? load[j] / poolTotal[j] : 1.0 / n;
+            share[i] = pe.poolTotal[j] > 0 ? pe.load[j] / pe.poolTotal[j] : 1.0 / n;
             ttft[i] = engines.expectedTtftMs[j];
+            allowance[i] = pe.allowanceRps[j];
+            plannedMs[i] = engines.durationMs[j];
         }
         int maxEjected = n <= 1 ? 0 : Math.min(n - 1, Math.max(1, (int) Math.floor(options.maxEjectedFraction() * n)));
 
@@ -378,12 +411,16 @@ final class Compiled {
         EngineCell[] near = new EngineCell[m];
         String[] nearEndpoints = new String[m];
         double[] nearTtft = new double[m];
+        double[] nearCapacity = new double[m];
+        double[] nearPlannedMs = new double[m];
         int[] groupEnd = new int[m];
         for (int i = 0; i < m; i++) {
             int j = nearIdx[i];
             near[i] = engines.cells[j];
             nearEndpoints[i] = engines.states[j].endpoint();
             nearTtft[i] = engines.expectedTtftMs[j];
+            nearCapacity[i] = pe.capacityRps[j];
+            nearPlannedMs[i] = engines.durationMs[j];
         }
         for (int i = m - 1; i >= 0; i--) {
             boolean tiedWithNext = i + 1 < m && sameGroup(engines, nearIdx[i], nearIdx[i + 1]);
@@ -392,7 +429,8 @@ final class Compiled {
         String[] residency = r.residency().toArray(new String[0]);
         Arrays.sort(residency);
         return new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, share, pool, ttft,
-                maxEjected, near, nearEndpoints, nearTtft, groupEnd, retryTokens, depositMicro);
+                allowance, plannedMs, maxEjected, near, nearEndpoints, nearTtft, nearCapacity, nearPlannedMs, groupEnd,
+                retryTokens, depositMicro);
     }
 
     private static boolean sameGroup(EngineIndex engines, int a, int b) {

@@ -16,7 +16,9 @@ package dev.sextant.request;
  *                        snapshot carried none or an invalid one (see
  *                        {@link DataPlaneListener#onLocalSlotTable}); 0 when every class uses the
  *                        snapshot's table, so that every gateway chooses the same engines for a key
+ * @param spills          requests sent away from their key's engine because it was over its expected load (to the
+ *                        nearest allowed engine with room), since the data plane started
  */
 public record DataPlaneStatus(String gatewayCluster, long version, String hash, long ageNanos, boolean fallback,
-                              int inFlight, double retryTokens, int ejectedEngines, int localSlotTables) {
+                              int inFlight, double retryTokens, int ejectedEngines, int localSlotTables, long spills) {
 }

@@ -29,6 +29,8 @@ public final class Decision {
     final EngineCell[] tried;
     /** The count of requests in flight in the pool the engine was chosen from, lowered when the attempt ends. */
     final AtomicInteger pool;
+    /** When the data plane placed the attempt, on its ticker, ns. */
+    final long startNanos;
     // refused
     private final Refusal refusal;
     private final String message;
@@ -38,7 +40,8 @@ public final class Decision {
 
     private Decision(String classId, long snapshotVersion, boolean fallback, EngineCell cell, String endpoint,
                      int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
-                     EngineCell[] tried, AtomicInteger pool, Refusal refusal, String message, long retryAfterNanos) {
+                     EngineCell[] tried, AtomicInteger pool, long startNanos, Refusal refusal, String message,
+                     long retryAfterNanos) {
         this.classId = classId;
         this.snapshotVersion = snapshotVersion;
         this.fallback = fallback;
@@ -51,6 +54,7 @@ public final class Decision {
         this.expectedTtftMs = expectedTtftMs;
         this.tried = tried;
         this.pool = pool;
+        this.startNanos = startNanos;
         this.refusal = refusal;
         this.message = message;
         this.retryAfterNanos = retryAfterNanos;
@@ -58,14 +62,14 @@ public final class Decision {
 
     static Decision routed(String classId, long version, boolean fallback, EngineCell cell, String endpoint,
                            int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
-                           EngineCell[] tried, AtomicInteger pool) {
+                           EngineCell[] tried, AtomicInteger pool, long startNanos) {
         return new Decision(classId, version, fallback, cell, endpoint, attempt, backoffNanos, key, requestId,
-                expectedTtftMs, tried, pool, null, null, 0);
+                expectedTtftMs, tried, pool, startNanos, null, null, 0);
     }
 
     static Decision refused(String classId, long version, boolean fallback, Refusal refusal, String message,
                             long retryAfterNanos) {
-        return new Decision(classId, version, fallback, null, null, 0, 0, 0, 0, Double.NaN, null, null, refusal,
+        return new Decision(classId, version, fallback, null, null, 0, 0, 0, 0, Double.NaN, null, null, 0, refusal,
                 message, retryAfterNanos);
     }
 

@@ -29,6 +29,8 @@ final class DefaultDataPlane implements DataPlane {
 
     private final Map<String, EngineCell> cells = new ConcurrentHashMap<>();
     private final AtomicInteger totalInFlight = new AtomicInteger();
+    /** Requests sent away from an engine over its expected load (see {@link #spill}). */
+    private final java.util.concurrent.atomic.LongAdder spills = new java.util.concurrent.atomic.LongAdder();
     /** Requests in flight by pool of models that share engines (Compiled.Pools), kept across snapshots. */
     private final java.util.concurrent.ConcurrentHashMap<String, AtomicInteger> pools =
             new java.util.concurrent.ConcurrentHashMap<>();
@@ -102,21 +104,24 @@ final class DefaultDataPlane implements DataPlane {
             return noAllowedEngine(c, k);
         }
         boolean stale = stale(c, now);
-        if (stale) {
+        if (stale && k.table == null) {
             if (k.near.length == 0) {
                 return noAllowedEngine(c, k);
             }
-            // The policy is too old to trust its weights or its shed fractions: nearest allowed engine,
-            // fewest in flight, with the per-engine concurrency limit as the only guard.
+            // No weights to follow: nearest allowed engine, fewest in flight, with the per-engine concurrency
+            // limit as the only guard.
             k.retryTokens.deposit(k.depositMicro);
             int i = pickNear(k, null, now);
             if (i < 0) {
                 return engineLimit(c, k, true);
             }
             return Decision.routed(k.id, c.snapshot.version(), true, k.near[i], k.nearEndpoints[i], 1, 0,
-                    request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[i], null, k.pool);
+                    request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[i], null, k.pool, now);
         }
-        if (k.shed > 0 && Hashing.unit(Hashing.mix(request.requestId() ^ Hashing.ADMISSION_SALT)) < k.shed) {
+        // A snapshot too old to trust its shed fractions (the demand they were computed for has moved on) still
+        // has the best weights there are: keys keep their engines, and load beyond what they planned spills
+        if (!stale && k.shed > 0
+                && Hashing.unit(Hashing.mix(request.requestId() ^ Hashing.ADMISSION_SALT)) < k.shed) {
             return shed(c, k);
         }
         if (k.table == null) {
@@ -125,10 +130,74 @@ final class DefaultDataPlane implements DataPlane {
         k.retryTokens.deposit(k.depositMicro);
         int i = pickHashed(k, request.affinityKey(), null, now);
         if (i < 0) {
-            return engineLimit(c, k, false);
+            return engineLimit(c, k, stale);
         }
-        return Decision.routed(k.id, c.snapshot.version(), false, k.cells[i], k.endpoints[i], 1, 0,
-                request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null, k.pool);
+        if (spills(k.cells[i], k.allowanceRps[i], request.affinityKey(), now)) {
+            int s = spill(k, k.cells[i], now);
+            if (s >= 0) {
+                k.cells[i].inFlight.decrementAndGet();
+                released(k.pool);
+                spills.increment();
+                return Decision.routed(k.id, c.snapshot.version(), stale, k.near[s], k.nearEndpoints[s], 1, 0,
+                        request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[s], null, k.pool, now);
+            }
+        }
+        return Decision.routed(k.id, c.snapshot.version(), stale, k.cells[i], k.endpoints[i], 1, 0,
+                request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null, k.pool, now);
+    }
+
+    /**
+     * Whether the request of key {@code key} that chose {@code cell} goes elsewhere because the engine is over what
+     * this gateway expects of it. The rate of requests whose key chose it ({@link EngineCell#offered}) is compared
+     * with its allowance (what the policy sends it from here plus its planned spare capacity): beyond the allowance
+     * by three standard deviations of a Poisson rate over the averaging window, or beyond the allowance itself when
+     * this gateway's recent answers from it show a queue ({@link EngineCell#queueing}), the excess share
+     * p = 1 − threshold / rate spills. Which requests spill is decided by their key, so that the same conversations
+     * move and the rest keep their engine (and caches). Never while fewer than the bounded load's minimum are in
+     * flight there.
+     */
+    private boolean spills(EngineCell cell, double allowanceRps, long key, long now) {
+        double rate = cell.offered(now);
+        if (cell.inFlight.get() <= minInFlight || rate <= allowanceRps) {
+            return false;
+        }
+        double threshold = cell.queueing(QUEUE_SLACK_MS) ? allowanceRps
+                : allowanceRps + 3 * Math.sqrt(allowanceRps / EngineCell.RATE_WINDOW_S);
+        return rate > threshold && Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) < 1 - threshold / rate;
+    }
+
+    /** Milliseconds of TTFT beyond twice its floor before a recent TTFT shows a queue (a step's jitter). */
+    static final double QUEUE_SLACK_MS = 5;
+
+    /**
+     * Where a request goes instead of an engine over its expected load: in the class's nearest group of allowed
+     * engines that has one, the engine other than {@code from}, neither ejected nor failing, below the class's limit,
+     * whose recent answers show no queue, and that holds fewer of this gateway's requests than its whole capacity
+     * would hold (its capacity × duration), the least full relative to that. Counted in flight, or -1.
+     */
+    private int spill(ClassRoute k, EngineCell from, long now) {
+        EngineCell[] near = k.near;
+        for (int g = 0; g < near.length; ) {
+            int end = k.nearGroupEnd[g];
+            int best = -1;
+            double bestFill = Double.POSITIVE_INFINITY;
+            for (int i = g; i < end; i++) {
+                EngineCell cell = near[i];
+                int inFlight = cell.inFlight.get();
+                double fill = (inFlight + 1) / (k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000);
+                if (cell != from && fill <= 1 && fill < bestFill && inFlight < k.limit && !failing(cell, now)
+                        && !cell.queueing(QUEUE_SLACK_MS)) {
+                    best = i;
+                    bestFill = fill;
+                }
+            }
+            if (best >= 0 && near[best].tryAcquire(k.limit)) {
+                acquired(k);
+                return best;
+            }
+            g = end;
+        }
+        return -1;
     }
 
     private boolean stale(Compiled c, long now) {
@@ -138,7 +207,8 @@ final class DefaultDataPlane implements DataPlane {
         if (inFallback.compareAndSet(false, true)) {
             options.listener().onFallback(true, "snapshot " + c.snapshot.version() + " is "
                     + (now - c.receivedAt) / 1_000_000_000L + " s old (limit " + maxAgeNanos / 1_000_000_000L
-                    + " s): routing to the nearest allowed engine with the fewest requests in flight");
+                    + " s): keeping its weights and keys, spilling load beyond what it planned to the nearest "
+                    + "allowed engines with room, shedding nothing (its shed fractions were for an older demand)");
         }
         return true;
     }
@@ -403,7 +473,7 @@ final class DefaultDataPlane implements DataPlane {
         }
         return Decision.routed(k.id, version, stale, cellsOf[i], nearest ? k.nearEndpoints[i] : k.endpoints[i],
                 attempt, backoff, failed.key, failed.requestId,
-                nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried, k.pool);
+                nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried, k.pool, now);
     }
 
     @Override
@@ -636,7 +706,7 @@ final class DefaultDataPlane implements DataPlane {
         long now = ticker.nanos();
         return new DataPlaneStatus(gateway, c.snapshot.version(), c.snapshot.hash(), Math.max(0, now - c.receivedAt),
                 now - c.receivedAt > maxAgeNanos, totalInFlight.get(), retryTokens(c), ejections().size(),
-                c.localTables);
+                c.localTables, spills.sum());
     }
 
     /** The deposits banked in the budgets of {@code c}'s classes, summed. */

@@ -41,10 +41,56 @@ final class EngineCell {
         failedHard = false;
     }
 
-    /** Folds one successful answer's time to first token into {@link #recentTtftMs}. */
+    /**
+     * The engine's time to first token without a queue, as far as this gateway has seen, ms: {@link #recentTtftMs} at
+     * its lowest, following it down at once and up by {@link #FLOOR_RISE} of the difference per answer (so a lasting
+     * change of the prompts is followed within a few thousand answers, a queue of a few seconds is not). NaN before
+     * the first answer. Written like {@link #recentTtftMs}.
+     */
+    volatile double ttftFloorMs = Double.NaN;
+    /** How far {@link #ttftFloorMs} rises toward the recent TTFT per answer. */
+    static final double FLOOR_RISE = 0.001;
+    /**
+     * A recent TTFT more than this many times its floor means requests wait at the engine (a queue this gateway's
+     * answers show), not noise: ten answers' mean of a mix of prompts stays within about ±30% of its own mean.
+     */
+    static final double QUEUEING = 2;
+
+    /** Over how long {@link #offered} averages the requests whose key chose this engine, s. */
+    static final double RATE_WINDOW_S = 2;
+    private double offeredRps;
+    private long offeredAt;
+
+    /**
+     * Counts one request whose key chose this engine at {@code now} (ns) and returns the rate of such requests, req/s:
+     * an exponentially decaying count over {@link #RATE_WINDOW_S}, so that a surge shows within a couple of seconds.
+     */
+    synchronized double offered(long now) {
+        double decay = Math.exp(-(now - offeredAt) / (RATE_WINDOW_S * 1e9));
+        offeredRps = offeredRps * decay + 1 / RATE_WINDOW_S;
+        offeredAt = now;
+        return offeredRps;
+    }
+
+    /** Folds one successful answer's time to first token into {@link #recentTtftMs} and {@link #ttftFloorMs}. */
     void observeTtft(double ms) {
         double m = recentTtftMs;
-        recentTtftMs = Double.isNaN(m) ? ms : m + 0.1 * (ms - m);
+        double recent = Double.isNaN(m) ? ms : m + 0.1 * (ms - m);
+        recentTtftMs = recent;
+        double f = ttftFloorMs;
+        ttftFloorMs = Double.isNaN(f) || recent < f ? recent : f + FLOOR_RISE * (recent - f);
+    }
+
+    /**
+     * True when this gateway's recent answers from the engine show a queue: a recent TTFT over {@link #QUEUEING} times
+     * its floor, and beyond {@code slackMs} more (a floor of a few ms doubles with a step's jitter), while requests of
+     * this gateway are there to tell. With none in flight the judgement lapses: an engine avoided for its queue gets
+     * no answers that could show the queue gone, so it is tried again once what was sent there has finished.
+     */
+    boolean queueing(double slackMs) {
+        double r = recentTtftMs;
+        double f = ttftFloorMs;
+        return r > QUEUEING * f + slackMs && inFlight.get() > 0;
     }
 
     boolean ejected(long now) {

@@ -11,6 +11,7 @@ final class Hashing {
     static final long ADMISSION_SALT = 0x5DEECE66DL * GOLDEN;
     static final long TAIL_SALT = 0xD1B54A32D192ED03L;
     static final long JITTER_SALT = 0x8CB92BA72F3D8DD7L;
+    static final long SPILL_SALT = 0xA0761D6478BD642FL;
 
     private Hashing() {
     }

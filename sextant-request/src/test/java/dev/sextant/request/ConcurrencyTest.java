@@ -1,5 +1,6 @@
 package dev.sextant.request;
 
+import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Snapshot;
 import org.junit.jupiter.api.Test;
 
@@ -26,7 +27,15 @@ class ConcurrencyTest {
         for (int i = from; i < from + 3; i++) {
             w[i] = (0.05 + rnd.nextDouble()) / 3.2;
         }
-        return Fixtures.simple(version, version % 5 == 0 ? 0.2 : 0, w);
+        // engines of practically unbounded capacity: however many requests the storm offers them on its clock that
+        // never moves, none is over what the snapshot expects of it, so every request follows its snapshot's weights
+        // (no spill to the other snapshot's engines, which serve the model too)
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").version(version).rtt("c", 1);
+        for (int i = 0; i < w.length; i++) {
+            b.engines.put("e" + i, new EngineState("c", "r", "http://c.invalid", List.of("m"), 10, 1e12, 1e12, 1e-11,
+                    100, 100, 0, 1));
+        }
+        return b.route("k", "m", List.of(), 0, version % 5 == 0 ? 0.2 : 0, Fixtures.weights(w)).build();
     }
 
     @Test

@@ -478,15 +478,8 @@ class DataPlaneTest {
     // ------------------------------------------------------------------ fallback
 
     @Test
-    void route_staleSnapshot_fallsBackToNearestAllowedEngineWithFewestInFlight_andSaysSo() {
-        Snapshot s = new Fixtures.SnapshotBuilder("g").version(4)
-                .rtt("near", 2).rtt("far", 50).rtt("eu", 1)
-                .engine("n1", "near", "us", 100, "chat")
-                .engine("n2", "near", "us", 100, "chat")
-                .engine("f1", "far", "us", 100, "chat")
-                .engine("x1", "eu", "eu", 100, "chat") // nearest of all, but outside the residency
-                .route("k", "chat", List.of("us"), 0, 0, Map.of("f1", 1.0))
-                .build();
+    void route_staleSnapshot_keepsItsWeightsAndKeys_withoutItsShedding_andSaysSo() {
+        Snapshot s = farWeightedNearFree(4, 0.5);
         List<String> events = new ArrayList<>();
         DataPlaneListener listener = new DataPlaneListener() {
             @Override
@@ -495,20 +488,111 @@ class DataPlaneTest {
             }
         };
         DataPlane p = DataPlane.create("g", s, ticker, DataPlaneOptions.builder().listener(listener).build());
-        assertThat(p.route(RequestMeta.of("chat", 1, 1)).engineId()).isEqualTo("f1");
+        int admitted = 0;
+        for (int i = 0; i < 100; i++) {
+            Decision d = p.route(RequestMeta.of("chat", i, i));
+            admitted += d.routed() ? 1 : 0;
+            p.onFinish(d, Outcome.SUCCESS, -1);
+        }
+        assertThat(admitted).isBetween(30, 70); // half shed while the snapshot is fresh
         ticker.advanceSeconds(301);
         assertThat(p.status().fallback()).isTrue();
-        Decision a = p.route(RequestMeta.of("chat", 1, 2));
-        Decision b = p.route(RequestMeta.of("chat", 1, 3));
-        Decision c = p.route(RequestMeta.of("chat", 1, 4));
-        assertThat(a.fallback()).isTrue();
-        assertThat(List.of(a.engineId(), b.engineId(), c.engineId())).containsExactly("n1", "n2", "n1");
+        for (int i = 0; i < 100; i++) { // the demand the shed fraction was for has moved on: nothing shed
+            Decision d = p.route(RequestMeta.of("chat", i, i));
+            assertThat(d.fallback()).isTrue();
+            assertThat(d.engineId()).isEqualTo("f1"); // the weights and the key's engine, as before
+            p.onFinish(d, Outcome.SUCCESS, -1);
+        }
         assertThat(events).singleElement().asString().startsWith("true: snapshot 4 is 301 s old");
 
         p.swap(s); // the control plane answers again: "not modified"
         assertThat(p.status().fallback()).isFalse();
-        assertThat(p.route(RequestMeta.of("chat", 1, 5)).engineId()).isEqualTo("f1");
         assertThat(events).hasSize(2).last().asString().startsWith("false:");
+    }
+
+    static Snapshot farWeightedNearFree() {
+        return farWeightedNearFree(1, 0);
+    }
+
+    /** Class "k" (residency us) weighted on the far engine f1 only, shedding {@code shed}; n1, n2 near, x1 in the EU. */
+    static Snapshot farWeightedNearFree(long version, double shed) {
+        return new Fixtures.SnapshotBuilder("g").version(version)
+                .rtt("near", 2).rtt("far", 50).rtt("eu", 1)
+                .engine("n1", "near", "us", 100, "chat")
+                .engine("n2", "near", "us", 100, "chat")
+                .engine("f1", "far", "us", 100, "chat")
+                .engine("x1", "eu", "eu", 100, "chat") // nearest of all, but outside the residency
+                .route("k", "chat", List.of("us"), 0, shed, Map.of("f1", 1 - shed))
+                .build();
+    }
+
+    /** Routes {@code rps} requests a second for {@code seconds}, keys 0, 1, 2 …, kept in flight. */
+    List<Decision> surge(DataPlane p, double rps, double seconds, List<Decision> open) {
+        int n = (int) Math.round(rps * seconds);
+        for (int i = 0; i < n; i++) {
+            ticker.advanceSeconds(1 / rps);
+            open.add(p.route(RequestMeta.of("chat", i, 1_000_000L + open.size())));
+        }
+        return open;
+    }
+
+    @Test
+    void route_engineOfferedFarMoreThanItsAllowance_spillsTheExcessByKeyToTheNearestAllowedEngineWithRoom() {
+        DataPlane p = plane(farWeightedNearFree());
+        // f1 is planned 10 req/s from here with 80 req/s spare: an allowance of 90, spilling beyond 90 + 3·√(90/2)
+        // = 110 req/s; n1 and n2 (100 req/s, 102 ms) hold 10.2 of this gateway's requests at their capacity
+        List<Decision> open = surge(p, 60, 5, new ArrayList<>());
+        assertThat(p.status().spills()).isZero(); // within the allowance: every key on its engine
+        surge(p, 200, 3, open);
+        assertThat(p.status().spills()).isEqualTo(20);
+        assertThat(p.inFlight("n1")).isEqualTo(10);
+        assertThat(p.inFlight("n2")).isEqualTo(10);
+        assertThat(p.inFlight("x1")).isZero();
+        assertThat(p.inFlight("f1")).isEqualTo(open.size() - 20);
+        // the same keys spill: a key that went to n1 or n2 still would, one that stayed still does
+        Decision moved = open.stream().filter(d -> !d.engineId().equals("f1")).findFirst().orElseThrow();
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+        ticker.advanceSeconds(0.001);
+        long key = moved.key;
+        List<Decision> again = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            again.add(p.route(RequestMeta.of("chat", 1_000 + i, 2_000_000L + i))); // keep f1 over the minimum
+        }
+        Decision same = p.route(RequestMeta.of("chat", key, 3_000_000L));
+        assertThat(same.engineId()).isNotEqualTo("f1");
+        again.add(same);
+        again.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+
+        // the surge over (its rate decays within seconds): the key goes to its engine again
+        ticker.advanceSeconds(30);
+        List<Decision> calm = surge(p, 20, 1, new ArrayList<>());
+        assertThat(p.route(RequestMeta.of("chat", key, 4_000_000L)).engineId()).isEqualTo("f1");
+        calm.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
+    void route_spill_passesOverAnEngineWhoseAnswersShowAQueue() {
+        DataPlane p = plane(farWeightedNearFree());
+        // n1's answers: 10 ms first, then 100 ms (a queue); one of this gateway's requests still there to tell
+        Decision first = p.route(RequestMeta.of("chat", 1, 1));
+        assertThat(first.engineId()).isEqualTo("f1");
+        List<Decision> onN1 = new ArrayList<>();
+        ticker.advanceSeconds(60);
+        List<Decision> open = surge(p, 200, 3, new ArrayList<>());
+        open.stream().filter(d -> d.engineId().equals("n1")).forEach(onN1::add);
+        assertThat(onN1).hasSizeGreaterThan(2);
+        p.onFinish(onN1.get(0), Outcome.SUCCESS, 10_000_000L);
+        for (Decision d : onN1.subList(1, onN1.size() - 1)) {
+            p.onFinish(d, Outcome.SUCCESS, 100_000_000L);
+        }
+        open.stream().filter(d -> d.engineId().equals("n2")).forEach(d -> p.onFinish(d, Outcome.SUCCESS, 10_000_000L));
+        int before = p.inFlight("n1");
+
+        surge(p, 200, 1, open);
+        assertThat(p.inFlight("n1")).isEqualTo(before); // still one there, its answers showing a queue: passed over
+        assertThat(p.inFlight("n2")).isGreaterThan(0);
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+        p.onFinish(first, Outcome.SUCCESS, -1);
     }
 
     @Test

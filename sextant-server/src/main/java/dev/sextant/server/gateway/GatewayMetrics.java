@@ -63,6 +63,9 @@ final class GatewayMetrics {
                 .description("engines ejected by outlier detection now").register(registry);
         Gauge.builder("sextant.gateway.retry.tokens", () -> plane.get().status().retryTokens())
                 .description("retries the retry budget allows now").register(registry);
+        FunctionCounter.builder("sextant.gateway.spills", plane, p -> p.get().status().spills())
+                .description("requests sent away from their key's engine because it was over its expected load")
+                .register(registry);
         FunctionCounter.builder("sextant.gateway.oversized.bodies", oversized, LongAdder::sum)
                 .description("requests refused for a body over max_body_bytes (413)").register(registry);
         Map<String, Counter> byOutcome = new java.util.HashMap<>();
