@@ -54,6 +54,8 @@ final class ClassRoute {
     final double[] nearCapacityRps;
     /** {@link #plannedMs} of the engines of {@link #near}. */
     final double[] nearPlannedMs;
+    /** How many of {@link #near} the snapshot gives effective capacity (in service); they come first. */
+    int nearInService;
     /** {@code nearGroupEnd[i]}: index after the last engine tied with engine i (same health and RTT). */
     final int[] nearGroupEnd;
     /** Requests in flight per engine this class may fill up to: the engine limit less the priority reserve. */

@@ -428,9 +428,13 @@ final class Compiled {
         }
         String[] residency = r.residency().toArray(new String[0]);
         Arrays.sort(residency);
-        return new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, share, pool, ttft,
+        ClassRoute k = new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, share, pool, ttft,
                 allowance, plannedMs, maxEjected, near, nearEndpoints, nearTtft, nearCapacity, nearPlannedMs, groupEnd,
                 retryTokens, depositMicro);
+        for (int j : nearIdx) {
+            k.nearInService += engines.states[j].effectiveCapacityRps() > 0 ? 1 : 0;
+        }
+        return k;
     }
 
     private static boolean sameGroup(EngineIndex engines, int a, int b) {

@@ -491,7 +491,8 @@ final class DefaultDataPlane implements DataPlane {
             double factor = options.ttftOutlierFactor();
             double ttftMs = ttftNanos / 1e6;
             if (ttftNanos >= 0 && factor > 0 && expected > 0 && ttftMs > factor * expected
-                    && !(ttftMs <= factor * peersTtftMs(attempt.classId(), cell))) {
+                    && !(ttftMs <= factor * peersTtftMs(attempt.classId(), cell))
+                    && !offeredBeyondPlan(attempt.classId(), cell)) {
                 failed(cell, "TTFT " + Math.round(ttftMs) + " ms > " + factor + " × expected "
                         + Math.round(expected) + " ms", true);
             } else if (cell.failures.get() != 0) {
@@ -504,6 +505,17 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     // ---------------------------------------------------------------- outlier ejection (failure path)
+
+    /**
+     * True when {@code cell} is offered more than its allowance in class {@code classId}'s route (what the policy
+     * sends it from here plus its planned spare capacity): an engine slow because it is loaded beyond the plan is not
+     * an outlier, and ejecting it would only load the others more.
+     */
+    private boolean offeredBeyondPlan(String classId, EngineCell cell) {
+        ClassRoute k = classId == null ? null : compiled.byId.get(classId);
+        int i = k == null ? -1 : ClassRoute.indexOf(k.cells, cell);
+        return i >= 0 && cell.offeredRps(ticker.nanos()) > k.allowanceRps[i];
+    }
 
     /**
      * The median recent TTFT of the other engines of class {@code classId} that are not ejected and have answered,
@@ -649,9 +661,23 @@ final class DefaultDataPlane implements DataPlane {
     // ---------------------------------------------------------------- refusals (rare paths)
 
     private Decision shed(Compiled c, ClassRoute k) {
+        if (k.nearInService == 0 && k.near.length > 0) {
+            return Decision.refused(k.id, c.snapshot.version(), false, Refusal.NO_ENGINE_IN_SERVICE, "class '" + k.id
+                    + "' (model '" + k.model + "') has no engine in service: all " + k.near.length + " engines it may "
+                    + "use from gateway cluster '" + gateway + "' are out of service in snapshot "
+                    + c.snapshot.version() + " (" + names(k.near, 5) + ")", unavailableRetryAfterNanos);
+        }
         return Decision.refused(k.id, c.snapshot.version(), false, Refusal.SHED, "class '" + k.id
                 + "' is over capacity: the policy sheds " + Math.round(k.shed * 1000) / 10.0
                 + "% of its requests", shedRetryAfterNanos);
+    }
+
+    private static String names(EngineCell[] cells, int max) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < cells.length && i < max; i++) {
+            b.append(i == 0 ? "" : ", ").append(cells[i].id);
+        }
+        return cells.length > max ? b + " and " + (cells.length - max) + " more" : b.toString();
     }
 
     private Decision noAllowedEngine(Compiled c, ClassRoute k) {

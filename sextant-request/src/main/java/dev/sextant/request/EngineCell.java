@@ -72,6 +72,11 @@ final class EngineCell {
         return offeredRps;
     }
 
+    /** The rate {@link #offered} would return at {@code now} without counting a request, req/s. */
+    synchronized double offeredRps(long now) {
+        return offeredRps * Math.exp(-(now - offeredAt) / (RATE_WINDOW_S * 1e9));
+    }
+
     /** Folds one successful answer's time to first token into {@link #recentTtftMs} and {@link #ttftFloorMs}. */
     void observeTtft(double ms) {
         double m = recentTtftMs;

@@ -14,6 +14,11 @@ public enum Refusal {
     RESIDENCY_NOT_SERVED(400, "residency_not_served"),
     /** The class has no engine it may use at this gateway cluster: the fleet's configuration, not the request. */
     NO_ALLOWED_ENGINE(503, "no_allowed_engine"),
+    /**
+     * None of the engines the class may use is in service (the snapshot gives every one of them no capacity: down,
+     * failing, or drained): an outage, not an overload, so not a 429. Carries a retry-after hint.
+     */
+    NO_ENGINE_IN_SERVICE(503, "engines_unavailable"),
     /** Admission refused it: the policy sheds this fraction of the class. Carries a retry-after hint. */
     SHED(429, "overloaded"),
     /** Every candidate engine is at its concurrency limit, the final guard. Carries a retry-after hint. */

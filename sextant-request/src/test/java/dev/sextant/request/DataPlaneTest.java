@@ -104,6 +104,27 @@ class DataPlaneTest {
     }
 
     @Test
+    void route_everyAllowedEngineOutOfService_isAn503OutageNamingThem_notA429() {
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("eu", 2).rtt("us", 80);
+        for (String id : List.of("eu-1", "eu-2")) { // down: no capacity in the snapshot, so the policy sheds it all
+            b.engines.put(id, new dev.sextant.snapshot.EngineState("eu", "eu-west", "http://" + id + ".invalid",
+                    List.of("m"), 0, 100, 0, 0, 100, 100, 0, 1));
+        }
+        b.engine("us-1", "us", "us-east", 100, "m"); // in service, but outside the class's residency
+        Snapshot s = b.route("k", "m", List.of("eu-west"), 0, 1.0, Map.of()).build();
+        Decision d = plane(s).route(new RequestMeta("m", List.of(), RequestMeta.NO_PRIORITY, 1, 1));
+
+        assertThat(d.refusal()).isEqualTo(Refusal.NO_ENGINE_IN_SERVICE);
+        assertThat(d.refusal().status()).isEqualTo(503);
+        assertThat(d.message()).contains("no engine in service", "eu-1", "eu-2").doesNotContain("us-1");
+        assertThat(d.retryAfterNanos()).isPositive();
+
+        // some engine in service, the rest of the demand over capacity: that is an overload (429)
+        Snapshot busy = Fixtures.simple(2, 1.0, 1.0);
+        assertThat(plane(busy).route(RequestMeta.of("m", 1, 1)).refusal()).isEqualTo(Refusal.SHED);
+    }
+
+    @Test
     void route_concurrencyLimit_refusesWithRetryAfterOnceEveryEngineIsFull() {
         DataPlane p = DataPlane.create("g", Fixtures.simple(1, 0, 0.5, 0.5), ticker,
                 DataPlaneOptions.builder().maxInFlightPerEngine(3).build());
@@ -568,6 +589,36 @@ class DataPlaneTest {
         List<Decision> calm = surge(p, 20, 1, new ArrayList<>());
         assertThat(p.route(RequestMeta.of("chat", key, 4_000_000L)).engineId()).isEqualTo("f1");
         calm.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
+    void onFinish_slowAnswersOfAnEngineOfferedBeyondItsPlan_areItsLoad_notAnOutlier() {
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
+        for (String id : List.of("a", "b")) { // planned 5 req/s each from here, 2 req/s spare: an allowance of 7
+            b.engines.put(id, new dev.sextant.snapshot.EngineState("c", "r", "http://" + id + ".invalid", List.of("m"),
+                    10, 13, 12, 0.8, 100, 100, 0, 1));
+        }
+        DataPlane p = plane(b.route("k", "m", List.of(), 0, 0, Map.of("a", 0.5, "b", 0.5)).build());
+        List<Decision> open = new ArrayList<>();
+        for (int i = 0; i < 120; i++) { // 40 req/s for 3 s: far beyond the plan
+            ticker.advanceSeconds(1 / 40.0);
+            open.add(p.route(RequestMeta.of("m", i, i)));
+        }
+        List<Decision> onA = open.stream().filter(d -> "a".equals(d.engineId())).toList();
+        open.stream().filter(d -> "b".equals(d.engineId())).limit(3)
+                .forEach(d -> p.onFinish(d, Outcome.SUCCESS, 20_000_000L)); // its peer answers in 20 ms
+        for (Decision d : onA.subList(0, 6)) {
+            p.onFinish(d, Outcome.SUCCESS, 5_000_000_000L); // 5 s: 50 × expected, 250 × its peer
+        }
+        assertThat(p.ejections()).isEmpty();
+
+        // the same answers at the planned load: an outlier, ejected after 5 in a row
+        ticker.advanceSeconds(60);
+        for (Decision d : onA.subList(6, 12)) {
+            p.onFinish(d, Outcome.SUCCESS, 5_000_000_000L);
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("a");
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
     }
 
     @Test
