@@ -128,8 +128,11 @@ final class GatewayCommand implements Callable<Integer> {
             warmUp(c, threads, warmUp);
         }
         Gateway gw = Gateway.start(c, source, threads);
-        out.println("gateway " + cluster + " on " + (c.tls() == null ? "http" : "https") + "://" + c.host() + ":" + gw.port() + " (snapshot "
-                + gw.plane().snapshot().version() + (cp != null ? " from " + cp : " from " + snapshotFile) + ")");
+        Path cache = gw.startedFromCache();
+        out.println("gateway " + cluster + " on " + (c.tls() == null ? "http" : "https") + "://" + c.host() + ":"
+                + gw.port() + " (snapshot " + gw.plane().snapshot().version() + " from " + (cache != null
+                ? "the snapshot cache " + cache + ": control plane " + cp + " sent none in time" : cp != null ? cp
+                : snapshotFile) + ")");
         out.flush();
         Running.untilStopped(out, duration, gw);
         return 0;
