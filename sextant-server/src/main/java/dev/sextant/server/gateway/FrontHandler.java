@@ -25,8 +25,9 @@ import java.util.logging.Logger;
 
 /**
  * The client side of the gateway: one request at a time per connection (the next is handled only after the answer
- * was written; one that arrives sooner waits), routed to the proxy, {@code /v1/models}, {@code /metrics} or
- * {@code /healthz}. Every problem becomes an OpenAI-shaped error response; nothing escapes the event loop.
+ * was written; one that arrives sooner waits), routed to the proxy, {@code /v1/models}, {@code /metrics},
+ * {@code /healthz} or the probes {@code /livez} and {@code /readyz}. Every problem becomes an OpenAI-shaped error
+ * response; nothing escapes the event loop.
  */
 final class FrontHandler extends ChannelInboundHandlerAdapter {
     private static final Logger LOG = Logger.getLogger(FrontHandler.class.getName());
@@ -98,10 +99,14 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     }
                     proxy(ctx, req, path, keepAlive); // takes ownership of req
                 }
-                case "/v1/models", "/metrics", "/healthz" -> {
+                case "/v1/models", "/metrics", "/healthz", "/livez", "/readyz" -> {
                     req.release();
                     if (!Http.reads(req.method())) {
                         notAllowed(ctx, req.method(), path, "GET, HEAD", keepAlive);
+                    } else if (path.equals("/livez")) {
+                        answer(ctx, gw.probes.liveness(System.nanoTime()), keepAlive);
+                    } else if (path.equals("/readyz")) {
+                        answer(ctx, gw.readiness().response(), keepAlive); // a probe's 503 is no refused request
                     } else if (path.equals("/v1/models")) {
                         reply(ctx, gw.plane() == null ? noSnapshot() : Http.json(HttpResponseStatus.OK, gw.modelsJson()),
                                 keepAlive);
@@ -308,7 +313,11 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void reply(ChannelHandlerContext ctx, FullHttpResponse r, boolean keepAlive) {
-        logged(ctx, r);
+        answer(ctx, logged(ctx, r), keepAlive);
+    }
+
+    /** Writes {@code r} without an access-log line (a probe's answer), then reads the next request or closes. */
+    private void answer(ChannelHandlerContext ctx, FullHttpResponse r, boolean keepAlive) {
         HttpUtil.setKeepAlive(r, keepAlive);
         ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> exchangeWritten(ctx, keepAlive && f.isSuccess()));
     }

@@ -82,6 +82,7 @@ public final class Gateway implements AutoCloseable {
     private final String idPrefix = Long.toHexString(System.nanoTime() ^ System.identityHashCode(this));
     private volatile boolean draining;
     private final AtomicBoolean closed = new AtomicBoolean();
+    final Probes probes = new Probes();
     private final DataPlaneOptions opts;
     private final SnapshotCache cache;
     /** What the snapshot cache held at start, or null. */
@@ -105,11 +106,7 @@ public final class Gateway implements AutoCloseable {
         DataPlaneListener listener = new DataPlaneListener() {
             @Override
             public void onFallback(boolean fallback, String reason) {
-                if (fallback) {
-                    LOG.severe("FALLBACK MODE: " + reason + "; routing to the nearest healthy allowed engine");
-                } else {
-                    LOG.warning("fallback mode ended: " + reason);
-                }
+                observeMode(); // logged once per change, whoever sees it first
             }
 
             @Override
@@ -151,6 +148,8 @@ public final class Gateway implements AutoCloseable {
         }
         try {
             metrics.eventLoops(group);
+            probes.watch(group);
+            group.next().scheduleAtFixedRate(this::observeMode, 1, 1, TimeUnit.SECONDS);
             jvm = JvmMeters.bindTo(metrics.registry);
             prober = config.controlPlane() == null || config.probeInterval().isZero() ? null
                     : new Prober(config.gatewayCluster(), this::heldSnapshot, pool, reporter, metrics,
@@ -219,6 +218,7 @@ public final class Gateway implements AutoCloseable {
                                 + " fallback mode)" : ""));
             }
         }
+        observeMode();
         LOG.info("gateway " + config.gatewayCluster() + " routing with snapshot " + plane.get().snapshot().version()
                 + (startedFromCache == null ? " from its snapshot source" : " from the snapshot cache " + startedFromCache));
     }
@@ -245,7 +245,8 @@ public final class Gateway implements AutoCloseable {
     /**
      * Starts a gateway: binds its address, then waits for the source's first snapshot (up to 60 s; with a snapshot
      * cache that holds one, up to 5 s and then starts from the cached one). Until then it answers
-     * {@code /healthz} ({@code no_snapshot}) and {@code /metrics}, and 503 to model requests.
+     * {@code /livez}, {@code /readyz} ({@code no snapshot}), {@code /healthz} and {@code /metrics}, and 503 to model
+     * requests.
      *
      * @throws ListenException when the address cannot be bound (before the source is asked for anything)
      * @throws StartException when no snapshot arrives in time
@@ -358,6 +359,16 @@ public final class Gateway implements AutoCloseable {
         return startedFromCache;
     }
 
+    /** Logs a change of mode, once (the gateway's check once a second, and the data plane's word on a request). */
+    private void observeMode() {
+        probes.observe(status(), config.options().maxSnapshotAge());
+    }
+
+    /** What {@code /readyz} says now. */
+    Probes.Readiness readiness() {
+        return Probes.Readiness.of(status(), ownClasses(), draining);
+    }
+
     /** Requests being proxied now, ≥ 0. */
     public int inFlight() {
         return inFlight.get();
@@ -466,6 +477,7 @@ public final class Gateway implements AutoCloseable {
             root.put("in_flight", inFlight.get());
             return root.toString();
         }
+        root.put("mode", Probes.Mode.of(st).word());
         root.put("snapshot_version", st.version());
         root.put("snapshot_hash", st.hash());
         root.put("snapshot_age_seconds", st.ageNanos() / 1e9);

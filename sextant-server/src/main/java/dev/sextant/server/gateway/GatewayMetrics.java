@@ -56,7 +56,7 @@ final class GatewayMetrics {
                 .description("classes the held snapshot routes at this gateway's cluster (0: every model request refused)")
                 .register(registry);
         Gauge.builder("sextant.gateway.fallback", () -> held(plane, s -> s.fallback() ? 1 : 0))
-                .description("1 while the fallback policy routes (snapshot too old)").register(registry);
+                .description("the mode: 1 while the fallback policy routes (snapshot too old), 0 while the snapshot's policy does").register(registry);
         Gauge.builder("sextant.gateway.in.flight", inFlight::get).description("requests being proxied").register(registry);
         Gauge.builder("sextant.gateway.http2.connections", http2Connections::get)
                 .description("open HTTP/2 client connections").register(registry);
