@@ -291,10 +291,10 @@ public final class Gateway implements AutoCloseable {
             return gw;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            gw.close();
+            gw.stop(false);
             throw new IllegalStateException("interrupted while starting", e);
         } catch (TimeoutException e) {
-            gw.close();
+            gw.stop(false);
             long ms = firstSnapshotWait.toMillis();
             throw new StartException("no snapshot within " + (ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms")
                     + ", and a gateway cannot"
@@ -302,7 +302,7 @@ public final class Gateway implements AutoCloseable {
                     + " snapshot_file needs no control plane, one with snapshot_cache_file starts from the last"
                     + " snapshot it took)", e);
         } catch (RuntimeException e) {
-            gw.close();
+            gw.stop(false);
             throw new IllegalStateException("cannot start gateway on " + config.host() + ":" + config.port() + ": "
                     + e.getMessage(), e);
         }
@@ -516,29 +516,37 @@ public final class Gateway implements AutoCloseable {
     }
 
     /**
-     * Graceful shutdown: stops accepting, tells HTTP/2 clients to open no more streams (GOAWAY; HTTP/1.1 clients
-     * get {@code Connection: close} on their answers), lets in-flight requests finish (up to the drain timeout), then
-     * closes every connection and the snapshot source. A second call returns at once.
+     * Stops as {@link GatewayConfig#drain()} says (docs/servers.md, "Stopping"): not ready at once ({@code /readyz}
+     * 503 {@code draining}), HTTP/1.1 answers with {@code Connection: close} and GOAWAY to HTTP/2 clients, so that
+     * clients come back through the load balancer; accepting and serving for the drain window; then no longer
+     * accepting, and waiting up to the drain timeout for the requests in flight to finish and their last bytes to
+     * leave; then every connection, the snapshot source and the event loops closed. Blocks until then; a second call
+     * returns at once.
      */
     @Override
     public void close() {
+        stop(true);
+    }
+
+    /** {@link #close()}, with its drain window when {@code window}, else without (a start that failed). */
+    private void stop(boolean window) {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
         draining = true;
-        serverChannel.close().awaitUninterruptibly();
-        for (Channel c : channels) {
-            if (c.pipeline().get(Http2FrameCodec.class) != null) {
-                // the last stream id is the last the client opened: those finish, later ones the client retries
-                c.writeAndFlush(new DefaultHttp2GoAwayFrame(Http2Error.NO_ERROR));
-            }
+        goAway();
+        Duration serveOn = window ? config.drain().window() : Duration.ZERO;
+        if (!serveOn.isZero()) {
+            LOG.info("gateway " + config.gatewayCluster() + " draining: not ready, serving on for the drain window of "
+                    + serveOn.toMillis() / 1000.0 + " s, then no longer accepting");
+            pause(serveOn.toNanos());
         }
-        long deadline = System.nanoTime() + config.drainTimeout().toNanos();
-        while (inFlight.get() > 0 && System.nanoTime() < deadline) {
-            try {
-                Thread.sleep(20); // drain: poll the in-flight count until zero or the deadline
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+        serverChannel.close().awaitUninterruptibly();
+        goAway(); // the connections opened during the window
+        long deadline = System.nanoTime() + config.drain().timeout().toNanos();
+        // an exchange ends as its last bytes are handed to the connection: a slow reader may still have them queued
+        while ((inFlight.get() > 0 || bufferedForClients() > 0) && System.nanoTime() < deadline) {
+            if (!pause(TimeUnit.MILLISECONDS.toNanos(20))) {
                 break;
             }
         }
@@ -553,5 +561,26 @@ public final class Gateway implements AutoCloseable {
         reporter.close();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
         jvm.close();
+    }
+
+    /** GOAWAY to every HTTP/2 client connection: streams open now finish, the client opens no more here. */
+    private void goAway() {
+        for (Channel c : channels) {
+            if (c.pipeline().get(Http2FrameCodec.class) != null) {
+                // the last stream id is the last the client opened (a second GOAWAY names the same and is not sent)
+                c.writeAndFlush(new DefaultHttp2GoAwayFrame(Http2Error.NO_ERROR));
+            }
+        }
+    }
+
+    /** Waits {@code nanos}; false when interrupted (the interrupt kept), so that stopping goes on at once. */
+    private static boolean pause(long nanos) {
+        try {
+            TimeUnit.NANOSECONDS.sleep(nanos);
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 }

@@ -21,8 +21,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The probes in Kubernetes' convention on real sockets: {@code /livez} while the event loops run, {@code /readyz} only
- * when the gateway can route and is not draining, the mode in both {@code /readyz} and {@code /healthz}
- * (docs/servers.md, "Probes").
+ * when the gateway can route and is not draining, the mode in both {@code /readyz} and {@code /healthz}; and the drain
+ * window of a stop (docs/servers.md, "Probes" and "Stopping").
  */
 class GatewayProbesTest {
     private static final Duration DEADLINE = Duration.ofSeconds(20);
@@ -117,6 +117,65 @@ class GatewayProbesTest {
     private static List<String> modeLines(LogCapture log) {
         return log.lines().stream().filter(l -> l.contains("FALLBACK MODE") || l.contains("fallback mode ended"))
                 .toList();
+    }
+
+    @Test
+    void close_failsReadinessAtOnce_servesThroughTheDrainWindow_thenStopsAccepting_andEveryStreamFinishes()
+            throws Exception {
+        int streams = 4;
+        int tokens = 50;
+        // 80 ms a token: each stream lasts about 4 s, past the 2 s window, so it is in flight when accepting stops
+        try (Fleet fleet = new Fleet(80)) {
+            Gateway gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false)
+                    .withDrain(new Drain(Duration.ofSeconds(2), Duration.ofSeconds(30))),
+                    SnapshotSource.fixed(fleet.snapshot()), 1);
+            Thread closer = new Thread(gw::close);
+            try (H2Client c = new H2Client(gw.port())) {
+                List<H2Client.Stream> open = new ArrayList<>();
+                for (int i = 0; i < streams; i++) {
+                    open.add(c.post("/v1/chat/completions", Fleet.chat("drain-" + i, true, tokens)));
+                }
+                for (H2Client.Stream s : open) {
+                    assertThat(s.firstData.get(DEADLINE.toSeconds(), TimeUnit.SECONDS)).startsWith("data: ");
+                }
+
+                closer.start();
+                assertThat(Fleet.await(() -> draining(gw.port()), DEADLINE)).as("not ready at once").isTrue();
+                assertThat(c.goAway.get(DEADLINE.toSeconds(), TimeUnit.SECONDS)).as("HTTP/2 clients told at once")
+                        .isGreaterThanOrEqualTo(1);
+                HttpResponse<String> during = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("new", false, 1));
+                assertThat(during.statusCode()).as("a new request within the window is served").isEqualTo(200);
+                assertThat(Fleet.await(() -> refused(gw.port()), DEADLINE)).as("then no longer accepting").isTrue();
+
+                for (H2Client.Stream s : open) {
+                    String body = s.end.get(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+                    assertThat(body.strip()).as("a whole stream").endsWith("data: [DONE]").doesNotContain("\"error\"");
+                    assertThat(body.split("\n\n")).hasSizeGreaterThan(tokens);
+                }
+                closer.join(DEADLINE.toMillis());
+                assertThat(closer.isAlive()).isFalse();
+            } finally {
+                gw.close();
+            }
+        }
+    }
+
+    private static boolean draining(int port) {
+        try {
+            HttpResponse<String> r = Fleet.get(port, "/readyz");
+            return r.statusCode() == 503 && r.body().equals("draining\nmode: policy\n");
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
+    private static boolean refused(int port) {
+        try {
+            new java.net.Socket("127.0.0.1", port).close();
+            return false;
+        } catch (java.io.IOException e) {
+            return true;
+        }
     }
 
     @Test
