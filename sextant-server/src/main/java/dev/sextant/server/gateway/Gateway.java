@@ -48,8 +48,9 @@ import java.util.logging.Logger;
  * The gateway: Sextant's data plane as an OpenAI-compatible HTTP proxy. {@code POST /v1/chat/completions},
  * {@code /v1/completions}, {@code /v1/embeddings} are classified by the data plane core ({@link DataPlane}) and
  * proxied to the chosen engine over pooled keep-alive connections, server-sent events chunk by chunk;
- * {@code GET /v1/models} lists the models its snapshot routes; {@code /metrics} and {@code /healthz} report on it.
- * See {@code docs/servers.md}.
+ * {@code GET /v1/models} lists the models its snapshot routes; {@code /metrics} and {@code /healthz} report on it, and
+ * {@code /livez} and {@code /readyz} answer Kubernetes' probes ({@link Probes}). It binds its port before it has a
+ * snapshot, and stops by a drain ({@link Drain}). See {@code docs/servers.md}.
  *
  * <pre>{@code
  * try (Gateway gw = Gateway.start(GatewayConfig.defaults("east"), SnapshotSource.fixed(snapshot))) {
