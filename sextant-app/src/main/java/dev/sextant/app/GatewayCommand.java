@@ -5,6 +5,7 @@ import dev.sextant.config.Urls;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.gateway.ClientLimits;
+import dev.sextant.server.gateway.Drain;
 import dev.sextant.server.gateway.Gateway;
 import dev.sextant.server.gateway.GatewayConfig;
 import dev.sextant.server.gateway.SnapshotSource;
@@ -28,7 +29,8 @@ final class GatewayCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("gateway_cluster", "host", "port", "control_plane", "token_file",
             "engine_token_file", "snapshot_file", "snapshot_cache_file", "long_poll_wait", "report_interval",
             "max_body_bytes", "connect_timeout",
-            "first_byte_timeout", "idle_timeout", "total_timeout", "drain_timeout", "max_snapshot_age", "access_log",
+            "first_byte_timeout", "idle_timeout", "total_timeout", "drain_window", "drain_timeout", "max_snapshot_age",
+            "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
             "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll", "probe_interval");
     /** Most event loop threads: a gateway uses one per core; far more only costs memory and switching. */
@@ -93,7 +95,9 @@ final class GatewayCommand implements Callable<Integer> {
             c = new GatewayConfig(cluster, f.string("host", d.host()), port != null ? port : f.integer("port", 8080),
                     f.integer("max_body_bytes", d.maxBodyBytes()), f.duration("connect_timeout", d.connectTimeout()),
                     f.duration("first_byte_timeout", d.firstByteTimeout()), f.duration("idle_timeout", d.idleTimeout()),
-                    f.duration("total_timeout", d.totalTimeout()), f.duration("drain_timeout", d.drainTimeout()), cp,
+                    f.duration("total_timeout", d.totalTimeout()),
+                    new Drain(f.duration("drain_window", Drain.DEFAULT_WINDOW),
+                            f.duration("drain_timeout", d.drain().timeout())), cp,
                     token, f.duration("report_interval", d.reportInterval()), f.bool("access_log", true),
                     DataPlaneOptions.builder().maxSnapshotAge(f.duration("max_snapshot_age", Duration.ofMinutes(5)))
                             .maxInFlightPerEngine(f.integer("max_in_flight_per_engine",
@@ -128,8 +132,11 @@ final class GatewayCommand implements Callable<Integer> {
             warmUp(c, threads, warmUp);
         }
         Gateway gw = Gateway.start(c, source, threads);
-        out.println("gateway " + cluster + " on " + (c.tls() == null ? "http" : "https") + "://" + c.host() + ":" + gw.port() + " (snapshot "
-                + gw.plane().snapshot().version() + (cp != null ? " from " + cp : " from " + snapshotFile) + ")");
+        Path cache = gw.startedFromCache();
+        out.println("gateway " + cluster + " on " + (c.tls() == null ? "http" : "https") + "://" + c.host() + ":"
+                + gw.port() + " (snapshot " + gw.plane().snapshot().version() + " from " + (cache != null
+                ? "the snapshot cache " + cache + ": control plane " + cp + " sent none in time" : cp != null ? cp
+                : snapshotFile) + ")");
         out.flush();
         Running.untilStopped(out, duration, gw);
         return 0;

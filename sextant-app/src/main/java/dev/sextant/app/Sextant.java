@@ -38,6 +38,10 @@ public final class Sextant implements Callable<Integer> {
 
     /** Runs the command line and exits with its exit code. */
     public static void main(String[] args) {
+        if (System.getProperty("java.util.logging.manager") == null) {
+            // before anything logs: what the servers log while a signal stops them must reach the log
+            System.setProperty("java.util.logging.manager", ServerLogManager.class.getName());
+        }
         if (System.getProperty("java.util.logging.SimpleFormatter.format") == null) {
             // one line per log record, for the servers' logs and access logs
             System.setProperty("java.util.logging.SimpleFormatter.format", "%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n");

@@ -75,6 +75,8 @@ class ServerCommandsTest {
             nul in a path          | gateway       | gateway_cluster: east\\nsnapshot_file: "s\\u0000.json" | server.yaml:2: snapshot_file: 's\\0.json' (expected: a file path; Nul character not allowed)
             negative probe interval| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: -1s | server.yaml:3: probe_interval: '-1s' (expected: a duration >= 0
             probe interval no unit | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: often | server.yaml:3: probe_interval: 'often' (expected: a duration >= 0
+            negative drain window  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ndrain_window: -1s | server.yaml:3: drain_window: '-1s' (expected: a duration >= 0
+            zero drain timeout     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ndrain_timeout: 0s | server.yaml:3: drain_timeout: 0ms (expected: > 0)
             negative round trip    | engine        | id: e1\\nnetwork_rtt_ms: {east: 60, eu: -1} | server.yaml:2: network_rtt_ms.eu: -1.0 (expected: a round trip in ms, a finite number >= 0)
             round trip not a number| engine        | network_rtt_ms: {east: soon} | server.yaml:1: network_rtt_ms.east: "soon" (expected: a round trip in ms, a number)
             round trips not a map  | engine        | network_rtt_ms: 60 | server.yaml:1: network_rtt_ms: 60 (expected: a map of gateway cluster id to round trip in ms
@@ -91,14 +93,10 @@ class ServerCommandsTest {
 
     @Test
     void gateway_withASnapshotFile_servesAndStops() throws Exception {
-        Path topology = Path.of("..", "examples", "talk.yaml");
-        assertThat(run("solve", topology.toString())).isZero();
-        Files.writeString(dir.resolve("snapshot.json"), stdout);
-        Path config = dir.resolve("gateway.yaml");
-        Files.writeString(config, "gateway_cluster: east\nport: 0\nsnapshot_file: snapshot.json\nthreads: 1\n"
+        Path config = gatewayConfig("snapshot_file: snapshot.json\n"
                 + "max_header_bytes: 8192\nrequest_header_timeout: 5s\nrequest_body_timeout: 30s\n"
                 + "http2: true\nmax_concurrent_streams: 250\nengine_token_file: tok\nsnapshot_cache_file: kept.json\n"
-                + "probe_interval: 0s\n");
+                + "probe_interval: 0s\ndrain_window: 0s\ndrain_timeout: 5s\n");
         Files.writeString(dir.resolve("tok"), "engine-key\n");
         assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
         assertThat(dir.resolve("kept.json")).as("the snapshot cache, beside the config").isNotEmptyFile();
@@ -107,11 +105,7 @@ class ServerCommandsTest {
 
     @Test
     void gateway_withAWarmUp_warmsUpBeforeItListens() throws Exception {
-        assertThat(run("solve", Path.of("..", "examples", "talk.yaml").toString())).isZero();
-        Files.writeString(dir.resolve("snapshot.json"), stdout);
-        Path config = dir.resolve("gateway.yaml");
-        Files.writeString(config, "gateway_cluster: east\nport: 0\nsnapshot_file: snapshot.json\nthreads: 1\n"
-                + "warm_up: 1s\n");
+        Path config = gatewayConfig("snapshot_file: snapshot.json\nwarm_up: 1s\ndrain_window: 0s\n");
         assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
         assertThat(stdout).contains("gateway east: warming up for 1.0 s before listening");
         java.util.regex.Matcher done = java.util.regex.Pattern
@@ -121,6 +115,28 @@ class ServerCommandsTest {
         assertThat(stdout.indexOf("warm-up done")).as("the gateway listens after its warm-up")
                 .isLessThan(stdout.indexOf("gateway east on http://127.0.0.1:"));
         assertThat(stdout).doesNotContain("warning");
+    }
+
+    @Test
+    void gateway_startedFromItsSnapshotCache_saysSo_namingTheFileAndTheVersion() throws Exception {
+        int down;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            down = s.getLocalPort(); // nothing listens there once closed
+        }
+        Files.writeString(dir.resolve("tok"), "secret\n");
+        Path config = gatewayConfig("control_plane: http://127.0.0.1:" + down + "\ntoken_file: tok\n"
+                + "snapshot_cache_file: kept.json\nprobe_interval: 0s\ndrain_window: 0s\n");
+        Files.copy(dir.resolve("snapshot.json"), dir.resolve("kept.json")); // what an earlier run kept
+        assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
+        assertThat(stdout).contains("(snapshot 1 from the snapshot cache " + dir.resolve("kept.json")
+                + ": control plane http://127.0.0.1:" + down + " sent none in time)");
+    }
+
+    /** Writes the talk example's snapshot to snapshot.json, and gateway.yaml: gateway cluster east with {@code settings}. */
+    private Path gatewayConfig(String settings) throws java.io.IOException {
+        assertThat(run("solve", Path.of("..", "examples", "talk.yaml").toString())).isZero();
+        Files.writeString(dir.resolve("snapshot.json"), stdout);
+        return Files.writeString(dir.resolve("gateway.yaml"), "gateway_cluster: east\nport: 0\nthreads: 1\n" + settings);
     }
 
     @Test

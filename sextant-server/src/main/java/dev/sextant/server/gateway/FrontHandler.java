@@ -1,5 +1,6 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.request.DataPlane;
 import dev.sextant.request.Decision;
 import dev.sextant.request.HttpFields;
 import dev.sextant.request.Refusal;
@@ -24,8 +25,9 @@ import java.util.logging.Logger;
 
 /**
  * The client side of the gateway: one request at a time per connection (the next is handled only after the answer
- * was written; one that arrives sooner waits), routed to the proxy, {@code /v1/models}, {@code /metrics} or
- * {@code /healthz}. Every problem becomes an OpenAI-shaped error response; nothing escapes the event loop.
+ * was written; one that arrives sooner waits), routed to the proxy, {@code /v1/models}, {@code /metrics},
+ * {@code /healthz} or the probes {@code /livez} and {@code /readyz}. Every problem becomes an OpenAI-shaped error
+ * response; nothing escapes the event loop.
  */
 final class FrontHandler extends ChannelInboundHandlerAdapter {
     private static final Logger LOG = Logger.getLogger(FrontHandler.class.getName());
@@ -97,12 +99,17 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     }
                     proxy(ctx, req, path, keepAlive); // takes ownership of req
                 }
-                case "/v1/models", "/metrics", "/healthz" -> {
+                case "/v1/models", "/metrics", "/healthz", "/livez", "/readyz" -> {
                     req.release();
                     if (!Http.reads(req.method())) {
                         notAllowed(ctx, req.method(), path, "GET, HEAD", keepAlive);
+                    } else if (path.equals("/livez")) {
+                        answer(ctx, gw.probes.liveness(System.nanoTime()), keepAlive);
+                    } else if (path.equals("/readyz")) {
+                        answer(ctx, gw.readiness().response(), keepAlive); // a probe's 503 is no refused request
                     } else if (path.equals("/v1/models")) {
-                        reply(ctx, Http.json(HttpResponseStatus.OK, gw.modelsJson()), keepAlive);
+                        reply(ctx, gw.plane() == null ? noSnapshot() : Http.json(HttpResponseStatus.OK, gw.modelsJson()),
+                                keepAlive);
                     } else if (path.equals("/metrics")) {
                         reply(ctx, Http.response(HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
                                 gw.metrics.scrape()), keepAlive);
@@ -168,6 +175,17 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         String ownId = gw.newRequestId();
         String clientId = req.headers().get("x-request-id");
         String requestId = usableRequestId(clientId) ? clientId : ownId;
+        DataPlane plane = gw.plane();
+        if (plane == null) {
+            req.release();
+            gw.metrics.request(null, null, 503);
+            FullHttpResponse resp = noSnapshot();
+            gw.accessLog(ctx.channel(), req.method().name(), path, 503, null, null, 0, -1, 0, 0, false, requestId,
+                    "no snapshot yet");
+            resp.headers().set("x-request-id", requestId);
+            reply(ctx, resp, keepAlive);
+            return;
+        }
         RequestBody body;
         try {
             body = RequestBody.parse(req.content());
@@ -185,7 +203,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         HttpFields fields = new HttpFields(body.model(), req.headers().get(HttpFields.RESIDENCY_HEADER),
                 req.headers().get(HttpFields.PRIORITY_HEADER), body.promptCacheKey(),
                 req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.promptText(), ownId);
-        Decision d = gw.plane().route(fields.toMeta());
+        Decision d = plane.route(fields.toMeta());
         // demand is what arrives, counted on arrival: counted when answered, it would lag behind a surge by the
         // answers' latency and stay capped by what the engines complete, so the control plane would not see the
         // overload it has to shed
@@ -242,6 +260,10 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     "model id in " + path + ": " + e.getMessage()), keepAlive);
             return;
         }
+        if (gw.plane() == null) {
+            reply(ctx, noSnapshot(), keepAlive);
+            return;
+        }
         String json = gw.modelJson(id);
         if (json == null) {
             reply(ctx, error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", Refusal.UNKNOWN_MODEL.code(),
@@ -250,6 +272,15 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         reply(ctx, Http.json(HttpResponseStatus.OK, json), keepAlive);
+    }
+
+    /**
+     * The answer to a model request before the gateway's first snapshot (it listens before it has one): 503, to be
+     * tried again in a second, when the snapshot source or the snapshot cache will likely have given one.
+     */
+    private FullHttpResponse noSnapshot() {
+        return Http.error(HttpResponseStatus.SERVICE_UNAVAILABLE, "server_error", "no_snapshot", "gateway cluster "
+                + gw.config.gatewayCluster() + " has no routing snapshot yet: it is starting", Duration.ofSeconds(1));
     }
 
     private void notAllowed(ChannelHandlerContext ctx, HttpMethod method, String path, String allow, boolean keepAlive) {
@@ -282,7 +313,11 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void reply(ChannelHandlerContext ctx, FullHttpResponse r, boolean keepAlive) {
-        logged(ctx, r);
+        answer(ctx, logged(ctx, r), keepAlive);
+    }
+
+    /** Writes {@code r} without an access-log line (a probe's answer), then reads the next request or closes. */
+    private void answer(ChannelHandlerContext ctx, FullHttpResponse r, boolean keepAlive) {
         HttpUtil.setKeepAlive(r, keepAlive);
         ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> exchangeWritten(ctx, keepAlive && f.isSuccess()));
     }

@@ -37,6 +37,7 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -47,8 +48,9 @@ import java.util.logging.Logger;
  * The gateway: Sextant's data plane as an OpenAI-compatible HTTP proxy. {@code POST /v1/chat/completions},
  * {@code /v1/completions}, {@code /v1/embeddings} are classified by the data plane core ({@link DataPlane}) and
  * proxied to the chosen engine over pooled keep-alive connections, server-sent events chunk by chunk;
- * {@code GET /v1/models} lists the models its snapshot routes; {@code /metrics} and {@code /healthz} report on it.
- * See {@code docs/servers.md}.
+ * {@code GET /v1/models} lists the models its snapshot routes; {@code /metrics} and {@code /healthz} report on it, and
+ * {@code /livez} and {@code /readyz} answer Kubernetes' probes ({@link Probes}). It binds its port before it has a
+ * snapshot, and stops by a drain ({@link Drain}). See {@code docs/servers.md}.
  *
  * <pre>{@code
  * try (Gateway gw = Gateway.start(GatewayConfig.defaults("east"), SnapshotSource.fixed(snapshot))) {
@@ -80,9 +82,18 @@ public final class Gateway implements AutoCloseable {
     private final AtomicLong ids = new AtomicLong();
     private final String idPrefix = Long.toHexString(System.nanoTime() ^ System.identityHashCode(this));
     private volatile boolean draining;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    final Probes probes = new Probes();
+    private final DataPlaneOptions opts;
+    private final SnapshotCache cache;
+    /** What the snapshot cache held at start, or null. */
+    private final SnapshotCache.Entry cached;
+    private final CompletableFuture<Snapshot> first = new CompletableFuture<>();
+    /** The snapshot cache file the data plane started from, or null: its first snapshot came from the source. */
+    private volatile java.nio.file.Path startedFromCache;
 
-    private Gateway(GatewayConfig config, SnapshotSource source, int threads, Duration firstSnapshotWait)
-            throws InterruptedException, TimeoutException {
+    /** Binds the listener, then starts the snapshot source; serves 503 {@code no_snapshot} until its first snapshot. */
+    private Gateway(GatewayConfig config, SnapshotSource source, int threads) throws InterruptedException {
         this.config = config;
         this.source = source;
         warnIfTokenInClear(config);
@@ -91,19 +102,17 @@ public final class Gateway implements AutoCloseable {
         this.pool = new UpstreamPool(config.connectTimeout(), TlsContexts.client(config.clientTls()));
         this.reporter = new Reporter(config.gatewayCluster(), config.controlPlane(), config.token(),
                 config.reportInterval(), config.clientTls());
+        this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
+                () -> refusedSnapshots.sum() + source.refusals(), this::ownClasses);
         DataPlaneListener listener = new DataPlaneListener() {
             @Override
             public void onFallback(boolean fallback, String reason) {
-                if (fallback) {
-                    LOG.severe("FALLBACK MODE: " + reason + "; routing to the nearest healthy allowed engine");
-                } else {
-                    LOG.warning("fallback mode ended: " + reason);
-                }
+                observeMode(); // logged once per change, whoever sees it first
             }
 
             @Override
             public void onEjection(Ejection e) {
-                metrics().ejection();
+                metrics.ejection();
                 LOG.warning("engine " + e.engineId() + " ejected: " + e.reason());
             }
 
@@ -112,55 +121,9 @@ public final class Gateway implements AutoCloseable {
                 LOG.warning("engine " + e.engineId() + " back early (was ejected: " + e.reason() + "): " + why);
             }
         };
-        DataPlaneOptions opts = config.options().toBuilder().listener(listener).build();
-        CompletableFuture<Snapshot> first = new CompletableFuture<>();
-        SnapshotCache cache = config.snapshotCache() == null ? null
+        this.opts = config.options().toBuilder().listener(listener).build();
+        this.cache = config.snapshotCache() == null ? null
                 : new SnapshotCache(config.snapshotCache(), config.gatewayCluster());
-        SnapshotCache.Entry cached = cache == null ? null : cache.read();
-        if (cached != null) {
-            source.hold(cached.snapshot());
-        }
-        source.start(s -> {
-            DataPlane p = plane.get();
-            if (p == null) {
-                if (startPlane(s, opts, Duration.ZERO)) {
-                    keep(cache, s);
-                    first.complete(s);
-                    return;
-                }
-                p = plane.get(); // started from the cache a moment ago
-            }
-            if (p.swap(s)) {
-                checkOwnRoutes(s);
-                keep(cache, s);
-            } else {
-                refusedSnapshots.increment();
-                Snapshot held = p.snapshot();
-                LOG.severe("SNAPSHOT REFUSED: version " + s.version() + " (hash " + abbreviate(s.hash())
-                        + ") does not succeed the held version " + held.version() + " (hash "
-                        + abbreviate(held.hash()) + "); keeping " + held.version());
-            }
-        });
-        try {
-            Duration wait = cached == null || firstSnapshotWait.compareTo(CACHE_GRACE) < 0 ? firstSnapshotWait : CACHE_GRACE;
-            first.get(wait.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (java.util.concurrent.ExecutionException e) {
-            throw new IllegalStateException("no first snapshot: " + e.getCause(), e.getCause());
-        } catch (TimeoutException e) {
-            if (cached == null) {
-                throw e;
-            }
-            Snapshot s = cached.snapshot();
-            if (startPlane(s, opts, cached.age())) {
-                LOG.warning("no snapshot from the snapshot source within " + CACHE_GRACE.toSeconds() + " s: serving from"
-                        + " the cached snapshot " + s.version() + " of " + cache.file() + ", last confirmed "
-                        + cached.age().toSeconds() + " s ago, until the source answers"
-                        + (cached.age().compareTo(config.options().maxSnapshotAge()) > 0 ? " (older than max_snapshot_age:"
-                                + " fallback mode)" : ""));
-            }
-        }
-        this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
-                () -> refusedSnapshots.sum() + source.refusals(), this::ownClasses);
         ClientPipeline clients = new ClientPipeline(this, serverTls);
         this.group = Transport.current().group(threads, config.busyPoll());
         ServerBootstrap b = new ServerBootstrap()
@@ -176,6 +139,7 @@ public final class Gateway implements AutoCloseable {
                         clients.init(ch);
                     }
                 });
+        // the port first: one that cannot be bound is said at once, whatever the control plane's state
         try {
             serverChannel = Listen.on(b, config.host(), config.port());
         } catch (RuntimeException | InterruptedException e) {
@@ -183,16 +147,81 @@ public final class Gateway implements AutoCloseable {
             reporter.close();
             throw e;
         }
-        metrics.eventLoops(group);
-        jvm = JvmMeters.bindTo(metrics.registry);
-        prober = config.controlPlane() == null || config.probeInterval().isZero() ? null
-                : new Prober(config.gatewayCluster(), () -> plane.get().snapshot(), pool, reporter, metrics,
-                        config.engineToken(), config.probeInterval());
-        LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")
-                + "://" + config.host() + ":" + port() + (config.http2() ? " (HTTP/1.1 and HTTP/2)" : " (HTTP/1.1)")
-                + " with snapshot " + plane.get().snapshot().version() + " ("
-                + Transport.current().name().toLowerCase() + " transport"
-                + (config.busyPoll() ? ", busy-polling event loops" : "") + ")");
+        try {
+            metrics.eventLoops(group);
+            probes.watch(group);
+            group.next().scheduleAtFixedRate(this::observeMode, 1, 1, TimeUnit.SECONDS);
+            jvm = JvmMeters.bindTo(metrics.registry);
+            prober = config.controlPlane() == null || config.probeInterval().isZero() ? null
+                    : new Prober(config.gatewayCluster(), this::heldSnapshot, pool, reporter, metrics,
+                            config.engineToken(), config.probeInterval());
+            LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")
+                    + "://" + config.host() + ":" + port() + (config.http2() ? " (HTTP/1.1 and HTTP/2)" : " (HTTP/1.1)")
+                    + " (" + Transport.current().name().toLowerCase() + " transport"
+                    + (config.busyPoll() ? ", busy-polling event loops" : "") + "); waiting for its first snapshot");
+            this.cached = cache == null ? null : cache.read();
+            if (cached != null) {
+                source.hold(cached.snapshot());
+            }
+            source.start(this::take);
+        } catch (RuntimeException e) {
+            serverChannel.close().awaitUninterruptibly();
+            group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
+            reporter.close();
+            throw e;
+        }
+    }
+
+    /** A snapshot from the source: the first starts the data plane, later ones are swapped in or refused. */
+    private void take(Snapshot s) {
+        DataPlane p = plane.get();
+        if (p == null) {
+            if (startPlane(s, Duration.ZERO)) {
+                keep(cache, s);
+                first.complete(s);
+                return;
+            }
+            p = plane.get(); // started from the cache a moment ago
+        }
+        if (p.swap(s)) {
+            checkOwnRoutes(s);
+            keep(cache, s);
+        } else {
+            refusedSnapshots.increment();
+            Snapshot held = p.snapshot();
+            LOG.severe("SNAPSHOT REFUSED: version " + s.version() + " (hash " + abbreviate(s.hash())
+                    + ") does not succeed the held version " + held.version() + " (hash "
+                    + abbreviate(held.hash()) + "); keeping " + held.version());
+        }
+    }
+
+    /**
+     * Waits up to {@code wait} for the source's first snapshot; with a snapshot cache that holds one, up to
+     * {@link #CACHE_GRACE} (or {@code wait} if shorter), then starts from the cached one.
+     */
+    private void awaitFirstSnapshot(Duration wait) throws InterruptedException, TimeoutException {
+        try {
+            Duration grace = cached == null || wait.compareTo(CACHE_GRACE) < 0 ? wait : CACHE_GRACE;
+            first.get(grace.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException("no first snapshot: " + e.getCause(), e.getCause());
+        } catch (TimeoutException e) {
+            if (cached == null) {
+                throw e;
+            }
+            Snapshot s = cached.snapshot();
+            if (startPlane(s, cached.age())) {
+                startedFromCache = cache.file();
+                LOG.warning("no snapshot from the snapshot source within " + CACHE_GRACE.toSeconds() + " s: serving from"
+                        + " the cached snapshot " + s.version() + " of " + cache.file() + ", last confirmed "
+                        + cached.age().toSeconds() + " s ago, until the source answers"
+                        + (cached.age().compareTo(config.options().maxSnapshotAge()) > 0 ? " (older than max_snapshot_age:"
+                                + " fallback mode)" : ""));
+            }
+        }
+        observeMode();
+        LOG.info("gateway " + config.gatewayCluster() + " routing with snapshot " + plane.get().snapshot().version()
+                + (startedFromCache == null ? " from its snapshot source" : " from the snapshot cache " + startedFromCache));
     }
 
     /** The bearer token crosses the network in clear when the control plane is plain HTTP on another host. */
@@ -214,16 +243,14 @@ public final class Gateway implements AutoCloseable {
         return hash.length() > 16 ? hash.substring(0, 16) : hash;
     }
 
-    private GatewayMetrics metrics() {
-        return metrics;
-    }
-
     /**
-     * Starts a gateway: waits for the source's first snapshot (up to 60 s; with a snapshot cache that holds one, up to
-     * 5 s and then starts from the cached one), then binds.
+     * Starts a gateway: binds its address, then waits for the source's first snapshot (up to 60 s; with a snapshot
+     * cache that holds one, up to 5 s and then starts from the cached one). Until then it answers
+     * {@code /livez}, {@code /readyz} ({@code no snapshot}), {@code /healthz} and {@code /metrics}, and 503 to model
+     * requests.
      *
+     * @throws ListenException when the address cannot be bound (before the source is asked for anything)
      * @throws StartException when no snapshot arrives in time
-     * @throws ListenException when the address cannot be bound
      */
     public static Gateway start(GatewayConfig config, SnapshotSource source) {
         return start(config, source, Math.max(2, Runtime.getRuntime().availableProcessors()));
@@ -243,7 +270,7 @@ public final class Gateway implements AutoCloseable {
      * The data plane from the first snapshot, {@code age} old already; false when one was made first (the source and
      * the snapshot cache can race at start).
      */
-    private boolean startPlane(Snapshot s, DataPlaneOptions opts, Duration age) {
+    private boolean startPlane(Snapshot s, Duration age) {
         if (!plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts, age))) {
             return false;
         }
@@ -259,20 +286,40 @@ public final class Gateway implements AutoCloseable {
 
     /** As {@link #start(GatewayConfig, SnapshotSource, int)}, waiting {@code firstSnapshotWait} for the first snapshot. */
     static Gateway start(GatewayConfig config, SnapshotSource source, int threads, Duration firstSnapshotWait) {
+        Gateway gw = open(config, source, threads);
         try {
-            return new Gateway(config, source, threads, firstSnapshotWait);
+            gw.awaitFirstSnapshot(firstSnapshotWait);
+            return gw;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            source.close();
+            gw.stop(false);
             throw new IllegalStateException("interrupted while starting", e);
         } catch (TimeoutException e) {
-            source.close();
+            gw.stop(false);
             long ms = firstSnapshotWait.toMillis();
             throw new StartException("no snapshot within " + (ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms")
                     + ", and a gateway cannot"
                     + " route without one (the snapshot source's warnings above say why; a gateway started with"
                     + " snapshot_file needs no control plane, one with snapshot_cache_file starts from the last"
                     + " snapshot it took)", e);
+        } catch (RuntimeException e) {
+            gw.stop(false);
+            throw new IllegalStateException("cannot start gateway on " + config.host() + ":" + config.port() + ": "
+                    + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * A gateway listening on its address, its source started, that may hold no snapshot yet ({@link #plane()} null);
+     * {@link #start} waits for one.
+     */
+    static Gateway open(GatewayConfig config, SnapshotSource source, int threads) {
+        try {
+            return new Gateway(config, source, threads);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            source.close();
+            throw new IllegalStateException("interrupted while starting", e);
         } catch (ListenException e) {
             source.close();
             throw e; // already names the address
@@ -288,9 +335,39 @@ public final class Gateway implements AutoCloseable {
         return ((InetSocketAddress) serverChannel.localAddress()).getPort();
     }
 
-    /** The data plane (its snapshot, status and ejections). */
+    /** The data plane (its snapshot, status and ejections); never null once {@link #start} returned. */
     public DataPlane plane() {
         return plane.get();
+    }
+
+    /** The held snapshot, or null before the first. */
+    private Snapshot heldSnapshot() {
+        DataPlane p = plane.get();
+        return p == null ? null : p.snapshot();
+    }
+
+    /** The data plane's status, or null before the first snapshot. */
+    private DataPlaneStatus status() {
+        DataPlane p = plane.get();
+        return p == null ? null : p.status();
+    }
+
+    /**
+     * The snapshot cache file the gateway started from, because its source sent no snapshot in time; null when its
+     * first snapshot came from the source.
+     */
+    public java.nio.file.Path startedFromCache() {
+        return startedFromCache;
+    }
+
+    /** Logs a change of mode, once (the gateway's check once a second, and the data plane's word on a request). */
+    private void observeMode() {
+        probes.observe(status(), config.options().maxSnapshotAge());
+    }
+
+    /** What {@code /readyz} says now. */
+    Probes.Readiness readiness() {
+        return Probes.Readiness.of(status(), ownClasses(), draining);
     }
 
     /** Requests being proxied now, ≥ 0. */
@@ -351,9 +428,10 @@ public final class Gateway implements AutoCloseable {
         return s.routes().getOrDefault(config.gatewayCluster(), Map.of());
     }
 
-    /** Classes the held snapshot routes at this gateway's cluster. */
+    /** Classes the held snapshot routes at this gateway's cluster; 0 before the first snapshot. */
     int ownClasses() {
-        return ownRoutes(plane.get().snapshot()).size();
+        Snapshot s = heldSnapshot();
+        return s == null ? 0 : ownRoutes(s).size();
     }
 
     void exchangeEnded() {
@@ -389,12 +467,18 @@ public final class Gateway implements AutoCloseable {
     }
 
     String healthJson() {
-        DataPlaneStatus st = plane.get().status();
+        DataPlaneStatus st = status();
         ObjectNode root = Http.JSON.createObjectNode();
         int classes = ownClasses();
-        root.put("status", draining ? "draining" : classes == 0 ? "no_routes" : st.fallback() ? "fallback" : "ok");
-        root.put("gateway_cluster", st.gatewayCluster());
+        root.put("status", draining ? "draining" : st == null ? "no_snapshot" : classes == 0 ? "no_routes"
+                : st.fallback() ? "fallback" : "ok");
+        root.put("gateway_cluster", config.gatewayCluster());
         root.put("classes", classes);
+        if (st == null) {
+            root.put("in_flight", inFlight.get());
+            return root.toString();
+        }
+        root.put("mode", Probes.Mode.of(st).word());
         root.put("snapshot_version", st.version());
         root.put("snapshot_hash", st.hash());
         root.put("snapshot_age_seconds", st.ageNanos() / 1e9);
@@ -433,26 +517,37 @@ public final class Gateway implements AutoCloseable {
     }
 
     /**
-     * Graceful shutdown: stops accepting, tells HTTP/2 clients to open no more streams (GOAWAY; HTTP/1.1 clients
-     * get {@code Connection: close} on their answers), lets in-flight requests finish (up to the drain timeout), then
-     * closes every connection and the snapshot source.
+     * Stops as {@link GatewayConfig#drain()} says (docs/servers.md, "Stopping"): not ready at once ({@code /readyz}
+     * 503 {@code draining}), HTTP/1.1 answers with {@code Connection: close} and GOAWAY to HTTP/2 clients, so that
+     * clients come back through the load balancer; accepting and serving for the drain window; then no longer
+     * accepting, and waiting up to the drain timeout for the requests in flight to finish and their last bytes to
+     * leave; then every connection, the snapshot source and the event loops closed. Blocks until then; a second call
+     * returns at once.
      */
     @Override
     public void close() {
-        draining = true;
-        serverChannel.close().awaitUninterruptibly();
-        for (Channel c : channels) {
-            if (c.pipeline().get(Http2FrameCodec.class) != null) {
-                // the last stream id is the last the client opened: those finish, later ones the client retries
-                c.writeAndFlush(new DefaultHttp2GoAwayFrame(Http2Error.NO_ERROR));
-            }
+        stop(true);
+    }
+
+    /** {@link #close()}, with its drain window when {@code window}, else without (a start that failed). */
+    private void stop(boolean window) {
+        if (!closed.compareAndSet(false, true)) {
+            return;
         }
-        long deadline = System.nanoTime() + config.drainTimeout().toNanos();
-        while (inFlight.get() > 0 && System.nanoTime() < deadline) {
-            try {
-                Thread.sleep(20); // drain: poll the in-flight count until zero or the deadline
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+        draining = true;
+        goAway();
+        Duration serveOn = window ? config.drain().window() : Duration.ZERO;
+        if (!serveOn.isZero()) {
+            LOG.info("gateway " + config.gatewayCluster() + " draining: not ready, serving on for the drain window of "
+                    + serveOn.toMillis() / 1000.0 + " s, then no longer accepting");
+            pause(serveOn.toNanos());
+        }
+        serverChannel.close().awaitUninterruptibly();
+        goAway(); // the connections opened during the window
+        long deadline = System.nanoTime() + config.drain().timeout().toNanos();
+        // an exchange ends as its last bytes are handed to the connection: a slow reader may still have them queued
+        while ((inFlight.get() > 0 || bufferedForClients() > 0) && System.nanoTime() < deadline) {
+            if (!pause(TimeUnit.MILLISECONDS.toNanos(20))) {
                 break;
             }
         }
@@ -467,5 +562,26 @@ public final class Gateway implements AutoCloseable {
         reporter.close();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
         jvm.close();
+    }
+
+    /** GOAWAY to every HTTP/2 client connection: streams open now finish, the client opens no more here. */
+    private void goAway() {
+        for (Channel c : channels) {
+            if (c.pipeline().get(Http2FrameCodec.class) != null) {
+                // the last stream id is the last the client opened (a second GOAWAY names the same and is not sent)
+                c.writeAndFlush(new DefaultHttp2GoAwayFrame(Http2Error.NO_ERROR));
+            }
+        }
+    }
+
+    /** Waits {@code nanos}; false when interrupted (the interrupt kept), so that stopping goes on at once. */
+    private static boolean pause(long nanos) {
+        try {
+            TimeUnit.NANOSECONDS.sleep(nanos);
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 }

@@ -19,7 +19,7 @@ import java.time.Duration;
  * @param firstByteTimeout from sending the request to the engine's response headers
  * @param idleTimeout     between two chunks of a response
  * @param totalTimeout    whole request, all attempts
- * @param drainTimeout    how long a graceful shutdown waits for in-flight requests
+ * @param drain           how it stops: a window serving while not ready, then a bounded wait for in-flight requests
  * @param controlPlane    base URL reports are sent to, or null (no reports)
  * @param token           bearer token for the control plane (a token file is read again when it changes), or null
  * @param reportInterval  how often the signal reports are sent
@@ -49,7 +49,7 @@ import java.time.Duration;
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
-                            Duration drainTimeout, URI controlPlane, BearerToken token, Duration reportInterval,
+                            Drain drain, URI controlPlane, BearerToken token, Duration reportInterval,
                             boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
                             ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken,
                             java.nio.file.Path snapshotCache, boolean busyPoll, Duration probeInterval) {
@@ -78,7 +78,9 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         Http.positive("first_byte_timeout", firstByteTimeout);
         Http.positive("idle_timeout", idleTimeout);
         Http.positive("total_timeout", totalTimeout);
-        Http.positive("drain_timeout", drainTimeout);
+        if (drain == null) {
+            throw new IllegalArgumentException("drain: missing (expected: a drain window and timeout)");
+        }
         Http.positive("report_interval", reportInterval);
         if (options == null) {
             throw new IllegalArgumentException("options: missing (expected: data plane options)");
@@ -95,10 +97,13 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         }
     }
 
-    /** Loopback, ephemeral port, 16 MiB, timeouts 2 s connect / 30 s first byte / 30 s idle / 10 min total. */
+    /**
+     * Loopback, ephemeral port, 16 MiB, timeouts 2 s connect / 30 s first byte / 30 s idle / 10 min total, no drain
+     * window ({@link Drain#immediate()}).
+     */
     public static GatewayConfig defaults(String gatewayCluster) {
         return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
-                Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Duration.ofSeconds(30), null,
+                Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Drain.immediate(), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
                 ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null, false,
                 DEFAULT_PROBE_INTERVAL);
@@ -107,22 +112,29 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
         return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
                 clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
         return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
                 clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With other timeouts. */
     public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
-                drainTimeout, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
+                drain, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
                 clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
+    }
+
+    /** With another way of stopping: a drain window (≥ 0) and a drain timeout (&gt; 0). */
+    public GatewayConfig withDrain(Drain newDrain) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+                idleTimeout, totalTimeout, newDrain, controlPlane, token, reportInterval, accessLog, options, tls,
+                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With a control plane to report to, and its token (or null). */
@@ -133,21 +145,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
     /** With a control plane to report to, and its token (or null; a token file is read again when it changes). */
     public GatewayConfig withControlPlane(URI uri, BearerToken newToken, Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, uri, newToken, interval, accessLog, options, tls, clientTls,
+                idleTimeout, totalTimeout, drain, uri, newToken, interval, accessLog, options, tls, clientTls,
                 clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, on, options, tls, clientTls,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, on, options, tls, clientTls,
                 clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, newOptions, tls,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, newOptions, tls,
                 clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
@@ -157,21 +169,21 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
      */
     public GatewayConfig withTls(ServerTls serverTls, ClientTls client) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
                 serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With other client limits (request head and body timeouts, head size). */
     public GatewayConfig withClientLimits(ClientLimits limits) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
                 tls, clientTls, limits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With HTTP/2 for clients on or off, and another limit of open streams per HTTP/2 connection (≥ 1). */
     public GatewayConfig withHttp2(boolean on, int streamsPerConnection) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
                 tls, clientTls, clientLimits, on, streamsPerConnection, engineToken, snapshotCache, busyPoll, probeInterval);
     }
 
@@ -181,28 +193,28 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
      */
     public GatewayConfig withEngineToken(BearerToken newEngineToken) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
                 tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken, snapshotCache, busyPoll, probeInterval);
     }
 
     /** With a file that keeps the last snapshot, to start from when the control plane cannot be reached; or null. */
     public GatewayConfig withSnapshotCache(java.nio.file.Path file) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
                 tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, file, busyPoll, probeInterval);
     }
 
     /** With event loops that poll without sleeping, or that sleep while they have nothing to do (the default). */
     public GatewayConfig withBusyPoll(boolean on) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
                 tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, on, probeInterval);
     }
 
     /** With round-trip probes every {@code interval} (≥ 0; zero: none). */
     public GatewayConfig withProbeInterval(Duration interval) {
         return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
-                idleTimeout, totalTimeout, drainTimeout, controlPlane, token, reportInterval, accessLog, options,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
                 tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
                 interval);
     }
@@ -213,7 +225,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         return "GatewayConfig[gatewayCluster=" + gatewayCluster + ", host=" + host + ", port=" + port
                 + ", maxBodyBytes=" + maxBodyBytes + ", connectTimeout=" + connectTimeout + ", firstByteTimeout="
                 + firstByteTimeout + ", idleTimeout=" + idleTimeout + ", totalTimeout=" + totalTimeout
-                + ", drainTimeout=" + drainTimeout + ", controlPlane=" + controlPlane + ", token="
+                + ", drain=" + drain + ", controlPlane=" + controlPlane + ", token="
                 + (token == null ? "null" : "(redacted)") + ", reportInterval=" + reportInterval + ", accessLog="
                 + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + ", clientLimits=" + clientLimits
                 + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + ", engineToken="

@@ -1,6 +1,7 @@
 package dev.sextant.server.gateway;
 
 import dev.sextant.request.DataPlane;
+import dev.sextant.request.DataPlaneStatus;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -47,21 +48,21 @@ final class GatewayMetrics {
                 .register(registry);
         ejections = Counter.builder("sextant.gateway.ejections").description("local outlier ejections of engines")
                 .register(registry);
-        Gauge.builder("sextant.gateway.snapshot.version", () -> plane.get().status().version())
+        Gauge.builder("sextant.gateway.snapshot.version", () -> held(plane, s -> s.version()))
                 .description("version of the snapshot held").register(registry);
-        Gauge.builder("sextant.gateway.snapshot.age.seconds", () -> plane.get().status().ageNanos() / 1e9)
+        Gauge.builder("sextant.gateway.snapshot.age.seconds", () -> held(plane, s -> s.ageNanos() / 1e9))
                 .description("time since the snapshot was swapped in or confirmed").register(registry);
         Gauge.builder("sextant.gateway.classes", ownClasses::get)
                 .description("classes the held snapshot routes at this gateway's cluster (0: every model request refused)")
                 .register(registry);
-        Gauge.builder("sextant.gateway.fallback", () -> plane.get().status().fallback() ? 1 : 0)
-                .description("1 while the fallback policy routes (snapshot too old)").register(registry);
+        Gauge.builder("sextant.gateway.fallback", () -> held(plane, s -> s.fallback() ? 1 : 0))
+                .description("the mode: 1 while the fallback policy routes (snapshot too old), 0 while the snapshot's policy does").register(registry);
         Gauge.builder("sextant.gateway.in.flight", inFlight::get).description("requests being proxied").register(registry);
         Gauge.builder("sextant.gateway.http2.connections", http2Connections::get)
                 .description("open HTTP/2 client connections").register(registry);
-        Gauge.builder("sextant.gateway.ejected.engines", () -> plane.get().status().ejectedEngines())
+        Gauge.builder("sextant.gateway.ejected.engines", () -> held(plane, s -> s.ejectedEngines()))
                 .description("engines ejected by outlier detection now").register(registry);
-        Gauge.builder("sextant.gateway.retry.tokens", () -> plane.get().status().retryTokens())
+        Gauge.builder("sextant.gateway.retry.tokens", () -> held(plane, s -> s.retryTokens()))
                 .description("retries the retry budget allows now").register(registry);
         FunctionCounter.builder("sextant.gateway.spills", plane, p -> p.get().status().spills())
                 .description("requests sent away from their key's engine because it was over its expected load")
@@ -80,6 +81,12 @@ final class GatewayMetrics {
                         + " write to the engine, plus from the answer's last part read from the engine to its write to"
                         + " the client")
                 .serviceLevelObjectives(OVERHEAD_BUCKETS).register(registry);
+    }
+
+    /** {@code value} of the data plane's status, or null (NaN in the scrape) before the gateway's first snapshot. */
+    private static Number held(Supplier<DataPlane> plane, java.util.function.Function<DataPlaneStatus, Number> value) {
+        DataPlane p = plane.get();
+        return p == null ? null : value.apply(p.status());
     }
 
     /** Fine buckets below a few ms: the proxy's own share of a request is a fraction of a millisecond. */

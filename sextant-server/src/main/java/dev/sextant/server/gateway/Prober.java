@@ -104,6 +104,7 @@ final class Prober implements AutoCloseable {
     /**
      * Starts probing every {@code interval} (&gt; 0), the first round one interval from now.
      *
+     * @param snapshot    the held snapshot, whose engine clusters are probed; null before the first (no round)
      * @param engineToken sent as {@code Authorization: Bearer …} as with requests, or null
      */
     Prober(String gatewayCluster, Supplier<Snapshot> snapshot, UpstreamPool pool, Reporter reporter,
@@ -132,6 +133,9 @@ final class Prober implements AutoCloseable {
     private void round() {
         try {
             Snapshot s = snapshot.get();
+            if (s == null) {
+                return; // no snapshot yet: nothing to probe
+            }
             if (s != seen) {
                 learn(s);
                 seen = s;

@@ -1,5 +1,6 @@
 package dev.sextant.server.gateway;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sextant.server.control.ControlPlane;
@@ -34,6 +35,20 @@ class PortInUseTest {
             assertThatThrownBy(() -> ControlPlane.start(ControlPlaneConfig.defaults(topology, "secret")
                     .withAddress("127.0.0.1", port)))
                     .isInstanceOf(ListenException.class).hasMessage(says);
+        }
+    }
+
+    @Test
+    void aGatewayOnAPortInUse_failsBeforeItAsksItsSourceForASnapshot() throws Exception {
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            int port = taken.getLocalPort();
+            // a source that never answers: had the gateway waited for a snapshot first, it would wait out the minute
+            HandFedSource source = new HandFedSource();
+            assertThatThrownBy(() -> Gateway.start(GatewayConfig.defaults("gw").withAddress("127.0.0.1", port), source, 1))
+                    .isInstanceOf(ListenException.class)
+                    .hasMessage("cannot listen on 127.0.0.1:" + port + ": Address already in use");
+            assertThat(source.started()).as("the port comes first").isFalse();
+            assertThat(source.closed()).isTrue();
         }
     }
 
