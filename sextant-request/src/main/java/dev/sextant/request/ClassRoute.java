@@ -60,6 +60,9 @@ final class ClassRoute {
     final int[] nearGroupEnd;
     /** Requests in flight per engine this class may fill up to: the engine limit less the priority reserve. */
     int limit;
+    /** The class's rank among the R distinct priorities at this gateway (0 = highest), and R. */
+    int rank;
+    int ranks = 1;
 
     /** This class's retry budget at this gateway: kept across snapshots, one per class id. */
     final RetryTokens retryTokens;

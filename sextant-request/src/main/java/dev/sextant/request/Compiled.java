@@ -139,6 +139,8 @@ final class Compiled {
             int rank = ranks - 1 - java.util.Arrays.binarySearch(priorities, k.priority);
             double keep = ranks == 1 ? 1 : 1 - options.priorityReserve() * rank / (ranks - 1);
             k.limit = Math.max(1, (int) Math.ceil(options.maxInFlightPerEngine() * keep - 1e-9));
+            k.rank = rank;
+            k.ranks = ranks;
         }
     }
 

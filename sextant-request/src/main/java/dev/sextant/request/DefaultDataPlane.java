@@ -132,7 +132,8 @@ final class DefaultDataPlane implements DataPlane {
         if (i < 0) {
             return engineLimit(c, k, stale);
         }
-        if (spills(k.cells[i], k.allowanceRps[i], request.affinityKey(), now)) {
+        double excess = excess(k.cells[i], k.allowanceRps[i], now);
+        if (excess > 0 && Hashing.unit(Hashing.mix(request.affinityKey() ^ Hashing.SPILL_SALT)) < excess) {
             int s = spill(k, k.cells[i], now);
             if (s >= 0) {
                 k.cells[i].inFlight.decrementAndGet();
@@ -142,28 +143,36 @@ final class DefaultDataPlane implements DataPlane {
                         request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[s], null, k.pool, now);
             }
         }
+        if (excess > 0 && k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks) {
+            k.cells[i].inFlight.decrementAndGet();
+            released(k.pool);
+            return Decision.refused(k.id, c.snapshot.version(), stale, Refusal.SHED, "engine " + k.cells[i].id
+                    + " is offered more than the policy planned for it and no allowed engine nearby has room: class '"
+                    + k.id + "' (priority " + k.priority + ") is shed here so that higher priorities keep their "
+                    + "engines, until the control plane plans for this demand", shedRetryAfterNanos);
+        }
         return Decision.routed(k.id, c.snapshot.version(), stale, k.cells[i], k.endpoints[i], 1, 0,
                 request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null, k.pool, now);
     }
 
     /**
-     * Whether the request of key {@code key} that chose {@code cell} goes elsewhere because the engine is over what
-     * this gateway expects of it. The rate of requests whose key chose it ({@link EngineCell#offered}) is compared
-     * with its allowance (what the policy sends it from here plus its planned spare capacity): beyond the allowance
-     * by three standard deviations of a Poisson rate over the averaging window, or beyond the allowance itself when
-     * this gateway's recent answers from it show a queue ({@link EngineCell#queueing}), the excess share
-     * p = 1 − threshold / rate spills. Which requests spill is decided by their key, so that the same conversations
-     * move and the rest keep their engine (and caches). Never while fewer than the bounded load's minimum are in
-     * flight there.
+     * The share of the requests choosing {@code cell} that it is offered beyond what this gateway expects of it (0:
+     * none): the rate of requests whose key chose it ({@link EngineCell#offered}, counting this one) against its
+     * allowance (what the policy sends it from here plus its planned spare capacity). Beyond the allowance by three
+     * standard deviations of a Poisson rate over the averaging window, or beyond the allowance itself when this
+     * gateway's recent answers from it show a queue ({@link EngineCell#queueing}), the excess is
+     * 1 − threshold / rate. The requests whose key hashes below it spill (the same conversations move, the rest keep
+     * their engine and cache); where nothing nearby has room, lower priorities are shed in proportion (see
+     * {@link #route}). 0 while the bounded load's minimum or fewer are in flight there.
      */
-    private boolean spills(EngineCell cell, double allowanceRps, long key, long now) {
+    private double excess(EngineCell cell, double allowanceRps, long now) {
         double rate = cell.offered(now);
         if (cell.inFlight.get() <= minInFlight || rate <= allowanceRps) {
-            return false;
+            return 0;
         }
         double threshold = cell.queueing(QUEUE_SLACK_MS) ? allowanceRps
                 : allowanceRps + 3 * Math.sqrt(allowanceRps / EngineCell.RATE_WINDOW_S);
-        return rate > threshold && Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) < 1 - threshold / rate;
+        return rate > threshold ? 1 - threshold / rate : 0;
     }
 
     /** Milliseconds of TTFT beyond twice its floor before a recent TTFT shows a queue (a step's jitter). */

@@ -924,6 +924,43 @@ class DataPlaneTest {
     }
 
     @Test
+    void route_engineOfferedBeyondItsPlanWithNowhereToSpill_shedsLowerPrioritiesHere_neverTheHighest() {
+        Map<String, Double> w = Map.of("e0", 0.5, "e1", 0.5);
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
+        for (String id : List.of("e0", "e1")) { // planned 15 req/s each from here (3 classes × 10 × 0.5), no spare
+            b.engines.put(id, new dev.sextant.snapshot.EngineState("c", "r", "http://" + id + ".invalid", List.of("m"),
+                    15, 16, 15, 0.94, 100, 100, 0, 1));
+        }
+        Snapshot s = b.route("low", "m", List.of(), 0, 0, w).route("normal", "m", List.of(), 1, 0, w)
+                .route("high", "m", List.of(), 2, 0, w).build();
+        DataPlane p = plane(s);
+        Map<Integer, int[]> byPriority = new java.util.TreeMap<>(); // priority → {routed, shed}
+        List<Decision> open = new ArrayList<>();
+        for (int i = 0; i < 900; i++) { // 90 req/s, three times the plan, the classes in turn, for 10 s
+            ticker.advanceSeconds(1 / 90.0);
+            int priority = i % 3;
+            Decision d = p.route(new RequestMeta("m", List.of(), priority, i, i));
+            int[] n = byPriority.computeIfAbsent(priority, x -> new int[2]);
+            if (d.routed()) {
+                n[0]++;
+                open.add(d);
+            } else {
+                assertThat(d.refusal()).isEqualTo(Refusal.SHED);
+                assertThat(d.message()).contains("until the control plane plans for this demand");
+                n[1]++;
+            }
+            if (open.size() > 40) {
+                p.onFinish(open.remove(0), Outcome.SUCCESS, -1); // about 0.45 s in flight each
+            }
+        }
+        assertThat(byPriority.get(2)[1]).isZero(); // the highest is never shed here
+        assertThat(byPriority.get(0)[1]).isGreaterThan(byPriority.get(0)[0]); // the lowest mostly shed
+        assertThat(byPriority.get(1)[1]).isPositive(); // at three times the plan, the middle one too
+        assertThat(byPriority.get(1)[1]).isLessThan(byPriority.get(0)[1]);
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
     void engineLimit_keepsAShareForHigherPriorities_lowestRefusedFirst() {
         Map<String, Double> w = Map.of("e0", 0.5, "e1", 0.5);
         Snapshot s = new Fixtures.SnapshotBuilder("g").rtt("c", 1)
