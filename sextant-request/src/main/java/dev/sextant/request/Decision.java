@@ -31,6 +31,8 @@ public final class Decision {
     final AtomicInteger pool;
     /** When the data plane placed the attempt, on its ticker, ns. */
     final long startNanos;
+    /** Why this engine, in a few stable words (see {@link #reason()}). */
+    private final String reason;
     // refused
     private final Refusal refusal;
     private final String message;
@@ -40,8 +42,8 @@ public final class Decision {
 
     private Decision(String classId, long snapshotVersion, boolean fallback, EngineCell cell, String endpoint,
                      int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
-                     EngineCell[] tried, AtomicInteger pool, long startNanos, Refusal refusal, String message,
-                     long retryAfterNanos) {
+                     EngineCell[] tried, AtomicInteger pool, long startNanos, String reason, Refusal refusal,
+                     String message, long retryAfterNanos) {
         this.classId = classId;
         this.snapshotVersion = snapshotVersion;
         this.fallback = fallback;
@@ -55,6 +57,7 @@ public final class Decision {
         this.tried = tried;
         this.pool = pool;
         this.startNanos = startNanos;
+        this.reason = reason;
         this.refusal = refusal;
         this.message = message;
         this.retryAfterNanos = retryAfterNanos;
@@ -62,15 +65,16 @@ public final class Decision {
 
     static Decision routed(String classId, long version, boolean fallback, EngineCell cell, String endpoint,
                            int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
-                           EngineCell[] tried, AtomicInteger pool, long startNanos) {
+                           EngineCell[] tried, AtomicInteger pool, long startNanos, String reason) {
         return new Decision(classId, version, fallback, cell, endpoint, attempt, backoffNanos, key, requestId,
-                expectedTtftMs, tried, pool, startNanos, null, null, 0);
+                expectedTtftMs, tried, pool, startNanos, fallback ? reason + ",fallback" : reason, null, null, 0);
     }
 
     static Decision refused(String classId, long version, boolean fallback, Refusal refusal, String message,
                             long retryAfterNanos) {
-        return new Decision(classId, version, fallback, null, null, 0, 0, 0, 0, Double.NaN, null, null, 0, refusal,
-                message, retryAfterNanos);
+        return new Decision(classId, version, fallback, null, null, 0, 0, 0, 0, Double.NaN, null, null, 0,
+                "refused:" + refusal.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-'), refusal, message,
+                retryAfterNanos);
     }
 
     /** True when the request goes to {@link #engineId()}; false when it is refused. */
@@ -111,6 +115,21 @@ public final class Decision {
     /** True when the snapshot was too old and the fallback policy chose the engine. */
     public boolean fallback() {
         return fallback;
+    }
+
+    /**
+     * Why this engine (or why none), in a few stable words joined by commas, for the {@code x-sextant-reason} header,
+     * the access log and metrics: {@code key} (the key's own engine), {@code spill:bounded-load} (the key's engine
+     * was over its bounded load: the next of the key's order), {@code skip:ejected} and {@code skip:limit} (the key's
+     * engine was ejected, or at its concurrency limit), {@code spill:overload} (the key's engine was offered beyond
+     * what the policy planned: the nearest allowed engine with room), {@code nearest} (no weights to follow: the
+     * nearest allowed engine with the fewest in flight); a retry starts with {@code retry:} and the failed attempt's
+     * outcome ({@code retry:connect-error,key}, {@code …,nearest-healthy}, {@code …,same-engine}); {@code fallback}
+     * is added while the snapshot is older than its limit; a refusal is {@code refused:} and its kind
+     * ({@code refused:shed}). See docs/request-path.md.
+     */
+    public String reason() {
+        return reason;
     }
 
     /** Why the request was refused, or null when routed. */

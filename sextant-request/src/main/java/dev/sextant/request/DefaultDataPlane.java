@@ -116,7 +116,7 @@ final class DefaultDataPlane implements DataPlane {
                 return engineLimit(c, k, true);
             }
             return Decision.routed(k.id, c.snapshot.version(), true, k.near[i], k.nearEndpoints[i], 1, 0,
-                    request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[i], null, k.pool, now);
+                    request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[i], null, k.pool, now, "nearest");
         }
         // A snapshot too old to trust its shed fractions (the demand they were computed for has moved on) still
         // has the best weights there are: keys keep their engines, and load beyond what they planned spills
@@ -128,6 +128,7 @@ final class DefaultDataPlane implements DataPlane {
             return noAllowedEngine(c, k);
         }
         k.retryTokens.deposit(k.depositMicro);
+        int first = k.table.first(request.affinityKey());
         int i = pickHashed(k, request.affinityKey(), null, now);
         if (i < 0) {
             return engineLimit(c, k, stale);
@@ -140,7 +141,8 @@ final class DefaultDataPlane implements DataPlane {
                 released(k.pool);
                 spills.increment();
                 return Decision.routed(k.id, c.snapshot.version(), stale, k.near[s], k.nearEndpoints[s], 1, 0,
-                        request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[s], null, k.pool, now);
+                        request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[s], null, k.pool, now,
+                        "spill:overload");
             }
         }
         if (excess > 0 && k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks) {
@@ -152,7 +154,8 @@ final class DefaultDataPlane implements DataPlane {
                     + "engines, until the control plane plans for this demand", shedRetryAfterNanos);
         }
         return Decision.routed(k.id, c.snapshot.version(), stale, k.cells[i], k.endpoints[i], 1, 0,
-                request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null, k.pool, now);
+                request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null, k.pool, now,
+                i == first ? "key" : passedOver(k, first, now));
     }
 
     /**
@@ -236,6 +239,12 @@ final class DefaultDataPlane implements DataPlane {
             }
         }
         return walk(k, key, exclude, now);
+    }
+
+    /** Why the key's own engine {@code e} was passed over, as {@link Decision#reason()} says it. */
+    private String passedOver(ClassRoute k, int e, long now) {
+        EngineCell cell = k.cells[e];
+        return cell.ejected(now) ? "skip:ejected" : cell.inFlight.get() >= k.limit ? "skip:limit" : "spill:bounded-load";
     }
 
     private boolean withinBound(ClassRoute k, int inFlight, double share) {
@@ -437,10 +446,12 @@ final class DefaultDataPlane implements DataPlane {
         EngineCell[] tried = failed.triedSoFar();
         boolean stale = stale(c, now);
         int attempt = failed.attempt() + 1;
-        boolean nearest = stale; // whether i indexes the nearest-first arrays or the route's
-        EngineCell[] cellsOf = stale ? k.near : k.cells;
-        int i = stale ? pickNear(k, tried, now) : k.table == null ? -1 : pickHashed(k, failed.key, tried, now);
-        if (!stale && (i < 0 || failing(k.cells[i], now))) {
+        boolean nearOnly = stale && k.table == null; // no weights to follow: nearest, fewest in flight
+        boolean nearest = nearOnly; // whether i indexes the nearest-first arrays or the route's
+        EngineCell[] cellsOf = nearOnly ? k.near : k.cells;
+        String how = nearOnly ? "nearest" : "key";
+        int i = nearOnly ? pickNear(k, tried, now) : k.table == null ? -1 : pickHashed(k, failed.key, tried, now);
+        if (!nearOnly && (i < 0 || failing(k.cells[i], now))) {
             // Every engine the route weights is tried, ejected or failing (a whole engine cluster down, say):
             // spill to the nearest healthy allowed engine outside them rather than fail or hit a failing one.
             int spill = pickNearest(k, tried, now, true);
@@ -452,6 +463,7 @@ final class DefaultDataPlane implements DataPlane {
                 i = spill;
                 nearest = true;
                 cellsOf = k.near;
+                how = "nearest-healthy";
             }
         }
         long backoff = 0;
@@ -462,6 +474,7 @@ final class DefaultDataPlane implements DataPlane {
             if (same >= 0 && !failed.cell.ejected(now) && failed.cell.tryAcquire(k.limit)) {
                 acquired(k);
                 i = same;
+                how = "same-engine";
                 long cap = Math.min(backoffMaxNanos, backoffBaseNanos << Math.min(30, attempt - 2));
                 backoff = (long) (cap * Hashing.unit(Hashing.mix(failed.requestId ^ Hashing.JITTER_SALT
                         ^ options.seed() + attempt * Hashing.GOLDEN)));
@@ -482,7 +495,8 @@ final class DefaultDataPlane implements DataPlane {
         }
         return Decision.routed(k.id, version, stale, cellsOf[i], nearest ? k.nearEndpoints[i] : k.endpoints[i],
                 attempt, backoff, failed.key, failed.requestId,
-                nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried, k.pool, now);
+                nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried, k.pool, now,
+                "retry:" + outcome.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + "," + how);
     }
 
     @Override

@@ -259,6 +259,27 @@ class DataPlaneTest {
         assertThat(moved).isZero();
     }
 
+    @Test
+    void decision_saysWhyThisEngine_inStableWords() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
+        Decision first = p.route(RequestMeta.of("m", 42, 0));
+        assertThat(first.reason()).isEqualTo("key");
+        List<String> reasons = new ArrayList<>();
+        for (int i = 1; i < 60; i++) { // one hot conversation, never finishing: bounded load walks it on
+            reasons.add(p.route(RequestMeta.of("m", 42, i)).reason());
+        }
+        assertThat(reasons).contains("key", "spill:bounded-load");
+        Decision retried = p.retry(first, Outcome.CONNECT_ERROR);
+        assertThat(retried.reason()).startsWith("retry:connect-error,");
+
+        DataPlane spilling = plane(farWeightedNearFree());
+        List<Decision> open = surge(spilling, 200, 3, new ArrayList<>());
+        assertThat(open).extracting(Decision::reason).contains("key", "spill:overload");
+
+        Snapshot shedAll = Fixtures.simple(2, 1.0, 1.0);
+        assertThat(plane(shedAll).route(RequestMeta.of("m", 1, 1)).reason()).isEqualTo("refused:shed");
+    }
+
     // ------------------------------------------------------------------ outlier ejection
 
     @Test
