@@ -52,6 +52,8 @@ final class ClassRoute {
     final double[] nearExpectedTtftMs;
     /** The nominal capacity of the engines of {@link #near}, req/s (0 without effective capacity). */
     final double[] nearCapacityRps;
+    /** {@link #allowanceRps} of the engines of {@link #near}. */
+    final double[] nearAllowanceRps;
     /** {@link #plannedMs} of the engines of {@link #near}. */
     final double[] nearPlannedMs;
     /** How many of {@link #near} the snapshot gives effective capacity (in service); they come first. */
@@ -73,7 +75,7 @@ final class ClassRoute {
                String[] endpoints, double[] share, java.util.concurrent.atomic.AtomicInteger pool,
                double[] expectedTtftMs, double[] allowanceRps, double[] plannedMs, int maxEjected,
                EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, double[] nearCapacityRps,
-               double[] nearPlannedMs,
+               double[] nearAllowanceRps, double[] nearPlannedMs,
                int[] nearGroupEnd,
                RetryTokens retryTokens, long depositMicro) {
         this.id = id;
@@ -96,6 +98,7 @@ final class ClassRoute {
         this.nearEndpoints = nearEndpoints;
         this.nearExpectedTtftMs = nearExpectedTtftMs;
         this.nearCapacityRps = nearCapacityRps;
+        this.nearAllowanceRps = nearAllowanceRps;
         this.nearPlannedMs = nearPlannedMs;
         this.nearGroupEnd = nearGroupEnd;
         this.retryTokens = retryTokens;

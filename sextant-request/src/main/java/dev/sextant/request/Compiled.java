@@ -414,6 +414,7 @@ final class Compiled {
         String[] nearEndpoints = new String[m];
         double[] nearTtft = new double[m];
         double[] nearCapacity = new double[m];
+        double[] nearAllowance = new double[m];
         double[] nearPlannedMs = new double[m];
         int[] groupEnd = new int[m];
         for (int i = 0; i < m; i++) {
@@ -422,6 +423,7 @@ final class Compiled {
             nearEndpoints[i] = engines.states[j].endpoint();
             nearTtft[i] = engines.expectedTtftMs[j];
             nearCapacity[i] = pe.capacityRps[j];
+            nearAllowance[i] = pe.allowanceRps[j];
             nearPlannedMs[i] = engines.durationMs[j];
         }
         for (int i = m - 1; i >= 0; i--) {
@@ -431,7 +433,8 @@ final class Compiled {
         String[] residency = r.residency().toArray(new String[0]);
         Arrays.sort(residency);
         ClassRoute k = new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, share, pool, ttft,
-                allowance, plannedMs, maxEjected, near, nearEndpoints, nearTtft, nearCapacity, nearPlannedMs, groupEnd,
+                allowance, plannedMs, maxEjected, near, nearEndpoints, nearTtft, nearCapacity, nearAllowance, nearPlannedMs,
+                groupEnd,
                 retryTokens, depositMicro);
         for (int j : nearIdx) {
             k.nearInService += engines.states[j].effectiveCapacityRps() > 0 ? 1 : 0;

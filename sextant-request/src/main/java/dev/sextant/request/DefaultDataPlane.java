@@ -134,24 +134,31 @@ final class DefaultDataPlane implements DataPlane {
             return engineLimit(c, k, stale);
         }
         double excess = excess(k.cells[i], k.allowanceRps[i], now);
-        if (excess > 0 && Hashing.unit(Hashing.mix(request.affinityKey() ^ Hashing.SPILL_SALT)) < excess) {
-            int s = spill(k, k.cells[i], now);
-            if (s >= 0) {
-                k.cells[i].inFlight.decrementAndGet();
-                released(k.pool);
-                spills.increment();
-                return Decision.routed(k.id, c.snapshot.version(), stale, k.near[s], k.nearEndpoints[s], 1, 0,
-                        request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[s], null, k.pool, now,
-                        "spill:overload");
+        if (excess > 0) {
+            // the excess share spills by key; a lower priority that the excess is large enough to shed here spills
+            // too where there is room, and is shed only where there is none
+            boolean shedHere = k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks
+                    && k.cells[i].queueing(QUEUE_SLACK_MS);
+            if (shedHere || Hashing.unit(Hashing.mix(request.affinityKey() ^ Hashing.SPILL_SALT)) < excess) {
+                int s = spill(k, k.cells[i], shedHere, now);
+                if (s >= 0 || shedHere) {
+                    k.cells[i].inFlight.decrementAndGet();
+                    released(k.pool);
+                }
+                if (s >= 0) {
+                    spills.increment();
+                    return Decision.routed(k.id, c.snapshot.version(), stale, k.near[s], k.nearEndpoints[s], 1, 0,
+                            request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[s], null, k.pool, now,
+                            "spill:overload");
+                }
+                if (shedHere) {
+                    return Decision.refused(k.id, c.snapshot.version(), stale, Refusal.SHED, "engine "
+                            + k.cells[i].id + " is offered more than the policy planned for it and no allowed engine "
+                            + "nearby has room: class '" + k.id + "' (priority " + k.priority + ") is shed here so "
+                            + "that higher priorities keep their engines, until the control plane plans for this "
+                            + "demand", shedRetryAfterNanos);
+                }
             }
-        }
-        if (excess > 0 && k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks) {
-            k.cells[i].inFlight.decrementAndGet();
-            released(k.pool);
-            return Decision.refused(k.id, c.snapshot.version(), stale, Refusal.SHED, "engine " + k.cells[i].id
-                    + " is offered more than the policy planned for it and no allowed engine nearby has room: class '"
-                    + k.id + "' (priority " + k.priority + ") is shed here so that higher priorities keep their "
-                    + "engines, until the control plane plans for this demand", shedRetryAfterNanos);
         }
         return Decision.routed(k.id, c.snapshot.version(), stale, k.cells[i], k.endpoints[i], 1, 0,
                 request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null, k.pool, now,
@@ -185,9 +192,12 @@ final class DefaultDataPlane implements DataPlane {
      * Where a request goes instead of an engine over its expected load: in the class's nearest group of allowed
      * engines that has one, the engine other than {@code from}, neither ejected nor failing, below the class's limit,
      * whose recent answers show no queue, and that holds fewer of this gateway's requests than its whole capacity
-     * would hold (its capacity × duration), the least full relative to that. Counted in flight, or -1.
+     * would hold (its capacity × planned duration), the least full relative to that. A request that would otherwise
+     * be shed for its priority ({@code withinPlan}) goes only where this gateway's requests stay within what the
+     * policy planned there (its allowance × planned duration): when the whole fleet is short, moving it only moves
+     * the queue. Counted in flight, or -1.
      */
-    private int spill(ClassRoute k, EngineCell from, long now) {
+    private int spill(ClassRoute k, EngineCell from, boolean withinPlan, long now) {
         EngineCell[] near = k.near;
         for (int g = 0; g < near.length; ) {
             int end = k.nearGroupEnd[g];
@@ -198,7 +208,8 @@ final class DefaultDataPlane implements DataPlane {
                 int inFlight = cell.inFlight.get();
                 double fill = (inFlight + 1) / (k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000);
                 if (cell != from && fill <= 1 && fill < bestFill && inFlight < k.limit && !failing(cell, now)
-                        && !cell.queueing(QUEUE_SLACK_MS)) {
+                        && !cell.queueing(QUEUE_SLACK_MS)
+                        && (!withinPlan || inFlight + 1 <= k.nearAllowanceRps[i] * k.nearPlannedMs[i] / 1000)) {
                     best = i;
                     bestFill = fill;
                 }

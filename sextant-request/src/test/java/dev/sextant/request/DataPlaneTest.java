@@ -945,7 +945,7 @@ class DataPlaneTest {
     }
 
     @Test
-    void route_engineOfferedBeyondItsPlanWithNowhereToSpill_shedsLowerPrioritiesHere_neverTheHighest() {
+    void route_engineOfferedBeyondItsPlanAndQueueingWithNowhereToSpill_shedsLowerPrioritiesHere_neverTheHighest() {
         Map<String, Double> w = Map.of("e0", 0.5, "e1", 0.5);
         Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
         for (String id : List.of("e0", "e1")) { // planned 15 req/s each from here (3 classes × 10 × 0.5), no spare
@@ -970,8 +970,8 @@ class DataPlaneTest {
                 assertThat(d.message()).contains("until the control plane plans for this demand");
                 n[1]++;
             }
-            if (open.size() > 40) {
-                p.onFinish(open.remove(0), Outcome.SUCCESS, -1); // about 0.45 s in flight each
+            if (open.size() > 40) { // about 0.45 s in flight each; first tokens 10 ms, then 100 ms: a queue
+                p.onFinish(open.remove(0), Outcome.SUCCESS, i < 100 ? 10_000_000L : 100_000_000L);
             }
         }
         assertThat(byPriority.get(2)[1]).isZero(); // the highest is never shed here
