@@ -64,7 +64,7 @@ final class GatewayMetrics {
                 .description("engines ejected by outlier detection now").register(registry);
         Gauge.builder("sextant.gateway.retry.tokens", () -> held(plane, s -> s.retryTokens()))
                 .description("retries the retry budget allows now").register(registry);
-        FunctionCounter.builder("sextant.gateway.spills", plane, p -> p.get().status().spills())
+        FunctionCounter.builder("sextant.gateway.spills", plane, p -> p.get() == null ? 0 : p.get().status().spills())
                 .description("requests sent away from their key's engine because it was over its expected load")
                 .register(registry);
         FunctionCounter.builder("sextant.gateway.oversized.bodies", oversized, LongAdder::sum)

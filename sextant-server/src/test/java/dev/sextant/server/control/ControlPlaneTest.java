@@ -291,7 +291,8 @@ class ControlPlaneTest {
         cp.tickNow();
         JsonNode failing = engine("eu-1");
         assertThat(failing.path("condition").asText()).isEqualTo("failing");
-        assertThat(failing.path("why").asText()).contains("60% of 100 recent attempts failed")
+        // 100 attempts reported; outcomes fade with time (half-life 10 s), so a slow tick may count 99 of them
+        assertThat(failing.path("why").asText()).containsPattern("60% of (99|100) recent attempts failed")
                 .contains("canaries in a row succeed");
         assertThat(cp.current().version()).isEqualTo(2);
         assertThat(weight("eu-1")).isZero();
