@@ -519,6 +519,9 @@ final class DefaultDataPlane implements DataPlane {
         cell.inFlight.decrementAndGet();
         released(attempt.pool);
         if (outcome.failure()) {
+            if (outcome == Outcome.TIMEOUT) {
+                cell.timedOut = true;
+            }
             failed(cell, outcome.toString(), false);
         } else if (outcome == Outcome.SUCCESS) {
             double expected = attempt.expectedTtftMs;
@@ -588,16 +591,20 @@ final class DefaultDataPlane implements DataPlane {
         if (n >= options.consecutiveFailures()) {
             // for slowness only when no failure of the run was an error: an engine refused for thousands of
             // connections whose last failure is a slow answer (it was just restarted) is not merely slow
-            tryEject(cell, n + " consecutive failures (last: " + what + ")", !cell.failedHard);
+            tryEject(cell, n + " consecutive failures (last: " + what + ")", !cell.failedHard ? EngineCell.SLOW
+                    : cell.timedOut ? EngineCell.HUNG : EngineCell.FAILING);
         }
     }
 
     /**
-     * Ejects {@code cell} unless a class it serves is at its cap of ejected engines. At the cap an engine that fails
-     * (errors, refused connections, timeouts) takes the place of one ejected only for slowness: a slow engine still
-     * answers, a failing one only costs retries. The slow one returns at once, its failures counted afresh.
+     * Ejects {@code cell} unless a class it serves is at its cap of ejected engines. At the cap an engine takes the
+     * place of one ejected for a lesser harm ({@code severity}, {@link EngineCell#ejectedFor}): one that fails
+     * (errors, refused connections) that of one ejected only for slowness, since a slow engine still answers and a
+     * failing one only costs retries; one that hangs (timeouts) that of one that fails fast, since each request sent
+     * to a hung engine waits the whole timeout where a fast failure costs a retry. The displaced one returns at once,
+     * its failures counted afresh.
      */
-    private void tryEject(EngineCell cell, String reason, boolean slow) {
+    private void tryEject(EngineCell cell, String reason, int severity) {
         if (!ejecting.compareAndSet(false, true)) {
             return; // another thread is deciding; this engine's next failure tries again
         }
@@ -615,11 +622,11 @@ final class DefaultDataPlane implements DataPlane {
                         || ejectedIn(k, now) - freedIn(k, makeRoom) + 1 <= k.maxEjected) {
                     continue;
                 }
-                EngineCell slowOne = slow ? null : slowlyEjected(k, now);
-                if (slowOne == null) {
+                EngineCell lesser = ejectedForLess(k, severity, now);
+                if (lesser == null) {
                     return; // the class's cap: it keeps its engines, failures stay counted
                 }
-                makeRoom.add(slowOne);
+                makeRoom.add(lesser);
             }
             if (!makeRoom.isEmpty()) {
                 displaced = new ArrayList<>(makeRoom.size());
@@ -643,9 +650,10 @@ final class DefaultDataPlane implements DataPlane {
             long base = Math.min(ejectionMaxNanos, ejectionBaseNanos * k);
             long duration = Math.min(ejectionMaxNanos, (long) (base * (1 + options.ejectionJitter() * u)));
             String instead = displaced.isEmpty() ? "" : "; in place of " + String.join(", ",
-                    displaced.stream().map(Ejection::engineId).toList()) + " (ejected for slowness only)";
+                    displaced.stream().map(Ejection::engineId).toList()) + " (ejected for "
+                    + (severity == EngineCell.HUNG ? "failing fast" : "slowness only") + ")";
             e = new Ejection(cell.id, reason + instead, now, now + duration, k);
-            cell.slowEjection = slow;
+            cell.ejectedFor = severity;
             cell.multiplier = k;
             cell.lastEjectionEnd = now + duration;
             cell.ejections++;
@@ -655,20 +663,22 @@ final class DefaultDataPlane implements DataPlane {
             ejecting.set(false);
         }
         for (Ejection d : displaced) {
-            options.listener().onEjectionEnded(d, "its place went to " + cell.id + ", which fails rather than answers"
-                    + " slowly, at the cap of ejected engines");
+            options.listener().onEjectionEnded(d, "its place went to " + cell.id + (severity == EngineCell.HUNG
+                    ? ", which hangs rather than fails fast" : ", which fails rather than answers slowly")
+                    + ", at the cap of ejected engines");
         }
         options.listener().onEjection(e);
     }
 
-    /** The first engine of {@code k} ejected now for slowness only, or null. */
-    private static EngineCell slowlyEjected(ClassRoute k, long now) {
+    /** The engine of {@code k} ejected now for the least harm below {@code severity} (the first such), or null. */
+    private static EngineCell ejectedForLess(ClassRoute k, int severity, long now) {
+        EngineCell best = null;
         for (EngineCell c : k.cells) {
-            if (c.slowEjection && c.ejected(now)) {
-                return c;
+            if (c.ejectedFor < severity && c.ejected(now) && (best == null || c.ejectedFor < best.ejectedFor)) {
+                best = c;
             }
         }
-        return null;
+        return best;
     }
 
     /** How many of {@code cells} (chosen to return early) are engines of {@code k}. */

@@ -16,12 +16,24 @@ final class EngineCell {
      * slow answers; cleared with {@link #failures}. An ejection is for slowness only when this is false.
      */
     volatile boolean failedHard;
+    /**
+     * Whether the current run of consecutive failures has a timeout in it (the engine took a request and never
+     * answered: hung); cleared with {@link #failures}.
+     */
+    volatile boolean timedOut;
     /** The current or last ejection; null if never ejected. */
     volatile Ejection ejection;
     // Written only by the thread holding the data plane's ejection flag.
     int multiplier;
-    /** Whether the current or last ejection was for slowness only (TTFT outliers), which a failing engine displaces. */
-    boolean slowEjection;
+    /**
+     * How bad the run that got the current or last ejection was, for who displaces whom at the cap of ejected
+     * engines: {@link #SLOW} (slow answers only), {@link #FAILING} (errors or refused connections: each costs a fast
+     * retry) or {@link #HUNG} (timeouts: each costs the whole timeout).
+     */
+    int ejectedFor;
+    static final int SLOW = 0;
+    static final int FAILING = 1;
+    static final int HUNG = 2;
     long lastEjectionEnd;
     int ejections;
     /**
@@ -39,6 +51,7 @@ final class EngineCell {
     void resetFailures() {
         failures.set(0);
         failedHard = false;
+        timedOut = false;
     }
 
     /**

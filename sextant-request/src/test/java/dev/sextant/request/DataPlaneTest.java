@@ -402,6 +402,33 @@ class DataPlaneTest {
     }
 
     @Test
+    void onFinish_atTheCap_aHungEngineTakesThePlaceOfOneThatFailsFast_notTheOtherWayRound() {
+        // two engines, one ejection allowed: one answers 500 at once, the other takes requests and never answers
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5));
+        long failingKey = keyOn(p, "e0");
+        long hungKey = keyOn(p, "e1");
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", failingKey, i)), Outcome.SERVER_ERROR, -1);
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e0");
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", hungKey, i)), Outcome.TIMEOUT, -1);
+        }
+        // each request sent to the hung engine waits the whole timeout; one sent to the failing one costs a retry
+        assertThat(p.ejections()).singleElement().satisfies(e -> {
+            assertThat(e.engineId()).isEqualTo("e1");
+            assertThat(e.reason()).contains("last: TIMEOUT").contains("in place of e0 (ejected for failing fast)");
+        });
+        assertThat(p.route(RequestMeta.of("m", hungKey, 9)).engineId()).isEqualTo("e0");
+
+        // back in rotation, the failing engine fails again: it does not take the hung one's place
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", failingKey, 10 + i)), Outcome.SERVER_ERROR, -1);
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e1");
+    }
+
+    @Test
     void onFinish_anEjectionWhoseRunHadAnErrorIsNotForSlownessOnly_evenIfItsLastFailureWasSlow() {
         DataPlane p = plane(Fixtures.simple(1, 0, 0.34, 0.33, 0.33));
         long k0 = keyOn(p, "e0");
