@@ -194,8 +194,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             gw.metrics.request(null, null, 400);
             gw.accessLog(ctx.channel(), req.method().name(), path, 400, null, null, 0, -1, 0, 0, false, requestId,
                     e.getMessage());
-            FullHttpResponse resp = error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_request",
-                    e.getMessage());
+            FullHttpResponse resp = Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                    "invalid_request", e.param(), e.getMessage(), null);
             resp.headers().set("x-request-id", requestId);
             reply(ctx, resp, keepAlive);
             return;
@@ -229,8 +229,9 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 d.message());
         long ra = d.retryAfterNanos();
         String type = r.status() == 429 ? "rate_limit_error" : r.status() < 500 ? "invalid_request_error" : "server_error";
-        FullHttpResponse resp = Http.error(HttpResponseStatus.valueOf(r.status()), type, r.code(), d.message(),
-                ra > 0 ? Duration.ofNanos(ra) : null);
+        // the model is the one body field a refusal can be about; residency comes from a header, which is no param
+        FullHttpResponse resp = Http.error(HttpResponseStatus.valueOf(r.status()), type, r.code(),
+                r == Refusal.UNKNOWN_MODEL ? "model" : null, d.message(), ra > 0 ? Duration.ofNanos(ra) : null);
         resp.headers().set("x-sextant-snapshot-version", Long.toString(d.snapshotVersion()));
         resp.headers().set("x-sextant-attempts", "0");
         resp.headers().set("x-request-id", requestId);
@@ -256,8 +257,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         try {
             id = QueryStringDecoder.decodeComponent(path.substring(MODELS_PREFIX.length()));
         } catch (IllegalArgumentException e) { // a broken percent-escape
-            reply(ctx, error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_model",
-                    "model id in " + path + ": " + e.getMessage()), keepAlive);
+            reply(ctx, Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_model", "model",
+                    "model id in " + path + ": " + e.getMessage(), null), keepAlive);
             return;
         }
         if (gw.plane() == null) {
@@ -266,9 +267,9 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         }
         String json = gw.modelJson(id);
         if (json == null) {
-            reply(ctx, error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", Refusal.UNKNOWN_MODEL.code(),
-                    "The model '" + id + "' is not routed by this gateway (GET /v1/models lists those it routes)"),
-                    keepAlive);
+            reply(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", Refusal.UNKNOWN_MODEL.code(),
+                    "model", "The model '" + id + "' is not routed by this gateway (GET /v1/models lists those it routes)",
+                    null), keepAlive);
             return;
         }
         reply(ctx, Http.json(HttpResponseStatus.OK, json), keepAlive);

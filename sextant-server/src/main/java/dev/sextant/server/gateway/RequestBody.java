@@ -24,12 +24,29 @@ import java.io.InputStream;
 record RequestBody(String model, boolean stream, String promptCacheKey, String user, String promptText) {
     static final int PROMPT_CHARS = 1024;
 
-    /** Thrown for a body the gateway refuses with 400; the message names the field. */
+    /** Thrown for a body the gateway refuses with 400; the message names the field, as {@link #param()} does. */
     static final class Invalid extends Exception {
         private static final long serialVersionUID = 1L;
+        private final String param;
 
+        /** About the body as a whole (not JSON, not an object): no field to name. */
         Invalid(String message) {
+            this(null, message);
+        }
+
+        private Invalid(String param, String message) {
             super(message, null, false, false);
+            this.param = param;
+        }
+
+        /** About the body's field {@code field}: the message is {@code "<field>: <says>"}. */
+        static Invalid field(String field, String says) {
+            return new Invalid(field, field + ": " + says);
+        }
+
+        /** The body's field the error is about (OpenAI's {@code param}), or null when about the body as a whole. */
+        String param() {
+            return param;
         }
     }
 
@@ -58,13 +75,13 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                     case "model" -> {
                         modelSeen = t != JsonToken.VALUE_NULL;
                         if (modelSeen && t != JsonToken.VALUE_STRING) {
-                            throw new Invalid("model: " + describe(p, t) + " (expected: a non-empty string)");
+                            throw Invalid.field("model", describe(p, t) + " (expected: a non-empty string)");
                         }
                         model = modelSeen ? p.getText() : null;
                     }
                     case "stream" -> {
                         if (t != JsonToken.VALUE_TRUE && t != JsonToken.VALUE_FALSE && t != JsonToken.VALUE_NULL) {
-                            throw new Invalid("stream: " + describe(p, t) + " (expected: true or false)");
+                            throw Invalid.field("stream", describe(p, t) + " (expected: true or false)");
                         }
                         stream = t == JsonToken.VALUE_TRUE;
                     }
@@ -86,10 +103,10 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
             throw new Invalid("unreadable body: " + e.getMessage());
         }
         if (!modelSeen) {
-            throw new Invalid("model: missing (expected: a model id)");
+            throw Invalid.field("model", "missing (expected: a model id)");
         }
         if (model.isBlank()) {
-            throw new Invalid("model: \"" + model + "\" (expected: a non-empty string)");
+            throw Invalid.field("model", "\"" + model + "\" (expected: a non-empty string)");
         }
         StringBuilder text = messages.length() > 0 ? messages : prompt.length() > 0 ? prompt : input;
         return new RequestBody(model, stream, promptCacheKey, user, text.length() == 0 ? null : text.toString());
@@ -100,11 +117,11 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
             return;
         }
         if (t != JsonToken.START_ARRAY) {
-            throw new Invalid("messages: " + describe(p, t) + " (expected: an array)");
+            throw Invalid.field("messages", describe(p, t) + " (expected: an array)");
         }
         while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
             if (t != JsonToken.START_OBJECT) {
-                throw new Invalid("messages: an element is " + describe(p, t) + " (expected: an object)");
+                throw Invalid.field("messages", "an element is " + describe(p, t) + " (expected: an object)");
             }
             while (p.nextToken() == JsonToken.FIELD_NAME) {
                 String name = p.currentName();
@@ -184,7 +201,7 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
             return null;
         }
         if (t != JsonToken.VALUE_STRING) {
-            throw new Invalid(field + ": " + describe(p, t) + " (expected: a string)");
+            throw Invalid.field(field, describe(p, t) + " (expected: a string)");
         }
         return p.getText();
     }

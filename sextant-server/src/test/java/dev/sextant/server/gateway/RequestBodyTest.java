@@ -55,17 +55,19 @@ class RequestBodyTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
-            blank model        | {"model":"  "}                      | model: "  "
-            model array        | {"model":["m"]}                     | model: an array
-            message not object | {"model":"m","messages":["hi"]}     | messages: an element is "hi"
-            truncated          | {"model":"m","messages":[            | malformed JSON
-            unclosed object    | {"model":"m","stream":true           | (opened on line 1)
-            trailing word      | {"model":"m"} x                      | malformed JSON body: Unrecognized token 'x'
-            trailing number    | {"model":"m"} 5                      | content after the object, on line 1
-            two objects        | {"model":"m"}{"model":"n"}           | content after the object
+            blank model        | {"model":"  "}                      | model: "  "                   | model
+            model array        | {"model":["m"]}                     | model: an array               | model
+            message not object | {"model":"m","messages":["hi"]}     | messages: an element is "hi"  | messages
+            truncated          | {"model":"m","messages":[            | malformed JSON                |
+            unclosed object    | {"model":"m","stream":true           | (opened on line 1)            |
+            trailing word      | {"model":"m"} x                      | malformed JSON body: Unrecognized token 'x' |
+            trailing number    | {"model":"m"} 5                      | content after the object, on line 1 |
+            two objects        | {"model":"m"}{"model":"n"}           | content after the object      |
+            not an object      | [{"model":"m"}]                      | body: an array                |
             """)
-    void invalid_namesTheField(String name, String json, String says) {
+    void invalid_namesTheField(String name, String json, String says, String param) {
         assertThatThrownBy(() -> parse(json)).isInstanceOf(RequestBody.Invalid.class).hasMessageContaining(says)
+                .satisfies(e -> assertThat(((RequestBody.Invalid) e).param()).isEqualTo(param))
                 .message().doesNotContain("Source:").doesNotContain("\n");
     }
 
