@@ -83,6 +83,7 @@ final class Exchange {
     // engine cut short; allocated for event streams only
     private byte[] sseTail;
     private int sseTailLength;
+    private ResponsesStreamEnd responsesEnd; // a Responses API stream ends with its own event, not data: [DONE]
     // One timer per exchange for all deadlines: re-arming the phase deadline on every chunk is a field write;
     // the timer, when it fires early, re-schedules itself for the nearest deadline.
     private long totalDeadline;
@@ -261,6 +262,7 @@ final class Exchange {
         sse = ct != null && ct.startsWith("text/event-stream");
         if (sse && code == 200) {
             sseTail = new byte[SSE_TAIL];
+            responsesEnd = path.equals(FrontHandler.RESPONSES) ? new ResponsesStreamEnd() : null;
         }
         // the engine's header map, read above, becomes the client's once its hop-by-hop fields are gone: no copy
         DefaultHttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, r.status(), r.headers());
@@ -354,6 +356,9 @@ final class Exchange {
             if (sseTail != null) {
                 keepTail(c.content());
             }
+            if (responsesEnd != null) {
+                responsesEnd.feed(c.content());
+            }
         }
         if (last) {
             Channel up = detachUpstream();
@@ -362,7 +367,7 @@ final class Exchange {
             } else {
                 up.close();
             }
-            if (sseTail != null && !endsWithDone()) {
+            if (sseTail != null && !(responsesEnd != null ? responsesEnd.ended() : endsWithDone())) {
                 endCutStream(c);
                 return;
             }
@@ -387,12 +392,14 @@ final class Exchange {
     }
 
     /**
-     * An event stream that the engine ended cleanly as HTTP but without {@code data: [DONE]}: the client could not
+     * An event stream that the engine ended cleanly as HTTP but without {@code data: [DONE]} (a Responses stream: without
+     * its terminal event, {@link ResponsesStreamEnd}): the client could not
      * tell it from a complete answer, so it gets the engine's last bytes, an SSE error event and a clean end; the
      * engine is charged with a failure.
      */
     private void endCutStream(HttpContent c) {
-        String message = "engine " + decision.engineId() + " ended the event stream without data: [DONE]";
+        String message = "engine " + decision.engineId() + " ended the event stream without "
+                + (responsesEnd != null ? ResponsesStreamEnd.MISSING : "data: [DONE]");
         stats().attempt(Outcome.SERVER_ERROR);
         end(Outcome.SERVER_ERROR, status, message);
         if (c.content().isReadable()) {

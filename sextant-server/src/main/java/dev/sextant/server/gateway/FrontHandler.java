@@ -36,6 +36,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     private Exchange current;
     /** Most requests held back while one is answered (HTTP pipelining); more close the connection. */
     static final int MAX_PIPELINED = 16;
+    /** The Responses API's path, proxied as the others are; its event streams end in their own way. */
+    static final String RESPONSES = "/v1/responses";
     /** The longest client {@code x-request-id} passed on; a longer one is replaced by the gateway's own. */
     static final int MAX_REQUEST_ID = 200;
     // requests that arrived in the same read as one being proxied; answers go out in request order
@@ -91,7 +93,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             answeringUri = req.uri();
             String path = new QueryStringDecoder(req.uri()).rawPath();
             switch (path) {
-                case "/v1/chat/completions", "/v1/completions", "/v1/embeddings" -> {
+                case "/v1/chat/completions", "/v1/completions", "/v1/embeddings", RESPONSES -> {
                     if (req.method() != HttpMethod.POST) {
                         req.release();
                         notAllowed(ctx, req.method(), path, "POST", keepAlive);

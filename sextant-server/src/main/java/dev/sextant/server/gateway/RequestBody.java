@@ -18,8 +18,11 @@ import java.io.InputStream;
  * @param stream         {@code stream}, false when absent
  * @param promptCacheKey {@code prompt_cache_key} or null
  * @param user           {@code user} or null
- * @param promptText     leading prompt text (messages' contents in order, or {@code prompt}/{@code input}; token ids
- *                       as decimal numbers, each followed by a space), at most 1,024 characters
+ * @param promptText     leading prompt text, at most 1,024 characters: chat messages' contents in order; else
+ *                       {@code prompt}; else a response's {@code instructions} then its {@code input} (a string, or
+ *                       the text of its items' {@code content} and of tool outputs' {@code output}, in order), which is
+ *                       also an embedding request's {@code input}. Token ids count as decimal numbers, each followed by
+ *                       a space
  */
 record RequestBody(String model, boolean stream, String promptCacheKey, String user, String promptText) {
     static final int PROMPT_CHARS = 1024;
@@ -60,6 +63,7 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         StringBuilder messages = new StringBuilder();
         StringBuilder prompt = new StringBuilder();
         StringBuilder input = new StringBuilder();
+        StringBuilder instructions = new StringBuilder();
         try (JsonParser p = Http.JSON.getFactory().createParser((InputStream) new ByteBufInputStream(content.duplicate()))) {
             JsonToken t = p.nextToken();
             if (t == null) {
@@ -89,7 +93,8 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                     case "user" -> user = optionalString(p, t, name);
                     case "messages" -> readMessages(p, t, messages);
                     case "prompt" -> readText(p, t, prompt);
-                    case "input" -> readText(p, t, input);
+                    case "input" -> readText(p, expect(p, t, name, true), input);
+                    case "instructions" -> readText(p, expect(p, t, name, false), instructions);
                     default -> p.skipChildren();
                 }
             }
@@ -108,7 +113,12 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         if (model.isBlank()) {
             throw Invalid.field("model", "\"" + model + "\" (expected: a non-empty string)");
         }
-        StringBuilder text = messages.length() > 0 ? messages : prompt.length() > 0 ? prompt : input;
+        // a response's instructions come first in its prompt, as a chat's system message does, wherever they are in
+        // the body: one conversation then keys alike through either API
+        StringBuilder text = messages.length() > 0 ? messages : prompt.length() > 0 ? prompt : instructions;
+        if (text == instructions) {
+            append(instructions, input.toString());
+        }
         return new RequestBody(model, stream, promptCacheKey, user, text.length() == 0 ? null : text.toString());
     }
 
@@ -151,11 +161,15 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                 } else if (t == JsonToken.START_ARRAY) {
                     readText(p, t, out); // a batch of token-id prompts
                 } else if (t == JsonToken.START_OBJECT) {
+                    // a content part's text; a Responses input item's content (a string or parts), or a tool call's
+                    // output, as a chat's tool message has its content
                     while (p.nextToken() == JsonToken.FIELD_NAME) {
                         String name = p.currentName();
                         JsonToken v = p.nextToken();
-                        if (name.equals("text") && v == JsonToken.VALUE_STRING) {
+                        if ((name.equals("text") || name.equals("output")) && v == JsonToken.VALUE_STRING) {
                             append(out, p.getText());
+                        } else if (name.equals("content")) {
+                            readText(p, v, out);
                         } else {
                             p.skipChildren();
                         }
@@ -167,6 +181,18 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         } else {
             p.skipChildren();
         }
+    }
+
+    /**
+     * {@code t} when it is a string, null (absent) or, when {@code arrays}, an array; a 400 naming {@code field}
+     * otherwise, which the engine would answer anyway.
+     */
+    private static JsonToken expect(JsonParser p, JsonToken t, String field, boolean arrays) throws IOException, Invalid {
+        if (t == JsonToken.VALUE_STRING || t == JsonToken.VALUE_NULL || arrays && t == JsonToken.START_ARRAY) {
+            return t;
+        }
+        throw Invalid.field(field, describe(p, t) + " (expected: " + (arrays ? "a string or an array" : "a string")
+                + ")");
     }
 
     private static void append(StringBuilder out, String s) {
