@@ -63,6 +63,7 @@ final class Exchange {
     private Duration pendingRetryAfter; // with pendingStatus: that engine's Retry-After, when it gave one in seconds
     private final StringBuilder pendingBody = new StringBuilder();
     private StringBuilder failures; // what each failed attempt's engine did, for the final error (rare path)
+    private Decision refusedRetry; // the data plane's refusal of a retry, when that ended the request
     private boolean reachedAnEngine; // some attempt got past connecting
     private Outcome endOutcome = Outcome.SUCCESS;
     private int status;
@@ -275,6 +276,7 @@ final class Exchange {
         out.headers().set("x-sextant-engine", decision.engineId());
         out.headers().set("x-sextant-snapshot-version", Long.toString(decision.snapshotVersion()));
         out.headers().set("x-sextant-attempts", Integer.toString(decision.attempt()));
+        out.headers().set(DecisionReasons.HEADER, decision.reason());
         out.headers().set("x-request-id", requestId);
         HttpUtil.setKeepAlive(out, keep());
         status = code;
@@ -558,6 +560,7 @@ final class Exchange {
             reachedAnEngine = true;
         }
         Decision next = gw.plane().retry(decision, outcome);
+        gw.metrics.decision(next.reason());
         pending = null;
         pendingBody.setLength(0);
         if (failures == null) {
@@ -575,6 +578,7 @@ final class Exchange {
             send();
             return;
         }
+        refusedRetry = next;
         String why = next.message().startsWith("not retried") ? next.message() : "not retried: " + next.message();
         String all = failures + "; " + why;
         if (outcome == Outcome.TIMEOUT) {
@@ -644,11 +648,17 @@ final class Exchange {
         HttpResponseStatus st = r.status();
         r.headers().set("x-sextant-attempts", Integer.toString(Math.max(1, decision.attempt())));
         r.headers().set("x-sextant-snapshot-version", Long.toString(decision.snapshotVersion()));
+        r.headers().set(DecisionReasons.HEADER, reason());
         r.headers().set("x-request-id", requestId);
         boolean keep = keep();
         HttpUtil.setKeepAlive(r, keep);
         end(null, st.code(), message);
         ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
+    }
+
+    /** Why the last decision: the refused retry's when one ended the request, else the attempt's that answered. */
+    private String reason() {
+        return (refusedRetry != null ? refusedRetry : decision).reason();
     }
 
     /** Whether the client connection stays open after this answer. */
@@ -688,8 +698,8 @@ final class Exchange {
         gw.metrics.request(decision.classId(), decision.engineId(), finalStatus);
         gw.metrics.latency(decision.engineId(), now - startNanos);
         gw.accessLog(ctx.channel(), request.method().name(), path, finalStatus, decision.classId(), decision.engineId(),
-                decision.attempt(), firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos, now - startNanos, bytes,
-                sse, requestId, error);
+                decision.attempt(), reason(), firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos,
+                now - startNanos, bytes, sse, requestId, error);
         request.release();
         front.exchangeEnded(this);
     }

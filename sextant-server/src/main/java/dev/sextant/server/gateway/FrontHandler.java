@@ -182,7 +182,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             req.release();
             gw.metrics.request(null, null, 503);
             FullHttpResponse resp = noSnapshot();
-            gw.accessLog(ctx.channel(), req.method().name(), path, 503, null, null, 0, -1, 0, 0, false, requestId,
+            gw.accessLog(ctx.channel(), req.method().name(), path, 503, null, null, 0, null, -1, 0, 0, false, requestId,
                     "no snapshot yet");
             resp.headers().set("x-request-id", requestId);
             reply(ctx, resp, keepAlive);
@@ -194,7 +194,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         } catch (RequestBody.Invalid e) {
             req.release();
             gw.metrics.request(null, null, 400);
-            gw.accessLog(ctx.channel(), req.method().name(), path, 400, null, null, 0, -1, 0, 0, false, requestId,
+            gw.accessLog(ctx.channel(), req.method().name(), path, 400, null, null, 0, null, -1, 0, 0, false, requestId,
                     e.getMessage());
             FullHttpResponse resp = Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
                     "invalid_request", e.param(), e.getMessage(), null);
@@ -206,6 +206,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 req.headers().get(HttpFields.PRIORITY_HEADER), body.promptCacheKey(),
                 req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.promptText(), ownId);
         Decision d = plane.route(fields.toMeta());
+        gw.metrics.decision(d.reason());
         // demand is what arrives, counted on arrival: counted when answered, it would lag behind a surge by the
         // answers' latency and stay capped by what the engines complete, so the control plane would not see the
         // overload it has to shed
@@ -227,7 +228,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             gw.metrics.shed(d.classId());
         }
         gw.metrics.request(d.classId(), null, r.status());
-        gw.accessLog(ctx.channel(), "POST", path, r.status(), d.classId(), null, 0, -1, 0, 0, false, requestId,
+        gw.accessLog(ctx.channel(), "POST", path, r.status(), d.classId(), null, 0, d.reason(), -1, 0, 0, false, requestId,
                 d.message());
         long ra = d.retryAfterNanos();
         String type = r.status() == 429 ? "rate_limit_error" : r.status() < 500 ? "invalid_request_error" : "server_error";
@@ -236,6 +237,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 r == Refusal.UNKNOWN_MODEL ? "model" : null, d.message(), ra > 0 ? Duration.ofNanos(ra) : null);
         resp.headers().set("x-sextant-snapshot-version", Long.toString(d.snapshotVersion()));
         resp.headers().set("x-sextant-attempts", "0");
+        resp.headers().set(DecisionReasons.HEADER, d.reason());
         resp.headers().set("x-request-id", requestId);
         if (r == Refusal.SHED || r == Refusal.ENGINE_LIMIT) {
             resp.headers().set("x-sextant-overloaded", "true");
@@ -310,7 +312,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 message = r.status().reasonPhrase();
             }
             gw.accessLog(ctx.channel(), answeringMethod, new QueryStringDecoder(answeringUri).rawPath(),
-                    r.status().code(), null, null, 0, -1, 0, 0, false, id, message);
+                    r.status().code(), null, null, 0, null, -1, 0, 0, false, id, message);
         }
         return r;
     }
