@@ -29,6 +29,26 @@ for await (const chunk of stream) {
 }
 out.stream = { pieces: pieces.length, finish_reason: finish };
 
+const { data: resp, response: respHttp } = await client.responses
+  .create({ model, instructions: 'be brief', input: 'hello', max_output_tokens: 4, prompt_cache_key: 'node-r' })
+  .withResponse();
+out.response = {
+  status: resp.status,
+  output_text: resp.output_text, // the SDK's own join of the output_text parts
+  output_tokens: resp.usage?.output_tokens,
+  engine: respHttp.headers.get('x-sextant-engine'),
+};
+
+const events = await client.responses.create({ model, input: 'hello', max_output_tokens: 5, stream: true });
+const deltas = [];
+let last = null;
+for await (const event of events) {
+  if (event.type === 'response.output_text.delta') deltas.push(event.delta);
+  last = event;
+}
+const finalText = last?.response?.output?.[0]?.content?.[0]?.text;
+out.response_stream = { deltas: deltas.length, last: last?.type, text_matches: finalText === deltas.join('') };
+
 const completion = await client.completions.create({ model, prompt: 'hello', max_tokens: 3 });
 out.completion = { text: completion.choices[0].text, finish_reason: completion.choices[0].finish_reason };
 

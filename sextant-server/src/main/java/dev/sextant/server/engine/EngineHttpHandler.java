@@ -75,7 +75,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
     /** The paths a gateway's request reaches over the emulated network; the others are the operator's. */
     private static final java.util.Set<String> OVER_THE_NETWORK = java.util.Set.of("/v1/chat/completions",
-            "/v1/completions", "/v1/embeddings", "/v1/models", "/health");
+            "/v1/completions", "/v1/responses", "/v1/embeddings", "/v1/models", "/health");
 
     /**
      * Handles {@code request} (owned, released here) now, or once the network round trip between this engine and the
@@ -200,12 +200,16 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     }
                     respond(ctx, keepAlive, HttpResponseStatus.OK, faultsJson(engine.faults()));
                 }
-                case "/v1/chat/completions", "/v1/completions" -> {
+                case "/v1/chat/completions", "/v1/completions", "/v1/responses" -> {
                     engine.received();
                     expect(method, HttpMethod.POST);
-                    GenerationRequest g = GenerationRequest.parse(parse(request.content()),
-                            path.equals("/v1/chat/completions"), engine.config.defaultMaxTokens(), engine.config.models());
-                    generate(ctx, keepAlive, g);
+                    JsonNode body = parse(request.content());
+                    GenerationRequest.Api api = path.equals("/v1/chat/completions") ? GenerationRequest.Api.CHAT
+                            : path.equals("/v1/completions") ? GenerationRequest.Api.COMPLETIONS
+                            : GenerationRequest.Api.RESPONSES;
+                    GenerationRequest g = GenerationRequest.parse(body, api, engine.config.defaultMaxTokens(),
+                            engine.config.models());
+                    generate(ctx, keepAlive, g, body);
                 }
                 case "/v1/embeddings" -> {
                     engine.received();
@@ -413,19 +417,28 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         respond(ctx, keepAlive, HttpResponseStatus.OK, root);
     }
 
-    private void generate(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g) {
+    /** Generates the answer to {@code g}, whose JSON is {@code body}. */
+    private void generate(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, JsonNode body) {
         Faults faults = engine.faults();
         if (!admitPastFaults(ctx, keepAlive, faults)) {
             return;
         }
-        String id = (g.chat() ? "chatcmpl-" : "cmpl-") + engine.config.engineId() + "-" + engine.nextId();
+        String prefix = switch (g.api()) {
+            case CHAT -> "chatcmpl-";
+            case COMPLETIONS -> "cmpl-";
+            case RESPONSES -> "resp_";
+        };
+        String id = prefix + engine.config.engineId() + "-" + engine.nextId();
         long created = engine.createdSeconds();
         int wordOffset = Math.floorMod(g.conversationKey().hashCode(), WORDS.length);
+        ResponseEvents events = g.api() == GenerationRequest.Api.RESPONSES
+                ? new ResponseEvents(json, g, body, id, created) : null;
         // an HTTP/1.0 client knows no chunked coding (RFC 9112 §6.1): its stream ends where the connection does
         boolean closeDelimited = g.stream() && http10;
         Sequence.Sink sink = g.stream()
-                ? new StreamSink(ctx, keepAlive && !closeDelimited, g, id, created, wordOffset, faults.corruptStream())
-                : new WholeSink(ctx, keepAlive, g, id, created, wordOffset);
+                ? new StreamSink(ctx, keepAlive && !closeDelimited, g, id, created, wordOffset, faults.corruptStream(),
+                        events)
+                : new WholeSink(ctx, keepAlive, g, id, created, wordOffset, events);
         if (g.stream()) {
             HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
             head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
@@ -440,19 +453,31 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                 }
             }
             ctx.write(head);
-            ObjectNode first = chunk(g, id, created);
-            ObjectNode choice = (ObjectNode) first.get("choices").get(0);
-            if (g.chat()) {
-                choice.putObject("delta").put("role", "assistant").put("content", "");
+            if (events != null) {
+                for (ObjectNode e : events.opening()) {
+                    ctx.write(new DefaultHttpContent(responseEvent(ctx, e)));
+                }
+                ctx.flush();
             } else {
-                choice.put("text", "");
+                writeFirstChunk(ctx, g, id, created);
             }
-            ctx.writeAndFlush(new DefaultHttpContent(sse(ctx, first)));
         }
         Sequence s = new Sequence(g.conversationKey(), g.promptTokens(), g.maxTokens(), g.maxTokensGiven(),
                 faults.crashAfterTokens(), sink, engine.nanoTime());
         current = s;
         engine.scheduler.submit(s);
+    }
+
+    /** The first chunk of a chat or text completion stream: the assistant's role, or an empty text. */
+    private void writeFirstChunk(ChannelHandlerContext ctx, GenerationRequest g, String id, long created) {
+        ObjectNode first = chunk(g, id, created);
+        ObjectNode choice = (ObjectNode) first.get("choices").get(0);
+        if (g.chat()) {
+            choice.putObject("delta").put("role", "assistant").put("content", "");
+        } else {
+            choice.put("text", "");
+        }
+        ctx.writeAndFlush(new DefaultHttpContent(sse(ctx, first)));
     }
 
     private static String word(int index, int offset) {
@@ -479,16 +504,30 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         return usage;
     }
 
-    private ObjectNode timingJson(Sequence.Timing t) {
+    static ObjectNode timingJson(ObjectMapper json, Sequence.Timing t) {
         return json.createObjectNode().put("queued_ms", t.queuedMs()).put("prefill_ms", t.prefillMs())
                 .put("ttft_ms", t.ttftMs()).put("decode_ms", t.decodeMs()).put("cached_tokens", t.cachedTokens());
     }
 
     private ByteBuf sse(ChannelHandlerContext ctx, JsonNode event) {
+        return sse(ctx, null, event);
+    }
+
+    /**
+     * A Responses API event: its {@code type} also in an {@code event:} line before the data, as OpenAI and vLLM send
+     * it.
+     */
+    private ByteBuf responseEvent(ChannelHandlerContext ctx, JsonNode event) {
+        return sse(ctx, event.get("type").asText(), event);
+    }
+
+    /** A server-sent event: {@code event: <name>} when {@code name} is not null, then {@code data: <event>}. */
+    private ByteBuf sse(ChannelHandlerContext ctx, String name, JsonNode event) {
         try {
             byte[] bytes = json.writeValueAsBytes(event);
-            ByteBuf buf = ctx.alloc().buffer(bytes.length + 8);
-            buf.writeBytes(DATA).writeBytes(bytes).writeBytes(END);
+            byte[] head = name == null ? new byte[0] : ("event: " + name + "\n").getBytes(StandardCharsets.UTF_8);
+            ByteBuf buf = ctx.alloc().buffer(head.length + bytes.length + 8);
+            buf.writeBytes(head).writeBytes(DATA).writeBytes(bytes).writeBytes(END);
             return buf;
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("a JSON tree always serializes", e);
@@ -500,7 +539,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] GARBAGE = "zz-not-a-chunk-size\r\n{\"garbage\r\n".getBytes(StandardCharsets.US_ASCII);
 
-    /** Streams tokens as server-sent events. */
+    /** Streams tokens as server-sent events: completion chunks, or a Responses stream's events. */
     private final class StreamSink implements Sequence.Sink {
         private final ChannelHandlerContext ctx;
         private final boolean keepAlive;
@@ -509,10 +548,11 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         private final long created;
         private final int wordOffset;
         private final Faults.Corruption corruption;
+        private final ResponseEvents events; // a Responses API stream's, else null
         private boolean corrupted; // touched on the channel's loop only
 
         StreamSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                   int wordOffset, Faults.Corruption corruption) {
+                   int wordOffset, Faults.Corruption corruption, ResponseEvents events) {
             this.ctx = ctx;
             this.keepAlive = keepAlive;
             this.g = g;
@@ -520,6 +560,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             this.created = created;
             this.wordOffset = wordOffset;
             this.corruption = corruption;
+            this.events = events;
         }
 
         /** Applies the stream corruption fault after the first token chunk; true when nothing more may be written. */
@@ -552,6 +593,11 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                 if (!ctx.channel().isActive() || corrupted && corruption == Faults.Corruption.TRUNCATE) {
                     return;
                 }
+                if (events != null) {
+                    ctx.writeAndFlush(new DefaultHttpContent(responseEvent(ctx, events.delta(word(index, wordOffset)))));
+                    corrupt();
+                    return;
+                }
                 ObjectNode c = chunk(g, id, created);
                 ObjectNode choice = (ObjectNode) c.get("choices").get(0);
                 if (g.chat()) {
@@ -572,6 +618,13 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                 if (!ctx.channel().isActive() || (corrupted && corruption == Faults.Corruption.TRUNCATE)) {
                     return;
                 }
+                if (events != null) { // a Responses stream ends with its last event, no [DONE]
+                    for (ObjectNode e : events.closing(reason, generated, timing)) {
+                        ctx.write(new DefaultHttpContent(responseEvent(ctx, e)));
+                    }
+                    ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(afterResponse(keepAlive));
+                    return;
+                }
                 ObjectNode last = chunk(g, id, created);
                 ObjectNode choice = (ObjectNode) last.get("choices").get(0);
                 if (g.chat()) {
@@ -580,7 +633,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     choice.put("text", "");
                 }
                 choice.put("finish_reason", reason);
-                last.set("engine_timing", timingJson(timing));
+                last.set("engine_timing", timingJson(json, timing));
                 ctx.write(new DefaultHttpContent(sse(ctx, last)));
                 if (g.includeUsage()) {
                     ObjectNode u = json.createObjectNode().put("id", id)
@@ -601,7 +654,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         }
     }
 
-    /** Collects tokens into one JSON completion. Touched on the channel's event loop only. */
+    /** Collects tokens into one JSON completion or response. Touched on the channel's event loop only. */
     private final class WholeSink implements Sequence.Sink {
         private final ChannelHandlerContext ctx;
         private final boolean keepAlive;
@@ -609,16 +662,18 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         private final String id;
         private final long created;
         private final int wordOffset;
+        private final ResponseEvents events; // a Responses API answer's, else null
         private final StringBuilder text = new StringBuilder();
 
         WholeSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                  int wordOffset) {
+                  int wordOffset, ResponseEvents events) {
             this.ctx = ctx;
             this.keepAlive = keepAlive;
             this.g = g;
             this.id = id;
             this.created = created;
             this.wordOffset = wordOffset;
+            this.events = events;
         }
 
         @Override
@@ -639,6 +694,11 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                 if (!ctx.channel().isActive()) {
                     return;
                 }
+                if (events != null) {
+                    respond(ctx, keepAlive, HttpResponseStatus.OK, events.whole(text.toString(), reason, generated,
+                            timing));
+                    return;
+                }
                 ObjectNode root = json.createObjectNode().put("id", id)
                         .put("object", g.chat() ? "chat.completion" : "text_completion")
                         .put("created", created).put("model", g.model());
@@ -651,7 +711,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                 choice.putNull("logprobs");
                 choice.put("finish_reason", reason);
                 root.set("usage", usage(g, generated, timing));
-                root.set("engine_timing", timingJson(timing));
+                root.set("engine_timing", timingJson(json, timing));
                 respond(ctx, keepAlive, HttpResponseStatus.OK, root);
             });
         }

@@ -8,32 +8,41 @@ import java.util.HexFormat;
 import java.util.List;
 
 /**
- * A validated {@code /v1/chat/completions} or {@code /v1/completions} body, reduced to what the latency model
- * needs.
+ * A validated {@code /v1/chat/completions}, {@code /v1/completions} or {@code /v1/responses} body, reduced to what
+ * the latency model needs.
  *
- * @param chat            true for chat completions, false for text completions
+ * @param api             which of the three APIs the request came by
  * @param model           requested model id
  * @param stream          answer as server-sent events
- * @param includeUsage    {@code stream_options.include_usage}: end the stream with a usage chunk
+ * @param includeUsage    {@code stream_options.include_usage}: end the stream with a usage chunk (chat and text
+ *                        completions; a Responses stream always ends with its usage)
  * @param maxTokens       output tokens to produce, ≥ 1
  * @param maxTokensGiven  whether the request set them (then the finish reason is {@code length})
  * @param promptTokens    prompt length in tokens (about 4 characters each), ≥ 1
  * @param conversationKey the prefix-cache key: {@code prompt_cache_key}, else {@code user}, else a hash of the
  *                        leading prompt text
  */
-record GenerationRequest(boolean chat, String model, boolean stream, boolean includeUsage, int maxTokens,
+record GenerationRequest(Api api, String model, boolean stream, boolean includeUsage, int maxTokens,
                          boolean maxTokensGiven, int promptTokens, String conversationKey) {
     /** Characters of the prompt's beginning that identify a conversation without an explicit key. */
     static final int LEADING_CHARS = 256;
 
-    static GenerationRequest parse(JsonNode body, boolean chat, int defaultMaxTokens, List<String> models) {
+    /** The OpenAI APIs that generate text. */
+    enum Api { CHAT, COMPLETIONS, RESPONSES }
+
+    /** True for chat completions. */
+    boolean chat() {
+        return api == Api.CHAT;
+    }
+
+    static GenerationRequest parse(JsonNode body, Api api, int defaultMaxTokens, List<String> models) {
         if (body == null || !body.isObject()) {
             throw OpenAiErrors.badRequest("The request body must be a JSON object.");
         }
         String model = EngineHttpHandler.model(body, models);
         StringBuilder prompt = new StringBuilder();
         int tokenIds = 0; // a pre-tokenized prompt's length, known exactly
-        if (chat) {
+        if (api == Api.CHAT) {
             JsonNode messages = body.get("messages");
             if (messages == null || !messages.isArray() || messages.isEmpty()) {
                 throw OpenAiErrors.badRequest("'messages' must be a non-empty array.");
@@ -42,19 +51,10 @@ record GenerationRequest(boolean chat, String model, boolean stream, boolean inc
                 if (!message.isObject() || !message.path("role").isTextual()) {
                     throw OpenAiErrors.badRequest("Each message must be an object with a string 'role'.");
                 }
-                prompt.append(message.get("role").asText()).append(": ");
-                JsonNode content = message.get("content");
-                if (content != null && content.isTextual()) {
-                    prompt.append(content.asText());
-                } else if (content != null && content.isArray()) {
-                    for (JsonNode part : content) {
-                        prompt.append(part.path("text").asText(""));
-                    }
-                } else if (content != null && !content.isNull()) {
-                    throw OpenAiErrors.badRequest("A message's 'content' must be a string or an array of parts.");
-                }
-                prompt.append('\n');
+                appendMessage(prompt, message.get("role").asText(), message.get("content"));
             }
+        } else if (api == Api.RESPONSES) {
+            responsesPrompt(body, prompt);
         } else {
             JsonNode p = body.get("prompt");
             if (p != null && p.isTextual()) {
@@ -70,10 +70,13 @@ record GenerationRequest(boolean chat, String model, boolean stream, boolean inc
                         + " (a non-empty array of non-negative integers, or an array of such arrays).");
             }
         }
-        JsonNode max = body.hasNonNull("max_completion_tokens") ? body.get("max_completion_tokens") : body.get("max_tokens");
+        String maxName = api == Api.RESPONSES ? "max_output_tokens"
+                : body.hasNonNull("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+        JsonNode max = body.get(maxName);
         boolean given = max != null && !max.isNull();
         if (given && (!max.canConvertToInt() || !max.isIntegralNumber() || max.asInt() < 1)) {
-            throw OpenAiErrors.badRequest("'max_tokens' must be an integer >= 1.");
+            throw OpenAiErrors.badRequest("'" + (api == Api.RESPONSES ? maxName : "max_tokens")
+                    + "' must be an integer >= 1.");
         }
         JsonNode stream = body.get("stream");
         if (stream != null && !stream.isNull() && !stream.isBoolean()) {
@@ -86,9 +89,56 @@ record GenerationRequest(boolean chat, String model, boolean stream, boolean inc
         if (key == null) {
             key = "prefix:" + sha256(prompt.substring(0, Math.min(LEADING_CHARS, prompt.length())));
         }
-        return new GenerationRequest(chat, model, stream != null && stream.asBoolean(),
+        return new GenerationRequest(api, model, stream != null && stream.asBoolean(),
                 body.path("stream_options").path("include_usage").asBoolean(false),
                 given ? max.asInt() : defaultMaxTokens, given, tokenIds > 0 ? tokenIds : tokens(prompt), key);
+    }
+
+    /**
+     * A Responses API request's prompt as the chat prompt of the same conversation: {@code instructions} as a system
+     * message, then each input item (a string {@code input} is one user message; an item without a {@code role}, such
+     * as a tool call's output, counts its {@code output} or {@code arguments} text), so that a conversation costs the
+     * same, and shares the same prefix cache, whichever of the two APIs carries it.
+     */
+    private static void responsesPrompt(JsonNode body, StringBuilder prompt) {
+        JsonNode instructions = body.get("instructions");
+        if (instructions != null && instructions.isTextual()) {
+            appendMessage(prompt, "system", instructions);
+        } else if (instructions != null && !instructions.isNull()) {
+            throw OpenAiErrors.badRequest("'instructions' must be a string.");
+        }
+        JsonNode input = body.get("input");
+        if (input != null && input.isTextual()) {
+            appendMessage(prompt, "user", input);
+        } else if (input != null && input.isArray() && !input.isEmpty()) {
+            for (JsonNode item : input) {
+                if (!item.isObject()) {
+                    throw OpenAiErrors.badRequest("Each item of 'input' must be an object.");
+                }
+                if (item.path("role").isTextual()) {
+                    appendMessage(prompt, item.get("role").asText(), item.get("content"));
+                } else {
+                    prompt.append(item.path("output").asText(item.path("arguments").asText(""))).append('\n');
+                }
+            }
+        } else {
+            throw OpenAiErrors.badRequest("'input' must be a string or a non-empty array of input items.");
+        }
+    }
+
+    /** Appends {@code role: content} and a newline; content is a string or an array of parts with {@code text}. */
+    private static void appendMessage(StringBuilder prompt, String role, JsonNode content) {
+        prompt.append(role).append(": ");
+        if (content != null && content.isTextual()) {
+            prompt.append(content.asText());
+        } else if (content != null && content.isArray()) {
+            for (JsonNode part : content) {
+                prompt.append(part.path("text").asText(""));
+            }
+        } else if (content != null && !content.isNull()) {
+            throw OpenAiErrors.badRequest("A message's 'content' must be a string or an array of parts.");
+        }
+        prompt.append('\n');
     }
 
     /**

@@ -63,6 +63,7 @@ final class Exchange {
     private Duration pendingRetryAfter; // with pendingStatus: that engine's Retry-After, when it gave one in seconds
     private final StringBuilder pendingBody = new StringBuilder();
     private StringBuilder failures; // what each failed attempt's engine did, for the final error (rare path)
+    private Decision refusedRetry; // the data plane's refusal of a retry, when that ended the request
     private boolean reachedAnEngine; // some attempt got past connecting
     private Outcome endOutcome = Outcome.SUCCESS;
     private int status;
@@ -83,6 +84,7 @@ final class Exchange {
     // engine cut short; allocated for event streams only
     private byte[] sseTail;
     private int sseTailLength;
+    private ResponsesStreamEnd responsesEnd; // a Responses API stream ends with its own event, not data: [DONE]
     // One timer per exchange for all deadlines: re-arming the phase deadline on every chunk is a field write;
     // the timer, when it fires early, re-schedules itself for the nearest deadline.
     private long totalDeadline;
@@ -261,6 +263,7 @@ final class Exchange {
         sse = ct != null && ct.startsWith("text/event-stream");
         if (sse && code == 200) {
             sseTail = new byte[SSE_TAIL];
+            responsesEnd = path.equals(FrontHandler.RESPONSES) ? new ResponsesStreamEnd() : null;
         }
         // the engine's header map, read above, becomes the client's once its hop-by-hop fields are gone: no copy
         DefaultHttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, r.status(), r.headers());
@@ -273,6 +276,7 @@ final class Exchange {
         out.headers().set("x-sextant-engine", decision.engineId());
         out.headers().set("x-sextant-snapshot-version", Long.toString(decision.snapshotVersion()));
         out.headers().set("x-sextant-attempts", Integer.toString(decision.attempt()));
+        out.headers().set(DecisionReasons.HEADER, decision.reason());
         out.headers().set("x-request-id", requestId);
         HttpUtil.setKeepAlive(out, keep());
         status = code;
@@ -354,6 +358,9 @@ final class Exchange {
             if (sseTail != null) {
                 keepTail(c.content());
             }
+            if (responsesEnd != null) {
+                responsesEnd.feed(c.content());
+            }
         }
         if (last) {
             Channel up = detachUpstream();
@@ -362,7 +369,7 @@ final class Exchange {
             } else {
                 up.close();
             }
-            if (sseTail != null && !endsWithDone()) {
+            if (sseTail != null && !(responsesEnd != null ? responsesEnd.ended() : endsWithDone())) {
                 endCutStream(c);
                 return;
             }
@@ -387,12 +394,14 @@ final class Exchange {
     }
 
     /**
-     * An event stream that the engine ended cleanly as HTTP but without {@code data: [DONE]}: the client could not
+     * An event stream that the engine ended cleanly as HTTP but without {@code data: [DONE]} (a Responses stream: without
+     * its terminal event, {@link ResponsesStreamEnd}): the client could not
      * tell it from a complete answer, so it gets the engine's last bytes, an SSE error event and a clean end; the
      * engine is charged with a failure.
      */
     private void endCutStream(HttpContent c) {
-        String message = "engine " + decision.engineId() + " ended the event stream without data: [DONE]";
+        String message = "engine " + decision.engineId() + " ended the event stream without "
+                + (responsesEnd != null ? ResponsesStreamEnd.MISSING : "data: [DONE]");
         stats().attempt(Outcome.SERVER_ERROR);
         end(Outcome.SERVER_ERROR, status, message);
         if (c.content().isReadable()) {
@@ -551,6 +560,7 @@ final class Exchange {
             reachedAnEngine = true;
         }
         Decision next = gw.plane().retry(decision, outcome);
+        gw.metrics.decision(next.reason());
         pending = null;
         pendingBody.setLength(0);
         if (failures == null) {
@@ -568,6 +578,7 @@ final class Exchange {
             send();
             return;
         }
+        refusedRetry = next;
         String why = next.message().startsWith("not retried") ? next.message() : "not retried: " + next.message();
         String all = failures + "; " + why;
         if (outcome == Outcome.TIMEOUT) {
@@ -637,11 +648,17 @@ final class Exchange {
         HttpResponseStatus st = r.status();
         r.headers().set("x-sextant-attempts", Integer.toString(Math.max(1, decision.attempt())));
         r.headers().set("x-sextant-snapshot-version", Long.toString(decision.snapshotVersion()));
+        r.headers().set(DecisionReasons.HEADER, reason());
         r.headers().set("x-request-id", requestId);
         boolean keep = keep();
         HttpUtil.setKeepAlive(r, keep);
         end(null, st.code(), message);
         ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> front.exchangeWritten(ctx, keep && f.isSuccess()));
+    }
+
+    /** Why the last decision: the refused retry's when one ended the request, else the attempt's that answered. */
+    private String reason() {
+        return (refusedRetry != null ? refusedRetry : decision).reason();
     }
 
     /** Whether the client connection stays open after this answer. */
@@ -681,8 +698,8 @@ final class Exchange {
         gw.metrics.request(decision.classId(), decision.engineId(), finalStatus);
         gw.metrics.latency(decision.engineId(), now - startNanos);
         gw.accessLog(ctx.channel(), request.method().name(), path, finalStatus, decision.classId(), decision.engineId(),
-                decision.attempt(), firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos, now - startNanos, bytes,
-                sse, requestId, error);
+                decision.attempt(), reason(), firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos,
+                now - startNanos, bytes, sse, requestId, error);
         request.release();
         front.exchangeEnded(this);
     }

@@ -36,6 +36,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     private Exchange current;
     /** Most requests held back while one is answered (HTTP pipelining); more close the connection. */
     static final int MAX_PIPELINED = 16;
+    /** The Responses API's path, proxied as the others are; its event streams end in their own way. */
+    static final String RESPONSES = "/v1/responses";
     /** The longest client {@code x-request-id} passed on; a longer one is replaced by the gateway's own. */
     static final int MAX_REQUEST_ID = 200;
     // requests that arrived in the same read as one being proxied; answers go out in request order
@@ -91,7 +93,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             answeringUri = req.uri();
             String path = new QueryStringDecoder(req.uri()).rawPath();
             switch (path) {
-                case "/v1/chat/completions", "/v1/completions", "/v1/embeddings" -> {
+                case "/v1/chat/completions", "/v1/completions", "/v1/embeddings", RESPONSES -> {
                     if (req.method() != HttpMethod.POST) {
                         req.release();
                         notAllowed(ctx, req.method(), path, "POST", keepAlive);
@@ -180,7 +182,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             req.release();
             gw.metrics.request(null, null, 503);
             FullHttpResponse resp = noSnapshot();
-            gw.accessLog(ctx.channel(), req.method().name(), path, 503, null, null, 0, -1, 0, 0, false, requestId,
+            gw.accessLog(ctx.channel(), req.method().name(), path, 503, null, null, 0, null, -1, 0, 0, false, requestId,
                     "no snapshot yet");
             resp.headers().set("x-request-id", requestId);
             reply(ctx, resp, keepAlive);
@@ -192,10 +194,10 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         } catch (RequestBody.Invalid e) {
             req.release();
             gw.metrics.request(null, null, 400);
-            gw.accessLog(ctx.channel(), req.method().name(), path, 400, null, null, 0, -1, 0, 0, false, requestId,
+            gw.accessLog(ctx.channel(), req.method().name(), path, 400, null, null, 0, null, -1, 0, 0, false, requestId,
                     e.getMessage());
-            FullHttpResponse resp = error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_request",
-                    e.getMessage());
+            FullHttpResponse resp = Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                    "invalid_request", e.param(), e.getMessage(), null);
             resp.headers().set("x-request-id", requestId);
             reply(ctx, resp, keepAlive);
             return;
@@ -204,6 +206,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 req.headers().get(HttpFields.PRIORITY_HEADER), body.promptCacheKey(),
                 req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.promptText(), ownId);
         Decision d = plane.route(fields.toMeta());
+        gw.metrics.decision(d.reason());
         // demand is what arrives, counted on arrival: counted when answered, it would lag behind a surge by the
         // answers' latency and stay capped by what the engines complete, so the control plane would not see the
         // overload it has to shed
@@ -225,14 +228,16 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             gw.metrics.shed(d.classId());
         }
         gw.metrics.request(d.classId(), null, r.status());
-        gw.accessLog(ctx.channel(), "POST", path, r.status(), d.classId(), null, 0, -1, 0, 0, false, requestId,
+        gw.accessLog(ctx.channel(), "POST", path, r.status(), d.classId(), null, 0, d.reason(), -1, 0, 0, false, requestId,
                 d.message());
         long ra = d.retryAfterNanos();
         String type = r.status() == 429 ? "rate_limit_error" : r.status() < 500 ? "invalid_request_error" : "server_error";
-        FullHttpResponse resp = Http.error(HttpResponseStatus.valueOf(r.status()), type, r.code(), d.message(),
-                ra > 0 ? Duration.ofNanos(ra) : null);
+        // the model is the one body field a refusal can be about; residency comes from a header, which is no param
+        FullHttpResponse resp = Http.error(HttpResponseStatus.valueOf(r.status()), type, r.code(),
+                r == Refusal.UNKNOWN_MODEL ? "model" : null, d.message(), ra > 0 ? Duration.ofNanos(ra) : null);
         resp.headers().set("x-sextant-snapshot-version", Long.toString(d.snapshotVersion()));
         resp.headers().set("x-sextant-attempts", "0");
+        resp.headers().set(DecisionReasons.HEADER, d.reason());
         resp.headers().set("x-request-id", requestId);
         if (r == Refusal.SHED || r == Refusal.ENGINE_LIMIT) {
             resp.headers().set("x-sextant-overloaded", "true");
@@ -256,8 +261,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         try {
             id = QueryStringDecoder.decodeComponent(path.substring(MODELS_PREFIX.length()));
         } catch (IllegalArgumentException e) { // a broken percent-escape
-            reply(ctx, error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_model",
-                    "model id in " + path + ": " + e.getMessage()), keepAlive);
+            reply(ctx, Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_model", "model",
+                    "model id in " + path + ": " + e.getMessage(), null), keepAlive);
             return;
         }
         if (gw.plane() == null) {
@@ -266,9 +271,9 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         }
         String json = gw.modelJson(id);
         if (json == null) {
-            reply(ctx, error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", Refusal.UNKNOWN_MODEL.code(),
-                    "The model '" + id + "' is not routed by this gateway (GET /v1/models lists those it routes)"),
-                    keepAlive);
+            reply(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", Refusal.UNKNOWN_MODEL.code(),
+                    "model", "The model '" + id + "' is not routed by this gateway (GET /v1/models lists those it routes)",
+                    null), keepAlive);
             return;
         }
         reply(ctx, Http.json(HttpResponseStatus.OK, json), keepAlive);
@@ -307,7 +312,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 message = r.status().reasonPhrase();
             }
             gw.accessLog(ctx.channel(), answeringMethod, new QueryStringDecoder(answeringUri).rawPath(),
-                    r.status().code(), null, null, 0, -1, 0, 0, false, id, message);
+                    r.status().code(), null, null, 0, null, -1, 0, 0, false, id, message);
         }
         return r;
     }

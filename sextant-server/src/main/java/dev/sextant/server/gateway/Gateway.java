@@ -492,8 +492,13 @@ public final class Gateway implements AutoCloseable {
         return root.toString();
     }
 
+    /**
+     * One access-log line; {@code reason} is the routing decision's ({@link DecisionReasons}), null ({@code -}) for a
+     * request refused before any routing.
+     */
     void accessLog(Channel client, String method, String path, int status, String classId, String engine, int attempts,
-                   long ttftNanos, long totalNanos, long bytes, boolean stream, String requestId, String error) {
+                   String reason, long ttftNanos, long totalNanos, long bytes, boolean stream, String requestId,
+                   String error) {
         if (!config.accessLog() || !ACCESS.isLoggable(Level.INFO)) {
             return;
         }
@@ -502,7 +507,8 @@ public final class Gateway implements AutoCloseable {
         StringBuilder sb = new StringBuilder(170).append(config.gatewayCluster()).append(' ').append(method).append(' ')
                 .append(path).append(' ').append(status).append(" proto=").append(protocol).append(" class=")
                 .append(classId).append(" engine=")
-                .append(engine).append(" attempts=").append(attempts).append(" ttft_ms=")
+                .append(engine).append(" attempts=").append(attempts).append(" reason=")
+                .append(reason == null ? "-" : reason).append(" ttft_ms=")
                 .append(ttftNanos < 0 ? "-" : String.format("%.1f", ttftNanos / 1e6)).append(" total_ms=")
                 .append(String.format("%.1f", totalNanos / 1e6)).append(" bytes=").append(bytes)
                 .append(" stream=").append(stream).append(" id=").append(requestId);

@@ -21,8 +21,9 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 
 /**
- * The gateway's Prometheus metrics ({@code sextant_gateway_*}): requests by class, engine and status; TTFT, TBT
- * and end-to-end latency histograms; retries, sheds, ejections, refused bodies; snapshot version, age and
+ * The gateway's Prometheus metrics ({@code sextant_gateway_*}): requests by class, engine and status; routing
+ * decisions by reason; TTFT, TBT and end-to-end latency histograms; retries, sheds, ejections, refused bodies;
+ * snapshot version, age and
  * fallback mode; round-trip probes by outcome; the CPU time of each event loop.
  */
 final class GatewayMetrics {
@@ -76,6 +77,9 @@ final class GatewayMetrics {
                     .register(registry));
         }
         probes = Map.copyOf(byOutcome);
+        for (String label : DecisionReasons.labels()) { // all at 0 from the start: a rate has a series to start from
+            decisionsByLabel.put(label, decisionCounter(label));
+        }
         overhead = Timer.builder("sextant.gateway.overhead")
                 .description("time the gateway itself adds to an answered request: from the request read to its"
                         + " write to the engine, plus from the answer's last part read from the engine to its write to"
@@ -122,6 +126,23 @@ final class GatewayMetrics {
                 status), k -> Counter.builder("sextant.gateway.requests").description("requests by class, engine and status")
                 .tag("class", k.classId()).tag("engine", k.engine()).tag("status", Integer.toString(k.status()))
                 .register(registry)).increment();
+    }
+
+    // a decision's counter by its whole reason (a few dozen strings), so that counting one costs a lookup, not a
+    // substring; by its label when a reason is first seen
+    private final Map<String, Counter> decisions = new ConcurrentHashMap<>();
+    private final Map<String, Counter> decisionsByLabel = new ConcurrentHashMap<>();
+
+    /** The data plane made a decision (a first attempt, a retry or a refusal) for this reason. */
+    void decision(String reason) {
+        decisions.computeIfAbsent(reason, r -> decisionsByLabel.computeIfAbsent(DecisionReasons.label(r),
+                this::decisionCounter)).increment();
+    }
+
+    private Counter decisionCounter(String label) {
+        return Counter.builder("sextant.gateway.decisions")
+                .description("routing decisions by why (x-sextant-reason up to its first comma)").tag("reason", label)
+                .register(registry);
     }
 
     void shed(String classId) {

@@ -18,18 +18,38 @@ import java.io.InputStream;
  * @param stream         {@code stream}, false when absent
  * @param promptCacheKey {@code prompt_cache_key} or null
  * @param user           {@code user} or null
- * @param promptText     leading prompt text (messages' contents in order, or {@code prompt}/{@code input}; token ids
- *                       as decimal numbers, each followed by a space), at most 1,024 characters
+ * @param promptText     leading prompt text, at most 1,024 characters: chat messages' contents in order; else
+ *                       {@code prompt}; else a response's {@code instructions} then its {@code input} (a string, or
+ *                       the text of its items' {@code content} and of tool outputs' {@code output}, in order), which is
+ *                       also an embedding request's {@code input}. Token ids count as decimal numbers, each followed by
+ *                       a space
  */
 record RequestBody(String model, boolean stream, String promptCacheKey, String user, String promptText) {
     static final int PROMPT_CHARS = 1024;
 
-    /** Thrown for a body the gateway refuses with 400; the message names the field. */
+    /** Thrown for a body the gateway refuses with 400; the message names the field, as {@link #param()} does. */
     static final class Invalid extends Exception {
         private static final long serialVersionUID = 1L;
+        private final String param;
 
+        /** About the body as a whole (not JSON, not an object): no field to name. */
         Invalid(String message) {
+            this(null, message);
+        }
+
+        private Invalid(String param, String message) {
             super(message, null, false, false);
+            this.param = param;
+        }
+
+        /** About the body's field {@code field}: the message is {@code "<field>: <says>"}. */
+        static Invalid field(String field, String says) {
+            return new Invalid(field, field + ": " + says);
+        }
+
+        /** The body's field the error is about (OpenAI's {@code param}), or null when about the body as a whole. */
+        String param() {
+            return param;
         }
     }
 
@@ -43,6 +63,7 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         StringBuilder messages = new StringBuilder();
         StringBuilder prompt = new StringBuilder();
         StringBuilder input = new StringBuilder();
+        StringBuilder instructions = new StringBuilder();
         try (JsonParser p = Http.JSON.getFactory().createParser((InputStream) new ByteBufInputStream(content.duplicate()))) {
             JsonToken t = p.nextToken();
             if (t == null) {
@@ -58,13 +79,13 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                     case "model" -> {
                         modelSeen = t != JsonToken.VALUE_NULL;
                         if (modelSeen && t != JsonToken.VALUE_STRING) {
-                            throw new Invalid("model: " + describe(p, t) + " (expected: a non-empty string)");
+                            throw Invalid.field("model", describe(p, t) + " (expected: a non-empty string)");
                         }
                         model = modelSeen ? p.getText() : null;
                     }
                     case "stream" -> {
                         if (t != JsonToken.VALUE_TRUE && t != JsonToken.VALUE_FALSE && t != JsonToken.VALUE_NULL) {
-                            throw new Invalid("stream: " + describe(p, t) + " (expected: true or false)");
+                            throw Invalid.field("stream", describe(p, t) + " (expected: true or false)");
                         }
                         stream = t == JsonToken.VALUE_TRUE;
                     }
@@ -72,7 +93,8 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                     case "user" -> user = optionalString(p, t, name);
                     case "messages" -> readMessages(p, t, messages);
                     case "prompt" -> readText(p, t, prompt);
-                    case "input" -> readText(p, t, input);
+                    case "input" -> readText(p, expect(p, t, name, true), input);
+                    case "instructions" -> readText(p, expect(p, t, name, false), instructions);
                     default -> p.skipChildren();
                 }
             }
@@ -86,12 +108,17 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
             throw new Invalid("unreadable body: " + e.getMessage());
         }
         if (!modelSeen) {
-            throw new Invalid("model: missing (expected: a model id)");
+            throw Invalid.field("model", "missing (expected: a model id)");
         }
         if (model.isBlank()) {
-            throw new Invalid("model: \"" + model + "\" (expected: a non-empty string)");
+            throw Invalid.field("model", "\"" + model + "\" (expected: a non-empty string)");
         }
-        StringBuilder text = messages.length() > 0 ? messages : prompt.length() > 0 ? prompt : input;
+        // a response's instructions come first in its prompt, as a chat's system message does, wherever they are in
+        // the body: one conversation then keys alike through either API
+        StringBuilder text = messages.length() > 0 ? messages : prompt.length() > 0 ? prompt : instructions;
+        if (text == instructions) {
+            append(instructions, input.toString());
+        }
         return new RequestBody(model, stream, promptCacheKey, user, text.length() == 0 ? null : text.toString());
     }
 
@@ -100,11 +127,11 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
             return;
         }
         if (t != JsonToken.START_ARRAY) {
-            throw new Invalid("messages: " + describe(p, t) + " (expected: an array)");
+            throw Invalid.field("messages", describe(p, t) + " (expected: an array)");
         }
         while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
             if (t != JsonToken.START_OBJECT) {
-                throw new Invalid("messages: an element is " + describe(p, t) + " (expected: an object)");
+                throw Invalid.field("messages", "an element is " + describe(p, t) + " (expected: an object)");
             }
             while (p.nextToken() == JsonToken.FIELD_NAME) {
                 String name = p.currentName();
@@ -134,11 +161,15 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                 } else if (t == JsonToken.START_ARRAY) {
                     readText(p, t, out); // a batch of token-id prompts
                 } else if (t == JsonToken.START_OBJECT) {
+                    // a content part's text; a Responses input item's content (a string or parts), or a tool call's
+                    // output, as a chat's tool message has its content
                     while (p.nextToken() == JsonToken.FIELD_NAME) {
                         String name = p.currentName();
                         JsonToken v = p.nextToken();
-                        if (name.equals("text") && v == JsonToken.VALUE_STRING) {
+                        if ((name.equals("text") || name.equals("output")) && v == JsonToken.VALUE_STRING) {
                             append(out, p.getText());
+                        } else if (name.equals("content")) {
+                            readText(p, v, out);
                         } else {
                             p.skipChildren();
                         }
@@ -150,6 +181,18 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         } else {
             p.skipChildren();
         }
+    }
+
+    /**
+     * {@code t} when it is a string, null (absent) or, when {@code arrays}, an array; a 400 naming {@code field}
+     * otherwise, which the engine would answer anyway.
+     */
+    private static JsonToken expect(JsonParser p, JsonToken t, String field, boolean arrays) throws IOException, Invalid {
+        if (t == JsonToken.VALUE_STRING || t == JsonToken.VALUE_NULL || arrays && t == JsonToken.START_ARRAY) {
+            return t;
+        }
+        throw Invalid.field(field, describe(p, t) + " (expected: " + (arrays ? "a string or an array" : "a string")
+                + ")");
     }
 
     private static void append(StringBuilder out, String s) {
@@ -184,7 +227,7 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
             return null;
         }
         if (t != JsonToken.VALUE_STRING) {
-            throw new Invalid(field + ": " + describe(p, t) + " (expected: a string)");
+            throw Invalid.field(field, describe(p, t) + " (expected: a string)");
         }
         return p.getText();
     }

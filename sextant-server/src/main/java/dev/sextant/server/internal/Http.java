@@ -51,13 +51,27 @@ public final class Http {
         return response(status, "application/json", body);
     }
 
-    /** The JSON text of OpenAI's error shape {@code {"error": {"message", "type", "param", "code"}}}. */
+    /** The JSON text of OpenAI's error shape {@code {"error": {"message", "type", "param", "code"}}}, param null. */
     public static String errorBody(String message, String type, String code) {
+        return errorBody(message, type, null, code);
+    }
+
+    /**
+     * The JSON text of OpenAI's error shape {@code {"error": {"message", "type", "param", "code"}}}.
+     *
+     * @param param the request body's field the error is about ({@code model}, {@code messages} …), or null when it is
+     *              about none; a client (or an SDK) can then point at the field without parsing the message
+     */
+    public static String errorBody(String message, String type, String param, String code) {
         ObjectNode root = JSON.createObjectNode();
         ObjectNode error = root.putObject("error");
         error.put("message", message);
         error.put("type", type);
-        error.putNull("param");
+        if (param == null) {
+            error.putNull("param");
+        } else {
+            error.put("param", param);
+        }
         if (code == null) {
             error.putNull("code");
         } else {
@@ -69,7 +83,16 @@ public final class Http {
     /** An OpenAI-shaped error response; {@code retryAfter} (may be null) becomes a whole-seconds {@code Retry-After}. */
     public static FullHttpResponse error(HttpResponseStatus status, String type, String code, String message,
                                          Duration retryAfter) {
-        FullHttpResponse r = json(status, errorBody(message, type, code));
+        return error(status, type, code, null, message, retryAfter);
+    }
+
+    /**
+     * An OpenAI-shaped error response about the request body's field {@code param} (null: about none);
+     * {@code retryAfter} (may be null) becomes a whole-seconds {@code Retry-After}.
+     */
+    public static FullHttpResponse error(HttpResponseStatus status, String type, String code, String param,
+                                         String message, Duration retryAfter) {
+        FullHttpResponse r = json(status, errorBody(message, type, param, code));
         if (retryAfter != null && !retryAfter.isZero()) {
             long s = Math.max(1, (retryAfter.toMillis() + 999) / 1000);
             r.headers().set(HttpHeaderNames.RETRY_AFTER, Long.toString(s));

@@ -64,19 +64,23 @@ final class Client {
         }
     }
 
-    /** The server-sent events of a streaming POST, in order, as read; {@code onEvent} sees each as it arrives. */
-    record Stream(int status, String engineId, List<String> events, IOException failure) {
+    /**
+     * The server-sent events of a streaming POST, in order, as read ({@code data} of each); {@code names} the
+     * {@code event:} lines among them, in order; {@code onEvent} sees each data as it arrives.
+     */
+    record Stream(int status, String engineId, List<String> events, List<String> names, IOException failure) {
     }
 
     Stream stream(String path, String body, Consumer<String> onEvent) {
         HttpRequest request = request(path).header("content-type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body)).build();
         List<String> events = new ArrayList<>();
+        List<String> names = new ArrayList<>();
         HttpResponse<InputStream> response;
         try {
             response = http.send(request, HttpResponse.BodyHandlers.ofInputStream());
         } catch (IOException e) {
-            return new Stream(-1, null, events, e);
+            return new Stream(-1, null, events, names, e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
@@ -89,14 +93,16 @@ final class Client {
                     String event = line.substring("data: ".length());
                     onEvent.accept(event);
                     events.add(event);
+                } else if (line.startsWith("event: ")) {
+                    names.add(line.substring("event: ".length()));
                 }
             }
         } catch (IOException e) {
             return new Stream(response.statusCode(), response.headers().firstValue("x-engine-id").orElse(null),
-                    events, e);
+                    events, names, e);
         }
         return new Stream(response.statusCode(), response.headers().firstValue("x-engine-id").orElse(null), events,
-                null);
+                names, null);
     }
 
     /** Waits until {@code condition} holds; fails after a generous deadline. */

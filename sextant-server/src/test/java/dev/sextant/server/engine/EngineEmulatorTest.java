@@ -146,6 +146,93 @@ class EngineEmulatorTest {
         assertThat(read(events.get(4)).get("choices").get(0).get("finish_reason").asText()).isEqualTo("length");
     }
 
+    private static String responses(String extra) {
+        return "{\"model\":\"m\",\"instructions\":\"be brief\",\"input\":\"hello there\"" + extra + "}";
+    }
+
+    @Test
+    void response_notStreaming_isOneResponseObjectInOpenAisShape() {
+        HttpResponse<String> response = client.post("/v1/responses", responses(",\"metadata\":{\"k\":\"v\"}"));
+
+        assertThat(response.statusCode()).isEqualTo(200);
+        assertThat(response.headers().firstValue("content-type")).hasValue("application/json");
+        JsonNode body = Client.json(response);
+        assertThat(body.get("object").asText()).isEqualTo("response");
+        assertThat(body.get("id").asText()).startsWith("resp_");
+        assertThat(body.get("status").asText()).isEqualTo("completed");
+        assertThat(body.get("incomplete_details").isNull()).isTrue();
+        assertThat(body.get("instructions").asText()).isEqualTo("be brief");
+        assertThat(body.get("metadata").get("k").asText()).isEqualTo("v");
+        assertThat(body.get("output")).hasSize(1);
+        JsonNode message = body.get("output").get(0);
+        assertThat(message.get("type").asText()).isEqualTo("message");
+        assertThat(message.get("role").asText()).isEqualTo("assistant");
+        assertThat(message.get("id").asText()).startsWith("msg_");
+        JsonNode part = message.get("content").get(0);
+        assertThat(part.get("type").asText()).isEqualTo("output_text");
+        assertThat(part.get("text").asText().split(" ")).as("the default 4 tokens").hasSize(4);
+        // the chat prompt of the same conversation: "system: be brief\nuser: hello there\n", 35 characters
+        assertThat(body.get("usage").get("input_tokens").asInt()).isEqualTo(9);
+        assertThat(body.get("usage").get("output_tokens").asInt()).isEqualTo(4);
+        assertThat(body.get("usage").get("total_tokens").asInt()).isEqualTo(13);
+        assertThat(body.get("usage").get("input_tokens_details").get("cached_tokens").asInt()).isZero();
+        assertThat(body.get("engine_timing")).isNotNull();
+    }
+
+    @Test
+    void response_cutByMaxOutputTokens_isIncomplete() {
+        JsonNode body = Client.json(client.post("/v1/responses", responses(",\"max_output_tokens\":6")));
+
+        assertThat(body.get("status").asText()).isEqualTo("incomplete");
+        assertThat(body.get("incomplete_details").get("reason").asText()).isEqualTo("max_output_tokens");
+        assertThat(body.get("max_output_tokens").asInt()).isEqualTo(6);
+        assertThat(body.get("usage").get("output_tokens").asInt()).isEqualTo(6);
+    }
+
+    @Test
+    void response_streaming_sendsOpenAisEventsInOrder_namedAndNumbered_withoutDone() {
+        Client.Stream stream = client.stream("/v1/responses", responses(",\"stream\":true,\"max_output_tokens\":3"),
+                e -> { });
+
+        assertThat(stream.failure()).isNull();
+        assertThat(stream.status()).isEqualTo(200);
+        List<JsonNode> events = stream.events().stream().map(EngineEmulatorTest::read).toList();
+        assertThat(events).extracting(e -> e.get("type").asText()).containsExactly("response.created",
+                "response.in_progress", "response.output_item.added", "response.content_part.added",
+                "response.output_text.delta", "response.output_text.delta", "response.output_text.delta",
+                "response.output_text.done", "response.content_part.done", "response.output_item.done",
+                "response.incomplete");
+        assertThat(stream.names()).as("every event named in an event: line as its type")
+                .isEqualTo(events.stream().map(e -> e.get("type").asText()).toList());
+        assertThat(events).extracting(e -> e.get("sequence_number").asInt())
+                .containsExactlyElementsOf(IntStream.range(0, events.size()).boxed().toList());
+        assertThat(events.get(0).get("response").get("status").asText()).isEqualTo("in_progress");
+        assertThat(events.get(0).get("response").get("output")).isEmpty();
+        String deltas = events.stream().filter(e -> e.get("type").asText().equals("response.output_text.delta"))
+                .map(e -> e.get("delta").asText()).reduce("", String::concat);
+        assertThat(events.get(7).get("text").asText()).isEqualTo(deltas);
+        JsonNode last = events.get(events.size() - 1).get("response");
+        assertThat(last.get("output").get(0).get("content").get(0).get("text").asText()).isEqualTo(deltas);
+        assertThat(last.get("usage").get("output_tokens").asInt()).isEqualTo(3);
+        assertThat(last.get("status").asText()).isEqualTo("incomplete");
+    }
+
+    @Test
+    void response_andChat_ofOneConversation_shareItsPrefixCache() {
+        String history = "x".repeat(4000);
+        JsonNode chat = Client.json(client.post("/v1/chat/completions", "{\"model\":\"m\",\"max_tokens\":2,"
+                + "\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":\""
+                + history + "\"}]}"));
+        JsonNode response = Client.json(client.post("/v1/responses", "{\"model\":\"m\",\"max_output_tokens\":2,"
+                + "\"instructions\":\"be brief\",\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_text\","
+                + "\"text\":\"" + history + "\"}]}]}"));
+
+        int prompt = chat.get("usage").get("prompt_tokens").asInt();
+        assertThat(response.get("usage").get("input_tokens").asInt()).isEqualTo(prompt);
+        assertThat(response.get("usage").get("input_tokens_details").get("cached_tokens").asInt())
+                .as("the chat turn left the conversation's prefix in the cache").isEqualTo(prompt - 1);
+    }
+
     @Test
     void streamingToAnHttp10Client_isNotChunked_andEndsWithTheConnection() throws Exception {
         String body = chat(",\"stream\":true,\"max_tokens\":3");
@@ -325,6 +412,10 @@ class EngineEmulatorTest {
         "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[[1],[]]}|400|invalid_request_error",
         "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[[[1]]]}|400|invalid_request_error",
         "POST|/v1/embeddings|{\"model\":\"m\",\"input\":5}|400|invalid_request_error",
+        "POST|/v1/responses|{\"model\":\"m\"}|400|invalid_request_error",
+        "POST|/v1/responses|{\"model\":\"m\",\"input\":[\"x\"]}|400|invalid_request_error",
+        "POST|/v1/responses|{\"model\":\"m\",\"input\":\"x\",\"instructions\":5}|400|invalid_request_error",
+        "POST|/v1/responses|{\"model\":\"m\",\"input\":\"x\",\"max_output_tokens\":0}|400|invalid_request_error",
         "POST|/v1/nothing|{}|404|invalid_request_error",
         "GET|/v1/chat/completions||405|invalid_request_error",
         "POST|/admin/faults|{\"error_rate\":2}|400|invalid_request_error",

@@ -34,24 +34,26 @@ class GatewayBadInputTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
-            malformed JSON     | POST | /v1/chat/completions | {"model": "m",          | 400 | malformed JSON
-            not an object      | POST | /v1/chat/completions | [1, 2]                  | 400 | expected: a JSON object
-            empty body         | POST | /v1/completions      | ''                      | 400 | empty body
-            missing model      | POST | /v1/chat/completions | {"messages": []}        | 400 | model: missing
-            model not a string | POST | /v1/chat/completions | {"model": 5}            | 400 | model: 5
-            stream not boolean | POST | /v1/chat/completions | {"model": "m", "stream": "yes"} | 400 | stream
-            messages not array | POST | /v1/chat/completions | {"model": "m", "messages": "hi"} | 400 | messages
-            user not a string  | POST | /v1/chat/completions | {"model": "m", "user": {}} | 400 | user
-            unknown model      | POST | /v1/chat/completions | {"model": "gpt-9"}      | 404 | gpt-9
-            unknown path       | POST | /v1/nothing          | {"model": "m"}          | 404 | unknown path
-            wrong method       | GET  | /v1/chat/completions | ''                      | 405 | use POST
-            POST to /metrics   | POST | /metrics             | ''                      | 405 | use GET or HEAD
-            POST to a model    | POST | /v1/models/m         | ''                      | 405 | use GET or HEAD
-            model not routed   | GET  | /v1/models/gpt-9     | ''                      | 404 | 'gpt-9' is not routed
-            model id escaped   | GET  | /v1/models/org%2Fm   | ''                      | 404 | 'org/m' is not routed
+            malformed JSON     | POST | /v1/chat/completions | {"model": "m",          | 400 | malformed JSON | -
+            not an object      | POST | /v1/chat/completions | [1, 2]                  | 400 | expected: a JSON object | -
+            empty body         | POST | /v1/completions      | ''                      | 400 | empty body | -
+            missing model      | POST | /v1/chat/completions | {"messages": []}        | 400 | model: missing | model
+            model not a string | POST | /v1/chat/completions | {"model": 5}            | 400 | model: 5 | model
+            stream not boolean | POST | /v1/chat/completions | {"model": "m", "stream": "yes"} | 400 | stream | stream
+            messages not array | POST | /v1/chat/completions | {"model": "m", "messages": "hi"} | 400 | messages | messages
+            user not a string  | POST | /v1/chat/completions | {"model": "m", "user": {}} | 400 | user | user
+            cache key a number | POST | /v1/chat/completions | {"model": "m", "prompt_cache_key": 7} | 400 | prompt_cache_key | prompt_cache_key
+            unknown model      | POST | /v1/chat/completions | {"model": "gpt-9"}      | 404 | gpt-9 | model
+            unknown path       | POST | /v1/nothing          | {"model": "m"}          | 404 | unknown path | -
+            wrong method       | GET  | /v1/chat/completions | ''                      | 405 | use POST | -
+            POST to /metrics   | POST | /metrics             | ''                      | 405 | use GET or HEAD | -
+            POST to a model    | POST | /v1/models/m         | ''                      | 405 | use GET or HEAD | -
+            model not routed   | GET  | /v1/models/gpt-9     | ''                      | 404 | 'gpt-9' is not routed | model
+            model id escaped   | GET  | /v1/models/org%2Fm   | ''                      | 404 | 'org/m' is not routed | model
             """)
     void badRequest_getsTheRightStatusInOpenAiShape_andTheGatewayKeepsServing(String name, String method, String path,
-                                                                               String body, int status, String says)
+                                                                               String body, int status, String says,
+                                                                               String param)
             throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + path))
                 .timeout(Duration.ofSeconds(10)).header("content-type", "application/json");
@@ -65,6 +67,9 @@ class GatewayBadInputTest {
         assertThat(error.path("message").asText()).contains(says);
         assertThat(error.has("type")).isTrue();
         assertThat(error.has("code")).isTrue();
+        assertThat(error.has("param")).isTrue();
+        assertThat(error.path("param").isNull() ? "-" : error.path("param").asText())
+                .as("param names the body field the message names, null (-) when none").isEqualTo(param);
         assertStillServing();
     }
 
@@ -73,7 +78,9 @@ class GatewayBadInputTest {
         try (RawHttp c = new RawHttp(gw.port(), 5000)) { // a client that refuses to send such a URI cannot test it
             RawHttp.Answer a = c.send("GET /v1/models/m%zz HTTP/1.1\r\nHost: gw\r\n\r\n").read();
             assertThat(a.status()).isEqualTo(400);
-            assertThat(Http.JSON.readTree(a.body()).path("error").path("message").asText()).contains("model id");
+            JsonNode error = Http.JSON.readTree(a.body()).path("error");
+            assertThat(error.path("message").asText()).contains("model id");
+            assertThat(error.path("param").asText()).isEqualTo("model");
         }
         assertStillServing();
     }

@@ -61,6 +61,16 @@ class OpenAiNodeSdkTest {
 
         assertThat(out.path("stream").path("pieces").asInt()).as("one chunk per token").isEqualTo(5);
         assertThat(out.path("stream").path("finish_reason").asText()).isEqualTo("length");
+        JsonNode response = out.path("response");
+        assertThat(response.path("status").asText()).as("max_output_tokens ended it").isEqualTo("incomplete");
+        assertThat(response.path("output_text").asText().split(" ")).hasSize(4);
+        assertThat(response.path("output_tokens").asInt()).isEqualTo(4);
+        assertThat(fleet.engines).containsKey(response.path("engine").asText());
+        JsonNode responseStream = out.path("response_stream");
+        assertThat(responseStream.path("deltas").asInt()).as("one delta event per token").isEqualTo(5);
+        assertThat(responseStream.path("last").asText()).isEqualTo("response.incomplete");
+        assertThat(responseStream.path("text_matches").asBoolean()).as("%s", responseStream).isTrue();
+
         assertThat(out.path("completion").path("text").asText()).isNotBlank();
         assertThat(out.path("embedding").path("dimensions").asInt()).isPositive();
         assertThat(out.path("models").toString()).isEqualTo("[\"m\"]");

@@ -15,6 +15,11 @@ import com.openai.models.completions.CompletionCreateParams;
 import com.openai.models.embeddings.CreateEmbeddingResponse;
 import com.openai.models.embeddings.EmbeddingCreateParams;
 import com.openai.models.models.Model;
+import com.openai.models.responses.Response;
+import com.openai.models.responses.ResponseCreateParams;
+import com.openai.models.responses.ResponseOutputMessage;
+import com.openai.models.responses.ResponseStatus;
+import com.openai.models.responses.ResponseStreamEvent;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,9 +30,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The official OpenAI Java SDK as the gateway's client, unchanged but for its base URL: chat completions with and
- * without streaming, legacy completions, embeddings, the model list, and a 404 for an unknown model as the SDK's own
- * {@link NotFoundException}.
+ * The official OpenAI Java SDK as the gateway's client, unchanged but for its base URL: chat completions and the
+ * Responses API with and without streaming, legacy completions, embeddings, the model list, and a 404 for an unknown
+ * model as the SDK's own {@link NotFoundException}.
  */
 class OpenAiSdkTest {
     static Fleet fleet;
@@ -73,6 +78,39 @@ class OpenAiSdkTest {
         }
         assertThat(deltas).hasSize(6);
         assertThat(finish).containsExactly("length");
+    }
+
+    @Test
+    void response_nonStreaming() {
+        Response r = client.responses().create(ResponseCreateParams.builder().model("m").instructions("be brief")
+                .input("hello").maxOutputTokens(4L).promptCacheKey("sdk-response").build());
+        assertThat(r.status()).hasValue(ResponseStatus.INCOMPLETE); // max_output_tokens ended it
+        assertThat(r.incompleteDetails()).hasValueSatisfying(d -> assertThat(d.reason()).isPresent());
+        List<String> texts = r.output().stream().flatMap(item -> item.message().stream())
+                .flatMap(m -> m.content().stream()).flatMap(c -> c.outputText().stream()).map(t -> t.text()).toList();
+        assertThat(texts).singleElement().satisfies(t -> assertThat(t.split(" ")).hasSize(4));
+        assertThat(r.usage()).hasValueSatisfying(u -> assertThat(u.outputTokens()).isEqualTo(4));
+    }
+
+    @Test
+    void response_streaming_deliversEveryTokenAsADeltaEvent_andTheFinishedResponse() {
+        List<String> deltas = new ArrayList<>();
+        List<Response> finished = new ArrayList<>();
+        try (StreamResponse<ResponseStreamEvent> s = client.responses().createStreaming(ResponseCreateParams.builder()
+                .model("m").input("hello").maxOutputTokens(6L).build())) {
+            s.stream().forEach(e -> {
+                e.outputTextDelta().ifPresent(d -> deltas.add(d.delta()));
+                e.incomplete().ifPresent(i -> finished.add(i.response()));
+                e.completed().ifPresent(c -> finished.add(c.response()));
+            });
+        }
+        assertThat(deltas).hasSize(6);
+        assertThat(finished).singleElement().satisfies(r -> {
+            assertThat(r.status()).hasValue(ResponseStatus.INCOMPLETE);
+            assertThat(r.output()).singleElement().satisfies(item -> assertThat(item.message()
+                    .map(ResponseOutputMessage::content).orElseThrow().get(0).outputText().orElseThrow().text())
+                    .isEqualTo(String.join("", deltas)));
+        });
     }
 
     @Test
