@@ -340,6 +340,14 @@ final class DefaultDataPlane implements DataPlane {
         EngineCell[] tried = failed.triedSoFar();
         boolean stale = stale(c, now);
         int attempt = failed.attempt() + 1;
+        if (outcome == Outcome.NOT_SENT) {
+            // the engine closed a connection it had kept open, before it could read the request: nothing is wrong
+            // with it, and it holds the conversation's cache, so it gets the request again at once if it still may
+            Decision again = sameEngineAgain(k, version, failed, stale, attempt, now);
+            if (again != null) {
+                return again;
+            }
+        }
         boolean nearest = stale; // whether i indexes the nearest-first arrays or the route's
         EngineCell[] cellsOf = stale ? k.near : k.cells;
         int i = stale ? pickNear(k, tried, now) : k.table == null ? -1 : pickHashed(k, failed.key, tried, now);
@@ -386,6 +394,22 @@ final class DefaultDataPlane implements DataPlane {
         return Decision.routed(k.id, version, stale, cellsOf[i], nearest ? k.nearEndpoints[i] : k.endpoints[i],
                 attempt, backoff, failed.key, failed.requestId,
                 nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried);
+    }
+
+    /**
+     * {@code failed}'s engine once more, without a back-off, when it is still among the class's engines, not ejected
+     * and below its limit; null otherwise.
+     */
+    private Decision sameEngineAgain(ClassRoute k, long version, Decision failed, boolean stale, int attempt, long now) {
+        EngineCell[] cellsOf = stale ? k.near : k.cells;
+        int same = ClassRoute.indexOf(cellsOf, failed.cell);
+        if (same < 0 || failed.cell.ejected(now) || !failed.cell.tryAcquire(k.limit)) {
+            return null;
+        }
+        totalInFlight.incrementAndGet();
+        return Decision.routed(k.id, version, stale, failed.cell,
+                stale ? k.nearEndpoints[same] : k.endpoints[same], attempt, 0, failed.key, failed.requestId,
+                stale ? k.nearExpectedTtftMs[same] : k.expectedTtftMs[same], failed.triedSoFar());
     }
 
     @Override
