@@ -205,7 +205,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     expect(method, HttpMethod.POST);
                     GenerationRequest g = GenerationRequest.parse(parse(request.content()),
                             path.equals("/v1/chat/completions"), engine.config.defaultMaxTokens(), engine.config.models());
-                    generate(ctx, keepAlive, g);
+                    generate(ctx, keepAlive, g, request.headers().get("x-request-id"));
                 }
                 case "/v1/embeddings" -> {
                     engine.received();
@@ -413,7 +413,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         respond(ctx, keepAlive, HttpResponseStatus.OK, root);
     }
 
-    private void generate(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g) {
+    /** {@code requestId}: the request's {@code x-request-id}, or null; what {@link EngineEmulator#generations} counts by. */
+    private void generate(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String requestId) {
         Faults faults = engine.faults();
         if (!admitPastFaults(ctx, keepAlive, faults)) {
             return;
@@ -424,8 +425,9 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         // an HTTP/1.0 client knows no chunked coding (RFC 9112 §6.1): its stream ends where the connection does
         boolean closeDelimited = g.stream() && http10;
         Sequence.Sink sink = g.stream()
-                ? new StreamSink(ctx, keepAlive && !closeDelimited, g, id, created, wordOffset, faults.corruptStream())
-                : new WholeSink(ctx, keepAlive, g, id, created, wordOffset);
+                ? new StreamSink(ctx, keepAlive && !closeDelimited, g, id, created, wordOffset, faults.corruptStream(),
+                        requestId)
+                : new WholeSink(ctx, keepAlive, g, id, created, wordOffset, requestId);
         if (g.stream()) {
             HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
             head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
@@ -439,15 +441,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     head.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
                 }
             }
-            ctx.write(head);
-            ObjectNode first = chunk(g, id, created);
-            ObjectNode choice = (ObjectNode) first.get("choices").get(0);
-            if (g.chat()) {
-                choice.putObject("delta").put("role", "assistant").put("content", "");
-            } else {
-                choice.put("text", "");
-            }
-            ctx.writeAndFlush(new DefaultHttpContent(sse(ctx, first)));
+            ctx.writeAndFlush(head); // the head at once, the first event with the first token: as vLLM streams
         }
         Sequence s = new Sequence(g.conversationKey(), g.promptTokens(), g.maxTokens(), g.maxTokensGiven(),
                 faults.crashAfterTokens(), sink, engine.nanoTime());
@@ -509,10 +503,11 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         private final long created;
         private final int wordOffset;
         private final Faults.Corruption corruption;
+        private final String requestId;
         private boolean corrupted; // touched on the channel's loop only
 
         StreamSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                   int wordOffset, Faults.Corruption corruption) {
+                   int wordOffset, Faults.Corruption corruption, String requestId) {
             this.ctx = ctx;
             this.keepAlive = keepAlive;
             this.g = g;
@@ -520,6 +515,22 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             this.created = created;
             this.wordOffset = wordOffset;
             this.corruption = corruption;
+            this.requestId = requestId;
+        }
+
+        /**
+         * The stream's first event, sent with its first token as vLLM does (its first output, after prefill): the
+         * assistant role with empty content, or an empty completion text.
+         */
+        private ObjectNode firstEvent() {
+            ObjectNode first = chunk(g, id, created);
+            ObjectNode choice = (ObjectNode) first.get("choices").get(0);
+            if (g.chat()) {
+                choice.putObject("delta").put("role", "assistant").put("content", "");
+            } else {
+                choice.put("text", "");
+            }
+            return first;
         }
 
         /** Applies the stream corruption fault after the first token chunk; true when nothing more may be written. */
@@ -548,6 +559,9 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
         @Override
         public void token(Sequence sequence, int index) {
+            if (index == 0) {
+                engine.generating(requestId);
+            }
             ctx.executor().execute(() -> {
                 if (!ctx.channel().isActive() || corrupted && corruption == Faults.Corruption.TRUNCATE) {
                     return;
@@ -559,7 +573,12 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                 } else {
                     choice.put("text", word(index, wordOffset));
                 }
-                ctx.writeAndFlush(new DefaultHttpContent(sse(ctx, c)));
+                ByteBuf events = sse(ctx, c);
+                if (index == 0) { // one write: the first event and the first token's
+                    ByteBuf first = sse(ctx, firstEvent());
+                    events = ctx.alloc().compositeBuffer(2).addComponents(true, first, events);
+                }
+                ctx.writeAndFlush(new DefaultHttpContent(events));
                 corrupt();
             });
         }
@@ -609,16 +628,18 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         private final String id;
         private final long created;
         private final int wordOffset;
+        private final String requestId;
         private final StringBuilder text = new StringBuilder();
 
         WholeSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                  int wordOffset) {
+                  int wordOffset, String requestId) {
             this.ctx = ctx;
             this.keepAlive = keepAlive;
             this.g = g;
             this.id = id;
             this.created = created;
             this.wordOffset = wordOffset;
+            this.requestId = requestId;
         }
 
         @Override
@@ -628,6 +649,9 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
         @Override
         public void token(Sequence sequence, int index) {
+            if (index == 0) {
+                engine.generating(requestId);
+            }
             ctx.executor().execute(() -> text.append(word(index, wordOffset)));
         }
 
