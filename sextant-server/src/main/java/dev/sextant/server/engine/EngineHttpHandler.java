@@ -447,6 +447,9 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                 faults.crashAfterTokens(), sink, engine.nanoTime());
         current = s;
         engine.scheduler.submit(s);
+        // a read pending while it generates, so that a client that goes away is seen at once and its sequence aborted,
+        // as vLLM aborts a request whose connection closed; a request pipelined meanwhile waits its turn
+        ctx.read();
     }
 
     private static String word(int index, int offset) {
