@@ -9,16 +9,18 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoop;
-import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
+import io.netty.handler.codec.http.DefaultHttpRequest;
 import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
@@ -218,10 +220,9 @@ final class Exchange {
         upstream = c;
         c.pipeline().get(UpstreamHandler.class).owner = this;
         UpstreamPool.Target target = gw.pool.target(decision.endpoint());
-        DefaultFullHttpRequest r = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, request.method(),
+        DefaultHttpRequest r = new DefaultHttpRequest(HttpVersion.HTTP_1_1, request.method(),
                 target.basePath().isEmpty() ? request.uri() : target.basePath() + request.uri(),
-                request.content().retainedDuplicate(), DefaultHttpHeadersFactory.headersFactory().newHeaders(),
-                EmptyHttpHeaders.INSTANCE); // a request with a length has no trailers: no map made for none
+                DefaultHttpHeadersFactory.headersFactory().newHeaders());
         for (CharSequence h : FORWARDED) {
             String v = request.headers().get(h);
             if (v != null) {
@@ -235,12 +236,12 @@ final class Exchange {
         // set, never copied: only the FORWARDED headers come from the client, so a client's own is dropped
         r.headers().set(Http.GATEWAY_CLUSTER_HEADER, gw.config.gatewayCluster());
         r.headers().set(HttpHeaderNames.HOST, target.authority());
-        HttpUtil.setContentLength(r, r.content().readableBytes());
+        HttpUtil.setContentLength(r, request.content().readableBytes());
         HttpUtil.setKeepAlive(r, true);
         written = false;
         armPhase(limits.idle()); // an engine that does not take the request makes no progress
         attemptNanos = System.nanoTime();
-        c.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
+        writeRequest(c, r).addListener((ChannelFutureListener) f -> {
             long writtenAt = System.nanoTime();
             if (forwardNanos < 0) {
                 forwardNanos = writtenAt - receivedNanos;
@@ -262,6 +263,32 @@ final class Exchange {
                 onUpstreamClosed(c, f.cause());
             }
         });
+    }
+
+    /** The largest part of a request body written at once: each part taken by the connection is progress. */
+    private static final int WRITE_PART = 64 * 1024;
+
+    /**
+     * Writes {@code head} and the request's body to {@code c}, the body in parts of at most {@value #WRITE_PART} bytes,
+     * {@code idle_timeout} armed again as each part is taken: while writing, what it bounds is a connection that takes
+     * nothing (an engine that does not read), not a large body on a slow link. Returns the last part's future.
+     */
+    private io.netty.channel.ChannelFuture writeRequest(Channel c, HttpRequest head) {
+        io.netty.buffer.ByteBuf body = request.content();
+        int n = body.readableBytes();
+        c.write(head);
+        int off = 0;
+        for (; n - off > WRITE_PART; off += WRITE_PART) {
+            c.write(new DefaultHttpContent(body.retainedSlice(body.readerIndex() + off, WRITE_PART)))
+                    .addListener(f -> {
+                        if (f.isSuccess() && c == upstream && !written) {
+                            armPhase(limits.idle());
+                        }
+                    });
+        }
+        // a request with a length has no trailers: no map made for none
+        return c.writeAndFlush(new DefaultLastHttpContent(body.retainedSlice(body.readerIndex() + off, n - off),
+                EmptyHttpHeaders.INSTANCE));
     }
 
     private static final CharSequence[] FORWARDED = {HttpHeaderNames.CONTENT_TYPE, HttpHeaderNames.ACCEPT,

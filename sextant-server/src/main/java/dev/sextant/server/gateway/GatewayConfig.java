@@ -18,7 +18,8 @@ import java.time.Duration;
  * @param connectTimeout  to open a connection to an engine
  * @param firstTokenTimeout a streaming request: from its request written to the engine to the engine's first event
  *                        (default 60 s); a non-streaming answer arrives whole, so only {@code totalTimeout} bounds it
- * @param idleTimeout     to write the request to the engine; between two chunks of an answer (default 30 s)
+ * @param idleTimeout     between two parts of the request taken by the engine; between two chunks of an answer
+ *                        (default 30 s)
  * @param totalTimeout    whole request, all attempts (default 10 min, as long as the OpenAI SDKs wait)
  * @param drainTimeout    how long a graceful shutdown waits for in-flight requests
  * @param controlPlane    base URL reports are sent to, or null (no reports)

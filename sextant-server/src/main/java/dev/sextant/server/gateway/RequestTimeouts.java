@@ -9,7 +9,8 @@ import java.time.Duration;
  * before it is whole, so only {@code total} bounds it.
  *
  * @param firstToken a streaming request: from its request written to the engine to the engine's first event, &gt; 0
- * @param idle       the request's write to the engine; between two chunks of an answer once it has begun, &gt; 0
+ * @param idle       between two parts of the request taken by the engine; between two chunks of an answer once it
+ *                   has begun, &gt; 0
  * @param total      the whole request, every attempt, from when the gateway routed it, &gt; 0
  */
 public record RequestTimeouts(Duration firstToken, Duration idle, Duration total) {

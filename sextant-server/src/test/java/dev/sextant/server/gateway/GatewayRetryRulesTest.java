@@ -11,7 +11,9 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Map;
 import java.util.TreeMap;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -21,15 +23,26 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The retry and timeout rules of docs/request-path.md §5, engine by engine over real sockets: a request is retried
  * only when its engine cannot have generated any of it, and the emulators' own counts show no request generated
  * twice. The limits are short (first token and idle 500 ms) and the engines slow, so that an answer that takes
- * longer than either is the usual case here.
+ * longer than either is the usual case here. Netty's leak detector at {@code PARANOID} watches the class.
  */
 class GatewayRetryRulesTest {
     static final Duration FIRST_TOKEN = Duration.ofMillis(500);
     static final Duration IDLE = Duration.ofMillis(500);
 
+    private static LeakWatch leaks;
     Fleet fleet;
     Gateway gw;
     private int ids;
+
+    @BeforeAll
+    static void watchLeaks() {
+        leaks = LeakWatch.paranoid(); // a request written in parts, and failed in the middle, releases every part
+    }
+
+    @AfterAll
+    static void noLeaks() {
+        leaks.assertNoLeakThenClose();
+    }
 
     @BeforeEach
     void start() {
