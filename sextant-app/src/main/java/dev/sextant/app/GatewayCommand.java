@@ -29,10 +29,17 @@ final class GatewayCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("gateway_cluster", "host", "port", "control_plane", "token_file",
             "engine_token_file", "snapshot_file", "snapshot_cache_file", "long_poll_wait", "report_interval",
             "max_body_bytes", "connect_timeout",
-            "first_byte_timeout", "idle_timeout", "total_timeout", "drain_window", "drain_timeout", "max_snapshot_age",
-            "access_log",
+            "first_token_timeout", "idle_timeout", "total_timeout", "drain_window", "drain_timeout",
+            "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
-            "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll", "probe_interval");
+            "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll", "probe_interval",
+            "engine_keep_alive", "class_timeouts");
+    /** Settings that are gone, with what took their place and why (refused at their line). */
+    static final java.util.Map<String, String> REMOVED = java.util.Map.of("first_byte_timeout", "expected:"
+            + " first_token_timeout, for streams; removed: it cut and retried non-streaming answers, which send nothing"
+            + " before they are whole (docs/request-path.md §5)");
+    /** What a class of {@code class_timeouts} may set. */
+    static final Set<String> CLASS_TIMEOUTS = Set.of("first_token_timeout", "idle_timeout", "total_timeout");
     /** Most event loop threads: a gateway uses one per core; far more only costs memory and switching. */
     static final int MAX_THREADS = 256;
     /** Longest warm-up: the benchmark's JIT went quiet within minutes; longer only delays the start. */
@@ -62,7 +69,7 @@ final class GatewayCommand implements Callable<Integer> {
         if (port != null) {
             Running.checkPort("--port", port);
         }
-        ServerFile f = ServerFile.load(config, KEYS);
+        ServerFile f = ServerFile.load(config, KEYS, REMOVED);
         String cluster = f.string("gateway_cluster", null);
         if (cluster == null) {
             throw f.problem("gateway_cluster", "missing (expected: the gateway cluster id this gateway serves)");
@@ -94,7 +101,7 @@ final class GatewayCommand implements Callable<Integer> {
                     f.integer("max_header_bytes", l.maxHeaderBytes()));
             c = new GatewayConfig(cluster, f.string("host", d.host()), port != null ? port : f.integer("port", 8080),
                     f.integer("max_body_bytes", d.maxBodyBytes()), f.duration("connect_timeout", d.connectTimeout()),
-                    f.duration("first_byte_timeout", d.firstByteTimeout()), f.duration("idle_timeout", d.idleTimeout()),
+                    f.duration("first_token_timeout", d.firstTokenTimeout()), f.duration("idle_timeout", d.idleTimeout()),
                     f.duration("total_timeout", d.totalTimeout()),
                     new Drain(f.duration("drain_window", Drain.DEFAULT_WINDOW),
                             f.duration("drain_timeout", d.drain().timeout())), cp,
@@ -107,7 +114,9 @@ final class GatewayCommand implements Callable<Integer> {
                             .build(), f.serverTls(), f.clientTls(), limits, f.bool("http2", d.http2()),
                     f.integer("max_concurrent_streams", d.maxConcurrentStreams()), f.tokenFile("engine_token_file"),
                     f.path("snapshot_cache_file"), f.bool("busy_poll", false),
-                    f.duration("probe_interval", d.probeInterval()));
+                    f.duration("probe_interval", d.probeInterval()),
+                    f.duration("engine_keep_alive", d.engineKeepAlive()), java.util.Map.of());
+            c = c.withClassTimeouts(classTimeouts(f, c));
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }
@@ -173,6 +182,25 @@ final class GatewayCommand implements Callable<Integer> {
                 + " CPUs: the loops keep every CPU busy, and the JVM's compiler and collector threads wait for them;"
                 + " give the gateway fewer threads than CPUs (docs/servers.md, Busy polling)"));
         out.flush();
+    }
+
+    /**
+     * {@code class_timeouts}: per class id, the timeouts it sets, the gateway's ({@code c}'s) for the others. A class
+     * the snapshot does not have is kept all the same: snapshots change, and the file is read once.
+     */
+    static java.util.Map<String, dev.sextant.server.gateway.RequestTimeouts> classTimeouts(ServerFile f,
+                                                                                          GatewayConfig c) {
+        java.util.Map<String, dev.sextant.server.gateway.RequestTimeouts> out = new java.util.LinkedHashMap<>();
+        f.durationsByEntry("class_timeouts", "a map of class id to its timeouts", CLASS_TIMEOUTS).forEach((id, t) -> {
+            try {
+                out.put(id, new dev.sextant.server.gateway.RequestTimeouts(
+                        t.getOrDefault("first_token_timeout", c.firstTokenTimeout()),
+                        t.getOrDefault("idle_timeout", c.idleTimeout()), t.getOrDefault("total_timeout", c.totalTimeout())));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("class_timeouts." + id + "." + e.getMessage(), e);
+            }
+        });
+        return out;
     }
 
     /** The control plane's base URL, held to what an engine endpoint is ({@link Urls#isHttpBase}). */

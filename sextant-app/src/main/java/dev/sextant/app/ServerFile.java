@@ -184,22 +184,62 @@ final class ServerFile {
      * …)}); the numbers' range is the caller's to check.
      */
     Map<String, Double> numbers(String key, String mapExpected, String eachExpected) {
-        JsonNode n = root.get(key);
         Map<String, Double> out = new java.util.LinkedHashMap<>();
-        if (n == null || n.isNull()) {
-            return out;
-        }
-        if (!n.isObject()) {
-            throw bad(key, n, mapExpected);
-        }
-        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
+        for (Map.Entry<String, JsonNode> e : entries(key, mapExpected).entrySet()) {
             if (!e.getValue().isNumber()) {
                 throw new UsageException(at(file, lines, key) + key + "." + e.getKey() + ": " + e.getValue()
                         + " (expected: " + eachExpected + ", a number)");
             }
             out.put(e.getKey(), e.getValue().asDouble());
         }
+        return out;
+    }
+
+    /**
+     * A map of maps of durations ({@code {batch: {total_timeout: 30m}}}), in the file's order; empty when the key is
+     * absent. Every inner key must be one of {@code fields}; a problem is placed at the key's line and names the
+     * entry and the field ({@code key.batch.total_timeout: 'soon' (expected: …)}). The durations' range is the caller's
+     * to check.
+     */
+    Map<String, Map<String, Duration>> durationsByEntry(String key, String mapExpected, Set<String> fields) {
+        Map<String, Map<String, Duration>> out = new java.util.LinkedHashMap<>();
+        for (Map.Entry<String, JsonNode> e : entries(key, mapExpected).entrySet()) {
+            String entry = key + "." + e.getKey();
+            if (!e.getValue().isObject()) {
+                throw new UsageException(at(file, lines, key) + entry + ": " + e.getValue() + " (expected: a map of "
+                        + new java.util.TreeSet<>(fields) + " to durations)");
+            }
+            Map<String, Duration> durations = new java.util.LinkedHashMap<>();
+            for (Iterator<Map.Entry<String, JsonNode>> f = e.getValue().fields(); f.hasNext(); ) {
+                Map.Entry<String, JsonNode> field = f.next();
+                String name = entry + "." + field.getKey();
+                if (!fields.contains(field.getKey())) {
+                    throw new UsageException(at(file, lines, key) + name + ": unknown setting (expected one of "
+                            + new java.util.TreeSet<>(fields) + ")");
+                }
+                try {
+                    durations.put(field.getKey(), dev.sextant.server.internal.Http.duration(name,
+                            field.getValue().isValueNode() ? field.getValue().asText() : field.getValue().toString()));
+                } catch (IllegalArgumentException x) {
+                    throw new UsageException(at(file, lines, key) + x.getMessage());
+                }
+            }
+            out.put(e.getKey(), durations);
+        }
+        return out;
+    }
+
+    /** The entries of the map at {@code key}, in the file's order; empty when absent, a problem when not a map. */
+    private Map<String, JsonNode> entries(String key, String mapExpected) {
+        JsonNode n = root.get(key);
+        Map<String, JsonNode> out = new java.util.LinkedHashMap<>();
+        if (n == null || n.isNull()) {
+            return out;
+        }
+        if (!n.isObject()) {
+            throw bad(key, n, mapExpected);
+        }
+        n.fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue()));
         return out;
     }
 

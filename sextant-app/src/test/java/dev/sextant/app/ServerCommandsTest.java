@@ -2,10 +2,14 @@ package dev.sextant.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sextant.server.gateway.GatewayConfig;
+import dev.sextant.server.gateway.RequestTimeouts;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -77,6 +81,13 @@ class ServerCommandsTest {
             probe interval no unit | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: often | server.yaml:3: probe_interval: 'often' (expected: a duration >= 0
             negative drain window  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ndrain_window: -1s | server.yaml:3: drain_window: '-1s' (expected: a duration >= 0
             zero drain timeout     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ndrain_timeout: 0s | server.yaml:3: drain_timeout: 0ms (expected: > 0)
+            first byte, removed    | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nfirst_byte_timeout: 30s | server.yaml:3: first_byte_timeout: "30s" (expected: first_token_timeout, for streams; removed:
+            zero engine keep-alive | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_keep_alive: 0s | server.yaml:3: engine_keep_alive: 0ms (expected: > 0)
+            class timeouts no map  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: 5m | server.yaml:3: class_timeouts: "5m" (expected: a map of class id to its timeouts)
+            class timeout no map   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: {batch: 5m} | server.yaml:3: class_timeouts.batch: "5m" (expected: a map of [first_token_timeout, idle_timeout, total_timeout] to durations)
+            class timeout unknown  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: {batch: {total: 5m}} | server.yaml:3: class_timeouts.batch.total: unknown setting (expected one of [first_token_timeout, idle_timeout, total_timeout])
+            class timeout zero     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts:\\n  batch: {total_timeout: 0s} | server.yaml:3: class_timeouts.batch.total_timeout: 0ms (expected: > 0)
+            class timeout soon     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: {batch: {idle_timeout: soon}} | server.yaml:3: class_timeouts.batch.idle_timeout: 'soon' (expected: a duration >= 0
             negative round trip    | engine        | id: e1\\nnetwork_rtt_ms: {east: 60, eu: -1} | server.yaml:2: network_rtt_ms.eu: -1.0 (expected: a round trip in ms, a finite number >= 0)
             round trip not a number| engine        | network_rtt_ms: {east: soon} | server.yaml:1: network_rtt_ms.east: "soon" (expected: a round trip in ms, a number)
             round trips not a map  | engine        | network_rtt_ms: 60 | server.yaml:1: network_rtt_ms: 60 (expected: a map of gateway cluster id to round trip in ms
@@ -89,6 +100,22 @@ class ServerCommandsTest {
         Files.writeString(config, yaml.replace("\\n", "\n"));
         assertThat(run(command, "--config", config.toString())).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr).contains("server.yaml").contains(says);
+    }
+
+    @Test
+    void gateway_classTimeouts_takeTheGatewaysOwnForWhatAClassDoesNotSet() throws Exception {
+        Path config = dir.resolve("gateway.yaml");
+        Files.writeString(config, "gateway_cluster: east\nsnapshot_file: s.json\nidle_timeout: 20s\n"
+                + "class_timeouts:\n  batch: {total_timeout: 30m, first_token_timeout: 5m}\n  chat: {idle_timeout: 2s}\n");
+        GatewayConfig gateway = GatewayConfig.defaults("east").withTimeouts(Duration.ofSeconds(2),
+                Duration.ofSeconds(60), Duration.ofSeconds(20), Duration.ofMinutes(10));
+        Map<String, RequestTimeouts> byClass = GatewayCommand.classTimeouts(
+                ServerFile.load(config, GatewayCommand.KEYS, GatewayCommand.REMOVED), gateway);
+        assertThat(byClass).containsOnly(
+                Map.entry("batch", new RequestTimeouts(Duration.ofMinutes(5), Duration.ofSeconds(20), Duration.ofMinutes(30))),
+                Map.entry("chat", new RequestTimeouts(Duration.ofSeconds(60), Duration.ofSeconds(2), Duration.ofMinutes(10))));
+        assertThat(gateway.withClassTimeouts(byClass).timeouts("other"))
+                .isEqualTo(new RequestTimeouts(Duration.ofSeconds(60), Duration.ofSeconds(20), Duration.ofMinutes(10)));
     }
 
     @Test

@@ -8,7 +8,7 @@ import java.util.List;
  * The data plane of one gateway cluster: answers every request from a locally held snapshot, never
  * waiting for the control plane (docs/design.md §4–§6). Per request: classify → admission → weighted
  * consistent hashing of the affinity key → bounded load and local outlier ejection → the engine;
- * on a failure before the first byte reached the client, {@link #retry} picks the next engine in
+ * on a failure the engine cannot have started generating, {@link #retry} picks the next engine in
  * the key's order if the retry budget allows.
  *
  * <p>Thread-safe, lock-free on the request path ({@link #route}, {@link #retry}, {@link #onFinish}):
@@ -21,7 +21,7 @@ import java.util.List;
  * Decision d = plane.route(fields.toMeta());
  * while (d.routed()) {
  *     Result r = send(d.endpoint(), d.backoffNanos());      // proxy, stream
- *     if (r.ok() || r.firstByteSent()) { plane.onFinish(d, r.outcome(), r.ttftNanos()); return; }
+ *     if (r.ok() || r.mayHaveGenerated()) { plane.onFinish(d, r.outcome(), r.ttftNanos()); return; }
  *     d = plane.retry(d, r.outcome());                        // ends d, maybe picks the next engine
  * }
  * answerError(d.refusal().status(), d.message(), d.retryAfterNanos());
@@ -66,9 +66,11 @@ public interface DataPlane {
      * Ends {@code failed} with {@code outcome} (if not already ended) and decides the next attempt:
      * the next engine of the key's order within the class's allowed set that is not ejected, not at
      * its limit and not tried yet; or, if none is left, the same engine after a full-jitter back-off.
-     * Refuses when the outcome may not be retried (e.g. {@link Outcome#SYSTEM_OVERLOADED}), after
+     * After {@link Outcome#NOT_SENT} the same engine again at once, when it may still take it. Refuses when
+     * the outcome may not be retried (e.g. {@link Outcome#SYSTEM_OVERLOADED}), after
      * {@link DataPlaneOptions#maxAttempts()} attempts, or when the class's retry budget is spent. Call it
-     * only while no byte of the response has reached the client.
+     * only for an attempt whose engine cannot have generated any of the request, and while no byte of the
+     * response has reached the client; end any other failed attempt with {@link #onFinish}.
      *
      * @param failed a routed decision from {@link #route} or {@link #retry}
      */

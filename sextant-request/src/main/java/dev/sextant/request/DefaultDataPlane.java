@@ -458,6 +458,14 @@ final class DefaultDataPlane implements DataPlane {
         boolean stale = stale(c, now);
         int attempt = failed.attempt() + 1;
         boolean nearOnly = stale && k.table == null; // no weights to follow: nearest, fewest in flight
+        if (outcome == Outcome.NOT_SENT) {
+            // the engine closed a connection it had kept open, before it could read the request: nothing is wrong
+            // with it, and it holds the conversation's cache, so it gets the request again at once if it still may
+            Decision again = sameEngineAgain(k, version, failed, nearOnly, stale, attempt, outcome, now);
+            if (again != null) {
+                return again;
+            }
+        }
         boolean nearest = nearOnly; // whether i indexes the nearest-first arrays or the route's
         EngineCell[] cellsOf = nearOnly ? k.near : k.cells;
         String how = nearOnly ? "nearest" : "key";
@@ -508,6 +516,24 @@ final class DefaultDataPlane implements DataPlane {
                 attempt, backoff, failed.key, failed.requestId,
                 nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried, k.pool, now,
                 "retry:" + outcome.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + "," + how);
+    }
+
+    /**
+     * {@code failed}'s engine once more, without a back-off, when it is still among the class's engines, not ejected
+     * and below its limit; null otherwise.
+     */
+    private Decision sameEngineAgain(ClassRoute k, long version, Decision failed, boolean nearOnly, boolean stale,
+                                     int attempt, Outcome outcome, long now) {
+        EngineCell[] cellsOf = nearOnly ? k.near : k.cells;
+        int same = ClassRoute.indexOf(cellsOf, failed.cell);
+        if (same < 0 || failed.cell.ejected(now) || !failed.cell.tryAcquire(k.limit)) {
+            return null;
+        }
+        acquired(k);
+        return Decision.routed(k.id, version, stale, failed.cell,
+                nearOnly ? k.nearEndpoints[same] : k.endpoints[same], attempt, 0, failed.key, failed.requestId,
+                nearOnly ? k.nearExpectedTtftMs[same] : k.expectedTtftMs[same], failed.triedSoFar(), k.pool, now,
+                "retry:" + outcome.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + ",same-engine");
     }
 
     @Override

@@ -528,6 +528,42 @@ class DataPlaneTest {
     }
 
     @Test
+    void retry_notSent_goesToTheSameEngineAtOnce_spendsAToken_andIsNoFailure() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
+        for (long id = 0; id < 20; id++) { // bank tokens (20% of each request at this utilization)
+            p.onFinish(p.route(RequestMeta.of("m", id, id)), Outcome.SUCCESS, -1);
+        }
+        double banked = p.status().retryTokens();
+        Decision first = p.route(RequestMeta.of("m", 42, 42));
+        Decision again = p.retry(first, Outcome.NOT_SENT);
+        assertThat(again.engineId()).isEqualTo(first.engineId());
+        assertThat(again.attempt()).isEqualTo(2);
+        assertThat(again.backoffNanos()).isZero();
+        assertThat(p.status().retryTokens()).isCloseTo(banked + 0.2 - 1, offset(1e-9));
+        assertThat(p.inFlight(first.engineId())).isEqualTo(1);
+        // a failure after it moves on to another engine, and the engine was not charged for the close
+        Decision next = p.retry(again, Outcome.SERVER_ERROR);
+        assertThat(next.engineId()).isNotEqualTo(first.engineId());
+        p.onFinish(next, Outcome.SUCCESS, -1);
+        assertThat(p.status().inFlight()).isZero();
+        assertThat(p.ejections()).isEmpty();
+    }
+
+    @Test
+    void retry_notSent_withTheBudgetSpent_isRefused() {
+        DataPlane p = DataPlane.create("g", Fixtures.simple(1, 0, 0.5, 0.5), ticker, DataPlaneOptions.defaults());
+        Decision spent;
+        int i = 0;
+        do { // the floor's first token, then nothing banked
+            spent = p.retry(p.route(RequestMeta.of("m", i, i)), Outcome.NOT_SENT);
+            p.onFinish(spent, Outcome.CANCELLED, -1);
+            i++;
+        } while (spent.routed() && i < 100);
+        assertThat(spent.refusal()).isEqualTo(Refusal.RETRY_BUDGET_EXHAUSTED);
+        assertThat(p.status().inFlight()).isZero();
+    }
+
+    @Test
     void retry_singleEngine_retriesItAfterAFullJitterBackoff() {
         DataPlane p = plane(Fixtures.simple(1, 0, 1.0));
         Map<Long, Long> backoffs = new HashMap<>();

@@ -71,6 +71,15 @@ public final class EngineEmulator implements AutoCloseable {
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong hung = new AtomicLong();
     private final AtomicLong delayed = new AtomicLong();
+    private final AtomicLong generations = new AtomicLong();
+    /** Ids {@link #generations(String)} remembers: enough for any test, bounded for a long-running demo. */
+    static final int REMEMBERED_IDS = 100_000;
+    private final java.util.Map<String, Integer> generationsById = new java.util.LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(java.util.Map.Entry<String, Integer> eldest) {
+            return size() > REMEMBERED_IDS;
+        }
+    };
     /** Bearer token(s) {@code /admin/faults} requires; null: the endpoint is open (tests, the demo). */
     final BearerToken adminToken;
     /** {@link EngineConfig#networkRttMs()} in nanoseconds. */
@@ -202,6 +211,26 @@ public final class EngineEmulator implements AutoCloseable {
         return hung.get();
     }
 
+    /**
+     * Generation requests that produced at least one output token since start, ≥ 0: the requests this engine
+     * generated, whole or in part.
+     */
+    public long generations() {
+        return generations.get();
+    }
+
+    /**
+     * How many times this engine generated (produced at least one output token of) a request whose
+     * {@code x-request-id} was {@code requestId}, ≥ 0: what shows a request generated twice. The engine remembers the
+     * {@value #REMEMBERED_IDS} most recent ids.
+     */
+    public int generations(String requestId) {
+        synchronized (generationsById) {
+            Integer n = generationsById.get(requestId);
+            return n == null ? 0 : n;
+        }
+    }
+
     /** Stops listening, closes every connection (hung ones included) and stops its threads. Idempotent. */
     @Override
     public void close() {
@@ -238,6 +267,16 @@ public final class EngineEmulator implements AutoCloseable {
 
     void hung() {
         hung.incrementAndGet();
+    }
+
+    /** A request's first output token was produced; {@code requestId} is its {@code x-request-id}, or null. */
+    void generating(String requestId) {
+        generations.incrementAndGet();
+        if (requestId != null) {
+            synchronized (generationsById) {
+                generationsById.merge(requestId, 1, Integer::sum);
+            }
+        }
     }
 
     long nextId() {

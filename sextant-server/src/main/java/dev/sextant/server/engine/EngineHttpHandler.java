@@ -209,7 +209,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                             : GenerationRequest.Api.RESPONSES;
                     GenerationRequest g = GenerationRequest.parse(body, api, engine.config.defaultMaxTokens(),
                             engine.config.models());
-                    generate(ctx, keepAlive, g, body);
+                    generate(ctx, keepAlive, g, body, request.headers().get("x-request-id"));
                 }
                 case "/v1/embeddings" -> {
                     engine.received();
@@ -417,8 +417,12 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         respond(ctx, keepAlive, HttpResponseStatus.OK, root);
     }
 
-    /** Generates the answer to {@code g}, whose JSON is {@code body}. */
-    private void generate(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, JsonNode body) {
+    /**
+     * Generates the answer to {@code g}, whose JSON is {@code body}; {@code requestId}: the request's
+     * {@code x-request-id}, or null, what {@link EngineEmulator#generations} counts by.
+     */
+    private void generate(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, JsonNode body,
+                          String requestId) {
         Faults faults = engine.faults();
         if (!admitPastFaults(ctx, keepAlive, faults)) {
             return;
@@ -437,8 +441,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         boolean closeDelimited = g.stream() && http10;
         Sequence.Sink sink = g.stream()
                 ? new StreamSink(ctx, keepAlive && !closeDelimited, g, id, created, wordOffset, faults.corruptStream(),
-                        events)
-                : new WholeSink(ctx, keepAlive, g, id, created, wordOffset, events);
+                        events, requestId)
+                : new WholeSink(ctx, keepAlive, g, id, created, wordOffset, events, requestId);
         if (g.stream()) {
             HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
             head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
@@ -452,32 +456,15 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                     head.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
                 }
             }
-            ctx.write(head);
-            if (events != null) {
-                for (ObjectNode e : events.opening()) {
-                    ctx.write(new DefaultHttpContent(responseEvent(ctx, e)));
-                }
-                ctx.flush();
-            } else {
-                writeFirstChunk(ctx, g, id, created);
-            }
+            ctx.writeAndFlush(head); // the head at once, the first event with the first token: as vLLM streams
         }
         Sequence s = new Sequence(g.conversationKey(), g.promptTokens(), g.maxTokens(), g.maxTokensGiven(),
                 faults.crashAfterTokens(), sink, engine.nanoTime());
         current = s;
         engine.scheduler.submit(s);
-    }
-
-    /** The first chunk of a chat or text completion stream: the assistant's role, or an empty text. */
-    private void writeFirstChunk(ChannelHandlerContext ctx, GenerationRequest g, String id, long created) {
-        ObjectNode first = chunk(g, id, created);
-        ObjectNode choice = (ObjectNode) first.get("choices").get(0);
-        if (g.chat()) {
-            choice.putObject("delta").put("role", "assistant").put("content", "");
-        } else {
-            choice.put("text", "");
-        }
-        ctx.writeAndFlush(new DefaultHttpContent(sse(ctx, first)));
+        // a read pending while it generates, so that a client that goes away is seen at once and its sequence aborted,
+        // as vLLM aborts a request whose connection closed; a request pipelined meanwhile waits its turn
+        ctx.read();
     }
 
     private static String word(int index, int offset) {
@@ -549,10 +536,11 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         private final int wordOffset;
         private final Faults.Corruption corruption;
         private final ResponseEvents events; // a Responses API stream's, else null
+        private final String requestId;
         private boolean corrupted; // touched on the channel's loop only
 
         StreamSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                   int wordOffset, Faults.Corruption corruption, ResponseEvents events) {
+                   int wordOffset, Faults.Corruption corruption, ResponseEvents events, String requestId) {
             this.ctx = ctx;
             this.keepAlive = keepAlive;
             this.g = g;
@@ -561,6 +549,22 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             this.wordOffset = wordOffset;
             this.corruption = corruption;
             this.events = events;
+            this.requestId = requestId;
+        }
+
+        /**
+         * The stream's first event, sent with its first token as vLLM does (its first output, after prefill): the
+         * assistant role with empty content, or an empty completion text.
+         */
+        private ObjectNode firstEvent() {
+            ObjectNode first = chunk(g, id, created);
+            ObjectNode choice = (ObjectNode) first.get("choices").get(0);
+            if (g.chat()) {
+                choice.putObject("delta").put("role", "assistant").put("content", "");
+            } else {
+                choice.put("text", "");
+            }
+            return first;
         }
 
         /** Applies the stream corruption fault after the first token chunk; true when nothing more may be written. */
@@ -589,11 +593,19 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
         @Override
         public void token(Sequence sequence, int index) {
+            if (index == 0) {
+                engine.generating(requestId);
+            }
             ctx.executor().execute(() -> {
                 if (!ctx.channel().isActive() || corrupted && corruption == Faults.Corruption.TRUNCATE) {
                     return;
                 }
                 if (events != null) {
+                    if (index == 0) { // the opening events with the first token, as a chat stream's first event
+                        for (ObjectNode e : events.opening()) {
+                            ctx.write(new DefaultHttpContent(responseEvent(ctx, e)));
+                        }
+                    }
                     ctx.writeAndFlush(new DefaultHttpContent(responseEvent(ctx, events.delta(word(index, wordOffset)))));
                     corrupt();
                     return;
@@ -605,7 +617,12 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                 } else {
                     choice.put("text", word(index, wordOffset));
                 }
-                ctx.writeAndFlush(new DefaultHttpContent(sse(ctx, c)));
+                ByteBuf events = sse(ctx, c);
+                if (index == 0) { // one write: the first event and the first token's
+                    ByteBuf first = sse(ctx, firstEvent());
+                    events = ctx.alloc().compositeBuffer(2).addComponents(true, first, events);
+                }
+                ctx.writeAndFlush(new DefaultHttpContent(events));
                 corrupt();
             });
         }
@@ -663,10 +680,11 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         private final long created;
         private final int wordOffset;
         private final ResponseEvents events; // a Responses API answer's, else null
+        private final String requestId;
         private final StringBuilder text = new StringBuilder();
 
         WholeSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                  int wordOffset, ResponseEvents events) {
+                  int wordOffset, ResponseEvents events, String requestId) {
             this.ctx = ctx;
             this.keepAlive = keepAlive;
             this.g = g;
@@ -674,6 +692,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             this.created = created;
             this.wordOffset = wordOffset;
             this.events = events;
+            this.requestId = requestId;
         }
 
         @Override
@@ -683,6 +702,9 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
         @Override
         public void token(Sequence sequence, int index) {
+            if (index == 0) {
+                engine.generating(requestId);
+            }
             ctx.executor().execute(() -> text.append(word(index, wordOffset)));
         }
 

@@ -9,16 +9,18 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoop;
-import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
+import io.netty.handler.codec.http.DefaultHttpRequest;
 import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
@@ -31,8 +33,15 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One proxied request, from its routing decision to the last byte: connects (or reuses a pooled connection),
- * sends, streams the answer back, retries per the data plane while nothing reached the client, and ends with
- * exactly one {@code onFinish} (or {@code retry} refusal), one metrics record and one access-log line.
+ * sends, streams the answer back, retries per the data plane while the engine cannot have generated any of it, and
+ * ends with exactly one {@code onFinish} (or {@code retry} refusal), one metrics record and one access-log line.
+ *
+ * <p>No request is generated twice (docs/request-path.md §5). An attempt is retried only when its engine cannot have
+ * generated a token of it: no connection was made; the connection closed before the request was written whole; the
+ * engine answered 429 or 503 (not accepted); or, for a streaming request, the engine failed before its first event
+ * (it sends each token as it makes it, and stops when its connection closes), which is why a stream's head is held
+ * until that event. A non-streaming request that fails after it was written, and any attempt that times out after
+ * it, is not retried: the engine may have generated it, and its connection is closed to stop it.
  *
  * <p>Everything runs on the downstream channel's event loop, which is also the upstream channel's loop; no
  * field needs synchronization. Back-pressure: the upstream channel reads only after the previous chunk was
@@ -50,10 +59,19 @@ final class Exchange {
     private boolean closeDelimited;
     private final String requestId;
     private final long startNanos;
+    /** The request asked for an event stream ({@code "stream": true}). */
+    private final boolean stream;
+    /** The timeouts of the request's class. */
+    private RequestTimeouts limits;
 
     private Decision decision;
     private Channel upstream;
-    private boolean reusedUpstream; // the connection came from the pool and this attempt has not reconnected yet
+    private boolean reusedUpstream; // the connection came from the pool
+    private boolean freshConnection; // the next attempt opens a new connection: a pooled one was closed under the last
+    /** The attempt's request was written whole to its connection: from then on the engine may be generating it. */
+    private boolean written;
+    /** A stream's 200 head, held until the engine's first event so that a failure before it can still be retried. */
+    private HttpResponse heldHead;
     private boolean headersSent;
     private boolean sse;
     private boolean responseKeepAlive;
@@ -98,7 +116,7 @@ final class Exchange {
      *                      routed: the start of the gateway's own time ({@code sextant_gateway_overhead_seconds})
      */
     Exchange(Gateway gw, FrontHandler front, ChannelHandlerContext ctx, FullHttpRequest request, String path,
-             boolean keepAlive, String requestId, long receivedNanos) {
+             boolean keepAlive, String requestId, long receivedNanos, boolean stream) {
         this.gw = gw;
         this.front = front;
         this.ctx = ctx;
@@ -109,11 +127,13 @@ final class Exchange {
         this.requestId = requestId;
         this.startNanos = System.nanoTime();
         this.receivedNanos = receivedNanos;
+        this.stream = stream;
     }
 
     void start(Decision first) {
         decision = first;
-        totalDeadline = startNanos + gw.config.totalTimeout().toNanos();
+        limits = gw.config.timeouts(first.classId());
+        totalDeadline = startNanos + limits.total().toNanos();
         ensureTimer();
         send();
     }
@@ -132,7 +152,8 @@ final class Exchange {
             return;
         }
         String endpoint = decision.endpoint();
-        Channel idle = gw.pool.pollIdle(endpoint);
+        Channel idle = freshConnection ? null : gw.pool.pollIdle(endpoint, gw.config.engineKeepAlive().toNanos());
+        freshConnection = false;
         if (idle != null) {
             reusedUpstream = true;
             bind(idle);
@@ -201,10 +222,9 @@ final class Exchange {
         upstream = c;
         c.pipeline().get(UpstreamHandler.class).owner = this;
         UpstreamPool.Target target = gw.pool.target(decision.endpoint());
-        DefaultFullHttpRequest r = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, request.method(),
+        DefaultHttpRequest r = new DefaultHttpRequest(HttpVersion.HTTP_1_1, request.method(),
                 target.basePath().isEmpty() ? request.uri() : target.basePath() + request.uri(),
-                request.content().retainedDuplicate(), DefaultHttpHeadersFactory.headersFactory().newHeaders(),
-                EmptyHttpHeaders.INSTANCE); // a request with a length has no trailers: no map made for none
+                DefaultHttpHeadersFactory.headersFactory().newHeaders());
         for (CharSequence h : FORWARDED) {
             String v = request.headers().get(h);
             if (v != null) {
@@ -218,24 +238,59 @@ final class Exchange {
         // set, never copied: only the FORWARDED headers come from the client, so a client's own is dropped
         r.headers().set(Http.GATEWAY_CLUSTER_HEADER, gw.config.gatewayCluster());
         r.headers().set(HttpHeaderNames.HOST, target.authority());
-        HttpUtil.setContentLength(r, r.content().readableBytes());
+        HttpUtil.setContentLength(r, request.content().readableBytes());
         HttpUtil.setKeepAlive(r, true);
-        armPhase(gw.config.firstByteTimeout());
+        written = false;
+        armPhase(limits.idle()); // an engine that does not take the request makes no progress
         attemptNanos = System.nanoTime();
-        c.writeAndFlush(r).addListener((ChannelFutureListener) f -> {
-            long written = System.nanoTime();
+        writeRequest(c, r).addListener((ChannelFutureListener) f -> {
+            long writtenAt = System.nanoTime();
             if (forwardNanos < 0) {
-                forwardNanos = written - receivedNanos;
+                forwardNanos = writtenAt - receivedNanos;
             }
             if (f.isSuccess()) {
-                if (c == upstream && !headersSent && pending == null) { // nothing answered yet: the usual case
-                    attemptNanos = written;
+                if (c == upstream) {
+                    written = true;
+                    if (!headersSent && pending == null) { // nothing answered yet, or a stream's head held: the usual
+                        attemptNanos = writtenAt;
+                        if (stream) {
+                            armPhase(limits.firstToken());
+                        } else {
+                            cancelPhase(); // a whole answer shows no progress: only the total timeout bounds it
+                        }
+                    }
                 }
                 c.read();
             } else {
                 onUpstreamClosed(c, f.cause());
             }
         });
+    }
+
+    /** The largest part of a request body written at once: each part taken by the connection is progress. */
+    private static final int WRITE_PART = 64 * 1024;
+
+    /**
+     * Writes {@code head} and the request's body to {@code c}, the body in parts of at most {@value #WRITE_PART} bytes,
+     * {@code idle_timeout} armed again as each part is taken: while writing, what it bounds is a connection that takes
+     * nothing (an engine that does not read), not a large body on a slow link. Returns the last part's future.
+     */
+    private io.netty.channel.ChannelFuture writeRequest(Channel c, HttpRequest head) {
+        io.netty.buffer.ByteBuf body = request.content();
+        int n = body.readableBytes();
+        c.write(head);
+        int off = 0;
+        for (; n - off > WRITE_PART; off += WRITE_PART) {
+            c.write(new DefaultHttpContent(body.retainedSlice(body.readerIndex() + off, WRITE_PART)))
+                    .addListener(f -> {
+                        if (f.isSuccess() && c == upstream && !written) {
+                            armPhase(limits.idle());
+                        }
+                    });
+        }
+        // a request with a length has no trailers: no map made for none
+        return c.writeAndFlush(new DefaultLastHttpContent(body.retainedSlice(body.readerIndex() + off, n - off),
+                EmptyHttpHeaders.INSTANCE));
     }
 
     private static final CharSequence[] FORWARDED = {HttpHeaderNames.CONTENT_TYPE, HttpHeaderNames.ACCEPT,
@@ -245,7 +300,6 @@ final class Exchange {
         if (ended) {
             return;
         }
-        cancelPhase();
         int code = r.status().code();
         if (!headersSent && (code >= 500 || code == 429)) {
             pending = code == 429 || code == 503
@@ -254,7 +308,7 @@ final class Exchange {
             pendingStatus = code;
             pendingRetryAfter = retryAfterSeconds(r.headers().get(HttpHeaderNames.RETRY_AFTER));
             responseKeepAlive = HttpUtil.isKeepAlive(r);
-            armPhase(gw.config.idleTimeout());
+            armPhase(limits.idle());
             upstream.read();
             return;
         }
@@ -281,9 +335,16 @@ final class Exchange {
         HttpUtil.setKeepAlive(out, keep());
         status = code;
         endOutcome = code >= 400 ? Outcome.CLIENT_ERROR : Outcome.SUCCESS;
+        if (stream && sseTail != null) {
+            // held until the first event, within first_token_timeout: before it the engine has generated nothing, and
+            // a failure may still be retried without the client seeing it
+            heldHead = out;
+            upstream.read();
+            return;
+        }
         headersSent = true;
         ctx.write(out);
-        armPhase(gw.config.idleTimeout());
+        armPhase(limits.idle());
         upstream.read();
     }
 
@@ -335,11 +396,14 @@ final class Exchange {
                 } else {
                     up.close();
                 }
-                failAttempt(pending, "engine " + decision.engineId() + " answered " + pendingStatus + ": "
+                failAnswered("engine " + decision.engineId() + " answered " + pendingStatus + ": "
                         + abbreviate(pendingBody.toString()));
             } else {
                 upstream.read();
             }
+            return;
+        }
+        if (heldHead != null && !releaseHead(c, last)) {
             return;
         }
         int n = c.content().readableBytes();
@@ -384,13 +448,35 @@ final class Exchange {
             });
             return;
         }
-        armPhase(gw.config.idleTimeout());
+        armPhase(limits.idle());
         Channel up = upstream;
         ctx.writeAndFlush(c).addListener((ChannelFutureListener) f -> {
             if (f.isSuccess() && !ended && upstream == up) {
                 up.read();
             }
         });
+    }
+
+    /**
+     * Sends a stream's held head on the engine's first event ({@code c}, not released); true when {@code c} is to be
+     * sent after it. An empty chunk is released and the next read; a stream that ends before its first event failed
+     * before the engine generated anything.
+     */
+    private boolean releaseHead(HttpContent c, boolean last) {
+        if (c.content().isReadable()) {
+            headersSent = true;
+            ctx.write(heldHead);
+            heldHead = null;
+            return true;
+        }
+        c.release();
+        if (last) {
+            failAttempt(Outcome.SERVER_ERROR, "engine " + decision.engineId()
+                    + " ended the event stream before its first event");
+        } else {
+            upstream.read();
+        }
+        return false;
     }
 
     /**
@@ -402,6 +488,7 @@ final class Exchange {
     private void endCutStream(HttpContent c) {
         String message = "engine " + decision.engineId() + " ended the event stream without "
                 + (responsesEnd != null ? ResponsesStreamEnd.MISSING : "data: [DONE]");
+        gw.metrics.notRetried(NotRetried.ANSWER_STARTED);
         stats().attempt(Outcome.SERVER_ERROR);
         end(Outcome.SERVER_ERROR, status, message);
         if (c.content().isReadable()) {
@@ -490,25 +577,26 @@ final class Exchange {
         if (ended || c != upstream) {
             return;
         }
-        if (reusedUpstream && !headersSent && pending == null
-                && !(cause instanceof UpstreamHandler.MalformedResponseException)) {
-            // a pooled connection the engine closed as we reused it (an idle-timeout race): nothing was answered,
-            // so send once more on a new connection to the same engine, not as a retry of the data plane
-            reusedUpstream = false;
-            closeUpstream();
-            cancelPhase();
-            connectFresh(decision.endpoint());
-            return;
-        }
-        String why = cause == null ? "closed the connection"
-                : cause instanceof UpstreamHandler.MalformedResponseException ? cause.getMessage()
+        boolean malformed = cause instanceof UpstreamHandler.MalformedResponseException;
+        String engine = "engine " + decision.engineId() + " ";
+        String why = cause == null ? "closed the connection" : malformed ? cause.getMessage()
                 : "failed: " + cause.getMessage();
         if (pending != null) {
-            failAttempt(pending, "engine " + decision.engineId() + " answered " + pendingStatus);
-        } else if (!headersSent) {
-            failAttempt(Outcome.SERVER_ERROR, "engine " + decision.engineId() + " " + why + " before answering");
+            failAnswered(engine + "answered " + pendingStatus);
+        } else if (headersSent) {
+            failMidResponse(Outcome.SERVER_ERROR, engine + why + " mid-response", NotRetried.ANSWER_STARTED);
+        } else if (!written && reusedUpstream && !malformed) {
+            // a kept-alive connection the engine closed as it was reused, before it could read the request: another
+            // attempt, counted as one, on a new connection to the same engine
+            freshConnection = true;
+            failAttempt(Outcome.NOT_SENT, engine + "closed a kept-alive connection before the request was written to it");
+        } else if (!written) {
+            failAttempt(Outcome.SERVER_ERROR, engine + why + " before the request was written to it");
+        } else if (stream) {
+            failAttempt(Outcome.SERVER_ERROR, engine + why + " before its first event");
         } else {
-            failMidResponse(Outcome.SERVER_ERROR, "engine " + decision.engineId() + " " + why + " mid-response");
+            giveUp(Outcome.SERVER_ERROR, engine + why + " after the request was written to it, before answering",
+                    NotRetried.REQUEST_WRITTEN);
         }
     }
 
@@ -521,14 +609,18 @@ final class Exchange {
             ensureTimer();
             return;
         }
+        String engine = "engine " + decision.engineId() + " ";
         if (headersSent) {
-            failMidResponse(Outcome.TIMEOUT, "engine " + decision.engineId() + " sent nothing for "
-                    + seconds(gw.config.idleTimeout()) + " (idle_timeout)");
+            failMidResponse(Outcome.TIMEOUT, engine + "sent nothing for " + seconds(limits.idle()) + " (idle_timeout)",
+                    NotRetried.TIMEOUT);
         } else if (pending != null) {
-            failAttempt(pending, "engine " + decision.engineId() + " answered " + pendingStatus);
+            failAnswered(engine + "answered " + pendingStatus);
+        } else if (!written) {
+            failAttempt(Outcome.TIMEOUT, engine + "did not take the request within " + seconds(limits.idle())
+                    + " (idle_timeout)");
         } else {
-            failAttempt(Outcome.TIMEOUT, "engine " + decision.engineId() + " sent no response within "
-                    + seconds(gw.config.firstByteTimeout()) + " (first_byte_timeout)");
+            giveUp(Outcome.TIMEOUT, engine + "sent no first token within " + seconds(limits.firstToken())
+                    + " (first_token_timeout)", NotRetried.TIMEOUT);
         }
     }
 
@@ -536,21 +628,36 @@ final class Exchange {
         if (ended) {
             return;
         }
-        String msg = "request did not complete within " + seconds(gw.config.totalTimeout()) + " (total_timeout)";
+        String msg = "request did not complete within " + seconds(limits.total()) + " (total_timeout)";
         if (headersSent) {
-            failMidResponse(Outcome.TIMEOUT, msg);
+            failMidResponse(Outcome.TIMEOUT, msg, NotRetried.TIMEOUT);
             return;
         }
-        closeUpstream();
+        closeUpstream(); // stops the engine's work on it
         gw.plane().onFinish(decision, Outcome.TIMEOUT, -1);
         stats().attempt(Outcome.TIMEOUT);
+        gw.metrics.notRetried(NotRetried.TIMEOUT);
         respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", msg, null);
     }
 
     /**
-     * A failure while nothing reached the client: retry per the data plane, or answer with an error that says what
-     * every attempt's engine did. When no attempt could even connect (every engine allowed to take the request is
-     * down or cut off), the answer is 503: the service is unavailable, no engine answered badly.
+     * An engine's error status, read whole (or cut): 429 and 503 (not accepted) may be retried, and so may any status
+     * that answers a stream, which has no event yet; another 5xx to a non-streaming request may have come after the
+     * engine generated it.
+     */
+    private void failAnswered(String message) {
+        if (pending == Outcome.SERVER_ERROR && !stream) {
+            giveUp(Outcome.SERVER_ERROR, message, NotRetried.ENGINE_ERROR);
+        } else {
+            failAttempt(pending, message);
+        }
+    }
+
+    /**
+     * A failure the engine cannot have generated any of, while nothing reached the client: retry per the data plane,
+     * or answer with an error that says what every attempt's engine did. When no attempt could even connect (every
+     * engine allowed to take the request is down or cut off), the answer is 503: the service is unavailable, no engine
+     * answered badly.
      */
     private void failAttempt(Outcome outcome, String message) {
         closeUpstream();
@@ -575,10 +682,12 @@ final class Exchange {
                 gw.metrics.retry();
             }
             decision = next;
+            newAttempt();
             send();
             return;
         }
         refusedRetry = next;
+        gw.metrics.notRetried(NotRetried.of(next.refusal()));
         String why = next.message().startsWith("not retried") ? next.message() : "not retried: " + next.message();
         String all = failures + "; " + why;
         if (outcome == Outcome.TIMEOUT) {
@@ -604,9 +713,47 @@ final class Exchange {
         respondError(st, next.refusal().code(), all, ra > 0 ? Duration.ofNanos(ra) : null);
     }
 
-    /** A failure after the response started: an SSE error event and a clean end, or a closed connection. */
-    private void failMidResponse(Outcome outcome, String message) {
+    /** Forgets what the failed attempt's engine answered: the next attempt's answer is read afresh. */
+    private void newAttempt() {
+        written = false;
+        heldHead = null;
+        sse = false;
+        sseTail = null;
+        sseTailLength = 0;
+        closeDelimited = false;
+        responseKeepAlive = false;
+        status = 0;
+        endOutcome = Outcome.SUCCESS;
+    }
+
+    /**
+     * A failure, before anything reached the client, of an attempt whose engine may have generated the request, or
+     * may still be generating it: never retried, so that no request is generated twice. Its connection is closed,
+     * which stops the engine's work on it (vLLM aborts a request whose connection closes).
+     */
+    private void giveUp(Outcome outcome, String message, NotRetried why) {
         closeUpstream();
+        cancelPhase();
+        stats().attempt(outcome);
+        reachedAnEngine = true;
+        gw.plane().onFinish(decision, outcome, -1);
+        gw.metrics.notRetried(why);
+        String all = (failures == null ? "" : failures + "; then ") + message + "; not retried: "
+                + (why == NotRetried.TIMEOUT ? "the engine may still be generating it (its connection is closed to stop it)"
+                : why == NotRetried.ENGINE_ERROR ? "the engine took the request and may have generated it before failing"
+                : "the engine had the whole request and may have generated it");
+        if (outcome == Outcome.TIMEOUT) {
+            respondError(HttpResponseStatus.GATEWAY_TIMEOUT, "timeout", all, null);
+            return;
+        }
+        gw.logFailure(all);
+        respondError(HttpResponseStatus.BAD_GATEWAY, "upstream_error", all, null);
+    }
+
+    /** A failure after the response started: an SSE error event and a clean end, or a closed connection. */
+    private void failMidResponse(Outcome outcome, String message, NotRetried why) {
+        closeUpstream();
+        gw.metrics.notRetried(why);
         stats().attempt(outcome);
         end(outcome, status, message);
         if (sse) {

@@ -216,7 +216,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             refuse(ctx, d, path, keepAlive, requestId);
             return;
         }
-        Exchange x = new Exchange(gw, this, ctx, req, path, keepAlive, requestId, received);
+        Exchange x = new Exchange(gw, this, ctx, req, path, keepAlive, requestId, received, body.stream());
         current = x;
         gw.exchangeStarted();
         x.start(d);

@@ -16,9 +16,11 @@ import java.time.Duration;
  * @param port            port to bind, 0 = ephemeral
  * @param maxBodyBytes    largest request body, bytes &gt; 0 (default 16 MiB; larger → 413)
  * @param connectTimeout  to open a connection to an engine
- * @param firstByteTimeout from sending the request to the engine's response headers
- * @param idleTimeout     between two chunks of a response
- * @param totalTimeout    whole request, all attempts
+ * @param firstTokenTimeout a streaming request: from its request written to the engine to the engine's first event
+ *                        (default 60 s); a non-streaming answer arrives whole, so only {@code totalTimeout} bounds it
+ * @param idleTimeout     between two parts of the request taken by the engine; between two chunks of an answer
+ *                        (default 30 s)
+ * @param totalTimeout    whole request, all attempts (default 10 min, as long as the OpenAI SDKs wait)
  * @param drain           how it stops: a window serving while not ready, then a bounded wait for in-flight requests
  * @param controlPlane    base URL reports are sent to, or null (no reports)
  * @param token           bearer token for the control plane (a token file is read again when it changes), or null
@@ -46,19 +48,29 @@ import java.time.Duration;
  * @param probeInterval   how often a gateway with a control plane probes the round trip to each engine cluster of its
  *                        snapshot ({@code GET <endpoint>/health} to one of its engines in turn), ≥ 0 (default
  *                        {@link #DEFAULT_PROBE_INTERVAL}); zero: no probes
+ * @param engineKeepAlive how long a connection to an engine may stay idle and still be reused, &gt; 0 (default
+ *                        {@link #DEFAULT_ENGINE_KEEP_ALIVE}); keep it below the engines' own keep-alive timeout, so that
+ *                        a request is not sent on a connection the engine is closing
+ * @param classTimeouts   the timeouts of the classes that do not take the gateway's own, by class id
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
-                            Duration firstByteTimeout, Duration idleTimeout, Duration totalTimeout,
+                            Duration firstTokenTimeout, Duration idleTimeout, Duration totalTimeout,
                             Drain drain, URI controlPlane, BearerToken token, Duration reportInterval,
                             boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
                             ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken,
-                            java.nio.file.Path snapshotCache, boolean busyPoll, Duration probeInterval) {
+                            java.nio.file.Path snapshotCache, boolean busyPoll, Duration probeInterval,
+                            Duration engineKeepAlive, java.util.Map<String, RequestTimeouts> classTimeouts) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
     /** The default limit of open streams per HTTP/2 connection, 100 (RFC 9113 §6.5.2 asks for no fewer). */
     public static final int DEFAULT_MAX_CONCURRENT_STREAMS = 100;
     /** The default time between two rounds of round-trip probes, 5 s. */
     public static final Duration DEFAULT_PROBE_INTERVAL = Duration.ofSeconds(5);
+    /**
+     * The default longest idle time of a reused engine connection, 4 s: below uvicorn's keep-alive timeout of 5 s, which
+     * vLLM and SGLang serve with.
+     */
+    public static final Duration DEFAULT_ENGINE_KEEP_ALIVE = Duration.ofSeconds(4);
 
     public GatewayConfig {
         if (gatewayCluster == null || gatewayCluster.isBlank()) {
@@ -75,7 +87,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             throw new IllegalArgumentException("max_body_bytes: " + maxBodyBytes + " (expected: > 0)");
         }
         Http.positive("connect_timeout", connectTimeout);
-        Http.positive("first_byte_timeout", firstByteTimeout);
+        Http.positive("first_token_timeout", firstTokenTimeout);
         Http.positive("idle_timeout", idleTimeout);
         Http.positive("total_timeout", totalTimeout);
         if (drain == null) {
@@ -95,46 +107,61 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             throw new IllegalArgumentException("probe_interval: " + (probeInterval == null ? "missing"
                     : probeInterval.toMillis() + "ms") + " (expected: >= 0, 0s for no probes)");
         }
+        Http.positive("engine_keep_alive", engineKeepAlive);
+        if (classTimeouts == null) {
+            throw new IllegalArgumentException("class_timeouts: missing (expected: a map of class id to timeouts)");
+        }
+        classTimeouts = java.util.Map.copyOf(classTimeouts);
+    }
+
+    /** The timeouts of a request of class {@code classId}: its class's, else the gateway's. */
+    public RequestTimeouts timeouts(String classId) {
+        RequestTimeouts own = classId == null ? null : classTimeouts.get(classId);
+        return own != null ? own : new RequestTimeouts(firstTokenTimeout, idleTimeout, totalTimeout);
     }
 
     /**
-     * Loopback, ephemeral port, 16 MiB, timeouts 2 s connect / 30 s first byte / 30 s idle / 10 min total, no drain
-     * window ({@link Drain#immediate()}).
+     * Loopback, ephemeral port, 16 MiB, timeouts 2 s connect / 60 s first token / 30 s idle / 10 min total, engine
+     * connections reused while idle for less than 4 s.
      */
     public static GatewayConfig defaults(String gatewayCluster) {
         return new GatewayConfig(gatewayCluster, "127.0.0.1", 0, DEFAULT_MAX_BODY_BYTES, Duration.ofSeconds(2),
-                Duration.ofSeconds(30), Duration.ofSeconds(30), Duration.ofMinutes(10), Drain.immediate(), null,
+                Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofMinutes(10), Drain.immediate(), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
                 ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null, false,
-                DEFAULT_PROBE_INTERVAL);
+                DEFAULT_PROBE_INTERVAL, DEFAULT_ENGINE_KEEP_ALIVE, java.util.Map.of());
     }
 
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
-        return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
-        return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
-    /** With other timeouts. */
-    public GatewayConfig withTimeouts(Duration connect, Duration firstByte, Duration idle, Duration total) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstByte, idle, total,
+    /** With other timeouts: to connect, to a stream's first token, idle, and the whole request's. */
+    public GatewayConfig withTimeouts(Duration connect, Duration firstToken, Duration idle, Duration total) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstToken, idle, total,
                 drain, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /** With another way of stopping: a drain window (≥ 0) and a drain timeout (&gt; 0). */
     public GatewayConfig withDrain(Drain newDrain) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, newDrain, controlPlane, token, reportInterval, accessLog, options, tls,
-                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
+                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /** With a control plane to report to, and its token (or null). */
@@ -144,23 +171,26 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
 
     /** With a control plane to report to, and its token (or null; a token file is read again when it changes). */
     public GatewayConfig withControlPlane(URI uri, BearerToken newToken, Duration interval) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, uri, newToken, interval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, on, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
+                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, newOptions, tls,
-                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
+                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /**
@@ -168,23 +198,26 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
      * control planes and engines ({@code client}, null for the JDK's default CAs).
      */
     public GatewayConfig withTls(ServerTls serverTls, ClientTls client) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
+                serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /** With other client limits (request head and body timeouts, head size). */
     public GatewayConfig withClientLimits(ClientLimits limits) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, limits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval);
+                tls, clientTls, limits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /** With HTTP/2 for clients on or off, and another limit of open streams per HTTP/2 connection (≥ 1). */
     public GatewayConfig withHttp2(boolean on, int streamsPerConnection) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, on, streamsPerConnection, engineToken, snapshotCache, busyPoll, probeInterval);
+                tls, clientTls, clientLimits, on, streamsPerConnection, engineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /**
@@ -192,44 +225,64 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
      * started with vLLM's {@code --api-key}); null to pass the client's on, as by default.
      */
     public GatewayConfig withEngineToken(BearerToken newEngineToken) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken, snapshotCache, busyPoll, probeInterval);
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken, snapshotCache, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /** With a file that keeps the last snapshot, to start from when the control plane cannot be reached; or null. */
     public GatewayConfig withSnapshotCache(java.nio.file.Path file) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, file, busyPoll, probeInterval);
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, file, busyPoll, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /** With event loops that poll without sleeping, or that sleep while they have nothing to do (the default). */
     public GatewayConfig withBusyPoll(boolean on) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, on, probeInterval);
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, on, probeInterval,
+                engineKeepAlive, classTimeouts);
     }
 
     /** With round-trip probes every {@code interval} (≥ 0; zero: none). */
     public GatewayConfig withProbeInterval(Duration interval) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstByteTimeout,
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                 idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
                 tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
-                interval);
+                interval, engineKeepAlive, classTimeouts);
+    }
+
+    /** With the longest idle time of a reused engine connection (&gt; 0). */
+    public GatewayConfig withEngineKeepAlive(Duration idle) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
+                probeInterval, idle, classTimeouts);
+    }
+
+    /** With timeouts of their own for the classes of {@code byClass} (class id → timeouts); the others take the gateway's. */
+    public GatewayConfig withClassTimeouts(java.util.Map<String, RequestTimeouts> byClass) {
+        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
+                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
+                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
+                probeInterval, engineKeepAlive, byClass);
     }
 
     /** Never the token: a config printed or logged must not leak it. */
     @Override
     public String toString() {
         return "GatewayConfig[gatewayCluster=" + gatewayCluster + ", host=" + host + ", port=" + port
-                + ", maxBodyBytes=" + maxBodyBytes + ", connectTimeout=" + connectTimeout + ", firstByteTimeout="
-                + firstByteTimeout + ", idleTimeout=" + idleTimeout + ", totalTimeout=" + totalTimeout
+                + ", maxBodyBytes=" + maxBodyBytes + ", connectTimeout=" + connectTimeout + ", firstTokenTimeout="
+                + firstTokenTimeout + ", idleTimeout=" + idleTimeout + ", totalTimeout=" + totalTimeout
                 + ", drain=" + drain + ", controlPlane=" + controlPlane + ", token="
                 + (token == null ? "null" : "(redacted)") + ", reportInterval=" + reportInterval + ", accessLog="
                 + accessLog + ", options=" + options + ", tls=" + tls + ", clientTls=" + clientTls + ", clientLimits=" + clientLimits
                 + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + ", engineToken="
                 + (engineToken == null ? "null" : "(redacted)") + ", snapshotCache=" + snapshotCache + ", busyPoll=" + busyPoll
-                + ", probeInterval=" + probeInterval + "]";
+                + ", probeInterval=" + probeInterval + ", engineKeepAlive=" + engineKeepAlive + ", classTimeouts="
+                + classTimeouts + "]";
     }
 }

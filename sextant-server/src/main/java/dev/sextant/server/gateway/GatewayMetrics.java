@@ -22,9 +22,9 @@ import java.util.function.Supplier;
 
 /**
  * The gateway's Prometheus metrics ({@code sextant_gateway_*}): requests by class, engine and status; routing
- * decisions by reason; TTFT, TBT and end-to-end latency histograms; retries, sheds, ejections, refused bodies;
- * snapshot version, age and
- * fallback mode; round-trip probes by outcome; the CPU time of each event loop.
+ * decisions by reason; TTFT, TBT and end-to-end latency histograms; retries, failures not retried and why, sheds,
+ * ejections, refused bodies; snapshot version, age and fallback mode; round-trip probes by outcome; the CPU time of
+ * each event loop.
  */
 final class GatewayMetrics {
     final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -34,6 +34,7 @@ final class GatewayMetrics {
     // A function counter holds its state weakly: this field keeps the supplier (a lambda no one else holds) alive.
     private final java.util.function.LongSupplier refusedSnapshots;
     private final Counter ejections;
+    private final java.util.Map<NotRetried, Counter> notRetried;
 
     GatewayMetrics(Supplier<DataPlane> plane, Supplier<Integer> inFlight, Supplier<Integer> http2Connections,
                    java.util.function.LongSupplier refusedSnapshots, Supplier<Integer> ownClasses) {
@@ -49,6 +50,13 @@ final class GatewayMetrics {
                 .register(registry);
         ejections = Counter.builder("sextant.gateway.ejections").description("local outlier ejections of engines")
                 .register(registry);
+        java.util.EnumMap<NotRetried, Counter> whyNot = new java.util.EnumMap<>(NotRetried.class);
+        for (NotRetried why : NotRetried.values()) {
+            whyNot.put(why, Counter.builder("sextant.gateway.not.retried")
+                    .description("failed attempts that were the request's last, by why they were not retried")
+                    .tag("reason", why.label()).register(registry));
+        }
+        notRetried = whyNot;
         Gauge.builder("sextant.gateway.snapshot.version", () -> held(plane, s -> s.version()))
                 .description("version of the snapshot held").register(registry);
         Gauge.builder("sextant.gateway.snapshot.age.seconds", () -> held(plane, s -> s.ageNanos() / 1e9))
@@ -157,6 +165,11 @@ final class GatewayMetrics {
 
     void requeue() {
         requeues.increment();
+    }
+
+    /** A failed attempt was the request's last, for {@code why}. */
+    void notRetried(NotRetried why) {
+        notRetried.get(why).increment();
     }
 
     void ejection() {

@@ -53,7 +53,9 @@ final class Reporter implements AutoCloseable {
 
     /**
      * One engine's counters, made the first time the engine is seen and kept. Every attempt on the engine ends in
-     * exactly one {@link #attempt(Outcome)}, so that a report's {@code requests} is the sum of its kinds.
+     * exactly one {@link #attempt(Outcome)}, so that a report's {@code requests} is the sum of its kinds; an attempt
+     * whose request never reached the engine ({@link Outcome#NOT_SENT}) is in none, since it tells nothing of the
+     * engine.
      */
     static final class EngineStats {
         private final LongAdder successes = new LongAdder();
@@ -84,6 +86,7 @@ final class Reporter implements AutoCloseable {
                 case ENGINE_BUSY -> busy.increment();
                 case SYSTEM_OVERLOADED -> overloaded.increment();
                 case CANCELLED -> cancelled.increment();
+                case NOT_SENT -> { } // a connection the engine closed before it read the request: no signal of it
             }
         }
 

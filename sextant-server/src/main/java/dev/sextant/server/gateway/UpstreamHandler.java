@@ -11,6 +11,8 @@ import io.netty.util.ReferenceCountUtil;
 final class UpstreamHandler extends ChannelInboundHandlerAdapter {
     /** The exchange using this connection, null while idle in the pool. Touched only on the channel's loop. */
     Exchange owner;
+    /** When the connection went back to the pool ({@link System#nanoTime}). Touched only on the channel's loop. */
+    long idleSince;
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {

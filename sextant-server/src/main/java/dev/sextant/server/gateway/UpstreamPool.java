@@ -44,14 +44,35 @@ final class UpstreamPool {
 
     /** An idle open connection to {@code endpoint} on {@code loop}'s pool, or null. Call on {@code loop}. */
     Channel pollIdle(String endpoint) {
+        return pollIdle(endpoint, Long.MAX_VALUE);
+    }
+
+    /**
+     * An open connection to {@code endpoint} on {@code loop}'s pool that has been idle for less than
+     * {@code maxIdleNanos}, or null; the connections idle for longer are closed. An engine closes a connection it kept
+     * open for its own keep-alive time, and a request sent as it does is lost in the close: the engine may or may not
+     * have read it, so it cannot be sent again. Call on {@code loop}.
+     */
+    Channel pollIdle(String endpoint, long maxIdleNanos) {
         ArrayDeque<Channel> q = idle.get().get(endpoint);
         if (q == null) {
             return null;
         }
+        long now = System.nanoTime();
         for (Channel c; (c = q.pollLast()) != null; ) {
-            if (c.isActive()) {
+            if (!c.isActive()) {
+                continue;
+            }
+            UpstreamHandler h = c.pipeline().get(UpstreamHandler.class);
+            if (h == null || now - h.idleSince < maxIdleNanos) {
                 return c;
             }
+            // the most recently used is too old, and the older ones before it are older still
+            c.close();
+            for (Channel old; (old = q.pollLast()) != null; ) {
+                old.close();
+            }
+            return null;
         }
         return null;
     }
@@ -107,6 +128,10 @@ final class UpstreamPool {
         if (q.size() >= MAX_IDLE_PER_ENDPOINT) {
             c.close();
             return;
+        }
+        UpstreamHandler h = c.pipeline().get(UpstreamHandler.class);
+        if (h != null) {
+            h.idleSince = System.nanoTime();
         }
         q.addLast(c);
         c.read();

@@ -113,7 +113,8 @@ public final class WarmUp {
     /** The throwaway gateway's settings: the real one's request handling, on loopback, reporting to no one. */
     static GatewayConfig settings(GatewayConfig real) {
         return GatewayConfig.defaults(CLUSTER).withAccessLog(false).withMaxBodyBytes(real.maxBodyBytes())
-                .withTimeouts(real.connectTimeout(), real.firstByteTimeout(), real.idleTimeout(), real.totalTimeout())
+                .withTimeouts(real.connectTimeout(), real.firstTokenTimeout(), real.idleTimeout(), real.totalTimeout())
+                .withEngineKeepAlive(real.engineKeepAlive())
                 .withOptions(real.options()).withClientLimits(real.clientLimits())
                 .withHttp2(real.http2(), real.maxConcurrentStreams()).withBusyPoll(real.busyPoll());
     }

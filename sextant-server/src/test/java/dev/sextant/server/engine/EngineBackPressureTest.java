@@ -9,6 +9,8 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** Flow control between a streaming sequence and its client, over a real loopback socket. */
 class EngineBackPressureTest {
@@ -19,11 +21,15 @@ class EngineBackPressureTest {
     private static final EngineConfig FLOOD = EngineConfig.defaults("engine-b", "m").withLatency(8, 0, 0, 0);
 
     private static Socket streamingRequest(EngineEmulator engine, int maxTokens) throws IOException {
+        return request(engine, maxTokens, true);
+    }
+
+    private static Socket request(EngineEmulator engine, int maxTokens, boolean stream) throws IOException {
         Socket socket = new Socket();
         socket.setReceiveBufferSize(4096);
         socket.connect(new InetSocketAddress("127.0.0.1", engine.port()));
         socket.setSoTimeout(20_000);
-        byte[] body = ("{\"model\":\"m\",\"max_tokens\":" + maxTokens + ",\"stream\":true,"
+        byte[] body = ("{\"model\":\"m\",\"max_tokens\":" + maxTokens + ",\"stream\":" + stream + ","
                 + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}").getBytes(StandardCharsets.UTF_8);
         String head = "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
                 + "content-length: " + body.length + "\r\n\r\n";
@@ -59,12 +65,14 @@ class EngineBackPressureTest {
         }
     }
 
-    @Test
-    void clientGone_midStream_cancelsItsSequence() throws IOException {
+    /** A non-streaming generation writes nothing until its end: only a read pending on the connection sees the close. */
+    @ParameterizedTest(name = "stream: {0}")
+    @ValueSource(booleans = {true, false})
+    void clientGone_midGeneration_cancelsItsSequence(boolean stream) throws IOException {
         int maxTokens = 1_000_000;
         try (EngineEmulator engine = EngineEmulator.start(FLOOD)) {
             Client client = new Client(engine);
-            Socket socket = streamingRequest(engine, maxTokens);
+            Socket socket = request(engine, maxTokens, stream);
             Client.await("tokens to flow", () -> engine.generatedTokens() > 0);
             socket.close();
 

@@ -65,6 +65,22 @@ class EngineEmulatorTest {
     }
 
     @Test
+    void generations_countEachRequestIdTheEngineProducedATokenFor() {
+        for (String id : List.of("req-a", "req-b", "req-a")) {
+            HttpResponse<String> r = client.send(client.request("/v1/chat/completions")
+                    .header("content-type", "application/json").header("x-request-id", id)
+                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString(chat(",\"max_tokens\":3"))).build());
+            assertThat(r.statusCode()).isEqualTo(200);
+        }
+        client.post("/v1/chat/completions", chat(",\"max_tokens\":2,\"stream\":true")); // no id: counted in the total
+
+        assertThat(engine.generations("req-a")).isEqualTo(2);
+        assertThat(engine.generations("req-b")).isEqualTo(1);
+        assertThat(engine.generations("req-c")).isZero();
+        assertThat(engine.generations()).isEqualTo(4);
+    }
+
+    @Test
     void engineTiming_singleRequest_followsTheStepModelExactly() {
         JsonNode body = Client.json(client.post("/v1/chat/completions", chat(",\"max_tokens\":5")));
 
@@ -121,7 +137,9 @@ class EngineEmulatorTest {
         JsonNode last = chunks.get(chunks.size() - 1);
         assertThat(last.get("choices").get(0).get("finish_reason").asText()).isEqualTo("length");
         assertThat(last.get("engine_timing")).isNotNull();
-        // index 1 is the first content chunk: when it arrived, the engine had produced far from all tokens
+        // the first event comes with the first token, as vLLM's does, and index 1 is the first content chunk: when it
+        // arrived, the engine had produced far from all tokens
+        assertThat(producedAtArrival.get(0)).as("tokens produced when the role chunk arrived").isPositive();
         assertThat(producedAtArrival.get(1)).isLessThan(maxTokens);
         assertThat(producedAtArrival.stream().distinct().count()).as("chunks arrived while tokens were produced")
                 .isGreaterThan(2);

@@ -74,11 +74,11 @@ class GatewayBusyPollTest {
     void busyPolling_stillFiresATimeout_whileNoSocketHasAnythingToRead() throws Exception {
         // every engine accepts the request and never answers: only the loop's timer can end it
         fleet.engines.values().forEach(e -> e.setFaults(new Faults(0, 1, true, -1)));
-        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("hang", false, 1));
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("hang", true, 1));
         assertThat(r.statusCode()).isEqualTo(504);
         JsonNode error = Http.JSON.readTree(r.body()).path("error");
         assertThat(error.path("code").asText()).isEqualTo("timeout");
-        assertThat(error.path("message").asText()).contains("first_byte_timeout");
+        assertThat(error.path("message").asText()).contains("first_token_timeout");
     }
 
     @Test

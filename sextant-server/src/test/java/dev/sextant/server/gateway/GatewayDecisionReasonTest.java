@@ -99,7 +99,8 @@ class GatewayDecisionReasonTest {
         try (RawEngine engine = new RawEngine(answer, false);
              Gateway g = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false),
                      SnapshotSource.fixed(engine.behindEveryEngine(fleet.snapshot())), 1)) {
-            HttpResponse<String> r = Fleet.post(g.port(), "/v1/chat/completions", Fleet.chat("why-fail", false, 1));
+            // a stream (a 500 before its first event is retried; a non-streaming request's is not, it may have run)
+            HttpResponse<String> r = Fleet.post(g.port(), "/v1/chat/completions", Fleet.chat("why-fail", true, 1));
 
             assertThat(r.statusCode()).isIn(502, 503);
             String reason = r.headers().firstValue("x-sextant-reason").orElseThrow();

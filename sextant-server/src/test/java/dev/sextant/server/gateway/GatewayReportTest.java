@@ -157,8 +157,9 @@ class GatewayReportTest {
     @Test
     void anEngineThatNeverAnswers_isATimeout_perAttempt() throws Exception {
         gatewayTo(emulator(new Faults(0, 1, true, -1)));
-        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("k", false, 1));
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("k", true, 1));
         assertThat(r.statusCode()).isEqualTo(504);
+        assertThat(attempts(r)).as("a timeout after the request was written is not retried").isEqualTo(1);
 
         JsonNode e = report().path("engines").path("e1");
         assertKinds(e, Map.of("timeouts", attempts(r)));

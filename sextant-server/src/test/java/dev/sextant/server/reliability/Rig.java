@@ -60,6 +60,10 @@ final class Rig implements AutoCloseable {
     final Map<String, String> endpoints = new LinkedHashMap<>();
     private final Map<String, EngineConfig> configs = new LinkedHashMap<>();
     private final List<AutoCloseable> closeables = new CopyOnWriteArrayList<>();
+    /** Engines stopped by {@link #kill}: what they generated still counts. */
+    private final List<EngineEmulator> killed = new CopyOnWriteArrayList<>();
+    /** Counts of generations by request id of the engines that are not emulators. */
+    private final List<java.util.function.ToIntFunction<String>> otherGenerations = new CopyOnWriteArrayList<>();
     Gateway gateway;
     private long gatewayStartNanos;
 
@@ -149,7 +153,9 @@ final class Rig implements AutoCloseable {
 
     /** Stops engine {@code id} at once: its listening socket and every connection close. */
     void kill(String id) {
-        engines.remove(id).close();
+        EngineEmulator e = engines.remove(id);
+        e.close();
+        killed.add(e);
     }
 
     /** Starts engine {@code id} again on its old port (after {@link #kill}). */
@@ -190,6 +196,29 @@ final class Rig implements AutoCloseable {
         double seconds = (System.nanoTime() - gatewayStartNanos) / 1e9;
         return s.retryBudget().ratio(s.fleetUtilization()) * admitted + s.retryBudget().minRetriesPerSecond() * seconds
                 + 1;
+    }
+
+    /**
+     * How many attempts generated request {@code requestId} (produced at least one of its tokens), over every engine
+     * of the fleet, stopped ones included, and the other engines {@link #countGenerations} was given.
+     */
+    int generations(String requestId) {
+        int n = 0;
+        for (EngineEmulator e : engines.values()) {
+            n += e.generations(requestId);
+        }
+        for (EngineEmulator e : killed) {
+            n += e.generations(requestId);
+        }
+        for (java.util.function.ToIntFunction<String> other : otherGenerations) {
+            n += other.applyAsInt(requestId);
+        }
+        return n;
+    }
+
+    /** Counts the generations of an engine that is not an emulator, by request id, with the fleet's. */
+    void countGenerations(java.util.function.ToIntFunction<String> byRequestId) {
+        otherGenerations.add(byRequestId);
     }
 
     /** Requests received by every engine of {@code ids} so far. */

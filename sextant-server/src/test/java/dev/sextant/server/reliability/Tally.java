@@ -24,16 +24,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li><b>lost</b>: anything else: a hang past the client's deadline, a connection cut without an error, a body
  *       that is neither whole nor an error. The invariant (docs/design.md §6, 2) is that there are none.</li>
  * </ul>
- * Besides, it counts the attempts the gateway reported ({@code x-sextant-attempts}) and every answer served by an
- * engine outside the request's allowed set. Thread-safe.
+ * Besides, it counts the attempts the gateway reported ({@code x-sextant-attempts}), every answer served by an
+ * engine outside the request's allowed set, and (from the engines' own counts, {@link #generatedTwice(int)}) the
+ * requests that more than one attempt generated. Thread-safe.
  *
  * <p>{@link #print()} writes one row of the table in {@code docs/reliability-faults.md} to standard output and,
  * when the system property {@code sextant.faults.report} names a file, appends it there.
  */
 final class Tally {
     /** The table's header, two lines of Markdown. */
-    static final String HEADER = "| case | sent | completed | failed with error | lost | retries | max attempts | statuses |\n"
-            + "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |";
+    static final String HEADER = "| case | sent | completed | failed with error | lost | retries | max attempts "
+            + "| generated twice | statuses |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |";
 
     final String name;
     private final AtomicInteger sent = new AtomicInteger();
@@ -46,13 +47,31 @@ final class Tally {
     private final List<String> errorSamples = new CopyOnWriteArrayList<>();
     private final List<String> outsideAllowedSet = new CopyOnWriteArrayList<>();
     private final Map<String, AtomicInteger> servedBy = new java.util.concurrent.ConcurrentHashMap<>();
+    private final List<String> requestIds = new CopyOnWriteArrayList<>();
+    private volatile int generatedTwice = -1;
 
     Tally(String name) {
         this.name = name;
     }
 
-    void sent() {
-        sent.incrementAndGet();
+    /**
+     * A request is sent: returns its {@code x-request-id}, the case's name and the request's number in this tally (the
+     * gateway passes the id on to the engines, whose generations are counted by it).
+     */
+    String sent() {
+        String id = name.replaceAll("[^A-Za-z0-9-]", "-") + "-" + sent.getAndIncrement();
+        requestIds.add(id);
+        return id;
+    }
+
+    /** The {@code x-request-id} of every request sent. */
+    List<String> requestIds() {
+        return List.copyOf(requestIds);
+    }
+
+    /** Sets how many of the requests were generated (had a token produced) by more than one attempt, as counted. */
+    void generatedTwice(int n) {
+        generatedTwice = n;
     }
 
     void completed(int attempts) {
@@ -157,7 +176,8 @@ final class Tally {
             st = b.toString();
         }
         return "| " + name + " | " + sent.get() + " | " + completed.get() + " | " + failed.get() + " | " + lost.size()
-                + " | " + retries.get() + " | " + maxAttempts.get() + " | " + st + " |";
+                + " | " + retries.get() + " | " + maxAttempts.get() + " | " + (generatedTwice < 0 ? "—" : generatedTwice)
+                + " | " + st + " |";
     }
 
     /** Prints the row, and appends it to the file named by {@code sextant.faults.report} if set. */

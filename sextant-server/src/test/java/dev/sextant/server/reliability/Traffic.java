@@ -80,8 +80,8 @@ final class Traffic implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             before.accept(i);
             slots.acquire();
-            tally.sent();
-            all.add(one(tally, i, streams(i), euOnly.test(i)).whenComplete((v, e) -> slots.release()));
+            String id = tally.sent(); // the tally's own count: a tally run more than once still gets new ids
+            all.add(one(tally, i, id, streams(i), euOnly.test(i)).whenComplete((v, e) -> slots.release()));
         }
         try {
             CompletableFuture.allOf(all.toArray(new CompletableFuture[0]))
@@ -91,14 +91,14 @@ final class Traffic implements AutoCloseable {
         }
     }
 
-    private CompletableFuture<Void> one(Tally tally, int i, boolean stream, boolean eu) {
+    private CompletableFuture<Void> one(Tally tally, int i, String requestId, boolean stream, boolean eu) {
         String body = "{\"model\":\"m\",\"stream\":" + stream + ",\"max_tokens\":" + maxTokens
                 + ",\"prompt_cache_key\":\"" + tally.name + "-" + (i % 40) + "\""
                 + ",\"messages\":[{\"role\":\"user\",\"content\":\"hello " + i + "\"}]}";
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gatewayPort
                         + "/v1/chat/completions"))
                 .timeout(deadline).header("content-type", "application/json")
-                .header("x-request-id", tally.name.replaceAll("[^A-Za-z0-9-]", "-") + "-" + i)
+                .header("x-request-id", requestId)
                 .POST(HttpRequest.BodyPublishers.ofString(body));
         if (eu) {
             b.header("x-sextant-residency", "eu-west");

@@ -50,11 +50,13 @@ class WarmUpTest {
     @Test
     void settings_copyTheRealGatewaysRequestHandling_butNotItsAddressOrPeers() {
         GatewayConfig real = REAL.withMaxBodyBytes(1234).withTimeouts(Duration.ofSeconds(1), Duration.ofSeconds(2),
-                Duration.ofSeconds(3), Duration.ofSeconds(4)).withHttp2(false, 7).withAccessLog(true).withBusyPoll(true);
+                Duration.ofSeconds(3), Duration.ofSeconds(4)).withHttp2(false, 7).withAccessLog(true).withBusyPoll(true)
+                .withEngineKeepAlive(Duration.ofMillis(1500));
         GatewayConfig s = WarmUp.settings(real);
         assertThat(s.maxBodyBytes()).isEqualTo(1234);
-        assertThat(s.firstByteTimeout()).isEqualTo(Duration.ofSeconds(2));
+        assertThat(s.firstTokenTimeout()).isEqualTo(Duration.ofSeconds(2));
         assertThat(s.totalTimeout()).isEqualTo(Duration.ofSeconds(4));
+        assertThat(s.engineKeepAlive()).isEqualTo(Duration.ofMillis(1500));
         assertThat(s.http2()).isFalse();
         assertThat(s.maxConcurrentStreams()).isEqualTo(7);
         assertThat(s.busyPoll()).as("the event loops' code paths as the real gateway will run them").isTrue();

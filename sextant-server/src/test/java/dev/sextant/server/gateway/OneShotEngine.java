@@ -1,4 +1,4 @@
-package dev.sextant.server.reliability;
+package dev.sextant.server.gateway;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -11,26 +11,40 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * An engine that closes idle keep-alive connections the way a server with a short keep-alive timeout does at the
  * worst moment: it answers the first request of each connection (an OpenAI chat completion, streamed or not) and
- * keeps the connection open, then closes it as the next request arrives, unanswered — with a FIN, or with a reset
- * ({@code SO_LINGER 0}). A thread per connection; for tests only.
+ * keeps the connection open, then closes it as the next request arrives, unanswered ({@link Drop}). A thread per
+ * connection; for tests only.
  */
-final class OneShotEngine implements AutoCloseable {
+public final class OneShotEngine implements AutoCloseable {
+    /** How the second request of a connection is dropped. */
+    public enum Drop {
+        /** Read whole, then a FIN: the engine had the request and could have started it. */
+        FIN_AFTER_READING,
+        /** Read whole, then a reset ({@code SO_LINGER 0}). */
+        RST_AFTER_READING,
+        /** A reset as soon as the request's head arrived, its body unread: the engine cannot have started it. */
+        RST_BEFORE_READING
+    }
+
     private final String id;
-    private final boolean reset;
+    private final Drop drop;
     private final ServerSocket server;
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
-    final AtomicInteger answered = new AtomicInteger();
-    final AtomicInteger dropped = new AtomicInteger();
+    public final AtomicInteger answered = new AtomicInteger();
+    public final AtomicInteger dropped = new AtomicInteger();
+    /** Requests answered, by {@code x-request-id}. */
+    private final Map<String, AtomicInteger> answeredById = new ConcurrentHashMap<>();
 
-    OneShotEngine(String id, boolean reset) {
+    public OneShotEngine(String id, Drop drop) {
         this.id = id;
-        this.reset = reset;
+        this.drop = drop;
         try {
             server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
         } catch (IOException e) {
@@ -41,8 +55,18 @@ final class OneShotEngine implements AutoCloseable {
         t.start();
     }
 
-    String endpoint() {
+    public String endpoint() {
         return "http://127.0.0.1:" + server.getLocalPort();
+    }
+
+    int port() {
+        return server.getLocalPort();
+    }
+
+    /** How many times it answered a request of this {@code x-request-id}. */
+    public int answered(String requestId) {
+        AtomicInteger n = answeredById.get(requestId);
+        return n == null ? 0 : n.get();
     }
 
     private void accept() {
@@ -59,20 +83,31 @@ final class OneShotEngine implements AutoCloseable {
         }
     }
 
+    private record Request(String requestId, int length) {
+    }
+
     private void serve(Socket s) {
         try (s) {
             InputStream in = s.getInputStream();
-            String body = readRequest(in);
-            if (body == null) {
+            Request first = readHead(in);
+            if (first == null) {
                 return;
             }
+            String body = new String(in.readNBytes(first.length()), StandardCharsets.UTF_8);
             answer(s.getOutputStream(), body.contains("\"stream\":true"));
             answered.incrementAndGet();
-            if (readRequest(in) == null) { // the next request, read whole (so that a close is a FIN): dropped
+            if (first.requestId() != null) {
+                answeredById.computeIfAbsent(first.requestId(), k -> new AtomicInteger()).incrementAndGet();
+            }
+            Request next = readHead(in);
+            if (next == null) {
                 return;
             }
+            if (drop != Drop.RST_BEFORE_READING) {
+                in.readNBytes(next.length()); // read whole, so that a close is a FIN
+            }
             dropped.incrementAndGet();
-            if (reset) {
+            if (drop != Drop.FIN_AFTER_READING) {
                 s.setSoLinger(true, 0);
             }
         } catch (IOException e) {
@@ -80,8 +115,8 @@ final class OneShotEngine implements AutoCloseable {
         }
     }
 
-    /** Reads one request (head and content-length body); null at the end of the stream. */
-    private static String readRequest(InputStream in) throws IOException {
+    /** Reads one request's head; null at the end of the stream. */
+    private static Request readHead(InputStream in) throws IOException {
         ByteArrayOutputStream head = new ByteArrayOutputStream();
         int state = 0;
         while (state < 4) {
@@ -93,12 +128,16 @@ final class OneShotEngine implements AutoCloseable {
             state = (b == '\r' && (state == 0 || state == 2)) || (b == '\n' && (state == 1 || state == 3)) ? state + 1 : 0;
         }
         int length = 0;
+        String requestId = null;
         for (String line : head.toString(StandardCharsets.US_ASCII).split("\r\n")) {
-            if (line.toLowerCase(Locale.ROOT).startsWith("content-length:")) {
+            String lower = line.toLowerCase(Locale.ROOT);
+            if (lower.startsWith("content-length:")) {
                 length = Integer.parseInt(line.substring(15).strip());
+            } else if (lower.startsWith("x-request-id:")) {
+                requestId = line.substring(13).strip();
             }
         }
-        return new String(in.readNBytes(length), StandardCharsets.UTF_8);
+        return new Request(requestId, length);
     }
 
     private void answer(OutputStream out, boolean stream) throws IOException {
