@@ -35,7 +35,7 @@ final class DecisionReasons {
 
     /**
      * Every label a decision can have: the routed words, {@code retry:} and each retryable outcome, {@code refused:}
-     * and each refusal (twenty in all).
+     * and each refusal (twenty-one in all).
      */
     static List<String> labels() {
         List<String> all = new ArrayList<>(ROUTED);

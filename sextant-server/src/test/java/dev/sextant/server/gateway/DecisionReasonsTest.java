@@ -26,7 +26,7 @@ class DecisionReasonsTest {
 
     @Test
     void labels_areBounded_byTheDataPlanesWordsOutcomesAndRefusals() {
-        assertThat(DecisionReasons.labels()).hasSize(20).doesNotHaveDuplicates()
+        assertThat(DecisionReasons.labels()).hasSize(21).doesNotHaveDuplicates()
                 .contains("nearest", "skip:ejected", "skip:limit", "retry:server-error", "refused:unknown-model",
                         "refused:engine-limit", "refused:attempts-exhausted", "refused:no-engine-in-service")
                 .noneMatch(l -> l.contains(","));
