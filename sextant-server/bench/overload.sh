@@ -5,14 +5,22 @@
 # so a request's latency is its time to first token (plus the few bytes of the answer).
 # Prints one line per (phase, class), then the gateway's totals: shed latency, retry amplification, memory.
 # Needs wrk (Debian: apt-get install -y wrk). Usage: sextant-server/bench/overload.sh [seconds at 2×, default 60]
+# OUT=dir keeps the logs (processes', wrk's, the control plane's health and explanation at the end) there.
+# DEFAULTS=1 runs the gateway and the control plane with their shipped settings (only their addresses and token):
+# no per-engine limit tuned to the engines' batch, no priority reserve, default report, scrape and solve intervals.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 here="$root/sextant-server/bench"
 secs="${1:-60}"
 unloaded_secs="${UNLOADED_SECONDS:-40}"
-work="$(mktemp -d)"
+work="${OUT:-$(mktemp -d)}"
+mkdir -p "$work"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [[ -z "${OUT:-}" ]]; then rm -rf "$work"; fi
+}
 trap cleanup EXIT
 
 "$root/bin/sextant" --version >/dev/null        # builds the jar when needed
@@ -47,9 +55,10 @@ cat >"$work/control-plane.yaml" <<YAML
 topology: topology.yaml
 token_file: token.txt
 port: $CONTROL
-scrape_interval: 1s
-solve_interval: 5s
 YAML
+if [[ -z "${DEFAULTS:-}" ]]; then
+  printf 'scrape_interval: 1s\nsolve_interval: 5s\n' >>"$work/control-plane.yaml"
+fi
 java -Xmx256m -jar "$jar" control-plane --config "$work/control-plane.yaml" >"$work/control-plane.log" 2>&1 &
 pids+=($!)
 # The gateway: demand reports every 2 s; at most 4 requests in flight per engine (2 × its batch), so an engine
@@ -59,12 +68,12 @@ gateway_cluster: gw
 port: $GATEWAY
 control_plane: http://127.0.0.1:$CONTROL
 token_file: token.txt
-threads: 2
-access_log: false
-report_interval: 2s
-max_in_flight_per_engine: 4
-priority_reserve: 0.5
 YAML
+if [[ -z "${DEFAULTS:-}" ]]; then
+  printf 'threads: 2\naccess_log: false\nreport_interval: 2s\nmax_in_flight_per_engine: 4\npriority_reserve: 0.5\n' \
+    >>"$work/gateway.yaml"
+fi
+echo "settings:${DEFAULTS:+ shipped defaults}"; sed 's/^/  gateway: /' "$work/gateway.yaml"; sed 's/^/  control plane: /' "$work/control-plane.yaml"
 wait_for() { for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done; echo "port $1 not up" >&2; exit 1; }
 wait_for $E1 /healthz; wait_for $E2 /healthz; wait_for $CONTROL /healthz
 java -Xms256m -Xmx256m -Xlog:gc:file="$work/gc.log" -jar "$jar" gateway --config "$work/gateway.yaml" \
@@ -125,6 +134,7 @@ start_ms=$(date +%s%3N)
 phase overload "$overload" "$secs"
 kill $sampler 2>/dev/null || true
 retries=$(( $(metric '^sextant_gateway_retries_total') - retries0 ))
+echo "gateway: ejections $(metric '^sextant_gateway_ejections_total'), spills $(metric '^sextant_gateway_spills_total')"
 routed=$(( $(metric '^sextant_gateway_requests_total.*engine="e') - routed0 ))
 all=$(( $(metric '^sextant_gateway_requests_total') - all0 ))
 echo "overload totals: client requests $all, sent to an engine $routed, retries $retries," \
@@ -142,6 +152,9 @@ echo "gateway RSS during overload: max $(awk '{sub("rss_kib=", "", $2); if ($2 >
      "(samples $(awk '{sub("rss_kib=", "", $2); printf "%.0f ", $2 / 1024}' "$work/samples.txt")MiB)"
 echo "gateway GC pauses: $(grep -c Pause "$work/gc.log"), longest $(grep -o '[0-9.]*ms$' "$work/gc.log" | sort -n | tail -1)"
 echo "gateway heap after each GC (MiB): $(grep -o 'Pause[^)]*)[^>]*->[0-9]*M' "$work/gc.log" | sed 's/.*->//; s/M//' | sort -n | uniq -c | awk '{printf "%s×%s ", $2, $1}')"
+curl -s "http://127.0.0.1:$CONTROL/healthz" >"$work/control-plane-health.json"
+curl -s -H "authorization: Bearer $(cat "$work/token.txt")" \
+     "http://127.0.0.1:$CONTROL/v1/explain?gateway=gw&class=high&format=text" >"$work/explain-high.txt"
 jcmd $gpid GC.run >/dev/null
 echo "gateway heap after a full GC at the end: $(jcmd $gpid GC.heap_info | grep -o 'used [0-9]*K' | head -1)"
 echo "machine load after: $(cut -d' ' -f1-3 /proc/loadavg)"

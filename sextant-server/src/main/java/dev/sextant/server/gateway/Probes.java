@@ -135,8 +135,8 @@ final class Probes {
         long age = status.ageNanos() / 1_000_000_000L;
         if (mode == Mode.FALLBACK) {
             LOG.severe("FALLBACK MODE: snapshot " + status.version() + " is " + age + " s old (max_snapshot_age "
-                    + maxSnapshotAge.toSeconds() + " s): routing each request to the nearest allowed engine with the"
-                    + " fewest requests in flight");
+                    + maxSnapshotAge.toSeconds() + " s): keeping its weights and keys, spilling load beyond what it"
+                    + " planned to the nearest allowed engines with room, not applying its shed fractions");
         } else if (before != null) {
             LOG.warning("fallback mode ended: snapshot " + status.version() + " is " + age + " s old: routing by policy");
         }

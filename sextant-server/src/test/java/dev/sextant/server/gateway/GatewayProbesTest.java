@@ -99,7 +99,7 @@ class GatewayProbesTest {
                 assertThat(Fleet.get(gw.port(), "/metrics").body()).contains("sextant_gateway_fallback 1.0");
                 assertThat(modeLines(log)).as("five requests and five probes, one line").singleElement().asString()
                         .contains("FALLBACK MODE: snapshot " + first.version() + " is ")
-                        .contains("(max_snapshot_age 1 s)");
+                        .contains("(max_snapshot_age 1 s)").contains("keeping its weights and keys");
 
                 // a fresh snapshot ends it (and, a second later, it begins again: each change once, in turn)
                 assertThat(source.publish(first.sealed(first.version() + 1))).isTrue();
