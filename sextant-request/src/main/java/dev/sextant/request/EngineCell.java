@@ -69,25 +69,53 @@ final class EngineCell {
      */
     static final double QUEUEING = 2;
 
-    /** Over how long {@link #offered} averages the requests whose key chose this engine, s. */
+    /** Over how long {@link #offered} counts the requests whose key chose this engine, s. */
     static final double RATE_WINDOW_S = 2;
-    private double offeredRps;
-    private long offeredAt;
+    private static final long WINDOW_NANOS = (long) (RATE_WINDOW_S * 1e9);
+    /** The current window's index (high 32 bits) and its count (low 32 bits), updated by compare-and-set. */
+    private final java.util.concurrent.atomic.AtomicLong window = new java.util.concurrent.atomic.AtomicLong();
+    /** The count of the window before {@link #window}'s (0 when that window was not the one just before). */
+    private volatile long previousCount;
 
     /**
      * Counts one request whose key chose this engine at {@code now} (ns) and returns the rate of such requests, req/s:
-     * an exponentially decaying count over {@link #RATE_WINDOW_S}, so that a surge shows within a couple of seconds.
+     * a sliding window of {@link #RATE_WINDOW_S}, the current window's count plus the previous one's in proportion
+     * to how much of it the sliding window still covers, so that a surge shows within a couple of seconds. Lock-free
+     * and allocation-free: a compare-and-set on one long.
      */
-    synchronized double offered(long now) {
-        double decay = Math.exp(-(now - offeredAt) / (RATE_WINDOW_S * 1e9));
-        offeredRps = offeredRps * decay + 1 / RATE_WINDOW_S;
-        offeredAt = now;
-        return offeredRps;
+    double offered(long now) {
+        long slot = Math.floorDiv(now, WINDOW_NANOS);
+        for (;;) {
+            long v = window.get();
+            long held = v >>> 32;
+            long count = v & 0xFFFF_FFFFL;
+            if (held == (slot & 0xFFFF_FFFFL)) {
+                if (window.compareAndSet(v, v + 1)) {
+                    return rate(now, slot, count + 1);
+                }
+            } else if (window.compareAndSet(v, (slot & 0xFFFF_FFFFL) << 32 | 1)) {
+                previousCount = held == ((slot - 1) & 0xFFFF_FFFFL) ? count : 0;
+                return rate(now, slot, 1);
+            }
+        }
     }
 
     /** The rate {@link #offered} would return at {@code now} without counting a request, req/s. */
-    synchronized double offeredRps(long now) {
-        return offeredRps * Math.exp(-(now - offeredAt) / (RATE_WINDOW_S * 1e9));
+    double offeredRps(long now) {
+        long slot = Math.floorDiv(now, WINDOW_NANOS);
+        long v = window.get();
+        long held = v >>> 32;
+        if (held == (slot & 0xFFFF_FFFFL)) {
+            return rate(now, slot, v & 0xFFFF_FFFFL);
+        }
+        // the window moved on without a request: what was counted is the previous window's, or older
+        long last = held == ((slot - 1) & 0xFFFF_FFFFL) ? v & 0xFFFF_FFFFL : 0;
+        return last * (1 - (double) (now - slot * WINDOW_NANOS) / WINDOW_NANOS) / RATE_WINDOW_S;
+    }
+
+    private double rate(long now, long slot, long current) {
+        double into = (double) (now - slot * WINDOW_NANOS) / WINDOW_NANOS;
+        return (current + previousCount * (1 - into)) / RATE_WINDOW_S;
     }
 
     /** Folds one successful answer's time to first token into {@link #recentTtftMs} and {@link #ttftFloorMs}. */
