@@ -73,7 +73,7 @@ public final class Decision {
     static Decision refused(String classId, long version, boolean fallback, Refusal refusal, String message,
                             long retryAfterNanos) {
         return new Decision(classId, version, fallback, null, null, 0, 0, 0, 0, Double.NaN, null, null, 0,
-                "refused:" + refusal.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-'), refusal, message,
+                "refused:" + refusal.word(), refusal, message,
                 retryAfterNanos);
     }
 

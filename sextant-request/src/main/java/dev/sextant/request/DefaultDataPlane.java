@@ -129,7 +129,7 @@ final class DefaultDataPlane implements DataPlane {
         }
         k.retryTokens.deposit(k.depositMicro);
         int first = k.table.first(request.affinityKey());
-        int i = pickHashed(k, request.affinityKey(), null, now);
+        int i = pickHashed(k, request.affinityKey(), first, null, now);
         if (i < 0) {
             return engineLimit(c, k, stale);
         }
@@ -237,12 +237,12 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     /**
-     * The key's first choice if it is usable, else a walk along the key's order (the slow path).
-     * Returns the class's engine index, already counted in flight, or -1.
+     * The key's first choice {@code first} if it is usable, else a walk along the key's order (the slow path); a
+     * retry ({@code exclude} given) walks at once. Returns the class's engine index, already counted in flight, or -1.
      */
-    private int pickHashed(ClassRoute k, long key, EngineCell[] exclude, long now) {
+    private int pickHashed(ClassRoute k, long key, int first, EngineCell[] exclude, long now) {
         if (exclude == null) {
-            int e = k.table.first(key);
+            int e = first;
             EngineCell cell = k.cells[e];
             if (!cell.ejected(now) && withinBound(k, cell.inFlight.get(), k.share[e]) && cell.tryAcquire(k.limit)) {
                 acquired(k);
@@ -469,7 +469,7 @@ final class DefaultDataPlane implements DataPlane {
         boolean nearest = nearOnly; // whether i indexes the nearest-first arrays or the route's
         EngineCell[] cellsOf = nearOnly ? k.near : k.cells;
         String how = nearOnly ? "nearest" : "key";
-        int i = nearOnly ? pickNear(k, tried, now) : k.table == null ? -1 : pickHashed(k, failed.key, tried, now);
+        int i = nearOnly ? pickNear(k, tried, now) : k.table == null ? -1 : pickHashed(k, failed.key, -1, tried, now);
         if (!nearOnly && (i < 0 || failing(k.cells[i], now))) {
             // Every engine the route weights is tried, ejected or failing (a whole engine cluster down, say):
             // spill to the nearest healthy allowed engine outside them rather than fail or hit a failing one.
@@ -515,7 +515,7 @@ final class DefaultDataPlane implements DataPlane {
         return Decision.routed(k.id, version, stale, cellsOf[i], nearest ? k.nearEndpoints[i] : k.endpoints[i],
                 attempt, backoff, failed.key, failed.requestId,
                 nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried, k.pool, now,
-                "retry:" + outcome.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + "," + how);
+                "retry:" + outcome.word() + "," + how);
     }
 
     /**
@@ -533,7 +533,7 @@ final class DefaultDataPlane implements DataPlane {
         return Decision.routed(k.id, version, stale, failed.cell,
                 nearOnly ? k.nearEndpoints[same] : k.endpoints[same], attempt, 0, failed.key, failed.requestId,
                 nearOnly ? k.nearExpectedTtftMs[same] : k.expectedTtftMs[same], failed.triedSoFar(), k.pool, now,
-                "retry:" + outcome.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + ",same-engine");
+                "retry:" + outcome.word() + ",same-engine");
     }
 
     @Override

@@ -54,4 +54,9 @@ public enum Outcome {
     public boolean retryable() {
         return retryable;
     }
+
+    /** This outcome as a decision's reason spells it: {@code CONNECT_ERROR} → {@code connect-error}. */
+    public String word() {
+        return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    }
 }

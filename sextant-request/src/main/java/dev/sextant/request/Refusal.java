@@ -49,4 +49,9 @@ public enum Refusal {
     public String code() {
         return code;
     }
+
+    /** This refusal as a decision's reason spells it: {@code ENGINE_LIMIT} → {@code engine-limit}. */
+    public String word() {
+        return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    }
 }

@@ -5,7 +5,6 @@ import dev.sextant.request.Outcome;
 import dev.sextant.request.Refusal;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * Why the gateway sent a request where it did, on the wire: {@link Decision#reason()} in the {@value #HEADER}
@@ -41,17 +40,12 @@ final class DecisionReasons {
         List<String> all = new ArrayList<>(ROUTED);
         for (Outcome o : Outcome.values()) {
             if (o.retryable()) {
-                all.add("retry:" + word(o.name()));
+                all.add("retry:" + o.word());
             }
         }
         for (Refusal r : Refusal.values()) {
-            all.add("refused:" + word(r.name()));
+            all.add("refused:" + r.word());
         }
         return List.copyOf(all);
-    }
-
-    /** An enum constant as the data plane writes it in a reason: {@code CONNECT_ERROR} → {@code connect-error}. */
-    private static String word(String constant) {
-        return constant.toLowerCase(Locale.ROOT).replace('_', '-');
     }
 }
