@@ -17,6 +17,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.SerializerProvider;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.module.SimpleModule;
+import dev.sextant.topology.PriorityScheduling;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 
@@ -35,6 +36,10 @@ public final class Json {
             // a snapshot's and a route's engine groups are written only when there are some
             .addMixIn(dev.sextant.snapshot.Snapshot.class, GroupsWhenAny.class)
             .addMixIn(dev.sextant.snapshot.Route.class, RouteFields.class)
+            .addMixIn(dev.sextant.snapshot.EngineState.class, EngineFields.class)
+            .addModule(new SimpleModule("sextant-words")
+                    .addSerializer(PriorityScheduling.class, new Word())
+                    .addDeserializer(PriorityScheduling.class, new WordOf()))
             .addModule(new SimpleModule("sextant-doubles")
                     .addSerializer(Double.class, new FiniteOrNull())
                     .addSerializer(double.class, new FiniteOrNull())
@@ -85,6 +90,47 @@ public final class Json {
     private abstract static class RouteFields extends GroupsWhenAny {
         @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = NaNFilter.class)
         abstract double allowedUtilization();
+    }
+
+    /** An engine's priority scheduling only when it has one: the snapshots of other fleets read as they were. */
+    private abstract static class EngineFields {
+        @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = NoneFilter.class)
+        abstract PriorityScheduling priorityScheduling();
+    }
+
+    /** Leaves {@link PriorityScheduling#NONE} out. */
+    private static final class NoneFilter {
+        @Override
+        public boolean equals(Object value) {
+            return value == PriorityScheduling.NONE;
+        }
+
+        @Override
+        public int hashCode() {
+            return 0;
+        }
+    }
+
+    /** A priority scheduling as the word configuration files use ({@code lower_first}). */
+    private static final class Word extends JsonSerializer<PriorityScheduling> {
+        @Override
+        public void serialize(PriorityScheduling value, JsonGenerator gen, SerializerProvider serializers)
+                throws IOException {
+            gen.writeString(value.word());
+        }
+    }
+
+    private static final class WordOf extends JsonDeserializer<PriorityScheduling> {
+        @Override
+        public PriorityScheduling deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+            PriorityScheduling s = p.currentToken() == JsonToken.VALUE_STRING ? PriorityScheduling.of(p.getText())
+                    : null;
+            if (s == null) {
+                throw ctxt.weirdStringException(p.getText(), PriorityScheduling.class,
+                        "expected: none, lower_first or higher_first");
+            }
+            return s;
+        }
     }
 
     /** Leaves a NaN number out (Jackson drops the values its filter's {@code equals} accepts). */

@@ -72,11 +72,19 @@ public final class SnapshotJson {
      * an empty {@code groups} wherever a snapshot or a route has none (a snapshot of routes weighted engine by
      * engine, or one written before groups existed), and a null (NaN) {@code allowed_utilization} for a route
      * without one (a snapshot from a producer that predates the field; its class's retry budget then follows
-     * {@code fleet_utilization}). Such a snapshot reads, hashes and writes back as it did.
+     * {@code fleet_utilization}), and {@code none} for an engine's absent {@code priority_scheduling}. Such a snapshot
+     * reads, hashes and writes back as it did.
      */
     private static JsonNode withOptionalFields(JsonNode tree) {
         if (tree instanceof ObjectNode root) {
             root.putIfAbsent("groups", root.objectNode());
+            if (root.get("engines") instanceof ObjectNode engines) {
+                engines.forEach(e -> {
+                    if (e instanceof ObjectNode engine) {
+                        engine.putIfAbsent("priority_scheduling", engine.textNode("none"));
+                    }
+                });
+            }
             if (root.get("routes") instanceof ObjectNode routes) {
                 routes.forEach(byClass -> byClass.forEach(route -> {
                     if (route instanceof ObjectNode r) {

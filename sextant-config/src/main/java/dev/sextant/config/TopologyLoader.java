@@ -14,6 +14,7 @@ import dev.sextant.topology.LatencyProfile;
 import dev.sextant.topology.MeasuredProfile;
 import dev.sextant.topology.Model;
 import dev.sextant.topology.ParametricProfile;
+import dev.sextant.topology.PriorityScheduling;
 import dev.sextant.topology.Problem;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
@@ -50,7 +51,7 @@ public final class TopologyLoader {
     private static final List<String> CLUSTER_KEYS = List.of("id", "region");
     private static final List<String> MODEL_KEYS = List.of("id", "output_tokens");
     private static final List<String> ENGINE_KEYS = List.of("id", "cluster", "endpoint", "models", "capacity_rps",
-            "profile", "health");
+            "profile", "health", "priority_scheduling");
     private static final List<String> CLASS_KEYS = List.of("id", "model", "residency", "priority");
     private static final List<String> PARAMETRIC_KEYS = List.of("ttft_ms", "tbt_ms", "tbt_slope");
     private static final List<String> MEASURED_KEYS = List.of("points");
@@ -259,16 +260,31 @@ public final class TopologyLoader {
             Double capacity = number(m, p, "capacity_rps", null);
             LatencyProfile profile = profile(m, p);
             Double health = number(m, p, "health", 1.0);
+            PriorityScheduling scheduling = priorityScheduling(m, p);
             if (endpoint != null && !endpoint.isBlank() && !Urls.isHttpBase(endpoint)) {
                 problem(YamlTree.child(p, "endpoint"), "'" + endpoint + "' (expected: an http:// or https:// URL with a"
                         + " host, such as http://10.0.0.7:8000)");
                 return null;
             }
             if (id == null || cluster == null || endpoint == null || models == null || capacity == null
-                    || profile == null || health == null) {
+                    || profile == null || health == null || scheduling == null) {
                 return null;
             }
-            return build(p, () -> new Engine(id, cluster, endpoint, models, capacity, profile, health));
+            return build(p, () -> new Engine(id, cluster, endpoint, models, capacity, profile, health, scheduling));
+        }
+
+        /** An engine's {@code priority_scheduling}: {@code none} when absent. */
+        private PriorityScheduling priorityScheduling(Mapping m, String p) {
+            if (!m.entries().containsKey("priority_scheduling")) {
+                return PriorityScheduling.NONE;
+            }
+            String word = string(m, p, "priority_scheduling");
+            PriorityScheduling s = word == null ? null : PriorityScheduling.of(word);
+            if (word != null && s == null) {
+                problem(YamlTree.child(p, "priority_scheduling"), "'" + word + "' (expected: none, lower_first (vLLM"
+                        + " --scheduling-policy priority) or higher_first (SGLang --enable-priority-scheduling))");
+            }
+            return s;
         }
 
         private LatencyProfile profile(Mapping engine, String enginePath) {

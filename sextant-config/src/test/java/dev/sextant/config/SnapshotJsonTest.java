@@ -13,6 +13,7 @@ import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.PriorityScheduling;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -106,6 +107,31 @@ class SnapshotJsonTest {
         Snapshot s = sample(5200, 4100);
 
         assertThat(SnapshotJson.read(SnapshotJson.write(s))).isEqualTo(s);
+    }
+
+    @Test
+    void priorityScheduling_isWrittenOnlyWhenAnEngineHasIt_andAnEngineWithoutItHashesAsBefore() throws Exception {
+        Snapshot plain = sample(5200, 4100).sealed(3);
+        Map<String, EngineState> engines = new LinkedHashMap<>(plain.engines());
+        EngineState e = engines.get("east-1");
+        engines.put("east-1", new EngineState(e.cluster(), e.region(), e.endpoint(), e.models(), e.loadRps(),
+                e.capacityRps(), e.effectiveCapacityRps(), e.utilization(), e.latencyMs(), e.marginalCostMs(),
+                e.shadowPriceMs(), e.penalty(), PriorityScheduling.LOWER_FIRST));
+        Snapshot withIt = new Snapshot(3, "", plain.policy(), plain.fleetUtilization(), plain.retryBudget(),
+                plain.routes(), engines, plain.networkRttMs(), plain.objective()).sealed(3);
+
+        String json = SnapshotJson.write(withIt);
+        JsonNode tree = new ObjectMapper().readTree(json);
+        assertThat(tree.at("/engines/east-1/priority_scheduling").asText()).isEqualTo("lower_first");
+        assertThat(tree.at("/engines/west-1").has("priority_scheduling")).isFalse();
+        assertThat(SnapshotJson.write(plain)).doesNotContain("priority_scheduling");
+        assertThat(SnapshotJson.read(json)).isEqualTo(withIt);
+        assertThat(withIt.hash()).isNotEqualTo(plain.hash()); // a gateway must see the change
+        Snapshot noneWritten = SnapshotJson.read(SnapshotJson.write(plain));
+        assertThat(noneWritten.contentHash()).isEqualTo(plain.hash());
+        SnapshotException bad = catchThrowableOfType(SnapshotException.class,
+                () -> SnapshotJson.read(json.replace("\"lower_first\"", "\"fifo\"")));
+        assertThat(bad.getMessage()).contains("engines.east-1.priority_scheduling");
     }
 
     @Test

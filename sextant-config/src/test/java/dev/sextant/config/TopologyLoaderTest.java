@@ -8,6 +8,7 @@ import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.MeasuredProfile;
 import dev.sextant.topology.ParametricProfile;
+import dev.sextant.topology.PriorityScheduling;
 import dev.sextant.topology.Topology;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -140,7 +141,7 @@ class TopologyLoaderTest {
 
     @Test
     void load_optionalFieldsGiven_overrideDefaults() throws TopologyException {
-        String yaml = talkWith("capacity_rps: 80", "capacity_rps: 80\\n    health: 0.5")
+        String yaml = talkWith("capacity_rps: 80", "capacity_rps: 80\\n    health: 0.5\\n    priority_scheduling: lower_first")
                 .replace("headroom: 0.1", "affinity_discount_ms: 7")
                 .replace("profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\nclasses",
                         "profile: {ttft_ms: 150, tbt_ms: 20}\nclasses")
@@ -149,6 +150,8 @@ class TopologyLoaderTest {
         Topology t = TopologyLoader.load(yaml, "talk.yaml");
 
         assertThat(t.engines().get(1).health()).isEqualTo(0.5);
+        assertThat(t.engines().get(1).priorityScheduling()).isEqualTo(PriorityScheduling.LOWER_FIRST);
+        assertThat(t.engines().get(0).priorityScheduling()).isEqualTo(PriorityScheduling.NONE);
         assertThat(t.engines().get(1).profile()).isEqualTo(new ParametricProfile(150, 20,
                 ParametricProfile.DEFAULT_TBT_SLOPE));
         assertThat(t.headroom()).isEqualTo(Topology.DEFAULT_HEADROOM);
@@ -211,7 +214,8 @@ class TopologyLoaderTest {
             duplicate engine id     | id: west-1                | id: east-1                      | 22 | engines[1].id             | duplicate id 'east-1' (expected: ids unique within engines)
             duplicate cluster id    | {id: gpu-west             | {id: gpu-east                   | 9  | engine_clusters[1].id     | duplicate id 'gpu-east'
             duplicate yaml key      | capacity_rps: 80          | capacity_rps: 80\\n    capacity_rps: 90 | 27 | engines[1].capacity_rps | duplicate key 'capacity_rps' (expected: each key once; first at line 26)
-            unknown key in engine   | capacity_rps: 80          | capacity: 80                    | 26 | engines[1].capacity       | unknown key 'capacity' (expected one of: id, cluster, endpoint, models, capacity_rps, profile, health)
+            unknown scheduling      | capacity_rps: 80          | capacity_rps: 80\\n    priority_scheduling: fifo | 27 | engines[1].priority_scheduling | 'fifo' (expected: none, lower_first (vLLM --scheduling-policy priority) or higher_first
+            unknown key in engine   | capacity_rps: 80          | capacity: 80                    | 26 | engines[1].capacity       | unknown key 'capacity' (expected one of: id, cluster, endpoint, models, capacity_rps, profile, health, priority_scheduling)
             unknown key at top      | headroom: 0.1             | head_room: 0.1                  | 33 | head_room                 | unknown key 'head_room' (expected one of: gateway_clusters,
             unknown key in profile  | tbt_slope: 1.0}\\nclasses | tbt_slop: 1.0}\\nclasses        | 27 | engines[1].profile.tbt_slop | unknown key 'tbt_slop' (expected one of: ttft_ms, tbt_ms, tbt_slope)
             string for number       | capacity_rps: 80          | capacity_rps: fast              | 26 | engines[1].capacity_rps   | 'fast' (expected: a number)

@@ -572,7 +572,7 @@ final class DefaultControlLoop implements ControlLoop {
         List<Engine> es = new ArrayList<>();
         for (Engine e : topology.engines()) {
             EngineEstimate x = est.engines().get(e.id());
-            es.add(new Engine(e.id(), e.cluster(), e.endpoint(), e.models(), x.capacityRps(), x.profile(), x.health()));
+            es.add(e.rated(x.capacityRps(), x.profile(), x.health()));
         }
         List<Model> models = new ArrayList<>();
         for (Model m : topology.models()) {
@@ -611,8 +611,7 @@ final class DefaultControlLoop implements ControlLoop {
                 for (MeasuredProfile.Point p : m.points()) {
                     points.add(new MeasuredProfile.Point(p.utilization() * k, p.ttftMs(), p.tbtMs()));
                 }
-                es.add(new Engine(e.id(), e.cluster(), e.endpoint(), e.models(), rated, new MeasuredProfile(points),
-                        e.health()));
+                es.add(e.rated(rated, new MeasuredProfile(points), e.health()));
                 relaxed.add(e.id());
             } else {
                 es.add(e);

@@ -1,5 +1,6 @@
 package dev.sextant.snapshot;
 
+import dev.sextant.topology.PriorityScheduling;
 import java.util.List;
 
 /**
@@ -18,11 +19,25 @@ import java.util.List;
  * @param shadowPriceMs        price of its capacity constraint, ms, ≥ 0; positive only when it is full
  *                             and traffic would rather go there
  * @param penalty              factor in (0, 1] applied to capacity by outlier penalties (1 = none)
+ * @param priorityScheduling   whether the engine orders waiting requests by their {@code priority} field, and
+ *                             which way: what the gateway writes into a forwarded body
  */
 public record EngineState(String cluster, String region, String endpoint, List<String> models, double loadRps,
                           double capacityRps, double effectiveCapacityRps, double utilization, double latencyMs,
-                          double marginalCostMs, double shadowPriceMs, double penalty) {
+                          double marginalCostMs, double shadowPriceMs, double penalty,
+                          PriorityScheduling priorityScheduling) {
     public EngineState {
         models = List.copyOf(models);
+        if (priorityScheduling == null) {
+            priorityScheduling = PriorityScheduling.NONE;
+        }
+    }
+
+    /** An engine that serves first come, first served. */
+    public EngineState(String cluster, String region, String endpoint, List<String> models, double loadRps,
+                       double capacityRps, double effectiveCapacityRps, double utilization, double latencyMs,
+                       double marginalCostMs, double shadowPriceMs, double penalty) {
+        this(cluster, region, endpoint, models, loadRps, capacityRps, effectiveCapacityRps, utilization, latencyMs,
+                marginalCostMs, shadowPriceMs, penalty, PriorityScheduling.NONE);
     }
 }

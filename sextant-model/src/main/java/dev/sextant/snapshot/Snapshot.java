@@ -12,6 +12,7 @@ import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
+import dev.sextant.topology.PriorityScheduling;
 
 /**
  * The immutable, versioned routing policy the control plane publishes: for every (gateway cluster,
@@ -490,7 +491,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             }
             EngineState was = states[j];
             return was.cluster() == e.cluster() && was.region() == e.region() && was.endpoint() == e.endpoint()
-                    && was.models() == e.models() ? texts[j] : null;
+                    && was.models() == e.models() && was.priorityScheduling() == e.priorityScheduling() ? texts[j] : null;
         }
 
         void put(int j, String id, EngineState e, byte[] bytes) {
@@ -499,12 +500,18 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             texts[j] = bytes;
         }
 
-        /** The bytes the feed's texts give for the engine's id, cluster, region, endpoint and models. */
+        /**
+         * The bytes the feed's texts give for the engine's id, cluster, region, endpoint, models and its priority
+         * scheduling when it has one.
+         */
         static byte[] encode(String id, EngineState e) {
-            Feed f = new Feed(null, 40 + 8 * e.models().size() + 4 * (id.length() + e.cluster().length()
+            Feed f = new Feed(null, 96 + 8 * e.models().size() + 4 * (id.length() + e.cluster().length()
                     + e.region().length() + e.endpoint().length() + e.models().stream().mapToInt(String::length).sum()));
             f.text(id).text(e.cluster()).text(e.region()).text(e.endpoint()).count(e.models().size());
             e.models().forEach(f::text);
+            if (e.priorityScheduling() != PriorityScheduling.NONE) { // absent for most engines: their hash as before
+                f.text(e.priorityScheduling().word());
+            }
             return Arrays.copyOf(f.buffer, f.used);
         }
     }

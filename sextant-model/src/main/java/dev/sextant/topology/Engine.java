@@ -13,9 +13,10 @@ import java.util.List;
  *                    ρ = load / capacityRps
  * @param profile     latency as a function of utilization
  * @param health      0..1, scales capacity (1 = fully healthy, 0 = out of service)
+ * @param priorityScheduling whether and how it orders waiting requests by their {@code priority} field
  */
 public record Engine(String id, String cluster, String endpoint, List<String> models, double capacityRps,
-                     LatencyProfile profile, double health) {
+                     LatencyProfile profile, double health, PriorityScheduling priorityScheduling) {
     public Engine {
         Checks.id("id", id);
         Checks.id("cluster", cluster);
@@ -34,6 +35,16 @@ public record Engine(String id, String cluster, String endpoint, List<String> mo
         if (!(health >= 0 && health <= 1)) {
             throw new IllegalArgumentException("health: " + health + " (expected: in [0, 1])");
         }
+        if (priorityScheduling == null) {
+            throw new IllegalArgumentException("priority_scheduling: missing (expected: none, lower_first or"
+                    + " higher_first)");
+        }
+    }
+
+    /** An engine that serves first come, first served ({@link PriorityScheduling#NONE}). */
+    public Engine(String id, String cluster, String endpoint, List<String> models, double capacityRps,
+                  LatencyProfile profile, double health) {
+        this(id, cluster, endpoint, models, capacityRps, profile, health, PriorityScheduling.NONE);
     }
 
     /** Effective capacity in req/s: {@code capacity_rps × health × penalty × (1 − headroom)}. */
@@ -46,8 +57,13 @@ public record Engine(String id, String cluster, String endpoint, List<String> mo
         return models.contains(model);
     }
 
+    /** The same engine (endpoint, models, scheduling) with other ratings: what an estimate of it says. */
+    public Engine rated(double newCapacityRps, LatencyProfile newProfile, double newHealth) {
+        return new Engine(id, cluster, endpoint, models, newCapacityRps, newProfile, newHealth, priorityScheduling);
+    }
+
     /** The same engine with another health, in [0, 1]. */
     public Engine withHealth(double newHealth) {
-        return new Engine(id, cluster, endpoint, models, capacityRps, profile, newHealth);
+        return new Engine(id, cluster, endpoint, models, capacityRps, profile, newHealth, priorityScheduling);
     }
 }

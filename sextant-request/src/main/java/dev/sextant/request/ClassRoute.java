@@ -30,6 +30,8 @@ final class ClassRoute {
     /** Aligned with the table's engine indices. */
     final EngineCell[] cells;
     final String[] endpoints;
+    /** What to write as the body's {@code priority} for each engine, or {@link Decision#NO_ENGINE_PRIORITY}. */
+    final int[] enginePriority;
     /** Engine's share of its pool's in-flight requests at this gateway (all classes of the pool), for bounded load. */
     final double[] share;
     /** This gateway's requests in flight on the engines of the class's pool (Compiled.Pools). */
@@ -49,6 +51,8 @@ final class ClassRoute {
     /** Fallback order: every allowed, reachable engine, healthy first, then by RTT, then by id. */
     final EngineCell[] near;
     final String[] nearEndpoints;
+    /** {@link #enginePriority} of the engines of {@link #near}. */
+    final int[] nearEnginePriority;
     final double[] nearExpectedTtftMs;
     /** The nominal capacity of the engines of {@link #near}, req/s (0 without effective capacity). */
     final double[] nearCapacityRps;
@@ -72,9 +76,10 @@ final class ClassRoute {
     final long depositMicro;
 
     ClassRoute(String id, Route route, String[] residency, KeyOrder table, String localTable, EngineCell[] cells,
-               String[] endpoints, double[] share, java.util.concurrent.atomic.AtomicInteger pool,
+               String[] endpoints, int[] enginePriority, double[] share,
+               java.util.concurrent.atomic.AtomicInteger pool,
                double[] expectedTtftMs, double[] allowanceRps, double[] plannedMs, int maxEjected,
-               EngineCell[] near, String[] nearEndpoints, double[] nearExpectedTtftMs, double[] nearCapacityRps,
+               EngineCell[] near, String[] nearEndpoints, int[] nearEnginePriority, double[] nearExpectedTtftMs, double[] nearCapacityRps,
                double[] nearAllowanceRps, double[] nearPlannedMs,
                int[] nearGroupEnd,
                RetryTokens retryTokens, long depositMicro) {
@@ -88,6 +93,7 @@ final class ClassRoute {
         this.localTable = localTable;
         this.cells = cells;
         this.endpoints = endpoints;
+        this.enginePriority = enginePriority;
         this.share = share;
         this.pool = pool;
         this.expectedTtftMs = expectedTtftMs;
@@ -96,6 +102,7 @@ final class ClassRoute {
         this.maxEjected = maxEjected;
         this.near = near;
         this.nearEndpoints = nearEndpoints;
+        this.nearEnginePriority = nearEnginePriority;
         this.nearExpectedTtftMs = nearExpectedTtftMs;
         this.nearCapacityRps = nearCapacityRps;
         this.nearAllowanceRps = nearAllowanceRps;

@@ -1,6 +1,7 @@
 package dev.sextant.request;
 
 import dev.sextant.snapshot.EngineState;
+import dev.sextant.topology.PriorityScheduling;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.EngineGroup;
 import dev.sextant.snapshot.GroupedTable;
@@ -393,6 +394,7 @@ final class Compiled {
         }
         EngineCell[] cells = new EngineCell[n];
         String[] endpoints = new String[n];
+        int[] enginePriority = new int[n];
         double[] share = new double[n];
         double[] ttft = new double[n];
         double[] allowance = new double[n];
@@ -401,6 +403,7 @@ final class Compiled {
             int j = idx[i];
             cells[i] = engines.cells[j];
             endpoints[i] = engines.states[j].endpoint();
+            enginePriority[i] = enginePriority(engines.states[j], r.priority());
             share[i] = pe.poolTotal[j] > 0 ? pe.load[j] / pe.poolTotal[j] : 1.0 / n;
             ttft[i] = engines.expectedTtftMs[j];
             allowance[i] = pe.allowanceRps[j];
@@ -412,6 +415,7 @@ final class Compiled {
         int m = nearIdx.length;
         EngineCell[] near = new EngineCell[m];
         String[] nearEndpoints = new String[m];
+        int[] nearEnginePriority = new int[m];
         double[] nearTtft = new double[m];
         double[] nearCapacity = new double[m];
         double[] nearAllowance = new double[m];
@@ -421,6 +425,7 @@ final class Compiled {
             int j = nearIdx[i];
             near[i] = engines.cells[j];
             nearEndpoints[i] = engines.states[j].endpoint();
+            nearEnginePriority[i] = enginePriority(engines.states[j], r.priority());
             nearTtft[i] = engines.expectedTtftMs[j];
             nearCapacity[i] = pe.capacityRps[j];
             nearAllowance[i] = pe.allowanceRps[j];
@@ -432,14 +437,23 @@ final class Compiled {
         }
         String[] residency = r.residency().toArray(new String[0]);
         Arrays.sort(residency);
-        ClassRoute k = new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, share, pool, ttft,
-                allowance, plannedMs, maxEjected, near, nearEndpoints, nearTtft, nearCapacity, nearAllowance, nearPlannedMs,
+        ClassRoute k = new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, enginePriority, share,
+                pool, ttft, allowance, plannedMs, maxEjected, near, nearEndpoints, nearEnginePriority, nearTtft, nearCapacity, nearAllowance, nearPlannedMs,
                 groupEnd,
                 retryTokens, depositMicro);
         for (int j : nearIdx) {
             k.nearInService += engines.states[j].effectiveCapacityRps() > 0 ? 1 : 0;
         }
         return k;
+    }
+
+    /**
+     * What a request of a class of {@code classPriority} carries as its body's {@code priority} to {@code engine}:
+     * nothing ({@link Decision#NO_ENGINE_PRIORITY}) for an engine that schedules first come, first served.
+     */
+    private static int enginePriority(EngineState engine, int classPriority) {
+        PriorityScheduling s = engine.priorityScheduling();
+        return s == PriorityScheduling.NONE ? Decision.NO_ENGINE_PRIORITY : s.value(classPriority);
     }
 
     private static boolean sameGroup(EngineIndex engines, int a, int b) {

@@ -21,6 +21,7 @@ public final class Decision {
     // routed
     final EngineCell cell;
     private final String endpoint;
+    private final int enginePriority;
     private final int attempt;
     private final long backoffNanos;
     final long key;
@@ -40,8 +41,11 @@ public final class Decision {
 
     private volatile int finished;
 
+    /** {@link #enginePriority()} of an engine that is sent no priority. */
+    public static final int NO_ENGINE_PRIORITY = Integer.MIN_VALUE;
+
     private Decision(String classId, long snapshotVersion, boolean fallback, EngineCell cell, String endpoint,
-                     int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
+                     int enginePriority, int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
                      EngineCell[] tried, AtomicInteger pool, long startNanos, String reason, Refusal refusal,
                      String message, long retryAfterNanos) {
         this.classId = classId;
@@ -49,6 +53,7 @@ public final class Decision {
         this.fallback = fallback;
         this.cell = cell;
         this.endpoint = endpoint;
+        this.enginePriority = enginePriority;
         this.attempt = attempt;
         this.backoffNanos = backoffNanos;
         this.key = key;
@@ -64,17 +69,18 @@ public final class Decision {
     }
 
     static Decision routed(String classId, long version, boolean fallback, EngineCell cell, String endpoint,
-                           int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
-                           EngineCell[] tried, AtomicInteger pool, long startNanos, String reason) {
-        return new Decision(classId, version, fallback, cell, endpoint, attempt, backoffNanos, key, requestId,
-                expectedTtftMs, tried, pool, startNanos, fallback ? reason + ",fallback" : reason, null, null, 0);
+                           int enginePriority, int attempt, long backoffNanos, long key, long requestId,
+                           double expectedTtftMs, EngineCell[] tried, AtomicInteger pool, long startNanos,
+                           String reason) {
+        return new Decision(classId, version, fallback, cell, endpoint, enginePriority, attempt, backoffNanos, key,
+                requestId, expectedTtftMs, tried, pool, startNanos, fallback ? reason + ",fallback" : reason, null,
+                null, 0);
     }
 
     static Decision refused(String classId, long version, boolean fallback, Refusal refusal, String message,
                             long retryAfterNanos) {
-        return new Decision(classId, version, fallback, null, null, 0, 0, 0, 0, Double.NaN, null, null, 0,
-                "refused:" + refusal.word(), refusal, message,
-                retryAfterNanos);
+        return new Decision(classId, version, fallback, null, null, NO_ENGINE_PRIORITY, 0, 0, 0, 0, Double.NaN, null,
+                null, 0, "refused:" + refusal.word(), refusal, message, retryAfterNanos);
     }
 
     /** True when the request goes to {@link #engineId()}; false when it is refused. */
@@ -90,6 +96,15 @@ public final class Decision {
     /** The engine's base URL from the snapshot, or null when refused. */
     public String endpoint() {
         return endpoint;
+    }
+
+    /**
+     * The {@code priority} to write into the body sent to the engine (the class's priority as that engine orders
+     * them, see {@link dev.sextant.topology.PriorityScheduling}), or {@link #NO_ENGINE_PRIORITY} when the engine
+     * schedules first come, first served or the request is refused.
+     */
+    public int enginePriority() {
+        return enginePriority;
     }
 
     /** 1 for the first attempt, 2 and 3 for retries; 0 when refused. */

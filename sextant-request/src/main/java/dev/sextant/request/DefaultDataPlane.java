@@ -115,7 +115,8 @@ final class DefaultDataPlane implements DataPlane {
             if (i < 0) {
                 return engineLimit(c, k, true);
             }
-            return Decision.routed(k.id, c.snapshot.version(), true, k.near[i], k.nearEndpoints[i], 1, 0,
+            return Decision.routed(k.id, c.snapshot.version(), true, k.near[i], k.nearEndpoints[i],
+                    k.nearEnginePriority[i], 1, 0,
                     request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[i], null, k.pool, now, "nearest");
         }
         // A snapshot too old to trust its shed fractions (the demand they were computed for has moved on) still
@@ -147,7 +148,8 @@ final class DefaultDataPlane implements DataPlane {
                 }
                 if (s >= 0) {
                     spills.increment();
-                    return Decision.routed(k.id, c.snapshot.version(), stale, k.near[s], k.nearEndpoints[s], 1, 0,
+                    return Decision.routed(k.id, c.snapshot.version(), stale, k.near[s], k.nearEndpoints[s],
+                            k.nearEnginePriority[s], 1, 0,
                             request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[s], null, k.pool, now,
                             "spill:overload");
                 }
@@ -160,8 +162,8 @@ final class DefaultDataPlane implements DataPlane {
                 }
             }
         }
-        return Decision.routed(k.id, c.snapshot.version(), stale, k.cells[i], k.endpoints[i], 1, 0,
-                request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null, k.pool, now,
+        return Decision.routed(k.id, c.snapshot.version(), stale, k.cells[i], k.endpoints[i], k.enginePriority[i], 1,
+                0, request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null, k.pool, now,
                 i == first ? "key" : passedOver(k, first, now));
     }
 
@@ -513,7 +515,7 @@ final class DefaultDataPlane implements DataPlane {
             nowTried[tried.length] = cellsOf[i];
         }
         return Decision.routed(k.id, version, stale, cellsOf[i], nearest ? k.nearEndpoints[i] : k.endpoints[i],
-                attempt, backoff, failed.key, failed.requestId,
+                nearest ? k.nearEnginePriority[i] : k.enginePriority[i], attempt, backoff, failed.key, failed.requestId,
                 nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried, k.pool, now,
                 "retry:" + outcome.word() + "," + how);
     }
@@ -531,7 +533,8 @@ final class DefaultDataPlane implements DataPlane {
         }
         acquired(k);
         return Decision.routed(k.id, version, stale, failed.cell,
-                nearOnly ? k.nearEndpoints[same] : k.endpoints[same], attempt, 0, failed.key, failed.requestId,
+                nearOnly ? k.nearEndpoints[same] : k.endpoints[same],
+                nearOnly ? k.nearEnginePriority[same] : k.enginePriority[same], attempt, 0, failed.key, failed.requestId,
                 nearOnly ? k.nearExpectedTtftMs[same] : k.expectedTtftMs[same], failed.triedSoFar(), k.pool, now,
                 "retry:" + outcome.word() + ",same-engine");
     }

@@ -3,6 +3,7 @@ package dev.sextant.request;
 import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.PriorityScheduling;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -101,6 +102,36 @@ class DataPlaneTest {
             }
         }
         assertThat(hits[0] / (double) (hits[0] + hits[1])).isCloseTo(0.2, offset(0.01));
+    }
+
+    @Test
+    void decision_carriesTheClassPriorityAsEachEngineOrdersIt_andNoneToAFirstComeFirstServedEngine() {
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
+        PriorityScheduling[] kinds = {PriorityScheduling.LOWER_FIRST, PriorityScheduling.HIGHER_FIRST,
+                PriorityScheduling.NONE};
+        for (int i = 0; i < kinds.length; i++) {
+            b.engines.put("e" + i, new dev.sextant.snapshot.EngineState("c", "r", "http://e" + i + ".invalid",
+                    List.of("m"), 10, 100, 90, 0.1, 100, 100, 0, 1, kinds[i]));
+        }
+        Snapshot s = b.route("low", "m", List.of(), 0, 0, Fixtures.weights(1, 1, 1))
+                .route("high", "m", List.of(), 3, 0, Fixtures.weights(1, 1, 1)).build();
+        DataPlane p = plane(s);
+
+        Map<String, Integer> seen = new java.util.TreeMap<>();
+        for (int key = 0; key < 300 && seen.size() < 6; key++) {
+            for (int priority : new int[] {0, 3}) {
+                Decision d = p.route(new RequestMeta("m", List.of(), priority, key, 10L * key + priority));
+                seen.put(d.engineId() + "/" + d.classId(), d.enginePriority());
+                p.onFinish(d, Outcome.SUCCESS, 1_000_000);
+            }
+        }
+
+        assertThat(seen).containsExactlyInAnyOrderEntriesOf(Map.of(
+                "e0/low", 0, "e0/high", -3, // vLLM: lower first, so the higher class is sent lower
+                "e1/low", 0, "e1/high", 3,
+                "e2/low", Decision.NO_ENGINE_PRIORITY, "e2/high", Decision.NO_ENGINE_PRIORITY));
+        Decision shed = plane(Fixtures.simple(2, 1.0, 1.0)).route(RequestMeta.of("m", 1, 1));
+        assertThat(shed.enginePriority()).isEqualTo(Decision.NO_ENGINE_PRIORITY);
     }
 
     @Test
