@@ -1,5 +1,6 @@
 package dev.sextant.sim;
 
+import dev.sextant.topology.PriorityScheduling;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 
@@ -10,7 +11,10 @@ import java.util.ArrayList;
  * <p>One step: every running sequence whose prompt is prefilled decodes one token (one token of budget
  * each); the rest of the budget goes to prompt chunks, first to running sequences still prefilling, then
  * to requests admitted from the waiting queue in arrival order while a sequence slot and KV space for the
- * whole request (prompt + output) are free. A request reuses the tokens its conversation left in this
+ * whole request (prompt + output) are free. An engine with priority scheduling (vLLM's
+ * {@code --scheduling-policy priority}) keeps its waiting queue ordered by the requests' {@code priority} field
+ * instead, ties by arrival; it does not preempt running sequences for a waiting one (vLLM preempts only when the KV
+ * cache runs out, which admission here never lets happen). A request reuses the tokens its conversation left in this
  * engine's prefix cache (at least one prompt token is always computed). The step lasts
  * {@code (a + b·prefill tokens + c·decoding sequences) × slowdown} ms; the step that finishes a prompt
  * emits the first token, each later step one more.
@@ -43,6 +47,7 @@ final class EngineSim {
     private final EventLoop loop;
     private final Listener listener;
     private final double clientTimeoutMs;
+    private final PriorityScheduling scheduling;
 
     private final ArrayDeque<SimRequest> waiting = new ArrayDeque<>();
     private final ArrayList<SimRequest> running = new ArrayList<>();
@@ -75,6 +80,12 @@ final class EngineSim {
     long savedTokens;
 
     EngineSim(int index, String id, EngineParams params, EventLoop loop, Listener listener, double clientTimeoutMs) {
+        this(index, id, params, PriorityScheduling.NONE, loop, listener, clientTimeoutMs);
+    }
+
+    EngineSim(int index, String id, EngineParams params, PriorityScheduling scheduling, EventLoop loop,
+              Listener listener, double clientTimeoutMs) {
+        this.scheduling = scheduling;
         this.index = index;
         this.id = id;
         this.params = params;
@@ -116,7 +127,7 @@ final class EngineSim {
             return;
         }
         r.engineArrivalMs = loop.now();
-        waiting.add(r);
+        enqueue(r);
         if (!stepping) {
             if (!startPending) {
                 // start at the end of this instant, so requests arriving together share the first step
@@ -131,6 +142,30 @@ final class EngineSim {
         } else if (macro) {
             cutMacro();
         }
+    }
+
+    /**
+     * Puts {@code r} in the waiting queue: last, or with priority scheduling behind every request that comes before it
+     * and ahead of the rest (a request without a priority counts as 0, as in vLLM).
+     */
+    private void enqueue(SimRequest r) {
+        if (scheduling == PriorityScheduling.NONE || waiting.isEmpty() || !sooner(r, waiting.peekLast())) {
+            waiting.addLast(r);
+            return;
+        }
+        ArrayDeque<SimRequest> later = new ArrayDeque<>();
+        while (!waiting.isEmpty() && sooner(r, waiting.peekLast())) {
+            later.addFirst(waiting.pollLast());
+        }
+        waiting.addLast(r);
+        waiting.addAll(later);
+    }
+
+    /** True when this engine admits {@code a} before {@code b}, which came earlier. */
+    private boolean sooner(SimRequest a, SimRequest b) {
+        int pa = a.enginePriority == SimRequest.NO_PRIORITY ? 0 : a.enginePriority;
+        int pb = b.enginePriority == SimRequest.NO_PRIORITY ? 0 : b.enginePriority;
+        return scheduling == PriorityScheduling.LOWER_FIRST ? pa < pb : pa > pb;
     }
 
     /** The engine crashes now: every request on it fails, its cache is lost. */

@@ -10,6 +10,7 @@ import dev.sextant.topology.LatencyProfile;
 import dev.sextant.topology.MeasuredProfile;
 import dev.sextant.topology.Model;
 import dev.sextant.topology.ParametricProfile;
+import dev.sextant.topology.PriorityScheduling;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
 import java.io.IOException;
@@ -228,7 +229,7 @@ final class ScenarioLoader {
                 p = Calibration.measure(h, w, e.capacityRps(), 7);
                 done.put(key, p);
             }
-            engines.add(new Engine(e.id(), e.cluster(), e.endpoint(), e.models(), e.capacityRps(), p, e.health()));
+            engines.add(e.rated(e.capacityRps(), p, e.health()));
         }
         return t.withEngines(engines);
     }
@@ -372,8 +373,13 @@ final class ScenarioLoader {
                 Engine derived = derive(id, str(e, "cluster", q, null), ms, hw.get(h), w,
                         num(e, "capacity_rps", q, Double.NaN));
                 LatencyProfile profile = e.has("profile") ? profile(e.get("profile"), q + "profile.") : derived.profile();
+                String scheduling = str(e, "priority_scheduling", q, "none");
+                if (PriorityScheduling.of(scheduling) == null) {
+                    throw error(q + "priority_scheduling", "'" + scheduling + "' (expected: none, lower_first or"
+                            + " higher_first)");
+                }
                 engines.add(new Engine(id, derived.cluster(), str(e, "endpoint", q, "sim://" + id), ms,
-                        derived.capacityRps(), profile, num(e, "health", q, 1.0)));
+                        derived.capacityRps(), profile, num(e, "health", q, 1.0), PriorityScheduling.of(scheduling)));
                 engineHardware.add(h);
                 JsonNode m = e.get("metrics");
                 if (m != null && !m.isBoolean()) {

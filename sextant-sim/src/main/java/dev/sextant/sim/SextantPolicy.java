@@ -294,6 +294,7 @@ final class SextantPolicy implements SimPolicy {
         if (d.routed()) {
             r.decision = d;
             r.backoffMs = d.backoffNanos() / 1e6;
+            r.enginePriority = d.enginePriority(); // as the gateway writes it into the body (NO_PRIORITY alike)
             return engineIndex.get(d.engineId());
         }
         r.decision = null;

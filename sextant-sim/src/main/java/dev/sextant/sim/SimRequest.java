@@ -28,6 +28,10 @@ final class SimRequest {
     double attemptStartMs;
     /** Wait before sending the next attempt, ms (set by a policy's retry). */
     double backoffMs;
+    /** {@link #enginePriority} of an attempt that carries none. */
+    static final int NO_PRIORITY = Integer.MIN_VALUE;
+    /** The {@code priority} the current attempt's body carries to the engine, or {@link #NO_PRIORITY}. */
+    int enginePriority = NO_PRIORITY;
     /** The policy's handle on the current attempt (the production data plane's decision). */
     Object decision;
     /** For a control plane's canary, not a client's request: told how it went; null for client requests. */

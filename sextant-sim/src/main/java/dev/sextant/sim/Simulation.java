@@ -114,7 +114,8 @@ final class Simulation implements EngineSim.Listener {
         for (int j = 0; j < engineCount; j++) {
             Engine e = topology.engines().get(j);
             clusterOf[j] = clusterIndex.get(e.cluster());
-            engines.add(new EngineSim(j, e.id(), scenario.hardware().get(j), loop, this, scenario.clientTimeoutMs()));
+            engines.add(new EngineSim(j, e.id(), scenario.hardware().get(j), e.priorityScheduling(), loop, this,
+                    scenario.clientTimeoutMs()));
         }
         allowed = new int[classCount][];
         allowedMask = new boolean[classCount][engineCount];

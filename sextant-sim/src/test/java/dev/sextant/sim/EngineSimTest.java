@@ -3,6 +3,8 @@ package dev.sextant.sim;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
+import dev.sextant.topology.PriorityScheduling;
+
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -86,6 +88,39 @@ class EngineSimTest {
         loop.runAll();
         assertThat(log).containsExactly("first 1 @10.2", "first 2 @10.2", "done 1 @22.2", "done 2 @22.2",
                 "first 3 @32.3", "done 3 @32.3");
+    }
+
+    @Test
+    void priorityScheduling_admitsTheMoreImportantWaitingRequestFirst_tiesByArrival() {
+        // as fullBatch_…: 1 and 2 fill both slots until 22.2. Then 3 (priority 0), 4 and 5 (both −2, vLLM's "lower
+        // first"), come at 1 and wait. First come, first served would admit 3 and 4 at 22.2; priority scheduling
+        // admits 4 and 5 (10 + 0.1·2 = 10.2 → first and only tokens at 32.4), then 3 (10.1 → 42.5).
+        EngineSim byPriority = new EngineSim(1, "p", P, PriorityScheduling.LOWER_FIRST, loop, listener, 60_000);
+        SimRequest[] rs = {request(1, 1, 1, 2), request(2, 2, 1, 2), request(3, 3, 1, 1), request(4, 4, 1, 1),
+                request(5, 5, 1, 1)};
+        int[] priority = {0, 0, 0, -2, -2};
+        for (int i = 0; i < rs.length; i++) {
+            rs[i].enginePriority = priority[i];
+            SimRequest r = rs[i];
+            loop.at(i < 2 ? 0 : 1, () -> byPriority.arrive(r));
+        }
+        loop.runAll();
+        assertThat(log).containsExactly("first 1 @10.2", "first 2 @10.2", "done 1 @22.2", "done 2 @22.2",
+                "first 4 @32.4", "done 4 @32.4", "first 5 @32.4", "done 5 @32.4", "first 3 @42.5", "done 3 @42.5");
+    }
+
+    @Test
+    void firstComeFirstServed_ignoresThePriorityField() {
+        SimRequest late = request(3, 3, 1, 1);
+        SimRequest urgent = request(4, 4, 1, 1);
+        urgent.enginePriority = -2;
+        arriveAt(0, request(1, 1, 1, 2));
+        arriveAt(0, request(2, 2, 1, 2));
+        arriveAt(1, late);
+        arriveAt(1, urgent);
+        loop.runAll();
+        assertThat(log.subList(4, 8)).containsExactly("first 3 @32.4", "done 3 @32.4", "first 4 @32.4",
+                "done 4 @32.4");
     }
 
     @Test
