@@ -17,7 +17,9 @@ import java.util.logging.Logger;
  *
  * <p>A step starts by admitting waiting sequences while the batch has room and prefilling them; it lasts
  * {@code (a + c · batch + p · prefillTokens) · slowdown} ms; at its end every running sequence that can write
- * gets one token. The next step starts at once while work remains.
+ * gets one token. The next step starts at once while work remains. Waiting sequences are admitted in arrival order,
+ * or with priority scheduling lowest {@code priority} first, ties by arrival (vLLM's {@code priority} policy, without
+ * its preemption of running sequences: the emulator's KV cache never runs out mid-request).
  */
 final class BatchScheduler {
     private static final Logger LOG = Logger.getLogger(BatchScheduler.class.getName());
@@ -69,12 +71,26 @@ final class BatchScheduler {
     /** Queues a sequence. Any thread. */
     void submit(Sequence sequence) {
         executor.execute(() -> {
-            waiting.add(sequence);
+            enqueue(sequence);
             waitingCount = waiting.size();
             if (!stepping) {
                 startStep();
             }
         });
+    }
+
+    /** Puts {@code s} behind every waiting sequence that is admitted before it. Scheduler thread. */
+    private void enqueue(Sequence s) {
+        if (!config.priorityScheduling() || waiting.isEmpty() || waiting.peekLast().priority <= s.priority) {
+            waiting.addLast(s);
+            return;
+        }
+        ArrayDeque<Sequence> later = new ArrayDeque<>();
+        while (!waiting.isEmpty() && waiting.peekLast().priority > s.priority) {
+            later.addFirst(waiting.pollLast());
+        }
+        waiting.addLast(s);
+        waiting.addAll(later);
     }
 
     /** Drops a sequence whose client went away. Any thread. */

@@ -8,7 +8,9 @@ import java.util.TreeMap;
 /**
  * Configuration of one emulated engine: its identity, its continuous-batching latency model and its faults.
  *
- * <p>The latency model: at most {@code maxSequences} sequences run in the batch, the rest wait in FIFO order.
+ * <p>The latency model: at most {@code maxSequences} sequences run in the batch, the rest wait in FIFO order, or
+ * with {@code priorityScheduling} in the order of their requests' {@code priority} (lower first, ties by arrival, as
+ * vLLM's {@code --scheduling-policy priority}).
  * The engine works in steps; each step decodes one token for every running sequence and prefills the
  * sequences admitted at its start, and lasts
  * {@code (decodeBaseMs + decodeMsPerSequence · batch + prefillMsPerToken · uncachedPromptTokens) · slowdown}
@@ -35,11 +37,14 @@ import java.util.TreeMap;
  *                            finite and ≥ 0; the key {@value #DEFAULT_RTT_KEY} for requests without that header or
  *                            from a gateway cluster not listed. Empty (or null): no delay. See
  *                            {@code docs/engine-emulator.md}, "The network"
+ * @param priorityScheduling  order waiting requests by their {@code priority} field, lower first; without it, a
+ *                            request with a non-zero {@code priority} is refused with 400, as vLLM refuses it
  */
 public record EngineConfig(String engineId, String host, int port, List<String> models, int maxSequences,
                            double prefillMsPerToken, double decodeBaseMs, double decodeMsPerSequence,
                            int defaultMaxTokens, int kvCacheTokens, int prefixCacheEntries, int embeddingDimensions,
-                           long seed, Faults faults, Map<String, Double> networkRttMs) {
+                           long seed, Faults faults, Map<String, Double> networkRttMs,
+                           boolean priorityScheduling) {
     /** The key of {@link #networkRttMs()} for requests that name no gateway cluster, or one not listed. */
     public static final String DEFAULT_RTT_KEY = "default";
 
@@ -102,14 +107,14 @@ public record EngineConfig(String engineId, String host, int port, List<String> 
      */
     public static EngineConfig defaults(String engineId, String model) {
         return new EngineConfig(engineId, "127.0.0.1", 0, List.of(model), 64, 0.02, 8, 0.15, 32, 200_000, 1024, 8,
-                1, Faults.NONE, Map.of());
+                1, Faults.NONE, Map.of(), false);
     }
 
     /** This configuration with another port. */
     public EngineConfig withPort(int newPort) {
         return new EngineConfig(engineId, host, newPort, models, maxSequences, prefillMsPerToken, decodeBaseMs,
                 decodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed,
-                faults, networkRttMs);
+                faults, networkRttMs, priorityScheduling);
     }
 
     /** This configuration with another latency model. */
@@ -117,21 +122,21 @@ public record EngineConfig(String engineId, String host, int port, List<String> 
                                     double newDecodeMsPerSequence) {
         return new EngineConfig(engineId, host, port, models, newMaxSequences, newPrefillMsPerToken, newDecodeBaseMs,
                 newDecodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed,
-                faults, networkRttMs);
+                faults, networkRttMs, priorityScheduling);
     }
 
     /** This configuration with other faults at start and another seed. */
     public EngineConfig withFaults(Faults newFaults, long newSeed) {
         return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
                 decodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, newSeed,
-                newFaults, networkRttMs);
+                newFaults, networkRttMs, priorityScheduling);
     }
 
     /** This configuration with another default output length. */
     public EngineConfig withDefaultMaxTokens(int tokens) {
         return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
                 decodeMsPerSequence, tokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed, faults,
-                networkRttMs);
+                networkRttMs, priorityScheduling);
     }
 
     /**
@@ -141,7 +146,14 @@ public record EngineConfig(String engineId, String host, int port, List<String> 
     public EngineConfig withNetworkRttMs(Map<String, Double> rtts) {
         return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
                 decodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed,
-                faults, rtts);
+                faults, rtts, priorityScheduling);
+    }
+
+    /** This configuration with priority scheduling on or off. */
+    public EngineConfig withPriorityScheduling(boolean on) {
+        return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
+                decodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed,
+                faults, networkRttMs, on);
     }
 
     private static void atLeast(String field, long value, long min) {

@@ -398,7 +398,7 @@ public final class EngineEmulator implements AutoCloseable {
     private static final java.util.Set<String> VALUE_OPTIONS = java.util.Set.of("--id", "--host", "--port", "--model",
             "--max-seqs", "--prefill-ms-per-token", "--decode-base-ms", "--decode-ms-per-seq", "--default-max-tokens",
             "--kv-cache-tokens", "--prefix-cache-entries", "--seed", "--error-rate", "--slowdown", "--crash-after-tokens",
-            "--corrupt-stream", "--network-rtt-ms");
+            "--corrupt-stream", "--network-rtt-ms", "--scheduling-policy");
 
     static EngineConfig parseArgs(String[] args) {
         EngineConfig d = EngineConfig.defaults("engine-0", "emulated-model");
@@ -420,6 +420,7 @@ public final class EngineEmulator implements AutoCloseable {
         int crash = -1;
         Faults.Corruption corrupt = Faults.Corruption.NONE;
         java.util.Map<String, Double> rtts = java.util.Map.of();
+        boolean byPriority = false;
         for (int i = 0; i < args.length; i++) {
             String option = args[i];
             String value = null;
@@ -461,6 +462,7 @@ public final class EngineEmulator implements AutoCloseable {
                     case "--crash-after-tokens" -> crash = Integer.parseInt(value);
                     case "--corrupt-stream" -> corrupt = Faults.Corruption.parse(value);
                     case "--network-rtt-ms" -> rtts = roundTrips(value);
+                    case "--scheduling-policy" -> byPriority = schedulingPolicy(value);
                     default -> throw new IllegalArgumentException(option + ": unknown option");
                 }
             } catch (NumberFormatException e) {
@@ -469,7 +471,17 @@ public final class EngineEmulator implements AutoCloseable {
         }
         return new EngineConfig(id, host, port, models.isEmpty() ? d.models() : models, maxSeqs, prefill, base,
                 perSeq, defaultMax, kv, prefixEntries, d.embeddingDimensions(), seed,
-                new Faults(errorRate, slowdown, hang, crash, corrupt), rtts);
+                new Faults(errorRate, slowdown, hang, crash, corrupt), rtts, byPriority);
+    }
+
+    /** {@code --scheduling-policy fcfs|priority}, as vLLM names its scheduling policies: true for priority. */
+    static boolean schedulingPolicy(String value) {
+        return switch (value) {
+            case "fcfs" -> false;
+            case "priority" -> true;
+            default -> throw new IllegalArgumentException("--scheduling-policy: '" + value
+                    + "' (expected: fcfs or priority)");
+        };
     }
 
     /**

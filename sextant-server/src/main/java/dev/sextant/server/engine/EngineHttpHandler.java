@@ -208,7 +208,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                             : path.equals("/v1/completions") ? GenerationRequest.Api.COMPLETIONS
                             : GenerationRequest.Api.RESPONSES;
                     GenerationRequest g = GenerationRequest.parse(body, api, engine.config.defaultMaxTokens(),
-                            engine.config.models());
+                            engine.config.models(), engine.config.priorityScheduling());
                     generate(ctx, keepAlive, g, body, request.headers().get("x-request-id"));
                 }
                 case "/v1/embeddings" -> {
@@ -459,7 +459,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             ctx.writeAndFlush(head); // the head at once, the first event with the first token: as vLLM streams
         }
         Sequence s = new Sequence(g.conversationKey(), g.promptTokens(), g.maxTokens(), g.maxTokensGiven(),
-                faults.crashAfterTokens(), sink, engine.nanoTime());
+                faults.crashAfterTokens(), sink, engine.nanoTime(), g.priority());
         current = s;
         engine.scheduler.submit(s);
         // a read pending while it generates, so that a client that goes away is seen at once and its sequence aborted,

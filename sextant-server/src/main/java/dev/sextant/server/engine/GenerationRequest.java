@@ -21,9 +21,10 @@ import java.util.List;
  * @param promptTokens    prompt length in tokens (about 4 characters each), ≥ 1
  * @param conversationKey the prefix-cache key: {@code prompt_cache_key}, else {@code user}, else a hash of the
  *                        leading prompt text
+ * @param priority        {@code priority}, 0 when absent: with priority scheduling, lower values are admitted first
  */
 record GenerationRequest(Api api, String model, boolean stream, boolean includeUsage, int maxTokens,
-                         boolean maxTokensGiven, int promptTokens, String conversationKey) {
+                         boolean maxTokensGiven, int promptTokens, String conversationKey, int priority) {
     /** Characters of the prompt's beginning that identify a conversation without an explicit key. */
     static final int LEADING_CHARS = 256;
 
@@ -35,7 +36,12 @@ record GenerationRequest(Api api, String model, boolean stream, boolean includeU
         return api == Api.CHAT;
     }
 
-    static GenerationRequest parse(JsonNode body, Api api, int defaultMaxTokens, List<String> models) {
+    /**
+     * @param byPriority whether the engine schedules by priority; without it a non-zero {@code priority} is refused
+     *                   (vLLM: "Priority scheduling is not enabled")
+     */
+    static GenerationRequest parse(JsonNode body, Api api, int defaultMaxTokens, List<String> models,
+                                   boolean byPriority) {
         if (body == null || !body.isObject()) {
             throw OpenAiErrors.badRequest("The request body must be a JSON object.");
         }
@@ -82,6 +88,15 @@ record GenerationRequest(Api api, String model, boolean stream, boolean includeU
         if (stream != null && !stream.isNull() && !stream.isBoolean()) {
             throw OpenAiErrors.badRequest("'stream' must be a boolean.");
         }
+        JsonNode priority = body.get("priority");
+        if (priority != null && !priority.isNull() && (!priority.isIntegralNumber() || !priority.canConvertToInt())) {
+            throw OpenAiErrors.badRequest("'priority' must be an integer.");
+        }
+        int p = priority == null || priority.isNull() ? 0 : priority.asInt();
+        if (p != 0 && !byPriority) {
+            throw OpenAiErrors.badRequest("Got priority " + p + " but priority scheduling is not enabled"
+                    + " (start the engine with --scheduling-policy priority).");
+        }
         String key = textOrNull(body.get("prompt_cache_key"));
         if (key == null) {
             key = textOrNull(body.get("user"));
@@ -91,7 +106,7 @@ record GenerationRequest(Api api, String model, boolean stream, boolean includeU
         }
         return new GenerationRequest(api, model, stream != null && stream.asBoolean(),
                 body.path("stream_options").path("include_usage").asBoolean(false),
-                given ? max.asInt() : defaultMaxTokens, given, tokenIds > 0 ? tokenIds : tokens(prompt), key);
+                given ? max.asInt() : defaultMaxTokens, given, tokenIds > 0 ? tokenIds : tokens(prompt), key, p);
     }
 
     /**

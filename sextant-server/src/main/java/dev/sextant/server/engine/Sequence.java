@@ -26,6 +26,8 @@ final class Sequence {
     final int crashAfterTokens;
     final Sink sink;
     final long arrivalNanos;
+    /** The request's {@code priority}: with priority scheduling, lower is admitted first. */
+    final int priority;
 
     int cachedTokens;
     int generated;
@@ -37,7 +39,7 @@ final class Sequence {
     boolean done;
 
     Sequence(String conversationKey, int promptTokens, int maxTokens, boolean maxTokensGiven, int crashAfterTokens,
-             Sink sink, long arrivalNanos) {
+             Sink sink, long arrivalNanos, int priority) {
         this.conversationKey = conversationKey;
         this.promptTokens = promptTokens;
         this.maxTokens = maxTokens;
@@ -45,6 +47,7 @@ final class Sequence {
         this.crashAfterTokens = crashAfterTokens;
         this.sink = sink;
         this.arrivalNanos = arrivalNanos;
+        this.priority = priority;
     }
 
     int generated() {

@@ -110,13 +110,16 @@ final class Exchange {
     private Channel phaseChannel;
     private ScheduledFuture<?> timer;
     private long timerAt;
+    /** Where the request body's object closes, -1 if unknown: where an engine's {@code priority} is written. */
+    private final int bodyEnd;
 
     /**
      * @param receivedNanos when the client's request was read whole ({@link System#nanoTime}), before it was parsed and
      *                      routed: the start of the gateway's own time ({@code sextant_gateway_overhead_seconds})
+     * @param bodyEnd       where the request body's JSON object closes ({@link RequestBody#end()}), -1 if unknown
      */
     Exchange(Gateway gw, FrontHandler front, ChannelHandlerContext ctx, FullHttpRequest request, String path,
-             boolean keepAlive, String requestId, long receivedNanos, boolean stream) {
+             boolean keepAlive, String requestId, long receivedNanos, boolean stream, int bodyEnd) {
         this.gw = gw;
         this.front = front;
         this.ctx = ctx;
@@ -128,6 +131,7 @@ final class Exchange {
         this.startNanos = System.nanoTime();
         this.receivedNanos = receivedNanos;
         this.stream = stream;
+        this.bodyEnd = bodyEnd;
     }
 
     void start(Decision first) {
@@ -238,12 +242,13 @@ final class Exchange {
         // set, never copied: only the FORWARDED headers come from the client, so a client's own is dropped
         r.headers().set(Http.GATEWAY_CLUSTER_HEADER, gw.config.gatewayCluster());
         r.headers().set(HttpHeaderNames.HOST, target.authority());
-        HttpUtil.setContentLength(r, request.content().readableBytes());
+        io.netty.buffer.ByteBuf body = bodyFor(decision.enginePriority());
+        HttpUtil.setContentLength(r, body.readableBytes());
         HttpUtil.setKeepAlive(r, true);
         written = false;
         armPhase(limits.idle()); // an engine that does not take the request makes no progress
         attemptNanos = System.nanoTime();
-        writeRequest(c, r).addListener((ChannelFutureListener) f -> {
+        writeRequest(c, r, body).addListener((ChannelFutureListener) f -> {
             long writtenAt = System.nanoTime();
             if (forwardNanos < 0) {
                 forwardNanos = writtenAt - receivedNanos;
@@ -275,8 +280,7 @@ final class Exchange {
      * {@code idle_timeout} armed again as each part is taken: while writing, what it bounds is a connection that takes
      * nothing (an engine that does not read), not a large body on a slow link. Returns the last part's future.
      */
-    private io.netty.channel.ChannelFuture writeRequest(Channel c, HttpRequest head) {
-        io.netty.buffer.ByteBuf body = request.content();
+    private io.netty.channel.ChannelFuture writeRequest(Channel c, HttpRequest head, io.netty.buffer.ByteBuf body) {
         int n = body.readableBytes();
         c.write(head);
         int off = 0;
@@ -289,8 +293,30 @@ final class Exchange {
                     });
         }
         // a request with a length has no trailers: no map made for none
-        return c.writeAndFlush(new DefaultLastHttpContent(body.retainedSlice(body.readerIndex() + off, n - off),
-                EmptyHttpHeaders.INSTANCE));
+        io.netty.channel.ChannelFuture last = c.writeAndFlush(new DefaultLastHttpContent(
+                body.retainedSlice(body.readerIndex() + off, n - off), EmptyHttpHeaders.INSTANCE));
+        if (body != request.content()) {
+            body.release(); // its parts hold it until written
+        }
+        return last;
+    }
+
+    /**
+     * The body to send this attempt: the client's, untouched, or for an engine that schedules by priority
+     * ({@link Decision#enginePriority()}) the client's with {@code ,"priority":N} added before its closing brace, the
+     * client's bytes shared, not copied. Written last, it is the value a JSON reader keeps (Python's, vLLM's and
+     * SGLang's: the last of duplicate keys), so a client's own {@code priority} cannot raise its class's.
+     */
+    private io.netty.buffer.ByteBuf bodyFor(int enginePriority) {
+        io.netty.buffer.ByteBuf body = request.content();
+        if (enginePriority == Decision.NO_ENGINE_PRIORITY || bodyEnd < 0) {
+            return body;
+        }
+        io.netty.buffer.ByteBuf field = io.netty.buffer.Unpooled.copiedBuffer(",\"priority\":" + enginePriority,
+                java.nio.charset.StandardCharsets.US_ASCII);
+        int from = body.readerIndex();
+        return io.netty.buffer.Unpooled.wrappedBuffer(3, body.retainedSlice(from, bodyEnd), field,
+                body.retainedSlice(from + bodyEnd, body.readableBytes() - bodyEnd));
     }
 
     private static final CharSequence[] FORWARDED = {HttpHeaderNames.CONTENT_TYPE, HttpHeaderNames.ACCEPT,

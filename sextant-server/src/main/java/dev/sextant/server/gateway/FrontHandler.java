@@ -216,7 +216,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             refuse(ctx, d, path, keepAlive, requestId);
             return;
         }
-        Exchange x = new Exchange(gw, this, ctx, req, path, keepAlive, requestId, received, body.stream());
+        Exchange x = new Exchange(gw, this, ctx, req, path, keepAlive, requestId, received, body.stream(),
+                body.end());
         current = x;
         gw.exchangeStarted();
         x.start(d);

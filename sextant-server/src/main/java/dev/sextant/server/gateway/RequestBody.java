@@ -23,8 +23,10 @@ import java.io.InputStream;
  *                       the text of its items' {@code content} and of tool outputs' {@code output}, in order), which is
  *                       also an embedding request's {@code input}. Token ids count as decimal numbers, each followed by
  *                       a space
+ * @param end            where the body's object closes: the offset of its last {@code '}'} from the buffer's reader
+ *                       index, or -1 when it cannot be told (then nothing is added to the body)
  */
-record RequestBody(String model, boolean stream, String promptCacheKey, String user, String promptText) {
+record RequestBody(String model, boolean stream, String promptCacheKey, String user, String promptText, int end) {
     static final int PROMPT_CHARS = 1024;
 
     /** Thrown for a body the gateway refuses with 400; the message names the field, as {@link #param()} does. */
@@ -64,6 +66,7 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         StringBuilder prompt = new StringBuilder();
         StringBuilder input = new StringBuilder();
         StringBuilder instructions = new StringBuilder();
+        int end;
         try (JsonParser p = Http.JSON.getFactory().createParser((InputStream) new ByteBufInputStream(content.duplicate()))) {
             JsonToken t = p.nextToken();
             if (t == null) {
@@ -98,6 +101,9 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                     default -> p.skipChildren();
                 }
             }
+            long at = p.currentTokenLocation().getByteOffset(); // the object's '}', read in place from the bytes
+            end = t == JsonToken.END_OBJECT && at >= 0 && at < content.readableBytes()
+                    && content.getByte(content.readerIndex() + (int) at) == '}' ? (int) at : -1;
             if (p.nextToken() != null) { // the engine would refuse it; say so before choosing one
                 throw new Invalid("malformed JSON body: content after the object, on line " + p.currentLocation()
                         .getLineNr() + " (expected: one JSON object)");
@@ -119,7 +125,7 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         if (text == instructions) {
             append(instructions, input.toString());
         }
-        return new RequestBody(model, stream, promptCacheKey, user, text.length() == 0 ? null : text.toString());
+        return new RequestBody(model, stream, promptCacheKey, user, text.length() == 0 ? null : text.toString(), end);
     }
 
     private static void readMessages(JsonParser p, JsonToken t, StringBuilder out) throws IOException, Invalid {

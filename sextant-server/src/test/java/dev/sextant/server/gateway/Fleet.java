@@ -69,6 +69,28 @@ public final class Fleet implements AutoCloseable {
      * The snapshot of one gateway cluster {@code gw} and one class {@code chat} of model {@code m} served by engines
      * {@code e1}, {@code e2}, … at these ports (stand-ins a test runs itself), in one engine cluster.
      */
+    /**
+     * A stand-in engine on a loopback port: each request is shown to {@code seen} (its body still unread), then read
+     * whole and answered with an empty chat completion.
+     */
+    static com.sun.net.httpserver.HttpServer recordingEngine(
+            java.util.function.Consumer<com.sun.net.httpserver.HttpExchange> seen) throws java.io.IOException {
+        com.sun.net.httpserver.HttpServer engine = com.sun.net.httpserver.HttpServer.create(
+                new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+        engine.createContext("/", ex -> {
+            seen.accept(ex);
+            ex.getRequestBody().readAllBytes();
+            byte[] body = "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[]}"
+                    .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            ex.getResponseHeaders().add("content-type", "application/json");
+            ex.sendResponseHeaders(200, body.length);
+            ex.getResponseBody().write(body);
+            ex.close();
+        });
+        engine.start();
+        return engine;
+    }
+
     static Snapshot standIns(int... ports) {
         StringBuilder y = new StringBuilder("gateway_clusters: [{id: gw, region: r}]\n"
                 + "engine_clusters: [{id: c, region: r}]\nnetwork_rtt_ms: {gw: {c: 1}}\n"

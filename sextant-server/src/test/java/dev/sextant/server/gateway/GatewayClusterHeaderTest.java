@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.sextant.server.internal.Http;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
@@ -21,17 +19,8 @@ class GatewayClusterHeaderTest {
 
     @BeforeEach
     void start() throws Exception {
-        engine = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        engine.createContext("/", ex -> {
-            seen.add(String.valueOf(ex.getRequestHeaders().get(Http.GATEWAY_CLUSTER_HEADER)));
-            ex.getRequestBody().readAllBytes();
-            byte[] body = "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[]}".getBytes(StandardCharsets.UTF_8);
-            ex.getResponseHeaders().add("content-type", "application/json");
-            ex.sendResponseHeaders(200, body.length);
-            ex.getResponseBody().write(body);
-            ex.close();
-        });
-        engine.start();
+        engine = Fleet.recordingEngine(
+                ex -> seen.add(String.valueOf(ex.getRequestHeaders().get(Http.GATEWAY_CLUSTER_HEADER))));
         gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false),
                 SnapshotSource.fixed(Fleet.standIns(engine.getAddress().getPort())), 1);
     }

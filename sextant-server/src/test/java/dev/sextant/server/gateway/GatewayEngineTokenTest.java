@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.sextant.server.auth.BearerToken;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -26,17 +24,8 @@ class GatewayEngineTokenTest {
 
     @BeforeEach
     void startEngine() throws Exception {
-        engine = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        engine.createContext("/", ex -> {
-            seen.add(String.valueOf(ex.getRequestHeaders().getFirst("authorization")));
-            ex.getRequestBody().readAllBytes();
-            byte[] body = "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[]}".getBytes(StandardCharsets.UTF_8);
-            ex.getResponseHeaders().add("content-type", "application/json");
-            ex.sendResponseHeaders(200, body.length);
-            ex.getResponseBody().write(body);
-            ex.close();
-        });
-        engine.start();
+        engine = Fleet.recordingEngine(
+                ex -> seen.add(String.valueOf(ex.getRequestHeaders().getFirst("authorization"))));
     }
 
     @AfterEach
