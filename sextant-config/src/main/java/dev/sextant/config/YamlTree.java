@@ -140,7 +140,7 @@ public final class YamlTree {
     }
 
     /** {@code parent.key}, or {@code key} at the root. */
-    static String child(String parent, String key) {
+    public static String child(String parent, String key) {
         return parent.isEmpty() ? key : parent + "." + key;
     }
 
