@@ -68,6 +68,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }
+        f.readable("topology", topology); // a missing topology is this file's problem, at its line
         if (check) {
             f.tlsContexts(c.tls(), c.engineTls());
             Topology t = TopologyLoader.load(topology);

@@ -4,7 +4,6 @@ import dev.sextant.server.engine.EngineConfig;
 import dev.sextant.server.engine.EngineEmulator;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -37,29 +36,73 @@ final class EngineCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         List<String> args = new ArrayList<>();
         if (config != null) {
-            ServerFile f = ServerFile.load(config, KEYS); // validates the keys
-            String rtts = f.has("network_rtt_ms") ? roundTrips(f) : null;
-            Map<String, Object> m = new com.fasterxml.jackson.databind.ObjectMapper(
-                    new com.fasterxml.jackson.dataformat.yaml.YAMLFactory()).readValue(config.toFile(), Map.class);
-            for (Iterator<Map.Entry<String, Object>> it = m.entrySet().iterator(); it.hasNext(); ) {
-                Map.Entry<String, Object> e = it.next();
-                if (e.getKey().equals("network_rtt_ms")) {
-                    if (rtts != null) {
-                        args.add("--network-rtt-ms=" + rtts);
-                    }
-                } else if (e.getKey().equals("models")) {
-                    for (Object model : e.getValue() instanceof List<?> l ? l : List.of(e.getValue())) {
-                        args.add("--model");
-                        args.add(String.valueOf(model));
-                    }
-                } else {
-                    args.add("--" + e.getKey().replace('_', '-') + "=" + e.getValue());
-                }
-            }
+            args.addAll(options(ServerFile.load(config, KEYS)));
         }
         args.addAll(options);
         EngineEmulator.main(args.toArray(new String[0]));
         return 0;
+    }
+
+    /** Settings whose value is an integer, a number, a string, or a file that must be readable, by kind. */
+    private static final List<String> INTEGERS = List.of("port", "max_seqs", "default_max_tokens", "kv_cache_tokens",
+            "prefix_cache_entries", "crash_after_tokens");
+    private static final List<String> NUMBERS = List.of("prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq",
+            "error_rate", "slowdown", "seed");
+    private static final List<String> STRINGS = List.of("id", "host", "corrupt_stream");
+    private static final List<String> FILES = List.of("tls_cert_file", "tls_key_file", "admin_token_file");
+
+    /**
+     * The file's settings as the emulator's options, each checked for its type here so that a problem names the file,
+     * the line and the setting; a file it names (relative to the config file's directory) must be readable.
+     */
+    static List<String> options(ServerFile f) {
+        List<String> args = new ArrayList<>();
+        for (String k : INTEGERS) {
+            if (f.has(k)) {
+                args.add(option(k) + f.integer(k, 0));
+            }
+        }
+        for (String k : NUMBERS) {
+            if (f.has(k)) {
+                double v = f.number(k, 0);
+                if (k.equals("seed") && v != Math.rint(v)) {
+                    throw f.problem(k, v + " (expected: an integer)");
+                }
+                args.add(option(k) + (k.equals("seed") ? Long.toString((long) v) : Double.toString(v)));
+            }
+        }
+        for (String k : STRINGS) {
+            if (f.has(k)) {
+                args.add(option(k) + f.string(k, null));
+            }
+        }
+        for (String k : FILES) {
+            if (f.has(k)) {
+                args.add(option(k) + f.readable(k, f.path(k)));
+            }
+        }
+        if (f.has("hang")) {
+            args.add("--hang=" + f.bool("hang", false));
+        }
+        if (f.has("scheduling_policy")) {
+            String policy = f.string("scheduling_policy", null);
+            if (!policy.equals("fcfs") && !policy.equals("priority")) {
+                throw f.problem("scheduling_policy", "'" + policy + "' (expected: fcfs or priority)");
+            }
+            args.add(option("scheduling_policy") + policy);
+        }
+        for (String model : f.strings("models")) {
+            args.add("--model");
+            args.add(model);
+        }
+        if (f.has("network_rtt_ms")) {
+            args.add("--network-rtt-ms=" + roundTrips(f));
+        }
+        return args;
+    }
+
+    private static String option(String key) {
+        return "--" + key.replace('_', '-') + "=";
     }
 
     /** {@code network_rtt_ms} as the emulator's option takes it ({@code east=60,eu=140}), checked as the engine would. */

@@ -124,6 +124,7 @@ final class GatewayCommand implements Callable<Integer> {
         warnIfBusyPollOnEveryCpu(f, c, threads);
         if (check) {
             f.tlsContexts(c.tls(), c.clientTls());
+            readableSnapshot(f, snapshotFile);
             String from = cp != null ? "control plane " + cp : "snapshot file " + snapshotFile + " (version "
                     + SnapshotJson.read(snapshotFile).version() + ")";
             out.println(config + ": ok: gateway cluster " + cluster + " on " + (c.tls() == null ? "http" : "https")
@@ -133,6 +134,7 @@ final class GatewayCommand implements Callable<Integer> {
             out.flush();
             return 0;
         }
+        readableSnapshot(f, snapshotFile);
         SnapshotSource source = cp != null
                 ? SnapshotSource.longPoll(cp, cluster, token, longPollWait, c.clientTls())
                 : SnapshotSource.fixed(SnapshotJson.read(snapshotFile));
@@ -149,6 +151,13 @@ final class GatewayCommand implements Callable<Integer> {
         out.flush();
         Running.untilStopped(out, duration, gw);
         return 0;
+    }
+
+    /** A missing snapshot file is a problem of the config file that names it, at its line. */
+    private static void readableSnapshot(ServerFile f, Path snapshotFile) {
+        if (snapshotFile != null) {
+            f.readable("snapshot_file", snapshotFile);
+        }
     }
 
     /** Runs the warm-up ({@link WarmUp}) before the gateway binds its port, and says what it did. */

@@ -1,40 +1,32 @@
 package dev.sextant.app;
 
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.JsonToken;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.sextant.config.ConfigProblem;
+import dev.sextant.config.ConfigReader;
+import dev.sextant.config.YamlTree;
+import dev.sextant.config.YamlTree.Mapping;
+import dev.sextant.config.YamlTree.Node;
 import dev.sextant.server.auth.BearerToken;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
-import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
 
 /**
- * A server's YAML configuration file (docs/servers.md): a flat map of keys. Every problem is a
- * {@link UsageException} naming the file, the key's line and the key ({@code gateway.yaml:4: port: …}); unknown keys
- * are refused so that a typo does not pass silently.
+ * A server's YAML configuration file (docs/servers.md): a map of settings, read with the one config reader
+ * ({@link ConfigReader}: anchors, aliases and merge keys; a duplicate key, a tab or an unknown setting refused). Every
+ * problem is a {@link UsageException} naming the file, the line and the setting ({@code gateway.yaml:4: port: …}).
  */
 final class ServerFile {
-    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+    private final ConfigReader reader;
+    private final Mapping root;
 
-    private final Path file;
-    private final JsonNode root;
-    /** Each top-level key's line, 1-based. */
-    private final Map<String, Integer> lines;
-
-    private ServerFile(Path file, JsonNode root, Map<String, Integer> lines) {
-        this.file = file;
+    private ServerFile(ConfigReader reader, Mapping root) {
+        this.reader = reader;
         this.root = root;
-        this.lines = lines;
     }
 
     static ServerFile load(Path file, Set<String> keys) {
@@ -44,231 +36,144 @@ final class ServerFile {
     /**
      * The file, refusing keys that are not in {@code keys}; a key of {@code removed} (key → what replaces it and
      * why it went, {@code "expected: …; removed: …"}) is refused with that message:
-     * {@code file:LINE: key: value (expected: …; removed: …)}.
+     * {@code file:LINE: key: value (expected: …; removed: …)}. Every problem of the file's form is reported at once.
      */
     static ServerFile load(Path file, Set<String> keys, Map<String, String> removed) {
-        String text;
-        try {
-            text = Files.readString(file, StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UsageException(file + ": " + ConfigProblem.cannotRead(e));
+        ConfigReader r = ConfigReader.read(file);
+        Mapping root = r.root("a map of settings", true);
+        if (root != null) {
+            Map<String, YamlTree.Entry> known = new LinkedHashMap<>(root.entries());
+            removed.forEach((k, why) -> {
+                YamlTree.Entry e = known.remove(k);
+                if (e != null) {
+                    r.problem(k, YamlTree.shown(e.value()) + " (" + why + ")");
+                }
+            });
+            r.keys(new Mapping(root.line(), known), "", new TreeSet<>(keys));
         }
-        Map<String, Integer> lines = keyLines(text);
-        JsonNode root;
-        try {
-            root = YAML.readTree(text);
-        } catch (JsonProcessingException e) {
-            int line = e.getLocation() == null ? 0 : e.getLocation().getLineNr();
-            String key = lines.entrySet().stream().filter(k -> k.getValue() == line).map(Map.Entry::getKey)
-                    .findFirst().orElse(null);
-            String message = dev.sextant.config.Json.message(e.getOriginalMessage());
-            if (message.startsWith("Malformed numeric value ")) { // YAML's .nan and .inf, which Jackson cannot convert
-                message = message.substring("Malformed numeric value ".length()) + " (expected: a finite number)";
-            } else {
-                message = "YAML syntax: " + message;
-            }
-            throw new UsageException(file + (line > 0 ? ":" + line : "") + ": " + (key == null ? "" : key + ": ")
-                    + message);
-        }
-        if (root == null || root.isMissingNode() || root.isNull()) {
-            root = YAML.createObjectNode();
-        }
-        if (!root.isObject()) {
-            throw new UsageException(file + ": expected a map of settings");
-        }
-        for (Iterator<String> it = root.fieldNames(); it.hasNext(); ) {
-            String k = it.next();
-            if (removed.containsKey(k)) {
-                throw new UsageException(at(file, lines, k) + k + ": " + root.get(k) + " (" + removed.get(k) + ")");
-            }
-            if (!keys.contains(k)) {
-                throw new UsageException(at(file, lines, k) + k + ": unknown setting (expected one of "
-                        + new java.util.TreeSet<>(keys) + ")");
-            }
-        }
-        return new ServerFile(file, root, lines);
+        ServerFile f = new ServerFile(r, root);
+        f.check();
+        return f;
     }
 
-    static ServerFile empty() {
-        return new ServerFile(Path.of("(defaults)"), YAML.createObjectNode(), Map.of());
-    }
-
-    /** The line of each top-level key, read as tokens (no value is converted, so a bad one does not stop it). */
-    private static Map<String, Integer> keyLines(String text) {
-        Map<String, Integer> out = new HashMap<>();
-        try (JsonParser p = YAML.getFactory().createParser(text)) {
-            if (p.nextToken() != JsonToken.START_OBJECT) {
-                return out;
-            }
-            for (JsonToken t = p.nextToken(); t == JsonToken.FIELD_NAME; t = p.nextToken()) {
-                out.putIfAbsent(p.currentName(), p.currentTokenLocation().getLineNr());
-                p.nextToken();
-                p.skipChildren();
-            }
-        } catch (IOException | RuntimeException e) {
-            // the keys before the problem keep their lines; the problem itself is reported by the full read
+    /** Throws the problems found so far. */
+    private void check() {
+        if (!reader.ok()) {
+            throw new UsageException(reader.sorted().stream().map(ConfigProblem::toString)
+                    .collect(Collectors.joining("\n")));
         }
-        return out;
     }
 
-    /** {@code file:LINE: } for a key of the file, {@code file: } when its line is not known. */
-    private static String at(Path file, Map<String, Integer> lines, String key) {
-        Integer line = key == null ? null : lines.get(key);
-        return file + (line == null ? "" : ":" + line) + ": ";
+    /** {@code value}, after throwing any problem its read found. */
+    private <T> T checked(T value) {
+        check();
+        return value;
     }
 
     /**
-     * {@code message} (as a setting's check words it: {@code port: 70000 (expected: …)}) prefixed with the file and,
-     * when it begins with a key of the file, that key's line.
+     * {@code message} (as a setting's check words it: {@code port: 70000 (expected: …)}) prefixed with the file and the
+     * line of the setting it begins with ({@code class_timeouts.batch.total_timeout: …} at that entry's line).
      */
     String located(String message) {
-        int colon = message.indexOf(':');
+        int colon = message.indexOf(": ");
         // "tls_cert_file, tls_key_file: …" is about both settings: it is placed at the first
-        // and "network_rtt_ms.east: …" about an entry of one: it is placed at that setting
-        String key = colon > 0 ? message.substring(0, colon).split(", ", 2)[0].split("\\.", 2)[0] : null;
-        return at(file, lines, key) + message;
+        String path = colon > 0 ? message.substring(0, colon).split(", ", 2)[0] : "";
+        return reader.source() + ":" + reader.lineOf(path) + ": " + message;
     }
 
     boolean has(String key) {
-        JsonNode n = root.get(key);
-        return n != null && !n.isNull();
+        return reader.value(root, "", key, "", false) != null;
     }
 
     String string(String key, String dflt) {
-        JsonNode n = root.get(key);
-        if (n == null || n.isNull()) {
-            return dflt;
-        }
-        if (!n.isValueNode()) {
-            throw bad(key, n, "a string");
-        }
-        return n.asText();
+        return checked(reader.string(root, "", key, dflt));
     }
 
     int integer(String key, int dflt) {
-        JsonNode n = root.get(key);
-        if (n == null || n.isNull()) {
-            return dflt;
-        }
-        if (!n.canConvertToInt() || !n.isIntegralNumber()) {
-            throw bad(key, n, "an integer");
-        }
-        return n.asInt();
+        return checked(reader.integer(root, "", key, dflt));
     }
 
     double number(String key, double dflt) {
-        JsonNode n = root.get(key);
-        if (n == null || n.isNull()) {
-            return dflt;
-        }
-        if (!n.isNumber()) {
-            throw bad(key, n, "a number");
-        }
-        return n.asDouble();
+        return checked(reader.number(root, "", key, dflt));
     }
 
     boolean bool(String key, boolean dflt) {
-        JsonNode n = root.get(key);
-        if (n == null || n.isNull()) {
-            return dflt;
+        return checked(reader.bool(root, "", key, dflt));
+    }
+
+    /** A list of strings, or one string standing for a list of one; empty when absent. */
+    java.util.List<String> strings(String key) {
+        Node n = reader.value(root, "", key, "", false);
+        if (n == null) {
+            return java.util.List.of();
         }
-        if (!n.isBoolean()) {
-            throw bad(key, n, "true or false");
-        }
-        return n.asBoolean();
+        return n instanceof YamlTree.Sequence ? checked(reader.stringList(root, "", key, null))
+                : java.util.List.of(string(key, null));
     }
 
     /**
      * A map of numbers ({@code {east: 60, eu: 140}}), in the file's order; empty when the key is absent. A value that is
-     * not a map, or an entry that is not a number, is a problem at the key's line ({@code key.entry: "x" (expected:
-     * …)}); the numbers' range is the caller's to check.
+     * not a map, or an entry that is not a number, is a problem at its line ({@code key.entry: 'x' (expected: …)});
+     * the numbers' range is the caller's to check.
      */
     Map<String, Double> numbers(String key, String mapExpected, String eachExpected) {
-        Map<String, Double> out = new java.util.LinkedHashMap<>();
-        for (Map.Entry<String, JsonNode> e : entries(key, mapExpected).entrySet()) {
-            if (!e.getValue().isNumber()) {
-                throw new UsageException(at(file, lines, key) + key + "." + e.getKey() + ": " + e.getValue()
-                        + " (expected: " + eachExpected + ", a number)");
-            }
-            out.put(e.getKey(), e.getValue().asDouble());
-        }
+        Mapping m = checked(reader.optionalMapping(root, "", key, mapExpected));
+        Map<String, Double> out = new LinkedHashMap<>();
+        m.entries().forEach((k, e) -> out.put(k, e.value() instanceof YamlTree.Scalar s
+                && (s.kind() == YamlTree.Kind.INTEGER || s.kind() == YamlTree.Kind.FLOAT) ? s.number()
+                : reader.wrongType(key, k, e.value(), eachExpected + ", a number")));
+        check();
         return out;
     }
 
     /**
      * A map of maps of durations ({@code {batch: {total_timeout: 30m}}}), in the file's order; empty when the key is
-     * absent. Every inner key must be one of {@code fields}; a problem is placed at the key's line and names the
-     * entry and the field ({@code key.batch.total_timeout: 'soon' (expected: …)}). The durations' range is the caller's
-     * to check.
+     * absent. Every inner key must be one of {@code fields}; a problem names the entry and the field at its line
+     * ({@code key.batch.total_timeout: 'soon' (expected: …)}). The durations' range is the caller's to check.
      */
     Map<String, Map<String, Duration>> durationsByEntry(String key, String mapExpected, Set<String> fields) {
-        Map<String, Map<String, Duration>> out = new java.util.LinkedHashMap<>();
-        for (Map.Entry<String, JsonNode> e : entries(key, mapExpected).entrySet()) {
-            String entry = key + "." + e.getKey();
-            if (!e.getValue().isObject()) {
-                throw new UsageException(at(file, lines, key) + entry + ": " + e.getValue() + " (expected: a map of "
-                        + new java.util.TreeSet<>(fields) + " to durations)");
+        Mapping m = checked(reader.optionalMapping(root, "", key, mapExpected));
+        Map<String, Map<String, Duration>> out = new LinkedHashMap<>();
+        for (String entry : m.entries().keySet()) {
+            String at = YamlTree.child(key, entry);
+            Mapping e = checked(reader.mapping(m, key, entry, "a map of " + new TreeSet<>(fields) + " to durations"));
+            reader.keys(e, at, new TreeSet<>(fields));
+            check();
+            Map<String, Duration> durations = new LinkedHashMap<>();
+            for (String field : e.entries().keySet()) {
+                durations.put(field, duration(e, at, field));
             }
-            Map<String, Duration> durations = new java.util.LinkedHashMap<>();
-            for (Iterator<Map.Entry<String, JsonNode>> f = e.getValue().fields(); f.hasNext(); ) {
-                Map.Entry<String, JsonNode> field = f.next();
-                String name = entry + "." + field.getKey();
-                if (!fields.contains(field.getKey())) {
-                    throw new UsageException(at(file, lines, key) + name + ": unknown setting (expected one of "
-                            + new java.util.TreeSet<>(fields) + ")");
-                }
-                try {
-                    durations.put(field.getKey(), dev.sextant.server.internal.Http.duration(name,
-                            field.getValue().isValueNode() ? field.getValue().asText() : field.getValue().toString()));
-                } catch (IllegalArgumentException x) {
-                    throw new UsageException(at(file, lines, key) + x.getMessage());
-                }
-            }
-            out.put(e.getKey(), durations);
+            out.put(entry, durations);
         }
-        return out;
-    }
-
-    /** The entries of the map at {@code key}, in the file's order; empty when absent, a problem when not a map. */
-    private Map<String, JsonNode> entries(String key, String mapExpected) {
-        JsonNode n = root.get(key);
-        Map<String, JsonNode> out = new java.util.LinkedHashMap<>();
-        if (n == null || n.isNull()) {
-            return out;
-        }
-        if (!n.isObject()) {
-            throw bad(key, n, mapExpected);
-        }
-        n.fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue()));
         return out;
     }
 
     Duration duration(String key, Duration dflt) {
-        String s = string(key, null);
-        if (s == null) {
-            return dflt;
-        }
+        return has(key) ? duration(root, "", key) : dflt;
+    }
+
+    private Duration duration(Mapping m, String path, String key) {
+        String s = checked(reader.string(m, path, key, null));
+        String name = YamlTree.child(path, key);
         try {
-            return dev.sextant.server.internal.Http.duration(key, s);
+            return dev.sextant.server.internal.Http.duration(name, s == null ? "" : s);
         } catch (IllegalArgumentException e) {
             throw new UsageException(located(e.getMessage()));
         }
     }
 
-    /** A path relative to the file's directory. */
+    /** A path relative to the file's directory; not read here (see {@link #readable}). */
     Path path(String key) {
-        String s = string(key, null);
-        if (s == null) {
-            return null;
-        }
-        Path p;
-        try {
-            p = Path.of(s);
-        } catch (java.nio.file.InvalidPathException e) {
-            throw problem(key, "'" + s.replace("\0", "\\0") + "' (expected: a file path; " + e.getReason() + ")");
-        }
-        Path dir = file.toAbsolutePath().getParent();
-        return p.isAbsolute() || dir == null ? p : dir.resolve(p);
+        return checked(reader.path(root, "", key));
+    }
+
+    /**
+     * {@code target}, the file {@code key} names, when it can be read now; otherwise a problem of this file at the key
+     * ({@code control-plane.yaml:1: topology: t.yaml: cannot read: no such file}).
+     */
+    Path readable(String key, Path target) {
+        reader.readable(key, target);
+        return checked(target);
     }
 
     /**
@@ -286,12 +191,11 @@ final class ServerFile {
             try {
                 return BearerToken.of(env);
             } catch (IllegalArgumentException e) {
-                throw new UsageException(file + ": SEXTANT_TOKEN: " + e.getMessage());
+                throw new UsageException(reader.source() + ": SEXTANT_TOKEN: " + e.getMessage());
             }
         }
         if (required) {
-            throw new UsageException(file + ": token_file: missing (expected: token_file, or the environment variable"
-                    + " SEXTANT_TOKEN)");
+            throw problem("token_file", "missing (expected: token_file, or the environment variable SEXTANT_TOKEN)");
         }
         return null;
     }
@@ -305,9 +209,9 @@ final class ServerFile {
         try {
             return BearerToken.file(tf);
         } catch (IOException e) {
-            throw new UsageException(at(file, lines, key) + key + ": " + tf + ": " + ConfigProblem.cannotRead(e));
+            throw problem(key, tf + ": " + ConfigProblem.cannotRead(e));
         } catch (IllegalArgumentException e) {
-            throw new UsageException(at(file, lines, key) + key + ": " + tf + " " + e.getMessage());
+            throw problem(key, tf + " " + e.getMessage());
         }
     }
 
@@ -362,11 +266,8 @@ final class ServerFile {
         }
     }
 
+    /** A problem of this file at {@code key}'s line (the file's top when the key is absent). */
     UsageException problem(String key, String message) {
-        return new UsageException(at(file, lines, key) + key + ": " + message);
-    }
-
-    private UsageException bad(String key, JsonNode n, String expected) {
-        return new UsageException(at(file, lines, key) + key + ": " + n + " (expected: " + expected + ")");
+        return new UsageException(reader.at(key, message).toString());
     }
 }

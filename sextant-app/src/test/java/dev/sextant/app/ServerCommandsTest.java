@@ -33,16 +33,16 @@ class ServerCommandsTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
-            unknown key            | gateway       | gateway_cluster: east\\ncolour: blue\\nsnapshot_file: s.json | server.yaml:2: colour: unknown setting
+            unknown key            | gateway       | gateway_cluster: east\\ncolour: blue\\nsnapshot_file: s.json | server.yaml:2: colour: unknown key 'colour' (expected one of: access_log,
             no gateway cluster     | gateway       | port: 8080\\nsnapshot_file: s.json                         | gateway_cluster: missing
             neither source         | gateway       | gateway_cluster: east                                     | exactly one of control_plane
             bad duration           | gateway       | gateway_cluster: east\\ncontrol_plane: http://x:1\\ntoken_file: tok\\nidle_timeout: soon | idle_timeout
-            bad port type          | gateway       | gateway_cluster: east\\nport: eighty\\nsnapshot_file: s.json | server.yaml:2: port: "eighty" (expected: an integer)
+            bad port type          | gateway       | gateway_cluster: east\\nport: eighty\\nsnapshot_file: s.json | server.yaml:2: port: 'eighty' (expected: an integer)
             bad header limit       | gateway       | gateway_cluster: east\\nmax_header_bytes: 0\\nsnapshot_file: s.json | server.yaml:2: max_header_bytes: 0 (expected: 1..1048576)
             zero stream limit      | gateway       | gateway_cluster: east\\nmax_concurrent_streams: 0\\nsnapshot_file: s.json | server.yaml:2: max_concurrent_streams: 0 (expected: >= 1)
-            nan number             | gateway       | gateway_cluster: east\\npriority_reserve: .nan\\nsnapshot_file: s.json | server.yaml:2: priority_reserve: '.nan' (expected: a finite number)
-            yaml syntax            | gateway       | gateway_cluster: east\\nport: [8080\\nsnapshot_file: s.json | server.yaml:3: YAML syntax:
-            http2 not a boolean    | gateway       | gateway_cluster: east\\nhttp2: h2c\\nsnapshot_file: s.json | http2: "h2c" (expected: true or false)
+            nan number             | gateway       | gateway_cluster: east\\npriority_reserve: .nan\\nsnapshot_file: s.json | server.yaml:2: priority_reserve: NaN (expected: in [0, 1))
+            yaml syntax            | gateway       | gateway_cluster: east\\nport: [8080\\nsnapshot_file: s.json | server.yaml:3: port: YAML syntax:
+            http2 not a boolean    | gateway       | gateway_cluster: east\\nhttp2: h2c\\nsnapshot_file: s.json | http2: 'h2c' (expected: true or false)
             zero header timeout    | gateway       | gateway_cluster: east\\nrequest_header_timeout: 0s\\nsnapshot_file: s.json | request_header_timeout
             bad body timeout       | gateway       | gateway_cluster: east\\nrequest_body_timeout: later\\nsnapshot_file: s.json | request_body_timeout
             zero long-poll wait    | gateway       | gateway_cluster: east\\ncontrol_plane: http://x:1\\ntoken_file: tok\\nlong_poll_wait: 0s | server.yaml:4: long_poll_wait: 0ms (expected: > 0)
@@ -63,7 +63,7 @@ class ServerCommandsTest {
             hysteresis, removed    | control-plane | topology: t.yaml\\ntoken_file: tok\\nweight_hysteresis: 0.02 | server.yaml:3: weight_hysteresis: 0.02 (expected: publish_gain and publish_gain_ms; removed: a snapshot is published when its expected gain
             outlier factor, removed| control-plane | topology: t.yaml\\nttft_outlier_factor: 5\\ntoken_file: tok | server.yaml:2: ttft_outlier_factor: 5 (expected: nothing in its place; removed: the control loop judges
             negative publish gain  | control-plane | topology: t.yaml\\ntoken_file: tok\\npublish_gain: -0.1   | server.yaml:3: publish_gain: -0.1 (expected: a finite number >= 0)
-            publish gain ms text   | control-plane | topology: t.yaml\\ntoken_file: tok\\npublish_gain_ms: lots | server.yaml:3: publish_gain_ms: "lots" (expected: a number)
+            publish gain ms text   | control-plane | topology: t.yaml\\ntoken_file: tok\\npublish_gain_ms: lots | server.yaml:3: publish_gain_ms: 'lots' (expected: a number)
             zero canary interval   | control-plane | topology: t.yaml\\ntoken_file: tok\\ncanary_interval: 0s  | server.yaml:3: canary_interval: 0ms (expected: > 0)
             zero missed scrapes    | control-plane | topology: t.yaml\\ntoken_file: tok\\nmissed_scrapes: 0     | server.yaml:3: missed_scrapes: 0 (expected: >= 1)
             error rate above one   | control-plane | topology: t.yaml\\ntoken_file: tok\\nerror_rate_limit: 1.5 | server.yaml:3: error_rate_limit: 1.5 (expected: in (0, 1])
@@ -75,21 +75,21 @@ class ServerCommandsTest {
             engine token empty     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: empty | server.yaml:3: engine_token_file:
             warm-up too long       | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nwarm_up: 11m | server.yaml:3: warm_up: 660s (expected: 0s, off, to 10m)
             warm-up not a duration | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nwarm_up: soon | server.yaml:3: warm_up: 'soon' (expected: a duration >= 0
-            busy poll not a boolean| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nbusy_poll: always | server.yaml:3: busy_poll: "always" (expected: true or false)
+            busy poll not a boolean| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nbusy_poll: always | server.yaml:3: busy_poll: 'always' (expected: true or false)
             nul in a path          | gateway       | gateway_cluster: east\\nsnapshot_file: "s\\u0000.json" | server.yaml:2: snapshot_file: 's\\0.json' (expected: a file path; Nul character not allowed)
             negative probe interval| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: -1s | server.yaml:3: probe_interval: '-1s' (expected: a duration >= 0
             probe interval no unit | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: often | server.yaml:3: probe_interval: 'often' (expected: a duration >= 0
             negative drain window  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ndrain_window: -1s | server.yaml:3: drain_window: '-1s' (expected: a duration >= 0
             zero drain timeout     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ndrain_timeout: 0s | server.yaml:3: drain_timeout: 0ms (expected: > 0)
-            first byte, removed    | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nfirst_byte_timeout: 30s | server.yaml:3: first_byte_timeout: "30s" (expected: first_token_timeout, for streams; removed:
+            first byte, removed    | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nfirst_byte_timeout: 30s | server.yaml:3: first_byte_timeout: '30s' (expected: first_token_timeout, for streams; removed:
             zero engine keep-alive | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_keep_alive: 0s | server.yaml:3: engine_keep_alive: 0ms (expected: > 0)
-            class timeouts no map  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: 5m | server.yaml:3: class_timeouts: "5m" (expected: a map of class id to its timeouts)
-            class timeout no map   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: {batch: 5m} | server.yaml:3: class_timeouts.batch: "5m" (expected: a map of [first_token_timeout, idle_timeout, total_timeout] to durations)
-            class timeout unknown  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: {batch: {total: 5m}} | server.yaml:3: class_timeouts.batch.total: unknown setting (expected one of [first_token_timeout, idle_timeout, total_timeout])
-            class timeout zero     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts:\\n  batch: {total_timeout: 0s} | server.yaml:3: class_timeouts.batch.total_timeout: 0ms (expected: > 0)
+            class timeouts no map  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: 5m | server.yaml:3: class_timeouts: '5m' (expected: a map of class id to its timeouts)
+            class timeout no map   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: {batch: 5m} | server.yaml:3: class_timeouts.batch: '5m' (expected: a map of [first_token_timeout, idle_timeout, total_timeout] to durations)
+            class timeout unknown  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: {batch: {total: 5m}} | server.yaml:3: class_timeouts.batch.total: unknown key 'total' (expected one of: first_token_timeout, idle_timeout, total_timeout)
+            class timeout zero     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts:\\n  batch: {total_timeout: 0s} | server.yaml:4: class_timeouts.batch.total_timeout: 0ms (expected: > 0)
             class timeout soon     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: {batch: {idle_timeout: soon}} | server.yaml:3: class_timeouts.batch.idle_timeout: 'soon' (expected: a duration >= 0
             negative round trip    | engine        | id: e1\\nnetwork_rtt_ms: {east: 60, eu: -1} | server.yaml:2: network_rtt_ms.eu: -1.0 (expected: a round trip in ms, a finite number >= 0)
-            round trip not a number| engine        | network_rtt_ms: {east: soon} | server.yaml:1: network_rtt_ms.east: "soon" (expected: a round trip in ms, a number)
+            round trip not a number| engine        | network_rtt_ms: {east: soon} | server.yaml:1: network_rtt_ms.east: 'soon' (expected: a round trip in ms, a number)
             round trips not a map  | engine        | network_rtt_ms: 60 | server.yaml:1: network_rtt_ms: 60 (expected: a map of gateway cluster id to round trip in ms
             round trip to a comma  | engine        | network_rtt_ms: {"a,b": 5} | server.yaml:1: network_rtt_ms: 'a,b' (expected: a gateway cluster id
             """)
@@ -100,6 +100,63 @@ class ServerCommandsTest {
         Files.writeString(config, yaml.replace("\\n", "\n"));
         assertThat(run(command, "--config", config.toString())).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr).contains("server.yaml").contains(says);
+    }
+
+    /** The same mistakes in each server's file give the same problem: file:line: setting: message. */
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', textBlock = """
+            gateway       | duplicate key   | gateway_cluster: east\\nport: 1\\nport: 2\\nsnapshot_file: s.json | server.yaml:3: port: duplicate key 'port' (expected: each key once; first at line 2)
+            control-plane | duplicate key   | topology: t.yaml\\ntoken_file: tok\\ntoken_file: tok     | server.yaml:3: token_file: duplicate key 'token_file' (expected: each key once; first at line 2)
+            engine        | duplicate key   | id: e1\\nport: 9000\\nid: e2                        | server.yaml:3: id: duplicate key 'id' (expected: each key once; first at line 1)
+            gateway       | tab             | gateway_cluster: east\\nsnapshot_file: s.json\\n\\tport: 1 | server.yaml:3: port: YAML syntax: a tab (expected: spaces; YAML does not allow tabs for indentation)
+            control-plane | tab             | topology: t.yaml\\n\\ttoken_file: tok                 | server.yaml:2: token_file: YAML syntax: a tab (expected: spaces; YAML does not allow tabs for indentation)
+            engine        | tab             | id: e1\\n\\tport: 9000                             | server.yaml:2: port: YAML syntax: a tab (expected: spaces; YAML does not allow tabs for indentation)
+            gateway       | wrong type      | gateway_cluster: east\\nsnapshot_file: s.json\\nthreads: many | server.yaml:3: threads: 'many' (expected: an integer)
+            control-plane | wrong type      | topology: t.yaml\\ntoken_file: tok\\nport: many       | server.yaml:3: port: 'many' (expected: an integer)
+            engine        | wrong type      | id: e1\\nmax_seqs: many                             | server.yaml:2: max_seqs: 'many' (expected: an integer)
+            gateway       | undefined alias | gateway_cluster: east\\nsnapshot_file: *snap          | server.yaml:2: snapshot_file: alias *snap (expected: an anchor &snap defined before it
+            engine        | undefined alias | id: e1\\nmodels: [*m]                                | server.yaml:2: models[0]: alias *m (expected: an anchor &m defined before it
+            gateway       | missing file    | gateway_cluster: east\\nsnapshot_file: nowhere.json  | server.yaml:2: snapshot_file: DIR/nowhere.json: cannot read: no such file
+            control-plane | missing file    | token_file: tok\\ntopology: nowhere.yaml             | server.yaml:2: topology: DIR/nowhere.yaml: cannot read: no such file
+            engine        | missing file    | id: e1\\ntls_cert_file: nope.pem\\ntls_key_file: tok | server.yaml:2: tls_cert_file: DIR/nope.pem: cannot read: no such file
+            """)
+    void sameMistake_inEachServersFile_isTheSameProblem(String command, String mistake, String yaml, String says)
+            throws Exception {
+        Files.writeString(dir.resolve("tok"), "secret");
+        Path config = dir.resolve("server.yaml");
+        Files.writeString(config, yaml.replace("\\n", "\n").replace("\\t", "\t"));
+        assertThat(run(command, "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains(config + ":").contains(says.replace("DIR", dir.toString()));
+        assertThat(stdout).doesNotContain(": ok");
+    }
+
+    @Test
+    void serverFiles_withAnchorsAndMergeKeys_readAsWrittenOut() throws Exception {
+        assertThat(run("solve", Path.of("..", "examples", "talk.yaml").toString())).isZero();
+        Files.writeString(dir.resolve("snapshot.json"), stdout);
+        Path config = Files.writeString(dir.resolve("gateway.yaml"), """
+                x-timeouts: &timeouts {first_token_timeout: 5m, idle_timeout: 20s}
+                gateway_cluster: east
+                snapshot_file: snapshot.json
+                class_timeouts:
+                  batch: {<<: *timeouts, total_timeout: 30m}
+                  chat: *timeouts
+                """);
+        Map<String, RequestTimeouts> byClass = GatewayCommand.classTimeouts(
+                ServerFile.load(config, GatewayCommand.KEYS, GatewayCommand.REMOVED), GatewayConfig.defaults("east"));
+        assertThat(byClass.get("batch")).isEqualTo(new RequestTimeouts(Duration.ofMinutes(5), Duration.ofSeconds(20),
+                Duration.ofMinutes(30)));
+        assertThat(byClass.get("chat").idle()).isEqualTo(Duration.ofSeconds(20));
+        assertThat(run("gateway", "--config", config.toString(), "--check")).as(stderr).isZero();
+
+        Path engine = Files.writeString(dir.resolve("engine.yaml"), """
+                x-gpu: &gpu {max_seqs: 64, decode_base_ms: 8, models: [llama-3.1-70b]}
+                <<: *gpu
+                id: east-1
+                port: 9101
+                """);
+        assertThat(EngineCommand.options(ServerFile.load(engine, EngineCommand.KEYS))).containsExactly("--port=9101",
+                "--max-seqs=64", "--decode-base-ms=8.0", "--id=east-1", "--model", "llama-3.1-70b");
     }
 
     @Test
@@ -189,6 +246,18 @@ class ServerCommandsTest {
         String option = EngineCommand.roundTrips(ServerFile.load(config, EngineCommand.KEYS));
         assertThat(option).as("the form of --network-rtt-ms (EngineNetworkTest reads it)")
                 .isEqualTo("east=60.0,eu=140.5,default=0.0");
+    }
+
+    @Test
+    void engine_schedulingPolicy_becomesTheEmulatorsOption_andAnotherWordIsNamedAtItsLine() throws Exception {
+        Path config = dir.resolve("engine.yaml");
+        Files.writeString(config, "id: e1\nscheduling_policy: priority\n");
+        assertThat(EngineCommand.options(ServerFile.load(config, EngineCommand.KEYS)))
+                .contains("--scheduling-policy=priority");
+        Files.writeString(config, "id: e1\nscheduling_policy: lifo\n");
+        assertThat(org.assertj.core.api.Assertions.catchThrowable(
+                () -> EngineCommand.options(ServerFile.load(config, EngineCommand.KEYS))))
+                .hasMessageContaining("engine.yaml:2: scheduling_policy: 'lifo' (expected: fcfs or priority)");
     }
 
     @Test

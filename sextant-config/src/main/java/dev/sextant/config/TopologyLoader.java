@@ -18,18 +18,13 @@ import dev.sextant.topology.PriorityScheduling;
 import dev.sextant.topology.Problem;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -59,26 +54,13 @@ public final class TopologyLoader {
     private static final List<String> RETRY_BUDGET_KEYS = List.of("curve", "min_retries_per_second");
     private static final List<String> RETRY_POINT_KEYS = List.of("utilization", "ratio");
     private static final Pattern LIST_INDEX = Pattern.compile("^(gateway_clusters|engine_clusters|models|engines|classes)\\[(\\d+)]");
-    private static final Pattern FIELD_MESSAGE = Pattern.compile("^([a-z][a-z0-9_]*): (.*)$", Pattern.DOTALL);
 
     private TopologyLoader() {
     }
 
     /** Loads the topology in {@code file}; messages name the file as given. */
     public static Topology load(Path file) throws TopologyException {
-        String text;
-        try {
-            long size = Files.size(file);
-            if (size > YamlTree.MAX_DOCUMENT_CHARS) {
-                throw new TopologyException(List.of(new ConfigProblem(file.toString(), 0, "", "file of " + size
-                        + " bytes (expected: at most " + YamlTree.MAX_DOCUMENT_CHARS + ")")));
-            }
-            text = Files.readString(file, StandardCharsets.UTF_8);
-        } catch (IOException | RuntimeException e) {
-            throw new TopologyException(List.of(new ConfigProblem(file.toString(), 0, "",
-                    ConfigProblem.cannotRead(e))));
-        }
-        return load(text, file.toString());
+        return load(ConfigReader.read(file));
     }
 
     /**
@@ -87,48 +69,32 @@ public final class TopologyLoader {
      * @param source the name messages give the text, e.g. its file name
      */
     public static Topology load(String yaml, String source) throws TopologyException {
-        return new Reading(source).run(yaml);
+        return load(ConfigReader.of(yaml, source));
     }
 
-    /** The state of one load: the tree, the problems so far, what was built. */
+    private static Topology load(ConfigReader r) throws TopologyException {
+        Mapping root = r.root("a mapping with keys " + String.join(", ", ROOT_KEYS), false);
+        Topology t = root == null ? null : new Reading(r).topology(root);
+        if (t == null || !r.ok()) {
+            throw new TopologyException(r.sorted());
+        }
+        return t;
+    }
+
+    /** The state of one load: the reading of the file, what was built. */
     private static final class Reading {
-        private final String source;
-        private final List<ConfigProblem> problems = new ArrayList<>();
-        private Map<String, Located> index = Map.of();
+        private final ConfigReader r;
         /** ids and regions named by entries that failed to load; references to them are not reported. */
         private final Set<String> failedNames = new HashSet<>();
         /** list name → YAML index of each built entry, to map {@link Topology#problems} paths back. */
         private final Map<String, List<Integer>> yamlIndex = new LinkedHashMap<>();
 
-        Reading(String source) {
-            this.source = source;
-        }
-
-        Topology run(String yaml) throws TopologyException {
-            Node root = YamlTree.parse(yaml, source, problems);
-            if (root == null) {
-                throw failure();
-            }
-            index = YamlTree.index(root);
-            if (!(root instanceof Mapping m)) {
-                problem("", shown(root) + " (expected: a mapping with keys " + String.join(", ", ROOT_KEYS) + ")");
-                throw failure();
-            }
-            Topology t = topology(m);
-            if (t == null || !problems.isEmpty()) {
-                throw failure();
-            }
-            return t;
-        }
-
-        private TopologyException failure() {
-            List<ConfigProblem> sorted = new ArrayList<>(problems);
-            sorted.sort(Comparator.comparingInt(ConfigProblem::line));
-            return new TopologyException(sorted);
+        Reading(ConfigReader r) {
+            this.r = r;
         }
 
         private Topology topology(Mapping root) {
-            keys(root, "", ROOT_KEYS);
+            r.keys(root, "", ROOT_KEYS);
             List<GatewayCluster> gateways = list(root, "gateway_clusters", this::gatewayCluster, CLUSTER_KEYS, true);
             List<EngineCluster> clusters = list(root, "engine_clusters", this::engineCluster, CLUSTER_KEYS, true);
             Map<String, Map<String, Double>> rtt = table(root, "network_rtt_ms");
@@ -136,8 +102,8 @@ public final class TopologyLoader {
             List<Engine> engines = list(root, "engines", this::engine, ENGINE_KEYS, false);
             List<TrafficClass> classes = list(root, "classes", this::trafficClass, CLASS_KEYS, false);
             Map<String, Map<String, Double>> demand = table(root, "demand_rps");
-            Double headroom = number(root, "", "headroom", Topology.DEFAULT_HEADROOM);
-            Double discount = number(root, "", "affinity_discount_ms", Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
+            Double headroom = r.number(root, "", "headroom", Topology.DEFAULT_HEADROOM);
+            Double discount = r.number(root, "", "affinity_discount_ms", Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
             RetryBudget retryBudget = retryBudget(root);
             if (gateways == null || clusters == null || rtt == null || models == null || engines == null
                     || classes == null || demand == null || headroom == null || discount == null
@@ -148,13 +114,13 @@ public final class TopologyLoader {
                     discount)) {
                 String path = yamlPath(p.path());
                 if (!refersToFailedEntry(path)) {
-                    problem(path, p.message());
+                    r.problem(path, p.message());
                 }
             }
-            if (!problems.isEmpty()) {
+            if (!r.ok()) {
                 return null;
             }
-            return build("", () -> new Topology(gateways, clusters, rtt, models, engines, classes, demand, headroom,
+            return r.build("", () -> new Topology(gateways, clusters, rtt, models, engines, classes, demand, headroom,
                     discount, retryBudget));
         }
 
@@ -165,54 +131,54 @@ public final class TopologyLoader {
         private RetryBudget retryBudget(Mapping root) {
             String p = "retry_budget";
             String expected = "a mapping with curve and/or min_retries_per_second";
-            Node n = value(root, "", p, expected, false);
+            Node n = r.value(root, "", p, expected, false);
             if (n == null) {
                 return RetryBudget.DEFAULT;
             }
             if (!(n instanceof Mapping m)) {
-                return wrongType("", p, n, expected);
+                return r.wrongType("", p, n, expected);
             }
-            int before = problems.size();
-            keys(m, p, RETRY_BUDGET_KEYS);
+            int before = r.count();
+            r.keys(m, p, RETRY_BUDGET_KEYS);
             List<RetryBudget.Point> curve = RetryBudget.DEFAULT.curve();
-            if (value(m, p, "curve", "a list", false) != null) {
+            if (r.value(m, p, "curve", "a list", false) != null) {
                 curve = retryCurve(m, p);
             }
-            Double floor = number(m, p, "min_retries_per_second", RetryBudget.DEFAULT.minRetriesPerSecond());
-            if (curve == null || floor == null || problems.size() > before) {
+            Double floor = r.number(m, p, "min_retries_per_second", RetryBudget.DEFAULT.minRetriesPerSecond());
+            if (curve == null || floor == null || r.count() > before) {
                 return null;
             }
             List<RetryBudget.Point> points = curve;
-            return build(p, () -> new RetryBudget(points, floor));
+            return r.build(p, () -> new RetryBudget(points, floor));
         }
 
         /** {@code retry_budget.curve}'s points, each checked, utilizations strictly increasing; null on a problem. */
         private List<RetryBudget.Point> retryCurve(Mapping budget, String budgetPath) {
-            Sequence s = sequence(budget, budgetPath, "curve");
+            Sequence s = r.sequence(budget, budgetPath, "curve");
             if (s == null) {
                 return null;
             }
             String p = YamlTree.child(budgetPath, "curve");
             if (s.items().isEmpty()) {
-                problem(p, "empty (expected: at least one {utilization, ratio} point)");
+                r.problem(p, "empty (expected: at least one {utilization, ratio} point)");
                 return null;
             }
-            int before = problems.size();
+            int before = r.count();
             List<RetryBudget.Point> points = items(s, p, (m, at) -> {
-                keys(m, at, RETRY_POINT_KEYS);
-                Double utilization = number(m, at, "utilization", null);
-                Double ratio = number(m, at, "ratio", null);
+                r.keys(m, at, RETRY_POINT_KEYS);
+                Double utilization = r.number(m, at, "utilization", null);
+                Double ratio = r.number(m, at, "ratio", null);
                 return utilization == null || ratio == null ? null
-                        : build(at, () -> new RetryBudget.Point(utilization, ratio));
+                        : r.build(at, () -> new RetryBudget.Point(utilization, ratio));
             }, null);
-            if (problems.size() > before) {
+            if (r.count() > before) {
                 return null;
             }
             for (int i = 1; i < points.size(); i++) {
                 double u = points.get(i).utilization();
                 double previous = points.get(i - 1).utilization();
                 if (!(u > previous)) {
-                    problem(p + "[" + i + "].utilization", u + " (expected: > " + previous
+                    r.problem(p + "[" + i + "].utilization", u + " (expected: > " + previous
                             + ", the utilization of the point before: utilizations strictly increasing)");
                     return null;
                 }
@@ -224,45 +190,45 @@ public final class TopologyLoader {
         // lets the record's constructor check ranges.
 
         private GatewayCluster gatewayCluster(Mapping m, String p) {
-            String id = string(m, p, "id");
-            String region = string(m, p, "region");
-            return id == null || region == null ? null : build(p, () -> new GatewayCluster(id, region));
+            String id = r.string(m, p, "id");
+            String region = r.string(m, p, "region");
+            return id == null || region == null ? null : r.build(p, () -> new GatewayCluster(id, region));
         }
 
         private EngineCluster engineCluster(Mapping m, String p) {
-            String id = string(m, p, "id");
-            String region = string(m, p, "region");
-            return id == null || region == null ? null : build(p, () -> new EngineCluster(id, region));
+            String id = r.string(m, p, "id");
+            String region = r.string(m, p, "region");
+            return id == null || region == null ? null : r.build(p, () -> new EngineCluster(id, region));
         }
 
         private Model model(Mapping m, String p) {
-            String id = string(m, p, "id");
-            Integer outputTokens = integer(m, p, "output_tokens", null);
-            return id == null || outputTokens == null ? null : build(p, () -> new Model(id, outputTokens));
+            String id = r.string(m, p, "id");
+            Integer outputTokens = r.integer(m, p, "output_tokens", null);
+            return id == null || outputTokens == null ? null : r.build(p, () -> new Model(id, outputTokens));
         }
 
         private TrafficClass trafficClass(Mapping m, String p) {
-            String id = string(m, p, "id");
-            String model = string(m, p, "model");
-            List<String> residency = stringList(m, p, "residency", List.of());
-            Integer priority = integer(m, p, "priority", 0);
+            String id = r.string(m, p, "id");
+            String model = r.string(m, p, "model");
+            List<String> residency = r.stringList(m, p, "residency", List.of());
+            Integer priority = r.integer(m, p, "priority", 0);
             if (id == null || model == null || residency == null || priority == null) {
                 return null;
             }
-            return build(p, () -> new TrafficClass(id, model, residency, priority));
+            return r.build(p, () -> new TrafficClass(id, model, residency, priority));
         }
 
         private Engine engine(Mapping m, String p) {
-            String id = string(m, p, "id");
-            String cluster = string(m, p, "cluster");
-            String endpoint = string(m, p, "endpoint");
-            List<String> models = stringList(m, p, "models", null);
-            Double capacity = number(m, p, "capacity_rps", null);
+            String id = r.string(m, p, "id");
+            String cluster = r.string(m, p, "cluster");
+            String endpoint = r.string(m, p, "endpoint");
+            List<String> models = r.stringList(m, p, "models", null);
+            Double capacity = r.number(m, p, "capacity_rps", null);
             LatencyProfile profile = profile(m, p);
-            Double health = number(m, p, "health", 1.0);
+            Double health = r.number(m, p, "health", 1.0);
             PriorityScheduling scheduling = priorityScheduling(m, p);
             if (endpoint != null && !endpoint.isBlank() && !Urls.isHttpBase(endpoint)) {
-                problem(YamlTree.child(p, "endpoint"), "'" + endpoint + "' (expected: an http:// or https:// URL with a"
+                r.problem(YamlTree.child(p, "endpoint"), "'" + endpoint + "' (expected: an http:// or https:// URL with a"
                         + " host, such as http://10.0.0.7:8000)");
                 return null;
             }
@@ -270,7 +236,7 @@ public final class TopologyLoader {
                     || profile == null || health == null || scheduling == null) {
                 return null;
             }
-            return build(p, () -> new Engine(id, cluster, endpoint, models, capacity, profile, health, scheduling));
+            return r.build(p, () -> new Engine(id, cluster, endpoint, models, capacity, profile, health, scheduling));
         }
 
         /** An engine's {@code priority_scheduling}: {@code none} when absent. */
@@ -278,10 +244,10 @@ public final class TopologyLoader {
             if (!m.entries().containsKey("priority_scheduling")) {
                 return PriorityScheduling.NONE;
             }
-            String word = string(m, p, "priority_scheduling");
+            String word = r.string(m, p, "priority_scheduling");
             PriorityScheduling s = word == null ? null : PriorityScheduling.of(word);
             if (word != null && s == null) {
-                problem(YamlTree.child(p, "priority_scheduling"), "'" + word + "' (expected: none, lower_first (vLLM"
+                r.problem(YamlTree.child(p, "priority_scheduling"), "'" + word + "' (expected: none, lower_first (vLLM"
                         + " --scheduling-policy priority) or higher_first (SGLang --enable-priority-scheduling))");
             }
             return s;
@@ -289,39 +255,39 @@ public final class TopologyLoader {
 
         private LatencyProfile profile(Mapping engine, String enginePath) {
             String p = YamlTree.child(enginePath, "profile");
-            Mapping m = mapping(engine, enginePath, "profile", "a mapping with ttft_ms, tbt_ms[, tbt_slope] or points");
+            Mapping m = r.mapping(engine, enginePath, "profile", "a mapping with ttft_ms, tbt_ms[, tbt_slope] or points");
             if (m == null) {
                 return null;
             }
             if (m.entries().containsKey("points")) {
-                keys(m, p, MEASURED_KEYS);
-                Sequence s = sequence(m, p, "points");
+                r.keys(m, p, MEASURED_KEYS);
+                Sequence s = r.sequence(m, p, "points");
                 if (s == null) {
                     return null;
                 }
-                int before = problems.size();
+                int before = r.count();
                 List<MeasuredProfile.Point> points = items(s, YamlTree.child(p, "points"), this::point, null);
-                return problems.size() > before ? null : build(p, () -> new MeasuredProfile(points));
+                return r.count() > before ? null : r.build(p, () -> new MeasuredProfile(points));
             }
-            keys(m, p, PARAMETRIC_KEYS);
-            Double ttft = number(m, p, "ttft_ms", null);
-            Double tbt = number(m, p, "tbt_ms", null);
-            Double slope = number(m, p, "tbt_slope", ParametricProfile.DEFAULT_TBT_SLOPE);
+            r.keys(m, p, PARAMETRIC_KEYS);
+            Double ttft = r.number(m, p, "ttft_ms", null);
+            Double tbt = r.number(m, p, "tbt_ms", null);
+            Double slope = r.number(m, p, "tbt_slope", ParametricProfile.DEFAULT_TBT_SLOPE);
             if (ttft == null || tbt == null || slope == null) {
                 return null;
             }
-            return build(p, () -> new ParametricProfile(ttft, tbt, slope));
+            return r.build(p, () -> new ParametricProfile(ttft, tbt, slope));
         }
 
         private MeasuredProfile.Point point(Mapping m, String p) {
-            keys(m, p, POINT_KEYS);
-            Double utilization = number(m, p, "utilization", null);
-            Double ttft = number(m, p, "ttft_ms", null);
-            Double tbt = number(m, p, "tbt_ms", null);
+            r.keys(m, p, POINT_KEYS);
+            Double utilization = r.number(m, p, "utilization", null);
+            Double ttft = r.number(m, p, "ttft_ms", null);
+            Double tbt = r.number(m, p, "tbt_ms", null);
             if (utilization == null || ttft == null || tbt == null) {
                 return null;
             }
-            return build(p, () -> new MeasuredProfile.Point(utilization, ttft, tbt));
+            return r.build(p, () -> new MeasuredProfile.Point(utilization, ttft, tbt));
         }
 
         // ---- lists and tables ----
@@ -329,14 +295,14 @@ public final class TopologyLoader {
         /** The entries under {@code key} that loaded; null when the list itself is missing or malformed. */
         private <T> List<T> list(Mapping root, String key, EntryReader<T> reader, List<String> keys,
                                  boolean regionIsName) {
-            Sequence s = sequence(root, "", key);
+            Sequence s = r.sequence(root, "", key);
             if (s == null) {
                 return null;
             }
             List<Integer> built = new ArrayList<>();
             yamlIndex.put(key, built);
             return items(s, key, (m, p) -> {
-                keys(m, p, keys);
+                r.keys(m, p, keys);
                 return reader.read(m, p);
             }, (i, ok, m) -> {
                 if (ok) {
@@ -363,14 +329,14 @@ public final class TopologyLoader {
             for (int i = 0; i < s.items().size(); i++) {
                 String p = path + "[" + i + "]";
                 Node n = s.items().get(i);
-                int before = problems.size();
+                int before = r.count();
                 T value = null;
                 if (n instanceof Mapping m) {
                     value = reader.read(m, p);
                 } else if (!(n instanceof Scalar sc && sc.kind() == Kind.OTHER)) {
-                    problem(p, shown(n) + " (expected: a mapping)");
+                    r.problem(p, YamlTree.shown(n) + " (expected: a mapping)");
                 }
-                boolean ok = value != null && problems.size() == before;
+                boolean ok = value != null && r.count() == before;
                 if (ok) {
                     out.add(value);
                 }
@@ -383,160 +349,27 @@ public final class TopologyLoader {
 
         /** {@code key: {row: {column: number}}}; null when the mapping is missing. */
         private Map<String, Map<String, Double>> table(Mapping root, String key) {
-            Mapping m = mapping(root, "", key, "a mapping of gateway cluster id to a mapping");
+            Mapping m = r.mapping(root, "", key, "a mapping of gateway cluster id to a mapping");
             if (m == null) {
                 return null;
             }
             Map<String, Map<String, Double>> out = new LinkedHashMap<>();
             m.entries().forEach((row, e) -> {
                 String rowPath = YamlTree.child(key, row);
-                if (!(e.value() instanceof Mapping r)) {
-                    wrongType(key, row, e.value(), "a mapping of id to number");
+                if (!(e.value() instanceof Mapping cellsOfRow)) {
+                    r.wrongType(key, row, e.value(), "a mapping of id to number");
                     return;
                 }
                 Map<String, Double> cells = new LinkedHashMap<>();
                 // A malformed cell is reported here and kept as 0, so that the cross-reference stage
                 // does not also call the pair missing.
-                r.entries().forEach((column, c) -> {
-                    Double v = number(r, rowPath, column, null);
+                cellsOfRow.entries().forEach((column, c) -> {
+                    Double v = r.number(cellsOfRow, rowPath, column, null);
                     cells.put(column, v == null ? 0.0 : v);
                 });
                 out.put(row, cells);
             });
             return out;
-        }
-
-        // ---- single fields ----
-
-        /** Reports keys of {@code m} not in {@code allowed}. */
-        private void keys(Mapping m, String path, List<String> allowed) {
-            m.entries().forEach((k, e) -> {
-                if (!allowed.contains(k)) {
-                    problem(YamlTree.child(path, k), "unknown key '" + k + "' (expected one of: "
-                            + String.join(", ", allowed) + ")");
-                }
-            });
-        }
-
-        /** The value under {@code key}, or null (and a problem) when it is missing and required. */
-        private Node value(Mapping m, String path, String key, String expected, boolean required) {
-            YamlTree.Entry e = m.entries().get(key);
-            if (e == null || e.value() instanceof Scalar s && s.kind() == Kind.NULL) {
-                if (required) {
-                    problem(YamlTree.child(path, key), "missing (expected: " + expected + ")");
-                }
-                return null;
-            }
-            return e.value();
-        }
-
-        private String string(Mapping m, String path, String key) {
-            Node n = value(m, path, key, "a string", true);
-            if (n == null) {
-                return null;
-            }
-            if (n instanceof Scalar s && s.kind() != Kind.OTHER) {
-                return s.text();
-            }
-            return wrongType(path, key, n, "a string");
-        }
-
-        /** A number, or {@code dflt} when absent (required when {@code dflt} is null). */
-        private Double number(Mapping m, String path, String key, Double dflt) {
-            Node n = value(m, path, key, "a number", dflt == null);
-            if (n == null) {
-                return dflt;
-            }
-            if (n instanceof Scalar s && (s.kind() == Kind.INTEGER || s.kind() == Kind.FLOAT)) {
-                return s.number();
-            }
-            return wrongType(path, key, n, "a number");
-        }
-
-        private Integer integer(Mapping m, String path, String key, Integer dflt) {
-            Node n = value(m, path, key, "an integer", dflt == null);
-            if (n == null) {
-                return dflt;
-            }
-            if (n instanceof Scalar s && (s.kind() == Kind.INTEGER || s.kind() == Kind.FLOAT)
-                    && s.number() == Math.rint(s.number()) && Math.abs(s.number()) <= Integer.MAX_VALUE) {
-                return (int) s.number();
-            }
-            return wrongType(path, key, n, "an integer");
-        }
-
-        private List<String> stringList(Mapping m, String path, String key, List<String> dflt) {
-            Node n = value(m, path, key, "a list of strings", dflt == null);
-            if (n == null) {
-                return dflt;
-            }
-            if (!(n instanceof Sequence s)) {
-                return wrongType(path, key, n, "a list of strings");
-            }
-            List<String> out = new ArrayList<>();
-            String p = YamlTree.child(path, key);
-            for (int i = 0; i < s.items().size(); i++) {
-                Node item = s.items().get(i);
-                if (item instanceof Scalar sc && sc.kind() != Kind.NULL && sc.kind() != Kind.OTHER) {
-                    out.add(sc.text());
-                } else {
-                    if (!(item instanceof Scalar sc && sc.kind() == Kind.OTHER)) {
-                        problem(p + "[" + i + "]", shown(item) + " (expected: a string)");
-                    }
-                    return null;
-                }
-            }
-            return out;
-        }
-
-        private Mapping mapping(Mapping m, String path, String key, String expected) {
-            Node n = value(m, path, key, expected, true);
-            if (n == null) {
-                return null;
-            }
-            return n instanceof Mapping r ? r : wrongType(path, key, n, expected);
-        }
-
-        private Sequence sequence(Mapping m, String path, String key) {
-            Node n = value(m, path, key, "a list", true);
-            if (n == null) {
-                return null;
-            }
-            return n instanceof Sequence s ? s : wrongType(path, key, n, "a list");
-        }
-
-        private <T> T wrongType(String path, String key, Node n, String expected) {
-            if (!(n instanceof Scalar s && s.kind() == Kind.OTHER)) {
-                problem(YamlTree.child(path, key), shown(n) + " (expected: " + expected + ")");
-            }
-            return null;
-        }
-
-        /**
-         * Runs a record constructor. Null arguments mean a problem was already reported, so the
-         * constructor's complaint about them is dropped; its other complaints ("capacity_rps: -3.0
-         * (expected: ...)") become problems at the field they name.
-         */
-        private <T> T build(String path, Supplier<T> constructor) {
-            int before = problems.size();
-            try {
-                T value = constructor.get();
-                return problems.size() == before ? value : null;
-            } catch (IllegalArgumentException | NullPointerException e) {
-                if (problems.size() == before) {
-                    fieldProblem(path, String.valueOf(e.getMessage()));
-                }
-                return null;
-            }
-        }
-
-        private void fieldProblem(String path, String message) {
-            Matcher f = FIELD_MESSAGE.matcher(message);
-            if (f.matches()) {
-                problem(YamlTree.child(path, f.group(1)), f.group(2));
-            } else {
-                problem(path, message);
-            }
         }
 
         // ---- paths and lines ----
@@ -560,49 +393,13 @@ public final class TopologyLoader {
             if (failedNames.isEmpty()) {
                 return false;
             }
-            Located at = index.get(path);
+            Located at = r.located(path);
             if (at != null && at.node() instanceof Scalar s && failedNames.contains(s.text())) {
                 return true;
             }
             String last = path.substring(path.lastIndexOf('.') + 1);
             return failedNames.contains(last);
         }
-
-        private void problem(String path, String message) {
-            problems.add(new ConfigProblem(source, lineOf(path), path, message));
-        }
-
-        /** The line of the node at {@code path}, or of its nearest ancestor that is in the file. */
-        private int lineOf(String path) {
-            String p = path;
-            while (true) {
-                Located at = index.get(p);
-                if (at != null) {
-                    return at.line();
-                }
-                if (p.isEmpty()) {
-                    return 1;
-                }
-                int cut = Math.max(p.lastIndexOf('.'), p.lastIndexOf('['));
-                p = cut < 0 ? "" : p.substring(0, cut);
-            }
-        }
-    }
-
-    /** How a message shows a node that has the wrong type. */
-    static String shown(Node n) {
-        if (n instanceof Mapping) {
-            return "a mapping";
-        }
-        if (n instanceof Sequence) {
-            return "a list";
-        }
-        Scalar s = (Scalar) n;
-        return switch (s.kind()) {
-            case STRING -> "'" + s.text() + "'";
-            case NULL -> "empty";
-            default -> s.text();
-        };
     }
 
     @FunctionalInterface

@@ -173,15 +173,25 @@ class TopologyLoaderTest {
     }
 
     @Test
-    void load_alias_isRejectedWhereItIsUsed() {
+    void load_aliasOfAProfile_loadsAsTheValueWrittenOut() throws TopologyException {
         String yaml = talkWith("profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\\n  - id: west-1",
                 "profile: &h100 {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\\n  - id: west-1")
                 .replace("profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\nclasses", "profile: *h100\nclasses");
 
+        assertThat(TopologyLoader.load(yaml, "talk.yaml")).isEqualTo(TopologyLoader.load(talk(), "talk.yaml"));
+    }
+
+    @Test
+    void load_mistakeInsideAnAliasedValue_namesTheAnchorsLine() {
+        String yaml = talkWith("profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\\n  - id: west-1",
+                "profile: &h100 {ttft_ms: 150, tbt_ms: 20, tbt_slop: 1.0}\\n  - id: west-1")
+                .replace("profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0}\nclasses", "profile: *h100\nclasses");
+
         TopologyException e = failure(yaml);
 
-        assertThat(e.problems()).extracting(ConfigProblem::toString).containsExactly("talk.yaml:27: engines[1].profile: alias *h100 "
-                + "(expected: the value written out; anchors and aliases are not supported)");
+        assertThat(e.problems()).extracting(ConfigProblem::toString).containsExactly(
+                "talk.yaml:21: engines[0].profile.tbt_slop: unknown key 'tbt_slop' (expected one of: ttft_ms, tbt_ms, tbt_slope)",
+                "talk.yaml:21: engines[1].profile.tbt_slop: unknown key 'tbt_slop' (expected one of: ttft_ms, tbt_ms, tbt_slope)");
     }
 
     /** One row per kind of mistake: the edit to talk.yaml, then the problem's line, field and message. */
@@ -226,8 +236,8 @@ class TopologyLoaderTest {
             fraction for integer    | priority: 0}              | priority: 1.5}                  | 29 | classes[0].priority       | 1.5 (expected: an integer)
             mapping for list        | engines:\\n               | engines: {}\\nx_engines:\\n     | 15 | engines                   | a mapping (expected: a list)
             missing required field  | "    endpoint: http://127.0.0.1:9102\\n" |                   | 22 | engines[1].endpoint       | missing (expected: a string)
-            empty required field    | endpoint: http://127.0.0.1:9102 | endpoint:                 | 24 | engines[1].endpoint       | empty (expected: a non-empty string)
-            null required field     | endpoint: http://127.0.0.1:9102 | endpoint: null            | 24 | engines[1].endpoint       | missing (expected: a string)
+            empty required field    | endpoint: http://127.0.0.1:9102 | endpoint:                 | 24 | engines[1].endpoint       | empty (expected: a string)
+            null required field     | endpoint: http://127.0.0.1:9102 | endpoint: null            | 24 | engines[1].endpoint       | empty (expected: a string)
             endpoint not a URL      | endpoint: http://127.0.0.1:9102 | endpoint: 127.0.0.1:9102  | 24 | engines[1].endpoint       | '127.0.0.1:9102' (expected: an http:// or https:// URL with a host
             endpoint of ftp         | endpoint: http://127.0.0.1:9102 | endpoint: ftp://h:21      | 24 | engines[1].endpoint       | 'ftp://h:21' (expected: an http://
             endpoint port too high  | endpoint: http://127.0.0.1:9102 | endpoint: http://h:99999  | 24 | engines[1].endpoint       | 'http://h:99999' (expected: an http://

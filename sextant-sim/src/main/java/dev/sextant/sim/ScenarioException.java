@@ -1,14 +1,14 @@
 package dev.sextant.sim;
 
-/** A scenario file is wrong; the message names the file and the field. */
-public final class ScenarioException extends Exception {
+import dev.sextant.config.ConfigException;
+import dev.sextant.config.ConfigProblem;
+import java.util.List;
+
+/** A scenario file is wrong; the message names the file, the line and the field (see {@link ConfigException}). */
+public final class ScenarioException extends ConfigException {
     private static final long serialVersionUID = 1L;
 
-    ScenarioException(String message) {
-        super(message);
-    }
-
-    ScenarioException(String message, Throwable cause) {
-        super(message, cause);
+    ScenarioException(List<ConfigProblem> problems) {
+        super(problems);
     }
 }

@@ -1,8 +1,14 @@
 package dev.sextant.sim;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sextant.config.ConfigReader;
+import dev.sextant.config.YamlTree.Mapping;
+import dev.sextant.config.YamlTree.Node;
+import dev.sextant.config.YamlTree.Scalar;
+import dev.sextant.config.YamlTree.Sequence;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.EngineCluster;
 import dev.sextant.topology.GatewayCluster;
@@ -13,12 +19,11 @@ import dev.sextant.topology.ParametricProfile;
 import dev.sextant.topology.PriorityScheduling;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -28,36 +33,60 @@ import java.util.Map;
  * generated from a {@code fleet:} block for large fleets.
  */
 final class ScenarioLoader {
-    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+    private final ConfigReader reader;
 
-    private final String file;
-
-    private ScenarioLoader(String file) {
-        this.file = file;
+    private ScenarioLoader(ConfigReader reader) {
+        this.reader = reader;
     }
 
-    /** Loads {@code path}. */
+    /** Loads {@code path}; messages name it as given. */
     static Scenario load(Path path) throws ScenarioException {
-        JsonNode root;
-        try {
-            root = YAML.readTree(Files.readString(path));
-        } catch (IOException e) {
-            throw new ScenarioException(path.getFileName() + ": " + e.getMessage(), e);
-        }
-        return new ScenarioLoader(path.getFileName().toString()).parse(root);
+        return read(ConfigReader.read(path));
     }
 
     /** Loads a scenario from YAML text, {@code name} standing for the file in messages. */
     static Scenario parse(String name, String yaml) throws ScenarioException {
-        try {
-            return new ScenarioLoader(name).parse(YAML.readTree(yaml));
-        } catch (IOException e) {
-            throw new ScenarioException(name + ": " + e.getMessage(), e);
-        }
+        return read(ConfigReader.of(yaml, name));
     }
 
+    /**
+     * Reads the file with the one config reader (anchors, aliases and merge keys; a duplicate key or a tab refused,
+     * at its line), then the scenario's fields from a Jackson view of the tree.
+     */
+    private static Scenario read(ConfigReader r) throws ScenarioException {
+        Mapping root = r.root("a scenario: a mapping with topology or fleet, workload, duration_s, …", false);
+        if (root == null || !r.ok()) {
+            throw new ScenarioException(r.sorted());
+        }
+        return new ScenarioLoader(r).parse(json(root));
+    }
+
+    /** The tree as Jackson nodes, for the schema below; numbers keep their value, every other scalar its text. */
+    private static JsonNode json(Node n) {
+        JsonNodeFactory f = JsonNodeFactory.instance;
+        if (n instanceof Mapping m) {
+            ObjectNode o = f.objectNode();
+            m.entries().forEach((k, e) -> o.set(k, json(e.value())));
+            return o;
+        }
+        if (n instanceof Sequence s) {
+            ArrayNode a = f.arrayNode();
+            s.items().forEach(i -> a.add(json(i)));
+            return a;
+        }
+        Scalar s = (Scalar) n;
+        return switch (s.kind()) {
+            case INTEGER -> Math.abs(s.number()) < 1e15 ? f.numberNode((long) s.number()) : f.numberNode(s.number());
+            case FLOAT -> f.numberNode(s.number());
+            case BOOLEAN -> f.booleanNode(List.of("true", "yes", "on", "y").contains(s.text().toLowerCase(Locale.ROOT)));
+            case NULL -> f.nullNode();
+            default -> f.textNode(s.text());
+        };
+    }
+
+    /** A problem of the field at {@code field} (the file's own path, {@code topology.engines[0].hardware}), at its line. */
     private ScenarioException error(String field, String message) {
-        return new ScenarioException(file + ": " + field + ": " + message);
+        return new ScenarioException(List.of(reader.at(field.equals("(root)") ? "" : field, message)));
     }
 
     private double num(JsonNode n, String key, String path, double dflt) throws ScenarioException {
@@ -94,7 +123,8 @@ final class ScenarioLoader {
         if (root == null || !root.isObject()) {
             throw error("(root)", "not a mapping (expected: a scenario)");
         }
-        String name = str(root, "name", "", file.replaceFirst("\\.ya?ml$", ""));
+        String name = str(root, "name", "", Path.of(reader.source()).getFileName().toString()
+                .replaceFirst("\\.ya?ml$", ""));
         String description = str(root, "description", "", "").trim();
         Map<String, EngineParams> hw = hardware(root.get("hardware"));
         Map<String, Scenario.ClassWorkload> wl = new LinkedHashMap<>();

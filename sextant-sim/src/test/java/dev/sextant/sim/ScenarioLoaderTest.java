@@ -25,8 +25,47 @@ class ScenarioLoaderTest {
         assertThat(yaml).isNotEqualTo(SimulationTest.FAULTY);
         assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml))
                 .isInstanceOf(ScenarioException.class)
-                .hasMessageStartingWith("faulty.yaml: ")
+                .hasMessageStartingWith("faulty.yaml:")
                 .hasMessageContaining(message);
+    }
+
+    @Test
+    void badField_namesItsLine() {
+        String yaml = SimulationTest.FAULTY.replace("{id: eu-2, cluster: gpu-eu2, models: [m], hardware: small}",
+                "{id: eu-2, cluster: gpu-eu2, models: [m], hardware: tiny}");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml))
+                .hasMessage("faulty.yaml:28: topology.engines[3].hardware: unknown hardware 'tiny' (expected one of"
+                        + " [default, small])");
+    }
+
+    /** Each row: the edit to the scenario, then the one problem it must give. */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            duplicate key    | sample_s: 5  | sample_s: 5\\nsample_s: 6    | faulty.yaml:5: sample_s: duplicate key 'sample_s' (expected: each key once; first at line 4)
+            tab              | sample_s: 5  | sample_s: 5\\n\\tname: x     | faulty.yaml:5: name: YAML syntax: a tab (expected: spaces; YAML does not allow tabs for indentation) (column 1)
+            undefined alias  | sample_s: 5  | sample_s: *five              | faulty.yaml:4: sample_s: alias *five (expected: an anchor &five defined before it, outside its own value)
+            """)
+    void mistakeOfTheYaml_isRefusedAtItsLine(String name, String from, String to, String problem) {
+        String yaml = SimulationTest.FAULTY.replace(from, to.replace("\\n", "\n").replace("\\t", "\t"));
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml)).as(name).hasMessage(problem);
+    }
+
+    @Test
+    void anchorsAliasesAndMergeKeys_loadAsTheScenarioWrittenOut() throws Exception {
+        String shared = SimulationTest.FAULTY
+                .replace("small: {step_ms: 5,", "small: &small {step_ms: 5,")
+                .replace("- {id: us-1, cluster: gpu-us, models: [m], hardware: small}",
+                        "- &us {id: us-1, cluster: gpu-us, models: [m], hardware: small}")
+                .replace("- {id: us-2, cluster: gpu-us, models: [m], hardware: small}", "- {<<: *us, id: us-2}")
+                .replace("chunk_tokens: 1024}\n", "chunk_tokens: 1024}\n  big: *small\n");
+        assertThat(shared).contains("<<: *us").contains("big: *small");
+
+        Scenario written = ScenarioLoader.parse("faulty.yaml", SimulationTest.FAULTY);
+        Scenario read = ScenarioLoader.parse("faulty.yaml", shared);
+
+        assertThat(read.topology()).isEqualTo(written.topology());
+        assertThat(read.hardware()).isEqualTo(written.hardware());
+        assertThat(read.faults()).isEqualTo(written.faults());
     }
 
     @Test
