@@ -8,6 +8,8 @@
 # OUT=dir keeps the logs (processes', wrk's, the control plane's health and explanation at the end) there.
 # DEFAULTS=1 runs the gateway and the control plane with their shipped settings (only their addresses and token):
 # no per-engine limit tuned to the engines' batch, no priority reserve, default report, scrape and solve intervals.
+# PRIORITY_ENGINES=1 starts the engines with --scheduling-policy priority (as vLLM's) and says so in the topology
+# (priority_scheduling: lower_first), so the gateway writes each request's class priority into its body.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 here="$root/sextant-server/bench"
@@ -27,22 +29,25 @@ trap cleanup EXIT
 jar="$root/sextant-app/target/sextant.jar"
 E1=19510 E2=19511 CONTROL=19520 GATEWAY=19530
 
+policy=fcfs; if [[ -n "${PRIORITY_ENGINES:-}" ]]; then policy=priority; fi
 # Two engines. One step lasts 40 ms and carries at most 2 sequences; with one output token a request is done in
 # one step, so an engine serves at most 2 / 40 ms = 50 req/s, which is the capacity the topology declares.
 for e in e1:$E1 e2:$E2; do
   java -Xmx256m -jar "$jar" engine --id "${e%%:*}" --port "${e##*:}" --model m --max-seqs 2 \
-       --decode-base-ms 40 --decode-ms-per-seq 0 --prefill-ms-per-token 0 >"$work/${e%%:*}.log" 2>&1 &
+       --decode-base-ms 40 --decode-ms-per-seq 0 --prefill-ms-per-token 0 \
+       --scheduling-policy "$policy" >"$work/${e%%:*}.log" 2>&1 &
   pids+=($!)
 done
 fleet_rps=100
+scheduling="${PRIORITY_ENGINES:+, priority_scheduling: lower_first}"
 cat >"$work/topology.yaml" <<YAML
 gateway_clusters: [{id: gw, region: r}]
 engine_clusters: [{id: c, region: r}]
 network_rtt_ms: {gw: {c: 1}}
 models: [{id: m, output_tokens: 1}]
 engines:
-  - {id: e1, cluster: c, endpoint: "http://127.0.0.1:$E1", models: [m], capacity_rps: 50, profile: {ttft_ms: 40, tbt_ms: 1}}
-  - {id: e2, cluster: c, endpoint: "http://127.0.0.1:$E2", models: [m], capacity_rps: 50, profile: {ttft_ms: 40, tbt_ms: 1}}
+  - {id: e1, cluster: c, endpoint: "http://127.0.0.1:$E1", models: [m], capacity_rps: 50, profile: {ttft_ms: 40, tbt_ms: 1}$scheduling}
+  - {id: e2, cluster: c, endpoint: "http://127.0.0.1:$E2", models: [m], capacity_rps: 50, profile: {ttft_ms: 40, tbt_ms: 1}$scheduling}
 classes:
   - {id: high, model: m, priority: 2}
   - {id: normal, model: m, priority: 1}
@@ -73,7 +78,7 @@ if [[ -z "${DEFAULTS:-}" ]]; then
   printf 'threads: 2\naccess_log: false\nreport_interval: 2s\nmax_in_flight_per_engine: 4\npriority_reserve: 0.5\n' \
     >>"$work/gateway.yaml"
 fi
-echo "settings:${DEFAULTS:+ shipped defaults}"; sed 's/^/  gateway: /' "$work/gateway.yaml"; sed 's/^/  control plane: /' "$work/control-plane.yaml"
+echo "settings:${DEFAULTS:+ shipped defaults}${PRIORITY_ENGINES:+, engines scheduling by priority}"; sed 's/^/  gateway: /' "$work/gateway.yaml"; sed 's/^/  control plane: /' "$work/control-plane.yaml"
 wait_for() { for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done; echo "port $1 not up" >&2; exit 1; }
 wait_for $E1 /healthz; wait_for $E2 /healthz; wait_for $CONTROL /healthz
 java -Xms256m -Xmx256m -Xlog:gc:file="$work/gc.log" -jar "$jar" gateway --config "$work/gateway.yaml" \
