@@ -25,7 +25,8 @@ final class EngineCommand implements Callable<Integer> {
     static final java.util.Set<String> KEYS = java.util.Set.of("id", "host", "port", "models", "max_seqs",
             "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq", "default_max_tokens", "kv_cache_tokens",
             "prefix_cache_entries", "seed", "error_rate", "slowdown", "hang", "crash_after_tokens", "corrupt_stream",
-            "tls_cert_file", "tls_key_file", "admin_token_file", "network_rtt_ms");
+            "tls_cert_file", "tls_key_file", "admin_token_file", "network_rtt_ms", "request_header_timeout",
+            "request_body_timeout", "max_header_bytes", "max_connections", "max_buffered_body_bytes");
 
     @Option(names = "--config", paramLabel = "ENGINE.yaml", description = "The engine's settings.")
     Path config;

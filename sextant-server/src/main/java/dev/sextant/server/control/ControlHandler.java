@@ -49,12 +49,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         try {
             QueryStringDecoder q = new QueryStringDecoder(req.uri());
             String path = q.path();
-            boolean guarded = path.equals("/v1/snapshot") || path.equals("/v1/explain") || path.equals("/v1/reports");
-            if (guarded && !cp.token.accepts(req.headers().get(HttpHeaderNames.AUTHORIZATION))) {
-                cp.unauthorized.increment();
-                Http.send(ctx, Http.unauthorized(), keepAlive); // and nothing else, not even whether the method fits
-                return;
-            }
+            // the bearer token was checked on the head, before any body was read (ControlPlane.refusal)
             if (!allowed(req.method(), path)) {
                 Http.send(ctx, Http.methodNotAllowed(req.method(), path, path.equals("/v1/reports") ? "POST" : "GET, HEAD"),
                         keepAlive);
@@ -280,7 +275,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     /**
      * A request the HTTP decoder refused: a body over the limit gets the 413 in OpenAI's shape, and the connection
      * closes once the rest of the body was drained (so that the client reads the answer, not a reset); anything else
-     * (a bad head) a 400, closing the connection, since where the next request would start is unknown.
+     * (a bad head) a 400, or 431 or 414 for a header block or request line over {@code max_header_bytes}, closing the
+     * connection, since where the next request would start is unknown.
      */
     private static void refuseMalformed(ChannelHandlerContext ctx, Throwable cause) {
         if (cause instanceof io.netty.handler.codec.http.TooLongHttpContentException) {
@@ -289,8 +285,13 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                             f.isSuccess()));
             return;
         }
-        Http.send(ctx, Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "malformed_request",
-                "malformed HTTP request: " + cause.getMessage(), null), false);
+        HttpResponseStatus status = cause instanceof io.netty.handler.codec.http.TooLongHttpHeaderException
+                ? HttpResponseStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
+                : cause instanceof io.netty.handler.codec.http.TooLongHttpLineException
+                        ? HttpResponseStatus.REQUEST_URI_TOO_LONG : HttpResponseStatus.BAD_REQUEST;
+        Http.send(ctx, Http.error(status, "invalid_request_error", status == HttpResponseStatus.BAD_REQUEST
+                ? "malformed_request" : "request_head_too_large", "malformed HTTP request: " + cause.getMessage()
+                + (status == HttpResponseStatus.BAD_REQUEST ? "" : " (max_header_bytes)"), null), false);
     }
 
     /** Whether {@code path}, when it is one of ours, takes {@code method}: reports are posted, the rest read. */

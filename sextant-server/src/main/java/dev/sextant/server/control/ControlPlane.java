@@ -14,7 +14,12 @@ import dev.sextant.control.Step;
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.SolveOptions;
 import dev.sextant.request.Ticker;
+import dev.sextant.server.internal.ConnectionCap;
+import dev.sextant.server.internal.HeadCheck;
 import dev.sextant.server.internal.JvmMeters;
+import dev.sextant.server.internal.ListenerLimits;
+import dev.sextant.server.internal.ReadAfterAnswer;
+import dev.sextant.server.internal.RequestGuard;
 import dev.sextant.server.internal.Listen;
 import dev.sextant.server.internal.ListenException;
 import dev.sextant.server.internal.OversizedAwareAggregator;
@@ -35,6 +40,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
@@ -42,7 +48,6 @@ import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
@@ -124,9 +129,13 @@ public final class ControlPlane implements AutoCloseable {
     final Counter unauthorized;
     final Counter reports;
     /** Largest request body: a report is a few KB even for a large fleet's gateway. */
-    static final int MAX_BODY_BYTES = 1024 * 1024;
+    public static final int MAX_BODY_BYTES = 1024 * 1024;
     private final java.util.concurrent.atomic.LongAdder oversizedBodies = new java.util.concurrent.atomic.LongAdder();
     private final SslContext serverTls;
+    /** How long an answer may wait for a client that does not read it before its connection is closed. */
+    static final Duration UNREAD_ANSWER = Duration.ofSeconds(60);
+    private final ConnectionCap connectionCap;
+    private final HeadCheck.Budget bodyBudget;
     /** The state file, or null without one. */
     private final StateFile state;
 
@@ -198,6 +207,20 @@ public final class ControlPlane implements AutoCloseable {
                             + "service, a held snapshot that no longer fits), gain (above the threshold), catch_up (the "
                             + "same content above a version a gateway held)").register(registry));
         }
+        this.connectionCap = new ConnectionCap("control plane", config.limits().maxConnections());
+        this.bodyBudget = new HeadCheck.Budget(config.limits().maxBufferedBodyBytes());
+        Gauge.builder("sextant.control.connections", connectionCap, ConnectionCap::open)
+                .description("client connections open (at most max_connections)").register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.refused.connections", connectionCap,
+                        ConnectionCap::refused)
+                .description("connections closed as soon as accepted: max_connections were open").register(registry);
+        Gauge.builder("sextant.control.buffered.body.bytes", bodyBudget, HeadCheck.Budget::used)
+                .description("request body bytes held while they arrive (at most max_buffered_body_bytes)")
+                .register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.refused.bodies", bodyBudget,
+                        HeadCheck.Budget::refusals)
+                .description("requests answered 503 before their body was read: max_buffered_body_bytes were held")
+                .register(registry);
         io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.oversized.bodies", oversizedBodies,
                         java.util.concurrent.atomic.LongAdder::sum)
                 .description("request bodies over " + MAX_BODY_BYTES + " bytes, refused with 413").register(registry);
@@ -253,15 +276,21 @@ public final class ControlPlane implements AutoCloseable {
         policy.scheduleWithFixedDelay(this::tick, config.watchInterval().toMillis(), config.watchInterval().toMillis(),
                 TimeUnit.MILLISECONDS);
         this.group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
+        ListenerLimits limits = config.limits();
         ServerBootstrap b = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false) // one request at a time, read when ready for it
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast(connectionCap.handler());
                         channels.add(ch);
                         if (serverTls != null) {
                             ch.pipeline().addLast(serverTls.newHandler(ch.alloc()));
                         }
-                        ch.pipeline().addLast(new HttpServerCodec(),
+                        // a gateway's long-poll answer waits for it to read up to a minute before it is closed
+                        RequestGuard guard = new RequestGuard(limits.client(), UNREAD_ANSWER);
+                        ch.pipeline().addLast(guard.bytesIn(), limits.client().codec(), guard, new ReadAfterAnswer(),
+                                new HeadCheck(ControlPlane.this::refusal, bodyBudget, MAX_BODY_BYTES),
                                 new OversizedAwareAggregator(MAX_BODY_BYTES, oversizedBodies),
                                 new ControlHandler(ControlPlane.this));
                     }
@@ -743,6 +772,20 @@ public final class ControlPlane implements AutoCloseable {
                     .toSeconds() + " s of failures");
             policyError = null;
         }
+    }
+
+    /**
+     * The answer to a request head that may not be sent: 401 for an endpoint behind the token without it (checked on
+     * the head, so that a client without the token never gets its body read), else null. On the event loop.
+     */
+    private io.netty.handler.codec.http.FullHttpResponse refusal(io.netty.handler.codec.http.HttpRequest head) {
+        String path = new io.netty.handler.codec.http.QueryStringDecoder(head.uri()).path();
+        boolean guarded = path.equals("/v1/snapshot") || path.equals("/v1/explain") || path.equals("/v1/reports");
+        if (guarded && !token.accepts(head.headers().get(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION))) {
+            unauthorized.increment();
+            return dev.sextant.server.internal.Http.unauthorized(); // and nothing else, not even whether the method fits
+        }
+        return null;
     }
 
     /** Writes {@code s} to the state file, if there is one (on its own thread). */
