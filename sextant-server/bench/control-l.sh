@@ -18,14 +18,8 @@ fleet() { java -cp "$bench" dev.sextant.bench.fleet.FleetYaml "$size" http://127
 fleet >"$work/topology.yaml"
 head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/token.txt"
 token="$(cat "$work/token.txt")"
-cat >"$work/control-plane.yaml" <<YAML
-topology: topology.yaml
-token_file: token.txt
-port: $CONTROL
-scrape_interval: 3600s
-solve_interval: 3600s
-watch_interval: 1s
-YAML
+control_plane_yaml "$CONTROL"
+echo "watch_interval: 1s" >>"$work/control-plane.yaml"
 started=$(date +%s.%N)
 java -Xms2g -Xmx2g -jar "$jar" control-plane --config "$work/control-plane.yaml" >"$work/control-plane.log" 2>&1 &
 pids+=($!)

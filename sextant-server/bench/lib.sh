@@ -58,3 +58,15 @@ threads: 1
 access_log: false
 YAML
 }
+
+# control_plane_yaml PORT: $work/control-plane.yaml, a control plane on PORT over $work/topology.yaml with the token
+# of $work/token.txt, which scrapes and solves on its own only once an hour (a bench drives or watches it)
+control_plane_yaml() {
+  cat >"$work/control-plane.yaml" <<YAML
+topology: topology.yaml
+token_file: token.txt
+port: $1
+scrape_interval: 3600s
+solve_interval: 3600s
+YAML
+}

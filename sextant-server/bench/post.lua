@@ -1,4 +1,4 @@
--- wrk script: small non-streaming chat completions; `delay` paces each connection so that the whole run
+-- wrk script: small non-streaming chat completions (or GETs, with METHOD=GET); `delay` paces each connection so that the whole run
 -- offers RATE requests per second (wrk itself is closed-loop); prints one parseable RESULT line.
 -- ARRIVALS=fixed (the default): every connection waits the same time after each answer, so connections that
 -- start together stay in step and requests arrive in bursts of about CONNS at once.
@@ -19,6 +19,12 @@ if rate > 0 then per_conn_ms = conns * 1000.0 / rate end
 wrk.method = "POST"
 wrk.headers["content-type"] = "application/json"
 wrk.body = '{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hello"}]}'
+-- METHOD=GET: the URL's GET instead (paced and reported alike), e.g. a control plane's snapshot poll
+if os.getenv("METHOD") == "GET" then
+  wrk.method = "GET"
+  wrk.body = nil
+  wrk.headers["content-type"] = nil
+end
 
 function setup(thread)
   thread:set("seed", math.random(1, 2^31 - 1))

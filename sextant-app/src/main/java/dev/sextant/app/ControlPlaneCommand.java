@@ -3,6 +3,7 @@ package dev.sextant.app;
 import dev.sextant.config.TopologyLoader;
 import dev.sextant.server.control.ControlPlane;
 import dev.sextant.server.control.ControlPlaneConfig;
+import dev.sextant.server.internal.ListenerLimits;
 import dev.sextant.topology.Topology;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -18,7 +19,8 @@ import picocli.CommandLine.Option;
 final class ControlPlaneCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("topology", "host", "port", "token_file", "solve_interval",
             "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "error_rate_limit", "demand",
-            "publish_gain", "publish_gain_ms", "canary_interval", "max_wait", "state_file");
+            "publish_gain", "publish_gain_ms", "canary_interval", "max_wait", "state_file", "request_header_timeout",
+            "request_body_timeout", "max_header_bytes", "max_connections", "max_buffered_body_bytes");
     /** Keys of older versions, refused with what replaced them. */
     static final Map<String, String> REMOVED = Map.of(
             "weight_hysteresis", "expected: publish_gain and publish_gain_ms; removed: a snapshot is published when its"
@@ -44,6 +46,12 @@ final class ControlPlaneCommand implements Callable<Integer> {
         this.out = out;
     }
 
+    /** The listener's limits: the file's keys over {@code d}; a bad value names its key. */
+    static ListenerLimits limits(ServerFile f, ListenerLimits d) {
+        return new ListenerLimits(f.clientLimits(d.client()), f.integer("max_connections", d.maxConnections()),
+                f.integer("max_buffered_body_bytes", (int) d.maxBufferedBodyBytes()));
+    }
+
     @Override
     public Integer call() throws Exception {
         Running.checkSeconds(duration);
@@ -64,7 +72,8 @@ final class ControlPlaneCommand implements Callable<Integer> {
                     f.duration("scrape_timeout", d.scrapeTimeout()), f.integer("missed_scrapes", d.missedScrapes()),
                     f.number("error_rate_limit", d.errorRateLimit()), f.string("demand", d.demand()),
                     f.number("publish_gain", d.publishGain()), f.number("publish_gain_ms", d.publishGainMs()),
-                    f.duration("canary_interval", d.canaryInterval()), f.duration("max_wait", d.maxWait()), f.serverTls(), f.clientTls(), f.path("state_file"));
+                    f.duration("canary_interval", d.canaryInterval()), f.duration("max_wait", d.maxWait()), f.serverTls(),
+                    f.clientTls(), f.path("state_file"), limits(f, d.limits()));
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }

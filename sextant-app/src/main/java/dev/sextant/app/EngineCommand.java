@@ -24,7 +24,9 @@ final class EngineCommand implements Callable<Integer> {
     static final java.util.Set<String> KEYS = java.util.Set.of("id", "host", "port", "models", "max_seqs",
             "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq", "default_max_tokens", "kv_cache_tokens",
             "prefix_cache_entries", "seed", "error_rate", "slowdown", "hang", "crash_after_tokens", "corrupt_stream",
-            "tls_cert_file", "tls_key_file", "admin_token_file", "network_rtt_ms", "scheduling_policy");
+            "tls_cert_file", "tls_key_file", "admin_token_file", "network_rtt_ms", "scheduling_policy",
+            "request_header_timeout", "request_body_timeout", "max_header_bytes", "max_connections",
+            "max_buffered_body_bytes");
 
     @Option(names = "--config", paramLabel = "ENGINE.yaml", description = "The engine's settings.")
     Path config;
@@ -45,10 +47,12 @@ final class EngineCommand implements Callable<Integer> {
 
     /** Settings whose value is an integer, a number, a string, or a file that must be readable, by kind. */
     private static final List<String> INTEGERS = List.of("port", "max_seqs", "default_max_tokens", "kv_cache_tokens",
-            "prefix_cache_entries", "crash_after_tokens");
+            "prefix_cache_entries", "crash_after_tokens", "max_header_bytes", "max_connections",
+            "max_buffered_body_bytes");
     private static final List<String> NUMBERS = List.of("prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq",
             "error_rate", "slowdown", "seed");
-    private static final List<String> STRINGS = List.of("id", "host", "corrupt_stream");
+    private static final List<String> STRINGS = List.of("id", "host", "corrupt_stream", "request_header_timeout",
+            "request_body_timeout");
     private static final List<String> FILES = List.of("tls_cert_file", "tls_key_file", "admin_token_file");
 
     /**

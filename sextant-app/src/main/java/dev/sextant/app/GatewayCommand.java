@@ -4,7 +4,7 @@ import dev.sextant.config.SnapshotJson;
 import dev.sextant.config.Urls;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.auth.BearerToken;
-import dev.sextant.server.gateway.ClientLimits;
+import dev.sextant.server.internal.ClientLimits;
 import dev.sextant.server.gateway.Drain;
 import dev.sextant.server.gateway.Gateway;
 import dev.sextant.server.gateway.GatewayConfig;
@@ -95,10 +95,7 @@ final class GatewayCommand implements Callable<Integer> {
             if (threads < 1 || threads > MAX_THREADS) {
                 throw new IllegalArgumentException("threads: " + threads + " (expected: 1.." + MAX_THREADS + ")");
             }
-            ClientLimits l = d.clientLimits();
-            ClientLimits limits = new ClientLimits(f.duration("request_header_timeout", l.requestHeaderTimeout()),
-                    f.duration("request_body_timeout", l.requestBodyTimeout()),
-                    f.integer("max_header_bytes", l.maxHeaderBytes()));
+            ClientLimits limits = f.clientLimits(d.clientLimits());
             c = new GatewayConfig(cluster, f.string("host", d.host()), port != null ? port : f.integer("port", 8080),
                     f.integer("max_body_bytes", d.maxBodyBytes()), f.duration("connect_timeout", d.connectTimeout()),
                     f.duration("first_token_timeout", d.firstTokenTimeout()), f.duration("idle_timeout", d.idleTimeout()),

@@ -70,6 +70,12 @@ final class ServerFile {
         return value;
     }
 
+    /** {@code request_header_timeout}, {@code request_body_timeout} and {@code max_header_bytes} over {@code d}. */
+    dev.sextant.server.internal.ClientLimits clientLimits(dev.sextant.server.internal.ClientLimits d) {
+        return new dev.sextant.server.internal.ClientLimits(duration("request_header_timeout", d.requestHeaderTimeout()),
+                duration("request_body_timeout", d.requestBodyTimeout()), integer("max_header_bytes", d.maxHeaderBytes()));
+    }
+
     /**
      * {@code message} (as a setting's check words it: {@code port: 70000 (expected: …)}) prefixed with the file and the
      * line of the setting it begins with ({@code class_timeouts.batch.total_timeout: …} at that entry's line).

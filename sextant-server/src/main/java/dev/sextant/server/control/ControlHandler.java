@@ -9,6 +9,7 @@ import dev.sextant.control.GatewayReport;
 import dev.sextant.control.Step;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.OversizedAwareAggregator;
+import dev.sextant.server.internal.Versions;
 import dev.sextant.snapshot.Snapshot;
 import io.netty.buffer.ByteBufInputStream;
 import io.netty.channel.ChannelHandlerContext;
@@ -48,12 +49,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         try {
             QueryStringDecoder q = new QueryStringDecoder(req.uri());
             String path = q.path();
-            boolean guarded = path.equals("/v1/snapshot") || path.equals("/v1/explain") || path.equals("/v1/reports");
-            if (guarded && !cp.token.accepts(req.headers().get(HttpHeaderNames.AUTHORIZATION))) {
-                cp.unauthorized.increment();
-                Http.send(ctx, Http.unauthorized(), keepAlive); // and nothing else, not even whether the method fits
-                return;
-            }
+            // the bearer token was checked on the head, before any body was read (ControlPlane.refusal)
             if (!allowed(req.method(), path)) {
                 Http.send(ctx, Http.methodNotAllowed(req.method(), path, path.equals("/v1/reports") ? "POST" : "GET, HEAD"),
                         keepAlive);
@@ -61,6 +57,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             }
             switch (path) {
                 case "/healthz" -> Http.send(ctx, Http.json(HttpResponseStatus.OK, health()), keepAlive);
+                case "/readyz" -> ready(ctx, keepAlive);
                 case "/metrics" -> Http.send(ctx, Http.response(HttpResponseStatus.OK,
                         "text/plain; version=0.0.4; charset=utf-8", cp.registry.scrape()), keepAlive);
                 case "/v1/snapshot" -> snapshot(ctx, req, q, keepAlive);
@@ -139,13 +136,19 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         long version = view.snapshot().version();
         // "*" matches whatever is current (RFC 9110 §13.1.2): 304, or with `wait` the next publication
         boolean current = ifNoneMatch != null && (ifNoneMatch.equals(view.etag()) || ifNoneMatch.strip().equals("*"));
-        boolean behind = ifNoneMatch != null && !current && heldVersion(ifNoneMatch) >= version;
-        if (behind) {
-            // the gateway holds a version this control plane has not published: it restarted and lost its count,
-            // and the gateway would refuse everything it sends until the count caught up. Republish above it,
-            // and answer this poll with that publication.
-            cp.catchUp(heldVersion(ifNoneMatch));
-        } else if (!current) {
+        if (!current) { // an ETag that is not the current one is never answered 304: the poller's copy is not ours
+            long held = ifNoneMatch == null ? -1 : heldVersion(ifNoneMatch);
+            if (held >= version && Versions.adoptable(held)) {
+                // the gateway holds a version this control plane has not published: it restarted and lost its
+                // count, and the gateway would refuse everything it sends until the count caught up. Republish
+                // above it, and answer this poll with whatever is current once that is done.
+                cp.catchUp(held).whenComplete((done, err) -> ctx.executor().execute(() -> whenView(ctx, gw, keepAlive,
+                        now -> sendSnapshot(ctx, now, keepAlive))));
+                return;
+            }
+            if (held > Versions.MAX_ADOPTED) {
+                cp.refusedVersion(held);
+            }
             sendSnapshot(ctx, view, keepAlive);
             return;
         }
@@ -272,7 +275,8 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     /**
      * A request the HTTP decoder refused: a body over the limit gets the 413 in OpenAI's shape, and the connection
      * closes once the rest of the body was drained (so that the client reads the answer, not a reset); anything else
-     * (a bad head) a 400, closing the connection, since where the next request would start is unknown.
+     * (a bad head) a 400, or 431 or 414 for a header block or request line over {@code max_header_bytes}, closing the
+     * connection, since where the next request would start is unknown.
      */
     private static void refuseMalformed(ChannelHandlerContext ctx, Throwable cause) {
         if (cause instanceof io.netty.handler.codec.http.TooLongHttpContentException) {
@@ -281,23 +285,46 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                             f.isSuccess()));
             return;
         }
-        Http.send(ctx, Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "malformed_request",
-                "malformed HTTP request: " + cause.getMessage(), null), false);
+        HttpResponseStatus status = cause instanceof io.netty.handler.codec.http.TooLongHttpHeaderException
+                ? HttpResponseStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
+                : cause instanceof io.netty.handler.codec.http.TooLongHttpLineException
+                        ? HttpResponseStatus.REQUEST_URI_TOO_LONG : HttpResponseStatus.BAD_REQUEST;
+        Http.send(ctx, Http.error(status, "invalid_request_error", status == HttpResponseStatus.BAD_REQUEST
+                ? "malformed_request" : "request_head_too_large", "malformed HTTP request: " + cause.getMessage()
+                + (status == HttpResponseStatus.BAD_REQUEST ? "" : " (max_header_bytes)"), null), false);
     }
 
     /** Whether {@code path}, when it is one of ours, takes {@code method}: reports are posted, the rest read. */
     private static boolean allowed(HttpMethod method, String path) {
         return switch (path) {
-            case "/healthz", "/metrics", "/v1/snapshot", "/v1/explain" -> Http.reads(method);
+            case "/healthz", "/readyz", "/metrics", "/v1/snapshot", "/v1/explain" -> Http.reads(method);
             case "/v1/reports" -> method == HttpMethod.POST;
             default -> true; // 404 below
         };
     }
 
+    /**
+     * Kubernetes' readiness: 200 {@code ready} while the policy path works, 503 {@code policy failing} and the reason
+     * while it fails (the gateways serve on from their snapshot; an operator is told rather than left with a policy
+     * that silently stopped moving).
+     */
+    private void ready(ChannelHandlerContext ctx, boolean keepAlive) {
+        String failing = cp.policyError();
+        Http.send(ctx, failing == null ? Http.response(HttpResponseStatus.OK, Http.TEXT, "ready\n")
+                : Http.response(HttpResponseStatus.SERVICE_UNAVAILABLE, Http.TEXT, "policy failing\n" + failing + "\n"),
+                keepAlive);
+    }
+
     private String health() {
         ObjectNode root = Http.JSON.createObjectNode();
         Snapshot s = cp.current();
-        root.put("status", cp.topologyError() == null ? "ok" : "topology_invalid");
+        String failing = cp.policyError();
+        root.put("status", failing != null ? "policy_failing" : cp.topologyError() == null ? "ok" : "topology_invalid");
+        if (failing == null) {
+            root.putNull("policy_error");
+        } else {
+            root.put("policy_error", failing);
+        }
         root.put("snapshot_version", s.version());
         root.put("snapshot_hash", s.hash());
         root.put("topology_file", cp.config.topologyFile().toString());

@@ -14,10 +14,16 @@ import dev.sextant.control.Step;
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.SolveOptions;
 import dev.sextant.request.Ticker;
+import dev.sextant.server.internal.ConnectionCap;
+import dev.sextant.server.internal.HeadCheck;
 import dev.sextant.server.internal.JvmMeters;
+import dev.sextant.server.internal.ListenerLimits;
+import dev.sextant.server.internal.ReadAfterAnswer;
+import dev.sextant.server.internal.RequestGuard;
 import dev.sextant.server.internal.Listen;
 import dev.sextant.server.internal.ListenException;
 import dev.sextant.server.internal.OversizedAwareAggregator;
+import dev.sextant.server.internal.Versions;
 import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.signal.EngineMetrics;
 import dev.sextant.signal.PrometheusText;
@@ -34,6 +40,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
@@ -41,7 +48,6 @@ import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
@@ -123,9 +129,13 @@ public final class ControlPlane implements AutoCloseable {
     final Counter unauthorized;
     final Counter reports;
     /** Largest request body: a report is a few KB even for a large fleet's gateway. */
-    static final int MAX_BODY_BYTES = 1024 * 1024;
+    public static final int MAX_BODY_BYTES = 1024 * 1024;
     private final java.util.concurrent.atomic.LongAdder oversizedBodies = new java.util.concurrent.atomic.LongAdder();
     private final SslContext serverTls;
+    /** How long an answer may wait for a client that does not read it before its connection is closed. */
+    static final Duration UNREAD_ANSWER = Duration.ofSeconds(60);
+    private final ConnectionCap connectionCap;
+    private final HeadCheck.Budget bodyBudget;
     /** The state file, or null without one. */
     private final StateFile state;
 
@@ -149,6 +159,12 @@ public final class ControlPlane implements AutoCloseable {
     private volatile Topology topology;
     private volatile Step lastStep;
     private volatile String topologyError;
+    /** Why the policy path fails now, or null: said in /healthz, /readyz and a gauge until a step succeeds. */
+    private volatile String policyError;
+    private volatile long failingSinceNanos;
+    private final Counter refusedVersions;
+    private final java.util.concurrent.atomic.AtomicLong lastRefusalLog =
+            new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
 
     // touched only on the policy thread
     private String fingerprint;
@@ -173,6 +189,12 @@ public final class ControlPlane implements AutoCloseable {
                 .description("requests refused for a missing or wrong bearer token").register(registry);
         this.reports = Counter.builder("sextant.control.reports").description("gateway reports taken")
                 .register(registry);
+        this.refusedVersions = Counter.builder("sextant.control.refused.versions")
+                .description("snapshot polls whose If-None-Match claimed a version above " + Versions.MAX_ADOPTED
+                        + " (not adopted: forged or corrupt)").register(registry);
+        Gauge.builder("sextant.control.policy.failing", () -> policyError == null ? 0 : 1)
+                .description("1 while the policy path fails (the last step found no snapshot or threw): gateways keep "
+                        + "the held snapshot, /readyz answers 503").register(registry);
         for (String outcome : List.of("published", "kept", "failed")) {
             steps.put(outcome, Counter.builder("sextant.control.steps").tag("outcome", outcome)
                     .description("control loop steps by outcome: published (a new snapshot), kept (the gain was below "
@@ -185,6 +207,20 @@ public final class ControlPlane implements AutoCloseable {
                             + "service, a held snapshot that no longer fits), gain (above the threshold), catch_up (the "
                             + "same content above a version a gateway held)").register(registry));
         }
+        this.connectionCap = new ConnectionCap("control plane", config.limits().maxConnections());
+        this.bodyBudget = new HeadCheck.Budget(config.limits().maxBufferedBodyBytes());
+        Gauge.builder("sextant.control.connections", connectionCap, ConnectionCap::open)
+                .description("client connections open (at most max_connections)").register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.refused.connections", connectionCap,
+                        ConnectionCap::refused)
+                .description("connections closed as soon as accepted: max_connections were open").register(registry);
+        Gauge.builder("sextant.control.buffered.body.bytes", bodyBudget, HeadCheck.Budget::used)
+                .description("request body bytes held while they arrive (at most max_buffered_body_bytes)")
+                .register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.refused.bodies", bodyBudget,
+                        HeadCheck.Budget::refusals)
+                .description("requests answered 503 before their body was read: max_buffered_body_bytes were held")
+                .register(registry);
         io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.oversized.bodies", oversizedBodies,
                         java.util.concurrent.atomic.LongAdder::sum)
                 .description("request bodies over " + MAX_BODY_BYTES + " bytes, refused with 413").register(registry);
@@ -224,7 +260,7 @@ public final class ControlPlane implements AutoCloseable {
         step("start");
         if (publisher.current() == null) {
             canaries.close();
-            throw new IllegalStateException("the first solve failed: " + lastStep.reason());
+            throw new IllegalStateException("the first solve failed: " + policyError);
         }
         this.signals = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(REPORT_QUEUE),
                 r -> {
@@ -240,15 +276,21 @@ public final class ControlPlane implements AutoCloseable {
         policy.scheduleWithFixedDelay(this::tick, config.watchInterval().toMillis(), config.watchInterval().toMillis(),
                 TimeUnit.MILLISECONDS);
         this.group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
+        ListenerLimits limits = config.limits();
         ServerBootstrap b = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false) // one request at a time, read when ready for it
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast(connectionCap.handler());
                         channels.add(ch);
                         if (serverTls != null) {
                             ch.pipeline().addLast(serverTls.newHandler(ch.alloc()));
                         }
-                        ch.pipeline().addLast(new HttpServerCodec(),
+                        // a gateway's long-poll answer waits for it to read up to a minute before it is closed
+                        RequestGuard guard = new RequestGuard(limits.client(), UNREAD_ANSWER);
+                        ch.pipeline().addLast(guard.bytesIn(), limits.client().codec(), guard, new ReadAfterAnswer(),
+                                new HeadCheck(ControlPlane.this::refusal, bodyBudget, MAX_BODY_BYTES),
                                 new OversizedAwareAggregator(MAX_BODY_BYTES, oversizedBodies),
                                 new ControlHandler(ControlPlane.this));
                     }
@@ -443,8 +485,7 @@ public final class ControlPlane implements AutoCloseable {
             sendCanaries();
             takeEstimates(loop.estimates());
         } catch (RuntimeException e) {
-            LOG.log(Level.SEVERE, "policy step failed; keeping snapshot "
-                    + (publisher.current() == null ? "none" : publisher.current().version()), e);
+            policyFailed("policy step threw: " + e, e);
         }
     }
 
@@ -559,7 +600,14 @@ public final class ControlPlane implements AutoCloseable {
     private void step(String trigger) {
         lastSolveNanos = ticker.nanos();
         long start = ticker.nanos();
-        Step s = loop.step();
+        Step s;
+        try {
+            s = loop.step();
+        } catch (RuntimeException e) {
+            steps.get("failed").increment();
+            policyFailed("control loop step threw (" + trigger + "): " + e, e);
+            return;
+        }
         lastStep = s;
         solveTime.record(ticker.nanos() - start, TimeUnit.NANOSECONDS);
         solves.increment();
@@ -567,10 +615,10 @@ public final class ControlPlane implements AutoCloseable {
         Snapshot held = publisher.current();
         if (s.snapshot() == null) {
             steps.get("failed").increment();
-            LOG.severe("control loop step failed (" + trigger + "): " + s.reason() + "; keeping snapshot "
-                    + (held == null ? "none" : held.version()));
+            policyFailed("control loop step failed (" + trigger + "): " + s.reason(), null);
             return;
         }
+        policyRecovered();
         if (!s.published()) {
             steps.get("kept").increment();
             LOG.fine(() -> "snapshot " + held.version() + " kept (" + trigger + "): " + s.reason());
@@ -653,27 +701,91 @@ public final class ControlPlane implements AutoCloseable {
      * content: this control plane restarted and its versions started again from 1. Republishes the current
      * snapshot as {@code held + 1} (on the policy thread, ordered with steps), so that versions stay monotone for
      * every gateway and the fleet takes this control plane's snapshots again; the loop adopts it as the held one.
+     * A claim above {@link Versions#MAX_ADOPTED} is never adopted (the caller refuses it first; here too, so that no
+     * caller can make the next version overflow).
+     *
+     * @return completes once the catch-up was published, or found unneeded or refused
      */
-    void catchUp(long held) {
-        policy.execute(() -> {
-            try {
-                Snapshot current = publisher.current();
-                if (current == null || held < current.version() || held == Long.MAX_VALUE) {
-                    return;
-                }
-                Snapshot next = current.sealed(held + 1);
-                loop.adopt(next);
-                publisher.publish(next);
-                solved = new Solved(loop.publishedFor(), loop.published());
-                keep(next);
-                publications.get("catch_up").increment();
-                LOG.warning("a gateway holds snapshot version " + held + ", at or above this control plane's "
-                        + current.version() + " (restarted?): republished snapshot " + current.version()
-                        + " as version " + next.version());
-            } catch (RuntimeException e) {
-                LOG.log(Level.SEVERE, "catching up with version " + held + " failed", e);
+    CompletableFuture<Void> catchUp(long held) {
+        try {
+            return CompletableFuture.runAsync(() -> catchUpNow(held), policy);
+        } catch (RejectedExecutionException e) { // closing
+            return CompletableFuture.completedFuture(null);
+        }
+    }
+
+    private void catchUpNow(long held) {
+        try {
+            Snapshot current = publisher.current();
+            if (current == null || held < current.version() || !Versions.adoptable(held)) {
+                return;
             }
-        });
+            Snapshot next = current.sealed(held + 1);
+            loop.adopt(next);
+            publisher.publish(next);
+            solved = new Solved(loop.publishedFor(), loop.published());
+            keep(next);
+            publications.get("catch_up").increment();
+            LOG.warning("a gateway holds snapshot version " + held + ", at or above this control plane's "
+                    + current.version() + " (restarted?): republished snapshot " + current.version()
+                    + " as version " + next.version());
+        } catch (RuntimeException e) {
+            policyFailed("catching up with version " + held + " failed: " + e, e);
+        }
+    }
+
+    /**
+     * A poll's {@code If-None-Match} claims a version above {@link Versions#MAX_ADOPTED}: not adopted, counted, and
+     * logged at most once a minute (a client repeating it must not flood the log).
+     */
+    void refusedVersion(long claimed) {
+        refusedVersions.increment();
+        long now = ticker.nanos();
+        long last = lastRefusalLog.get();
+        if ((last == Long.MIN_VALUE || now - last >= TimeUnit.MINUTES.toNanos(1))
+                && lastRefusalLog.compareAndSet(last, now)) {
+            LOG.warning("VERSION REFUSED: a snapshot poll's If-None-Match claims "
+                    + Versions.refusal("snapshot", claimed) + "; answered with snapshot " + current().version()
+                    + ", not adopted (" + (long) refusedVersions.count() + " such polls so far)");
+        }
+    }
+
+    /** Why the policy path is failing now (the last step, or the catch-up, threw or found no snapshot), or null. */
+    String policyError() {
+        return policyError;
+    }
+
+    /** Says that the policy path failed, loudly: SEVERE log, gauge {@code sextant_control_policy_failing}, /readyz. */
+    private void policyFailed(String why, Throwable cause) {
+        if (policyError == null) {
+            failingSinceNanos = ticker.nanos();
+        }
+        policyError = why;
+        LOG.log(Level.SEVERE, "POLICY FAILING: " + why + "; gateways keep snapshot "
+                + (publisher.current() == null ? "none" : publisher.current().version()) + " until a step succeeds", cause);
+    }
+
+    /** A step succeeded: ends the alarm, saying for how long it lasted. */
+    private void policyRecovered() {
+        if (policyError != null) {
+            LOG.warning("policy steps succeed again after " + Duration.ofNanos(ticker.nanos() - failingSinceNanos)
+                    .toSeconds() + " s of failures");
+            policyError = null;
+        }
+    }
+
+    /**
+     * The answer to a request head that may not be sent: 401 for an endpoint behind the token without it (checked on
+     * the head, so that a client without the token never gets its body read), else null. On the event loop.
+     */
+    private io.netty.handler.codec.http.FullHttpResponse refusal(io.netty.handler.codec.http.HttpRequest head) {
+        String path = new io.netty.handler.codec.http.QueryStringDecoder(head.uri()).path();
+        boolean guarded = path.equals("/v1/snapshot") || path.equals("/v1/explain") || path.equals("/v1/reports");
+        if (guarded && !token.accepts(head.headers().get(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION))) {
+            unauthorized.increment();
+            return dev.sextant.server.internal.Http.unauthorized(); // and nothing else, not even whether the method fits
+        }
+        return null;
     }
 
     /** Writes {@code s} to the state file, if there is one (on its own thread). */

@@ -3,6 +3,7 @@ package dev.sextant.server.control;
 import dev.sextant.control.ControlOptions;
 import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.internal.ListenerLimits;
 import dev.sextant.server.tls.ClientTls;
 import dev.sextant.server.tls.ServerTls;
 import java.nio.file.Path;
@@ -39,12 +40,15 @@ import java.time.Duration;
  *                       the JDK's default CAs
  * @param stateFile      where each published snapshot is kept, so that a restarted control plane goes on from it
  *                       (its version, and its slot tables for cache affinity), or null to keep none
+ * @param limits         what its listener allows each connection and all of them together: head and body timeouts,
+ *                       head size, open connections, request bodies held ({@link ListenerLimits#controlPlane()})
  */
 public record ControlPlaneConfig(Path topologyFile, String host, int port, BearerToken token, Duration solveInterval,
                                  Duration watchInterval, Duration scrapeInterval, Duration scrapeTimeout,
                                  int missedScrapes, double errorRateLimit, String demand, double publishGain,
                                  double publishGainMs, Duration canaryInterval, Duration maxWait, ServerTls tls,
-                                 ClientTls engineTls, Path stateFile) {
+                                 ClientTls engineTls, Path stateFile,
+                                 ListenerLimits limits) {
 
     /** What {@code demand: max} was, and why it went: said when a file still has it. */
     static final String MAX_REMOVED = "removed: max made the configured demand a floor under the observed one;"
@@ -88,20 +92,27 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         if (!(publishGainMs >= 0) || Double.isInfinite(publishGainMs)) {
             throw new IllegalArgumentException("publish_gain_ms: " + publishGainMs + " (expected: a finite number >= 0)");
         }
+        if (limits == null) {
+            throw new IllegalArgumentException("limits: missing (expected: the listener's limits)");
+        }
+        if (limits.maxBufferedBodyBytes() < ControlPlane.MAX_BODY_BYTES) {
+            throw new IllegalArgumentException("max_buffered_body_bytes: " + limits.maxBufferedBodyBytes()
+                    + " (expected: >= " + ControlPlane.MAX_BODY_BYTES + ", the largest report)");
+        }
     }
 
     /**
      * Loopback, ephemeral port; step every 10 s; check for changes every 1 s; scrape every 2 s with a 1 s timeout;
      * down after 3 missed scrapes; failing at an error rate of 0.2; observed demand; publish on an expected gain
      * above 0.1% and 0.5 ms per request; a canary every 5 s to an engine that must prove itself; long-polls up to
-     * 60 s.
+     * 60 s; the listener limits of {@link ListenerLimits#controlPlane()}.
      */
     public static ControlPlaneConfig defaults(Path topologyFile, String token) {
         ControlOptions o = ControlOptions.defaults();
         return new ControlPlaneConfig(topologyFile, "127.0.0.1", 0, BearerToken.of(token), Duration.ofSeconds(10),
                 Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(1), o.missedScrapes(),
                 o.errorRateLimit(), o.observedDemand() ? "observed" : "configured", o.publishGain(), o.publishGainMs(),
-                o.canaryInterval(), Duration.ofSeconds(60), null, null, null);
+                o.canaryInterval(), Duration.ofSeconds(60), null, null, null, ListenerLimits.controlPlane());
     }
 
     /** The control loop's options: its defaults with this file's settings. */
@@ -111,53 +122,61 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 .withCanaryInterval(canaryInterval);
     }
 
+    /** With other listener limits. */
+    public ControlPlaneConfig withLimits(ListenerLimits newLimits) {
+        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
+                scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
+                maxWait, tls, engineTls, stateFile, newLimits);
+    }
+
     /** With {@code file} as the state file (null: none). */
     public ControlPlaneConfig withStateFile(Path file) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
                 scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
-                maxWait, tls, engineTls, file);
+                maxWait, tls, engineTls, file, limits);
     }
 
     /** With {@code newToken} (e.g. one read from a file, which may change). */
     public ControlPlaneConfig withToken(BearerToken newToken) {
         return new ControlPlaneConfig(topologyFile, host, port, newToken, solveInterval, watchInterval, scrapeInterval,
                 scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
-                maxWait, tls, engineTls, stateFile);
+                maxWait, tls, engineTls, stateFile, limits);
     }
 
     /** With another address. */
     public ControlPlaneConfig withAddress(String newHost, int newPort) {
         return new ControlPlaneConfig(topologyFile, newHost, newPort, token, solveInterval, watchInterval,
                 scrapeInterval, scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs,
-                canaryInterval, maxWait, tls, engineTls, stateFile);
+                canaryInterval, maxWait, tls, engineTls, stateFile, limits);
     }
 
     /** With other intervals. */
     public ControlPlaneConfig withIntervals(Duration solve, Duration watch, Duration scrape, Duration timeout,
                                             int misses) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solve, watch, scrape, timeout, misses,
-                errorRateLimit, demand, publishGain, publishGainMs, canaryInterval, maxWait, tls, engineTls, stateFile);
+                errorRateLimit, demand, publishGain, publishGainMs, canaryInterval, maxWait, tls, engineTls, stateFile,
+                limits);
     }
 
     /** With another demand source ({@code observed} or {@code configured}). */
     public ControlPlaneConfig withDemand(String newDemand) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
                 scrapeTimeout, missedScrapes, errorRateLimit, newDemand, publishGain, publishGainMs, canaryInterval,
-                maxWait, tls, engineTls, stateFile);
+                maxWait, tls, engineTls, stateFile, limits);
     }
 
     /** With another publication threshold: a relative gain and one in ms per request. */
     public ControlPlaneConfig withPublishGain(double relative, double ms) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
                 scrapeTimeout, missedScrapes, errorRateLimit, demand, relative, ms, canaryInterval, maxWait, tls,
-                engineTls, stateFile);
+                engineTls, stateFile, limits);
     }
 
     /** With another canary interval. */
     public ControlPlaneConfig withCanaryInterval(Duration interval) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
                 scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, interval, maxWait,
-                tls, engineTls, stateFile);
+                tls, engineTls, stateFile, limits);
     }
 
     /**
@@ -167,7 +186,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
     public ControlPlaneConfig withTls(ServerTls serverTls, ClientTls engines) {
         return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
                 scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
-                maxWait, serverTls, engines, stateFile);
+                maxWait, serverTls, engines, stateFile, limits);
     }
 
     /** Never the token: a config printed or logged must not leak it. */
@@ -179,6 +198,6 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 + missedScrapes + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", publishGain="
                 + publishGain + ", publishGainMs=" + publishGainMs + ", canaryInterval=" + canaryInterval
                 + ", maxWait=" + maxWait + ", tls=" + tls + ", engineTls=" + engineTls + ", stateFile=" + stateFile
-                + "]";
+                + ", limits=" + limits + "]";
     }
 }

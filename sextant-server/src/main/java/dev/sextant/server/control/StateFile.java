@@ -2,6 +2,7 @@ package dev.sextant.server.control;
 
 import dev.sextant.config.SnapshotException;
 import dev.sextant.config.SnapshotJson;
+import dev.sextant.server.internal.Versions;
 import dev.sextant.snapshot.Snapshot;
 import io.micrometer.core.instrument.Counter;
 import java.io.IOException;
@@ -43,8 +44,9 @@ final class StateFile implements AutoCloseable {
     }
 
     /**
-     * The snapshot kept by a previous run, or null when there is none. A file that cannot be read or parsed is logged
-     * at SEVERE and ignored (the control plane then starts from version 1, and catches up with its gateways).
+     * The snapshot kept by a previous run, or null when there is none. A file that cannot be read or parsed, whose
+     * content does not match its hash, or whose version is beyond what may be adopted ({@link Versions}) is logged at
+     * SEVERE and ignored (the control plane then starts from version 1, and catches up with its gateways).
      */
     Snapshot restore() {
         if (!Files.exists(file)) {
@@ -52,6 +54,12 @@ final class StateFile implements AutoCloseable {
         }
         try {
             Snapshot s = SnapshotJson.read(file);
+            if (!s.hash().equals(s.contentHash())) {
+                throw new IllegalArgumentException("its content does not match its hash (altered or cut short)");
+            }
+            if (!Versions.adoptable(s.version())) {
+                throw new IllegalArgumentException(Versions.refusal("its", s.version()));
+            }
             LOG.info("state file " + file + ": going on from snapshot " + s.version());
             return s;
         } catch (SnapshotException | RuntimeException e) {

@@ -112,7 +112,12 @@ public record EngineConfig(String engineId, String host, int port, List<String> 
 
     /** This configuration with another port. */
     public EngineConfig withPort(int newPort) {
-        return new EngineConfig(engineId, host, newPort, models, maxSequences, prefillMsPerToken, decodeBaseMs,
+        return withAddress(host, newPort);
+    }
+
+    /** This configuration with another address to bind. */
+    public EngineConfig withAddress(String newHost, int newPort) {
+        return new EngineConfig(engineId, newHost, newPort, models, maxSequences, prefillMsPerToken, decodeBaseMs,
                 decodeMsPerSequence, defaultMaxTokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed,
                 faults, networkRttMs, priorityScheduling);
     }

@@ -3,7 +3,12 @@ package dev.sextant.server.engine;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sextant.server.auth.BearerToken;
+import dev.sextant.server.internal.ConnectionCap;
+import dev.sextant.server.internal.HeadCheck;
+import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.Listen;
+import dev.sextant.server.internal.ListenerLimits;
+import dev.sextant.server.internal.RequestGuard;
 import dev.sextant.server.internal.ListenException;
 import dev.sextant.server.tls.ServerTls;
 import dev.sextant.server.tls.TlsContexts;
@@ -20,7 +25,6 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.http.HttpObjectAggregator;
-import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
@@ -80,16 +84,30 @@ public final class EngineEmulator implements AutoCloseable {
             return size() > REMEMBERED_IDS;
         }
     };
-    /** Bearer token(s) {@code /admin/faults} requires; null: the endpoint is open (tests, the demo). */
+    /**
+     * Bearer token(s) {@code /admin/faults} requires; null: the endpoint answers loopback clients only (tests, the demo,
+     * an operator on the engine's host), checked on the request head in either case.
+     */
     final BearerToken adminToken;
+    /** The largest request body, bytes: a prompt of millions of characters. */
+    static final int MAX_BODY_BYTES = 16 * 1024 * 1024;
+    /**
+     * How long an answer may wait for a gateway that does not read it: as long as a non-streaming answer may take at
+     * a gateway ({@code total_timeout}), so that the gateway's own client-side limits act first and the slowness a
+     * client causes is never the engine's failure.
+     */
+    static final java.time.Duration UNREAD_ANSWER = java.time.Duration.ofMinutes(10);
+    private final ConnectionCap connectionCap;
     /** {@link EngineConfig#networkRttMs()} in nanoseconds. */
     private final java.util.Map<String, Long> rttNanos = new java.util.HashMap<>();
     private final long defaultRttNanos;
 
-    private EngineEmulator(EngineConfig config, int sendBufferBytes, ServerTls tls, BearerToken adminToken)
-            throws InterruptedException {
+    private EngineEmulator(EngineConfig config, int sendBufferBytes, ServerTls tls, BearerToken adminToken,
+                           ListenerLimits limits) throws InterruptedException {
         this.config = config;
         this.adminToken = adminToken;
+        this.connectionCap = new ConnectionCap("engine " + config.engineId(), limits.maxConnections());
+        HeadCheck.Budget bodies = new HeadCheck.Budget(limits.maxBufferedBodyBytes());
         config.networkRttMs().forEach((cluster, ms) -> rttNanos.put(cluster, Math.round(ms * 1e6)));
         Long dflt = rttNanos.get(EngineConfig.DEFAULT_RTT_KEY);
         this.defaultRttNanos = dflt == null ? 0 : dflt;
@@ -107,12 +125,15 @@ public final class EngineEmulator implements AutoCloseable {
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast(connectionCap.handler());
                         channels.add(ch);
                         if (sslContext != null) {
                             ch.pipeline().addLast(sslContext.newHandler(ch.alloc()));
                         }
-                        ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(16 * 1024 * 1024),
-                                new EngineHttpHandler(EngineEmulator.this));
+                        RequestGuard guard = new RequestGuard(limits.client(), UNREAD_ANSWER);
+                        ch.pipeline().addLast(guard.bytesIn(), limits.client().codec(), guard,
+                                new HeadCheck(head -> adminRefusal(head, ch), bodies, MAX_BODY_BYTES),
+                                new HttpObjectAggregator(MAX_BODY_BYTES), new EngineHttpHandler(EngineEmulator.this));
                     }
                 });
         try {
@@ -129,18 +150,24 @@ public final class EngineEmulator implements AutoCloseable {
      * @throws dev.sextant.server.internal.ListenException if the address cannot be bound
      */
     public static EngineEmulator start(EngineConfig config) {
-        return start(config, 0, null, null);
+        return start(config, 0, null, null, ListenerLimits.engine());
     }
 
     /**
      * Starts an engine serving HTTPS with {@code tls} (null: plain HTTP) whose {@code /admin/faults} requires
-     * {@code Authorization: Bearer <adminToken>} (null: open, as in tests and the demo).
+     * {@code Authorization: Bearer <adminToken>} (null: answered to loopback clients only, as in tests and the demo).
      *
      * @throws IllegalArgumentException if the TLS files are unusable (the message names the key and file)
      * @throws dev.sextant.server.internal.ListenException if the address cannot be bound
      */
     public static EngineEmulator start(EngineConfig config, ServerTls tls, BearerToken adminToken) {
-        return start(config, 0, tls, adminToken);
+        return start(config, 0, tls, adminToken, ListenerLimits.engine());
+    }
+
+    /** As {@link #start(EngineConfig, ServerTls, BearerToken)}, with {@code limits} on its listener. */
+    public static EngineEmulator start(EngineConfig config, ServerTls tls, BearerToken adminToken,
+                                       ListenerLimits limits) {
+        return start(config, 0, tls, adminToken, limits);
     }
 
     /**
@@ -148,13 +175,13 @@ public final class EngineEmulator implements AutoCloseable {
      * a small one makes back-pressure show after a few tokens instead of megabytes.
      */
     static EngineEmulator start(EngineConfig config, int sendBufferBytes) {
-        return start(config, sendBufferBytes, null, null);
+        return start(config, sendBufferBytes, null, null, ListenerLimits.engine());
     }
 
     private static EngineEmulator start(EngineConfig config, int sendBufferBytes, ServerTls tls,
-                                        BearerToken adminToken) {
+                                        BearerToken adminToken, ListenerLimits limits) {
         try {
-            return new EngineEmulator(config, sendBufferBytes, tls, adminToken);
+            return new EngineEmulator(config, sendBufferBytes, tls, adminToken, limits);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while binding " + config.host() + ":" + config.port(), e);
@@ -229,6 +256,35 @@ public final class EngineEmulator implements AutoCloseable {
             Integer n = generationsById.get(requestId);
             return n == null ? 0 : n;
         }
+    }
+
+    /**
+     * The answer to a request head that may not be sent, or null: {@code /admin/faults} without the admin token, or,
+     * when the engine has none, from a client that is not on this host (403 naming the option that opens it).
+     */
+    private io.netty.handler.codec.http.FullHttpResponse adminRefusal(io.netty.handler.codec.http.HttpRequest head,
+                                                                      Channel ch) {
+        String uri = head.uri();
+        int q = uri.indexOf('?');
+        if (!(q < 0 ? uri : uri.substring(0, q)).equals("/admin/faults")) {
+            return null;
+        }
+        if (adminToken != null) {
+            return adminToken.accepts(head.headers().get(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION))
+                    ? null : Http.unauthorized();
+        }
+        if (ch.remoteAddress() instanceof InetSocketAddress a && a.getAddress() != null
+                && a.getAddress().isLoopbackAddress()) {
+            return null;
+        }
+        return Http.error(io.netty.handler.codec.http.HttpResponseStatus.FORBIDDEN, "invalid_request_error",
+                "forbidden", "/admin/faults answers clients on this host only; start the engine with"
+                        + " --admin-token-file to change its faults from elsewhere", null);
+    }
+
+    /** Client connections open now, at most {@code max_connections}. */
+    public int openConnections() {
+        return connectionCap.open();
     }
 
     /** Stops listening, closes every connection (hung ones included) and stops its threads. Idempotent. */
@@ -323,16 +379,20 @@ public final class EngineEmulator implements AutoCloseable {
      * Runs one engine until the process is stopped. Options (all optional): {@code --id ID --host ADDR --port N
      * --model NAME (repeatable) --max-seqs N --prefill-ms-per-token X --decode-base-ms X --decode-ms-per-seq X
      * --default-max-tokens N --kv-cache-tokens N --prefix-cache-entries N --seed N --error-rate X --slowdown X
-     * --hang --crash-after-tokens N --corrupt-stream none|truncate|malformed --network-rtt-ms CLUSTER=MS,…}, and for
+     * --hang --crash-after-tokens N --corrupt-stream none|truncate|malformed --network-rtt-ms CLUSTER=MS,…
+     * --scheduling-policy fcfs|priority}, and for
      * security
      * {@code --tls-cert-file PEM --tls-key-file PEM} (serve HTTPS) and {@code --admin-token-file FILE} (require that
-     * bearer token on {@code /admin/faults}; the token itself is never an option, so it does not show in the
-     * process list).
+     * bearer token on {@code /admin/faults}, which without it answers loopback clients only; the token itself is
+     * never an option, so it does not show in the process list), and for its listener {@code --request-header-timeout
+     * D --request-body-timeout D --max-header-bytes N --max-connections N --max-buffered-body-bytes N}
+     * ({@link ListenerLimits#engine()}).
      */
     public static void main(String[] args) throws InterruptedException {
         EngineConfig config;
         ServerTls tls;
         BearerToken adminToken;
+        ListenerLimits limits;
         try {
             List<String> rest = new ArrayList<>();
             java.util.Map<String, String> security = securityOptions(args, rest);
@@ -344,12 +404,13 @@ public final class EngineEmulator implements AutoCloseable {
                             key == null ? null : java.nio.file.Path.of(key), null);
             adminToken = security.containsKey("--admin-token-file")
                     ? tokenFile(java.nio.file.Path.of(security.get("--admin-token-file"))) : null;
+            limits = limits(security);
         } catch (IllegalArgumentException e) {
             System.err.println("engine: " + e.getMessage());
             System.exit(2);
             return;
         }
-        EngineEmulator engine = start(config, tls, adminToken);
+        EngineEmulator engine = start(config, tls, adminToken, limits);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             engine.close();
@@ -361,14 +422,49 @@ public final class EngineEmulator implements AutoCloseable {
         stopped.await();
     }
 
-    /** Takes the security options out of {@code args} (into the map), the others into {@code rest}. */
+    /** The options of the listener: its TLS, its admin token and its limits ({@link #limits}). */
+    static final java.util.Set<String> LISTENER_OPTIONS = java.util.Set.of("--tls-cert-file", "--tls-key-file",
+            "--admin-token-file", "--request-header-timeout", "--request-body-timeout", "--max-header-bytes",
+            "--max-connections", "--max-buffered-body-bytes");
+
+    /**
+     * The listener's limits: {@link ListenerLimits#engine()} with the options given; a bad value is an
+     * {@link IllegalArgumentException} naming its field.
+     */
+    static ListenerLimits limits(java.util.Map<String, String> options) {
+        ListenerLimits d = ListenerLimits.engine();
+        dev.sextant.server.internal.ClientLimits c = d.client();
+        String head = options.get("--request-header-timeout");
+        String body = options.get("--request-body-timeout");
+        return new ListenerLimits(new dev.sextant.server.internal.ClientLimits(
+                head == null ? c.requestHeaderTimeout() : Http.duration("request_header_timeout", head),
+                body == null ? c.requestBodyTimeout() : Http.duration("request_body_timeout", body),
+                (int) whole(options, "--max-header-bytes", c.maxHeaderBytes())),
+                (int) whole(options, "--max-connections", d.maxConnections()),
+                whole(options, "--max-buffered-body-bytes", d.maxBufferedBodyBytes()));
+    }
+
+    private static long whole(java.util.Map<String, String> options, String option, long dflt) {
+        String v = options.get(option);
+        if (v == null) {
+            return dflt;
+        }
+        try {
+            return Long.parseLong(v.strip());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option.substring(2).replace('-', '_') + ": " + v
+                    + " (expected: a whole number)");
+        }
+    }
+
+    /** Takes the listener's options out of {@code args} (into the map), the others into {@code rest}. */
     static java.util.Map<String, String> securityOptions(String[] args, List<String> rest) {
         java.util.Map<String, String> out = new java.util.HashMap<>();
         for (int i = 0; i < args.length; i++) {
             String option = args[i];
             int eq = option.indexOf('=');
             String name = eq > 0 ? option.substring(0, eq) : option;
-            if (!name.equals("--tls-cert-file") && !name.equals("--tls-key-file") && !name.equals("--admin-token-file")) {
+            if (!LISTENER_OPTIONS.contains(name)) {
                 rest.add(option);
                 continue;
             }

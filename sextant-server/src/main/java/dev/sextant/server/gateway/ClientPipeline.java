@@ -1,5 +1,6 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.server.internal.RequestGuard;
 import dev.sextant.server.internal.OversizedAwareAggregator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandler;
@@ -8,7 +9,6 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
-import io.netty.handler.codec.http.HttpDecoderConfig;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpServerUpgradeHandler;
@@ -102,8 +102,7 @@ final class ClientPipeline {
     }
 
     private HttpServerCodec codec() {
-        int max = config.clientLimits().maxHeaderBytes();
-        return new HttpServerCodec(new HttpDecoderConfig().setMaxInitialLineLength(max).setMaxHeaderSize(max));
+        return config.clientLimits().codec();
     }
 
     private void http1(ChannelPipeline p, ChannelHandler codec) {

@@ -1,5 +1,6 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.server.internal.ClientLimits;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.internal.Http;

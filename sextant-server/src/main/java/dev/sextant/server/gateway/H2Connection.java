@@ -1,5 +1,6 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.server.internal.ClientLimits;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http2.Http2Connection;

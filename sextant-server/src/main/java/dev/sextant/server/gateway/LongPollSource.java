@@ -86,6 +86,12 @@ final class LongPollSource implements SnapshotSource {
                 }
                 HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
                 if (r.statusCode() == 304 && held != null) {
+                    // only a 304 for the ETag asked about confirms the held snapshot (and resets its age): one for
+                    // another ETag says nothing about ours, and would hide a control plane that went astray
+                    String answered = r.headers().firstValue("etag").orElse(null);
+                    if (!java.util.Objects.equals(answered, etag)) {
+                        throw new IOException("HTTP 304 for ETag " + answered + ", not the held " + etag);
+                    }
                     listener.accept(held);
                 } else if (r.statusCode() == 200) {
                     Snapshot s = SnapshotJson.read(r.body(), uri.toString());

@@ -43,7 +43,8 @@ final class SnapshotCache {
 
     /**
      * The kept snapshot, or null when there is none (a first start) or it cannot be used: unreadable, not a snapshot,
-     * its content not matching its hash, or another gateway cluster's (each logged at WARNING).
+     * its content not matching its hash, its version beyond what may be adopted, or another gateway
+     * cluster's (each logged at WARNING).
      */
     Entry read() {
         if (!Files.exists(file)) {
@@ -53,6 +54,11 @@ final class SnapshotCache {
             Snapshot s = SnapshotJson.read(file);
             if (!s.hash().equals(s.contentHash())) {
                 throw new IllegalArgumentException("its content does not match its hash (altered or cut short)");
+            }
+            if (!dev.sextant.server.internal.Versions.adoptable(s.version())) {
+                // held, it would make every snapshot of the control plane look older, and make a control plane
+                // without a state file catch up beyond any sane version
+                throw new IllegalArgumentException(dev.sextant.server.internal.Versions.refusal("its", s.version()));
             }
             if (!s.routes().isEmpty() && !s.routes().containsKey(gatewayCluster)) {
                 throw new IllegalArgumentException("it routes gateway cluster " + s.routes().keySet()

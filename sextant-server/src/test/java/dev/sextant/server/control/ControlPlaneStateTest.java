@@ -91,7 +91,7 @@ class ControlPlaneStateTest {
     }
 
     /** The version in the state file, or -1 while it cannot be read. */
-    private static long kept(Path state) {
+    static long kept(Path state) {
         try {
             return SnapshotJson.read(state).version();
         } catch (Exception e) {

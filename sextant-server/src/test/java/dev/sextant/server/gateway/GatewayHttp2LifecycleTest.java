@@ -1,5 +1,6 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.server.internal.ClientLimits;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;

@@ -1,5 +1,7 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.server.internal.RequestGuard;
+import dev.sextant.server.internal.ClientLimits;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.netty.buffer.Unpooled;

@@ -63,6 +63,10 @@ class SnapshotCacheTest {
         cp.setExecutor(java.util.concurrent.Executors.newCachedThreadPool()); // a held request blocks no other
         cp.createContext("/v1/snapshot", ex -> {
             asked.accept(ex);
+            String held = ex.getRequestHeaders().getFirst("if-none-match");
+            if (held != null) {
+                ex.getResponseHeaders().add("etag", held); // a 304 names what it confirms (RFC 9110 §15.4.5)
+            }
             ex.sendResponseHeaders(304, -1); // "what you hold is current"
             ex.close();
         });
@@ -201,6 +205,33 @@ class SnapshotCacheTest {
             }
         } finally {
             release.countDown();
+            cp.stop(0);
+        }
+    }
+
+    @Test
+    void a304ForAnotherEtag_confirmsNothing_andTheOldCacheStaysInFallback() throws Exception {
+        cacheWritten();
+        Files.setLastModifiedTime(cache, FileTime.fromMillis(System.currentTimeMillis() - Duration.ofHours(1).toMillis()));
+        List<String> asked = new CopyOnWriteArrayList<>();
+        HttpServer cp = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        cp.createContext("/v1/snapshot", ex -> { // a control plane gone astray: "not modified", about something else
+            asked.add(ex.getRequestURI().getQuery());
+            ex.getResponseHeaders().add("etag", "\"1-0000000000000000\"");
+            ex.sendResponseHeaders(304, -1);
+            ex.close();
+        });
+        cp.start();
+        try (LogCapture log = new LogCapture()) {
+            Gateway gw = Gateway.start(config(), longPoll(cp, Duration.ofSeconds(30)), 1, Duration.ofSeconds(30));
+            try {
+                assertThat(Fleet.await(() -> asked.size() >= 3, Duration.ofSeconds(10))).isTrue();
+                assertThat(gw.plane().status().fallback()).as("still as old as the cache").isTrue();
+                assertThat(log.any("WARNING", "HTTP 304 for ETag \"1-0000000000000000\", not the held")).isTrue();
+            } finally {
+                gw.close();
+            }
+        } finally {
             cp.stop(0);
         }
     }

@@ -1,6 +1,5 @@
-package dev.sextant.server.gateway;
+package dev.sextant.server.internal;
 
-import dev.sextant.server.internal.Http;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelFutureListener;
@@ -22,29 +21,31 @@ import java.util.logging.Logger;
 
 /**
  * Bounds what one client connection may hold: the time its request head and body take to arrive
- * ({@link ClientLimits}), and the time an answer may wait for a client that does not read it. Sits between the HTTP
+ * ({@link ClientLimits}), and the time an answer may wait for a client that does not read it. Every listener has one
+ * (gateway, control plane, engine emulator), and each reads only when its handler asks (auto-read off), so that the
+ * head clock starts when the server is ready for the next request. Sits between the HTTP
  * codec and the body aggregator, so it sees where a request's head and body end; {@link #bytesIn()}, placed before
  * the codec, tells it whether any byte of a request arrived.
  *
  * <ul>
- *   <li>Head: timed from when the gateway is ready to read a request (the connection's first read, or the read after
+ *   <li>Head: timed from when the server is ready to read a request (the connection's first read, or the read after
  *   an answer was written). Past {@code request_header_timeout}: 408 and close when part of a request arrived,
  *   close without an answer when the keep-alive connection was idle.</li>
  *   <li>Body: timed from the end of the head. Past {@code request_body_timeout}: 408 and close; only close when the
- *   gateway is still answering an earlier request on this connection (an answer cannot be interleaved), or already
+ *   server is still answering an earlier request on this connection (an answer cannot be interleaved), or already
  *   answered this one (a 413 whose body is being drained).</li>
- *   <li>Unread answer: a write the client has not taken for {@code idle_timeout} (a reader that never reads; the
+ *   <li>Unread answer: a write the client has not taken for {@code the unread-answer limit} (a reader that never reads; the
  *   engine side has stopped reading by then, so nothing piles up) closes the connection.</li>
  * </ul>
  *
  * <p>On an HTTP/2 connection each stream has its own guard, on the stream's channel: the head arrives whole with the
  * stream's HEADERS, so only the body and unread-answer limits bite there (408 or a reset of that stream, not of the
- * connection); {@link H2Connection} guards the connection.
+ * connection); the gateway's HTTP/2 connection handler guards the connection.
  *
  * <p>Runs on the channel's event loop; one timer per guard for the head and body deadlines, re-armed only when a
  * deadline moves earlier (the {@link Exchange} habit), and one for stalled writes, armed only while a write waits.
  */
-final class RequestGuard extends ChannelDuplexHandler {
+public final class RequestGuard extends ChannelDuplexHandler {
     private static final Logger LOG = Logger.getLogger(RequestGuard.class.getName());
 
     private enum Phase { WAITING, BODY, HANDLING }
@@ -94,7 +95,7 @@ final class RequestGuard extends ChannelDuplexHandler {
      * @param limits       head and body timeouts
      * @param unreadAnswer how long a write may wait for the client to read, &gt; 0
      */
-    RequestGuard(ClientLimits limits, Duration unreadAnswer) {
+    public RequestGuard(ClientLimits limits, Duration unreadAnswer) {
         this.headTimeout = limits.requestHeaderTimeout();
         this.bodyTimeout = limits.requestBodyTimeout();
         this.headNanos = headTimeout.toNanos();
@@ -103,7 +104,7 @@ final class RequestGuard extends ChannelDuplexHandler {
     }
 
     /** The handler to place before the HTTP codec; it only notes that bytes arrived. */
-    ChannelHandler bytesIn() {
+    public ChannelHandler bytesIn() {
         return bytesIn;
     }
 
@@ -156,7 +157,7 @@ final class RequestGuard extends ChannelDuplexHandler {
 
     @Override
     public void read(ChannelHandlerContext c) {
-        if (phase == Phase.HANDLING) { // the gateway is ready for the next request
+        if (phase == Phase.HANDLING) { // the server is ready for the next request
             phase = Phase.WAITING;
             arm(System.nanoTime() + headNanos);
         }
@@ -259,7 +260,7 @@ final class RequestGuard extends ChannelDuplexHandler {
         long idle = System.nanoTime() - lastWriteProgress;
         if (idle >= stallNanos) {
             LOG.log(Level.FINE, () -> ctx.channel() + ": the client read nothing for " + seconds(Duration.ofNanos(stallNanos))
-                    + " (idle_timeout); closing");
+                    + " (the unread-answer limit); closing");
             if (ctx.channel() instanceof io.netty.handler.codec.http2.Http2StreamChannel) {
                 // An HTTP/2 stream is reset explicitly: once the answer's end is queued (the exchange may have
                 // ended it with an error event meanwhile), closing the stream channel sends no RST_STREAM, and the

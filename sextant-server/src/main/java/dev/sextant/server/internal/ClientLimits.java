@@ -1,14 +1,14 @@
-package dev.sextant.server.gateway;
+package dev.sextant.server.internal;
 
-import dev.sextant.server.internal.Http;
 import java.time.Duration;
 
 /**
- * What a gateway allows a client connection before it has a whole request: how long the request head and the body
- * may take to arrive, and how large the head may be. They bound what a slow or hostile client can hold: a connection
- * that trickles its head (slowloris) or its body is closed when its timeout passes, whatever it sends meanwhile.
+ * What a listener (gateway, control plane, engine emulator) allows a client connection before it has a whole
+ * request: how long the request head and the body may take to arrive, and how large the head may be. They bound what
+ * a slow or hostile client can hold: a connection that trickles its head (slowloris) or its body is closed when its
+ * timeout passes, whatever it sends meanwhile.
  *
- * @param requestHeaderTimeout from the moment the gateway is ready to read a request (a new connection, or the
+ * @param requestHeaderTimeout from the moment the server is ready to read a request (a new connection, or the
  *                             previous answer written) until its whole head (request line and headers) arrived;
  *                             &gt; 0. Past it a connection that sent part of a request gets 408 and is closed; an idle
  *                             keep-alive connection is closed without an answer
@@ -32,5 +32,11 @@ public record ClientLimits(Duration requestHeaderTimeout, Duration requestBodyTi
     /** 10 s for the head, 60 s for the body, 16 KiB of head. */
     public static ClientLimits defaults() {
         return new ClientLimits(Duration.ofSeconds(10), Duration.ofSeconds(60), DEFAULT_MAX_HEADER_BYTES);
+    }
+
+    /** The HTTP/1.1 server codec that refuses a request line or a header block over {@link #maxHeaderBytes}. */
+    public io.netty.handler.codec.http.HttpServerCodec codec() {
+        return new io.netty.handler.codec.http.HttpServerCodec(new io.netty.handler.codec.http.HttpDecoderConfig()
+                .setMaxInitialLineLength(maxHeaderBytes).setMaxHeaderSize(maxHeaderBytes));
     }
 }
