@@ -159,11 +159,14 @@ public final class PromptKeys {
         while (i < n && pending != 0) {
             unit(s.charAt(i++));
         }
-        if (!raw || windowDone) {
-            for (; i + 4 <= n; i += 4) {
-                fold(s.charAt(i) | (long) s.charAt(i + 1) << 16 | (long) s.charAt(i + 2) << 32
-                        | (long) s.charAt(i + 3) << 48);
+        while (n - i >= 4) {
+            int words = wordsNow((n - i) >>> 2);
+            long hh = h;
+            for (int w = 0; w < words; w++, i += 4) {
+                hh = Long.rotateLeft((hh ^ (s.charAt(i) | (long) s.charAt(i + 1) << 16 | (long) s.charAt(i + 2) << 32
+                        | (long) s.charAt(i + 3) << 48)) * M, 29);
             }
+            folded(hh, words);
         }
         while (i < n) {
             unit(s.charAt(i++));
@@ -180,10 +183,14 @@ public final class PromptKeys {
         while (i < end && pending != 0) {
             unit(buf[i++]);
         }
-        if (!raw || windowDone) {
-            for (; i + 4 <= end; i += 4) {
-                fold(buf[i] | (long) buf[i + 1] << 16 | (long) buf[i + 2] << 32 | (long) buf[i + 3] << 48);
+        while (end - i >= 4) {
+            int words = wordsNow((end - i) >>> 2);
+            long hh = h;
+            for (int w = 0; w < words; w++, i += 4) {
+                hh = Long.rotateLeft((hh ^ (buf[i] | (long) buf[i + 1] << 16 | (long) buf[i + 2] << 32
+                        | (long) buf[i + 3] << 48)) * M, 29);
             }
+            folded(hh, words);
         }
         while (i < end) {
             unit(buf[i++]);
@@ -248,8 +255,18 @@ public final class PromptKeys {
     }
 
     private void fold(long w) {
-        h = Long.rotateLeft((h ^ w) * M, 29);
-        units += 4;
+        folded(Long.rotateLeft((h ^ w) * M, 29), 1);
+    }
+
+    /** Of {@code available} whole words, how many to fold before a raw prompt's window must be recorded. */
+    private int wordsNow(int available) {
+        return raw && !windowDone ? (int) Math.min(available, (RAW_WINDOW - units) >>> 2) : available;
+    }
+
+    /** {@code words} words were folded into the hash, now {@code hh}: records a raw prompt's window when reached. */
+    private void folded(long hh, int words) {
+        h = hh;
+        units += 4L * words;
         if (raw && !windowDone && units >= RAW_WINDOW) {
             window = nonZero(Hashing.mix(h ^ units ^ RAW_SALT));
             windowDone = true;
