@@ -30,6 +30,11 @@ public final class Decision {
     final EngineCell[] tried;
     /** The count of requests in flight in the pool the engine was chosen from, lowered when the attempt ends. */
     final AtomicInteger pool;
+    /**
+     * The prefix cell whose count of requests in flight this attempt raised (lowered when it ends), or -1; set before
+     * the decision is returned.
+     */
+    int prefixCell = -1;
     /** When the data plane placed the attempt, on its ticker, ns. */
     final long startNanos;
     /** Why this engine, in a few stable words (see {@link #reason()}). */

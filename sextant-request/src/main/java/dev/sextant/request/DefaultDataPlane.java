@@ -44,6 +44,7 @@ final class DefaultDataPlane implements DataPlane {
     private final AtomicBoolean inFallback = new AtomicBoolean();
 
     private volatile Compiled compiled;
+    private final PrefixSpread prefixes = new PrefixSpread();
 
     DefaultDataPlane(String gateway, Snapshot snapshot, Ticker ticker, DataPlaneOptions options, long ageNanos) {
         if (gateway == null || gateway.isEmpty()) {
@@ -129,8 +130,11 @@ final class DefaultDataPlane implements DataPlane {
             return noAllowedEngine(c, k);
         }
         k.retryTokens.deposit(k.depositMicro);
-        int first = k.table.first(request.affinityKey());
-        int i = pickHashed(k, request.affinityKey(), first, null, now);
+        int prefix = request.prefixKey() == 0 ? -1 : prefixes.cell(request.prefixKey());
+        long key = prefix < 0 ? request.affinityKey()
+                : prefixes.key(prefix, request.prefixKey(), request.affinityKey(), prefixQuota(k), now);
+        int first = k.table.first(key);
+        int i = pickHashed(k, key, first, null, now);
         if (i < 0) {
             return engineLimit(c, k, stale);
         }
@@ -140,7 +144,7 @@ final class DefaultDataPlane implements DataPlane {
             // too where there is room, and is shed only where there is none
             boolean shedHere = k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks
                     && k.cells[i].queueing(QUEUE_SLACK_MS);
-            if (shedHere || Hashing.unit(Hashing.mix(request.affinityKey() ^ Hashing.SPILL_SALT)) < excess) {
+            if (shedHere || Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) < excess) {
                 int s = spill(k, k.cells[i], shedHere, now);
                 if (s >= 0 || shedHere) {
                     k.cells[i].inFlight.decrementAndGet();
@@ -148,10 +152,9 @@ final class DefaultDataPlane implements DataPlane {
                 }
                 if (s >= 0) {
                     spills.increment();
-                    return Decision.routed(k.id, c.snapshot.version(), stale, k.near[s], k.nearEndpoints[s],
-                            k.nearEnginePriority[s], 1, 0,
-                            request.affinityKey(), request.requestId(), k.nearExpectedTtftMs[s], null, k.pool, now,
-                            "spill:overload");
+                    return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.near[s],
+                            k.nearEndpoints[s], k.nearEnginePriority[s], 1, 0, key, request.requestId(),
+                            k.nearExpectedTtftMs[s], null, k.pool, now, "spill:overload"), prefix);
                 }
                 if (shedHere) {
                     return Decision.refused(k.id, c.snapshot.version(), stale, Refusal.SHED, "engine "
@@ -162,9 +165,18 @@ final class DefaultDataPlane implements DataPlane {
                 }
             }
         }
-        return Decision.routed(k.id, c.snapshot.version(), stale, k.cells[i], k.endpoints[i], k.enginePriority[i], 1,
-                0, request.affinityKey(), request.requestId(), k.expectedTtftMs[i], null, k.pool, now,
-                i == first ? "key" : passedOver(k, first, now));
+        return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.cells[i], k.endpoints[i],
+                k.enginePriority[i], 1, 0, key, request.requestId(), k.expectedTtftMs[i], null, k.pool, now,
+                i == first ? "key" : passedOver(k, first, now)), prefix);
+    }
+
+    /**
+     * Requests in flight a prefix may put on each engine of its spread before it takes one more: what bounded load
+     * leaves above a mean engine's share (ε × m / n for m in flight in the pool over n engines), and never less than
+     * the bounded load's minimum, below which an engine is not considered loaded (docs/request-path.md §4).
+     */
+    private double prefixQuota(ClassRoute k) {
+        return Math.max(minInFlight, (loadFactor - 1) * (k.pool.get() + 1) / k.table.orderLength());
     }
 
     /**
@@ -514,10 +526,10 @@ final class DefaultDataPlane implements DataPlane {
             nowTried = java.util.Arrays.copyOf(tried, tried.length + 1);
             nowTried[tried.length] = cellsOf[i];
         }
-        return Decision.routed(k.id, version, stale, cellsOf[i], nearest ? k.nearEndpoints[i] : k.endpoints[i],
-                nearest ? k.nearEnginePriority[i] : k.enginePriority[i], attempt, backoff, failed.key, failed.requestId,
-                nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i], nowTried, k.pool, now,
-                "retry:" + outcome.word() + "," + how);
+        return prefixes.count(Decision.routed(k.id, version, stale, cellsOf[i],
+                nearest ? k.nearEndpoints[i] : k.endpoints[i], nearest ? k.nearEnginePriority[i] : k.enginePriority[i],
+                attempt, backoff, failed.key, failed.requestId, nearest ? k.nearExpectedTtftMs[i] : k.expectedTtftMs[i],
+                nowTried, k.pool, now, "retry:" + outcome.word() + "," + how), failed.prefixCell);
     }
 
     /**
@@ -532,11 +544,11 @@ final class DefaultDataPlane implements DataPlane {
             return null;
         }
         acquired(k);
-        return Decision.routed(k.id, version, stale, failed.cell,
+        return prefixes.count(Decision.routed(k.id, version, stale, failed.cell,
                 nearOnly ? k.nearEndpoints[same] : k.endpoints[same],
                 nearOnly ? k.nearEnginePriority[same] : k.enginePriority[same], attempt, 0, failed.key, failed.requestId,
                 nearOnly ? k.nearExpectedTtftMs[same] : k.expectedTtftMs[same], failed.triedSoFar(), k.pool, now,
-                "retry:" + outcome.word() + ",same-engine");
+                "retry:" + outcome.word() + ",same-engine"), failed.prefixCell);
     }
 
     @Override
@@ -547,6 +559,7 @@ final class DefaultDataPlane implements DataPlane {
         EngineCell cell = attempt.cell;
         cell.inFlight.decrementAndGet();
         released(attempt.pool);
+        prefixes.release(attempt.prefixCell);
         if (outcome.failure()) {
             if (outcome == Outcome.TIMEOUT) {
                 cell.timedOut = true;

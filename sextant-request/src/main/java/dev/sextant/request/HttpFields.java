@@ -10,8 +10,8 @@ import java.util.List;
  *   <li>class: {@code "model"} from the body; {@code x-sextant-residency} (comma-separated region ids) and
  *   {@code x-sextant-priority} (an integer) from the headers;</li>
  *   <li>affinity key, first present wins: body {@code prompt_cache_key}, header {@code x-sextant-session},
- *   body {@code user}, the first {@value Keys#PROMPT_PREFIX_CHARS} characters of the prompt text, the
- *   request id.</li>
+ *   body {@code user}, the prompt's structure ({@link PromptKeys}: the conversation's first turn, and the prefix
+ *   it shares with other conversations), the request id.</li>
  * </ul>
  * Blank values count as absent. A priority header that is not an integer is ignored.
  *
@@ -21,14 +21,13 @@ import java.util.List;
  * @param promptCacheKey   body {@code prompt_cache_key}, or null
  * @param sessionHeader    header {@code x-sextant-session}, or null
  * @param user             body {@code user}, or null
- * @param promptText       the prompt's leading text (messages' contents concatenated in order, or
- *                         {@code prompt}), or null; only the first {@value Keys#PROMPT_PREFIX_CHARS}
- *                         characters matter
+ * @param prompt           the keys {@link PromptKeys} derived from the prompt's structure, or null when the body
+ *                         has no prompt
  * @param requestId        an id unique per request that the client does not choose (the gateway passes its own,
  *                         not the client's {@code x-request-id}): admission sheds by its hash
  */
 public record HttpFields(String model, String residencyHeader, String priorityHeader, String promptCacheKey,
-                         String sessionHeader, String user, CharSequence promptText, String requestId) {
+                         String sessionHeader, String user, PromptKey prompt, String requestId) {
     /** Header naming the regions a request's data may be processed in. */
     public static final String RESIDENCY_HEADER = "x-sextant-residency";
     /** Header naming a request's priority. */
@@ -45,11 +44,15 @@ public record HttpFields(String model, String residencyHeader, String priorityHe
 
     /** The request's metadata by the rules above. */
     public RequestMeta toMeta() {
-        return new RequestMeta(model, residency(residencyHeader), priority(priorityHeader), affinityKey(),
-                Keys.of(requestId));
+        long key = affinityKey();
+        return new RequestMeta(model, residency(residencyHeader), priority(priorityHeader), key,
+                prompt != null && key == prompt.conversation() ? prompt.prefix() : 0, Keys.of(requestId));
     }
 
-    /** The affinity key by the precedence above. */
+    /**
+     * The affinity key by the precedence above. An explicit key wins and comes without a prefix key: the client
+     * has said what belongs together.
+     */
     public long affinityKey() {
         if (present(promptCacheKey)) {
             return Keys.of("prompt_cache_key", promptCacheKey);
@@ -60,8 +63,8 @@ public record HttpFields(String model, String residencyHeader, String priorityHe
         if (present(user)) {
             return Keys.of("user", user);
         }
-        if (promptText != null && promptText.length() > 0) {
-            return Keys.prompt(promptText);
+        if (prompt != null) {
+            return prompt.conversation();
         }
         return Keys.of(requestId);
     }

@@ -1,8 +1,9 @@
 package dev.sextant.request;
 
 /**
- * Turns the strings a gateway sees (a session id, a user, the leading prompt text, a request id)
- * into the 64-bit keys {@link RequestMeta} carries. Allocation-free: characters are read in place.
+ * Turns the strings a gateway sees (a session id, a user, a request id) into the 64-bit keys
+ * {@link RequestMeta} carries ({@link PromptKeys} derives a prompt's). Allocation-free: characters are read in
+ * place.
  *
  * <p>The hash is FNV-1a over UTF-16 code units followed by the SplitMix64 finalizer; it is stable
  * across processes and releases, which affinity needs (two gateways must derive the same key from
@@ -10,9 +11,6 @@ package dev.sextant.request;
  * client's key only moves its own requests.
  */
 public final class Keys {
-    /** How many leading characters of the prompt text {@link #prompt(CharSequence)} hashes. */
-    public static final int PROMPT_PREFIX_CHARS = 1024;
-
     private static final long FNV_OFFSET = 0xCBF29CE484222325L;
     private static final long FNV_PRIME = 0x100000001B3L;
 
@@ -32,13 +30,6 @@ public final class Keys {
         long h = of(kind, 0, kind.length(), FNV_OFFSET);
         h = (h ^ 0x1F) * FNV_PRIME;
         return of(value, 0, value.length(), h);
-    }
-
-    /** The key of the first {@value #PROMPT_PREFIX_CHARS} characters of the prompt text. */
-    public static long prompt(CharSequence promptText) {
-        long h = of("prompt", 0, 6, FNV_OFFSET);
-        h = (h ^ 0x1F) * FNV_PRIME;
-        return of(promptText, 0, Math.min(promptText.length(), PROMPT_PREFIX_CHARS), h);
     }
 
     private static long of(CharSequence s, int from, int to, long h) {

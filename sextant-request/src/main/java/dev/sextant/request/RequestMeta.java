@@ -11,10 +11,14 @@ import java.util.List;
  * @param priority    requested priority, higher is more important; {@link #NO_PRIORITY} when absent
  * @param affinityKey 64-bit key that keeps a conversation on one engine (see {@link Keys}); requests
  *                    without one pass their request id here so they still follow the weights
+ * @param prefixKey   the key of the prompt's part shared with other conversations (a system prompt: see
+ *                    {@link PromptKeys}), 0 when none; a hot prefix is spread over several of its engines
+ *                    (docs/design.md §4)
  * @param requestId   64-bit hash of a per-request unique id; admission sheds by it, so it must differ
  *                    between requests (uniformly distributed bits)
  */
-public record RequestMeta(String model, List<String> residency, int priority, long affinityKey, long requestId) {
+public record RequestMeta(String model, List<String> residency, int priority, long affinityKey, long prefixKey,
+                          long requestId) {
     /** The value of {@code priority} when the request names none. */
     public static final int NO_PRIORITY = Integer.MIN_VALUE;
 
@@ -24,6 +28,11 @@ public record RequestMeta(String model, List<String> residency, int priority, lo
                     + " (expected: a non-empty model id)");
         }
         residency = residency == null ? List.of() : List.copyOf(residency);
+    }
+
+    /** A request without a prefix key. */
+    public RequestMeta(String model, List<String> residency, int priority, long affinityKey, long requestId) {
+        this(model, residency, priority, affinityKey, 0, requestId);
     }
 
     /** A request for {@code model} with no residency or priority, keyed by {@code key}, with id {@code requestId}. */

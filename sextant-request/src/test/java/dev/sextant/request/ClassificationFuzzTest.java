@@ -37,7 +37,8 @@ class ClassificationFuzzTest {
     record Fields(String model, String residency, String priority, String cacheKey, String session, String user,
                   String prompt, String requestId) {
         HttpFields http() {
-            return new HttpFields(model, residency, priority, cacheKey, session, user, prompt, requestId);
+            return new HttpFields(model, residency, priority, cacheKey, session, user,
+                    prompt == null || prompt.isEmpty() ? null : PromptKey.ofMessages("user", prompt), requestId);
         }
     }
 

@@ -98,15 +98,16 @@ class ClassificationTest {
             "prompt_cache_key wins  | pck | sess | u | text | prompt_cache_key:pck",
             "then the session       | -   | sess | u | text | session:sess",
             "then user              | -   | -    | u | text | user:u",
-            "then the prompt text   | -   | -    | - | text | prompt:text",
+            "then the prompt        | -   | -    | - | text | prompt:text",
             "blank counts as absent | ' ' | ' '  | - | text | prompt:text",
             "else the request id    | -   | -    | - | -    | id:req-7",
     })
     void affinityKey_precedence(String name, String pck, String session, String user, String text, String expected) {
-        HttpFields f = new HttpFields("m", null, null, pck, session, user, text, "req-7");
+        HttpFields f = new HttpFields("m", null, null, pck, session, user,
+                text == null ? null : PromptKey.ofMessages("user", text), "req-7");
         String[] kv = expected.split(":", 2);
         long want = switch (kv[0]) {
-            case "prompt" -> Keys.prompt(kv[1]);
+            case "prompt" -> PromptKey.ofMessages("user", kv[1]).conversation();
             case "id" -> Keys.of(kv[1]);
             default -> Keys.of(kv[0], kv[1]);
         };
@@ -114,11 +115,17 @@ class ClassificationTest {
     }
 
     @Test
-    void keys_promptText_onlyTheLeadingCharactersCount() {
-        String prefix = "s".repeat(Keys.PROMPT_PREFIX_CHARS);
-        assertThat(Keys.prompt(prefix + "first question")).isEqualTo(Keys.prompt(prefix + "another question"));
-        assertThat(Keys.prompt("a" + prefix)).isNotEqualTo(Keys.prompt("b" + prefix));
+    void keys_kindIsPartOfTheKey() {
         assertThat(Keys.of("user", "42")).isNotEqualTo(Keys.of("session", "42"));
+    }
+
+    @Test
+    void toMeta_explicitKey_carriesNoPrefixKey_promptKeys_carryTheirs() {
+        PromptKey prompt = PromptKey.ofMessages("system", "be brief", "user", "hi");
+        assertThat(new HttpFields("m", null, null, "k", null, null, prompt, "r").toMeta().prefixKey()).isZero();
+        RequestMeta keyless = new HttpFields("m", null, null, null, null, null, prompt, "r").toMeta();
+        assertThat(keyless.affinityKey()).isEqualTo(prompt.conversation());
+        assertThat(keyless.prefixKey()).isEqualTo(prompt.prefix()).isNotZero();
     }
 
     @Test

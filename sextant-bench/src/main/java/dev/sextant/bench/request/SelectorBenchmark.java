@@ -189,6 +189,16 @@ public class SelectorBenchmark {
         return d;
     }
 
+    /** As {@link #routeAndFinish}, every request with a prefix key shared by 64 conversations (the prefix spread). */
+    @Benchmark
+    public Decision routeAndFinishWithPrefix(Plane p) {
+        long key = p.keys[p.next++ & (p.keys.length - 1)];
+        Decision d = p.plane.route(new RequestMeta("model-0", List.of(), RequestMeta.NO_PRIORITY, key,
+                p.keys[(int) (key >>> 58)], key));
+        p.plane.onFinish(d, Outcome.SUCCESS, -1);
+        return d;
+    }
+
     /** Two snapshots of 64 classes × 1,000 engines with different weights, swapped in turn. */
     @State(Scope.Thread)
     public static class Swap {

@@ -204,7 +204,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         }
         HttpFields fields = new HttpFields(body.model(), req.headers().get(HttpFields.RESIDENCY_HEADER),
                 req.headers().get(HttpFields.PRIORITY_HEADER), body.promptCacheKey(),
-                req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.promptText(), ownId);
+                req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.prompt(), ownId);
         Decision d = plane.route(fields.toMeta());
         gw.metrics.decision(d.reason());
         // demand is what arrives, counted on arrival: counted when answered, it would lag behind a surge by the

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import dev.sextant.config.Json;
+import dev.sextant.request.PromptKey;
+import dev.sextant.request.PromptKeys;
 import dev.sextant.server.internal.Http;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufInputStream;
@@ -18,16 +20,16 @@ import java.io.InputStream;
  * @param stream         {@code stream}, false when absent
  * @param promptCacheKey {@code prompt_cache_key} or null
  * @param user           {@code user} or null
- * @param promptText     leading prompt text, at most 1,024 characters: chat messages' contents in order; else
- *                       {@code prompt}; else a response's {@code instructions} then its {@code input} (a string, or
- *                       the text of its items' {@code content} and of tool outputs' {@code output}, in order), which is
- *                       also an embedding request's {@code input}. Token ids count as decimal numbers, each followed by
- *                       a space
+ * @param prompt         the keys {@link PromptKeys} derives from the prompt's structure, or null when there is no
+ *                       prompt: chat {@code messages} (each message's {@code role} and its {@code content}, a string or
+ *                       parts' {@code text}); else {@code prompt}, raw text or token ids; else a response's
+ *                       {@code instructions} (a first system message) and its {@code input}: a string is a user message,
+ *                       items are messages (their {@code role}, else their {@code type}; their {@code content} and a
+ *                       tool output's {@code output}), an array of strings or token ids (an embedding's batch) is raw
  * @param end            where the body's object closes: the offset of its last {@code '}'} from the buffer's reader
  *                       index, or -1 when it cannot be told (then nothing is added to the body)
  */
-record RequestBody(String model, boolean stream, String promptCacheKey, String user, String promptText, int end) {
-    static final int PROMPT_CHARS = 1024;
+record RequestBody(String model, boolean stream, String promptCacheKey, String user, PromptKey prompt, int end) {
 
     /** Thrown for a body the gateway refuses with 400; the message names the field, as {@link #param()} does. */
     static final class Invalid extends Exception {
@@ -62,10 +64,9 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         boolean stream = false;
         String promptCacheKey = null;
         String user = null;
-        StringBuilder messages = new StringBuilder();
-        StringBuilder prompt = new StringBuilder();
-        StringBuilder input = new StringBuilder();
-        StringBuilder instructions = new StringBuilder();
+        PromptKeys messages = new PromptKeys();
+        PromptKeys prompt = new PromptKeys();
+        PromptKeys response = new PromptKeys();
         int end;
         try (JsonParser p = Http.JSON.getFactory().createParser((InputStream) new ByteBufInputStream(content.duplicate()))) {
             JsonToken t = p.nextToken();
@@ -95,9 +96,13 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                     case "prompt_cache_key" -> promptCacheKey = optionalString(p, t, name);
                     case "user" -> user = optionalString(p, t, name);
                     case "messages" -> readMessages(p, t, messages);
-                    case "prompt" -> readText(p, t, prompt);
-                    case "input" -> readText(p, expect(p, t, name, true), input);
-                    case "instructions" -> readText(p, expect(p, t, name, false), instructions);
+                    case "prompt" -> readRaw(p, t, prompt);
+                    case "input" -> readInput(p, expect(p, t, name, true), response);
+                    case "instructions" -> {
+                        if (expect(p, t, name, false) == JsonToken.VALUE_STRING) {
+                            response.instructions(p.getText());
+                        }
+                    }
                     default -> p.skipChildren();
                 }
             }
@@ -121,14 +126,11 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         }
         // a response's instructions come first in its prompt, as a chat's system message does, wherever they are in
         // the body: one conversation then keys alike through either API
-        StringBuilder text = messages.length() > 0 ? messages : prompt.length() > 0 ? prompt : instructions;
-        if (text == instructions) {
-            append(instructions, input.toString());
-        }
-        return new RequestBody(model, stream, promptCacheKey, user, text.length() == 0 ? null : text.toString(), end);
+        PromptKey keys = messages.present() ? messages.result() : prompt.present() ? prompt.result() : response.result();
+        return new RequestBody(model, stream, promptCacheKey, user, keys, end);
     }
 
-    private static void readMessages(JsonParser p, JsonToken t, StringBuilder out) throws IOException, Invalid {
+    private static void readMessages(JsonParser p, JsonToken t, PromptKeys out) throws IOException, Invalid {
         if (t == JsonToken.VALUE_NULL) {
             return;
         }
@@ -139,43 +141,45 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
             if (t != JsonToken.START_OBJECT) {
                 throw Invalid.field("messages", "an element is " + describe(p, t) + " (expected: an object)");
             }
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken v = p.nextToken();
-                if (name.equals("content")) {
-                    readText(p, v, out);
-                } else {
-                    p.skipChildren();
-                }
-            }
+            readMessage(p, out);
         }
     }
 
-    /** Appends a string, or the strings (and parts' {@code text}) of an array, up to {@link #PROMPT_CHARS}. */
-    private static void readText(JsonParser p, JsonToken t, StringBuilder out) throws IOException {
+    /**
+     * One message, or a Responses input item, its object just opened: its {@code role} (else its {@code type}) and
+     * the text of its {@code content} (a string or parts' {@code text}) and {@code output}.
+     */
+    private static void readMessage(JsonParser p, PromptKeys out) throws IOException {
+        out.beginMessage();
+        String role = null;
+        String type = null;
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String name = p.currentName();
+            JsonToken v = p.nextToken();
+            switch (name) {
+                case "content" -> readContent(p, v, out);
+                case "output" -> readContent(p, v, out);
+                case "role" -> role = v == JsonToken.VALUE_STRING ? p.getText() : role;
+                case "type" -> type = v == JsonToken.VALUE_STRING ? p.getText() : type;
+                default -> p.skipChildren();
+            }
+        }
+        out.endMessage(role != null ? role : type);
+    }
+
+    /** A message's content: a string, or parts whose {@code text} counts (the rest, images say, does not). */
+    private static void readContent(JsonParser p, JsonToken t, PromptKeys out) throws IOException {
         if (t == JsonToken.VALUE_STRING) {
-            append(out, p.getText());
+            text(p, out);
         } else if (t == JsonToken.START_ARRAY) {
             while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
                 if (t == JsonToken.VALUE_STRING) {
-                    append(out, p.getText());
-                } else if (t == JsonToken.VALUE_NUMBER_INT) {
-                    // a pre-tokenized prompt (vLLM takes token ids): its ids, each ended by a space, so a
-                    // shared token prefix gives a shared text prefix
-                    append(out, p.getText());
-                    append(out, " ");
-                } else if (t == JsonToken.START_ARRAY) {
-                    readText(p, t, out); // a batch of token-id prompts
+                    text(p, out);
                 } else if (t == JsonToken.START_OBJECT) {
-                    // a content part's text; a Responses input item's content (a string or parts), or a tool call's
-                    // output, as a chat's tool message has its content
                     while (p.nextToken() == JsonToken.FIELD_NAME) {
                         String name = p.currentName();
-                        JsonToken v = p.nextToken();
-                        if ((name.equals("text") || name.equals("output")) && v == JsonToken.VALUE_STRING) {
-                            append(out, p.getText());
-                        } else if (name.equals("content")) {
-                            readText(p, v, out);
+                        if (p.nextToken() == JsonToken.VALUE_STRING && name.equals("text")) {
+                            text(p, out);
                         } else {
                             p.skipChildren();
                         }
@@ -189,6 +193,58 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         }
     }
 
+    /** A response's {@code input}: a string is a user message, objects are items (messages), the rest raw. */
+    private static void readInput(JsonParser p, JsonToken t, PromptKeys out) throws IOException {
+        if (t == JsonToken.VALUE_STRING) {
+            out.beginMessage();
+            text(p, out);
+            out.endMessage("user");
+        } else if (t == JsonToken.START_ARRAY) {
+            while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
+                if (t == JsonToken.START_OBJECT) {
+                    readMessage(p, out);
+                } else {
+                    readRawValue(p, t, out);
+                }
+            }
+        }
+    }
+
+    /** A raw prompt: a string, or strings and token ids, in arrays to any depth (a batch). */
+    private static void readRaw(JsonParser p, JsonToken t, PromptKeys out) throws IOException {
+        if (t == JsonToken.START_ARRAY) {
+            while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
+                readRawValue(p, t, out);
+            }
+        } else {
+            readRawValue(p, t, out);
+        }
+    }
+
+    private static void readRawValue(JsonParser p, JsonToken t, PromptKeys out) throws IOException {
+        if (t == JsonToken.VALUE_STRING) {
+            out.beginRaw();
+            text(p, out);
+        } else if (t == JsonToken.VALUE_NUMBER_INT) {
+            // a pre-tokenized prompt (vLLM takes token ids)
+            out.beginRaw();
+            if (p.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
+                text(p, out); // no token id, but a number the engine will judge
+            } else {
+                out.token(p.getLongValue());
+            }
+        } else if (t == JsonToken.START_ARRAY) {
+            readRaw(p, t, out); // a batch of token-id prompts
+        } else {
+            p.skipChildren();
+        }
+    }
+
+    /** The current string token's characters, read in place from the parser's buffer. */
+    private static void text(JsonParser p, PromptKeys out) throws IOException {
+        out.text(p.getTextCharacters(), p.getTextOffset(), p.getTextLength());
+    }
+
     /**
      * {@code t} when it is a string, null (absent) or, when {@code arrays}, an array; a 400 naming {@code field}
      * otherwise, which the engine would answer anyway.
@@ -199,13 +255,6 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         }
         throw Invalid.field(field, describe(p, t) + " (expected: " + (arrays ? "a string or an array" : "a string")
                 + ")");
-    }
-
-    private static void append(StringBuilder out, String s) {
-        int room = PROMPT_CHARS - out.length();
-        if (room > 0) {
-            out.append(s, 0, Math.min(room, s.length()));
-        }
     }
 
     private static String kind(JsonToken t) {

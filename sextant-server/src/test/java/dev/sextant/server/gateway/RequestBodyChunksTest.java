@@ -41,6 +41,7 @@ class RequestBodyChunksTest {
             + "\"prompt_cache_key\":\"tenant→42\",\"user\":\"u-7\",\"tools\":[{\"model\":\"not-this\"}],"
             + "\"messages\":[{\"role\":\"system\",\"content\":\"be brief → \"},"
             + "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"résumé please\"}]}]}";
+    private static final String PROMPT_KEYS = "system:be brief → ;user:résumé please";
 
     /** The body cut into chunks of {@code chunk} bytes, each its own buffer, joined as the aggregator does. */
     private static CompositeByteBuf chunked(String json, int chunk, List<ByteBuf> parts) {
@@ -75,17 +76,17 @@ class RequestBodyChunksTest {
         assertThat(b.stream()).isTrue();
         assertThat(b.promptCacheKey()).isEqualTo("tenant→42");
         assertThat(b.user()).isEqualTo("u-7");
-        assertThat(b.promptText()).isEqualTo("be brief → résumé please");
+        assertThat(b.prompt()).isEqualTo(RequestBodyTest.keys(PROMPT_KEYS));
     }
 
     @ParameterizedTest(name = "chunks of {0} bytes")
     @ValueSource(ints = {1, 5, 100})
-    void leadingPromptText_isCutAtTheLimit_whateverTheChunking(int chunk) throws Exception {
+    void rawPromptKeys_areTheSame_whateverTheChunking(int chunk) throws Exception {
         String prompt = "abcdefghij".repeat(200);
         List<ByteBuf> parts = new ArrayList<>();
         CompositeByteBuf body = chunked("{\"prompt\":\"" + prompt + "\",\"model\":\"m\"}", chunk, parts);
         try {
-            assertThat(RequestBody.parse(body).promptText()).isEqualTo(prompt.substring(0, RequestBody.PROMPT_CHARS));
+            assertThat(RequestBody.parse(body).prompt()).isEqualTo(RequestBodyTest.keys("raw:" + prompt));
         } finally {
             body.release();
         }

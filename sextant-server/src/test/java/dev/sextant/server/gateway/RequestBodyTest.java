@@ -3,6 +3,8 @@ package dev.sextant.server.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sextant.request.PromptKey;
+import dev.sextant.request.PromptKeys;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import java.nio.charset.StandardCharsets;
@@ -22,24 +24,55 @@ class RequestBodyTest {
         }
     }
 
+    /** A body's prompt keys against the keys of an equivalent prompt fed to {@link PromptKeys} directly. */
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
-            chat messages in order          | {"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]} | be briefhi
-            content parts                   | {"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]} | ab
-            completion prompt               | {"model":"m","prompt":"once upon"} | once upon
-            prompt list                     | {"model":"m","prompt":["one ","two"]} | one two
-            token ids                       | {"model":"m","prompt":[101,7,2023]} | '101 7 2023 '
-            token-id batch                  | {"model":"m","prompt":[[101,7],[9]]} | '101 7 9 '
-            embedding input                 | {"model":"m","input":"vector me"} | vector me
-            response input items            | {"model":"m","input":[{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":" yo"}]},{"type":"function_call","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":" 42"}]} | hi yo 42
-            instructions before the input   | {"input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"model":"m","instructions":"be brief"} | be briefhi
-            messages win over prompt        | {"prompt":"p","messages":[{"content":"m"}],"model":"m"} | m
-            unknown nested fields skipped   | {"tools":[{"model":"no","messages":"no"}],"model":"m","messages":[{"content":"ok","name":{"x":[1]}}]} | ok
+            chat messages                   | {"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]} | system:be brief;user:hi
+            role after content              | {"model":"m","messages":[{"content":"be brief","role":"system"},{"content":"hi","role":"user"}]} | system:be brief;user:hi
+            content parts                   | {"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]} | user:ab
+            later turns are not read        | {"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"},{"role":"user","content":"more"}]} | user:hi
+            completion prompt               | {"model":"m","prompt":"once upon"} | raw:once upon
+            prompt list                     | {"model":"m","prompt":["one ","two"]} | raw:one two
+            token ids                       | {"model":"m","prompt":[101,7,2023]} | ids:101 7 2023
+            token-id batch                  | {"model":"m","prompt":[[101,7],[9]]} | ids:101 7 9
+            embedding batch                 | {"model":"m","input":["vector ","me"]} | raw:vector me
+            response input string           | {"model":"m","input":"hi"} | user:hi
+            response input items            | {"model":"m","input":[{"role":"developer","content":"rules"},{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":" yo"}]}]} | developer:rules;user:hi
+            tool output before the user     | {"model":"m","input":[{"type":"function_call_output","call_id":"c","output":"42"},{"role":"user","content":"hi"}]} | function_call_output:42;user:hi
+            instructions after the input    | {"input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"model":"m","instructions":"be brief"} | system:be brief;user:hi
+            messages win over prompt        | {"prompt":"p","messages":[{"role":"user","content":"m"}],"model":"m"} | user:m
+            unknown nested fields skipped   | {"tools":[{"model":"no","messages":"no"}],"model":"m","messages":[{"role":"user","content":"ok","name":{"x":[1]}}]} | user:ok
             """)
-    void promptText_followsTheRequestPathRules(String name, String json, String text) throws Exception {
+    void prompt_keysByTheRequestPathRules(String name, String json, String expected) throws Exception {
         RequestBody b = parse(json);
         assertThat(b.model()).isEqualTo("m");
-        assertThat(b.promptText()).isEqualTo(text);
+        assertThat(b.prompt()).isEqualTo(keys(expected));
+    }
+
+    /** {@code role:content;role:content}, {@code raw:text} or {@code ids:1 2 3} fed to {@link PromptKeys}. */
+    static PromptKey keys(String spec) {
+        PromptKeys k = new PromptKeys();
+        for (String part : spec.split(";")) {
+            String[] rc = part.split(":", 2);
+            switch (rc[0]) {
+                case "raw" -> {
+                    k.beginRaw();
+                    k.text(rc[1]);
+                }
+                case "ids" -> {
+                    k.beginRaw();
+                    for (String id : rc[1].split(" ")) {
+                        k.token(Long.parseLong(id));
+                    }
+                }
+                default -> {
+                    k.beginMessage();
+                    k.text(rc[1]);
+                    k.endMessage(rc[0]);
+                }
+            }
+        }
+        return k.result();
     }
 
     @ParameterizedTest(name = "{0}")
@@ -52,7 +85,7 @@ class RequestBodyTest {
         assertThat(b.stream()).isEqualTo(stream);
         assertThat(b.promptCacheKey()).isEqualTo(key);
         assertThat(b.user()).isEqualTo(user);
-        assertThat(b.promptText()).isNull();
+        assertThat(b.prompt()).isNull();
     }
 
     @ParameterizedTest(name = "{0}")
@@ -76,27 +109,25 @@ class RequestBodyTest {
     }
 
     @org.junit.jupiter.api.Test
-    void aConversation_hasOnePromptText_whetherChatOrResponsesCarriesIt() throws Exception {
-        String chat = parse("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
-                + "{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"yo\"}]}").promptText();
-        String response = parse("{\"model\":\"m\",\"instructions\":\"be brief\",\"input\":[{\"role\":\"user\","
+    void aConversation_hasOneKey_whetherChatOrResponsesCarriesIt() throws Exception {
+        PromptKey chat = parse("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+                + "{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"yo\"}]}").prompt();
+        PromptKey response = parse("{\"model\":\"m\",\"instructions\":\"be brief\",\"input\":[{\"role\":\"user\","
                 + "\"content\":\"hi\"},{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
-                + "\"text\":\"yo\"}]}]}").promptText();
-        assertThat(response).isEqualTo(chat).isEqualTo("be briefhiyo");
+                + "\"text\":\"yo\"}]}]}").prompt();
+        assertThat(response).isEqualTo(chat).isEqualTo(PromptKey.ofMessages("system", "be brief", "user", "hi"));
     }
 
     @org.junit.jupiter.api.Test
-    void longInstructions_leaveNoRoomForTheInput_within1024Characters() throws Exception {
-        String text = parse("{\"model\":\"m\",\"input\":\"late\",\"instructions\":\"" + "i".repeat(2000) + "\"}")
-                .promptText();
-        assertThat(text).isEqualTo("i".repeat(RequestBody.PROMPT_CHARS));
-    }
-
-    @org.junit.jupiter.api.Test
-    void longPrompt_isCutAt1024Characters() throws Exception {
-        String json = "{\"model\":\"m\",\"messages\":[{\"content\":\"" + "a".repeat(1000) + "\"},{\"content\":\""
-                + "b".repeat(1000) + "\"}]}";
-        String text = parse(json).promptText();
-        assertThat(text).hasSize(RequestBody.PROMPT_CHARS).startsWith("a".repeat(1000)).endsWith("b".repeat(24));
+    void longSystemPrompt_isHashedWhole_conversationsDifferByTheirFirstUserMessage() throws Exception {
+        String system = "s".repeat(5000);
+        PromptKey a = parse("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"" + system + "\"},"
+                + "{\"role\":\"user\",\"content\":\"one\"}]}").prompt();
+        PromptKey b = parse("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"" + system + "\"},"
+                + "{\"role\":\"user\",\"content\":\"two\"}]}").prompt();
+        PromptKey c = parse("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"" + system + "x\"},"
+                + "{\"role\":\"user\",\"content\":\"one\"}]}").prompt();
+        assertThat(a.prefix()).isEqualTo(b.prefix()).isNotEqualTo(c.prefix());
+        assertThat(a.conversation()).isNotEqualTo(b.conversation()).isNotEqualTo(c.conversation());
     }
 }
