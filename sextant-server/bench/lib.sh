@@ -11,8 +11,10 @@ pids=()
 smoke="${SMOKE:-0}"
 # shellcheck disable=SC2034 # $proxy is read by the scripts that pin a proxy
 near="" proxy=""
+# at exit, every process started is killed outright (a gateway would drain for seconds and keep its port) and waited
+# for, so that the next run finds its ports free
 bench_cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; kill -CONT "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   [ -n "${OUT:-}" ] || rm -rf "$work"
 }
