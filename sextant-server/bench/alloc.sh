@@ -13,7 +13,9 @@ shift || true
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ENGINE=19101
-if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
+pin_cpus
+# under run.sh --smoke: one round of one-second windows after a one-second warm-up
+rounds=$(smoke_or 1 "$rounds") window=$(smoke_or 1 8) warm_steps=$(smoke_or 1 3)
 
 one_step_engine $ENGINE
 one_engine_snapshot $ENGINE 1
@@ -26,8 +28,8 @@ for i in "${!jars[@]}"; do
   one_loop_gateway_yaml "$port" "$work/gateway$i.yaml"
   $proxy java -XX:+UseSerialGC -Xms2g -Xmx2g -Xmn1800m -jar "${jars[$i]}" gateway --config "$work/gateway$i.yaml" \
     >"$work/gateway$i.log" 2>&1 &
-  pids+=($!)
-  gpids+=($!)
+  pids+=("$!")
+  gpids+=("$!")
   ports+=("$port")
 done
 wait_for $ENGINE /healthz
@@ -35,23 +37,23 @@ for port in "${ports[@]}"; do wait_for "$port" /healthz; done
 
 load() { # port seconds: 5,000 req/s of small completions; prints the requests answered
   RATE=5000 CONNS=100 THREADS=1 $near wrk -t1 -c100 -d"$2"s -s "$here/post.lua" "http://127.0.0.1:$1/v1/chat/completions" \
-    | sed -n 's/^RESULT requests=\([0-9]*\).*/\1/p'
+    | grep '^RESULT' | field requests
 }
 eden() { jstat -gc "$1" | tail -1 | awk '{ print $6, $13 }'; } # eden used (KiB) and young collections so far
 
 echo "warm-up (discarded)"
-for port in "${ports[@]}"; do for _ in 1 2 3; do load "$port" 8 >/dev/null; done; done
+for port in "${ports[@]}"; do for _ in $(seq 1 "$warm_steps"); do load "$port" "$window" >/dev/null; done; done
 for round in $(seq 1 "$rounds"); do
   for i in "${!jars[@]}"; do
     pid=${gpids[$i]}
-    load "${ports[$i]}" 4 >/dev/null
+    load "${ports[$i]}" "$(smoke_or 1 4)" >/dev/null
     jcmd "$pid" GC.run >/dev/null
     sleep 0.5
     read -r eu0 ygc0 < <(eden "$pid")
-    n=$(load "${ports[$i]}" 8)
+    n=$(load "${ports[$i]}" "$window")
     read -r eu1 ygc1 < <(eden "$pid")
     label=this-tree; [ "$i" = 0 ] || label="jar$i"
     echo "round=$round gateway=$label requests=$n young_gcs_in_window=$((ygc1 - ygc0))" \
-      "bytes_per_req=$(awk -v a="$eu0" -v b="$eu1" -v n="$n" 'BEGIN { printf "%.0f", (b - a) * 1024 / n }')"
+      "bytes_per_req=$(calc %.0f "($eu1 - $eu0) * 1024 / $n")"
   done
 done

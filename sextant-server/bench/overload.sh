@@ -5,28 +5,19 @@
 # so a request's latency is its time to first token (plus the few bytes of the answer).
 # Prints one line per (phase, class), then the gateway's totals: shed latency, retry amplification, memory.
 # Needs wrk (Debian: apt-get install -y wrk). Usage: sextant-server/bench/overload.sh [seconds at 2×, default 60]
+# The runs docs/reliability-load.md reports are named in run.sh (overload, overload-defaults, overload-priority-engines).
 # OUT=dir keeps the logs (processes', wrk's, the control plane's health and explanation at the end) there.
 # DEFAULTS=1 runs the gateway and the control plane with their shipped settings (only their addresses and token):
 # no per-engine limit tuned to the engines' batch, no priority reserve, default report, scrape and solve intervals.
 # PRIORITY_ENGINES=1 starts the engines with --scheduling-policy priority (as vLLM's) and says so in the topology
 # (priority_scheduling: lower_first), so the gateway writes each request's class priority into its body.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-here="$root/sextant-server/bench"
-secs="${1:-60}"
-unloaded_secs="${UNLOADED_SECONDS:-40}"
-work="${OUT:-$(mktemp -d)}"
-mkdir -p "$work"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ -z "${OUT:-}" ]]; then rm -rf "$work"; fi
-}
-trap cleanup EXIT
-
-"$root/bin/sextant" --version >/dev/null        # builds the jar when needed
-jar="$root/sextant-app/target/sextant.jar"
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# under run.sh --smoke: one second per phase
+secs=$(smoke_or 1 "${1:-60}")
+unloaded_secs=$(smoke_or 1 "${UNLOADED_SECONDS:-40}")
+warmup_secs=$(smoke_or 1 10)
 E1=19510 E2=19511 CONTROL=19520 GATEWAY=19530
 
 policy=fcfs; if [[ -n "${PRIORITY_ENGINES:-}" ]]; then policy=priority; fi
@@ -55,7 +46,7 @@ classes:
 demand_rps: {gw: {high: 5, normal: 5, low: 5}}
 headroom: 0.1
 YAML
-head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/token.txt"
+new_token "$work/token.txt"
 cat >"$work/control-plane.yaml" <<YAML
 topology: topology.yaml
 token_file: token.txt
@@ -79,12 +70,11 @@ if [[ -z "${DEFAULTS:-}" ]]; then
     >>"$work/gateway.yaml"
 fi
 echo "settings:${DEFAULTS:+ shipped defaults}${PRIORITY_ENGINES:+, engines scheduling by priority}"; sed 's/^/  gateway: /' "$work/gateway.yaml"; sed 's/^/  control plane: /' "$work/control-plane.yaml"
-wait_for() { for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.1; done; echo "port $1 not up" >&2; exit 1; }
 wait_for $E1 /healthz; wait_for $E2 /healthz; wait_for $CONTROL /healthz
 java -Xms256m -Xmx256m -Xlog:gc:file="$work/gc.log" -jar "$jar" gateway --config "$work/gateway.yaml" \
      >"$work/gateway.log" 2>&1 &
 gpid=$!
-pids+=($gpid)
+pids+=("$gpid")
 wait_for $GATEWAY /healthz
 
 # one wrk per class; one connection per wrk thread so that paced.lua can time each request
@@ -100,10 +90,10 @@ probe() { # label port path seconds: a GET at 20 req/s, the machine's noise floo
 }
 phase() { # name rate-per-class seconds [classes]
   local p=() classes="${4:-high:2 normal:1 low:0}"
-  for c in $classes; do drive "${c%%:*}" "${c##*:}" "$2" "$3" & p+=($!); done
+  for c in $classes; do drive "${c%%:*}" "${c##*:}" "$2" "$3" & p+=("$!"); done
   if [[ "$1" == overload ]]; then
-    probe gateway-healthz $GATEWAY /healthz "$3" & p+=($!)
-    probe engine-healthz $E1 /healthz "$3" & p+=($!)
+    probe gateway-healthz $GATEWAY /healthz "$3" & p+=("$!")
+    probe engine-healthz $E1 /healthz "$3" & p+=("$!")
   fi
   wait "${p[@]}"
   for c in $classes; do c="${c%%:*}"; grep '^RESULT' "$work/wrk-$c.out" | sed "s/^RESULT/$1/" || cat "$work/wrk-$c.out"; done
@@ -113,53 +103,51 @@ phase() { # name rate-per-class seconds [classes]
     done
   fi
 }
-metric() { curl -s "http://127.0.0.1:$GATEWAY/metrics" | awk -v re="$1" '$1 ~ re {s += $2} END {printf "%.0f", s}'; }
+counter() { metric $GATEWAY "$1"; } # REGEX: the gateway's samples of that name, added up
 
 unloaded=$(( fleet_rps * 15 / 100 ))
 overload=$(( fleet_rps * 2 / 3 ))
 echo "fleet capacity $fleet_rps req/s (2 engines × 50); unloaded: class high alone at $unloaded req/s;" \
      "overload: $overload req/s per class"
 echo "machine load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-phase warmup 5 10 >/dev/null
+phase warmup 5 "$warmup_secs" >/dev/null
 phase unloaded "$unloaded" "$unloaded_secs" high:2
 
-retries0=$(metric '^sextant_gateway_retries_total'); routed0=$(metric '^sextant_gateway_requests_total.*engine="e')
-all0=$(metric '^sextant_gateway_requests_total')
+retries0=$(counter '^sextant_gateway_retries_total'); routed0=$(counter '^sextant_gateway_requests_total.*engine="e')
+all0=$(counter '^sextant_gateway_requests_total')
 # sample the gateway's resident memory and the control plane's view while the overload runs
 (
-  while sleep 5; do
-    rss=$(awk '/VmRSS/ {print $2}' /proc/$gpid/status)
-    shed=$(curl -s "http://127.0.0.1:$GATEWAY/metrics" | awk '/^sextant_gateway_sheds_total/ {match($0, /class="[a-z]+"/); printf "%s=%.0f ", substr($0, RSTART + 7, RLENGTH - 8), $2}')
+  while sleep "$(smoke_or 0.5 5)"; do
+    rss=$(rss_kib $gpid)
+    shed=$(by_labels $GATEWAY sextant_gateway_sheds_total class)
     echo "$(date +%s) rss_kib=$rss sheds: $shed"
   done
 ) >"$work/samples.txt" &
 sampler=$!
-pids+=($sampler)
+pids+=("$sampler")
 start_ms=$(date +%s%3N)
 phase overload "$overload" "$secs"
 kill $sampler 2>/dev/null || true
-retries=$(( $(metric '^sextant_gateway_retries_total') - retries0 ))
-echo "gateway: ejections $(metric '^sextant_gateway_ejections_total'), spills $(metric '^sextant_gateway_spills_total')"
-routed=$(( $(metric '^sextant_gateway_requests_total.*engine="e') - routed0 ))
-all=$(( $(metric '^sextant_gateway_requests_total') - all0 ))
+retries=$(( $(counter '^sextant_gateway_retries_total') - retries0 ))
+echo "gateway: ejections $(counter '^sextant_gateway_ejections_total'), spills $(counter '^sextant_gateway_spills_total')"
+routed=$(( $(counter '^sextant_gateway_requests_total.*engine="e') - routed0 ))
+all=$(( $(counter '^sextant_gateway_requests_total') - all0 ))
 echo "overload totals: client requests $all, sent to an engine $routed, retries $retries," \
-     "amplification $(awk -v r="$routed" -v x="$retries" 'BEGIN {printf "%.4f", (r + x) / r}') (attempts / admitted)," \
-     "$(awk -v a="$all" -v r="$routed" -v x="$retries" 'BEGIN {printf "%.4f", (r + x) / a}') (attempts / all requests)"
-echo "gateway status counts: $(curl -s "http://127.0.0.1:$GATEWAY/metrics" | grep '^sextant_gateway_requests_total' \
-     | sed 's/.*class="\([a-z]*\)".*status="\([0-9]*\)".* \(.*\)/\1:\2=\3/' | sort | tr '\n' ' ')"
+     "amplification $(calc %.4f "($routed + $retries) / $routed") (attempts / admitted)," \
+     "$(calc %.4f "($routed + $retries) / $all") (attempts / all requests)"
+echo "gateway status counts: $(requests_by $GATEWAY class status)"
 echo "control plane: $(grep -c 'published snapshot' "$work/control-plane.log") snapshots published; those since the 2× phase began:"
 # log lines start with the time of day (HH:MM:SS.mmm)
 grep 'published snapshot' "$work/control-plane.log" | while read -r when _ _ what; do
   t=$(date -d "$(date +%F) $when" +%s%3N 2>/dev/null || echo 0)
-  if (( t >= start_ms )); then echo "  +$(awk -v t="$t" -v s="$start_ms" 'BEGIN {printf "%.1f", (t - s) / 1000}') s $what"; fi
+  if (( t >= start_ms )); then echo "  +$(calc %.1f "($t - $start_ms) / 1000") s $what"; fi
 done | awk 'NR <= 8' # (awk reads everything: head would end the pipeline early, and pipefail the script)
 echo "gateway RSS during overload: max $(awk '{sub("rss_kib=", "", $2); if ($2 > m) m = $2} END {printf "%.0f", m / 1024}' "$work/samples.txt") MiB" \
      "(samples $(awk '{sub("rss_kib=", "", $2); printf "%.0f ", $2 / 1024}' "$work/samples.txt")MiB)"
-echo "gateway GC pauses: $(grep -c Pause "$work/gc.log"), longest $(grep -o '[0-9.]*ms$' "$work/gc.log" | sort -n | tail -1)"
+echo "gateway GC pauses: $(gc_pauses "$work/gc.log")"
 echo "gateway heap after each GC (MiB): $(grep -o 'Pause[^)]*)[^>]*->[0-9]*M' "$work/gc.log" | sed 's/.*->//; s/M//' | sort -n | uniq -c | awk '{printf "%s×%s ", $2, $1}')"
 curl -s "http://127.0.0.1:$CONTROL/healthz" >"$work/control-plane-health.json"
 curl -s -H "authorization: Bearer $(cat "$work/token.txt")" \
      "http://127.0.0.1:$CONTROL/v1/explain?gateway=gw&class=high&format=text" >"$work/explain-high.txt"
-jcmd $gpid GC.run >/dev/null
-echo "gateway heap after a full GC at the end: $(jcmd $gpid GC.heap_info | grep -o 'used [0-9]*K' | head -1)"
+echo "gateway heap after a full GC at the end: used $(heap_after_full_gc $gpid)K"
 echo "machine load after: $(cut -d' ' -f1-3 /proc/loadavg)"

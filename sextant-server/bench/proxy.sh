@@ -2,6 +2,8 @@
 # Whole-process proxy benchmark on loopback: added latency of the Sextant gateway over calling the engine
 # emulator directly, and HAProxy in front of the same emulator, in the same run. Needs wrk and haproxy
 # (Debian: apt-get install -y wrk haproxy). Usage: sextant-server/bench/proxy.sh [seconds per run]
+# The runs BENCHMARKS.md reports are named in run.sh, which sets the options below for each; they are here for
+# experiments.
 # GATEWAY_JAVA_OPTS adds JVM options to the gateway (a GC choice, a GC log: -Xlog:gc:file=gc.log).
 # GATEWAY2_JAVA_OPTS starts a second gateway with those options, measured in turn as target "sextant2" (to compare
 # JVM options within one run, e.g. GATEWAY_JAVA_OPTS=-XX:+UseSerialGC GATEWAY2_JAVA_OPTS=-XX:+UseZGC).
@@ -43,7 +45,6 @@
 # and a gateway's with jit_compiled and jit_ms, the methods its JIT compiled during the run and the compilers' time
 # on them (jstat -compiler, before and after): a compilation pinned to the event loop's core delays its requests.
 set -euo pipefail
-secs="${1:-20}"
 export ARRIVALS="${ARRIVALS:-fixed}"       # post.lua stops wrk on any other value than fixed or poisson
 if { [ "${BUSY_POLL:-0}" = 1 ] || [ "${GATEWAY2_BUSY_POLL:-0}" = 1 ]; } && { [ "${ALONE:-0}" != 1 ] || [ "${PIN:-0}" = 0 ]; }; then
   which=BUSY_POLL=1; [ "${BUSY_POLL:-0}" = 1 ] || which=GATEWAY2_BUSY_POLL=1
@@ -52,8 +53,10 @@ fi
 case "${JIT_QUIET:-0}" in ''|*[!0-9]*) echo "JIT_QUIET=$JIT_QUIET (expected: a whole number of methods)" >&2; exit 2 ;; esac
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# under run.sh --smoke: one-second runs, no warm-up, one round at one rate, one JIT_QUIET step
+secs=$(smoke_or 1 "${1:-20}")
 ENGINE=19101 GATEWAY=19200 GATEWAY2=19201 HAPROXY=19300 RELAY_PORT=19301
-if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
+pin_cpus
 gateway_cpu="$proxy"
 # PIN=loop: as PIN=1, but only the gateway's event loop threads get CPU 1; the rest of its JVM (JIT compiler, GC,
 # snapshot and report threads) stays on CPU 0 with wrk and the engine, as a deployment that gives event loops
@@ -67,6 +70,7 @@ one_step_engine $ENGINE
 one_engine_snapshot $ENGINE 1
 one_loop_gateway_yaml $GATEWAY "$work/gateway.yaml"
 [ "${BUSY_POLL:-0}" != 1 ] || echo "busy_poll: true" >>"$work/gateway.yaml"
+# shellcheck disable=SC2086 # a list of JVM options
 $gateway_cpu java -Xms1g -Xmx1g ${GATEWAY_JAVA_OPTS:-} -jar "$jar" gateway --config "$work/gateway.yaml" >"$work/gateway.log" 2>&1 &
 pids+=($!)
 gateway_pid=$!
@@ -141,7 +145,7 @@ alone() { # target being measured
     [ -n "$pid" ] || continue
     if [ "$name" = "$1" ]; then kill -CONT "$pid"; else kill -STOP "$pid"; fi
   done
-  sleep 1
+  [ "$smoke" = 1 ] || sleep 1
 }
 # cpu_ticks PID: the process's user plus system CPU time so far, in clock ticks (all its threads)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -174,15 +178,16 @@ run() { # target port rate conns seconds
         if [ -n "$jit_before" ]; then
           jit_during=$(echo "$jit_before $(jit "$pid")" | awk '{ printf " jit_compiled=%d jit_ms=%d", $3 - $1, $4 - $2 }')
         fi
-        echo "$out" | awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" -v jit="$jit_during" '{ for (i = 1; i <= NF; i++) if ($i ~ /^requests=/) n = substr($i, 10)
-          printf "%s cpu_us_per_req=%.1f%s\n", $0, (n > 0 ? ticks / hz * 1e6 / n : 0), jit }'
+        echo "$out" | awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" -v jit="$jit_during" "$FIELD_AWK"'{
+          n = field("requests"); printf "%s cpu_us_per_req=%.1f%s\n", $0, (n > 0 ? ticks / hz * 1e6 / n : 0), jit }'
       fi
     }
 }
-warmup="${WARMUP:-10}"
+warmup=$(smoke_or 0 "${WARMUP:-10}")
 echo "arrivals=$ARRIVALS; warm-up ${warmup} s a step (discarded)"
 # at both measured concurrencies, so that each target has its connections open and its code compiled for them
 for t in $targets; do
+  [ "$warmup" -gt 0 ] || break
   run "${t%%:*}" "${t##*:}" 2000 20 "$warmup" >/dev/null
   run "${t%%:*}" "${t##*:}" 5000 100 "$warmup" >/dev/null
 done
@@ -191,12 +196,11 @@ if [ "${JIT_QUIET:-0}" -gt 0 ]; then
   # compile fewer than JIT_QUIET methods, at most 30 cycles; one line per cycle
   for t in $targets; do
     case "${t%%:*}" in sextant*) ;; *) continue ;; esac
-    for cycle in $(seq 1 30); do
+    for cycle in $(seq 1 "$(smoke_or 1 30)"); do
       compiled=0
-      for step in "2000 20" "5000 100" "0 64"; do
-        # shellcheck disable=SC2086 # rate and connections
-        line=$(run "${t%%:*}" "${t##*:}" $step "$warmup")
-        n=$(echo "$line" | sed -n 's/.*jit_compiled=\([0-9]*\).*/\1/p')
+      for step in $(smoke_or "0:64" "2000:20 5000:100 0:64"); do
+        line=$(run "${t%%:*}" "${t##*:}" "${step%%:*}" "${step##*:}" "$(smoke_or 1 "$warmup")")
+        n=$(echo "$line" | field jit_compiled)
         if [ -z "$n" ]; then echo "JIT_QUIET: no JIT figures for ${t%%:*} (jstat -compiler failed?)" >&2; exit 1; fi
         compiled=$(( compiled + n ))
       done
@@ -205,7 +209,7 @@ if [ "${JIT_QUIET:-0}" -gt 0 ]; then
     done
   done
 fi
-repeat="${REPEAT:-1}"
+repeat=$(smoke_or 1 "${REPEAT:-1}")
 paced="$repeat"
 [ "${MAX_ONLY:-0}" != 1 ] || paced=0
 # in_turn ROUND: the targets in the order of that round, reversed every other round; measured always in one order, a
@@ -215,23 +219,23 @@ in_turn() {
   if [ $(($1 % 2)) = 1 ]; then echo "$targets"; else echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' '; fi
 }
 for round in $(seq 1 "$paced"); do
-  for rate in 1000 5000; do
+  for rate in $(smoke_or 5000 "1000 5000"); do
     conns=$(( rate / 50 ))                     # each connection sends one request every 50 ms
     for t in $(in_turn "$round"); do
       if [ "${PAIRED:-0}" = 1 ]; then
         [ "${t%%:*}" != engine ] || continue
-        run "engine-with-${t%%:*}" $ENGINE $rate $conns "$secs" >"$work/paired" &
+        run "engine-with-${t%%:*}" $ENGINE "$rate" $conns "$secs" >"$work/paired" &
         direct=$!
-        captured "${t%%:*}" "${t##*:}" $rate $conns "$secs" "$round" >"$work/proxied"
+        captured "${t%%:*}" "${t##*:}" "$rate" $conns "$secs" "$round" >"$work/proxied"
         wait $direct
         cat "$work/paired" "$work/proxied" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
       else
-        captured "${t%%:*}" "${t##*:}" $rate $conns "$secs" "$round" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
+        captured "${t%%:*}" "${t##*:}" "$rate" $conns "$secs" "$round" | sed "s/^/round=$round /" | tee -a "$work/rounds.txt"
       fi
     done
   done
 done
-if [ "$paced" -gt 1 ]; then
+if [ "$paced" -gt 1 ] || { [ "$smoke" = 1 ] && [ "$paced" = 1 ]; }; then
   # per round: added latency (the proxy's percentile minus the engine's in the same round) and the p99 as a ratio to
   # HAProxy's; then the median and range over the rounds
   echo "added latency over $repeat rounds: median (min-max), ms; p99 as a ratio to HAProxy's"
@@ -255,4 +259,4 @@ echo "max throughput (64 connections, no pacing)"
 for round in $(seq 1 "$repeat"); do
   for t in $(in_turn "$round"); do run "${t%%:*}" "${t##*:}" 0 64 "$secs" | sed "s/^/round=$round /" | tee -a "$work/max.txt"; done
 done
-[ "$repeat" -lt 2 ] || "$here/summaries.sh" "$work/max.txt"
+if [ "$repeat" -gt 1 ] || [ "$smoke" = 1 ]; then "$here/summaries.sh" "$work/max.txt"; fi

@@ -12,24 +12,19 @@
 # Usage: summaries.sh [FILE ...] (proxy.sh's output; standard input without a file). Other lines are ignored, so a
 # saved run can be summed up again.
 set -euo pipefail
+# shellcheck source=stats.sh
+. "$(dirname "${BASH_SOURCE[0]}")/stats.sh"
 
 input="$(mktemp)" rows="$(mktemp)" wire="$(mktemp)"
 trap 'rm -f "$input" "$rows" "$wire"' EXIT
 cat "$@" >"$input"                            # read twice below (standard input only once)
 # one row per round line: round target offered p50 p99 rps
-awk '$1 ~ /^round=[0-9]+$/ && $3 ~ /^offered=[0-9]+$/ && $4 != "legs:" {
-    r = substr($1, 7); o = substr($3, 9); p50 = ""; p99 = ""; rps = ""
-    for (i = 4; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "p50_ms") p50 = kv[2]
-      else if (kv[1] == "p99_ms") p99 = kv[2]; else if (kv[1] == "rps") rps = kv[2] }
-    print r, $2, o, p50, p99, rps }' "$input" >"$rows"
+awk "$FIELD_AWK"'$1 ~ /^round=[0-9]+$/ && $3 ~ /^offered=[0-9]+$/ && $4 != "legs:" {
+    print field("round"), $2, field("offered"), field("p50_ms"), field("p99_ms"), field("rps") }' "$input" >"$rows"
 # with CAPTURE=1, one row per (round, target, rate) captured: target offered p50 p99 of each request's proxy legs
-awk '$1 ~ /^round=[0-9]+$/ && $4 == "legs:" && $5 == "proxy" && $6 == "in+out" {
-    p50 = ""; p99 = ""
-    for (i = 7; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "p50") p50 = kv[2]; else if (kv[1] == "p99") p99 = kv[2] }
-    print $2, substr($3, 9), p50, p99 }' "$input" >"$wire"
+awk "$FIELD_AWK"'$1 ~ /^round=[0-9]+$/ && $4 == "legs:" && $5 == "proxy" && $6 == "in+out" {
+    print $2, field("offered"), field("p50"), field("p99") }' "$input" >"$wire"
 
-# shellcheck source=stats.sh
-. "$(dirname "${BASH_SOURCE[0]}")/stats.sh"
 # per_round TARGET RATE EXPR: for each round with both, EXPR of the target's row (p) and its reference row (e: the
 # engine's; h: HAProxy's), fields p50 p99 rps
 per_round() {
@@ -45,7 +40,7 @@ per_round() {
 }
 
 proxies=$(awk '$2 != "engine" && $2 !~ /^engine-with-/ && !seen[$2]++ { print $2 }' "$rows")
-for rate in $(awk '$3 != 0 && !seen[$3]++ { print $3 }' "$rows"); do
+awk '$3 != 0 && !seen[$3]++ { print $3 }' "$rows" | while read -r rate; do
   for t in $proxies; do
     per_round "$t" "$rate" added_p50 | summary "$t offered=$rate added_p50_ms"
     per_round "$t" "$rate" added_p99 | summary "$t offered=$rate added_p99_ms"

@@ -18,25 +18,27 @@ runs="${RUNS:-6}"
 rate="${RATE:-5000}"
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-# shellcheck source=stats.sh
-. "$here/stats.sh"
+# under run.sh --smoke: one repetition of one-second runs, a one-second warm-up, the engine's own warm-up skipped
+reps=$(smoke_or 1 "$reps") runs=$(smoke_or 1 "$runs") warm=$(smoke_or 1s "$warm") secs=$(smoke_or 1 10)
 ENGINE=19101 GATEWAY=19200
-if [ "${PIN:-0}" = 1 ]; then near="taskset -c 0"; proxy="taskset -c 1"; else near=""; proxy=""; fi
+pin_cpus
 export ARRIVALS="${ARRIVALS:-poisson}"
 
 one_step_engine $ENGINE
 one_engine_snapshot $ENGINE 1
 wait_for $ENGINE /healthz
 
-load() { # port: one 10 s run at $rate; prints wrk's RESULT line without its prefix
-  RATE=$rate CONNS=$((rate / 50)) THREADS=1 $near wrk -t1 -c$((rate / 50)) -d10s -s "$here/post.lua" \
+load() { # port: one run of $secs seconds at $rate; prints wrk's RESULT line without its prefix
+  RATE=$rate CONNS=$((rate / 50)) THREADS=1 $near wrk -t1 -c$((rate / 50)) -d"$secs"s -s "$here/post.lua" \
     "http://127.0.0.1:$1/v1/chat/completions" | sed -n 's/^RESULT //p'
 }
 compiled() { jit "$1" | cut -d' ' -f1; } # methods the JVM's JIT compiled so far
 
 echo "rate=$rate arrivals=$ARRIVALS runs=$runs warm_up=$warm"
-load $ENGINE >/dev/null # the engine's own warm-up (discarded): the gateways' start is what is measured
-load $ENGINE >/dev/null
+if [ "$smoke" = 0 ]; then
+  load $ENGINE >/dev/null # the engine's own warm-up (discarded): the gateways' start is what is measured
+  load $ENGINE >/dev/null
+fi
 for rep in $(seq 1 "$reps"); do
   for i in $(seq 1 "$runs"); do echo "rep=$rep target=engine run=$i $(load $ENGINE)"; done
   order="cold warm"
@@ -65,9 +67,7 @@ echo "median (min-max) over $reps repetitions"
 for target in engine cold warm; do
   for i in $(seq 1 "$runs"); do
     for q in p99_ms max_ms jit_compiled; do
-      awk -v t="$target" -v i="$i" -v q="$q" '$2 == "target=" t && $3 == "run=" i {
-          for (f = 4; f <= NF; f++) { split($f, kv, "="); if (kv[1] == q) print kv[2] } }' "$work/lines.txt" \
-        | summary "target=$target run=$i $q"
+      grep " target=$target run=$i " "$work/lines.txt" | field "$q" | summary "target=$target run=$i $q"
     done
   done
 done

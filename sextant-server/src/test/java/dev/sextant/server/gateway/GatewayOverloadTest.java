@@ -29,8 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Twice the fleet's capacity with three priorities, with the gateway's and the control plane's shipped settings
  * (docs/request-path.md, "Spill under load" and §3; docs/reliability-load.md has the measured run): the highest
  * priority is never refused, the lower ones are refused with 429 and {@code Retry-After}, and no engine is ejected.
- * Only what does not depend on timing is asserted; the latencies are measured by {@code sextant-server/bench/overload.sh}
- * with {@code DEFAULTS=1}.
+ * Only what does not depend on timing is asserted; the latencies are measured by
+ * {@code sextant-server/bench/run.sh overload-defaults}.
  */
 class GatewayOverloadTest {
     /** An emulated engine: batches of 2, a step of 100 ms, one token an answer: 20 req/s, as its topology says. */

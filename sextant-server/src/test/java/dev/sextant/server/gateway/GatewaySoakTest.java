@@ -47,7 +47,7 @@ import org.junit.jupiter.api.io.TempDir;
  * reveal: every request gets a complete answer or an explicit error (none lost), no Netty buffer leaks (leak
  * detection at PARANOID), file descriptors back to their level after warm-up, the heap after a full GC not
  * growing between the two halves of the run, and nothing shed by engines that never queued. The full-size run is
- * {@code sextant-server/bench/soak.sh}.
+ * {@code sextant-server/bench/run.sh soak}.
  */
 class GatewaySoakTest {
     private static final int REQUESTS = 10_000;
