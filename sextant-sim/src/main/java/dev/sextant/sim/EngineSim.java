@@ -168,6 +168,20 @@ final class EngineSim {
         return scheduling == PriorityScheduling.LOWER_FIRST ? pa < pb : pa > pb;
     }
 
+    /**
+     * The prompt tokens of {@code c}'s next turn this engine has cached: what the conversation left here (taken: the
+     * running sequence owns it now), else its shared system prompt when another conversation left that here.
+     */
+    private int cached(Conversation c) {
+        int own = cache.take(c.id);
+        return own > 0 || c.systemPrompt < 0 ? own : cache.peek(sharedKey(c.systemPrompt));
+    }
+
+    /** The cache key of shared system prompt {@code i}: apart from every conversation id, which is ≥ 0. */
+    private static long sharedKey(int i) {
+        return Long.MIN_VALUE + i;
+    }
+
     /** The engine crashes now: every request on it fails, its cache is lost. */
     void crash() {
         if (!up) {
@@ -265,7 +279,7 @@ final class EngineSim {
                 break;
             }
             waiting.pollFirst();
-            int cached = r.conversation == null ? 0 : Math.min(cache.take(r.conversation.id), r.promptTokens - 1);
+            int cached = r.conversation == null ? 0 : Math.min(cached(r.conversation), r.promptTokens - 1);
             r.cachedTokens = cached;
             r.prefillRemaining = r.promptTokens - cached;
             r.outputRemaining = r.outputTokens;
@@ -329,6 +343,10 @@ final class EngineSim {
                 reserved -= r.kvReserved;
                 if (r.conversation != null) {
                     cache.put(r.conversation.id, r.promptTokens + r.outputTokens, params.kvCacheTokens() - reserved);
+                    if (r.conversation.systemPrompt >= 0) { // kept apart too: other conversations start with it
+                        cache.put(sharedKey(r.conversation.systemPrompt), r.conversation.systemTokens,
+                                params.kvCacheTokens() - reserved);
+                    }
                 }
                 export.finished(r.outputTokens, r.outputTokens > 1
                         ? (now - r.engineFirstTokenMs) / (r.outputTokens - 1) : 0);

@@ -12,7 +12,9 @@ import java.util.Map;
  * imbalanced (max − min in-flight &gt; {@code balanceAbs} and max &gt; {@code balanceRel} × min) it sends
  * the request to the least-loaded engine; otherwise to the engine with the longest cached prefix when the
  * match ratio exceeds {@code cacheThreshold}, else to the engine whose picture holds the fewest tokens
- * (most cache room). Defaults 0.3, 64 and 1.5 are that gateway's documented defaults.
+ * (most cache room). Defaults 0.3, 64 and 1.5 are that gateway's documented defaults. A conversation's first turn
+ * that starts with a shared system prompt matches that prompt's tokens on the engine the picture last sent it to (of
+ * the engines holding it, the most recently used).
  */
 final class PrefixAwarePolicy extends BaselinePolicy {
     static final double CACHE_THRESHOLD = 0.3;
@@ -21,6 +23,8 @@ final class PrefixAwarePolicy extends BaselinePolicy {
 
     private List<Map<Long, long[]>> trees;
     private long[][] treeTokens;
+    /** Per gateway cluster: shared system prompt → the engine its picture last sent it to. */
+    private List<Map<Integer, Integer>> sharedPrompts;
 
     @Override
     public String name() {
@@ -35,6 +39,10 @@ final class PrefixAwarePolicy extends BaselinePolicy {
             trees.add(new HashMap<>());
         }
         treeTokens = new long[s.gatewayCount][s.engineCount];
+        sharedPrompts = new ArrayList<>();
+        for (int g = 0; g < s.gatewayCount; g++) {
+            sharedPrompts.add(new HashMap<>());
+        }
     }
 
     @Override
@@ -64,6 +72,8 @@ final class PrefixAwarePolicy extends BaselinePolicy {
         } else if (entry != null && candidate(r, (int) entry[0], exclude)
                 && Math.min(entry[1], r.promptTokens) > CACHE_THRESHOLD * r.promptTokens) {
             chosen = (int) entry[0];
+        } else if (entry == null && sharedMatch(r, exclude) >= 0) {
+            chosen = sharedMatch(r, exclude);
         } else {
             // fewest tokens; ties (common: many gateways, each with its own picture) broken by a hash of
             // the conversation, so gateways do not all herd onto the lowest-numbered engine
@@ -88,7 +98,23 @@ final class PrefixAwarePolicy extends BaselinePolicy {
         }
         trees.get(g).put(r.affinityKey(), new long[] {chosen, r.promptTokens});
         treeTokens[g][chosen] += r.promptTokens;
+        if (r.conversation != null && r.conversation.systemPrompt >= 0) {
+            sharedPrompts.get(g).put(r.conversation.systemPrompt, chosen);
+        }
         return chosen;
+    }
+
+    /**
+     * The engine whose picture holds {@code r}'s shared system prompt when that prompt is more than the threshold of
+     * {@code r}'s, else -1.
+     */
+    private int sharedMatch(SimRequest r, int exclude) {
+        Conversation c = r.conversation;
+        if (c == null || c.systemPrompt < 0 || c.systemTokens <= CACHE_THRESHOLD * r.promptTokens) {
+            return -1;
+        }
+        Integer j = sharedPrompts.get(r.gateway).get(c.systemPrompt);
+        return j != null && candidate(r, j, exclude) ? j : -1;
     }
 
     @Override

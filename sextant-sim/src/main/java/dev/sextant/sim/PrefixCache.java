@@ -5,7 +5,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * An engine's prefix cache, per conversation, with least-recently-used eviction in tokens. A finished
+ * An engine's prefix cache, per conversation and per shared system prompt (under keys of their own, see
+ * {@link EngineSim}), with least-recently-used eviction in tokens. A finished
  * turn leaves its whole context (prompt and answer) cached; the next turn of the same conversation reuses
  * it. Running sequences take their KV space from the same pool, so the cache shrinks as the batch grows.
  */
@@ -21,6 +22,12 @@ final class PrefixCache {
         }
         tokens -= t;
         return t;
+    }
+
+    /** The tokens cached under {@code key}, 0 when none, marked most recently used and left cached (shared). */
+    int peek(long key) {
+        Integer t = entries.get(key);
+        return t == null ? 0 : t;
     }
 
     /** Caches {@code count} tokens of {@code conversation} as most recently used, then evicts down to {@code limit}. */

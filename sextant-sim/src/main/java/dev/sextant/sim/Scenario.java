@@ -56,9 +56,26 @@ record Scenario(String name, String description, Topology topology, List<EngineP
      * @param firstPromptTokens mean prompt tokens of a first turn (uniform in [½, 1½]× the mean)
      * @param newTokensPerTurn  mean new user tokens added by each later turn (uniform in [½, 1½]× the mean)
      * @param outputTokens      mean output tokens per reply (uniform in [½, 1½]× the mean)
+     * @param systemPromptTokens tokens of a system prompt shared across conversations, before the first message;
+     *                           0 for none (then {@code systemPrompts} and {@code keyedShare} change nothing)
+     * @param systemPrompts     how many distinct system prompts there are (≥ 1); a conversation draws the i-th
+     *                          (0-based) with probability ∝ 1/(i + 1), so the first is the hottest
+     * @param keyedShare        the share of conversations whose client sends an explicit key
+     *                          ({@code prompt_cache_key}); the rest send none, and the gateway derives their key
+     *                          from the prompt (docs/request-path.md §1)
      */
     record ClassWorkload(double turnsMean, double thinkMeanMs, double firstPromptTokens, double newTokensPerTurn,
-                         double outputTokens) {
+                         double outputTokens, double systemPromptTokens, int systemPrompts, double keyedShare) {
+        /** Conversations without a shared system prompt, each with an explicit key. */
+        ClassWorkload(double turnsMean, double thinkMeanMs, double firstPromptTokens, double newTokensPerTurn,
+                      double outputTokens) {
+            this(turnsMean, thinkMeanMs, firstPromptTokens, newTokensPerTurn, outputTokens, 0, 1, 1);
+        }
+
+        /** True when conversations carry a structured prompt: a shared system prompt or no explicit key. */
+        boolean structured() {
+            return systemPromptTokens > 0 || keyedShare < 1;
+        }
     }
 
     /** Arrival shape of new conversations at a gateway cluster. */

@@ -289,7 +289,18 @@ final class ScenarioLoader {
         Scenario.ClassWorkload w = new Scenario.ClassWorkload(num(n, "turns_mean", p, d.turnsMean()),
                 1000 * num(n, "think_s", p, d.thinkMeanMs() / 1000),
                 num(n, "first_prompt_tokens", p, d.firstPromptTokens()),
-                num(n, "new_tokens_per_turn", p, d.newTokensPerTurn()), num(n, "output_tokens", p, d.outputTokens()));
+                num(n, "new_tokens_per_turn", p, d.newTokensPerTurn()), num(n, "output_tokens", p, d.outputTokens()),
+                num(n, "system_prompt_tokens", p, d.systemPromptTokens()),
+                (int) num(n, "system_prompts", p, d.systemPrompts()), num(n, "keyed_share", p, d.keyedShare()));
+        if (!(w.systemPromptTokens() >= 0)) {
+            throw error(p + "system_prompt_tokens", w.systemPromptTokens() + " (expected: >= 0)");
+        }
+        if (w.systemPrompts() < 1) {
+            throw error(p + "system_prompts", w.systemPrompts() + " (expected: an integer >= 1)");
+        }
+        if (!(w.keyedShare() >= 0 && w.keyedShare() <= 1)) {
+            throw error(p + "keyed_share", w.keyedShare() + " (expected: in [0, 1])");
+        }
         if (!(w.turnsMean() >= 1)) {
             throw error(p + "turns_mean", w.turnsMean() + " (expected: >= 1)");
         }

@@ -10,7 +10,9 @@ import dev.sextant.control.Step;
 import dev.sextant.request.DataPlane;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.request.Decision;
+import dev.sextant.request.HttpFields;
 import dev.sextant.request.Outcome;
+import dev.sextant.request.PromptKeys;
 import dev.sextant.request.Refusal;
 import dev.sextant.request.RequestMeta;
 import dev.sextant.snapshot.Route;
@@ -285,9 +287,41 @@ final class SextantPolicy implements SimPolicy {
     public int select(SimRequest r) {
         arrivals[r.gateway][r.trafficClass]++;
         RequestMeta c = classMeta[r.trafficClass];
-        Decision d = planes[r.gateway].route(new RequestMeta(c.model(), c.residency(), c.priority(),
-                Hashing.mix(r.affinityKey() + 0x51L), Hashing.mix(r.id ^ 0x7265717565737431L)));
-        return toEngine(r, d);
+        long requestId = Hashing.mix(r.id ^ 0x7265717565737431L);
+        Conversation conv = r.conversation;
+        RequestMeta m;
+        if (conv != null && conv.structured) {
+            if (conv.gatewayKey == 0) {
+                derive(conv, c.model());
+            }
+            m = new RequestMeta(c.model(), c.residency(), c.priority(), conv.gatewayKey, conv.gatewayPrefixKey,
+                    requestId);
+        } else {
+            m = new RequestMeta(c.model(), c.residency(), c.priority(), Hashing.mix(r.affinityKey() + 0x51L),
+                    requestId);
+        }
+        return toEngine(r, planes[r.gateway].route(m));
+    }
+
+    private final PromptKeys promptKeys = new PromptKeys();
+
+    /**
+     * The keys the production gateway derives for {@code conv} ({@link HttpFields}, {@link PromptKeys}): an explicit
+     * key when its client sends one, else the key of its first turn, with its shared system prompt as the prefix key.
+     * Its texts stand for what they are: one text per system prompt, one first message per conversation.
+     */
+    private void derive(Conversation conv, String model) {
+        PromptKeys keys = promptKeys.reset();
+        if (conv.systemPrompt >= 0) {
+            keys.beginMessage();
+            keys.text("system prompt " + conv.systemPrompt);
+            keys.endMessage("system");
+        }
+        keys.userMessage("the first message of conversation " + conv.id);
+        RequestMeta m = new HttpFields(model, null, null, conv.keyed ? "conversation-" + conv.id : null, null, null,
+                keys.result(), "sim").toMeta();
+        conv.gatewayKey = m.affinityKey() == 0 ? 1 : m.affinityKey();
+        conv.gatewayPrefixKey = m.prefixKey();
     }
 
     private int toEngine(SimRequest r, Decision d) {

@@ -313,8 +313,32 @@ final class Simulation implements EngineSim.Listener {
         }
         Conversation c = new Conversation(id, g, k, turns);
         c.contextTokens = 0;
+        if (w.structured()) { // drawn only then, so that other scenarios' conversations stay as they were
+            c.structured = true;
+            c.keyed = rng.nextDouble() < w.keyedShare();
+            if (w.systemPromptTokens() > 0) {
+                c.systemPrompt = zipf(rng, w.systemPrompts());
+                c.systemTokens = Math.max(1, (int) Math.round(w.systemPromptTokens()));
+            }
+        }
         convRandom.put(id, rng);
         turn(c, true);
+    }
+
+    /** The i-th of {@code n} (0-based) with probability ∝ 1/(i + 1). */
+    static int zipf(SplittableRandom rng, int n) {
+        double total = 0;
+        for (int i = 1; i <= n; i++) {
+            total += 1.0 / i;
+        }
+        double u = rng.nextDouble() * total;
+        for (int i = 0; i < n; i++) {
+            u -= 1.0 / (i + 1);
+            if (u < 0) {
+                return i;
+            }
+        }
+        return n - 1;
     }
 
     private static int around(SplittableRandom rng, double mean) {
@@ -327,7 +351,9 @@ final class Simulation implements EngineSim.Listener {
         int fresh = around(rng, first ? w.firstPromptTokens() : w.newTokensPerTurn());
         int out = around(rng, w.outputTokens());
         c.turnsLeft--;
-        SimRequest r = new SimRequest(requestIds++, c, c.gateway, c.trafficClass, loop.now(), c.contextTokens + fresh, out);
+        int system = first ? c.systemTokens : 0; // later turns carry it in their context
+        SimRequest r = new SimRequest(requestIds++, c, c.gateway, c.trafficClass, loop.now(),
+                c.contextTokens + system + fresh, out);
         demandCount[c.gateway][c.trafficClass]++;
         metrics.generated(r);
         int e = policy.select(r);

@@ -124,6 +124,31 @@ class EngineSimTest {
     }
 
     @Test
+    void sharedSystemPrompt_leftByOneConversation_isReusedByAnother_andStaysCached() {
+        // conversation 1 starts with system prompt 0 (100 tokens) and leaves it here; conversation 2's first turn
+        // (the same 100 tokens and 50 of its own) reuses them: it prefills 50 (10 + 5 = 15 ms), first token at 15
+        // after its arrival at 100; a third conversation with another system prompt reuses nothing
+        SimRequest a = request(1, 1, 150, 1);
+        SimRequest b = request(2, 2, 150, 1);
+        SimRequest c = request(3, 3, 150, 1);
+        for (SimRequest r : new SimRequest[] {a, b}) {
+            r.conversation.systemPrompt = 0;
+            r.conversation.systemTokens = 100;
+        }
+        c.conversation.systemPrompt = 1;
+        c.conversation.systemTokens = 100;
+        arriveAt(0, a);
+        arriveAt(100, b);
+        arriveAt(200, c);
+        loop.runAll();
+        assertThat(a.cachedTokens).isZero();
+        assertThat(b.cachedTokens).isEqualTo(100);
+        assertThat(c.cachedTokens).isZero();
+        assertThat(log).contains("first 2 @115.0");
+        assertThat(engine.cache.size()).as("three conversations and two system prompts").isEqualTo(5);
+    }
+
+    @Test
     void crash_failsRunningAndWaiting_andLosesTheCache() {
         arriveAt(0, request(1, 1, 150, 3));
         arriveAt(0, request(2, 2, 150, 3));

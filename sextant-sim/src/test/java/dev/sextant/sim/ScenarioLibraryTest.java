@@ -14,6 +14,7 @@ class ScenarioLibraryTest {
         "regional-failure.yaml, 20, waterfall",
         "overload.yaml, 20, least-request",
         "large-fleet.yaml, 4, prefix-aware",
+        "keyless-shared-prompts.yaml, 20, prefix-aware",
     })
     void shortRun_endsEveryRequest_andRespectsResidency(String file, int seconds, String baseline) throws Exception {
         Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve(file)).withDuration(seconds * 1000.0);

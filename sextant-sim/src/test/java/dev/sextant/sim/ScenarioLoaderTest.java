@@ -18,6 +18,9 @@ class ScenarioLoaderTest {
         "engines: [eu-1]}|engines: [nope]}|faults[0].engines: unknown engine 'nope'",
         "hardware: small}|hardware: tiny}|topology.engines[0].hardware: unknown hardware 'tiny'",
         "turns_mean: 3|turns_mean: 0.5|workload.default.turns_mean: 0.5 (expected: >= 1)",
+        "turns_mean: 3|turns_mean: 3, keyed_share: 1.5|workload.default.keyed_share: 1.5 (expected: in [0, 1])",
+        "turns_mean: 3|turns_mean: 3, system_prompts: 0|workload.default.system_prompts: 0 (expected: an integer >= 1)",
+        "turns_mean: 3|turns_mean: 3, system_prompt_tokens: -5|workload.default.system_prompt_tokens: -5.0 (expected: >= 0)",
         "gateway: eu, engine_cluster: gpu-eu2|gateway: mars, engine_cluster: gpu-eu2|faults[2].gateway: unknown gateway cluster 'mars'",
     })
     void badField_isNamedWithTheFile(String from, String to, String message) {
