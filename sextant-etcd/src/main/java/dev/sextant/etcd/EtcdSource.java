@@ -106,6 +106,11 @@ final class EtcdSource implements SnapshotSource {
         return controlPlanes;
     }
 
+    /** False from a failed read of etcd until the next that succeeds. */
+    boolean reachable() {
+        return reachable;
+    }
+
     @Override
     public long refusals() {
         return refusals.get();
