@@ -20,7 +20,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("topology", "host", "port", "token_file", "solve_interval",
             "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "error_rate_limit", "demand",
             "publish_gain", "publish_gain_ms", "canary_interval", "max_wait", "state_file", "request_header_timeout",
-            "request_body_timeout", "max_header_bytes", "max_connections", "max_buffered_body_bytes");
+            "request_body_timeout", "max_header_bytes", "max_connections", "max_buffered_body_bytes", "etcd");
     /** Keys of older versions, refused with what replaced them. */
     static final Map<String, String> REMOVED = Map.of(
             "weight_hysteresis", "expected: publish_gain and publish_gain_ms; removed: a snapshot is published when its"
@@ -34,6 +34,10 @@ final class ControlPlaneCommand implements Callable<Integer> {
 
     @Option(names = "--port", paramLabel = "PORT", description = "Overrides the file's port.")
     Integer port;
+
+    @Option(names = "--etcd", paramLabel = "URL[,URL…]", description = "Run as one of several control planes, "
+            + "elected through these etcd members (overrides the file's etcd.endpoints; docs/etcd.md).")
+    String etcd;
 
     @Option(names = "--duration", paramLabel = "SECONDS", description = "Stop after this long (default: until Ctrl-C).")
     double duration;
@@ -78,16 +82,20 @@ final class ControlPlaneCommand implements Callable<Integer> {
             throw new UsageException(f.located(e.getMessage()));
         }
         f.readable("topology", topology); // a missing topology is this file's problem, at its line
+        dev.sextant.etcd.EtcdOptions etcdOptions = f.etcd(etcd);
         if (check) {
             f.tlsContexts(c.tls(), c.engineTls());
             Topology t = TopologyLoader.load(topology);
             out.println(config + ": ok: control plane on " + (c.tls() == null ? "http" : "https") + "://" + c.host()
                     + ":" + c.port() + ", topology " + topology.normalize() + " (" + t.gatewayClusters().size()
-                    + " gateway clusters, " + t.engines().size() + " engines)");
+                    + " gateway clusters, " + t.engines().size() + " engines)"
+                    + (etcdOptions == null ? "" : ", elected through etcd " + etcdOptions.endpoints() + " under "
+                            + etcdOptions.prefix()));
             out.flush();
             return 0;
         }
-        ControlPlane cp = ControlPlane.start(c);
+        ControlPlane cp = etcdOptions == null ? ControlPlane.start(c)
+                : ControlPlane.start(c, dev.sextant.etcd.Etcd.leadership(etcdOptions));
         out.println("control plane on " + cp.uri() + " (topology " + topology + ", snapshot " + cp.current().version() + ")");
         out.flush();
         Running.untilStopped(out, duration, cp);

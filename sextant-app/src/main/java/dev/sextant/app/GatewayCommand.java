@@ -33,7 +33,7 @@ final class GatewayCommand implements Callable<Integer> {
             "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
             "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll", "probe_interval",
-            "engine_keep_alive", "class_timeouts");
+            "engine_keep_alive", "class_timeouts", "etcd");
     /** Settings that are gone, with what took their place and why (refused at their line). */
     static final java.util.Map<String, String> REMOVED = java.util.Map.of("first_byte_timeout", "expected:"
             + " first_token_timeout, for streams; removed: it cut and retried non-streaming answers, which send nothing"
@@ -51,6 +51,11 @@ final class GatewayCommand implements Callable<Integer> {
 
     @Option(names = "--port", paramLabel = "PORT", description = "Overrides the file's port.")
     Integer port;
+
+    @Option(names = "--etcd", paramLabel = "URL[,URL…]", description = "Watch this gateway cluster's snapshots in "
+            + "these etcd members and report to the control planes found there (overrides etcd.endpoints; "
+            + "docs/etcd.md).")
+    String etcd;
 
     @Option(names = "--duration", paramLabel = "SECONDS", description = "Stop after this long (default: until Ctrl-C).")
     double duration;
@@ -77,11 +82,16 @@ final class GatewayCommand implements Callable<Integer> {
         GatewayConfig d = GatewayConfig.defaults(cluster);
         String cpText = f.string("control_plane", null);
         Path snapshotFile = f.path("snapshot_file");
-        if ((cpText == null) == (snapshotFile == null)) {
-            throw f.problem("control_plane", "expected exactly one of control_plane (a URL) and snapshot_file");
+        dev.sextant.etcd.EtcdOptions etcdOptions = f.etcd(etcd);
+        if (etcdOptions != null && (cpText != null || snapshotFile != null)) {
+            throw f.problem("etcd", "set with " + (cpText != null ? "control_plane" : "snapshot_file")
+                    + " (expected: one source of snapshots; with etcd, reports go to the control planes found there)");
+        }
+        if (etcdOptions == null && (cpText == null) == (snapshotFile == null)) {
+            throw f.problem("control_plane", "expected exactly one of control_plane (a URL), snapshot_file and etcd");
         }
         URI cp = cpText == null ? null : controlPlane(f, cpText);
-        BearerToken token = f.token(cp != null);
+        BearerToken token = f.token(cp != null || etcdOptions != null);
         GatewayConfig c;
         Duration longPollWait = f.duration("long_poll_wait", Duration.ofSeconds(30));
         int threads = f.integer("threads", Math.max(2, Runtime.getRuntime().availableProcessors()));
@@ -122,7 +132,8 @@ final class GatewayCommand implements Callable<Integer> {
         if (check) {
             f.tlsContexts(c.tls(), c.clientTls());
             readableSnapshot(f, snapshotFile);
-            String from = cp != null ? "control plane " + cp : "snapshot file " + snapshotFile + " (version "
+            String from = etcdOptions != null ? "etcd " + etcdOptions.endpoints() + " under " + etcdOptions.prefix()
+                    : cp != null ? "control plane " + cp : "snapshot file " + snapshotFile + " (version "
                     + SnapshotJson.read(snapshotFile).version() + ")";
             out.println(config + ": ok: gateway cluster " + cluster + " on " + (c.tls() == null ? "http" : "https")
                     + "://" + c.host() + ":" + c.port() + ", snapshots from " + from
@@ -132,7 +143,8 @@ final class GatewayCommand implements Callable<Integer> {
             return 0;
         }
         readableSnapshot(f, snapshotFile);
-        SnapshotSource source = cp != null
+        SnapshotSource source = etcdOptions != null ? dev.sextant.etcd.Etcd.source(etcdOptions, cluster)
+                : cp != null
                 ? SnapshotSource.longPoll(cp, cluster, token, longPollWait, c.clientTls())
                 : SnapshotSource.fixed(SnapshotJson.read(snapshotFile));
         if (!warmUp.isZero()) {

@@ -272,6 +272,40 @@ final class ServerFile {
         }
     }
 
+    /** What the {@code etcd} map may set (docs/etcd.md). */
+    static final Set<String> ETCD_KEYS = Set.of("endpoints", "prefix", "user", "password_file", "ca_file", "cert_file",
+            "key_file", "lease_ttl", "advertise");
+
+    /**
+     * The {@code etcd} map ({@code endpoints}, {@code prefix}, {@code user}, {@code password_file}, {@code ca_file},
+     * {@code cert_file}, {@code key_file}, {@code lease_ttl}, {@code advertise}), its endpoints replaced by
+     * {@code flag} (the command's {@code --etcd URL[,URL…]}) when set; null when neither configures etcd.
+     */
+    dev.sextant.etcd.EtcdOptions etcd(String flag) {
+        Mapping m = checked(reader.optionalMapping(root, "", "etcd", "a map of etcd settings (docs/etcd.md)"));
+        if (m.entries().isEmpty() && flag == null) {
+            return null;
+        }
+        reader.keys(m, "etcd", new TreeSet<>(ETCD_KEYS));
+        check();
+        java.util.List<String> endpoints = flag != null ? java.util.List.of(flag.split(","))
+                : m.entries().get("endpoints") != null && !(m.entries().get("endpoints").value()
+                        instanceof YamlTree.Sequence) ? java.util.List.of(checked(reader.string(m, "etcd", "endpoints")))
+                : checked(reader.stringList(m, "etcd", "endpoints", java.util.List.of()));
+        String advertise = checked(reader.string(m, "etcd", "advertise", null));
+        try {
+            return new dev.sextant.etcd.EtcdOptions(endpoints.stream().map(String::trim).map(java.net.URI::create)
+                    .toList(), checked(reader.string(m, "etcd", "prefix", "/sextant")),
+                    checked(reader.string(m, "etcd", "user", null)), checked(reader.path(m, "etcd", "password_file")),
+                    checked(reader.path(m, "etcd", "ca_file")), checked(reader.path(m, "etcd", "cert_file")),
+                    checked(reader.path(m, "etcd", "key_file")), m.entries().containsKey("lease_ttl")
+                            ? duration(m, "etcd", "lease_ttl") : dev.sextant.etcd.EtcdOptions.DEFAULT_LEASE_TTL,
+                    advertise == null ? null : java.net.URI.create(advertise));
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(located(e.getMessage()));
+        }
+    }
+
     /** A problem of this file at {@code key}'s line (the file's top when the key is absent). */
     UsageException problem(String key, String message) {
         return new UsageException(reader.at(key, message).toString());

@@ -138,6 +138,10 @@ public final class ControlPlane implements AutoCloseable {
     private final HeadCheck.Budget bodyBudget;
     /** The state file, or null without one. */
     private final StateFile state;
+    /** Whether this replica may publish; {@link Leadership#alone()} for a control plane that is the only one. */
+    private final Leadership leadership;
+    /** True once this replica took over as leader and until it finds it lost leadership (policy thread only). */
+    private boolean led;
 
     /** The last snapshot published, with the topology the loop solved it for (estimates applied). */
     private volatile Solved solved;
@@ -174,8 +178,11 @@ public final class ControlPlane implements AutoCloseable {
     private Map<String, String> endpoints = Map.of();
     private Topology endpointsOf;
 
-    private ControlPlane(ControlPlaneConfig config) throws TopologyException, InterruptedException {
+    private ControlPlane(ControlPlaneConfig config, Leadership leadership) throws TopologyException,
+            InterruptedException {
         this.config = config;
+        this.leadership = leadership;
+        this.led = leadership.leading(); // alone: from the start; a replica: once it won and took over
         this.token = config.token();
         Topology topology = TopologyLoader.load(config.topologyFile());
         this.fingerprint = fingerprint();
@@ -200,12 +207,13 @@ public final class ControlPlane implements AutoCloseable {
                     .description("control loop steps by outcome: published (a new snapshot), kept (the gain was below "
                             + "the threshold), failed (the solve failed)").register(registry));
         }
-        for (String kind : List.of("first", "change", "gain", "catch_up")) {
+        for (String kind : List.of("first", "change", "gain", "catch_up", "takeover")) {
             publications.put(kind, Counter.builder("sextant.control.publications").tag("kind", kind)
                     .description("snapshots published (a new version for the gateways), by why: first, change (one "
                             + "the loop publishes whatever the gain: the fleet's shape, an engine out of or back in "
                             + "service, a held snapshot that no longer fits), gain (above the threshold), catch_up (the "
-                            + "same content above a version a gateway held)").register(registry));
+                            + "same content above a version a gateway held), takeover (a replica that just won leadership, above every "
+                            + "version published before)").register(registry));
         }
         this.connectionCap = new ConnectionCap("control plane", config.limits().maxConnections());
         this.bodyBudget = new HeadCheck.Budget(config.limits().maxBufferedBodyBytes());
@@ -305,6 +313,8 @@ public final class ControlPlane implements AutoCloseable {
             throw e;
         }
         jvm = JvmMeters.bindTo(registry);
+        leadership.bindTo(registry);
+        leadership.join(uri());
         LOG.info("control plane listening on " + uri() + ", topology "
                 + config.topologyFile() + ", snapshot " + publisher.current().version());
     }
@@ -316,14 +326,23 @@ public final class ControlPlane implements AutoCloseable {
      * @throws IllegalStateException when the address cannot be bound
      */
     public static ControlPlane start(ControlPlaneConfig config) throws TopologyException {
+        return start(config, Leadership.alone());
+    }
+
+    /**
+     * As {@link #start(ControlPlaneConfig)}, as one of several replicas: it takes every signal, but steps the loop
+     * and publishes only while {@code leadership} says it leads. The control plane closes {@code leadership}.
+     */
+    public static ControlPlane start(ControlPlaneConfig config, Leadership leadership) throws TopologyException {
         try {
-            return new ControlPlane(config);
+            return new ControlPlane(config, leadership);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while starting", e);
         } catch (ListenException e) {
             throw e; // already names the address
         } catch (RuntimeException e) {
+            leadership.close();
             throw new IllegalStateException("cannot start control plane on " + config.host() + ":" + config.port()
                     + ": " + e.getMessage(), e);
         }
@@ -471,13 +490,23 @@ public final class ControlPlane implements AutoCloseable {
     private void tick() {
         try {
             reloadIfChanged();
+            if (!leadership.leading()) {
+                if (led) {
+                    led = false;
+                    LOG.warning("no longer the leader: keeps taking signals, publishes nothing");
+                }
+            } else if (!led) {
+                takeOver();
+            }
             long now = ticker.nanos();
             if (!scrapedOnce || now - lastScrapeNanos >= config.scrapeInterval().toNanos()) {
                 scrapedOnce = true;
                 lastScrapeNanos = now;
                 scrapeAll();
             }
-            if (ticker.nanos() - lastSolveNanos >= config.solveInterval().toNanos()) {
+            if (!led) {
+                // a standby keeps its estimates warm from the signals; only the leader solves
+            } else if (ticker.nanos() - lastSolveNanos >= config.solveInterval().toNanos()) {
                 step("schedule");
             } else if (loop.urgent()) {
                 step("urgent");
@@ -624,8 +653,11 @@ public final class ControlPlane implements AutoCloseable {
             LOG.fine(() -> "snapshot " + held.version() + " kept (" + trigger + "): " + s.reason());
             return;
         }
-        steps.get("published").increment();
         Snapshot next = s.snapshot();
+        if (led && !publishFenced(next)) {
+            return; // a replica's start snapshot (not led yet) stays its own: it is not the fleet's
+        }
+        steps.get("published").increment();
         publisher.publish(next);
         solved = new Solved(loop.publishedFor(), loop.published());
         keep(next);
@@ -651,6 +683,66 @@ public final class ControlPlane implements AutoCloseable {
                 .forEach(x -> sb.append("\n  ").append(x.engine()).append(' ').append(x.condition()).append(": ")
                         .append(x.capacityWhy()));
         return sb.toString();
+    }
+
+    /**
+     * This replica just won leadership: its loop's versions go on above every version any leader reserved, it steps
+     * on its warm estimates, and publishes what it holds then whatever the gain (the gateways hold the previous
+     * leader's snapshot, which this loop never saw).
+     */
+    private void takeOver() {
+        long floor = Math.max(leadership.highestVersion(), publisher.current().version());
+        led = true;
+        Snapshot held = loop.published();
+        if (held.version() < floor) {
+            loop.adopt(held.sealed(floor));
+        }
+        step("takeover");
+        if (!led || publisher.current().version() > floor) {
+            return; // deposed already, or the step published
+        }
+        Snapshot next = republish(loop.published(), floor + 1, "takeover");
+        if (next == null) {
+            return;
+        }
+        LOG.warning("took over as leader: published snapshot " + next.version() + " (above version " + floor + ")");
+    }
+
+    /**
+     * Publishes {@code content} again as {@code version} (the loop adopts it), counted as {@code kind}; null when the
+     * publication was refused.
+     */
+    private Snapshot republish(Snapshot content, long version, String kind) {
+        Snapshot next = content.sealed(version);
+        loop.adopt(next);
+        if (!publishFenced(next)) {
+            return null;
+        }
+        publisher.publish(next);
+        solved = new Solved(loop.publishedFor(), loop.published());
+        keep(next);
+        publications.get(kind).increment();
+        return next;
+    }
+
+    /**
+     * Publishes {@code next} beyond this process, if this replica still leads; false when refused (deposed, or the
+     * store failed): it then publishes nothing until it wins again and takes over, which puts its versions above
+     * whatever was published meanwhile.
+     */
+    private boolean publishFenced(Snapshot next) {
+        try {
+            leadership.publish(next);
+            return true;
+        } catch (Leadership.Deposed e) {
+            led = false;
+            LOG.warning("snapshot " + next.version() + " not published: " + e.getMessage());
+            return false;
+        } catch (RuntimeException e) {
+            led = false;
+            LOG.log(Level.SEVERE, "snapshot " + next.version() + " not published: " + e, e);
+            return false;
+        }
     }
 
     /** A publication's kind for its counter, from the gain the loop gave it. */
@@ -720,12 +812,13 @@ public final class ControlPlane implements AutoCloseable {
             if (current == null || held < current.version() || !Versions.adoptable(held)) {
                 return;
             }
-            Snapshot next = current.sealed(held + 1);
-            loop.adopt(next);
-            publisher.publish(next);
-            solved = new Solved(loop.publishedFor(), loop.published());
-            keep(next);
-            publications.get("catch_up").increment();
+            if (!led) {
+                return; // a standby's versions are not the fleet's: the leader catches up
+            }
+            Snapshot next = republish(current, held + 1, "catch_up");
+            if (next == null) {
+                return;
+            }
             LOG.warning("a gateway holds snapshot version " + held + ", at or above this control plane's "
                     + current.version() + " (restarted?): republished snapshot " + current.version()
                     + " as version " + next.version());
@@ -799,6 +892,7 @@ public final class ControlPlane implements AutoCloseable {
     @Override
     public void close() {
         policy.shutdownNow();
+        leadership.close();
         signals.shutdownNow();
         canaries.close();
         if (state != null) {

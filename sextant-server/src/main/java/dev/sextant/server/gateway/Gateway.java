@@ -100,8 +100,10 @@ public final class Gateway implements AutoCloseable {
         // TLS files are read before anything starts, so a bad file stops the start with its key and path
         SslContext serverTls = config.tls() == null ? null : TlsContexts.server(config.tls(), config.http2());
         this.pool = new UpstreamPool(config.connectTimeout(), TlsContexts.client(config.clientTls()));
-        this.reporter = new Reporter(config.gatewayCluster(), config.controlPlane(), config.token(),
-                config.reportInterval(), config.clientTls());
+        // reports go to the configured control plane, or to those the source finds (every replica, through etcd)
+        this.reporter = Reporter.toEach(config.gatewayCluster(), config.controlPlane() != null
+                        ? () -> java.util.List.of(config.controlPlane()) : source.findsControlPlanes()
+                        ? source::controlPlanes : null, config.token(), config.reportInterval(), config.clientTls());
         this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
                 () -> refusedSnapshots.sum() + source.refusals(), this::ownClasses);
         DataPlaneListener listener = new DataPlaneListener() {
@@ -152,7 +154,9 @@ public final class Gateway implements AutoCloseable {
             probes.watch(group);
             group.next().scheduleAtFixedRate(this::observeMode, 1, 1, TimeUnit.SECONDS);
             jvm = JvmMeters.bindTo(metrics.registry);
-            prober = config.controlPlane() == null || config.probeInterval().isZero() ? null
+            source.bindTo(metrics.registry);
+            prober = (config.controlPlane() == null && !source.findsControlPlanes()) || config.probeInterval().isZero()
+                    ? null
                     : new Prober(config.gatewayCluster(), this::heldSnapshot, pool, reporter, metrics,
                             config.engineToken(), config.probeInterval());
             LOG.info("gateway " + config.gatewayCluster() + " listening on " + (serverTls == null ? "http" : "https")

@@ -159,22 +159,34 @@ final class Reporter implements AutoCloseable {
     private final Map<String, RoundTrips> roundTrips = new ConcurrentHashMap<>();
     private final ScheduledExecutorService timer;
     private final HttpClient http;
-    private final URI uri;
+    /** The control planes to send each report to (with etcd, every replica: a standby keeps its estimates warm). */
+    private final java.util.function.Supplier<java.util.List<URI>> controlPlanes;
     private final dev.sextant.server.auth.BearerToken token;
     private long lastNanos = System.nanoTime();
     private volatile boolean failing;
 
     Reporter(String gatewayCluster, URI controlPlane, dev.sextant.server.auth.BearerToken token, Duration interval,
              dev.sextant.server.tls.ClientTls tls) {
+        this(controlPlane == null ? null : () -> java.util.List.of(controlPlane), gatewayCluster, token, interval, tls);
+    }
+
+    /** Reports to the control planes {@code controlPlanes} names at each interval (base URLs), or none when null. */
+    static Reporter toEach(String gatewayCluster, java.util.function.Supplier<java.util.List<URI>> controlPlanes,
+                           dev.sextant.server.auth.BearerToken token, Duration interval,
+                           dev.sextant.server.tls.ClientTls tls) {
+        return new Reporter(controlPlanes, gatewayCluster, token, interval, tls);
+    }
+
+    private Reporter(java.util.function.Supplier<java.util.List<URI>> controlPlanes, String gatewayCluster,
+                     dev.sextant.server.auth.BearerToken token, Duration interval, dev.sextant.server.tls.ClientTls tls) {
         this.gatewayCluster = gatewayCluster;
         this.token = token;
-        if (controlPlane == null) {
+        this.controlPlanes = controlPlanes;
+        if (controlPlanes == null) {
             this.timer = null;
             this.http = null;
-            this.uri = null;
             return;
         }
-        this.uri = URI.create(controlPlane.toString().replaceAll("/+$", "") + "/v1/reports");
         this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
                 .sslContext(dev.sextant.server.tls.TlsContexts.jdkClient(tls)).build();
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -237,10 +249,17 @@ final class Reporter implements AutoCloseable {
     }
 
     private void send() {
+        String report = drain();
+        for (URI controlPlane : controlPlanes.get()) {
+            send(URI.create(controlPlane.toString().replaceAll("/+$", "") + "/v1/reports"), report);
+        }
+    }
+
+    private void send(URI uri, String report) {
         try {
             HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(5))
                     .header("content-type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString(drain()));
+                    .POST(HttpRequest.BodyPublishers.ofString(report));
             if (token != null) {
                 b.header("authorization", "Bearer " + token.current());
             }

@@ -34,6 +34,34 @@ public interface SnapshotSource extends AutoCloseable {
         return 0;
     }
 
+    /**
+     * True when this source finds the control planes itself ({@link #controlPlanes}): a gateway without a
+     * {@code control_plane} then sends its reports to them.
+     */
+    default boolean findsControlPlanes() {
+        return false;
+    }
+
+    /**
+     * The base URLs of the control planes known now (through etcd: every replica, the leader first), which the
+     * gateway's reports go to; empty when none is known. Called from the report thread.
+     */
+    default java.util.List<URI> controlPlanes() {
+        return java.util.List.of();
+    }
+
+    /** Registers this source's meters (for example its watch lag) with the gateway's. */
+    default void bindTo(io.micrometer.core.instrument.MeterRegistry registry) {
+    }
+
+    /**
+     * Why a source must refuse {@code next} after {@code held}, or null when it may deliver it: a hash that does not
+     * match its content, an older version, or the held version with other content (docs/design.md §6, 9).
+     */
+    static String refusal(Snapshot held, Snapshot next) {
+        return LongPollSource.refusal(held, next);
+    }
+
     /** Stops delivering and releases the source's thread and connections. */
     @Override
     void close();

@@ -1,0 +1,85 @@
+package dev.sextant.etcd;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.ClientBuilder;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/** The etcd client {@link EtcdOptions} describe, and waiting on its answers with a deadline. */
+final class Clients {
+    /** How long one request to etcd may take before it counts as etcd unreachable. */
+    static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(3);
+
+    private Clients() {
+    }
+
+    /** A client of {@code o}'s members; reads the password and TLS files now, so a bad file fails the start. */
+    static Client connect(EtcdOptions o) {
+        ClientBuilder b = Client.builder().endpoints(o.endpoints().toArray(new java.net.URI[0]))
+                .connectTimeout(Duration.ofSeconds(2)).retryMaxDuration(REQUEST_TIMEOUT);
+        if (o.user() != null) {
+            String password;
+            try {
+                password = Files.readAllLines(o.passwordFile(), StandardCharsets.UTF_8).stream().findFirst().orElse("");
+            } catch (IOException e) {
+                throw new IllegalArgumentException("etcd.password_file: " + o.passwordFile() + ": cannot read ("
+                        + e.getMessage() + ")");
+            }
+            if (password.isEmpty()) {
+                throw new IllegalArgumentException("etcd.password_file: " + o.passwordFile()
+                        + " (expected: the password on its first line)");
+            }
+            b.user(ByteSequence.from(o.user(), StandardCharsets.UTF_8))
+                    .password(ByteSequence.from(password, StandardCharsets.UTF_8));
+        }
+        boolean https = o.endpoints().stream().anyMatch(u -> u.getScheme().equals("https"));
+        if (https || o.caFile() != null || o.certFile() != null) {
+            try {
+                b.sslContext(ssl -> {
+                    if (o.caFile() != null) {
+                        ssl.trustManager(o.caFile().toFile());
+                    }
+                    if (o.certFile() != null) {
+                        ssl.keyManager(o.certFile().toFile(), o.keyFile().toFile());
+                    }
+                });
+            } catch (javax.net.ssl.SSLException | RuntimeException e) {
+                throw new IllegalArgumentException("etcd.ca_file, etcd.cert_file: unusable (" + e.getMessage() + ")");
+            }
+        }
+        return b.build();
+    }
+
+    /** {@code f}'s value within {@link #REQUEST_TIMEOUT}; an {@link EtcdUnavailable} when etcd did not answer. */
+    static <T> T await(CompletableFuture<T> f) {
+        try {
+            return f.get(REQUEST_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            f.cancel(true);
+            throw new EtcdUnavailable("interrupted", e);
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            throw new EtcdUnavailable("no answer within " + REQUEST_TIMEOUT.toMillis() + " ms", e);
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause() == null ? e : e.getCause();
+            throw new EtcdUnavailable(c.getMessage() == null ? c.toString() : c.getMessage(), c);
+        }
+    }
+
+    /** etcd did not answer, or answered with an error. */
+    static final class EtcdUnavailable extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        EtcdUnavailable(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+}

@@ -1,0 +1,135 @@
+package dev.sextant.etcd;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sextant.server.control.Leadership;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Election and fencing against a real etcd (docs/etcd.md, "Election and fencing"; docs/design.md §8). */
+class EtcdLeadershipIT {
+    @TempDir
+    static java.nio.file.Path dir;
+    static EtcdCluster etcd;
+
+    @BeforeAll
+    static void startEtcd() throws Exception {
+        etcd = new EtcdCluster(dir, 1);
+    }
+
+    @AfterAll
+    static void stopEtcd() throws Exception {
+        etcd.close();
+    }
+
+    @Test
+    void twoCandidates_oneLeads_andTheOtherTakesOverWhenTheLeaderIsKilled() {
+        EtcdOptions o = etcd.options("/election-kill");
+        EtcdLeadership a = (EtcdLeadership) Etcd.leadership(o);
+        EtcdLeadership b = (EtcdLeadership) Etcd.leadership(o);
+        try {
+            a.join(URI.create("http://127.0.0.1:7001"));
+            b.join(URI.create("http://127.0.0.1:7002"));
+            assertThat(EtcdCluster.await(() -> a.leading() || b.leading(), Duration.ofSeconds(20))).isTrue();
+            assertThat(a.leading() && b.leading()).as("never two leaders").isFalse();
+            EtcdLeadership leader = a.leading() ? a : b;
+            EtcdLeadership standby = leader == a ? b : a;
+
+            leader.halt(); // killed: its lease is not revoked, it runs out
+            assertThat(EtcdCluster.await(standby::leading, Duration.ofSeconds(20)))
+                    .as("the standby leads once the killed leader's lease ran out").isTrue();
+        } finally {
+            a.close();
+            b.close();
+        }
+    }
+
+    @Test
+    void leaderThatCloses_givesUpAtOnce() {
+        EtcdOptions o = etcd.options("/election-close");
+        Leadership a = Etcd.leadership(o);
+        Leadership b = Etcd.leadership(o);
+        try {
+            a.join(URI.create("http://127.0.0.1:7001"));
+            assertThat(EtcdCluster.await(a::leading, Duration.ofSeconds(20))).isTrue();
+            b.join(URI.create("http://127.0.0.1:7002"));
+            assertThat(b.leading()).isFalse();
+            a.close();
+            assertThat(EtcdCluster.await(b::leading, Duration.ofSeconds(20))).isTrue();
+        } finally {
+            a.close();
+            b.close();
+        }
+    }
+
+    @Test
+    void deposedLeaderStillBelievingItLeads_isRefusedByEtcd() {
+        EtcdOptions o = etcd.options("/fencing");
+        AtomicLong now = new AtomicLong(); // a's clock stands still: it goes on believing it leads
+        EtcdLeadership a = new EtcdLeadership(Clients.connect(o), o, now::get, Clock.systemUTC(), 1 << 20);
+        EtcdLeadership b = (EtcdLeadership) Etcd.leadership(o);
+        try (Client admin = Clients.connect(o)) {
+            a.joinUnscheduled(URI.create("http://127.0.0.1:7001"));
+            a.renew();
+            assertThat(a.leading()).isTrue();
+            a.publish(Snapshots.version(5));
+
+            revokeLeaderLease(admin, o); // as if a's lease expired while it was paused
+            b.join(URI.create("http://127.0.0.1:7002"));
+            assertThat(EtcdCluster.await(b::leading, Duration.ofSeconds(20))).isTrue();
+
+            assertThat(a.leading()).as("a has not noticed").isTrue();
+            assertThatThrownBy(() -> a.publish(Snapshots.version(6))).isInstanceOf(Leadership.Deposed.class)
+                    .hasMessageContaining("is over");
+            assertThat(b.highestVersion()).as("a's refused publication reserved nothing").isEqualTo(5);
+        } finally {
+            a.close();
+            b.close();
+        }
+    }
+
+    @Test
+    void versionsStayMonotoneAcrossLeaders() {
+        EtcdOptions o = etcd.options("/monotone");
+        EtcdLeadership a = (EtcdLeadership) Etcd.leadership(o);
+        EtcdLeadership b = (EtcdLeadership) Etcd.leadership(o);
+        try {
+            a.join(URI.create("http://127.0.0.1:7001"));
+            assertThat(EtcdCluster.await(a::leading, Duration.ofSeconds(20))).isTrue();
+            a.publish(Snapshots.version(7));
+            assertThatThrownBy(() -> a.publish(Snapshots.version(7))).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("version: 7 (expected: above the reserved");
+            b.join(URI.create("http://127.0.0.1:7002"));
+            a.close();
+            assertThat(EtcdCluster.await(b::leading, Duration.ofSeconds(20))).isTrue();
+
+            assertThat(b.highestVersion()).isEqualTo(7);
+            assertThatThrownBy(() -> b.publish(Snapshots.version(3))).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("version: 3");
+            b.publish(Snapshots.version(8));
+            assertThat(b.highestVersion()).isEqualTo(8);
+        } finally {
+            a.close();
+            b.close();
+        }
+    }
+
+    private static void revokeLeaderLease(Client admin, EtcdOptions o) {
+        List<KeyValue> kvs = Clients.await(admin.getKVClient().get(
+                ByteSequence.from(o.prefix() + "/leader", StandardCharsets.UTF_8))).getKvs();
+        assertThat(kvs).hasSize(1);
+        Clients.await(admin.getLeaseClient().revoke(kvs.get(0).getLease()));
+    }
+}

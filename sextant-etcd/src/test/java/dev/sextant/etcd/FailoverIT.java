@@ -1,0 +1,78 @@
+package dev.sextant.etcd;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sextant.server.control.ControlPlane;
+import dev.sextant.server.control.ControlPlaneConfig;
+import dev.sextant.server.gateway.Gateway;
+import dev.sextant.server.gateway.GatewayConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * etcd, two control planes and a gateway of cluster east: the leader is killed, the standby takes over and the
+ * gateway gets its next version; three times, a new standby started each time (docs/etcd.md, "Failover"). Prints the failover time, leader killed → the new
+ * version at the gateway; docs/etcd.md reports it over runs.
+ */
+class FailoverIT {
+    @TempDir
+    Path dir;
+
+    @Test
+    void leaderKilled_standbyPublishesTheNextVersion_andTheGatewayTakesIt() throws Exception {
+        Path topology = dir.resolve("topology.yaml");
+        Files.writeString(topology, Snapshots.YAML);
+        try (EtcdCluster etcd = new EtcdCluster(dir.resolve("etcd"), 1)) {
+            EtcdOptions o = etcd.options("/failover");
+            ControlPlaneConfig config = ControlPlaneConfig.defaults(topology, "tok").withAddress("127.0.0.1", 0)
+                    .withIntervals(Duration.ofSeconds(10), Duration.ofMillis(100), Duration.ofHours(1),
+                            Duration.ofSeconds(1), 3);
+            EtcdLeadership leaderElection = (EtcdLeadership) Etcd.leadership(o);
+            ControlPlane leader = ControlPlane.start(config, leaderElection);
+            assertThat(EtcdCluster.await(leaderElection::leading, Duration.ofSeconds(20))).isTrue();
+            EtcdLeadership standbyElection = (EtcdLeadership) Etcd.leadership(o);
+            ControlPlane standby = ControlPlane.start(config, standbyElection);
+            Recording source = new Recording(Etcd.source(o, "east", Duration.ofSeconds(1)));
+            try (Gateway gw = Gateway.start(GatewayConfig.defaults("east").withAddress("127.0.0.1", 0)
+                    .withAccessLog(false), source, 2)) {
+                assertThat(EtcdCluster.await(() -> source.last() > 0 && gw.plane() != null, Duration.ofSeconds(30)))
+                        .isTrue();
+                for (int round = 1; round <= 3; round++) {
+                    assertThat(standbyElection.leading()).isFalse();
+                    ControlPlane a = leader;
+                    ControlPlane b = standby;
+                    assertThat(EtcdCluster.await(() -> source.controlPlanes().size() == 2, Duration.ofSeconds(30)))
+                            .isTrue();
+                    assertThat(source.controlPlanes()).containsExactly(a.uri(), b.uri());
+                    long before = source.last();
+
+                    long killed = System.nanoTime();
+                    leaderElection.halt(); // killed: the lease runs out, nothing is given up
+                    a.close();
+                    assertThat(EtcdCluster.await(() -> source.last() > before, Duration.ofSeconds(30)))
+                            .as("the gateway gets the new leader's version").isTrue();
+                    System.out.printf("failover %d: leader killed -> version %d at the gateway in %d ms%n", round,
+                            source.last(), (System.nanoTime() - killed) / 1_000_000);
+                    assertThat(standbyElection.leading()).isTrue();
+                    assertThat(source.versions).as("versions monotone across leaders").isSorted();
+                    assertThat(b.current().version()).isGreaterThan(before);
+                    assertThat(EtcdCluster.await(() -> gw.plane().snapshot().version() == source.last(),
+                            Duration.ofSeconds(10))).as("the gateway routes with it").isTrue();
+                    assertThat(EtcdCluster.await(() -> source.controlPlanes().equals(java.util.List.of(b.uri())),
+                            Duration.ofSeconds(30))).as("reports go to the new leader alone").isTrue();
+                    // a new standby for the next round
+                    leader = b;
+                    leaderElection = standbyElection;
+                    standbyElection = (EtcdLeadership) Etcd.leadership(o);
+                    standby = ControlPlane.start(config, standbyElection);
+                }
+            } finally {
+                leader.close();
+                standby.close();
+            }
+        }
+    }
+}
