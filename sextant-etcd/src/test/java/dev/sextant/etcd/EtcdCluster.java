@@ -130,6 +130,17 @@ final class EtcdCluster implements AutoCloseable {
         }
     }
 
+    /** A leadership over {@code o} that has joined as a replica at a made-up URL and leads (20 s at most). */
+    static EtcdLeadership leader(EtcdOptions o, int maxValueBytes) {
+        EtcdLeadership l = (EtcdLeadership) Etcd.leadership(o, maxValueBytes);
+        l.join(URI.create("http://127.0.0.1:7001"));
+        if (!await(l::leading, Duration.ofSeconds(20))) {
+            l.close();
+            throw new AssertionError("no leadership within 20 s");
+        }
+        return l;
+    }
+
     /** Polls {@code condition} until it holds or {@code deadline} passes; true when it held. */
     static boolean await(BooleanSupplier condition, Duration deadline) {
         long end = System.nanoTime() + deadline.toNanos();

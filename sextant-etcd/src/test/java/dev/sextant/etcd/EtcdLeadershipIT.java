@@ -13,27 +13,10 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** Election and fencing against a real etcd (docs/etcd.md, "Election and fencing"; docs/design.md §8). */
-class EtcdLeadershipIT {
-    @TempDir
-    static java.nio.file.Path dir;
-    static EtcdCluster etcd;
-
-    @BeforeAll
-    static void startEtcd() throws Exception {
-        etcd = new EtcdCluster(dir, 1);
-    }
-
-    @AfterAll
-    static void stopEtcd() throws Exception {
-        etcd.close();
-    }
-
+class EtcdLeadershipIT extends OneEtcdMember {
     @Test
     void twoCandidates_oneLeads_andTheOtherTakesOverWhenTheLeaderIsKilled() {
         EtcdOptions o = etcd.options("/election-kill");
