@@ -27,7 +27,16 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 
-/** The control loop of {@link ControlLoop}; see {@code docs/control-loop.md} for every rule it applies. */
+/**
+ * The control loop of {@link ControlLoop}; see {@code docs/control-loop.md} for every rule it applies.
+ *
+ * <p>Why one long class: a step is one sequence over one state (take the records, judge each engine, estimate demand,
+ * build the solver's topology, solve, decide whether to publish), and each stage reads what the previous one wrote.
+ * The stages' own machinery lives apart: fitting ({@link LeastSquares}, {@link GroupModel}), batch limits
+ * ({@link BatchLimit}), per-engine, per-link and per-demand tracking ({@link EngineTracker}, {@link LinkTracker},
+ * {@link DemandTracker}) and the explanations ({@link Explanations}); what is left here is the order of the stages
+ * and the rules that join them.
+ */
 final class DefaultControlLoop implements ControlLoop {
     /** Gateway processes silent this much longer than their cluster's latest report no longer count. */
     static final long INSTANCE_EXPIRY_NANOS = 30_000_000_000L;

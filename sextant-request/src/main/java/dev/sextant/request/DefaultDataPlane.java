@@ -11,7 +11,15 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
-/** The data plane; see {@link DataPlane}. */
+/**
+ * The data plane; see {@link DataPlane}.
+ *
+ * <p>Why one long class: it is the per-request path (admission, the key's order, bounded load, spill, ejection,
+ * retries), each step reading the same compiled snapshot and the same counters, and one class keeps that path free
+ * of indirection (its cost is measured per request, BENCHMARKS.md). What is built once per snapshot is in
+ * {@link Compiled} and {@link ClassRoute}; per-engine state in {@link EngineCell}; the spread of shared prefixes in
+ * {@link PrefixSpread}; retry budgets in {@link RetryTokens}.
+ */
 final class DefaultDataPlane implements DataPlane {
     private final String gateway;
     private final Ticker ticker;

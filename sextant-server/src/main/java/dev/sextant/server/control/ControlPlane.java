@@ -91,6 +91,11 @@ import java.util.stream.Collectors;
  * <p>Threads: the loop is stepped only on the policy thread; reports reach it through a signal thread of their
  * own, so that an event loop never waits for the loop's lock while a step solves; scrapes and canaries end on the
  * HTTP client's threads. {@code /healthz} and the gauges read the estimates the policy thread took last.
+ *
+ * <p>Why one long class: it owns the threads and the lifecycle (start, topology reloads, leadership, publication,
+ * close) that every path above shares. The paths' own code is apart: requests in {@link ControlHandler}, reports in
+ * {@link ReportParser}, canaries in {@link Canaries}, the state file in {@link StateFile}, leadership behind
+ * {@link Leadership}.
  */
 public final class ControlPlane implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(ControlPlane.class.getName());

@@ -46,6 +46,11 @@ import java.util.concurrent.TimeUnit;
  * <p>Everything runs on the downstream channel's event loop, which is also the upstream channel's loop; no
  * field needs synchronization. Back-pressure: the upstream channel reads only after the previous chunk was
  * written to the client.
+ *
+ * <p>Why one long class: a request's life is one state machine (connecting, writing, head held, streaming, retrying,
+ * ended) over one set of fields that every state reads and writes on one event loop; split across classes, those
+ * fields would be shared mutable state. Its protocol pieces are apart: the client's side in {@link FrontHandler},
+ * engine connections in {@link UpstreamPool}, the end of a Responses stream in {@link ResponsesStreamEnd}.
  */
 final class Exchange {
     private final Gateway gw;
