@@ -349,11 +349,7 @@ public final class EngineEmulator implements AutoCloseable {
 
     /** The n-th number of a seeded stream, uniform in [0, 1): SplitMix64's finalizer over seed and index. */
     static double uniform(long seed, long n) {
-        long z = seed + (n + 1) * 0x9E3779B97F4A7C15L;
-        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-        z = z ^ (z >>> 31);
-        return (z >>> 11) * 0x1.0p-53;
+        return dev.sextant.hashing.SplitMix64.unit(dev.sextant.hashing.SplitMix64.draw(seed, n));
     }
 
     /** A deterministic unit vector for a text: the same text always gives the same vector. */
