@@ -268,7 +268,7 @@ final class Assembler {
         double utilization = totalCapacity > 0 ? totalLoad / totalCapacity : 0;
         return new Snapshot(options.version(), "", policy, utilization, inst.topology.retryBudget(), routes,
                 Collections.unmodifiableSortedMap((TreeMap<String, EngineState>) engines), rtt, objective, groups)
-                .sealed(options.version());
+                .sealed(options.version(), inst.hasher);
     }
 
     /**

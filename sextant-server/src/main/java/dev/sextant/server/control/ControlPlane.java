@@ -116,6 +116,8 @@ public final class ControlPlane implements AutoCloseable {
     private final Channel serverChannel;
     private final JvmMeters jvm;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    /** Hashes the gateway clusters' views of each publication, remembering the engines' texts between them. */
+    private final Snapshot.Hasher viewHasher = new Snapshot.Hasher();
     private final Counter solves;
     private final Counter scrapeFailures;
     private final Counter reloadFailures;
@@ -356,8 +358,8 @@ public final class ControlPlane implements AutoCloseable {
         if (s == null || !s.routes().containsKey(gateway)) {
             return CompletableFuture.completedFuture(null);
         }
-        return views.get(s, gateway, g -> CompletableFuture.supplyAsync(() -> GatewayView.of(s.forGateway(g)),
-                viewMaker));
+        return views.get(s, gateway, g -> CompletableFuture.supplyAsync(
+                () -> GatewayView.of(s.forGateway(g, viewHasher)), viewMaker));
     }
 
     /** The views of the current publication, by gateway cluster. */
@@ -720,7 +722,7 @@ public final class ControlPlane implements AutoCloseable {
             if (current == null || held < current.version() || !Versions.adoptable(held)) {
                 return;
             }
-            Snapshot next = current.sealed(held + 1);
+            Snapshot next = current.sealed(held + 1, viewHasher);
             loop.adopt(next);
             publisher.publish(next);
             solved = new Solved(loop.publishedFor(), loop.published());
