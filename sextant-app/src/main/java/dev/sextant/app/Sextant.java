@@ -66,6 +66,7 @@ public final class Sextant implements Callable<Integer> {
                 .addSubcommand(new CommandLine.HelpCommand());
         cl.setOut(out).setErr(err);
         cl.getSubcommands().get("engine").getCommandSpec().usageMessage()
+                .width(120) // the emulator's option lines, unwrapped
                 .footerHeading("%nThe emulator's options (in the file without the dashes, '_' for '-'; on the command"
                         + " line after --config, they win):%n")
                 .footer(EngineCommand.emulatorOptionsHelp());

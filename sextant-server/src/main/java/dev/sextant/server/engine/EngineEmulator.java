@@ -393,8 +393,8 @@ public final class EngineEmulator implements AutoCloseable {
                 "--default-max-tokens N         output tokens when a request sets none (default: " + d.defaultMaxTokens()
                         + ")",
                 "--kv-cache-tokens N            KV cache size in tokens (default: " + d.kvCacheTokens() + ")",
-                "--prefix-cache-entries N       prompts kept in the prefix cache (default: " + d.prefixCacheEntries()
-                        + ")",
+                "--prefix-cache-entries N       conversations kept in the prefix cache, LRU (default: "
+                        + d.prefixCacheEntries() + ")",
                 "--seed N                       seed of its random draws (default: " + d.seed() + ")",
                 "--error-rate X                 fraction of requests answered 500 at once, in [0, 1] (default: 0)",
                 "--slowdown X                   factor on prefill and decode step times, > 0 (default: 1)",
