@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code sextant control-plane --config control-plane.yaml}: the control plane process. */
@@ -32,15 +33,12 @@ final class ControlPlaneCommand implements Callable<Integer> {
     @Option(names = "--config", paramLabel = "CONTROL-PLANE.yaml", required = true, description = "The control plane's settings.")
     Path config;
 
-    @Option(names = "--port", paramLabel = "PORT", description = "Overrides the file's port.")
-    Integer port;
+    @Mixin
+    ServerRun run;
 
     @Option(names = "--etcd", paramLabel = "URL[,URL…]", description = "Run as one of several control planes, "
             + "elected through these etcd members (overrides the file's etcd.endpoints; docs/etcd.md).")
     String etcd;
-
-    @Option(names = "--duration", paramLabel = "SECONDS", description = "Stop after this long (default: until Ctrl-C).")
-    double duration;
 
     @Option(names = "--check", description = "Check the file and the files it names (topology, token, TLS), print "
             + "what it configures and exit: 0 valid, 2 not. Starts nothing.")
@@ -58,10 +56,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        Running.checkSeconds(duration);
-        if (port != null) {
-            Running.checkPort("--port", port);
-        }
+        run.check();
         ServerFile f = ServerFile.load(config, KEYS, REMOVED);
         Path topology = f.path("topology");
         if (topology == null) {
@@ -70,14 +65,18 @@ final class ControlPlaneCommand implements Callable<Integer> {
         ControlPlaneConfig d = ControlPlaneConfig.defaults(topology, "x");
         ControlPlaneConfig c;
         try {
-            c = new ControlPlaneConfig(topology, f.string("host", d.host()), port != null ? port : f.integer("port", 7070),
-                    f.token(true), f.duration("solve_interval", d.solveInterval()),
-                    f.duration("watch_interval", d.watchInterval()), f.duration("scrape_interval", d.scrapeInterval()),
-                    f.duration("scrape_timeout", d.scrapeTimeout()), f.integer("missed_scrapes", d.missedScrapes()),
-                    f.number("error_rate_limit", d.errorRateLimit()), f.string("demand", d.demand()),
-                    f.number("publish_gain", d.publishGain()), f.number("publish_gain_ms", d.publishGainMs()),
-                    f.duration("canary_interval", d.canaryInterval()), f.duration("max_wait", d.maxWait()), f.serverTls(),
-                    f.clientTls(), f.path("state_file"), limits(f, d.limits()));
+            c = ControlPlaneConfig.builder(topology, null).host(f.string("host", d.host())).port(run.port(f, 7070))
+                    .token(f.token(true)).solveInterval(f.duration("solve_interval", d.solveInterval()))
+                    .watchInterval(f.duration("watch_interval", d.watchInterval()))
+                    .scrapeInterval(f.duration("scrape_interval", d.scrapeInterval()))
+                    .scrapeTimeout(f.duration("scrape_timeout", d.scrapeTimeout()))
+                    .missedScrapes(f.integer("missed_scrapes", d.missedScrapes()))
+                    .errorRateLimit(f.number("error_rate_limit", d.errorRateLimit()))
+                    .demand(f.string("demand", d.demand())).publishGain(f.number("publish_gain", d.publishGain()))
+                    .publishGainMs(f.number("publish_gain_ms", d.publishGainMs()))
+                    .canaryInterval(f.duration("canary_interval", d.canaryInterval()))
+                    .maxWait(f.duration("max_wait", d.maxWait())).tls(f.serverTls()).engineTls(f.clientTls())
+                    .stateFile(f.path("state_file")).limits(limits(f, d.limits())).build();
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }
@@ -98,7 +97,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                 : ControlPlane.start(c, dev.sextant.etcd.Etcd.leadership(etcdOptions));
         out.println("control plane on " + cp.uri() + " (topology " + topology + ", snapshot " + cp.current().version() + ")");
         out.flush();
-        Running.untilStopped(out, duration, cp);
+        Running.untilStopped(out, run.duration, cp);
         return 0;
     }
 }

@@ -34,6 +34,15 @@ final class EngineCommand implements Callable<Integer> {
     @Unmatched
     List<String> options = new ArrayList<>();
 
+    /**
+     * The emulator's options for this command's help, as a picocli footer: one per line, {@code %} escaped (the
+     * footer is a format string).
+     */
+    static String emulatorOptionsHelp() {
+        return String.join("%n", EngineEmulator.optionsHelp().stream().map(l -> "  " + l.replace("%", "%%")).toList())
+                + "%n";
+    }
+
     @Override
     public Integer call() throws Exception {
         List<String> args = new ArrayList<>();

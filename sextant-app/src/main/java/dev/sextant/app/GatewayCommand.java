@@ -20,6 +20,7 @@ import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** {@code sextant gateway --config gateway.yaml}: one gateway process. */
@@ -49,16 +50,13 @@ final class GatewayCommand implements Callable<Integer> {
     @Option(names = "--config", paramLabel = "GATEWAY.yaml", required = true, description = "The gateway's settings.")
     Path config;
 
-    @Option(names = "--port", paramLabel = "PORT", description = "Overrides the file's port.")
-    Integer port;
+    @Mixin
+    ServerRun run;
 
     @Option(names = "--etcd", paramLabel = "URL[,URL…]", description = "Watch this gateway cluster's snapshots in "
             + "these etcd members and report to the control planes found there (overrides etcd.endpoints; "
             + "docs/etcd.md).")
     String etcd;
-
-    @Option(names = "--duration", paramLabel = "SECONDS", description = "Stop after this long (default: until Ctrl-C).")
-    double duration;
 
     @Option(names = "--check", description = "Check the file and the files it names (token, TLS, snapshot), print "
             + "what it configures and exit: 0 valid, 2 not. Starts nothing.")
@@ -70,10 +68,7 @@ final class GatewayCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        Running.checkSeconds(duration);
-        if (port != null) {
-            Running.checkPort("--port", port);
-        }
+        run.check();
         ServerFile f = ServerFile.load(config, KEYS, REMOVED);
         String cluster = f.string("gateway_cluster", null);
         if (cluster == null) {
@@ -106,23 +101,28 @@ final class GatewayCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("threads: " + threads + " (expected: 1.." + MAX_THREADS + ")");
             }
             ClientLimits limits = f.clientLimits(d.clientLimits());
-            c = new GatewayConfig(cluster, f.string("host", d.host()), port != null ? port : f.integer("port", 8080),
-                    f.integer("max_body_bytes", d.maxBodyBytes()), f.duration("connect_timeout", d.connectTimeout()),
-                    f.duration("first_token_timeout", d.firstTokenTimeout()), f.duration("idle_timeout", d.idleTimeout()),
-                    f.duration("total_timeout", d.totalTimeout()),
-                    new Drain(f.duration("drain_window", Drain.DEFAULT_WINDOW),
-                            f.duration("drain_timeout", d.drain().timeout())), cp,
-                    token, f.duration("report_interval", d.reportInterval()), f.bool("access_log", true),
-                    DataPlaneOptions.builder().maxSnapshotAge(f.duration("max_snapshot_age", Duration.ofMinutes(5)))
+            c = GatewayConfig.builder(cluster).host(f.string("host", d.host())).port(run.port(f, 8080))
+                    .maxBodyBytes(f.integer("max_body_bytes", d.maxBodyBytes()))
+                    .connectTimeout(f.duration("connect_timeout", d.connectTimeout()))
+                    .firstTokenTimeout(f.duration("first_token_timeout", d.firstTokenTimeout()))
+                    .idleTimeout(f.duration("idle_timeout", d.idleTimeout()))
+                    .totalTimeout(f.duration("total_timeout", d.totalTimeout()))
+                    .drain(new Drain(f.duration("drain_window", Drain.DEFAULT_WINDOW),
+                            f.duration("drain_timeout", d.drain().timeout())))
+                    .controlPlane(cp).token(token).reportInterval(f.duration("report_interval", d.reportInterval()))
+                    .accessLog(f.bool("access_log", true))
+                    .options(DataPlaneOptions.builder()
+                            .maxSnapshotAge(f.duration("max_snapshot_age", Duration.ofMinutes(5)))
                             .maxInFlightPerEngine(f.integer("max_in_flight_per_engine",
                                     DataPlaneOptions.defaults().maxInFlightPerEngine()))
                             .priorityReserve(f.number("priority_reserve",
                                     DataPlaneOptions.defaults().priorityReserve()))
-                            .build(), f.serverTls(), f.clientTls(), limits, f.bool("http2", d.http2()),
-                    f.integer("max_concurrent_streams", d.maxConcurrentStreams()), f.tokenFile("engine_token_file"),
-                    f.path("snapshot_cache_file"), f.bool("busy_poll", false),
-                    f.duration("probe_interval", d.probeInterval()),
-                    f.duration("engine_keep_alive", d.engineKeepAlive()), java.util.Map.of());
+                            .build())
+                    .tls(f.serverTls()).clientTls(f.clientTls()).clientLimits(limits).http2(f.bool("http2", d.http2()))
+                    .maxConcurrentStreams(f.integer("max_concurrent_streams", d.maxConcurrentStreams()))
+                    .engineToken(f.tokenFile("engine_token_file")).snapshotCache(f.path("snapshot_cache_file"))
+                    .busyPoll(f.bool("busy_poll", false)).probeInterval(f.duration("probe_interval", d.probeInterval()))
+                    .engineKeepAlive(f.duration("engine_keep_alive", d.engineKeepAlive())).build();
             c = c.withClassTimeouts(classTimeouts(f, c));
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
@@ -158,7 +158,7 @@ final class GatewayCommand implements Callable<Integer> {
                 ? "the snapshot cache " + cache + ": control plane " + cp + " sent none in time" : cp != null ? cp
                 : snapshotFile) + ")");
         out.flush();
-        Running.untilStopped(out, duration, gw);
+        Running.untilStopped(out, run.duration, gw);
         return 0;
     }
 

@@ -65,8 +65,21 @@ public final class Sextant implements Callable<Integer> {
                 .addSubcommand(new AccuracyCommand(out, System.err))
                 .addSubcommand(new CommandLine.HelpCommand());
         cl.setOut(out).setErr(err);
+        cl.getSubcommands().get("engine").getCommandSpec().usageMessage()
+                .width(120) // the emulator's option lines, unwrapped
+                .footerHeading("%nThe emulator's options (in the file without the dashes, '_' for '-'; on the command"
+                        + " line after --config, they win):%n")
+                .footer(EngineCommand.emulatorOptionsHelp());
         cl.setParameterExceptionHandler((ex, a) -> {
             CommandLine c = ex.getCommandLine();
+            String unknown = unknownCommand(ex);
+            if (unknown != null) {
+                err.println(c.getCommandName() + ": unknown command '" + unknown + "' (expected one of: "
+                        + String.join(", ", c.getSubcommands().keySet()) + ")");
+                err.println("Try '" + c.getCommandSpec().qualifiedName() + " --help'.");
+                err.flush();
+                return EXIT_BAD_INPUT;
+            }
             err.println(c.getCommandName() + ": " + ex.getMessage().replaceAll("\\s*\\R\\s*", " "));
             err.println("Try '" + c.getCommandSpec().qualifiedName() + " --help'.");
             err.flush();
@@ -93,6 +106,18 @@ public final class Sextant implements Callable<Integer> {
         return cl.execute(args);
     }
 
+    /**
+     * The word given where a command was expected ({@code sextant x}), or null: picocli reports it as an unmatched
+     * argument of a command that has subcommands.
+     */
+    private static String unknownCommand(CommandLine.ParameterException ex) {
+        if (!(ex instanceof CommandLine.UnmatchedArgumentException u) || u.getCommandLine().getSubcommands().isEmpty()
+                || u.getUnmatched().isEmpty() || u.getUnmatched().get(0).startsWith("-")) {
+            return null;
+        }
+        return u.getUnmatched().get(0); // a command with subcommands takes no other words
+    }
+
     private static boolean verbose(Object command) {
         if (command instanceof SolveCommand s) {
             return s.common.verbose;
@@ -110,11 +135,31 @@ public final class Sextant implements Callable<Integer> {
         return EXIT_BAD_INPUT;
     }
 
+    /**
+     * {@code -V}: the version Maven built, from the jar's manifest, else from {@code version.properties}, which the
+     * build fills in (so that classes run from the build's output directory say it too).
+     */
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() {
+            return new String[] {"sextant " + version()};
+        }
+
+        static String version() {
             String v = Sextant.class.getPackage().getImplementationVersion();
-            return new String[] {"sextant " + (v == null ? "(development build)" : v)};
+            if (v != null) {
+                return v;
+            }
+            try (java.io.InputStream in = Sextant.class.getResourceAsStream("version.properties")) {
+                java.util.Properties p = new java.util.Properties();
+                if (in != null) {
+                    p.load(in);
+                }
+                v = p.getProperty("version");
+            } catch (java.io.IOException e) {
+                v = null;
+            }
+            return v == null || v.startsWith("${") ? "(version unknown: built without Maven)" : v;
         }
     }
 }

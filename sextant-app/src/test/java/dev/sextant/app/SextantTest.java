@@ -98,6 +98,38 @@ class SextantTest {
     }
 
     @Test
+    void engineHelp_listsTheEmulatorsOptions_besidesConfig() {
+        assertThat(run(fakes(), "engine", "--help")).as(stderr).isZero();
+        assertThat(stdout).contains("--config=ENGINE.yaml").contains("The emulator's options")
+                .contains("--max-seqs N").contains("(default: 64)").contains("--decode-base-ms X")
+                .contains("--scheduling-policy fcfs|priority").contains("--admin-token-file FILE")
+                .contains("--max-buffered-body-bytes N");
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"-V", "--version"})
+    void version_printsTheVersionMavenBuilt(String option) {
+        assertThat(run(fakes(), option)).as(stderr).isZero();
+        assertThat(stdout.strip()).matches("sextant \\d+\\.\\d+\\.\\d+(-SNAPSHOT)?");
+    }
+
+    @Test
+    void unknownCommand_isNamed_withTheCommandsThereAre() {
+        assertThat(run(fakes(), "x")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr.lines().toList()).containsExactly(
+                "sextant: unknown command 'x' (expected one of: solve, explain, compare, demo, gateway, control-plane,"
+                        + " engine, simulate, accuracy, help)",
+                "Try 'sextant --help'.");
+        assertThat(stdout).isEmpty();
+    }
+
+    @Test
+    void unknownOption_isStillReportedAsAnOption() {
+        assertThat(run(fakes(), "--frobnicate")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).startsWith("sextant: Unknown option: '--frobnicate'");
+    }
+
+    @Test
     void solve_talkYaml_printsSnapshotJsonOfChosenPolicy() {
         int code = run(fakes(), "solve", TALK, "--policy", "waterfall");
 

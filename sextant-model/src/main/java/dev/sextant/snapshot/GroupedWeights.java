@@ -113,6 +113,18 @@ final class GroupedWeights extends IndexedWeights {
     }
 
     /**
+     * The groups map (a snapshot's) these weights were last found {@link #builtOver}, or null: a snapshot sealed
+     * passes its very maps again, and they need no second look. A benign race: any value it holds is a map these
+     * weights were built over, or null.
+     */
+    Map<String, EngineGroup> checkedOver;
+
+    /** Whether these weights were found built over {@code groups}, that very map, before. */
+    boolean foundBuiltOver(Map<String, EngineGroup> groups) {
+        return checkedOver == groups;
+    }
+
+    /**
      * Whether every group here is the very object the snapshot's groups hold under its id ({@code idOf} is that
      * map turned around, by identity of the groups).
      */

@@ -232,8 +232,11 @@ public record Route(String model, List<String> residency, int priority, double d
         return positiveValues(groups);
     }
 
-    /** The ids of a route's positive weights, in the map's (engine-id) order. */
-    static List<String> positiveIds(Map<String, Double> weights) {
+    /**
+     * The ids of a route's positive weights, in the map's (engine-id) order: the engines its slot table
+     * indexes.
+     */
+    public static List<String> positiveIds(Map<String, Double> weights) {
         if (weights instanceof SortedArrayMap m && m.allPositive()) {
             return Collections.unmodifiableList(Arrays.asList(m.keys)); // a view: the map never changes its arrays
         }
@@ -256,7 +259,7 @@ public record Route(String model, List<String> residency, int priority, double d
     }
 
     /** A route's positive weights, aligned with {@link #positiveIds}. */
-    static double[] positiveValues(Map<String, Double> weights) {
+    public static double[] positiveValues(Map<String, Double> weights) {
         if (weights instanceof SortedArrayMap m && m.allPositive()) {
             return m.values.clone();
         }

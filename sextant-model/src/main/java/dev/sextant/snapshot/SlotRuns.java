@@ -3,27 +3,28 @@ package dev.sextant.snapshot;
 import java.util.Arrays;
 
 /**
- * A slot table as its runs: maximal blocks of consecutive slots with one owner, in slot order. The
- * control plane rebalances and encodes tables in this form, in time proportional to the number of runs
- * (a few per engine) rather than the number of slots (64 or more per engine); the request path uses
- * the slot array of {@link SlotTable}. Adding a run next to one with the same owner extends it, so the
- * runs stay maximal.
+ * A slot table as its runs: maximal blocks of consecutive slots with one owner, in slot order, the form
+ * {@link SlotCodec} reads and writes. A control plane rebalances and encodes tables in this form, in time
+ * proportional to the number of runs (a few per engine) rather than the number of slots (64 or more per engine);
+ * the request path uses the slot array of {@link SlotTable}. Adding a run next to one with the same owner extends
+ * it, so the runs stay maximal. Not thread-safe; a list one holder shares is only read.
  */
-final class SlotRuns {
+public final class SlotRuns {
     /** Owner of the slots of a run that no engine holds (yet). */
-    static final int FREE = -1;
+    public static final int FREE = -1;
 
-    int[] owner;
-    int[] length;
-    int size;
+    private int[] owner;
+    private int[] length;
+    private int size;
 
-    SlotRuns(int capacity) {
+    /** An empty list with room for {@code capacity} runs (it grows as needed). */
+    public SlotRuns(int capacity) {
         owner = new int[Math.max(4, capacity)];
         length = new int[owner.length];
     }
 
     /** Appends {@code len} slots of {@code who} after the last run; nothing when {@code len ≤ 0}. */
-    void add(int who, int len) {
+    public void add(int who, int len) {
         if (len <= 0) {
             return;
         }
@@ -38,5 +39,20 @@ final class SlotRuns {
         owner[size] = who;
         length[size] = len;
         size++;
+    }
+
+    /** Number of runs. */
+    public int size() {
+        return size;
+    }
+
+    /** The engine index that holds run {@code r}, or {@link #FREE}; r in [0, {@link #size()}). */
+    public int owner(int r) {
+        return owner[r];
+    }
+
+    /** The number of slots of run {@code r}, ≥ 1; r in [0, {@link #size()}). */
+    public int length(int r) {
+        return length[r];
     }
 }

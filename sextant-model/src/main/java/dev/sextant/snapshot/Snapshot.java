@@ -1,7 +1,6 @@
 package dev.sextant.snapshot;
 
 import java.nio.charset.StandardCharsets;
-import java.lang.ref.WeakReference;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
@@ -55,28 +54,9 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         }
         hash = hash == null ? "" : hash;
         groups = groups == null ? Map.of() : sorted(groups);
-        SortedMap<String, Map<String, Route>> nestedRoutes = nested(routes);
-        Checked last = lastChecked;
-        if (last != null && last.routes.get() == nestedRoutes && last.groups.get() == groups) {
-            routes = nestedRoutes;
-        } else {
-            routes = grouped(nestedRoutes, groups);
-            lastChecked = new Checked(new WeakReference<>(routes), new WeakReference<>(groups));
-        }
+        routes = grouped(nested(routes), groups);
         engines = sorted(engines);
         networkRttMs = nested(networkRttMs);
-    }
-
-    /**
-     * The routes and groups the last snapshot made was checked with ({@link #grouped}): {@link #sealed} makes a second
-     * snapshot of the first one's very maps, which need no second look (on a large fleet, a pass over three thousand
-     * routes). Weak references, so that it keeps no snapshot alive; the maps are unmodifiable views, so the same
-     * objects hold the same routes.
-     */
-    private static volatile Checked lastChecked;
-
-    private record Checked(WeakReference<Map<String, Map<String, Route>>> routes,
-                           WeakReference<Map<String, EngineGroup>> groups) {
     }
 
     /**
@@ -86,13 +66,23 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
      */
     private static SortedMap<String, Map<String, Route>> grouped(SortedMap<String, Map<String, Route>> routes,
                                                                  Map<String, EngineGroup> groups) {
-        // routes a policy built over these very groups (and the same snapshot sealed) need no copy
-        Map<EngineGroup, String> idOf = idsByGroup(groups);
+        // routes a policy built over these very groups need no copy; the weights remember the groups they were
+        // found built over, so the same snapshot sealed (its very maps passed again) costs one look per route
+        Map<EngineGroup, String> idOf = null;
         boolean asBuilt = true;
         for (Map<String, Route> byClass : routes.values()) {
             for (Route r : byClass.values()) {
-                if (r.hasGroups()) {
-                    asBuilt &= r.weights() instanceof GroupedWeights gw && gw.builtOver(idOf);
+                if (!asBuilt || !r.hasGroups()) {
+                    continue;
+                }
+                if (!(r.weights() instanceof GroupedWeights gw)) {
+                    asBuilt = false;
+                } else if (!gw.foundBuiltOver(groups)) {
+                    idOf = idOf == null ? idsByGroup(groups) : idOf;
+                    asBuilt = gw.builtOver(idOf);
+                    if (asBuilt) {
+                        gw.checkedOver = groups;
+                    }
                 }
             }
         }
@@ -200,6 +190,11 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
      * snapshot has no such engine), so a route's weights hash alike however the map holds them.
      */
     public String contentHash() {
+        return contentHash(new Hasher());
+    }
+
+    /** {@link #contentHash()}, computed by {@code hasher}: the same text, sooner for a series of snapshots. */
+    public String contentHash(Hasher hasher) {
         try {
             Feed f = new Feed(MessageDigest.getInstance("SHA-256"));
             f.text(policy).number(fleetUtilization);
@@ -263,7 +258,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 });
             });
             f.count(engines.size());
-            EngineTexts known = engineTexts;
+            EngineTexts known = hasher.engineTexts;
             EngineTexts[] learnt = {null}; // made at the first engine the last snapshot hashed did not have
             int[] at = {0};
             engines.forEach((id, e) -> {
@@ -284,7 +279,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                         .number(e.shadowPriceMs()).number(e.penalty());
             });
             if (learnt[0] != null) {
-                engineTexts = learnt[0];
+                hasher.engineTexts = learnt[0];
             }
             f.count(networkRttMs.size());
             networkRttMs.forEach((g, row) -> {
@@ -454,13 +449,18 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
     }
 
     /**
-     * Each engine's texts (id, cluster, region, endpoint, models) as {@link #contentHash} feeds them, kept from the last
-     * snapshot hashed. A large fleet's re-solves describe their engines with the very strings of the last one, and
-     * reading four thousand engines' strings from wherever the heap holds them was a third of the hash's time;
-     * copying the kept bytes is not. An engine's bytes are used only when its five references are the ones they
-     * were made from, so what is fed is what the strings would give.
+     * Computes content hashes ({@link Snapshot#contentHash(Hasher)}) for a series of snapshots, remembering each
+     * engine's texts (id, cluster, region, endpoint, models, priority scheduling) as the hash feeds them from the
+     * last snapshot it hashed. A large fleet's re-solves describe their engines with the very strings of the last
+     * one, and reading four thousand engines' strings from wherever the heap holds them was a third of the hash's
+     * time; copying the kept bytes is not. An engine's bytes are used only when those six references are the ones
+     * they were made from, so what is fed is what the strings would give: the hash is the same with any hasher. Whoever seals a
+     * series of snapshots (a policy, a control plane) holds one. Safe to share between threads: a race only costs
+     * the reuse.
      */
-    private static volatile EngineTexts engineTexts;
+    public static final class Hasher {
+        private volatile EngineTexts engineTexts;
+    }
 
     private static final class EngineTexts {
         private final String[] ids;
@@ -491,7 +491,8 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             }
             EngineState was = states[j];
             return was.cluster() == e.cluster() && was.region() == e.region() && was.endpoint() == e.endpoint()
-                    && was.models() == e.models() && was.priorityScheduling() == e.priorityScheduling() ? texts[j] : null;
+                    && was.models() == e.models() && was.priorityScheduling() == e.priorityScheduling()
+                    ? texts[j] : null;
         }
 
         void put(int j, String id, EngineState e, byte[] bytes) {
@@ -518,7 +519,12 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
 
     /** This snapshot with {@code newVersion} and its content hash filled in. */
     public Snapshot sealed(long newVersion) {
-        return new Snapshot(newVersion, contentHash(), policy, fleetUtilization, retryBudget, routes, engines,
+        return sealed(newVersion, new Hasher());
+    }
+
+    /** {@link #sealed(long)}, hashed by {@code hasher}. */
+    public Snapshot sealed(long newVersion, Hasher hasher) {
+        return new Snapshot(newVersion, contentHash(hasher), policy, fleetUtilization, retryBudget, routes, engines,
                 networkRttMs, objective, groups);
     }
 
@@ -529,6 +535,11 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
      * the L fleet that is about a fiftieth of the whole, which lists every gateway cluster's routes.
      */
     public Snapshot forGateway(String gateway) {
+        return forGateway(gateway, new Hasher());
+    }
+
+    /** {@link #forGateway(String)}, hashed by {@code hasher}: a control plane makes every cluster's view with one. */
+    public Snapshot forGateway(String gateway, Hasher hasher) {
         Map<String, Map<String, Route>> own = routes.containsKey(gateway) ? Map.of(gateway, routes.get(gateway))
                 : Map.of();
         Map<String, Map<String, Double>> rtt = networkRttMs.containsKey(gateway)
@@ -537,7 +548,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         own.values().forEach(byClass -> byClass.values().forEach(r -> r.groups().keySet()
                 .forEach(id -> used.put(id, groups.get(id)))));
         return new Snapshot(version, "", policy, fleetUtilization, retryBudget, own, engines, rtt, objective, used)
-                .sealed(version);
+                .sealed(version, hasher);
     }
 
     /**

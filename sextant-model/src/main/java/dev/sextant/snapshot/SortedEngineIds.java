@@ -56,7 +56,7 @@ public final class SortedEngineIds {
      * remembered (a snapshot's routes are compared with the previous snapshot's, thousands of times over
      * the same two lists).
      */
-    boolean sameAs(SortedEngineIds other) {
+    public boolean sameAs(SortedEngineIds other) {
         if (other == this || other == knownEqual) {
             return true;
         }

@@ -125,9 +125,12 @@ class GroupedRouteTest {
         assertThat(snapshot(grouped(moved, 0.6, 0.4), moved).hash()).isNotEqualTo(base);
         Map<String, EngineGroup> otherTable = new TreeMap<>(groups());
         EngineGroup b = otherTable.get("B|m");
-        otherTable.put("B|m", new EngineGroup(b.shares(), SlotTable.of(List.of("b1", "b2"), new double[] {0.25, 0.75})
-                .rebalance(List.of("b1", "b2"), new double[] {0.75, 0.25})
-                .rebalance(List.of("b1", "b2"), new double[] {0.25, 0.75}).encode()));
+        // the table that two rebalances (to 0.75/0.25 and back) make of b's: same shares, other slots
+        SlotRuns rebalanced = new SlotRuns(3);
+        rebalanced.add(1, 2048);
+        rebalanced.add(0, 1024);
+        rebalanced.add(1, 1024);
+        otherTable.put("B|m", new EngineGroup(b.shares(), SlotCodec.encode(12, 2, rebalanced)));
         assertThat(otherTable.get("B|m").slots()).isNotEqualTo(b.slots());
         assertThat(snapshot(grouped(otherTable, 0.6, 0.4), otherTable).hash()).isNotEqualTo(base);
     }

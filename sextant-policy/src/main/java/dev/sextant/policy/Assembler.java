@@ -4,7 +4,6 @@ import dev.sextant.snapshot.EngineGroup;
 import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Objective;
 import dev.sextant.snapshot.Route;
-import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Engine;
 import java.util.Arrays;
@@ -75,7 +74,7 @@ final class Assembler {
         }
         double[] allowedUtilization = allowedUtilizations(inst, load);
         Map<String, Map<String, Route>> routes = new LinkedHashMap<>();
-        SlotTable.Batch tables = new SlotTable.Batch();
+        SlotTableBatch tables = new SlotTableBatch();
         for (int k = 0; k < inst.sourceCount; k++) {
             Map<String, Double> w = routeWeights[k];
             var c = inst.sourceClass[k];
@@ -105,7 +104,7 @@ final class Assembler {
                                     double lowerBound, double gap, int iterations) {
         int n = inst.engines.size();
         Snapshot previous = options.previous();
-        SlotTable.Batch tables = new SlotTable.Batch();
+        SlotTableBatch tables = new SlotTableBatch();
         // the groups, each with its engines in id order and its slot table
         EngineGroup[] groups = new EngineGroup[inst.groupCount];
         Map<String, EngineGroup> byId = new TreeMap<>();
@@ -222,7 +221,7 @@ final class Assembler {
                     }
                 }
                 route = Route.grouped(c.model(), c.residency(), c.priority(), demand, ids, f, used, shedFraction[k],
-                        price[k], slots != null ? slots : SlotTable.encodedOf(idList, f), allowedUtilization[k]);
+                        price[k], slots != null ? slots : SlotTableBatch.encodedOnce(idList, f), allowedUtilization[k]);
             }
             routes.computeIfAbsent(gateway, g -> new TreeMap<>()).put(c.id(), route);
         }
@@ -269,7 +268,7 @@ final class Assembler {
         double utilization = totalCapacity > 0 ? totalLoad / totalCapacity : 0;
         return new Snapshot(options.version(), "", policy, utilization, inst.topology.retryBudget(), routes,
                 Collections.unmodifiableSortedMap((TreeMap<String, EngineState>) engines), rtt, objective, groups)
-                .sealed(options.version());
+                .sealed(options.version(), inst.hasher);
     }
 
     /**
@@ -308,10 +307,10 @@ final class Assembler {
      * {@code w} is. A pure function of its arguments, so equal inputs give equal snapshots.
      */
     static String slots(Route before, Map<String, Double> w) {
-        return slots(new SlotTable.Batch(), before, w);
+        return slots(new SlotTableBatch(), before, w);
     }
 
-    private static String slots(SlotTable.Batch tables, Route before, Map<String, Double> w) {
+    private static String slots(SlotTableBatch tables, Route before, Map<String, Double> w) {
         if (w.isEmpty()) {
             return "";
         }

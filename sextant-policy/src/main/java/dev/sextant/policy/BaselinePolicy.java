@@ -13,6 +13,8 @@ import java.util.List;
  */
 final class BaselinePolicy implements RoutingPolicy {
     private final String name;
+    /** This policy's own memory of its last solve. */
+    private final Instance.Memory instances = new Instance.Memory();
 
     BaselinePolicy(String name) {
         this.name = name;
@@ -25,7 +27,7 @@ final class BaselinePolicy implements RoutingPolicy {
 
     @Override
     public Snapshot solve(Topology topology, SolveOptions options) {
-        Instance inst = Instance.of(topology, options);
+        Instance inst = instances.of(topology, options);
         double[][] weights = new double[inst.sourceCount][];
         double[] shed = new double[inst.sourceCount];
         for (int k = 0; k < inst.sourceCount; k++) {

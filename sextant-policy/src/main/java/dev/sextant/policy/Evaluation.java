@@ -18,7 +18,7 @@ final class Evaluation {
     }
 
     static HeldRouting of(Topology topology, Snapshot held) {
-        Instance inst = new Instance(topology, SolveOptions.defaults());
+        Instance inst = Instance.of(topology, SolveOptions.defaults());
         int n = inst.engines.size();
         Map<String, Integer> index = new HashMap<>(n * 2);
         for (int j = 0; j < n; j++) {

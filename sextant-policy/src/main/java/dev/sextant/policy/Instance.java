@@ -73,30 +73,44 @@ final class Instance {
     final int[] sourceGatewayIndex;
     /** All engine ids in ascending order (shared by the snapshot's routes), and each engine's rank there. */
     final SortedEngineIds engineIds;
+    /** Seals the snapshots made of this instance; shared with the instances of the same {@link Memory}. */
+    final Snapshot.Hasher hasher;
     final int[] engineRank;
     /** Engine → index of its engine cluster; gateway index → cluster index → round trip (NaN: none). */
     final int[] engineCluster;
     final double[][] rttByCluster;
 
     /**
-     * The last instance made, whose shape (everything but demand: engines, clusters, classes, models, round trips,
-     * headroom, penalties) the next solve most likely shares: a control plane re-solves as demand moves.
+     * What a policy object remembers from one solve to the next, so that a control loop re-solving as demand moves
+     * pays only for what changed: the last instance made, whose shape (everything but demand: engines, clusters,
+     * classes, models, round trips, headroom, penalties) the next solve most likely shares, and the snapshot hasher
+     * that keeps the engines' hashed texts. Each policy object owns one (docs/design.md §3, how it is solved); a
+     * caller that wants warm re-solves holds on to its policy. Safe to share between threads: a race only costs
+     * the reuse.
      */
-    private static volatile Instance last;
+    static final class Memory {
+        private final Snapshot.Hasher hasher = new Snapshot.Hasher();
+        private volatile Instance last;
 
-    /**
-     * The instance of {@code topology}: the arrays of the last one made where the topology has its shape (equal
-     * engines, clusters, classes, models, round trips, headroom and penalties), which do not depend on demand, and
-     * built anew otherwise. On the L fleet that spares a warm re-solve ~3 ms of its ~25.
-     */
-    static Instance of(Topology topology, SolveOptions options) {
-        Instance like = last;
-        if (like != null && like.sameShape(topology, options)) {
-            return new Instance(like, topology, options);
+        /**
+         * The instance of {@code topology}: the arrays of the last one made where the topology has its shape, which
+         * do not depend on demand, and built anew otherwise. On the L fleet that spares a warm re-solve ~3 ms of
+         * its ~25.
+         */
+        Instance of(Topology topology, SolveOptions options) {
+            Instance like = last;
+            if (like != null && like.sameShape(topology, options)) {
+                return new Instance(like, topology, options);
+            }
+            Instance built = new Instance(topology, options, hasher);
+            last = built;
+            return built;
         }
-        Instance built = new Instance(topology, options);
-        last = built;
-        return built;
+    }
+
+    /** The instance of {@code topology}, built anew: nothing remembered from another solve. */
+    static Instance of(Topology topology, SolveOptions options) {
+        return new Instance(topology, options, new Snapshot.Hasher());
     }
 
     private boolean sameShape(Topology t, SolveOptions o) {
@@ -110,6 +124,7 @@ final class Instance {
     /** {@code topology}'s instance with the demand-independent arrays of {@code like}, which has its shape. */
     private Instance(Instance like, Topology topology, SolveOptions options) {
         this.topology = topology;
+        this.hasher = like.hasher;
         this.engines = topology.engines();
         penalties = like.penalties;
         costs = like.costs;
@@ -146,8 +161,9 @@ final class Instance {
         }
     }
 
-    Instance(Topology topology, SolveOptions options) {
+    private Instance(Topology topology, SolveOptions options, Snapshot.Hasher hasher) {
         this.topology = topology;
+        this.hasher = hasher;
         this.penalties = options.penalties();
         this.engines = topology.engines();
         int n = engines.size();

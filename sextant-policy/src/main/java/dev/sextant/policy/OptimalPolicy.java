@@ -17,6 +17,8 @@ import java.util.Map;
 final class OptimalPolicy implements RoutingPolicy {
     /** The fraction of its effective capacity an engine may be short of and still be reported full. */
     static final double NEAR_FULL = 1e-3;
+    /** This policy's own memory of its last solve: what makes its next re-solve warm. */
+    private final Instance.Memory instances = new Instance.Memory();
 
     @Override
     public String name() {
@@ -30,7 +32,7 @@ final class OptimalPolicy implements RoutingPolicy {
 
     /** The certified solution, not yet a snapshot: see {@link CertifiedSolution}. */
     CertifiedSolution certify(Topology topology, SolveOptions options) {
-        Instance inst = Instance.of(topology, options);
+        Instance inst = instances.of(topology, options);
         int groupCount = inst.groupCount;
         Group[] groups = new Group[groupCount];
         for (int h = 0; h < groupCount; h++) {

@@ -10,7 +10,11 @@ public final class Policies {
     /** Names accepted by {@link #byName}, the optimizer first. */
     public static final List<String> NAMES = List.of("optimal", "nearest", "waterfall", "proportional");
 
-    /** Minimizes expected end-to-end latency (docs/design.md §3), with a certificate of optimality. */
+    /**
+     * Minimizes expected end-to-end latency (docs/design.md §3), with a certificate of optimality. Each policy
+     * object remembers what its last solve built that does not depend on demand, and the engines' hashed texts:
+     * a control loop keeps one for all its re-solves, which is what makes them warm.
+     */
     public static RoutingPolicy optimal() {
         return new OptimalPolicy();
     }
@@ -18,9 +22,26 @@ public final class Policies {
     /**
      * The optimizer's certified solution before it is written out as a snapshot ({@code optimal().solve} is
      * {@code optimalSolution(...).snapshot()}): for measuring the optimizer apart from the snapshot's assembly.
+     * Solved by a new policy object, which remembers nothing of an earlier solve (see the other overload).
      */
     public static CertifiedSolution optimalSolution(dev.sextant.topology.Topology topology, SolveOptions options) {
         return new OptimalPolicy().certify(topology, options);
+    }
+
+    /**
+     * As {@link #optimalSolution(dev.sextant.topology.Topology, SolveOptions)}, solved by {@code optimal}, a policy
+     * from {@link #optimal()}: a policy object remembers what its last solve built that does not depend on demand,
+     * so a caller re-solving as demand moves keeps one and passes it here.
+     *
+     * @throws IllegalArgumentException when {@code optimal} is not a policy {@link #optimal()} made
+     */
+    public static CertifiedSolution optimalSolution(RoutingPolicy optimal, dev.sextant.topology.Topology topology,
+                                                    SolveOptions options) {
+        if (!(optimal instanceof OptimalPolicy p)) {
+            throw new IllegalArgumentException("optimal: policy '" + optimal.name()
+                    + "' (expected: one made by Policies.optimal())");
+        }
+        return p.certify(topology, options);
     }
 
     /**

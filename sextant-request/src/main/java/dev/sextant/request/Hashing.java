@@ -1,5 +1,7 @@
 package dev.sextant.request;
 
+import dev.sextant.hashing.SplitMix64;
+
 /**
  * 64-bit mixing shared by selection, admission and jitter. Each use has its own salt so that the
  * decisions drawn from one request (which engine, whether to shed, how long to back off) are
@@ -7,7 +9,7 @@ package dev.sextant.request;
  */
 final class Hashing {
     /** 2^64 / φ, the SplitMix64 increment; successive probes of one key step by it. */
-    static final long GOLDEN = 0x9E3779B97F4A7C15L;
+    static final long GOLDEN = SplitMix64.GOLDEN;
     static final long ADMISSION_SALT = 0x5DEECE66DL * GOLDEN;
     static final long TAIL_SALT = 0xD1B54A32D192ED03L;
     static final long JITTER_SALT = 0x8CB92BA72F3D8DD7L;
@@ -16,15 +18,13 @@ final class Hashing {
     private Hashing() {
     }
 
-    /** The SplitMix64 finalizer (Steele, Lea, Flood 2014): a bijection with full avalanche. */
+    /** The SplitMix64 finalizer: see {@link SplitMix64#mix}. */
     static long mix(long z) {
-        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-        return z ^ (z >>> 31);
+        return SplitMix64.mix(z);
     }
 
     /** A uniform double in [0, 1) from the top 53 bits of {@code h}. */
     static double unit(long h) {
-        return (h >>> 11) * 0x1.0p-53;
+        return SplitMix64.unit(h);
     }
 }

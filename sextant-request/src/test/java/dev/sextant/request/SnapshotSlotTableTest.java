@@ -4,6 +4,8 @@ import dev.sextant.snapshot.EngineGroup;
 import dev.sextant.snapshot.GroupedTable;
 import dev.sextant.snapshot.KeyOrder;
 import dev.sextant.snapshot.Route;
+import dev.sextant.snapshot.SlotCodec;
+import dev.sextant.snapshot.SlotRuns;
 import dev.sextant.snapshot.SlotTable;
 import dev.sextant.snapshot.Snapshot;
 import org.junit.jupiter.api.Test;
@@ -27,9 +29,9 @@ class SnapshotSlotTableTest {
         for (long v = 1; v <= 3; v++) {
             Snapshot s = Fixtures.simple(v, 0, weights(rnd));
             Route r = s.route("g", "k");
-            // The control plane's history: each table rebalanced from the one before.
-            table = table == null ? SlotTable.of(r.slotEngines(), r.slotWeights())
-                    : table.rebalance(r.slotEngines(), r.slotWeights());
+            // The control plane's tables depend on its history (each is rebalanced from the one before), so
+            // they need not be the tables the weights alone give: here, the engines' blocks in reverse order.
+            table = reversed(r.slotEngines(), r.slotWeights());
             published.add(withSlots(s, table.encode()));
         }
         Snapshot v3 = published.get(2);
@@ -225,5 +227,16 @@ class SnapshotSlotTableTest {
                 r.shedFraction(), r.priceMs(), slots);
         return new Snapshot(s.version(), "", s.policy(), s.fleetUtilization(), s.retryBudget(),
                 Map.of("g", Map.of("k", withTable)), s.engines(), s.networkRttMs(), s.objective()).sealed(s.version());
+    }
+
+    /** A valid table for {@code weights} (each engine its exact slot count) laid out unlike {@link SlotTable#of}. */
+    private static SlotTable reversed(List<String> ids, double[] weights) {
+        int m = SlotTable.slotCountFor(ids.size());
+        int[] counts = SlotCodec.slotCounts(weights, SlotCodec.checkWeights(ids.size(), weights), m);
+        SlotRuns runs = new SlotRuns(ids.size());
+        for (int j = ids.size() - 1; j >= 0; j--) {
+            runs.add(j, counts[j]);
+        }
+        return SlotTable.decode(SlotCodec.encode(Integer.numberOfTrailingZeros(m), ids.size(), runs), ids, weights);
     }
 }

@@ -1,5 +1,6 @@
 package dev.sextant.sim;
 
+import dev.sextant.hashing.SplitMix64;
 import java.util.SplittableRandom;
 
 /**
@@ -14,7 +15,7 @@ abstract class BaselinePolicy implements SimPolicy {
     @Override
     public void start(Simulation s) {
         this.sim = s;
-        this.random = new SplittableRandom(Hashing.mix(s.seed ^ name().hashCode()));
+        this.random = new SplittableRandom(SplitMix64.mix(s.seed ^ name().hashCode()));
     }
 
     @Override
@@ -23,7 +24,7 @@ abstract class BaselinePolicy implements SimPolicy {
         if (e < 0) {
             // no engine believed up: try any allowed engine rather than refuse outright
             int[] a = sim.allowed[r.trafficClass];
-            return a.length == 0 ? NO_ENGINE : a[(int) Math.floorMod(Hashing.mix(r.affinityKey()), (long) a.length)];
+            return a.length == 0 ? NO_ENGINE : a[(int) Math.floorMod(SplitMix64.mix(r.affinityKey()), (long) a.length)];
         }
         return e;
     }

@@ -1,5 +1,7 @@
 package dev.sextant.sim;
 
+import dev.sextant.hashing.SplitMix64;
+
 /**
  * Weighted rendezvous hashing for the baselines that need key affinity: an engine's score for a key is
  * {@code −ln(u) / w} with u a uniform hash of (key, engine), and the key goes to the lowest score. The
@@ -13,16 +15,9 @@ final class Hashing {
     private Hashing() {
     }
 
-    /** SplitMix64 finalizer: a bijective 64-bit mixer. */
-    static long mix(long z) {
-        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
-        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
-        return z ^ (z >>> 31);
-    }
-
     /** Uniform in (0, 1) from (key, engine). */
     static double unit(long key, int engine) {
-        long h = mix(key * 0x9e3779b97f4a7c15L + engine + 1);
+        long h = SplitMix64.mix(key * SplitMix64.GOLDEN + engine + 1);
         return ((h >>> 11) + 0.5) * 0x1.0p-53;
     }
 

@@ -7,6 +7,7 @@ import dev.sextant.control.ControlOptions;
 import dev.sextant.control.EngineScrape;
 import dev.sextant.control.GatewayReport;
 import dev.sextant.control.Step;
+import dev.sextant.hashing.SplitMix64;
 import dev.sextant.request.DataPlane;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.request.Decision;
@@ -129,7 +130,7 @@ final class SextantPolicy implements SimPolicy {
         DataPlaneOptions options = DataPlaneOptions.defaults();
         for (int g = 0; g < s.gatewayCount; g++) {
             planes[g] = DataPlane.create(base.gatewayClusters().get(g).id(), latest, this::nanos,
-                    options.toBuilder().seed(Hashing.mix(s.seed + g)).build());
+                    options.toBuilder().seed(SplitMix64.mix(s.seed + g)).build());
             held[g] = latest;
         }
         s.onScrape(this::scraped);
@@ -287,7 +288,7 @@ final class SextantPolicy implements SimPolicy {
     public int select(SimRequest r) {
         arrivals[r.gateway][r.trafficClass]++;
         RequestMeta c = classMeta[r.trafficClass];
-        long requestId = Hashing.mix(r.id ^ 0x7265717565737431L);
+        long requestId = SplitMix64.mix(r.id ^ 0x7265717565737431L);
         Conversation conv = r.conversation;
         RequestMeta m;
         if (conv != null && conv.structured) {
@@ -297,7 +298,7 @@ final class SextantPolicy implements SimPolicy {
             m = new RequestMeta(c.model(), c.residency(), c.priority(), conv.gatewayKey, conv.gatewayPrefixKey,
                     requestId);
         } else {
-            m = new RequestMeta(c.model(), c.residency(), c.priority(), Hashing.mix(r.affinityKey() + 0x51L),
+            m = new RequestMeta(c.model(), c.residency(), c.priority(), SplitMix64.mix(r.affinityKey() + 0x51L),
                     requestId);
         }
         return toEngine(r, planes[r.gateway].route(m));

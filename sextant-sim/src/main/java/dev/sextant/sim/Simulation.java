@@ -1,5 +1,6 @@
 package dev.sextant.sim;
 
+import dev.sextant.hashing.SplitMix64;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
@@ -275,7 +276,7 @@ final class Simulation implements EngineSim.Listener {
         }
         double maxRate = convPerMs * shape.maxMultiplier() * maxSurge;
         long stream = (long) g * classCount + k;
-        SplittableRandom rng = new SplittableRandom(Hashing.mix(seed ^ Hashing.mix(stream + 0x5eed)));
+        SplittableRandom rng = new SplittableRandom(SplitMix64.mix(seed ^ SplitMix64.mix(stream + 0x5eed)));
         long[] counter = {0};
         Runnable[] next = new Runnable[1];
         next[0] = () -> {
@@ -297,7 +298,7 @@ final class Simulation implements EngineSim.Listener {
 
     /** The per-conversation random stream: independent of the policy and of everything else. */
     private SplittableRandom conversationRandom(long id) {
-        return new SplittableRandom(Hashing.mix(seed * 31 + Hashing.mix(id)));
+        return new SplittableRandom(SplitMix64.mix(seed * 31 + SplitMix64.mix(id)));
     }
 
     private final Map<Long, SplittableRandom> convRandom = new HashMap<>();

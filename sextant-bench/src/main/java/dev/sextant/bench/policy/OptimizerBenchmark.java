@@ -124,19 +124,19 @@ public class OptimizerBenchmark {
      */
     @Benchmark
     public void warmResolveSolution(Blackhole bh) {
-        bh.consume(Policies.optimalSolution(changed, warm));
+        bh.consume(Policies.optimalSolution(optimal, changed, warm));
     }
 
     /** {@code warmResolveWithAffinity} up to the certified solution, as {@code warmResolveSolution}. */
     @Benchmark
     public void warmResolveWithAffinitySolution(Blackhole bh) {
-        bh.consume(Policies.optimalSolution(changedWithAffinity, warmWithAffinity));
+        bh.consume(Policies.optimalSolution(optimal, changedWithAffinity, warmWithAffinity));
     }
 
     /** {@code coldSolve} up to the certified solution, as {@code warmResolveSolution}. */
     @Benchmark
     public void coldSolveSolution(Blackhole bh) {
-        bh.consume(Policies.optimalSolution(base, cold));
+        bh.consume(Policies.optimalSolution(optimal, base, cold));
     }
 
     @Benchmark

@@ -1,5 +1,7 @@
 package dev.sextant.bench.request;
 
+import dev.sextant.hashing.SplitMix64;
+
 import java.util.Arrays;
 
 /**
@@ -11,13 +13,11 @@ final class NaiveSelectors {
     }
 
     static long mix(long z) {
-        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-        return z ^ (z >>> 31);
+        return SplitMix64.mix(z);
     }
 
     static double unit(long h) {
-        return (h >>> 11) * 0x1.0p-53;
+        return SplitMix64.unit(h);
     }
 
     /**

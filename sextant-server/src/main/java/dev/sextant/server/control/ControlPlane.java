@@ -121,6 +121,8 @@ public final class ControlPlane implements AutoCloseable {
     private final Channel serverChannel;
     private final JvmMeters jvm;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    /** Hashes the gateway clusters' views of each publication, remembering the engines' texts between them. */
+    private final Snapshot.Hasher viewHasher = new Snapshot.Hasher();
     private final Counter solves;
     private final Counter scrapeFailures;
     private final Counter reloadFailures;
@@ -380,8 +382,8 @@ public final class ControlPlane implements AutoCloseable {
         if (s == null || !s.routes().containsKey(gateway)) {
             return CompletableFuture.completedFuture(null);
         }
-        return views.get(s, gateway, g -> CompletableFuture.supplyAsync(() -> GatewayView.of(s.forGateway(g)),
-                viewMaker));
+        return views.get(s, gateway, g -> CompletableFuture.supplyAsync(
+                () -> GatewayView.of(s.forGateway(g, viewHasher)), viewMaker));
     }
 
     /** The views of the current publication, by gateway cluster. */
@@ -718,7 +720,7 @@ public final class ControlPlane implements AutoCloseable {
      * publication was refused.
      */
     private Snapshot republish(Snapshot content, long version, String kind) {
-        Snapshot next = content.sealed(version);
+        Snapshot next = content.sealed(version, viewHasher);
         loop.adopt(next);
         if (!publishFenced(next)) {
             return null;

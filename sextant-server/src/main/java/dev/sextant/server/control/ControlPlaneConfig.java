@@ -108,11 +108,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
      * 60 s; the listener limits of {@link ListenerLimits#controlPlane()}.
      */
     public static ControlPlaneConfig defaults(Path topologyFile, String token) {
-        ControlOptions o = ControlOptions.defaults();
-        return new ControlPlaneConfig(topologyFile, "127.0.0.1", 0, BearerToken.of(token), Duration.ofSeconds(10),
-                Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(1), o.missedScrapes(),
-                o.errorRateLimit(), o.observedDemand() ? "observed" : "configured", o.publishGain(), o.publishGainMs(),
-                o.canaryInterval(), Duration.ofSeconds(60), null, null, null, ListenerLimits.controlPlane());
+        return builder(topologyFile, BearerToken.of(token)).build();
     }
 
     /** The control loop's options: its defaults with this file's settings. */
@@ -124,59 +120,44 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
 
     /** With other listener limits. */
     public ControlPlaneConfig withLimits(ListenerLimits newLimits) {
-        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
-                maxWait, tls, engineTls, stateFile, newLimits);
+        return toBuilder().limits(newLimits).build();
     }
 
     /** With {@code file} as the state file (null: none). */
     public ControlPlaneConfig withStateFile(Path file) {
-        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
-                maxWait, tls, engineTls, file, limits);
+        return toBuilder().stateFile(file).build();
     }
 
     /** With {@code newToken} (e.g. one read from a file, which may change). */
     public ControlPlaneConfig withToken(BearerToken newToken) {
-        return new ControlPlaneConfig(topologyFile, host, port, newToken, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
-                maxWait, tls, engineTls, stateFile, limits);
+        return toBuilder().token(newToken).build();
     }
 
     /** With another address. */
     public ControlPlaneConfig withAddress(String newHost, int newPort) {
-        return new ControlPlaneConfig(topologyFile, newHost, newPort, token, solveInterval, watchInterval,
-                scrapeInterval, scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs,
-                canaryInterval, maxWait, tls, engineTls, stateFile, limits);
+        return toBuilder().host(newHost).port(newPort).build();
     }
 
     /** With other intervals. */
     public ControlPlaneConfig withIntervals(Duration solve, Duration watch, Duration scrape, Duration timeout,
                                             int misses) {
-        return new ControlPlaneConfig(topologyFile, host, port, token, solve, watch, scrape, timeout, misses,
-                errorRateLimit, demand, publishGain, publishGainMs, canaryInterval, maxWait, tls, engineTls, stateFile,
-                limits);
+        return toBuilder().solveInterval(solve).watchInterval(watch).scrapeInterval(scrape)
+                .scrapeTimeout(timeout).missedScrapes(misses).build();
     }
 
     /** With another demand source ({@code observed} or {@code configured}). */
     public ControlPlaneConfig withDemand(String newDemand) {
-        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, errorRateLimit, newDemand, publishGain, publishGainMs, canaryInterval,
-                maxWait, tls, engineTls, stateFile, limits);
+        return toBuilder().demand(newDemand).build();
     }
 
     /** With another publication threshold: a relative gain and one in ms per request. */
     public ControlPlaneConfig withPublishGain(double relative, double ms) {
-        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, errorRateLimit, demand, relative, ms, canaryInterval, maxWait, tls,
-                engineTls, stateFile, limits);
+        return toBuilder().publishGain(relative).publishGainMs(ms).build();
     }
 
     /** With another canary interval. */
     public ControlPlaneConfig withCanaryInterval(Duration interval) {
-        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, interval, maxWait,
-                tls, engineTls, stateFile, limits);
+        return toBuilder().canaryInterval(interval).build();
     }
 
     /**
@@ -184,9 +165,198 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
      * ({@code engines}, null for the JDK's default CAs).
      */
     public ControlPlaneConfig withTls(ServerTls serverTls, ClientTls engines) {
-        return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval, scrapeInterval,
-                scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs, canaryInterval,
-                maxWait, serverTls, engines, stateFile, limits);
+        return toBuilder().tls(serverTls).engineTls(engines).build();
+    }
+
+    /** A builder starting from {@link #defaults}'s values for {@code topologyFile} and {@code token}. */
+    public static Builder builder(Path topologyFile, BearerToken token) {
+        ControlOptions o = ControlOptions.defaults();
+        return new Builder().topologyFile(topologyFile).host("127.0.0.1").port(0).token(token)
+                .solveInterval(Duration.ofSeconds(10)).watchInterval(Duration.ofSeconds(1))
+                .scrapeInterval(Duration.ofSeconds(2)).scrapeTimeout(Duration.ofSeconds(1))
+                .missedScrapes(o.missedScrapes()).errorRateLimit(o.errorRateLimit())
+                .demand(o.observedDemand() ? "observed" : "configured").publishGain(o.publishGain())
+                .publishGainMs(o.publishGainMs()).canaryInterval(o.canaryInterval()).maxWait(Duration.ofSeconds(60))
+                .limits(ListenerLimits.controlPlane());
+    }
+
+    /** A builder starting from this config. */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.topologyFile = topologyFile;
+        b.host = host;
+        b.port = port;
+        b.token = token;
+        b.solveInterval = solveInterval;
+        b.watchInterval = watchInterval;
+        b.scrapeInterval = scrapeInterval;
+        b.scrapeTimeout = scrapeTimeout;
+        b.missedScrapes = missedScrapes;
+        b.errorRateLimit = errorRateLimit;
+        b.demand = demand;
+        b.publishGain = publishGain;
+        b.publishGainMs = publishGainMs;
+        b.canaryInterval = canaryInterval;
+        b.maxWait = maxWait;
+        b.tls = tls;
+        b.engineTls = engineTls;
+        b.stateFile = stateFile;
+        b.limits = limits;
+        return b;
+    }
+
+    /**
+     * Builds a {@link ControlPlaneConfig}, one setter per component, named as the component. {@link #build}
+     * checks the whole config as the constructor does, and an error names the field as the config file spells it.
+     */
+    public static final class Builder {
+        private Path topologyFile;
+        private String host;
+        private int port;
+        private BearerToken token;
+        private Duration solveInterval;
+        private Duration watchInterval;
+        private Duration scrapeInterval;
+        private Duration scrapeTimeout;
+        private int missedScrapes;
+        private double errorRateLimit;
+        private String demand;
+        private double publishGain;
+        private double publishGainMs;
+        private Duration canaryInterval;
+        private Duration maxWait;
+        private ServerTls tls;
+        private ClientTls engineTls;
+        private Path stateFile;
+        private ListenerLimits limits;
+
+        private Builder() {
+        }
+
+        /** Sets {@link ControlPlaneConfig#topologyFile()}. */
+        public Builder topologyFile(Path value) {
+            this.topologyFile = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#host()}. */
+        public Builder host(String value) {
+            this.host = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#port()}. */
+        public Builder port(int value) {
+            this.port = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#token()}. */
+        public Builder token(BearerToken value) {
+            this.token = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#solveInterval()}. */
+        public Builder solveInterval(Duration value) {
+            this.solveInterval = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#watchInterval()}. */
+        public Builder watchInterval(Duration value) {
+            this.watchInterval = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#scrapeInterval()}. */
+        public Builder scrapeInterval(Duration value) {
+            this.scrapeInterval = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#scrapeTimeout()}. */
+        public Builder scrapeTimeout(Duration value) {
+            this.scrapeTimeout = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#missedScrapes()}. */
+        public Builder missedScrapes(int value) {
+            this.missedScrapes = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#errorRateLimit()}. */
+        public Builder errorRateLimit(double value) {
+            this.errorRateLimit = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#demand()}. */
+        public Builder demand(String value) {
+            this.demand = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#publishGain()}. */
+        public Builder publishGain(double value) {
+            this.publishGain = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#publishGainMs()}. */
+        public Builder publishGainMs(double value) {
+            this.publishGainMs = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#canaryInterval()}. */
+        public Builder canaryInterval(Duration value) {
+            this.canaryInterval = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#maxWait()}. */
+        public Builder maxWait(Duration value) {
+            this.maxWait = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#tls()}. */
+        public Builder tls(ServerTls value) {
+            this.tls = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#engineTls()}. */
+        public Builder engineTls(ClientTls value) {
+            this.engineTls = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#stateFile()}. */
+        public Builder stateFile(Path value) {
+            this.stateFile = value;
+            return this;
+        }
+
+        /** Sets {@link ControlPlaneConfig#limits()}. */
+        public Builder limits(ListenerLimits value) {
+            this.limits = value;
+            return this;
+        }
+
+        /**
+         * The config.
+         *
+         * @throws IllegalArgumentException naming the first field that is missing or out of range
+         */
+        public ControlPlaneConfig build() {
+            return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval,
+                    scrapeInterval, scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs,
+                    canaryInterval, maxWait, tls, engineTls, stateFile, limits);
+        }
     }
 
     /** Never the token: a config printed or logged must not leak it. */

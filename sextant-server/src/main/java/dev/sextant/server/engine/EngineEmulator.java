@@ -349,11 +349,7 @@ public final class EngineEmulator implements AutoCloseable {
 
     /** The n-th number of a seeded stream, uniform in [0, 1): SplitMix64's finalizer over seed and index. */
     static double uniform(long seed, long n) {
-        long z = seed + (n + 1) * 0x9E3779B97F4A7C15L;
-        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-        z = z ^ (z >>> 31);
-        return (z >>> 11) * 0x1.0p-53;
+        return dev.sextant.hashing.SplitMix64.unit(dev.sextant.hashing.SplitMix64.draw(seed, n));
     }
 
     /** A deterministic unit vector for a text: the same text always gives the same vector. */
@@ -373,6 +369,53 @@ public final class EngineEmulator implements AutoCloseable {
             v[i] = norm > 0 ? v[i] / norm : 0;
         }
         return v;
+    }
+
+    /**
+     * The options {@link #main} takes, one line each (the option, its value, what it sets and its default), for a
+     * command line's help. Adding an option to {@link #main} adds its line here.
+     */
+    public static List<String> optionsHelp() {
+        EngineConfig d = EngineConfig.defaults("engine-0", "emulated-model");
+        ListenerLimits l = ListenerLimits.engine();
+        return List.of(
+                "--id ID                        engine id, in answers and metrics (default: " + d.engineId() + ")",
+                "--host ADDR                    address to bind (default: " + d.host() + ")",
+                "--port N                       port to bind, 0 for any (default: 8000)",
+                "--model NAME                   a model it serves; repeat for more (default: " + d.models().get(0) + ")",
+                "--max-seqs N                   sequences decoded at once, as vLLM's --max-num-seqs (default: "
+                        + d.maxSequences() + ")",
+                "--prefill-ms-per-token X       prefill time per prompt token, ms (default: " + d.prefillMsPerToken()
+                        + ")",
+                "--decode-base-ms X             time of one decode step, ms (default: " + d.decodeBaseMs() + ")",
+                "--decode-ms-per-seq X          added to a decode step per running sequence, ms (default: "
+                        + d.decodeMsPerSequence() + ")",
+                "--default-max-tokens N         output tokens when a request sets none (default: " + d.defaultMaxTokens()
+                        + ")",
+                "--kv-cache-tokens N            KV cache size in tokens (default: " + d.kvCacheTokens() + ")",
+                "--prefix-cache-entries N       conversations kept in the prefix cache, LRU (default: "
+                        + d.prefixCacheEntries() + ")",
+                "--seed N                       seed of its random draws (default: " + d.seed() + ")",
+                "--error-rate X                 fraction of requests answered 500 at once, in [0, 1] (default: 0)",
+                "--slowdown X                   factor on prefill and decode step times, > 0 (default: 1)",
+                "--hang                         accept requests and never answer (default: off)",
+                "--crash-after-tokens N         close the connection after N output tokens, -1 for never (default: -1)",
+                "--corrupt-stream none|truncate|malformed  what becomes of a stream after its first token"
+                        + " (default: none)",
+                "--network-rtt-ms CLUSTER=MS,...  the round trip it emulates per gateway cluster (default: none)",
+                "--scheduling-policy fcfs|priority  order of its waiting queue, as vLLM's (default: fcfs)",
+                "--tls-cert-file PEM            serve HTTPS with this certificate chain (with --tls-key-file)",
+                "--tls-key-file PEM             the certificate's private key",
+                "--admin-token-file FILE        bearer token required on /admin/faults (default: loopback only)",
+                "--request-header-timeout D     for a request's head (default: "
+                        + l.client().requestHeaderTimeout().toSeconds() + "s)",
+                "--request-body-timeout D       for a request's body (default: "
+                        + l.client().requestBodyTimeout().toSeconds() + "s)",
+                "--max-header-bytes N           largest request head, bytes (default: " + l.client().maxHeaderBytes()
+                        + ")",
+                "--max-connections N            most open client connections (default: " + l.maxConnections() + ")",
+                "--max-buffered-body-bytes N    most request body bytes held at once (default: "
+                        + l.maxBufferedBodyBytes() + ")");
     }
 
     /**

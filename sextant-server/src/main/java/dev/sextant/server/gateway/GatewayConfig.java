@@ -10,7 +10,7 @@ import java.net.URI;
 import java.time.Duration;
 
 /**
- * How a gateway runs. Build with {@link #defaults(String)} and the withers.
+ * How a gateway runs. Build with {@link #builder(String)}, or {@link #defaults(String)} and the withers.
  *
  * @param gatewayCluster  the gateway cluster whose routes it serves, non-empty
  * @param host            address to bind
@@ -135,34 +135,23 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
 
     /** With another address. */
     public GatewayConfig withAddress(String newHost, int newPort) {
-        return new GatewayConfig(gatewayCluster, newHost, newPort, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().host(newHost).port(newPort).build();
     }
 
     /** With another body limit. */
     public GatewayConfig withMaxBodyBytes(int bytes) {
-        return new GatewayConfig(gatewayCluster, host, port, bytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().maxBodyBytes(bytes).build();
     }
 
     /** With other timeouts: to connect, to a stream's first token, idle, and the whole request's. */
     public GatewayConfig withTimeouts(Duration connect, Duration firstToken, Duration idle, Duration total) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connect, firstToken, idle, total,
-                drain, controlPlane, token, reportInterval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().connectTimeout(connect).firstTokenTimeout(firstToken).idleTimeout(idle)
+                .totalTimeout(total).build();
     }
 
     /** With another way of stopping: a drain window (≥ 0) and a drain timeout (&gt; 0). */
     public GatewayConfig withDrain(Drain newDrain) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, newDrain, controlPlane, token, reportInterval, accessLog, options, tls,
-                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().drain(newDrain).build();
     }
 
     /** With a control plane to report to, and its token (or null). */
@@ -172,26 +161,17 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
 
     /** With a control plane to report to, and its token (or null; a token file is read again when it changes). */
     public GatewayConfig withControlPlane(URI uri, BearerToken newToken, Duration interval) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, uri, newToken, interval, accessLog, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().controlPlane(uri).token(newToken).reportInterval(interval).build();
     }
 
     /** With or without the access log. */
     public GatewayConfig withAccessLog(boolean on) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, on, options, tls, clientTls,
-                clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().accessLog(on).build();
     }
 
     /** With other data plane options. */
     public GatewayConfig withOptions(DataPlaneOptions newOptions) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, newOptions, tls,
-                clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().options(newOptions).build();
     }
 
     /**
@@ -199,26 +179,17 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
      * control planes and engines ({@code client}, null for the JDK's default CAs).
      */
     public GatewayConfig withTls(ServerTls serverTls, ClientTls client) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                serverTls, client, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().tls(serverTls).clientTls(client).build();
     }
 
     /** With other client limits (request head and body timeouts, head size). */
     public GatewayConfig withClientLimits(ClientLimits limits) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, limits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().clientLimits(limits).build();
     }
 
     /** With HTTP/2 for clients on or off, and another limit of open streams per HTTP/2 connection (≥ 1). */
     public GatewayConfig withHttp2(boolean on, int streamsPerConnection) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, on, streamsPerConnection, engineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().http2(on).maxConcurrentStreams(streamsPerConnection).build();
     }
 
     /**
@@ -226,50 +197,265 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
      * started with vLLM's {@code --api-key}); null to pass the client's on, as by default.
      */
     public GatewayConfig withEngineToken(BearerToken newEngineToken) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, newEngineToken, snapshotCache, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().engineToken(newEngineToken).build();
     }
 
     /** With a file that keeps the last snapshot, to start from when the control plane cannot be reached; or null. */
     public GatewayConfig withSnapshotCache(java.nio.file.Path file) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, file, busyPoll, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().snapshotCache(file).build();
     }
 
     /** With event loops that poll without sleeping, or that sleep while they have nothing to do (the default). */
     public GatewayConfig withBusyPoll(boolean on) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, on, probeInterval,
-                engineKeepAlive, classTimeouts);
+        return toBuilder().busyPoll(on).build();
     }
 
     /** With round-trip probes every {@code interval} (≥ 0; zero: none). */
     public GatewayConfig withProbeInterval(Duration interval) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
-                interval, engineKeepAlive, classTimeouts);
+        return toBuilder().probeInterval(interval).build();
     }
 
     /** With the longest idle time of a reused engine connection (&gt; 0). */
     public GatewayConfig withEngineKeepAlive(Duration idle) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
-                probeInterval, idle, classTimeouts);
+        return toBuilder().engineKeepAlive(idle).build();
     }
 
     /** With timeouts of their own for the classes of {@code byClass} (class id → timeouts); the others take the gateway's. */
     public GatewayConfig withClassTimeouts(java.util.Map<String, RequestTimeouts> byClass) {
-        return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
-                idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options,
-                tls, clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
-                probeInterval, engineKeepAlive, byClass);
+        return toBuilder().classTimeouts(byClass).build();
+    }
+
+    /** A builder starting from {@link #defaults}'s values for {@code gatewayCluster}. */
+    public static Builder builder(String gatewayCluster) {
+        return defaults(gatewayCluster).toBuilder();
+    }
+
+    /** A builder starting from this config. */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.gatewayCluster = gatewayCluster;
+        b.host = host;
+        b.port = port;
+        b.maxBodyBytes = maxBodyBytes;
+        b.connectTimeout = connectTimeout;
+        b.firstTokenTimeout = firstTokenTimeout;
+        b.idleTimeout = idleTimeout;
+        b.totalTimeout = totalTimeout;
+        b.drain = drain;
+        b.controlPlane = controlPlane;
+        b.token = token;
+        b.reportInterval = reportInterval;
+        b.accessLog = accessLog;
+        b.options = options;
+        b.tls = tls;
+        b.clientTls = clientTls;
+        b.clientLimits = clientLimits;
+        b.http2 = http2;
+        b.maxConcurrentStreams = maxConcurrentStreams;
+        b.engineToken = engineToken;
+        b.snapshotCache = snapshotCache;
+        b.busyPoll = busyPoll;
+        b.probeInterval = probeInterval;
+        b.engineKeepAlive = engineKeepAlive;
+        b.classTimeouts = classTimeouts;
+        return b;
+    }
+
+    /**
+     * Builds a {@link GatewayConfig}, one setter per component, named as the component. {@link #build}
+     * checks the whole config as the constructor does, and an error names the field as the config file spells it.
+     */
+    public static final class Builder {
+        private String gatewayCluster;
+        private String host;
+        private int port;
+        private int maxBodyBytes;
+        private Duration connectTimeout;
+        private Duration firstTokenTimeout;
+        private Duration idleTimeout;
+        private Duration totalTimeout;
+        private Drain drain;
+        private URI controlPlane;
+        private BearerToken token;
+        private Duration reportInterval;
+        private boolean accessLog;
+        private DataPlaneOptions options;
+        private ServerTls tls;
+        private ClientTls clientTls;
+        private ClientLimits clientLimits;
+        private boolean http2;
+        private int maxConcurrentStreams;
+        private BearerToken engineToken;
+        private java.nio.file.Path snapshotCache;
+        private boolean busyPoll;
+        private Duration probeInterval;
+        private Duration engineKeepAlive;
+        private java.util.Map<String, RequestTimeouts> classTimeouts;
+
+        private Builder() {
+        }
+
+        /** Sets {@link GatewayConfig#gatewayCluster()}. */
+        public Builder gatewayCluster(String value) {
+            this.gatewayCluster = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#host()}. */
+        public Builder host(String value) {
+            this.host = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#port()}. */
+        public Builder port(int value) {
+            this.port = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#maxBodyBytes()}. */
+        public Builder maxBodyBytes(int value) {
+            this.maxBodyBytes = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#connectTimeout()}. */
+        public Builder connectTimeout(Duration value) {
+            this.connectTimeout = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#firstTokenTimeout()}. */
+        public Builder firstTokenTimeout(Duration value) {
+            this.firstTokenTimeout = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#idleTimeout()}. */
+        public Builder idleTimeout(Duration value) {
+            this.idleTimeout = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#totalTimeout()}. */
+        public Builder totalTimeout(Duration value) {
+            this.totalTimeout = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#drain()}. */
+        public Builder drain(Drain value) {
+            this.drain = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#controlPlane()}. */
+        public Builder controlPlane(URI value) {
+            this.controlPlane = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#token()}. */
+        public Builder token(BearerToken value) {
+            this.token = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#reportInterval()}. */
+        public Builder reportInterval(Duration value) {
+            this.reportInterval = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#accessLog()}. */
+        public Builder accessLog(boolean value) {
+            this.accessLog = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#options()}. */
+        public Builder options(DataPlaneOptions value) {
+            this.options = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#tls()}. */
+        public Builder tls(ServerTls value) {
+            this.tls = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#clientTls()}. */
+        public Builder clientTls(ClientTls value) {
+            this.clientTls = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#clientLimits()}. */
+        public Builder clientLimits(ClientLimits value) {
+            this.clientLimits = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#http2()}. */
+        public Builder http2(boolean value) {
+            this.http2 = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#maxConcurrentStreams()}. */
+        public Builder maxConcurrentStreams(int value) {
+            this.maxConcurrentStreams = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#engineToken()}. */
+        public Builder engineToken(BearerToken value) {
+            this.engineToken = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#snapshotCache()}. */
+        public Builder snapshotCache(java.nio.file.Path value) {
+            this.snapshotCache = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#busyPoll()}. */
+        public Builder busyPoll(boolean value) {
+            this.busyPoll = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#probeInterval()}. */
+        public Builder probeInterval(Duration value) {
+            this.probeInterval = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#engineKeepAlive()}. */
+        public Builder engineKeepAlive(Duration value) {
+            this.engineKeepAlive = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#classTimeouts()}. */
+        public Builder classTimeouts(java.util.Map<String, RequestTimeouts> value) {
+            this.classTimeouts = value;
+            return this;
+        }
+
+        /**
+         * The config.
+         *
+         * @throws IllegalArgumentException naming the first field that is missing or out of range
+         */
+        public GatewayConfig build() {
+            return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
+                    idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls,
+                    clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
+                    probeInterval, engineKeepAlive, classTimeouts);
+        }
     }
 
     /** Never the token: a config printed or logged must not leak it. */
