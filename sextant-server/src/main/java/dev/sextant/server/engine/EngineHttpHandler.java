@@ -50,7 +50,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     /** The request waiting out its network round trip, owned until handled, or released if the connection closes. */
     private FullHttpRequest delayed;
     private boolean http10;
-    private Sequence current;
+    /** The sequences generating the answer in progress (one per choice), or null. */
+    private Sequence[] current;
 
     EngineHttpHandler(EngineEmulator engine) {
         super(false);
@@ -126,7 +127,9 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         if (current != null) {
-            engine.scheduler.cancel(current);
+            for (Sequence s : current) {
+                engine.scheduler.cancel(s);
+            }
             current = null;
         }
         FullHttpRequest r;
@@ -399,6 +402,11 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         } else {
             throw OpenAiErrors.badRequest("'input' must be a string or an array of strings.");
         }
+        JsonNode format = body.get("encoding_format");
+        boolean base64 = format != null && format.isTextual() && format.asText().equals("base64");
+        if (format != null && !format.isNull() && !base64 && !(format.isTextual() && format.asText().equals("float"))) {
+            throw OpenAiErrors.badRequest("'encoding_format' must be \"float\" or \"base64\".");
+        }
         if (!admitPastFaults(ctx, keepAlive, engine.faults())) {
             return;
         }
@@ -406,15 +414,33 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         ArrayNode data = root.putArray("data");
         int tokens = 0;
         for (int i = 0; i < texts.size(); i++) {
-            ArrayNode vector = data.addObject().put("object", "embedding").put("index", i).putArray("embedding");
-            for (double v : EngineEmulator.embedding(texts.get(i), engine.config.embeddingDimensions())) {
-                vector.add(v);
+            ObjectNode item = data.addObject().put("object", "embedding").put("index", i);
+            double[] vector = EngineEmulator.embedding(texts.get(i), engine.config.embeddingDimensions());
+            if (base64) {
+                item.put("embedding", base64(vector));
+            } else {
+                ArrayNode floats = item.putArray("embedding");
+                for (double v : vector) {
+                    floats.add(v);
+                }
             }
             tokens += GenerationRequest.tokens(texts.get(i));
         }
         root.put("model", model);
         root.putObject("usage").put("prompt_tokens", tokens).put("total_tokens", tokens);
         respond(ctx, keepAlive, HttpResponseStatus.OK, root);
+    }
+
+    /**
+     * An embedding as OpenAI's {@code encoding_format: "base64"} gives it (and the OpenAI SDKs ask for by default): the
+     * vector's float32 values, little-endian, in base64.
+     */
+    static String base64(double[] vector) {
+        java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(4 * vector.length).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        for (double v : vector) {
+            bytes.putFloat((float) v);
+        }
+        return java.util.Base64.getEncoder().encodeToString(bytes.array());
     }
 
     /**
@@ -434,15 +460,14 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         };
         String id = prefix + engine.config.engineId() + "-" + engine.nextId();
         long created = engine.createdSeconds();
-        int wordOffset = Math.floorMod(g.conversationKey().hashCode(), WORDS.length);
         ResponseEvents events = g.api() == GenerationRequest.Api.RESPONSES
                 ? new ResponseEvents(json, g, body, id, created) : null;
         // an HTTP/1.0 client knows no chunked coding (RFC 9112 §6.1): its stream ends where the connection does
         boolean closeDelimited = g.stream() && http10;
         Sequence.Sink sink = g.stream()
-                ? new StreamSink(ctx, keepAlive && !closeDelimited, g, id, created, wordOffset, faults.corruptStream(),
-                        events, requestId)
-                : new WholeSink(ctx, keepAlive, g, id, created, wordOffset, events, requestId);
+                ? new StreamSink(ctx, keepAlive && !closeDelimited, g, id, created, faults.corruptStream(), events,
+                        requestId)
+                : new WholeSink(ctx, keepAlive, g, id, created, events, requestId);
         if (g.stream()) {
             HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
             head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
@@ -458,37 +483,33 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             }
             ctx.writeAndFlush(head); // the head at once, the first event with the first token: as vLLM streams
         }
-        Sequence s = new Sequence(g.conversationKey(), g.promptTokens(), g.maxTokens(), g.maxTokensGiven(),
-                faults.crashAfterTokens(), sink, engine.nanoTime(), g.priority());
-        current = s;
-        engine.scheduler.submit(s);
+        // each choice its own sequence in the batch, as vLLM's engine runs a request of n choices as n requests
+        long arrival = engine.nanoTime();
+        current = new Sequence[g.choices()];
+        for (int c = 0; c < current.length; c++) {
+            GenerationRequest.Prompt prompt = g.promptOf(c);
+            current[c] = new Sequence(prompt.conversationKey(), prompt.tokens(), g.maxTokens(), g.maxTokensGiven(),
+                    faults.crashAfterTokens(), sink, arrival, g.priority(), c);
+        }
+        for (Sequence s : current) {
+            engine.scheduler.submit(s);
+        }
         // a read pending while it generates, so that a client that goes away is seen at once and its sequence aborted,
         // as vLLM aborts a request whose connection closed; a request pipelined meanwhile waits its turn
         ctx.read();
     }
 
-    private static String word(int index, int offset) {
-        String w = WORDS[(index + offset) % WORDS.length];
-        return index == 0 ? w : " " + w;
-    }
-
-    private ObjectNode chunk(GenerationRequest g, String id, long created) {
+    /** A chunk of a stream for one choice, without its content and with a null {@code finish_reason}. */
+    private ObjectNode chunk(GenerationRequest g, String id, long created, int choice) {
         ObjectNode root = json.createObjectNode().put("id", id)
                 .put("object", g.chat() ? "chat.completion.chunk" : "text_completion")
                 .put("created", created).put("model", g.model());
-        ObjectNode choice = root.putArray("choices").addObject().put("index", 0);
+        ObjectNode c = root.putArray("choices").addObject().put("index", choice);
         if (!g.chat()) {
-            choice.putNull("logprobs");
+            c.putNull("logprobs");
         }
-        choice.putNull("finish_reason");
+        c.putNull("finish_reason");
         return root;
-    }
-
-    private ObjectNode usage(GenerationRequest g, int generated, Sequence.Timing timing) {
-        ObjectNode usage = json.createObjectNode().put("prompt_tokens", g.promptTokens())
-                .put("completion_tokens", generated).put("total_tokens", g.promptTokens() + generated);
-        usage.putObject("prompt_tokens_details").put("cached_tokens", timing.cachedTokens());
-        return usage;
     }
 
     static ObjectNode timingJson(ObjectMapper json, Sequence.Timing t) {
@@ -526,43 +547,98 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] GARBAGE = "zz-not-a-chunk-size\r\n{\"garbage\r\n".getBytes(StandardCharsets.US_ASCII);
 
-    /** Streams tokens as server-sent events: completion chunks, or a Responses stream's events. */
-    private final class StreamSink implements Sequence.Sink {
-        private final ChannelHandlerContext ctx;
-        private final boolean keepAlive;
-        private final GenerationRequest g;
-        private final String id;
-        private final long created;
-        private final int wordOffset;
-        private final Faults.Corruption corruption;
-        private final ResponseEvents events; // a Responses API stream's, else null
+    /**
+     * What the sinks of one request share: its choices' timings and token counts, the answer's identity, and the
+     * request id counted once when its first token is produced.
+     */
+    private abstract class ChoicesSink implements Sequence.Sink {
+        final ChannelHandlerContext ctx;
+        final boolean keepAlive;
+        final GenerationRequest g;
+        final String id;
+        final long created;
+        final ResponseEvents events; // a Responses API answer's, else null
         private final String requestId;
-        private boolean corrupted; // touched on the channel's loop only
+        private boolean started; // scheduler thread
+        // the channel's loop only:
+        final Sequence.Timing[] timings;
+        int finishedChoices;
+        int generated;
 
-        StreamSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                   int wordOffset, Faults.Corruption corruption, ResponseEvents events, String requestId) {
+        ChoicesSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
+                    ResponseEvents events, String requestId) {
             this.ctx = ctx;
             this.keepAlive = keepAlive;
             this.g = g;
             this.id = id;
             this.created = created;
-            this.wordOffset = wordOffset;
-            this.corruption = corruption;
             this.events = events;
             this.requestId = requestId;
+            this.timings = new Sequence.Timing[g.choices()];
+        }
+
+        /** Counts the request as generated once, whichever of its choices produced the first token. */
+        final void started() {
+            if (!started) {
+                started = true;
+                engine.generating(requestId);
+            }
+        }
+
+        /** Token {@code index} of choice {@code choice}: the words differ between the choices of one prompt. */
+        final String word(int choice, int index) {
+            int offset = Math.floorMod(g.promptOf(choice).conversationKey().hashCode() + choice % g.n(), WORDS.length);
+            String w = WORDS[(index + offset) % WORDS.length];
+            return index == 0 ? w : " " + w;
+        }
+
+        /** Records a finished choice; true when it was the last. Channel's loop. */
+        final boolean lastChoice(Sequence.Timing timing, int choice, int tokens) {
+            timings[choice] = timing;
+            generated += tokens;
+            return ++finishedChoices == timings.length;
+        }
+
+        /** OpenAI's usage of the whole request: each prompt's tokens, and its cache hit, once; every choice's output. */
+        final ObjectNode usage() {
+            int cached = 0;
+            for (int i = 0; i < timings.length; i += g.n()) {
+                cached += timings[i].cachedTokens();
+            }
+            ObjectNode usage = json.createObjectNode().put("prompt_tokens", g.promptTokens())
+                    .put("completion_tokens", generated).put("total_tokens", g.promptTokens() + generated);
+            usage.putObject("prompt_tokens_details").put("cached_tokens", cached);
+            return usage;
+        }
+
+        @Override
+        public void crashed(Sequence sequence) {
+            ctx.executor().execute(() -> ctx.close());
+        }
+    }
+
+    /** Streams tokens as server-sent events: completion chunks, or a Responses stream's events. */
+    private final class StreamSink extends ChoicesSink {
+        private final Faults.Corruption corruption;
+        private boolean corrupted; // touched on the channel's loop only
+
+        StreamSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
+                   Faults.Corruption corruption, ResponseEvents events, String requestId) {
+            super(ctx, keepAlive, g, id, created, events, requestId);
+            this.corruption = corruption;
         }
 
         /**
-         * The stream's first event, sent with its first token as vLLM does (its first output, after prefill): the
+         * A choice's first event, sent with its first token as vLLM does (its first output, after prefill): the
          * assistant role with empty content, or an empty completion text.
          */
-        private ObjectNode firstEvent() {
-            ObjectNode first = chunk(g, id, created);
-            ObjectNode choice = (ObjectNode) first.get("choices").get(0);
+        private ObjectNode firstEvent(int choice) {
+            ObjectNode first = chunk(g, id, created, choice);
+            ObjectNode c = (ObjectNode) first.get("choices").get(0);
             if (g.chat()) {
-                choice.putObject("delta").put("role", "assistant").put("content", "");
+                c.putObject("delta").put("role", "assistant").put("content", "");
             } else {
-                choice.put("text", "");
+                c.put("text", "");
             }
             return first;
         }
@@ -593,9 +669,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
         @Override
         public void token(Sequence sequence, int index) {
-            if (index == 0) {
-                engine.generating(requestId);
-            }
+            started();
+            int choice = sequence.choice;
             ctx.executor().execute(() -> {
                 if (!ctx.channel().isActive() || corrupted && corruption == Faults.Corruption.TRUNCATE) {
                     return;
@@ -606,93 +681,85 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
                             ctx.write(new DefaultHttpContent(responseEvent(ctx, e)));
                         }
                     }
-                    ctx.writeAndFlush(new DefaultHttpContent(responseEvent(ctx, events.delta(word(index, wordOffset)))));
+                    ctx.writeAndFlush(new DefaultHttpContent(responseEvent(ctx, events.delta(word(choice, index)))));
                     corrupt();
                     return;
                 }
-                ObjectNode c = chunk(g, id, created);
-                ObjectNode choice = (ObjectNode) c.get("choices").get(0);
+                ObjectNode c = chunk(g, id, created, choice);
+                ObjectNode node = (ObjectNode) c.get("choices").get(0);
                 if (g.chat()) {
-                    choice.putObject("delta").put("content", word(index, wordOffset));
+                    node.putObject("delta").put("content", word(choice, index));
                 } else {
-                    choice.put("text", word(index, wordOffset));
+                    node.put("text", word(choice, index));
                 }
-                ByteBuf events = sse(ctx, c);
-                if (index == 0) { // one write: the first event and the first token's
-                    ByteBuf first = sse(ctx, firstEvent());
-                    events = ctx.alloc().compositeBuffer(2).addComponents(true, first, events);
+                ByteBuf out = sse(ctx, c);
+                if (index == 0) { // one write: the choice's first event and its first token's
+                    ByteBuf first = sse(ctx, firstEvent(choice));
+                    out = ctx.alloc().compositeBuffer(2).addComponents(true, first, out);
                 }
-                ctx.writeAndFlush(new DefaultHttpContent(events));
+                ctx.writeAndFlush(new DefaultHttpContent(out));
                 corrupt();
             });
         }
 
         @Override
         public void finished(Sequence sequence, String reason) {
-            int generated = sequence.generated;
+            int tokens = sequence.generated;
+            int choice = sequence.choice;
             Sequence.Timing timing = sequence.timing();
             ctx.executor().execute(() -> {
                 if (!ctx.channel().isActive() || (corrupted && corruption == Faults.Corruption.TRUNCATE)) {
                     return;
                 }
+                boolean last = lastChoice(timing, choice, tokens);
                 if (events != null) { // a Responses stream ends with its last event, no [DONE]
-                    for (ObjectNode e : events.closing(reason, generated, timing)) {
+                    for (ObjectNode e : events.closing(reason, tokens, timing)) {
                         ctx.write(new DefaultHttpContent(responseEvent(ctx, e)));
                     }
                     ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(afterResponse(keepAlive));
                     return;
                 }
-                ObjectNode last = chunk(g, id, created);
-                ObjectNode choice = (ObjectNode) last.get("choices").get(0);
+                ObjectNode end = chunk(g, id, created, choice);
+                ObjectNode node = (ObjectNode) end.get("choices").get(0);
                 if (g.chat()) {
-                    choice.putObject("delta");
+                    node.putObject("delta");
                 } else {
-                    choice.put("text", "");
+                    node.put("text", "");
                 }
-                choice.put("finish_reason", reason);
-                last.set("engine_timing", timingJson(json, timing));
-                ctx.write(new DefaultHttpContent(sse(ctx, last)));
+                node.put("finish_reason", reason);
+                end.set("engine_timing", timingJson(json, timing));
+                ctx.write(new DefaultHttpContent(sse(ctx, end)));
+                if (!last) {
+                    ctx.flush();
+                    return;
+                }
                 if (g.includeUsage()) {
                     ObjectNode u = json.createObjectNode().put("id", id)
                             .put("object", g.chat() ? "chat.completion.chunk" : "text_completion")
                             .put("created", created).put("model", g.model());
                     u.putArray("choices");
-                    u.set("usage", usage(g, generated, timing));
+                    u.set("usage", usage());
                     ctx.write(new DefaultHttpContent(sse(ctx, u)));
                 }
                 ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(DONE)));
                 ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(afterResponse(keepAlive));
             });
         }
-
-        @Override
-        public void crashed(Sequence sequence) {
-            ctx.executor().execute(() -> ctx.close());
-        }
     }
 
     /** Collects tokens into one JSON completion or response. Touched on the channel's event loop only. */
-    private final class WholeSink implements Sequence.Sink {
-        private final ChannelHandlerContext ctx;
-        private final boolean keepAlive;
-        private final GenerationRequest g;
-        private final String id;
-        private final long created;
-        private final int wordOffset;
-        private final ResponseEvents events; // a Responses API answer's, else null
-        private final String requestId;
-        private final StringBuilder text = new StringBuilder();
+    private final class WholeSink extends ChoicesSink {
+        private final StringBuilder[] texts;
+        private final String[] reasons;
 
         WholeSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                  int wordOffset, ResponseEvents events, String requestId) {
-            this.ctx = ctx;
-            this.keepAlive = keepAlive;
-            this.g = g;
-            this.id = id;
-            this.created = created;
-            this.wordOffset = wordOffset;
-            this.events = events;
-            this.requestId = requestId;
+                  ResponseEvents events, String requestId) {
+            super(ctx, keepAlive, g, id, created, events, requestId);
+            this.texts = new StringBuilder[g.choices()];
+            this.reasons = new String[g.choices()];
+            for (int i = 0; i < texts.length; i++) {
+                texts[i] = new StringBuilder();
+            }
         }
 
         @Override
@@ -702,45 +769,44 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
         @Override
         public void token(Sequence sequence, int index) {
-            if (index == 0) {
-                engine.generating(requestId);
-            }
-            ctx.executor().execute(() -> text.append(word(index, wordOffset)));
+            started();
+            int choice = sequence.choice;
+            ctx.executor().execute(() -> texts[choice].append(word(choice, index)));
         }
 
         @Override
         public void finished(Sequence sequence, String reason) {
-            int generated = sequence.generated;
+            int tokens = sequence.generated;
+            int choice = sequence.choice;
             Sequence.Timing timing = sequence.timing();
             ctx.executor().execute(() -> {
-                if (!ctx.channel().isActive()) {
+                reasons[choice] = reason;
+                if (!lastChoice(timing, choice, tokens) || !ctx.channel().isActive()) {
                     return;
                 }
                 if (events != null) {
-                    respond(ctx, keepAlive, HttpResponseStatus.OK, events.whole(text.toString(), reason, generated,
+                    respond(ctx, keepAlive, HttpResponseStatus.OK, events.whole(texts[0].toString(), reason, tokens,
                             timing));
                     return;
                 }
                 ObjectNode root = json.createObjectNode().put("id", id)
                         .put("object", g.chat() ? "chat.completion" : "text_completion")
                         .put("created", created).put("model", g.model());
-                ObjectNode choice = root.putArray("choices").addObject().put("index", 0);
-                if (g.chat()) {
-                    choice.putObject("message").put("role", "assistant").put("content", text.toString());
-                } else {
-                    choice.put("text", text.toString());
+                ArrayNode choices = root.putArray("choices");
+                for (int i = 0; i < texts.length; i++) {
+                    ObjectNode c = choices.addObject().put("index", i);
+                    if (g.chat()) {
+                        c.putObject("message").put("role", "assistant").put("content", texts[i].toString());
+                    } else {
+                        c.put("text", texts[i].toString());
+                    }
+                    c.putNull("logprobs");
+                    c.put("finish_reason", reasons[i]);
                 }
-                choice.putNull("logprobs");
-                choice.put("finish_reason", reason);
-                root.set("usage", usage(g, generated, timing));
-                root.set("engine_timing", timingJson(json, timing));
+                root.set("usage", usage());
+                root.set("engine_timing", timingJson(json, timings[0]));
                 respond(ctx, keepAlive, HttpResponseStatus.OK, root);
             });
-        }
-
-        @Override
-        public void crashed(Sequence sequence) {
-            ctx.executor().execute(() -> ctx.close());
         }
     }
 
