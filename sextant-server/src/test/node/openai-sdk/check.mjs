@@ -49,11 +49,17 @@ for await (const event of events) {
 const finalText = last?.response?.output?.[0]?.content?.[0]?.text;
 out.response_stream = { deltas: deltas.length, last: last?.type, text_matches: finalText === deltas.join('') };
 
-const completion = await client.completions.create({ model, prompt: 'hello', max_tokens: 3 });
-out.completion = { text: completion.choices[0].text, finish_reason: completion.choices[0].finish_reason };
+const completion = await client.completions.create({ model, prompt: 'hello', max_tokens: 3, n: 2 });
+out.completion = {
+  text: completion.choices[0].text,
+  finish_reason: completion.choices[0].finish_reason,
+  choices: completion.choices.map((c) => c.index),
+};
 
+// the SDK's default asks for base64 and decodes it; 'float' asks for the numbers as JSON
 const embedding = await client.embeddings.create({ model, input: 'hello' });
-out.embedding = { dimensions: embedding.data[0].embedding.length };
+const floats = await client.embeddings.create({ model, input: 'hello', encoding_format: 'float' });
+out.embedding = { values: embedding.data[0].embedding, floats: floats.data[0].embedding };
 
 const models = [];
 for await (const m of client.models.list()) models.push(m.id);

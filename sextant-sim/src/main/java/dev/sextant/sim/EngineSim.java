@@ -75,6 +75,8 @@ final class EngineSim {
 
     // counters, read by the simulation
     double busyMs;
+    /** Running sequences × ms, summed over steps: over an interval, divided by its length, the mean batch size. */
+    double sequenceMs;
     long steps;
     long promptTokens;
     long savedTokens;
@@ -190,6 +192,7 @@ final class EngineSim {
         double now = loop.now();
         if (stepping) {
             busyMs += now - stepStart;
+            sequenceMs += running.size() * (now - stepStart);
         }
         up = false;
         stepping = false;
@@ -321,6 +324,7 @@ final class EngineSim {
         double now = loop.now();
         int k = stepK;
         busyMs += k * stepDur;
+        sequenceMs += running.size() * k * stepDur;
         steps += k;
         keep.clear();
         for (int i = 0; i < running.size(); i++) {

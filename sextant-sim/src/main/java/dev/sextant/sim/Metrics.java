@@ -37,6 +37,11 @@ final class Metrics {
     final List<double[]> series = new ArrayList<>();
     /** Per sample, per engine: busy fraction in the interval. */
     final List<float[]> utilization = new ArrayList<>();
+    /**
+     * Per sample, per engine: mean running sequences over the interval / {@code max_seqs}, how full the batch was
+     * (the busy fraction is ≈ 1 for any engine with work, since a step runs whenever one sequence does).
+     */
+    final List<float[]> occupancy = new ArrayList<>();
     /** Per sample, per engine: requests waiting. */
     final List<int[]> queue = new ArrayList<>();
     /** Per sample, per engine: the policy's weight at gateway 0 for class 0 (NaN without weights). */
@@ -49,6 +54,7 @@ final class Metrics {
     private long lastSaved;
     private long lastPrompt;
     private double[] lastBusy;
+    private double[] lastSequenceMs;
     private double lastSample;
 
     Metrics(Simulation sim) {
@@ -61,6 +67,7 @@ final class Metrics {
             e2eByClass[k] = new Histogram(MAX_US, 3);
         }
         lastBusy = new double[sim.engineCount];
+        lastSequenceMs = new double[sim.engineCount];
         generatedByClass = new long[classes];
         shedByClass = new long[classes];
         attemptsTo = new long[sim.gatewayCount][sim.engineCount];
@@ -141,6 +148,7 @@ final class Metrics {
         long saved = 0;
         long prompt = 0;
         float[] util = new float[sim.engineCount];
+        float[] occ = new float[sim.engineCount];
         int[] q = new int[sim.engineCount];
         float[] w = new float[sim.engineCount];
         for (int j = 0; j < sim.engineCount; j++) {
@@ -149,6 +157,8 @@ final class Metrics {
             prompt += e.promptTokens;
             util[j] = (float) Math.min(1, (e.busyMs - lastBusy[j]) / dt);
             lastBusy[j] = e.busyMs;
+            occ[j] = (float) ((e.sequenceMs - lastSequenceMs[j]) / dt / e.params.maxSeqs());
+            lastSequenceMs[j] = e.sequenceMs;
             q[j] = e.waitingCount();
             w[j] = (float) sim.policy.weight(0, 0, j);
         }
@@ -157,6 +167,7 @@ final class Metrics {
             dp == 0 ? Double.NaN : (double) (saved - lastSaved) / dp,
             bucketCompleted == 0 ? Double.NaN : bucketTtftSum / bucketCompleted});
         utilization.add(util);
+        occupancy.add(occ);
         queue.add(q);
         weights.add(w);
         lastSaved = saved;

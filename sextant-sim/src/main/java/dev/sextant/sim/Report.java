@@ -20,7 +20,9 @@ import org.jfree.chart.JFreeChart;
 import org.jfree.chart.axis.LogarithmicAxis;
 import org.jfree.chart.axis.NumberAxis;
 import org.jfree.chart.plot.XYPlot;
+import org.jfree.chart.renderer.xy.StackedXYAreaRenderer2;
 import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
+import org.jfree.data.xy.DefaultTableXYDataset;
 import org.jfree.data.xy.XYSeries;
 import org.jfree.data.xy.XYSeriesCollection;
 
@@ -49,10 +51,11 @@ final class Report {
         List<String> images = new ArrayList<>();
         images.add(cdf(dir, "ttft-cdf.png", "Time to first token (CDF)", true));
         images.add(cdf(dir, "e2e-cdf.png", "End-to-end latency (CDF)", false));
-        images.add(overTime(dir, "cache-hit.png", "Prefix cache hit rate", "hit rate", 4));
-        images.add(overTime(dir, "ttft-over-time.png", "Mean TTFT of completed requests", "ms", 5));
+        images.add(overTime(dir, "cache-hit.png", "Prefix cache hit rate", "hit rate", 4, false));
+        // log scale: the worst policy's TTFT is often magnitudes above the others', which a linear axis flattens
+        images.add(overTime(dir, "ttft-over-time.png", "Mean TTFT of completed requests", "ms (log scale)", 5, true));
         for (Simulator.Run r : runs) {
-            images.add(utilization(dir, r));
+            images.add(occupancy(dir, r));
             String w = weights(dir, r);
             if (w != null) {
                 images.add(w);
@@ -107,15 +110,16 @@ final class Report {
             }
         }
         try (Writer w = Files.newBufferedWriter(dir.resolve("engines-" + slug + ".csv"))) {
-            w.write("time_s,engine,utilization,queue,weight\n");
+            w.write("time_s,engine,utilization,occupancy,queue,weight\n");
             for (int i = 0; i < m.series.size(); i++) {
                 double t = m.series.get(i)[0];
                 float[] u = m.utilization.get(i);
+                float[] occ = m.occupancy.get(i);
                 int[] q = m.queue.get(i);
                 float[] wt = m.weights.get(i);
                 for (int j = 0; j < u.length; j++) {
-                    w.write(String.format(Locale.ROOT, "%.1f,%s,%.4f,%d,%s%n", t, r.simulation().engines.get(j).id,
-                            u[j], q[j], num(wt[j])));
+                    w.write(String.format(Locale.ROOT, "%.1f,%s,%.4f,%.4f,%d,%s%n", t,
+                            r.simulation().engines.get(j).id, u[j], occ[j], q[j], num(wt[j])));
                 }
             }
         }
@@ -176,18 +180,28 @@ final class Report {
 
     // ---- plots
 
-    private static JFreeChart chart(String title, String x, String y, XYSeriesCollection data, boolean logX) {
-        NumberAxis xAxis = logX ? new LogarithmicAxis(x) : new NumberAxis(x);
-        if (logX) {
-            ((LogarithmicAxis) xAxis).setAllowNegativesFlag(false);
-        }
-        NumberAxis yAxis = new NumberAxis(y);
-        yAxis.setAutoRangeIncludesZero(false);
+    /** Lines, one per series, on linear or logarithmic axes. */
+    private static JFreeChart chart(String title, String x, String y, XYSeriesCollection data, boolean logX,
+                                    boolean logY) {
         XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, false);
         for (int i = 0; i < data.getSeriesCount(); i++) {
             renderer.setSeriesStroke(i, new BasicStroke(1.6f));
         }
-        XYPlot plot = new XYPlot(data, xAxis, yAxis, renderer);
+        NumberAxis yAxis = axis(y, logY);
+        yAxis.setAutoRangeIncludesZero(false);
+        return chart(title, new XYPlot(data, axis(x, logX), yAxis, renderer));
+    }
+
+    private static NumberAxis axis(String label, boolean log) {
+        if (!log) {
+            return new NumberAxis(label);
+        }
+        LogarithmicAxis axis = new LogarithmicAxis(label);
+        axis.setAllowNegativesFlag(false);
+        return axis;
+    }
+
+    private static JFreeChart chart(String title, XYPlot plot) {
         plot.setBackgroundPaint(Color.WHITE);
         plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
         plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
@@ -213,10 +227,13 @@ final class Report {
             }
             data.addSeries(s);
         }
-        return save(dir, name, chart(title, "ms (log scale)", "fraction of completed requests", data, true));
+        return save(dir, name, chart(title, "ms (log scale)", "fraction of completed requests", data, true,
+                false));
     }
 
-    private String overTime(Path dir, String name, String title, String y, int column) throws IOException {
+    /** Column {@code column} of every policy's series over time; {@code logY} where policies differ by magnitudes. */
+    private String overTime(Path dir, String name, String title, String y, int column, boolean logY)
+            throws IOException {
         XYSeriesCollection data = new XYSeriesCollection();
         for (Simulator.Run r : runs) {
             XYSeries s = new XYSeries(r.policy(), false, true);
@@ -227,10 +244,14 @@ final class Report {
             }
             data.addSeries(s);
         }
-        return save(dir, name, chart(title, "simulated time (s)", y, data, false));
+        return save(dir, name, chart(title, "simulated time (s)", y, data, false, logY));
     }
 
-    private String utilization(Path dir, Simulator.Run r) throws IOException {
+    /**
+     * How full each engine's batch was: mean running sequences / {@code max_seqs} per interval. (Its busy fraction
+     * says little: a step runs whenever one sequence does, so any engine with work reads ≈ 1.)
+     */
+    private String occupancy(Path dir, Simulator.Run r) throws IOException {
         Metrics m = r.metrics();
         int n = r.simulation().engineCount;
         XYSeriesCollection data = new XYSeriesCollection();
@@ -238,7 +259,7 @@ final class Report {
             for (int j = 0; j < n; j++) {
                 XYSeries s = new XYSeries(r.simulation().engines.get(j).id, false, true);
                 for (int i = 0; i < m.series.size(); i++) {
-                    s.add(m.series.get(i)[0], m.utilization.get(i)[j]);
+                    s.add(m.series.get(i)[0], m.occupancy.get(i)[j]);
                 }
                 data.addSeries(s);
             }
@@ -247,10 +268,10 @@ final class Report {
             XYSeries max = new XYSeries("max", false, true);
             XYSeries min = new XYSeries("min", false, true);
             for (int i = 0; i < m.series.size(); i++) {
-                float[] u = m.utilization.get(i);
+                float[] u = m.occupancy.get(i);
                 double sum = 0;
                 double hi = 0;
-                double lo = 1;
+                double lo = Double.MAX_VALUE;
                 for (float v : u) {
                     sum += v;
                     hi = Math.max(hi, v);
@@ -265,36 +286,50 @@ final class Report {
             data.addSeries(max);
             data.addSeries(min);
         }
-        return save(dir, "utilization-" + slug(r.policy()) + ".png",
-                chart("Engine utilization (busy fraction): " + r.policy(), "simulated time (s)", "busy fraction", data,
-                        false));
+        return save(dir, "occupancy-" + slug(r.policy()) + ".png",
+                chart("Batch occupancy (mean running sequences / max_seqs): " + r.policy(), "simulated time (s)",
+                        "occupancy", data, false, false));
     }
 
+    /**
+     * The weights of class 0 at gateway cluster 0 as stacked bands, one per engine (beyond {@code MAX_LINES}, the
+     * rest in one band): engines with the same weight, which as lines would hide each other, show as bands of the same
+     * height, and the stack's top is the fraction routed (below 1 where the policy sheds).
+     */
     private String weights(Path dir, Simulator.Run r) throws IOException {
         Metrics m = r.metrics();
         Simulation sim = r.simulation();
         if (m.weights.isEmpty() || Float.isNaN(firstWeight(m))) {
             return null;
         }
-        XYSeriesCollection data = new XYSeriesCollection();
-        int lines = 0;
-        for (int j : sim.allowed[0]) {
-            if (lines++ >= MAX_LINES) {
-                break;
-            }
-            XYSeries s = new XYSeries(sim.engines.get(j).id, false, true);
+        int[] allowed = sim.allowed[0];
+        int bands = Math.min(allowed.length, MAX_LINES);
+        boolean rest = allowed.length > bands;
+        int own = rest ? bands - 1 : bands;
+        DefaultTableXYDataset data = new DefaultTableXYDataset();
+        for (int b = 0; b < bands; b++) {
+            String name = b < own ? sim.engines.get(allowed[b]).id : (allowed.length - own) + " other engines";
+            XYSeries s = new XYSeries(name, true, false);
             for (int i = 0; i < m.series.size(); i++) {
-                float w = m.weights.get(i)[j];
-                if (!Float.isNaN(w)) {
-                    s.add(m.series.get(i)[0], w);
+                double w = 0;
+                for (int k = b; k < (b < own ? b + 1 : allowed.length); k++) {
+                    float x = m.weights.get(i)[allowed[k]];
+                    w += Float.isNaN(x) ? 0 : x;
                 }
+                s.add(m.series.get(i)[0], w);
             }
             data.addSeries(s);
         }
         String title = "Weights at " + sim.topology.gatewayClusters().get(0).id() + " for class "
-                + sim.topology.classes().get(0).id() + ": " + r.policy();
-        return save(dir, "weights-" + slug(r.policy()) + ".png", chart(title, "simulated time (s)", "weight", data,
-                false));
+                + sim.topology.classes().get(0).id() + " (stacked): " + r.policy();
+        XYPlot plot = new XYPlot(data, new NumberAxis("simulated time (s)"), new NumberAxis("weight (stacked)"),
+                new StackedXYAreaRenderer2());
+        return save(dir, "weights-" + slug(r.policy()) + ".png", chart(title, plot));
+    }
+
+    /** "1 engine", "2 engines", "1 class", "3 classes". */
+    static String count(int n, String noun) {
+        return n + " " + (n == 1 ? noun : noun.endsWith("s") ? noun + "es" : noun + "s");
     }
 
     private static float firstWeight(Metrics m) {
@@ -317,11 +352,12 @@ final class Report {
         }
         long requests = runs.isEmpty() ? 0 : runs.get(0).metrics().generated;
         b.add(new String[] {"p", String.format(Locale.ROOT,
-                "Scenario `%s`, seed %d: %d gateway clusters, %d engine clusters, %d engines, %d classes; "
+                "Scenario `%s`, seed %d: %s, %s, %s, %s; "
                         + "%.0f s of traffic (then in-flight requests drain), %,d requests under the first policy. "
                         + "Reproduce with `bin/sextant simulate %s --seed %d --out DIR`.",
-                file, seed, t.gatewayClusters().size(), t.engineClusters().size(), t.engines().size(),
-                t.classes().size(), scenario.durationMs() / 1000, requests, file, seed)});
+                file, seed, count(t.gatewayClusters().size(), "gateway cluster"),
+                count(t.engineClusters().size(), "engine cluster"), count(t.engines().size(), "engine"),
+                count(t.classes().size(), "class"), scenario.durationMs() / 1000, requests, file, seed)});
         b.add(new String[] {"h2", "Results"});
         List<String> header = List.of("policy", "TTFT p50 ms", "TTFT p99 ms", "E2E p50 ms", "E2E p99 ms",
                 "cache hit", "shed", "failed", "retry ampl.", "churn /min/gw", "residency viol.", "requests",

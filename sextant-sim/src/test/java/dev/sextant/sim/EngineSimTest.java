@@ -54,6 +54,7 @@ class EngineSimTest {
         loop.runAll();
         assertThat(log).containsExactly("first 1 @35.0", "done 1 @57.0");
         assertThat(engine.busyMs).isEqualTo(57.0);
+        assertThat(engine.sequenceMs).as("one sequence running all along").isEqualTo(57.0);
     }
 
     @Test
@@ -64,6 +65,8 @@ class EngineSimTest {
         arriveAt(40, request(2, 2, 20, 2));
         loop.runAll();
         assertThat(log).containsExactly("first 1 @35.0", "done 1 @59.0", "first 2 @59.0", "done 2 @70.0");
+        assertThat(engine.sequenceMs).as("A alone to 46, both to 59, B alone to 70")
+                .isCloseTo(46 + 2 * 13 + 11, org.assertj.core.api.Assertions.within(1e-9));
     }
 
     @Test

@@ -42,7 +42,7 @@ class ReportTest {
         String md = Files.readString(out.resolve("report.md"));
         assertThat(md).contains("| policy | TTFT p50 ms |", "| sextant |", "![ttft-cdf.png](ttft-cdf.png)");
         assertThat(Files.readString(out.resolve("report.html"))).contains("<table>", "<img src=\"ttft-cdf.png\"");
-        for (String png : List.of("ttft-cdf.png", "e2e-cdf.png", "cache-hit.png", "utilization-sextant.png",
+        for (String png : List.of("ttft-cdf.png", "e2e-cdf.png", "cache-hit.png", "occupancy-sextant.png",
                 "weights-sextant.png", "weights-legacy-feedback.png")) {
             byte[] bytes = Files.readAllBytes(out.resolve(png));
             assertThat(bytes).hasSizeGreaterThan(1000);
@@ -53,7 +53,18 @@ class ReportTest {
         assertThat(series.get(0)).isEqualTo("time_s,completed,shed,failed,cache_hit_rate,ttft_mean_ms");
         assertThat(series).hasSizeGreaterThan(2);
         assertThat(Files.readAllLines(out.resolve("engines-sextant.csv")).get(0))
-                .isEqualTo("time_s,engine,utilization,queue,weight");
+                .isEqualTo("time_s,engine,utilization,occupancy,queue,weight");
+        assertThat(Files.readAllLines(out.resolve("engines-sextant.csv")).stream().skip(1)
+                .map(line -> Double.parseDouble(line.split(",")[3])))
+                .as("occupancy: a fraction of max_seqs, above 0 somewhere").allMatch(x -> x >= 0 && x <= 1)
+                .anyMatch(x -> x > 0);
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource({"1,class,1 class", "3,class,3 classes", "1,engine,1 engine",
+        "2,gateway cluster,2 gateway clusters", "0,engine,0 engines"})
+    void counts_inTheReportsWords_agreeInNumber(int n, String noun, String words) {
+        assertThat(Report.count(n, noun)).isEqualTo(words);
     }
 
     @Test

@@ -176,6 +176,8 @@ public final class ControlPlane implements AutoCloseable {
     private final Counter refusedVersions;
     private final java.util.concurrent.atomic.AtomicLong lastRefusalLog =
             new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
+    /** The topology file could not be read at the last check (deleted, or its permissions changed). */
+    private boolean unreadable;
 
     // touched only on the policy thread
     private String fingerprint;
@@ -527,9 +529,18 @@ public final class ControlPlane implements AutoCloseable {
 
     private void reloadIfChanged() {
         String fp = fingerprint();
-        if (fp == null || fp.equals(fingerprint)) {
+        if (fp == null) {
             return;
         }
+        if (fp.equals(fingerprint)) {
+            if (topologyError != null && unreadable) { // back as it was: nothing to reload, nothing wrong any more
+                LOG.info("topology " + config.topologyFile() + " is readable again, unchanged");
+                topologyError = null;
+            }
+            unreadable = false;
+            return;
+        }
+        unreadable = false;
         fingerprint = fp;
         Topology t;
         try {
@@ -544,7 +555,7 @@ public final class ControlPlane implements AutoCloseable {
         topology = t;
         scrapes.keySet().retainAll(t.engines().stream().map(Engine::id).collect(Collectors.toSet()));
         if (topologyError != null) {
-            LOG.warning("topology " + config.topologyFile() + " is valid again");
+            LOG.info("topology " + config.topologyFile() + " is valid again");
         }
         topologyError = null;
         LOG.info("topology " + config.topologyFile() + " reloaded");
@@ -555,9 +566,11 @@ public final class ControlPlane implements AutoCloseable {
             byte[] bytes = Files.readAllBytes(config.topologyFile());
             return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
         } catch (IOException e) {
-            if (topologyError == null) {
+            if (!unreadable) { // once until it can be read again: a deleted file is checked every watch interval
+                unreadable = true;
                 topologyError = ConfigProblem.cannotRead(e);
-                LOG.severe("TOPOLOGY " + config.topologyFile() + ": " + topologyError + "; keeping the version in force");
+                LOG.warning("topology " + config.topologyFile() + ": " + topologyError
+                        + "; keeping the topology in force");
             }
             return null;
         } catch (java.security.NoSuchAlgorithmException e) {

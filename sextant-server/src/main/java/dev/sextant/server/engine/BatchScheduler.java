@@ -4,6 +4,7 @@ import io.netty.util.concurrent.EventExecutor;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -40,6 +41,9 @@ final class BatchScheduler {
     private boolean stepping;
     private boolean progressed = true;
     private double stepMs;
+    private double stepSlowdown;
+    /** The timer that ends the step in progress, null between steps. */
+    private ScheduledFuture<?> stepEnd;
     /** When the step in progress started: its metrics are the wall-clock time it took, as vLLM measures them. */
     private long stepStartNanos;
 
@@ -102,9 +106,30 @@ final class BatchScheduler {
                     waitingCount = waiting.size();
                     sequence.done = true;
                     meters.finished("abort");
+                } else {
+                    stopPrefill(sequence);
                 }
             }
         });
+    }
+
+    /**
+     * Ends the step in progress early when {@code s}, gone, was being prefilled in it: the step loses the time of
+     * {@code s}'s prefill, as a real engine stops prefilling an aborted request (vLLM prefills a long prompt in
+     * chunks and aborts between them). Time already spent stays spent: the step ends no earlier than now.
+     * Scheduler thread.
+     */
+    private void stopPrefill(Sequence s) {
+        int tokens = s.promptTokens - s.cachedTokens;
+        if (tokens <= 0 || stepEnd == null || !admittedThisStep.contains(s) || !stepEnd.cancel(false)) {
+            return;
+        }
+        stepMs -= config.prefillMsPerToken() * tokens * stepSlowdown;
+        for (Sequence admitted : admittedThisStep) {
+            admitted.ttftMs = admitted.queuedMs + stepMs;
+        }
+        long left = stepStartNanos + Math.round(stepMs * 1e6) - nanoTime.getAsLong();
+        stepEnd = executor.schedule(this::endStep, Math.max(1, left), TimeUnit.NANOSECONDS);
     }
 
     private void startStep() {
@@ -136,6 +161,7 @@ final class BatchScheduler {
             return;
         }
         double slowdown = faults.get().slowdown();
+        stepSlowdown = slowdown;
         stepMs = (config.decodeBaseMs() + config.decodeMsPerSequence() * running.size()
                 + config.prefillMsPerToken() * prefillTokens) * slowdown;
         for (Sequence s : admittedThisStep) {
@@ -146,10 +172,12 @@ final class BatchScheduler {
         stepStartNanos = nanoTime.getAsLong();
         // a step in which every sequence waited for its client is not repeated at once, even with a ~0 ms model
         long minDelayNanos = progressed || !admittedThisStep.isEmpty() ? 1 : 1_000_000;
-        executor.schedule(this::endStep, Math.max(minDelayNanos, Math.round(stepMs * 1e6)), TimeUnit.NANOSECONDS);
+        stepEnd = executor.schedule(this::endStep, Math.max(minDelayNanos, Math.round(stepMs * 1e6)),
+                TimeUnit.NANOSECONDS);
     }
 
     private void endStep() {
+        stepEnd = null;
         try {
             produceTokens();
         } catch (RuntimeException e) {

@@ -14,7 +14,6 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
-import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
@@ -25,7 +24,6 @@ import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
-import io.netty.handler.codec.http.LastHttpContent;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
@@ -38,10 +36,8 @@ import java.util.logging.Logger;
  * request waits for the previous answer); the channel reads again only when the answer is written. Nothing
  * throws out of here: an unexpected error becomes a 500 in OpenAI's shape, a log line and a close.
  */
-final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
+final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpRequest> implements ChoicesSink.Handler {
     private static final Logger LOG = Logger.getLogger(EngineHttpHandler.class.getName());
-    private static final String[] WORDS = {"the", "engine", "routes", "tokens", "to", "a", "near", "cluster",
-        "while", "cache", "stays", "warm", "and", "latency", "low", "so"};
 
     private final EngineEmulator engine;
     private final ObjectMapper json;
@@ -50,7 +46,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     /** The request waiting out its network round trip, owned until handled, or released if the connection closes. */
     private FullHttpRequest delayed;
     private boolean http10;
-    private Sequence current;
+    /** The sequences generating the answer in progress (one per choice), or null. */
+    private Sequence[] current;
 
     EngineHttpHandler(EngineEmulator engine) {
         super(false);
@@ -126,7 +123,9 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         if (current != null) {
-            engine.scheduler.cancel(current);
+            for (Sequence s : current) {
+                engine.scheduler.cancel(s);
+            }
             current = null;
         }
         FullHttpRequest r;
@@ -394,6 +393,11 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         } else {
             throw OpenAiErrors.badRequest("'input' must be a string or an array of strings.");
         }
+        JsonNode format = body.get("encoding_format");
+        boolean base64 = format != null && format.isTextual() && format.asText().equals("base64");
+        if (format != null && !format.isNull() && !base64 && !(format.isTextual() && format.asText().equals("float"))) {
+            throw OpenAiErrors.badRequest("'encoding_format' must be \"float\" or \"base64\".");
+        }
         if (!admitPastFaults(ctx, keepAlive, engine.faults())) {
             return;
         }
@@ -401,15 +405,33 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         ArrayNode data = root.putArray("data");
         int tokens = 0;
         for (int i = 0; i < texts.size(); i++) {
-            ArrayNode vector = data.addObject().put("object", "embedding").put("index", i).putArray("embedding");
-            for (double v : EngineEmulator.embedding(texts.get(i), engine.config.embeddingDimensions())) {
-                vector.add(v);
+            ObjectNode item = data.addObject().put("object", "embedding").put("index", i);
+            double[] vector = EngineEmulator.embedding(texts.get(i), engine.config.embeddingDimensions());
+            if (base64) {
+                item.put("embedding", base64(vector));
+            } else {
+                ArrayNode floats = item.putArray("embedding");
+                for (double v : vector) {
+                    floats.add(v);
+                }
             }
             tokens += GenerationRequest.tokens(texts.get(i));
         }
         root.put("model", model);
         root.putObject("usage").put("prompt_tokens", tokens).put("total_tokens", tokens);
         respond(ctx, keepAlive, HttpResponseStatus.OK, root);
+    }
+
+    /**
+     * An embedding as OpenAI's {@code encoding_format: "base64"} gives it (and the OpenAI SDKs ask for by default): the
+     * vector's float32 values, little-endian, in base64.
+     */
+    static String base64(double[] vector) {
+        java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(4 * vector.length).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        for (double v : vector) {
+            bytes.putFloat((float) v);
+        }
+        return java.util.Base64.getEncoder().encodeToString(bytes.array());
     }
 
     /**
@@ -429,15 +451,14 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         };
         String id = prefix + engine.config.engineId() + "-" + engine.nextId();
         long created = engine.createdSeconds();
-        int wordOffset = Math.floorMod(g.conversationKey().hashCode(), WORDS.length);
         ResponseEvents events = g.api() == GenerationRequest.Api.RESPONSES
                 ? new ResponseEvents(json, g, body, id, created) : null;
         // an HTTP/1.0 client knows no chunked coding (RFC 9112 §6.1): its stream ends where the connection does
         boolean closeDelimited = g.stream() && http10;
         Sequence.Sink sink = g.stream()
-                ? new StreamSink(ctx, keepAlive && !closeDelimited, g, id, created, wordOffset, faults.corruptStream(),
-                        events, requestId)
-                : new WholeSink(ctx, keepAlive, g, id, created, wordOffset, events, requestId);
+                ? new ChoicesSink.Streamed(this, engine, ctx, keepAlive && !closeDelimited, g, id, created,
+                        faults.corruptStream(), events, requestId)
+                : new ChoicesSink.Whole(this, engine, ctx, keepAlive, g, id, created, events, requestId);
         if (g.stream()) {
             HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
             head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
@@ -453,290 +474,20 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             }
             ctx.writeAndFlush(head); // the head at once, the first event with the first token: as vLLM streams
         }
-        Sequence s = new Sequence(g.conversationKey(), g.promptTokens(), g.maxTokens(), g.maxTokensGiven(),
-                faults.crashAfterTokens(), sink, engine.nanoTime(), g.priority());
-        current = s;
-        engine.scheduler.submit(s);
+        // each choice its own sequence in the batch, as vLLM's engine runs a request of n choices as n requests
+        long arrival = engine.nanoTime();
+        current = new Sequence[g.choices()];
+        for (int c = 0; c < current.length; c++) {
+            GenerationRequest.Prompt prompt = g.promptOf(c);
+            current[c] = new Sequence(prompt.conversationKey(), prompt.tokens(), g.maxTokens(), g.maxTokensGiven(),
+                    faults.crashAfterTokens(), sink, arrival, g.priority(), c);
+        }
+        for (Sequence s : current) {
+            engine.scheduler.submit(s);
+        }
         // a read pending while it generates, so that a client that goes away is seen at once and its sequence aborted,
         // as vLLM aborts a request whose connection closed; a request pipelined meanwhile waits its turn
         ctx.read();
-    }
-
-    private static String word(int index, int offset) {
-        String w = WORDS[(index + offset) % WORDS.length];
-        return index == 0 ? w : " " + w;
-    }
-
-    private ObjectNode chunk(GenerationRequest g, String id, long created) {
-        ObjectNode root = json.createObjectNode().put("id", id)
-                .put("object", g.chat() ? "chat.completion.chunk" : "text_completion")
-                .put("created", created).put("model", g.model());
-        ObjectNode choice = root.putArray("choices").addObject().put("index", 0);
-        if (!g.chat()) {
-            choice.putNull("logprobs");
-        }
-        choice.putNull("finish_reason");
-        return root;
-    }
-
-    private ObjectNode usage(GenerationRequest g, int generated, Sequence.Timing timing) {
-        ObjectNode usage = json.createObjectNode().put("prompt_tokens", g.promptTokens())
-                .put("completion_tokens", generated).put("total_tokens", g.promptTokens() + generated);
-        usage.putObject("prompt_tokens_details").put("cached_tokens", timing.cachedTokens());
-        return usage;
-    }
-
-    static ObjectNode timingJson(ObjectMapper json, Sequence.Timing t) {
-        return json.createObjectNode().put("queued_ms", t.queuedMs()).put("prefill_ms", t.prefillMs())
-                .put("ttft_ms", t.ttftMs()).put("decode_ms", t.decodeMs()).put("cached_tokens", t.cachedTokens());
-    }
-
-    private ByteBuf sse(ChannelHandlerContext ctx, JsonNode event) {
-        return sse(ctx, null, event);
-    }
-
-    /**
-     * A Responses API event: its {@code type} also in an {@code event:} line before the data, as OpenAI and vLLM send
-     * it.
-     */
-    private ByteBuf responseEvent(ChannelHandlerContext ctx, JsonNode event) {
-        return sse(ctx, event.get("type").asText(), event);
-    }
-
-    /** A server-sent event: {@code event: <name>} when {@code name} is not null, then {@code data: <event>}. */
-    private ByteBuf sse(ChannelHandlerContext ctx, String name, JsonNode event) {
-        try {
-            byte[] bytes = json.writeValueAsBytes(event);
-            byte[] head = name == null ? new byte[0] : ("event: " + name + "\n").getBytes(StandardCharsets.UTF_8);
-            ByteBuf buf = ctx.alloc().buffer(head.length + bytes.length + 8);
-            buf.writeBytes(head).writeBytes(DATA).writeBytes(bytes).writeBytes(END);
-            return buf;
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("a JSON tree always serializes", e);
-        }
-    }
-
-    private static final byte[] DATA = "data: ".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] END = "\n\n".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] GARBAGE = "zz-not-a-chunk-size\r\n{\"garbage\r\n".getBytes(StandardCharsets.US_ASCII);
-
-    /** Streams tokens as server-sent events: completion chunks, or a Responses stream's events. */
-    private final class StreamSink implements Sequence.Sink {
-        private final ChannelHandlerContext ctx;
-        private final boolean keepAlive;
-        private final GenerationRequest g;
-        private final String id;
-        private final long created;
-        private final int wordOffset;
-        private final Faults.Corruption corruption;
-        private final ResponseEvents events; // a Responses API stream's, else null
-        private final String requestId;
-        private boolean corrupted; // touched on the channel's loop only
-
-        StreamSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                   int wordOffset, Faults.Corruption corruption, ResponseEvents events, String requestId) {
-            this.ctx = ctx;
-            this.keepAlive = keepAlive;
-            this.g = g;
-            this.id = id;
-            this.created = created;
-            this.wordOffset = wordOffset;
-            this.corruption = corruption;
-            this.events = events;
-            this.requestId = requestId;
-        }
-
-        /**
-         * The stream's first event, sent with its first token as vLLM does (its first output, after prefill): the
-         * assistant role with empty content, or an empty completion text.
-         */
-        private ObjectNode firstEvent() {
-            ObjectNode first = chunk(g, id, created);
-            ObjectNode choice = (ObjectNode) first.get("choices").get(0);
-            if (g.chat()) {
-                choice.putObject("delta").put("role", "assistant").put("content", "");
-            } else {
-                choice.put("text", "");
-            }
-            return first;
-        }
-
-        /** Applies the stream corruption fault after the first token chunk; true when nothing more may be written. */
-        private boolean corrupt() {
-            if (corruption == Faults.Corruption.NONE) {
-                return false;
-            }
-            if (corrupted) {
-                return corruption == Faults.Corruption.TRUNCATE;
-            }
-            corrupted = true;
-            if (corruption == Faults.Corruption.TRUNCATE) {
-                ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(afterResponse(keepAlive));
-                return true;
-            }
-            // raw bytes written below the HTTP encoder (which would frame them as a chunk): a chunk-size line that
-            // is not hexadecimal, in the middle of the body
-            ctx.pipeline().firstContext().writeAndFlush(Unpooled.wrappedBuffer(GARBAGE));
-            return false;
-        }
-
-        @Override
-        public boolean writable() {
-            return ctx.channel().isWritable();
-        }
-
-        @Override
-        public void token(Sequence sequence, int index) {
-            if (index == 0) {
-                engine.generating(requestId);
-            }
-            ctx.executor().execute(() -> {
-                if (!ctx.channel().isActive() || corrupted && corruption == Faults.Corruption.TRUNCATE) {
-                    return;
-                }
-                if (events != null) {
-                    if (index == 0) { // the opening events with the first token, as a chat stream's first event
-                        for (ObjectNode e : events.opening()) {
-                            ctx.write(new DefaultHttpContent(responseEvent(ctx, e)));
-                        }
-                    }
-                    ctx.writeAndFlush(new DefaultHttpContent(responseEvent(ctx, events.delta(word(index, wordOffset)))));
-                    corrupt();
-                    return;
-                }
-                ObjectNode c = chunk(g, id, created);
-                ObjectNode choice = (ObjectNode) c.get("choices").get(0);
-                if (g.chat()) {
-                    choice.putObject("delta").put("content", word(index, wordOffset));
-                } else {
-                    choice.put("text", word(index, wordOffset));
-                }
-                ByteBuf events = sse(ctx, c);
-                if (index == 0) { // one write: the first event and the first token's
-                    ByteBuf first = sse(ctx, firstEvent());
-                    events = ctx.alloc().compositeBuffer(2).addComponents(true, first, events);
-                }
-                ctx.writeAndFlush(new DefaultHttpContent(events));
-                corrupt();
-            });
-        }
-
-        @Override
-        public void finished(Sequence sequence, String reason) {
-            int generated = sequence.generated;
-            Sequence.Timing timing = sequence.timing();
-            ctx.executor().execute(() -> {
-                if (!ctx.channel().isActive() || (corrupted && corruption == Faults.Corruption.TRUNCATE)) {
-                    return;
-                }
-                if (events != null) { // a Responses stream ends with its last event, no [DONE]
-                    for (ObjectNode e : events.closing(reason, generated, timing)) {
-                        ctx.write(new DefaultHttpContent(responseEvent(ctx, e)));
-                    }
-                    ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(afterResponse(keepAlive));
-                    return;
-                }
-                ObjectNode last = chunk(g, id, created);
-                ObjectNode choice = (ObjectNode) last.get("choices").get(0);
-                if (g.chat()) {
-                    choice.putObject("delta");
-                } else {
-                    choice.put("text", "");
-                }
-                choice.put("finish_reason", reason);
-                last.set("engine_timing", timingJson(json, timing));
-                ctx.write(new DefaultHttpContent(sse(ctx, last)));
-                if (g.includeUsage()) {
-                    ObjectNode u = json.createObjectNode().put("id", id)
-                            .put("object", g.chat() ? "chat.completion.chunk" : "text_completion")
-                            .put("created", created).put("model", g.model());
-                    u.putArray("choices");
-                    u.set("usage", usage(g, generated, timing));
-                    ctx.write(new DefaultHttpContent(sse(ctx, u)));
-                }
-                ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(DONE)));
-                ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(afterResponse(keepAlive));
-            });
-        }
-
-        @Override
-        public void crashed(Sequence sequence) {
-            ctx.executor().execute(() -> ctx.close());
-        }
-    }
-
-    /** Collects tokens into one JSON completion or response. Touched on the channel's event loop only. */
-    private final class WholeSink implements Sequence.Sink {
-        private final ChannelHandlerContext ctx;
-        private final boolean keepAlive;
-        private final GenerationRequest g;
-        private final String id;
-        private final long created;
-        private final int wordOffset;
-        private final ResponseEvents events; // a Responses API answer's, else null
-        private final String requestId;
-        private final StringBuilder text = new StringBuilder();
-
-        WholeSink(ChannelHandlerContext ctx, boolean keepAlive, GenerationRequest g, String id, long created,
-                  int wordOffset, ResponseEvents events, String requestId) {
-            this.ctx = ctx;
-            this.keepAlive = keepAlive;
-            this.g = g;
-            this.id = id;
-            this.created = created;
-            this.wordOffset = wordOffset;
-            this.events = events;
-            this.requestId = requestId;
-        }
-
-        @Override
-        public boolean writable() {
-            return true; // nothing is written before the end
-        }
-
-        @Override
-        public void token(Sequence sequence, int index) {
-            if (index == 0) {
-                engine.generating(requestId);
-            }
-            ctx.executor().execute(() -> text.append(word(index, wordOffset)));
-        }
-
-        @Override
-        public void finished(Sequence sequence, String reason) {
-            int generated = sequence.generated;
-            Sequence.Timing timing = sequence.timing();
-            ctx.executor().execute(() -> {
-                if (!ctx.channel().isActive()) {
-                    return;
-                }
-                if (events != null) {
-                    respond(ctx, keepAlive, HttpResponseStatus.OK, events.whole(text.toString(), reason, generated,
-                            timing));
-                    return;
-                }
-                ObjectNode root = json.createObjectNode().put("id", id)
-                        .put("object", g.chat() ? "chat.completion" : "text_completion")
-                        .put("created", created).put("model", g.model());
-                ObjectNode choice = root.putArray("choices").addObject().put("index", 0);
-                if (g.chat()) {
-                    choice.putObject("message").put("role", "assistant").put("content", text.toString());
-                } else {
-                    choice.put("text", text.toString());
-                }
-                choice.putNull("logprobs");
-                choice.put("finish_reason", reason);
-                root.set("usage", usage(g, generated, timing));
-                root.set("engine_timing", timingJson(json, timing));
-                respond(ctx, keepAlive, HttpResponseStatus.OK, root);
-            });
-        }
-
-        @Override
-        public void crashed(Sequence sequence) {
-            ctx.executor().execute(() -> ctx.close());
-        }
     }
 
     // ---- writing ----
@@ -750,7 +501,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         }
     }
 
-    private void respond(ChannelHandlerContext ctx, boolean keepAlive, HttpResponseStatus status, JsonNode body) {
+    @Override
+    public void respond(ChannelHandlerContext ctx, boolean keepAlive, HttpResponseStatus status, JsonNode body) {
         try {
             respond(ctx, keepAlive, status, "application/json", json.writeValueAsBytes(body));
         } catch (JsonProcessingException e) {
@@ -783,7 +535,8 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         ctx.writeAndFlush(response).addListener(afterResponse(keepAlive));
     }
 
-    private ChannelFutureListener afterResponse(boolean keepAlive) {
+    @Override
+    public ChannelFutureListener afterResponse(boolean keepAlive) {
         return future -> {
             ChannelHandlerContext ctx = future.channel().pipeline().context(this);
             if (!future.isSuccess() || !keepAlive || ctx == null) {

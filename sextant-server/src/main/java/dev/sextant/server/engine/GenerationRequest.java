@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 
@@ -16,15 +17,48 @@ import java.util.List;
  * @param stream          answer as server-sent events
  * @param includeUsage    {@code stream_options.include_usage}: end the stream with a usage chunk (chat and text
  *                        completions; a Responses stream always ends with its usage)
- * @param maxTokens       output tokens to produce, ≥ 1
+ * @param maxTokens       output tokens to produce per choice, ≥ 1
  * @param maxTokensGiven  whether the request set them (then the finish reason is {@code length})
- * @param promptTokens    prompt length in tokens (about 4 characters each), ≥ 1
- * @param conversationKey the prefix-cache key: {@code prompt_cache_key}, else {@code user}, else a hash of the
- *                        leading prompt text
+ * @param prompts         the prompts, one unless a completion's {@code prompt} is a batch (a list of strings, or of
+ *                        token-id lists), each answered by {@code n} choices
+ * @param n               choices per prompt, {@code n} (chat and text completions; 1 for a response), 1 to
+ *                        {@value #MAX_N}
  * @param priority        {@code priority}, 0 when absent: with priority scheduling, lower values are admitted first
  */
 record GenerationRequest(Api api, String model, boolean stream, boolean includeUsage, int maxTokens,
-                         boolean maxTokensGiven, int promptTokens, String conversationKey, int priority) {
+                         boolean maxTokensGiven, List<Prompt> prompts, int n, int priority) {
+    /** The largest {@code n}, as OpenAI's API bounds it. */
+    static final int MAX_N = 128;
+
+    /**
+     * One prompt of a request.
+     *
+     * @param tokens          its length in tokens (about 4 characters each, or its token ids counted), ≥ 1
+     * @param conversationKey the prefix-cache key: {@code prompt_cache_key}, else {@code user}, else a hash of the
+     *                        leading prompt text
+     */
+    record Prompt(int tokens, String conversationKey) {
+    }
+
+    GenerationRequest {
+        prompts = List.copyOf(prompts);
+    }
+
+    /** Prompt tokens of the request, each prompt counted once however many choices it has (OpenAI's usage). */
+    int promptTokens() {
+        return prompts.stream().mapToInt(Prompt::tokens).sum();
+    }
+
+    /** The choices the answer carries: {@code n} per prompt, choice {@code i·n + j} the j-th of prompt i. */
+    int choices() {
+        return prompts.size() * n;
+    }
+
+    /** The prompt that choice {@code choice} answers. */
+    Prompt promptOf(int choice) {
+        return prompts.get(choice / n);
+    }
+
     /** Characters of the prompt's beginning that identify a conversation without an explicit key. */
     static final int LEADING_CHARS = 256;
 
@@ -46,35 +80,19 @@ record GenerationRequest(Api api, String model, boolean stream, boolean includeU
             throw OpenAiErrors.badRequest("The request body must be a JSON object.");
         }
         String model = EngineHttpHandler.model(body, models);
-        StringBuilder prompt = new StringBuilder();
-        int tokenIds = 0; // a pre-tokenized prompt's length, known exactly
-        if (api == Api.CHAT) {
-            JsonNode messages = body.get("messages");
-            if (messages == null || !messages.isArray() || messages.isEmpty()) {
-                throw OpenAiErrors.badRequest("'messages' must be a non-empty array.");
-            }
-            for (JsonNode message : messages) {
-                if (!message.isObject() || !message.path("role").isTextual()) {
-                    throw OpenAiErrors.badRequest("Each message must be an object with a string 'role'.");
-                }
-                appendMessage(prompt, message.get("role").asText(), message.get("content"));
-            }
-        } else if (api == Api.RESPONSES) {
-            responsesPrompt(body, prompt);
+        List<StringBuilder> texts = new ArrayList<>(); // each prompt's text, or its token ids written out
+        List<Integer> tokenIds = new ArrayList<>();    // a pre-tokenized prompt's length, known exactly; else 0
+        if (api == Api.COMPLETIONS) {
+            completionPrompts(body.get("prompt"), texts, tokenIds);
         } else {
-            JsonNode p = body.get("prompt");
-            if (p != null && p.isTextual()) {
-                prompt.append(p.asText());
-            } else if (p != null && p.isArray() && !p.isEmpty() && p.get(0).isTextual()) {
-                for (JsonNode part : p) {
-                    prompt.append(part.asText());
-                }
-            } else if (p != null && p.isArray() && !p.isEmpty() && (tokenIds = tokenIds(p, prompt)) > 0) {
-                // token ids (vLLM takes them), one list or a batch of lists: counted, not estimated
+            StringBuilder prompt = new StringBuilder();
+            if (api == Api.CHAT) {
+                chatPrompt(body, prompt);
             } else {
-                throw OpenAiErrors.badRequest("'prompt' must be a string, a non-empty array of strings, or token ids"
-                        + " (a non-empty array of non-negative integers, or an array of such arrays).");
+                responsesPrompt(body, prompt);
             }
+            texts.add(prompt);
+            tokenIds.add(0);
         }
         String maxName = api == Api.RESPONSES ? "max_output_tokens"
                 : body.hasNonNull("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
@@ -97,16 +115,87 @@ record GenerationRequest(Api api, String model, boolean stream, boolean includeU
             throw OpenAiErrors.badRequest("Got priority " + p + " but priority scheduling is not enabled"
                     + " (start the engine with --scheduling-policy priority).");
         }
+        int n = api == Api.RESPONSES ? 1 : count(body.get("n"));
         String key = textOrNull(body.get("prompt_cache_key"));
         if (key == null) {
             key = textOrNull(body.get("user"));
         }
-        if (key == null) {
-            key = "prefix:" + sha256(prompt.substring(0, Math.min(LEADING_CHARS, prompt.length())));
+        List<Prompt> prompts = new ArrayList<>();
+        for (int i = 0; i < texts.size(); i++) {
+            StringBuilder text = texts.get(i);
+            prompts.add(new Prompt(tokenIds.get(i) > 0 ? tokenIds.get(i) : tokens(text), key != null ? key
+                    : "prefix:" + sha256(text.substring(0, Math.min(LEADING_CHARS, text.length())))));
         }
         return new GenerationRequest(api, model, stream != null && stream.asBoolean(),
                 body.path("stream_options").path("include_usage").asBoolean(false),
-                given ? max.asInt() : defaultMaxTokens, given, tokenIds > 0 ? tokenIds : tokens(prompt), key, p);
+                given ? max.asInt() : defaultMaxTokens, given, prompts, n, p);
+    }
+
+    /** {@code n}: absent or null is 1. */
+    private static int count(JsonNode n) {
+        if (n == null || n.isNull()) {
+            return 1;
+        }
+        if (!n.isIntegralNumber() || !n.canConvertToInt() || n.asInt() < 1 || n.asInt() > MAX_N) {
+            throw OpenAiErrors.badRequest("'n' must be an integer from 1 to " + MAX_N + ".");
+        }
+        return n.asInt();
+    }
+
+    /** A chat request's prompt: {@code role: content}, a line per message. */
+    private static void chatPrompt(JsonNode body, StringBuilder prompt) {
+        JsonNode messages = body.get("messages");
+        if (messages == null || !messages.isArray() || messages.isEmpty()) {
+            throw OpenAiErrors.badRequest("'messages' must be a non-empty array.");
+        }
+        for (JsonNode message : messages) {
+            if (!message.isObject() || !message.path("role").isTextual()) {
+                throw OpenAiErrors.badRequest("Each message must be an object with a string 'role'.");
+            }
+            appendMessage(prompt, message.get("role").asText(), message.get("content"));
+        }
+    }
+
+    /**
+     * A completion's {@code prompt}: a string, or token ids (vLLM takes them) as one prompt; a list of strings, or a
+     * list of token-id lists, as a batch of prompts, each answered by its own choices as OpenAI and vLLM do.
+     */
+    private static void completionPrompts(JsonNode p, List<StringBuilder> texts, List<Integer> tokenIds) {
+        if (p != null && p.isTextual()) {
+            texts.add(new StringBuilder(p.asText()));
+            tokenIds.add(0);
+            return;
+        }
+        if (p != null && p.isArray() && !p.isEmpty()) {
+            boolean strings = true;
+            boolean lists = true;
+            for (JsonNode item : p) {
+                strings &= item.isTextual();
+                lists &= item.isArray();
+            }
+            if (strings) {
+                for (JsonNode item : p) {
+                    texts.add(new StringBuilder(item.asText()));
+                    tokenIds.add(0);
+                }
+                return;
+            }
+            for (JsonNode item : lists ? p : List.of(p)) {
+                StringBuilder text = new StringBuilder();
+                int ids = tokenIds(item, text);
+                if (ids == 0) {
+                    texts.clear();
+                    break;
+                }
+                texts.add(text);
+                tokenIds.add(ids);
+            }
+            if (!texts.isEmpty()) {
+                return;
+            }
+        }
+        throw OpenAiErrors.badRequest("'prompt' must be a string, a non-empty array of strings, or token ids"
+                + " (a non-empty array of non-negative integers, or an array of such arrays).");
     }
 
     /**
@@ -157,28 +246,20 @@ record GenerationRequest(Api api, String model, boolean stream, boolean includeU
     }
 
     /**
-     * The number of token ids in {@code p}, a list of them or a list of such lists, appending each id and a space
-     * to {@code prompt}; 0 when {@code p} is neither (or a list in it is empty, or an id is not a non-negative
-     * integer).
+     * The number of token ids in {@code p}, a non-empty list of them, appending each id and a space to
+     * {@code prompt}; 0 when {@code p} is not such a list (or an id is not a non-negative integer).
      */
     private static int tokenIds(JsonNode p, StringBuilder prompt) {
-        int count = 0;
-        boolean batch = p.get(0).isArray();
+        if (!p.isArray() || p.isEmpty()) {
+            return 0;
+        }
         for (JsonNode item : p) {
-            if (batch) {
-                int inner = item.isArray() && !item.isEmpty() ? tokenIds(item, prompt) : 0;
-                if (inner == 0 || item.get(0).isArray()) {
-                    return 0;
-                }
-                count += inner;
-            } else if (item.isIntegralNumber() && item.canConvertToLong() && item.asLong() >= 0) {
-                prompt.append(item.asLong()).append(' ');
-                count++;
-            } else {
+            if (!item.isIntegralNumber() || !item.canConvertToLong() || item.asLong() < 0) {
                 return 0;
             }
+            prompt.append(item.asLong()).append(' ');
         }
-        return count;
+        return p.size();
     }
 
     /** Prompt tokens of a text, at about four characters a token, at least 1. */

@@ -95,7 +95,7 @@ final class ResponseEvents {
         if (reason.equals("length")) {
             r.putObject("incomplete_details").put("reason", "max_output_tokens");
         }
-        r.set("engine_timing", EngineHttpHandler.timingJson(json, timing));
+        r.set("engine_timing", ChoicesSink.timingJson(json, timing));
         return r;
     }
 

@@ -12,7 +12,7 @@ final class Sequence {
         /** Output token {@code index} (0-based) was produced. */
         void token(Sequence sequence, int index);
 
-        /** The last token was produced; {@code reason} is {@code "stop"} or {@code "length"}. */
+        /** The sequence's last token was produced; {@code reason} is {@code "stop"} or {@code "length"}. */
         void finished(Sequence sequence, String reason);
 
         /** The crash fault cut the sequence off after {@link #generated()} tokens. */
@@ -28,6 +28,8 @@ final class Sequence {
     final long arrivalNanos;
     /** The request's {@code priority}: with priority scheduling, lower is admitted first. */
     final int priority;
+    /** Which of its request's choices this sequence generates: 0 unless the request asked for several. */
+    final int choice;
 
     int cachedTokens;
     int generated;
@@ -39,7 +41,7 @@ final class Sequence {
     boolean done;
 
     Sequence(String conversationKey, int promptTokens, int maxTokens, boolean maxTokensGiven, int crashAfterTokens,
-             Sink sink, long arrivalNanos, int priority) {
+             Sink sink, long arrivalNanos, int priority, int choice) {
         this.conversationKey = conversationKey;
         this.promptTokens = promptTokens;
         this.maxTokens = maxTokens;
@@ -48,6 +50,7 @@ final class Sequence {
         this.sink = sink;
         this.arrivalNanos = arrivalNanos;
         this.priority = priority;
+        this.choice = choice;
     }
 
     int generated() {

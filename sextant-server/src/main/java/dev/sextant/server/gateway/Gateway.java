@@ -120,7 +120,7 @@ public final class Gateway implements AutoCloseable {
 
             @Override
             public void onEjectionEnded(Ejection e, String why) {
-                LOG.warning("engine " + e.engineId() + " back early (was ejected: " + e.reason() + "): " + why);
+                LOG.info("engine " + e.engineId() + " back early (was ejected: " + e.reason() + "): " + why);
             }
         };
         this.opts = config.options().toBuilder().listener(listener).build();

@@ -11,6 +11,8 @@ import io.netty.util.concurrent.ScheduledFuture;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * {@code Upgrade: h2c}, with the answer to the upgraded request held back until the client has spoken HTTP/2.
@@ -30,6 +32,7 @@ import java.util.concurrent.TimeUnit;
  * request head does not arrive in that time is.
  */
 final class H2cUpgrade implements HttpServerUpgradeHandler.UpgradeCodec {
+    private static final Logger LOG = Logger.getLogger(H2cUpgrade.class.getName());
     private final HttpServerUpgradeHandler.UpgradeCodec http2;
     private final Duration patience;
 
@@ -118,6 +121,8 @@ final class H2cUpgrade implements HttpServerUpgradeHandler.UpgradeCodec {
 
         /** No preface in time: HTTP/2 cannot answer a client that has not opened it (the frame codec refuses). */
         private void giveUp(ChannelHandlerContext ctx) {
+            LOG.log(Level.FINE, () -> ctx.channel() + ": no HTTP/2 preface within " + patience.toMillis()
+                    + " ms of the 101 (request_header_timeout): closing");
             timer = null;
             drop();
             ctx.close();

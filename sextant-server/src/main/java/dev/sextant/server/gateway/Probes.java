@@ -138,7 +138,7 @@ final class Probes {
                     + maxSnapshotAge.toSeconds() + " s): keeping its weights and keys, spilling load beyond what it"
                     + " planned to the nearest allowed engines with room, not applying its shed fractions");
         } else if (before != null) {
-            LOG.warning("fallback mode ended: snapshot " + status.version() + " is " + age + " s old: routing by policy");
+            LOG.info("fallback mode ended: snapshot " + status.version() + " is " + age + " s old: routing by policy");
         }
     }
 }

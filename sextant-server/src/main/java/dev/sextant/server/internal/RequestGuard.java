@@ -70,7 +70,7 @@ public final class RequestGuard extends ChannelDuplexHandler {
     private ScheduledFuture<?> stallTimer;
     private final ChannelFutureListener writeDone = f -> {
         pendingWrites--;
-        lastWriteProgress = System.nanoTime();
+        lastWriteProgress = now();
     };
 
     /** The context of {@link #bytesIn}, before the codec; null on an HTTP/2 stream, which has no such handler. */
@@ -121,7 +121,7 @@ public final class RequestGuard extends ChannelDuplexHandler {
                 endOfRequest(); // answered at once with an error, and the connection closed
             } else {
                 phase = Phase.BODY;
-                arm(System.nanoTime() + bodyNanos);
+                arm(now() + bodyNanos);
             }
         }
         boolean whole = false; // a request read whole, the one owed
@@ -159,7 +159,7 @@ public final class RequestGuard extends ChannelDuplexHandler {
     public void read(ChannelHandlerContext c) {
         if (phase == Phase.HANDLING) { // the server is ready for the next request
             phase = Phase.WAITING;
-            arm(System.nanoTime() + headNanos);
+            arm(now() + headNanos);
         }
         c.read();
     }
@@ -172,7 +172,7 @@ public final class RequestGuard extends ChannelDuplexHandler {
         }
         if (!promise.isVoid()) {
             if (pendingWrites++ == 0) {
-                lastWriteProgress = System.nanoTime();
+                lastWriteProgress = now();
                 if (stallTimer == null) {
                     stallTimer = c.executor().schedule(this::onStallTimer, stallNanos, TimeUnit.NANOSECONDS);
                 }
@@ -215,7 +215,7 @@ public final class RequestGuard extends ChannelDuplexHandler {
             timer.cancel(false);
         }
         timerAt = at;
-        timer = ctx.executor().schedule(this::onTimer, Math.max(0, at - System.nanoTime()), TimeUnit.NANOSECONDS);
+        timer = ctx.executor().schedule(this::onTimer, Math.max(0, at - now()), TimeUnit.NANOSECONDS);
     }
 
     private void onTimer() {
@@ -223,7 +223,7 @@ public final class RequestGuard extends ChannelDuplexHandler {
         if (deadline == Long.MAX_VALUE || !ctx.channel().isActive()) {
             return;
         }
-        long now = System.nanoTime();
+        long now = now();
         if (now < deadline) {
             arm(deadline);
             return;
@@ -244,6 +244,11 @@ public final class RequestGuard extends ChannelDuplexHandler {
         }
     }
 
+    /** The clock of the channel's event loop: the system's, or a test's that moves it. */
+    private long now() {
+        return ctx.executor().ticker().nanoTime();
+    }
+
     private void timeout(String message) {
         LOG.log(Level.FINE, () -> ctx.channel() + ": " + message);
         FullHttpResponse r = Http.error(HttpResponseStatus.REQUEST_TIMEOUT, "invalid_request_error", "request_timeout",
@@ -257,7 +262,7 @@ public final class RequestGuard extends ChannelDuplexHandler {
         if (pendingWrites <= 0 || !ctx.channel().isActive()) {
             return;
         }
-        long idle = System.nanoTime() - lastWriteProgress;
+        long idle = now() - lastWriteProgress;
         if (idle >= stallNanos) {
             LOG.log(Level.FINE, () -> ctx.channel() + ": the client read nothing for " + seconds(Duration.ofNanos(stallNanos))
                     + " (the unread-answer limit); closing");

@@ -56,11 +56,20 @@ public enum Transport {
         if (!busyPoll) {
             return group(threads);
         }
-        SelectStrategyFactory spin = this == EPOLL
-                ? () -> (readyNow, hasTasks) -> hasTasks ? readyNow.get() : SelectStrategy.BUSY_WAIT
-                : () -> (readyNow, hasTasks) -> readyNow.get();
+        SelectStrategyFactory spin = busyPolling();
         return new MultiThreadIoEventLoopGroup(threads, this == EPOLL ? EpollIoHandler.newFactory(0, spin)
                 : NioIoHandler.newFactory(SelectorProvider.provider(), spin));
+    }
+
+    /**
+     * How a busy-polling loop picks its next move: never {@link SelectStrategy#SELECT} (block until a socket has
+     * something), so it never sleeps. On epoll {@link SelectStrategy#BUSY_WAIT} when no task waits, else the sockets'
+     * ready count; on NIO always the ready count ({@code selectNow}).
+     */
+    SelectStrategyFactory busyPolling() {
+        return this == EPOLL
+                ? () -> (readyNow, hasTasks) -> hasTasks ? readyNow.get() : SelectStrategy.BUSY_WAIT
+                : () -> (readyNow, hasTasks) -> readyNow.get();
     }
 
     /** The listening socket's channel class. */

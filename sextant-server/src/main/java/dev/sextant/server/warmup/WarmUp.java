@@ -156,15 +156,18 @@ public final class WarmUp {
         void run() throws InterruptedException {
             CountDownLatch done = new CountDownLatch(CLIENTS);
             for (int i = 0; i < CLIENTS; i++) {
-                send(done);
+                send(done, true);
             }
             // each request ends within its timeout, so this is a guard, never the rule: a warm-up does not hang a start
             done.await(Math.max(0, deadline - System.nanoTime()) + REQUEST_TIMEOUT.toNanos() * 2, TimeUnit.NANOSECONDS);
         }
 
-        /** One client's next request, or its end at the deadline; each answer sends the next. */
-        private void send(CountDownLatch done) {
-            if (System.nanoTime() >= deadline || failures.get() >= MAX_FAILURES) {
+        /**
+         * One client's next request, or its end at the deadline; each answer sends the next. A client's first request
+         * is sent whatever the time, so that every kind of request is warmed however slow the machine was to start.
+         */
+        private void send(CountDownLatch done, boolean first) {
+            if (!first && (System.nanoTime() >= deadline || failures.get() >= MAX_FAILURES)) {
                 done.countDown();
                 return;
             }
@@ -176,7 +179,7 @@ public final class WarmUp {
                                 failed(e != null ? String.valueOf(e) : r.statusCode() + " "
                                         + r.body().substring(0, Math.min(200, r.body().length())));
                             }
-                            send(done);
+                            send(done, false);
                         });
             } catch (RuntimeException e) { // the client refused to send: this client stops
                 failed(String.valueOf(e));

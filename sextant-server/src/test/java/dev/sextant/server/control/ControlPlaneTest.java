@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sextant.server.gateway.Fleet;
+import dev.sextant.server.gateway.LogCapture;
 import dev.sextant.server.internal.Http;
 import dev.sextant.snapshot.Route;
 import java.net.URI;
@@ -175,6 +176,40 @@ class ControlPlaneTest {
         cp.tickNow();
         assertThat(Http.JSON.readTree(get("/healthz").body()).path("status").asText()).isEqualTo("ok");
         assertThat(cp.current().version()).isEqualTo(2);
+    }
+
+    @Test
+    void deletedTopology_isAWarningNamingTheFile_theTopologyStays_andItsReturnIsInfo() throws Exception {
+        String yaml = Files.readString(file);
+        var before = cp.topology();
+        try (LogCapture log = new LogCapture()) {
+            Files.delete(file);
+            cp.tickNow();
+            cp.tickNow(); // logged once, not every watch interval
+            assertThat(log.lines()).filteredOn(l -> l.contains(file.toString()))
+                    .containsExactly("WARNING " + ControlPlane.class.getName() + ": topology " + file
+                            + ": cannot read: no such file; keeping the topology in force");
+            assertThat(health().path("topology_error").asText()).isEqualTo("cannot read: no such file");
+            assertThat(cp.topology()).isSameAs(before);
+
+            Files.writeString(file, yaml);
+            cp.tickNow();
+            assertThat(health().path("status").asText()).isEqualTo("ok");
+            assertThat(log.lines()).filteredOn(l -> l.contains(file.toString())).last().asString()
+                    .startsWith("INFO ").endsWith("is readable again, unchanged");
+        }
+    }
+
+    @Test
+    void invalidTopology_thenValid_logsTheRecoveryAtInfo() throws Exception {
+        try (LogCapture log = new LogCapture()) {
+            Files.writeString(file, fleet.yaml(150).replace("capacity_rps: 100", "capacity_rps: -5"));
+            cp.tickNow();
+            Files.writeString(file, fleet.yaml(10));
+            cp.tickNow();
+            assertThat(log.lines()).filteredOn(l -> l.contains("is valid again")).singleElement().asString()
+                    .startsWith("INFO ");
+        }
     }
 
     @Test

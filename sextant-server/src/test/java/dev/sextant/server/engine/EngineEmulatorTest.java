@@ -104,13 +104,71 @@ class EngineEmulatorTest {
     }
 
     @ParameterizedTest
-    @CsvSource(delimiter = '|', value = {"[101,7,2023]|3", "[[101,7],[9,9,9]]|5"})
-    void completion_ofTokenIds_countsThemAsThePrompt(String prompt, int tokens) {
+    @CsvSource(delimiter = '|', value = {"[101,7,2023]|3|1", "[[101,7],[9,9,9]]|5|2"})
+    void completion_ofTokenIds_countsThemAsThePrompt_aBatchOfListsAsOnePromptEach(String prompt, int tokens,
+                                                                                  int choices) {
         HttpResponse<String> response = client.post("/v1/completions",
                 "{\"model\":\"m\",\"max_tokens\":2,\"prompt\":" + prompt + "}");
 
         assertThat(response.statusCode()).isEqualTo(200);
         assertThat(Client.json(response).get("usage").get("prompt_tokens").asInt()).isEqualTo(tokens);
+        assertThat(Client.json(response).get("choices")).hasSize(choices);
+    }
+
+    @Test
+    void chatCompletion_withN_answersNChoices_eachItsOwnSequence_thePromptCountedOnce() {
+        JsonNode body = Client.json(client.post("/v1/chat/completions", chat(",\"max_tokens\":3,\"n\":3")));
+
+        JsonNode choices = body.get("choices");
+        assertThat(choices).hasSize(3);
+        List<String> texts = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            assertThat(choices.get(i).get("index").asInt()).isEqualTo(i);
+            assertThat(choices.get(i).get("finish_reason").asText()).isEqualTo("length");
+            texts.add(choices.get(i).get("message").get("content").asText());
+        }
+        assertThat(texts).allSatisfy(t -> assertThat(t.split(" ")).hasSize(3)).doesNotHaveDuplicates();
+        assertThat(body.get("usage").get("prompt_tokens").asInt()).isEqualTo(5);
+        assertThat(body.get("usage").get("completion_tokens").asInt()).isEqualTo(9);
+        assertThat(engine.generatedTokens()).isEqualTo(9);
+    }
+
+    @Test
+    void completion_ofABatchOfPrompts_answersEachPromptNTimes_inOpenAisOrder() {
+        // "abcd" is 1 token, "abcdefgh" 2: choices 0 and 1 answer the first prompt, 2 and 3 the second
+        JsonNode body = Client.json(client.post("/v1/completions",
+                "{\"model\":\"m\",\"prompt\":[\"abcd\",\"abcdefgh\"],\"n\":2,\"max_tokens\":2}"));
+
+        JsonNode choices = body.get("choices");
+        assertThat(choices).hasSize(4);
+        for (int i = 0; i < 4; i++) {
+            assertThat(choices.get(i).get("index").asInt()).isEqualTo(i);
+            assertThat(choices.get(i).get("text").asText().split(" ")).hasSize(2);
+        }
+        assertThat(body.get("usage").get("prompt_tokens").asInt()).isEqualTo(1 + 2);
+        assertThat(body.get("usage").get("completion_tokens").asInt()).isEqualTo(4 * 2);
+    }
+
+    @Test
+    void chatCompletion_streamingWithN_streamsEveryChoiceByIndex_thenOneUsageAndOneDone() {
+        Client.Stream stream = client.stream("/v1/chat/completions", chat(",\"max_tokens\":3,\"n\":2,\"stream\":true,"
+                + "\"stream_options\":{\"include_usage\":true}"), e -> { });
+
+        List<String> events = stream.events();
+        assertThat(events).filteredOn("[DONE]"::equals).hasSize(1);
+        assertThat(events).last().isEqualTo("[DONE]");
+        List<JsonNode> chunks = events.stream().filter(e -> !e.equals("[DONE]")).map(EngineEmulatorTest::read).toList();
+        JsonNode usage = chunks.get(chunks.size() - 1);
+        assertThat(usage.get("choices")).isEmpty();
+        assertThat(usage.get("usage").get("completion_tokens").asInt()).isEqualTo(6);
+        for (int choice = 0; choice < 2; choice++) {
+            int index = choice;
+            List<JsonNode> own = chunks.stream().filter(c -> c.get("choices").size() == 1
+                    && c.get("choices").get(0).get("index").asInt() == index).map(c -> c.get("choices").get(0)).toList();
+            assertThat(own).as("choice %d: role, 3 tokens, finish", index).hasSize(1 + 3 + 1);
+            assertThat(own.get(0).get("delta").get("role").asText()).isEqualTo("assistant");
+            assertThat(own.get(4).get("finish_reason").asText()).isEqualTo("length");
+        }
     }
 
     @Test
@@ -307,6 +365,21 @@ class EngineEmulatorTest {
     }
 
     @Test
+    void embeddings_inBase64_areTheSameVectorAsFloat32LittleEndian() {
+        JsonNode floats = Client.json(client.post("/v1/embeddings", "{\"model\":\"m\",\"input\":\"a\"}"));
+        JsonNode base64 = Client.json(client.post("/v1/embeddings",
+                "{\"model\":\"m\",\"input\":\"a\",\"encoding_format\":\"base64\"}"));
+
+        JsonNode expected = floats.get("data").get(0).get("embedding");
+        java.nio.ByteBuffer bytes = java.nio.ByteBuffer.wrap(java.util.Base64.getDecoder()
+                .decode(base64.get("data").get(0).get("embedding").asText())).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        assertThat(bytes.remaining()).isEqualTo(4 * expected.size());
+        for (JsonNode x : expected) {
+            assertThat(bytes.getFloat()).isEqualTo((float) x.asDouble());
+        }
+    }
+
+    @Test
     void modelsAndHealthz_answer() {
         JsonNode models = Client.json(client.get("/v1/models"));
         HttpResponse<String> health = client.get("/healthz");
@@ -430,6 +503,11 @@ class EngineEmulatorTest {
         "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[[1],[]]}|400|invalid_request_error",
         "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[[[1]]]}|400|invalid_request_error",
         "POST|/v1/embeddings|{\"model\":\"m\",\"input\":5}|400|invalid_request_error",
+        "POST|/v1/embeddings|{\"model\":\"m\",\"input\":\"x\",\"encoding_format\":\"int8\"}|400|invalid_request_error",
+        "POST|/v1/chat/completions|{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}],\"n\":0}|400|invalid_request_error",
+        "POST|/v1/chat/completions|{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}],\"n\":129}|400|invalid_request_error",
+        "POST|/v1/completions|{\"model\":\"m\",\"prompt\":\"x\",\"n\":\"2\"}|400|invalid_request_error",
+        "POST|/v1/completions|{\"model\":\"m\",\"prompt\":[\"x\",[1]]}|400|invalid_request_error",
         "POST|/v1/responses|{\"model\":\"m\"}|400|invalid_request_error",
         "POST|/v1/responses|{\"model\":\"m\",\"input\":[\"x\"]}|400|invalid_request_error",
         "POST|/v1/responses|{\"model\":\"m\",\"input\":\"x\",\"instructions\":5}|400|invalid_request_error",

@@ -21,9 +21,8 @@ import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.LongAdder;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -33,27 +32,13 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class FrontHandlerEmbeddedTest {
     private static final int MAX_BODY = 4096;
-    private static LeakWatch leaks;
-    private static Fleet fleet;
-    private static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(1, 1, c -> c.withMaxBodyBytes(MAX_BODY)).watchingLeaks();
 
-    @BeforeAll
-    static void start() {
-        leaks = LeakWatch.paranoid();
-        fleet = new Fleet(1);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false).withMaxBodyBytes(MAX_BODY),
-                SnapshotSource.fixed(fleet.snapshot()), 1);
-    }
 
-    @AfterAll
-    static void stop() {
-        gw.close();
-        fleet.close();
-        leaks.assertNoLeakThenClose();
-    }
 
     private static EmbeddedChannel channel() {
-        return new EmbeddedChannel(new OversizedAwareAggregator(MAX_BODY, new LongAdder()), new FrontHandler(gw));
+        return new EmbeddedChannel(new OversizedAwareAggregator(MAX_BODY, new LongAdder()), new FrontHandler(GW.gateway()));
     }
 
     private static FullHttpRequest request(HttpMethod method, String uri, String body) {
@@ -140,7 +125,7 @@ class FrontHandlerEmbeddedTest {
         JsonNode health = readResponse(ch, 200);
         assertThat(health.path("status").asText()).isEqualTo("ok");
         assertThat(health.path("gateway_cluster").asText()).isEqualTo("gw");
-        assertThat(health.path("snapshot_version").asLong()).isEqualTo(gw.plane().snapshot().version());
+        assertThat(health.path("snapshot_version").asLong()).isEqualTo(GW.gateway().plane().snapshot().version());
         assertThat(ch.finishAndReleaseAll()).isFalse();
     }
 

@@ -8,29 +8,17 @@ import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /** Bad requests get the right 4xx in OpenAI's error shape, and the gateway keeps serving. */
 class GatewayBadInputTest {
-    static Fleet fleet;
-    static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(1, 2, c -> c.withMaxBodyBytes(4096));
 
-    @BeforeAll
-    static void start() {
-        fleet = new Fleet(1);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false).withMaxBodyBytes(4096),
-                SnapshotSource.fixed(fleet.snapshot()), 2);
-    }
 
-    @AfterAll
-    static void stop() {
-        gw.close();
-        fleet.close();
-    }
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
@@ -55,7 +43,7 @@ class GatewayBadInputTest {
                                                                                String body, int status, String says,
                                                                                String param)
             throws Exception {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + path))
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + GW.port() + path))
                 .timeout(Duration.ofSeconds(10)).header("content-type", "application/json");
         b = "GET".equals(method) ? b.GET() : b.POST(HttpRequest.BodyPublishers.ofString(body));
         HttpResponse<String> r = Fleet.send(b.build(), HttpResponse.BodyHandlers.ofString());
@@ -75,7 +63,7 @@ class GatewayBadInputTest {
 
     @Test
     void modelIdWithABrokenPercentEscape_is400() throws Exception {
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) { // a client that refuses to send such a URI cannot test it
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) { // a client that refuses to send such a URI cannot test it
             RawHttp.Answer a = c.send("GET /v1/models/m%zz HTTP/1.1\r\nHost: gw\r\n\r\n").read();
             assertThat(a.status()).isEqualTo(400);
             JsonNode error = Http.JSON.readTree(a.body()).path("error");
@@ -89,14 +77,14 @@ class GatewayBadInputTest {
     @CsvSource({"5000", "100000"})
     void oversizedBody_is413InOpenAiShape(int size) throws Exception {
         String body = "{\"model\":\"m\",\"prompt\":\"" + "x".repeat(size) + "\"}";
-        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/completions", body);
+        HttpResponse<String> r = Fleet.post(GW.port(), "/v1/completions", body);
         assertThat(r.statusCode()).isEqualTo(413);
         assertThat(Http.JSON.readTree(r.body()).path("error").path("code").asText()).isEqualTo("request_too_large");
         assertStillServing();
     }
 
     private static void assertStillServing() throws Exception {
-        HttpResponse<String> ok = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat(null, false, 1));
+        HttpResponse<String> ok = Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat(null, false, 1));
         assertThat(ok.statusCode()).isEqualTo(200);
     }
 }

@@ -9,9 +9,8 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -24,25 +23,11 @@ import org.junit.jupiter.params.provider.ValueSource;
 class GatewayHostileInputTest {
     private static final int MAX_BODY = 4096;
     private static final int MAX_HEAD = 2048;
-    private static LeakWatch leaks;
-    private static Fleet fleet;
-    private static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(1, 2, c -> c.withMaxBodyBytes(MAX_BODY)
+            .withClientLimits(new ClientLimits(Duration.ofSeconds(5), Duration.ofSeconds(5), MAX_HEAD))).watchingLeaks();
 
-    @BeforeAll
-    static void start() {
-        leaks = LeakWatch.paranoid();
-        fleet = new Fleet(1);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false).withMaxBodyBytes(MAX_BODY)
-                        .withClientLimits(new ClientLimits(Duration.ofSeconds(5), Duration.ofSeconds(5), MAX_HEAD)),
-                SnapshotSource.fixed(fleet.snapshot()), 2);
-    }
 
-    @AfterAll
-    static void stop() {
-        gw.close();
-        fleet.close();
-        leaks.assertNoLeakThenClose();
-    }
 
     private static final String SMUGGLED = "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n";
 
@@ -65,7 +50,7 @@ class GatewayHostileInputTest {
             """)
     void smugglingShape_is400AndClose_andNothingAfterItIsParsed(String name, String headAndBody) throws Exception {
         String raw = "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\n" + headAndBody.replace("|", "\r\n") + SMUGGLED;
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) {
             RawHttp.Answer a = c.send(raw).read();
             assertThat(a).as("an answer").isNotNull();
             assertThat(a.status()).isEqualTo(400);
@@ -87,7 +72,7 @@ class GatewayHostileInputTest {
             """)
     void malformedHead_is400AndClose(String name, String written) throws Exception {
         String raw = written.replace("|", "\r\n").replace("~", "\n").replace("^", "\r").replace("@", "\0");
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) {
             RawHttp.Answer a = c.send(raw + SMUGGLED).read();
             assertThat(a.status()).isEqualTo(400);
             assertThat(c.closedByPeer()).isTrue();
@@ -100,19 +85,19 @@ class GatewayHostileInputTest {
         String body = Fleet.chat(null, false, 1);
         String raw = "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
                 + "X-Request-Id: abc\r\n x-sextant-engine: evil\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
-        try (RawHttp c = new RawHttp(gw.port(), 10000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 10000)) {
             RawHttp.Answer a = c.send(raw).read();
             assertThat(a.status()).isEqualTo(200);
             // RFC 9112 §5.2: obs-fold replaced by a space; it never starts a header of its own
             assertThat(a.header("x-request-id")).isEqualTo("abc x-sextant-engine: evil");
-            assertThat(a.header("x-sextant-engine")).isIn(fleet.engines.keySet());
+            assertThat(a.header("x-sextant-engine")).isIn(GW.fleet().engines.keySet());
         }
     }
 
     @Test
     void headerBlockOverTheLimit_is431AndClose() throws Exception {
         String raw = "GET /healthz HTTP/1.1\r\nHost: gw\r\nX-Big: " + "a".repeat(MAX_HEAD + 10) + "\r\n\r\n";
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) {
             RawHttp.Answer a = c.send(raw).read();
             assertThat(a.status()).isEqualTo(431);
             assertThat(Http.JSON.readTree(a.body()).path("error").path("code").asText()).isEqualTo("headers_too_large");
@@ -127,7 +112,7 @@ class GatewayHostileInputTest {
         for (int i = 0; i < 300; i++) {
             raw.append("X-H").append(i).append(": v\r\n");
         }
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) {
             assertThat(c.send(raw.append("\r\n").toString()).read().status()).isEqualTo(431);
             assertThat(c.closedByPeer()).isTrue();
         }
@@ -136,7 +121,7 @@ class GatewayHostileInputTest {
     @Test
     void requestLineOverTheLimit_is414AndClose() throws Exception {
         String raw = "GET /healthz?" + "q".repeat(MAX_HEAD + 10) + " HTTP/1.1\r\nHost: gw\r\n\r\n";
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) {
             RawHttp.Answer a = c.send(raw).read();
             assertThat(a.status()).isEqualTo(414);
             assertThat(c.closedByPeer()).isTrue();
@@ -150,7 +135,7 @@ class GatewayHostileInputTest {
             "/v1%2Fmodels", "/..%2fmetrics", "/static/../../etc/passwd", "/metrics/", "/healthz;/..", "*",
             "http://127.0.0.1/../metrics"})
     void traversalOrEncodedPath_is404InOpenAiShape_neverAFile(String target) throws Exception {
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) {
             RawHttp.Answer a = c.send("GET " + target + " HTTP/1.1\r\nHost: gw\r\n\r\n").read();
             assertThat(a.status()).isEqualTo(404);
             JsonNode error = Http.JSON.readTree(a.body()).path("error");
@@ -165,7 +150,7 @@ class GatewayHostileInputTest {
         String body = Fleet.chat(null, false, 1);
         String raw = "POST /v1%2Fchat%2Fcompletions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
                 + "Content-Length: " + body.length() + "\r\n\r\n" + body;
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) {
             RawHttp.Answer a = c.send(raw).read();
             assertThat(a.status()).isEqualTo(404);
             assertThat(a.header("x-sextant-engine")).isNull();
@@ -182,7 +167,7 @@ class GatewayHostileInputTest {
         String raw = "POST http://gw.example/v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
                 + "Content-Length: " + body.length() + "\r\n\r\n" + body
                 + "GET http://gw.example/healthz HTTP/1.1\r\nHost: gw\r\n\r\n";
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) {
             c.send(raw);
             RawHttp.Answer chat = c.read();
             assertThat(chat.status()).isEqualTo(200);
@@ -199,7 +184,7 @@ class GatewayHostileInputTest {
             throws Exception {
         byte[] payload = new byte[size];
         Arrays.fill(payload, (byte) 'x');
-        try (RawHttp c = new RawHttp(gw.port(), 10000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 10000)) {
             String head = "POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
                     + (declared ? "Content-Length: " + size + "\r\n\r\n" : "Transfer-Encoding: chunked\r\n\r\n");
             c.send(head);
@@ -226,8 +211,8 @@ class GatewayHostileInputTest {
 
     @Test
     void bodyOverTheLimitAnnouncedWithExpectContinue_is413InOpenAiShape_beforeTheBodyIsSent() throws Exception {
-        long before = gw.metrics.oversized.sum();
-        try (RawHttp c = new RawHttp(gw.port(), 10000)) {
+        long before = GW.gateway().metrics.oversized.sum();
+        try (RawHttp c = new RawHttp(GW.port(), 10000)) {
             c.send("POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: "
                     + (MAX_BODY + 1) + "\r\nExpect: 100-continue\r\n\r\n");
             RawHttp.Answer a = c.read(); // no 100 Continue first: the body is refused unsent
@@ -240,14 +225,14 @@ class GatewayHostileInputTest {
             assertThat(error.path("message").asText()).contains(Integer.toString(MAX_BODY));
             assertThat(c.closedByPeer()).isTrue();
         }
-        assertThat(gw.metrics.oversized.sum()).isEqualTo(before + 1);
+        assertThat(GW.gateway().metrics.oversized.sum()).isEqualTo(before + 1);
         assertStillServing();
     }
 
     @Test
     void bodyFarOverTheDrainBound_endsTheConnection_withoutHangingTheGateway() throws Exception {
         byte[] block = new byte[64 * 1024];
-        try (RawHttp c = new RawHttp(gw.port(), 10000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 10000)) {
             c.socket.setSoTimeout(10000);
             c.send("POST /v1/completions HTTP/1.1\r\nHost: gw\r\nContent-Length: 104857600\r\n\r\n");
             IOException failure = null;
@@ -264,7 +249,7 @@ class GatewayHostileInputTest {
     }
 
     private static void assertStillServing() throws Exception {
-        java.net.http.HttpResponse<String> ok = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat(null, false, 1));
+        java.net.http.HttpResponse<String> ok = Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat(null, false, 1));
         assertThat(ok.statusCode()).isEqualTo(200);
     }
 

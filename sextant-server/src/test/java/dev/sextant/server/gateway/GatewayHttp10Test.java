@@ -3,29 +3,18 @@ package dev.sextant.server.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sextant.server.internal.Http;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * HTTP/1.0 clients (ApacheBench, old proxies and scripts): they know no chunked coding (RFC 9112 §6.1), so an answer
  * without a length reaches them delimited by the end of the connection.
  */
 class GatewayHttp10Test {
-    private static Fleet fleet;
-    private static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(1, 1);
 
-    @BeforeAll
-    static void start() {
-        fleet = new Fleet(1);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(fleet.snapshot()), 1);
-    }
 
-    @AfterAll
-    static void stop() {
-        gw.close();
-        fleet.close();
-    }
 
     private static String post(String version, String connection, String body) {
         return "POST /v1/chat/completions " + version + "\r\nContent-Type: application/json\r\n" + connection
@@ -35,7 +24,7 @@ class GatewayHttp10Test {
     @Test
     void streamingToAnHttp10Client_isNotChunked_andEndsWithTheConnection() throws Exception {
         for (String connection : new String[] {"", "Connection: keep-alive\r\n"}) {
-            try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+            try (RawHttp c = new RawHttp(GW.port(), 5000)) {
                 RawHttp.Answer a = c.send(post("HTTP/1.0", connection, Fleet.chat("k10", true, 4))).readToClose();
                 assertThat(a.status()).as(connection).isEqualTo(200);
                 assertThat(a.header("transfer-encoding")).as(connection).isNull();
@@ -48,7 +37,7 @@ class GatewayHttp10Test {
 
     @Test
     void nonStreamingToAnHttp10KeepAliveClient_hasALength_andTheConnectionServesTheNextRequest() throws Exception {
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) {
             for (int i = 0; i < 2; i++) {
                 RawHttp.Answer a = c.send(post("HTTP/1.0", "Connection: keep-alive\r\n", Fleet.chat("k10", false, 2)))
                         .read();
@@ -62,7 +51,7 @@ class GatewayHttp10Test {
 
     @Test
     void streamingToAnHttp11Client_staysChunked_andTheConnectionOpen() throws Exception {
-        try (RawHttp c = new RawHttp(gw.port(), 5000)) {
+        try (RawHttp c = new RawHttp(GW.port(), 5000)) {
             for (int i = 0; i < 2; i++) {
                 RawHttp.Answer a = c.send(post("HTTP/1.1", "Host: gw\r\n", Fleet.chat("k11", true, 3))).read();
                 assertThat(a.status()).isEqualTo(200);

@@ -14,9 +14,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * HTTP/2 clients on the gateway's plain listener: prior knowledge (a Netty client) and {@code Upgrade: h2c} (the
@@ -25,24 +24,10 @@ import org.junit.jupiter.api.Test;
  */
 class GatewayHttp2Test {
     static final int MAX_BODY = 8 * 1024;
-    static LeakWatch leaks;
-    static Fleet fleet;
-    static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(20, 2, c -> c.withMaxBodyBytes(MAX_BODY)).watchingLeaks();
 
-    @BeforeAll
-    static void start() {
-        leaks = LeakWatch.paranoid();
-        fleet = new Fleet(20);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false).withMaxBodyBytes(MAX_BODY),
-                SnapshotSource.fixed(fleet.snapshot()), 2);
-    }
 
-    @AfterAll
-    static void stop() {
-        gw.close();
-        fleet.close();
-        leaks.assertNoLeakThenClose();
-    }
 
     @Test
     void accessLog_namesTheClientsProtocol_h2ForAStream_http11ForAConnection() throws Exception {
@@ -64,7 +49,7 @@ class GatewayHttp2Test {
         };
         access.addHandler(capture);
         try (Gateway logged = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(true),
-                SnapshotSource.fixed(fleet.snapshot()), 1)) {
+                SnapshotSource.fixed(GW.fleet().snapshot()), 1)) {
             try (H2Client c = new H2Client(logged.port())) {
                 assertThat(c.post("/v1/chat/completions", Fleet.chat("log-h2", false, 2)).status()).isEqualTo(200);
             }
@@ -85,13 +70,13 @@ class GatewayHttp2Test {
 
     @Test
     void priorKnowledge_nonStreaming_passesTheEngineAnswerThrough_withoutConnectionHeaders() throws Exception {
-        try (H2Client c = new H2Client(gw.port())) {
+        try (H2Client c = new H2Client(GW.port())) {
             H2Client.Stream s = c.post("/v1/chat/completions", Fleet.chat("h2-1", false, 4));
             assertThat(s.status()).isEqualTo(200);
             JsonNode body = Http.JSON.readTree(s.body());
             assertThat(body.path("object").asText()).isEqualTo("chat.completion");
             assertThat(body.path("usage").path("completion_tokens").asInt()).isEqualTo(4);
-            assertThat(s.header("x-sextant-engine")).isIn(fleet.engines.keySet().toArray());
+            assertThat(s.header("x-sextant-engine")).isIn(GW.fleet().engines.keySet().toArray());
             assertThat(s.header("x-sextant-attempts")).isEqualTo("1");
             for (String hopByHop : List.of("connection", "keep-alive", "transfer-encoding", "upgrade")) {
                 assertThat(s.header(hopByHop)).as(hopByHop).isNull();
@@ -102,15 +87,15 @@ class GatewayHttp2Test {
     @Test
     void priorKnowledge_streaming_firstChunkArrivesBeforeTheEngineFinished() throws Exception {
         int tokens = 40; // 40 steps of 20 ms
-        try (H2Client c = new H2Client(gw.port())) {
+        try (H2Client c = new H2Client(GW.port())) {
             java.util.Map<String, Long> before = new java.util.HashMap<>();
-            fleet.engines.forEach((id, e) -> before.put(id, e.generatedTokens()));
+            GW.fleet().engines.forEach((id, e) -> before.put(id, e.generatedTokens()));
             H2Client.Stream s = c.post("/v1/chat/completions", Fleet.chat("h2-stream", true, tokens));
             assertThat(s.status()).isEqualTo(200);
             assertThat(s.header("content-type")).startsWith("text/event-stream");
             String engine = s.header("x-sextant-engine");
             assertThat(s.firstData.get(20, TimeUnit.SECONDS)).startsWith("data: ");
-            long generated = fleet.engines.get(engine).generatedTokens() - before.get(engine);
+            long generated = GW.fleet().engines.get(engine).generatedTokens() - before.get(engine);
             assertThat(generated).as("tokens the engine had generated when the first chunk arrived").isLessThan(tokens);
             String body = s.body();
             assertThat(body.strip()).endsWith("data: [DONE]");
@@ -120,7 +105,7 @@ class GatewayHttp2Test {
 
     @Test
     void hundredConcurrentStreamsOnOneConnection_eachGetsItsOwnAnswer() throws Exception {
-        try (H2Client c = new H2Client(gw.port())) {
+        try (H2Client c = new H2Client(GW.port())) {
             List<H2Client.Stream> streams = new ArrayList<>();
             for (int i = 0; i < 100; i++) {
                 streams.add(c.post("/v1/chat/completions", Fleet.chat("many-" + i, i % 2 == 0, 1 + i % 7),
@@ -152,7 +137,7 @@ class GatewayHttp2Test {
 
     @Test
     void oversizedBody_is413OnThatStream_whileTheConnectionServesOthers() throws Exception {
-        try (H2Client c = new H2Client(gw.port())) {
+        try (H2Client c = new H2Client(GW.port())) {
             H2Client.Stream open = c.post("/v1/chat/completions", Fleet.chat("beside-413", true, 20));
             String big = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" + "x".repeat(MAX_BODY) + "\"}]}";
             H2Client.Stream tooBig = c.post("/v1/chat/completions", big);
@@ -170,7 +155,7 @@ class GatewayHttp2Test {
 
     @Test
     void malformedJson_is400InOpenAiShape_andTheConnectionServesOn() throws Exception {
-        try (H2Client c = new H2Client(gw.port())) {
+        try (H2Client c = new H2Client(GW.port())) {
             H2Client.Stream bad = c.post("/v1/chat/completions", "{\"model\": \"m\", \"messages\": [");
             assertThat(bad.status()).isEqualTo(400);
             JsonNode error = Http.JSON.readTree(bad.body()).path("error");
@@ -184,7 +169,7 @@ class GatewayHttp2Test {
 
     @Test
     void unknownPath_is404_andModelsAreListed() throws Exception {
-        try (H2Client c = new H2Client(gw.port())) {
+        try (H2Client c = new H2Client(GW.port())) {
             H2Client.Stream missing = c.get("/v2/nothing");
             assertThat(missing.status()).isEqualTo(404);
             assertThat(Http.JSON.readTree(missing.body()).path("error").path("code").asText()).isEqualTo("unknown_url");
@@ -196,16 +181,16 @@ class GatewayHttp2Test {
 
     @Test
     void clientResetsTheStream_theEngineRequestIsCancelled_andTheConnectionServesOn() throws Exception {
-        try (H2Client c = new H2Client(gw.port())) {
+        try (H2Client c = new H2Client(GW.port())) {
             H2Client.Stream s = c.post("/v1/chat/completions", Fleet.chat("reset-me", true, 5000));
             String engine = s.header("x-sextant-engine");
             assertThat(s.firstData.get(20, TimeUnit.SECONDS)).startsWith("data: ");
-            assertThat(Fleet.await(() -> gw.inFlight() == 1, Duration.ofSeconds(10))).isTrue();
-            long before = fleet.engines.get(engine).generatedTokens();
+            assertThat(Fleet.await(() -> GW.gateway().inFlight() == 1, Duration.ofSeconds(10))).isTrue();
+            long before = GW.fleet().engines.get(engine).generatedTokens();
             s.cancel();
-            assertThat(Fleet.await(() -> gw.inFlight() == 0 && gw.plane().inFlight(engine) == 0, Duration.ofSeconds(15)))
+            assertThat(Fleet.await(() -> GW.gateway().inFlight() == 0 && GW.gateway().plane().inFlight(engine) == 0, Duration.ofSeconds(15)))
                     .as("the 5000-token stream (100 s) was cancelled").isTrue();
-            assertThat(fleet.engines.get(engine).generatedTokens() - before).isLessThan(5000);
+            assertThat(GW.fleet().engines.get(engine).generatedTokens() - before).isLessThan(5000);
             H2Client.Stream next = c.post("/v1/chat/completions", Fleet.chat("after-reset", false, 2));
             assertThat(next.status()).isEqualTo(200);
             assertThat(Http.JSON.readTree(next.body()).path("usage").path("completion_tokens").asInt()).isEqualTo(2);
@@ -216,7 +201,7 @@ class GatewayHttp2Test {
     void upgradeH2c_fromTheJdkClient_servesStreamsOverHttp2() throws Exception {
         HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_2)
                 .connectTimeout(Duration.ofSeconds(5)).build();
-        URI base = URI.create("http://127.0.0.1:" + gw.port());
+        URI base = URI.create("http://127.0.0.1:" + GW.port());
         HttpResponse<String> models = client.send(HttpRequest.newBuilder(URI.create(base + "/v1/models"))
                 .timeout(Duration.ofSeconds(20)).GET().build(), HttpResponse.BodyHandlers.ofString());
         assertThat(models.statusCode()).isEqualTo(200);
@@ -237,7 +222,7 @@ class GatewayHttp2Test {
         HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(5)).build();
         HttpResponse<String> r = client.send(HttpRequest.newBuilder(
-                        URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
+                        URI.create("http://127.0.0.1:" + GW.port() + "/v1/chat/completions"))
                 .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("h1", true, 3))).build(),
                 HttpResponse.BodyHandlers.ofString());

@@ -18,36 +18,25 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The gateway in front of emulated engines on loopback, with a fixed snapshot. */
 class GatewayProxyTest {
-    static Fleet fleet;
-    static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(20, 2);
 
-    @BeforeAll
-    static void start() {
-        fleet = new Fleet(20);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(fleet.snapshot()), 2);
-    }
 
-    @AfterAll
-    static void stop() {
-        gw.close();
-        fleet.close();
-    }
 
     @Test
     void nonStreaming_passesTheEngineAnswerThrough_withSextantHeaders() throws Exception {
-        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("k1", false, 4));
+        HttpResponse<String> r = Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat("k1", false, 4));
         assertThat(r.statusCode()).isEqualTo(200);
         JsonNode body = Http.JSON.readTree(r.body());
         assertThat(body.path("object").asText()).isEqualTo("chat.completion");
         assertThat(body.path("usage").path("completion_tokens").asInt()).isEqualTo(4);
         assertThat(r.headers().firstValue("x-sextant-engine")).isPresent()
-                .hasValueSatisfying(e -> assertThat(fleet.engines).containsKey(e));
+                .hasValueSatisfying(e -> assertThat(GW.fleet().engines).containsKey(e));
         assertThat(r.headers().firstValue("x-sextant-engine")).isEqualTo(r.headers().firstValue("x-engine-id"));
         assertThat(r.headers().firstValue("x-sextant-snapshot-version")).hasValue("1");
         assertThat(r.headers().firstValue("x-sextant-attempts")).hasValue("1");
@@ -56,7 +45,7 @@ class GatewayProxyTest {
     @Test
     void streaming_clientSeesFirstChunkBeforeTheEngineProducedTheLast() throws Exception {
         int tokens = 40; // 40 steps of 20 ms: the engine needs ~0.8 s for the whole answer
-        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
+        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + GW.port() + "/v1/chat/completions"))
                 .header("content-type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("stream-1", true, tokens))).build();
         HttpResponse<Stream<String>> r = Fleet.send(req, HttpResponse.BodyHandlers.ofLines());
@@ -73,7 +62,7 @@ class GatewayProxyTest {
                 dataLines++;
                 lastLine = line;
                 if (dataLines == 2) { // the first chunk after the role chunk carries the first token
-                    before = fleet.engines.get(engine).generatedTokens();
+                    before = GW.fleet().engines.get(engine).generatedTokens();
                 }
             }
         }
@@ -88,14 +77,14 @@ class GatewayProxyTest {
     void affinity_hundredTurnsWithOnePromptCacheKey_landOnOneEngine() throws Exception {
         Set<String> engines = new HashSet<>();
         for (int i = 0; i < 100; i++) {
-            HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("conversation-42", false, 1));
+            HttpResponse<String> r = Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat("conversation-42", false, 1));
             assertThat(r.statusCode()).isEqualTo(200);
             engines.add(r.headers().firstValue("x-sextant-engine").orElseThrow());
         }
         assertThat(engines).hasSize(1);
         Set<String> spread = new HashSet<>();
         for (int i = 0; i < 40; i++) {
-            spread.add(Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("c-" + i, false, 1))
+            spread.add(Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat("c-" + i, false, 1))
                     .headers().firstValue("x-sextant-engine").orElseThrow());
         }
         assertThat(spread).as("different keys follow the weights over several engines").hasSizeGreaterThan(1);
@@ -104,7 +93,7 @@ class GatewayProxyTest {
     @Test
     void residency_restrictedRequestsAreServedOnlyInTheirRegion() throws Exception {
         for (int i = 0; i < 40; i++) {
-            HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("eu-" + i, false, 1),
+            HttpResponse<String> r = Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat("eu-" + i, false, 1),
                     "x-sextant-residency", "eu-west");
             assertThat(r.statusCode()).isEqualTo(200);
             assertThat(r.headers().firstValue("x-sextant-engine").orElseThrow()).startsWith("eu-");
@@ -113,7 +102,7 @@ class GatewayProxyTest {
 
     @Test
     void models_listsTheRoutedModels() throws Exception {
-        HttpResponse<String> r = Fleet.get(gw.port(), "/v1/models");
+        HttpResponse<String> r = Fleet.get(GW.port(), "/v1/models");
         assertThat(r.statusCode()).isEqualTo(200);
         JsonNode body = Http.JSON.readTree(r.body());
         assertThat(body.path("data").get(0).path("id").asText()).isEqualTo("m");
@@ -122,7 +111,7 @@ class GatewayProxyTest {
 
     @Test
     void embeddings_areProxied() throws Exception {
-        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/embeddings", "{\"model\":\"m\",\"input\":[\"a\",\"b\"]}");
+        HttpResponse<String> r = Fleet.post(GW.port(), "/v1/embeddings", "{\"model\":\"m\",\"input\":[\"a\",\"b\"]}");
         assertThat(r.statusCode()).isEqualTo(200);
         assertThat(Http.JSON.readTree(r.body()).path("data")).hasSize(2);
     }
@@ -131,24 +120,24 @@ class GatewayProxyTest {
     void overhead_isRecordedOncePerAnsweredRequest_inBucketsBelowAMillisecond() throws Exception {
         double before = overheadCount();
         for (int i = 0; i < 3; i++) {
-            assertThat(Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("overhead-" + i, i == 1, 2))
+            assertThat(Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat("overhead-" + i, i == 1, 2))
                     .statusCode()).isEqualTo(200);
         }
         // recorded once the answer's last bytes are written, which can be a moment after the client has them
         assertThat(Fleet.await(() -> overheadCount() >= before + 3, Duration.ofSeconds(10))).isTrue();
-        String body = Fleet.get(gw.port(), "/metrics").body();
+        String body = Fleet.get(GW.port(), "/metrics").body();
         assertThat(body).contains("sextant_gateway_overhead_seconds_bucket{le=\"5.0E-5\"}")
                 .contains("sextant_gateway_overhead_seconds_bucket{le=\"0.001\"}");
         // a refused request (unknown model) was not proxied: no overhead recorded for it
         double proxied = overheadCount();
-        assertThat(Fleet.post(gw.port(), "/v1/chat/completions", "{\"model\":\"nope\",\"prompt\":\"x\"}").statusCode())
+        assertThat(Fleet.post(GW.port(), "/v1/chat/completions", "{\"model\":\"nope\",\"prompt\":\"x\"}").statusCode())
                 .isEqualTo(404);
         assertThat(overheadCount()).isEqualTo(proxied);
     }
 
     private static double overheadCount() {
         try {
-            List<Sample> count = PrometheusText.parse(Fleet.get(gw.port(), "/metrics").body())
+            List<Sample> count = PrometheusText.parse(Fleet.get(GW.port(), "/metrics").body())
                     .samples("sextant_gateway_overhead_seconds_count");
             return count.isEmpty() ? 0 : count.get(0).value();
         } catch (Exception e) {
@@ -158,15 +147,15 @@ class GatewayProxyTest {
 
     @Test
     void metricsAndHealth_reportRequestsAndSnapshot() throws Exception {
-        Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("metrics", false, 1));
-        HttpResponse<String> m = Fleet.get(gw.port(), "/metrics");
+        Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat("metrics", false, 1));
+        HttpResponse<String> m = Fleet.get(GW.port(), "/metrics");
         assertThat(m.statusCode()).isEqualTo(200);
         assertThat(m.body()).contains("sextant_gateway_requests_total{class=\"chat\"")
                 .contains("sextant_gateway_ttft_seconds_bucket").contains("sextant_gateway_snapshot_version 1.0");
         assertThat(m.body().lines().filter(l -> l.startsWith("# HELP ")))
                 .as("every metric says what it counts (promtool check metrics: \"no help text\")")
                 .allSatisfy(l -> assertThat(l.split(" ", 4)).hasSize(4).satisfies(p -> assertThat(p[3]).isNotBlank()));
-        HttpResponse<String> h = Fleet.get(gw.port(), "/healthz");
+        HttpResponse<String> h = Fleet.get(GW.port(), "/healthz");
         JsonNode health = Http.JSON.readTree(h.body());
         assertThat(health.path("status").asText()).isEqualTo("ok");
         assertThat(health.path("fallback").asBoolean()).isFalse();
@@ -175,9 +164,9 @@ class GatewayProxyTest {
 
     @Test
     void metrics_countEachEventLoopsCpuTime() throws Exception {
-        assertThat(Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("loops", false, 1)).statusCode())
+        assertThat(Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat("loops", false, 1)).statusCode())
                 .isEqualTo(200);
-        Scrape scrape = PrometheusText.parse(Fleet.get(gw.port(), "/metrics").body());
+        Scrape scrape = PrometheusText.parse(Fleet.get(GW.port(), "/metrics").body());
         MetricFamily family = scrape.family("sextant_gateway_event_loop_cpu_seconds_total");
         assertThat(family).as("the loops' CPU time in /metrics").isNotNull();
         assertThat(family.type()).isEqualTo(MetricType.COUNTER);
@@ -192,7 +181,7 @@ class GatewayProxyTest {
 
     @Test
     void metrics_includeTheProcesssOwn_underTheNamesJvmServicesExport() throws Exception {
-        String body = Fleet.get(gw.port(), "/metrics").body();
+        String body = Fleet.get(GW.port(), "/metrics").body();
         Scrape scrape = PrometheusText.parse(body);
         assertThat(scrape.problems()).as("the exposition parses whole").isEmpty();
         assertThat(firstValue(scrape, "jvm_compilation_time_ms_total"))
@@ -210,12 +199,12 @@ class GatewayProxyTest {
     @Test
     void aClosedGateway_noLongerRecordsTheCollectorsPauses() throws Exception {
         Gateway closed = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false),
-                SnapshotSource.fixed(fleet.snapshot()), 1);
+                SnapshotSource.fixed(GW.fleet().snapshot()), 1);
         closed.close();
         double closedBefore = gcPauses(closed);
-        double openBefore = gcPauses(gw);
+        double openBefore = gcPauses(GW.gateway());
         System.gc(); // a full collection, announced to the JVM's notification listeners
-        assertThat(Fleet.await(() -> gcPauses(gw) > openBefore, Duration.ofSeconds(10)))
+        assertThat(Fleet.await(() -> gcPauses(GW.gateway()) > openBefore, Duration.ofSeconds(10)))
                 .as("an open gateway records the collection (the control for the assertion below)").isTrue();
         // the JVM tells its listeners one after another: give the closed gateway's, were it still there, its turn too
         assertThat(Fleet.await(() -> gcPauses(closed) > closedBefore, Duration.ofMillis(500)))
@@ -236,7 +225,7 @@ class GatewayProxyTest {
 
     @Test
     void unknownModel_is404InOpenAiShape() throws Exception {
-        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions",
+        HttpResponse<String> r = Fleet.post(GW.port(), "/v1/chat/completions",
                 "{\"model\":\"nope\",\"messages\":[]}");
         assertThat(r.statusCode()).isEqualTo(404);
         assertThat(Http.JSON.readTree(r.body()).path("error").path("code").asText()).isEqualTo("model_not_found");
@@ -244,7 +233,7 @@ class GatewayProxyTest {
 
     @Test
     void shedClass_gets429WithRetryAfter_andTheRestIsServed() throws Exception {
-        try (StaticSource overloaded = SnapshotSource.fixed(fleet.snapshot(1000));
+        try (StaticSource overloaded = SnapshotSource.fixed(GW.fleet().snapshot(1000));
              Gateway shedding = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), overloaded, 1)) {
             double shed = overloaded.held().route("gw", "chat").shedFraction();
             assertThat(shed).isGreaterThan(0.3);
@@ -309,7 +298,7 @@ class GatewayProxyTest {
 
     @Test
     void sheddingIgnoresTheClientsRequestId_soOneIdIsNotAlwaysOrNeverShed() throws Exception {
-        try (StaticSource overloaded = SnapshotSource.fixed(fleet.snapshot(1000));
+        try (StaticSource overloaded = SnapshotSource.fixed(GW.fleet().snapshot(1000));
              Gateway shedding = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), overloaded, 1)) {
             assertThat(overloaded.held().route("gw", "chat").shedFraction()).isBetween(0.3, 0.9);
             int refused = 0;
@@ -338,13 +327,13 @@ class GatewayProxyTest {
         assertThat(FrontHandler.usableRequestId("req-\u00e9")).isFalse();
         assertThat(FrontHandler.usableRequestId("   ")).isFalse();
         for (String id : new String[] {"x".repeat(FrontHandler.MAX_REQUEST_ID + 1), "x".repeat(12_000)}) {
-            HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("rid", false, 1),
+            HttpResponse<String> r = Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat("rid", false, 1),
                     "x-request-id", id);
             assertThat(r.statusCode()).isEqualTo(200);
             assertThat(r.headers().firstValue("x-request-id").orElseThrow()).startsWith("sx-");
         }
         String fine = "req_" + "a".repeat(FrontHandler.MAX_REQUEST_ID - 4);
-        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("rid", false, 1),
+        HttpResponse<String> r = Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat("rid", false, 1),
                 "x-request-id", fine);
         assertThat(r.headers().firstValue("x-request-id")).hasValue(fine);
     }
@@ -356,7 +345,7 @@ class GatewayProxyTest {
                 + "x-request-id: first\r\ncontent-length: " + body.length() + "\r\n\r\n" + body;
         String two = one.replace("x-request-id: first", "x-request-id: second") ;
         String three = "GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
-        try (java.net.Socket s = new java.net.Socket("127.0.0.1", gw.port())) {
+        try (java.net.Socket s = new java.net.Socket("127.0.0.1", GW.port())) {
             s.setSoTimeout(20_000);
             s.getOutputStream().write((one + two + three).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
             String all = new String(s.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);

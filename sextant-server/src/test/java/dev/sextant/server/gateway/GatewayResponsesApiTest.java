@@ -11,28 +11,17 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /** {@code POST /v1/responses} through the gateway to emulated engines on loopback, as the other OpenAI endpoints. */
 class GatewayResponsesApiTest {
-    static Fleet fleet;
-    static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(20, 1);
 
-    @BeforeAll
-    static void start() {
-        fleet = new Fleet(20);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(fleet.snapshot()), 1);
-    }
 
-    @AfterAll
-    static void stop() {
-        gw.close();
-        fleet.close();
-    }
 
     private static String response(String instructions, boolean stream, int maxOutputTokens) {
         return "{\"model\":\"m\",\"stream\":" + stream + ",\"max_output_tokens\":" + maxOutputTokens
@@ -42,7 +31,7 @@ class GatewayResponsesApiTest {
 
     @Test
     void notStreaming_passesTheEnginesResponseThrough_withSextantHeaders() throws Exception {
-        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/responses", response("be brief", false, 4));
+        HttpResponse<String> r = Fleet.post(GW.port(), "/v1/responses", response("be brief", false, 4));
 
         assertThat(r.statusCode()).isEqualTo(200);
         JsonNode body = Http.JSON.readTree(r.body());
@@ -56,7 +45,7 @@ class GatewayResponsesApiTest {
     @Test
     void streaming_eventsReachTheClientAsTheyAreMade_andEndWithTheEnginesLastEvent() throws Exception {
         int tokens = 40; // 40 steps of 20 ms: the engine needs ~0.8 s for the whole answer
-        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/v1/responses"))
+        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + GW.port() + "/v1/responses"))
                 .header("content-type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(response("stream", true, tokens))).build();
         HttpResponse<Stream<String>> r = Fleet.send(req, HttpResponse.BodyHandlers.ofLines());
@@ -73,7 +62,7 @@ class GatewayResponsesApiTest {
             if (line.startsWith("event: ")) {
                 names.add(line.substring(7));
                 if (line.equals("event: response.output_text.delta") && atFirstDelta < 0) {
-                    atFirstDelta = fleet.engines.get(engine).generatedTokens();
+                    atFirstDelta = GW.fleet().engines.get(engine).generatedTokens();
                 }
             } else if (line.startsWith("data: ")) {
                 data.add(line.substring(6));
@@ -85,17 +74,17 @@ class GatewayResponsesApiTest {
         assertThat(names).last().as("max_output_tokens ended it").isEqualTo("response.incomplete");
         assertThat(names).filteredOn("response.output_text.delta"::equals).hasSize(tokens);
         assertThat(data).hasSameSizeAs(names).noneMatch(d -> d.startsWith("{\"error\""));
-        assertThat(gw.plane().ejections()).as("a complete Responses stream is no failure of its engine").isEmpty();
+        assertThat(GW.gateway().plane().ejections()).as("a complete Responses stream is no failure of its engine").isEmpty();
     }
 
     @Test
     void aConversation_goesToOneEngine_whetherChatOrResponsesCarriesIt() throws Exception {
         for (int i = 0; i < 12; i++) {
             String system = "conversation " + i + " of a long-standing system prompt";
-            HttpResponse<String> chat = Fleet.post(gw.port(), "/v1/chat/completions", "{\"model\":\"m\",\"max_tokens\":1,"
+            HttpResponse<String> chat = Fleet.post(GW.port(), "/v1/chat/completions", "{\"model\":\"m\",\"max_tokens\":1,"
                     + "\"messages\":[{\"role\":\"system\",\"content\":\"" + system + "\"},{\"role\":\"user\","
                     + "\"content\":\"hello\"}]}");
-            HttpResponse<String> resp = Fleet.post(gw.port(), "/v1/responses", response(system, false, 1));
+            HttpResponse<String> resp = Fleet.post(GW.port(), "/v1/responses", response(system, false, 1));
             assertThat(resp.statusCode()).isEqualTo(200);
             assertThat(resp.headers().firstValue("x-sextant-engine")).as("conversation %d", i)
                     .isEqualTo(chat.headers().firstValue("x-sextant-engine"));
@@ -117,7 +106,7 @@ class GatewayResponsesApiTest {
                 + Integer.toHexString(events.length()) + "\r\n" + events + "\r\n0\r\n\r\n";
         try (RawEngine engine = new RawEngine(answer, false);
              Gateway g = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false),
-                     SnapshotSource.fixed(engine.behindEveryEngine(fleet.snapshot())), 1)) {
+                     SnapshotSource.fixed(engine.behindEveryEngine(GW.fleet().snapshot())), 1)) {
             HttpResponse<String> r = Fleet.post(g.port(), "/v1/responses", response("raw", true, 5));
 
             assertThat(r.statusCode()).isEqualTo(200);

@@ -72,7 +72,17 @@ class OpenAiNodeSdkTest {
         assertThat(responseStream.path("text_matches").asBoolean()).as("%s", responseStream).isTrue();
 
         assertThat(out.path("completion").path("text").asText()).isNotBlank();
-        assertThat(out.path("embedding").path("dimensions").asInt()).isPositive();
+        assertThat(out.path("completion").path("choices").toString()).as("n: 2").isEqualTo("[0,1]");
+        JsonNode values = out.path("embedding").path("values");
+        JsonNode floats = out.path("embedding").path("floats");
+        assertThat(values).hasSize(8).hasSameSizeAs(floats);
+        double norm = 0;
+        for (int i = 0; i < values.size(); i++) {
+            assertThat((float) values.get(i).asDouble()).as("value %d as float32", i)
+                    .isEqualTo((float) floats.get(i).asDouble());
+            norm += values.get(i).asDouble() * values.get(i).asDouble();
+        }
+        assertThat(norm).as("a unit vector").isCloseTo(1.0, org.assertj.core.api.Assertions.within(1e-6));
         assertThat(out.path("models").toString()).isEqualTo("[\"m\"]");
         assertThat(out.path("retrieved").asText()).isEqualTo("m");
 

@@ -36,6 +36,7 @@ class RequestGuardReadsTest {
         RequestGuard guard = new RequestGuard(new ClientLimits(HEAD, Duration.ofSeconds(60), 8192),
                 Duration.ofSeconds(60));
         ch = new EmbeddedChannel();
+        ch.freezeTime(); // the guard's clock is the loop's: only the test moves it
         ch.config().setAutoRead(false);
         ch.pipeline().addLast(reads, guard.bytesIn(), new HttpServerCodec(), guard, new Unanswered());
         ch.read(); // what the front handler does when the connection opens: ready for a request
@@ -76,9 +77,9 @@ class RequestGuardReadsTest {
         assertThat(ch.isActive()).as("an idle connection is closed past request_header_timeout").isFalse();
     }
 
-    /** Lets the head timeout pass (the guard's clock is the system's) and runs the timers that are due. */
-    private void pastTheHeadTimeout() throws InterruptedException {
-        Thread.sleep(HEAD.toMillis() * 3);
+    /** Moves the loop's clock past the head timeout and runs the timers that are due. */
+    private void pastTheHeadTimeout() {
+        ch.advanceTimeBy(HEAD.toNanos() * 3, java.util.concurrent.TimeUnit.NANOSECONDS);
         ch.runScheduledPendingTasks();
     }
 

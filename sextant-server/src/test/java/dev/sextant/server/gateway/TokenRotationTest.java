@@ -49,7 +49,11 @@ class TokenRotationTest {
                 assertThat(Fleet.await(() -> status(cp, "new-token") == 200, Duration.ofSeconds(10))).isTrue();
                 assertThat(status(cp, "old-token")).isEqualTo(200);
                 write(gwToken, "new-token\n"); // 2. the gateway sends the new one
-                Thread.sleep(BearerToken.RECHECK.toMillis() + 1500); // a recheck, and a poll or two with it
+                assertThat(Fleet.await(() -> gatewaySide.current().equals("new-token"), Duration.ofSeconds(10)))
+                        .as("the gateway's token, read again from its file").isTrue();
+                double reportsBefore = counter(cp, "sextant_control_reports_total");
+                assertThat(Fleet.await(() -> counter(cp, "sextant_control_reports_total") >= reportsBefore + 2,
+                        Duration.ofSeconds(10))).as("reports sent with the new token").isTrue();
                 write(cpTokens, "new-token\n"); // 3. the old one goes
                 assertThat(Fleet.await(() -> status(cp, "old-token") == 401, Duration.ofSeconds(10))).isTrue();
 
@@ -59,8 +63,10 @@ class TokenRotationTest {
                 assertThat(version).isGreaterThan(1);
                 assertThat(Fleet.await(() -> gw.plane().snapshot().version() == version, Duration.ofSeconds(20)))
                         .as("the gateway polls on with the new token").isTrue();
-                Thread.sleep(500); // a few reports
-                assertThat(unauthorized(cp)).as("refusals: only this test's own probes with a token not (or no longer) in"
+                double reportsAfter = counter(cp, "sextant_control_reports_total");
+                assertThat(Fleet.await(() -> counter(cp, "sextant_control_reports_total") >= reportsAfter + 3,
+                        Duration.ofSeconds(10))).as("reports taken after the old token went").isTrue();
+                assertThat((long) counter(cp, "sextant_control_unauthorized_requests_total")).as("refusals: only this test's own probes with a token not (or no longer) in"
                         + " force, none of the gateway's polls and reports").isEqualTo(unauthorizedProbes);
             }
         }
@@ -82,11 +88,16 @@ class TokenRotationTest {
         }
     }
 
-    private static long unauthorized(ControlPlane cp) throws Exception {
-        String metrics = Fleet.send(HttpRequest.newBuilder(URI.create(cp.uri() + "/metrics")).build(),
-                HttpResponse.BodyHandlers.ofString()).body();
-        return metrics.lines().filter(l -> l.startsWith("sextant_control_unauthorized_requests_total "))
-                .mapToLong(l -> (long) Double.parseDouble(l.substring(l.indexOf(' ') + 1))).findFirst().orElseThrow();
+    /** A counter of the control plane's {@code /metrics}, without labels. */
+    private static double counter(ControlPlane cp, String name) {
+        try {
+            String metrics = Fleet.send(HttpRequest.newBuilder(URI.create(cp.uri() + "/metrics")).build(),
+                    HttpResponse.BodyHandlers.ofString()).body();
+            return metrics.lines().filter(l -> l.startsWith(name + " "))
+                    .mapToDouble(l -> Double.parseDouble(l.substring(l.indexOf(' ') + 1))).findFirst().orElseThrow();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** Writes {@code text} with a modification time a second past the last, so that the change is always seen. */

@@ -24,9 +24,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@link UpstreamHandler} on an {@link EmbeddedChannel} standing in for an engine connection: an exchange started by
@@ -34,35 +33,22 @@ import org.junit.jupiter.api.Test;
  * reaches the client in order, each chunk forwarded as is and released exactly once.
  */
 class UpstreamHandlerEmbeddedTest {
-    private static LeakWatch leaks;
-    private static Fleet fleet;
-    private static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(1, 1).watchingLeaks();
 
-    @BeforeAll
-    static void start() {
-        leaks = LeakWatch.paranoid();
-        fleet = new Fleet(1);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(fleet.snapshot()), 1);
-    }
 
-    @AfterAll
-    static void stop() {
-        gw.close();
-        fleet.close();
-        leaks.assertNoLeakThenClose();
-    }
 
     @Test
     void engineResponse_isForwardedToTheClientInOrder_eachChunkReleasedExactlyOnce() throws Exception {
         // an idle "connection" to every engine, in the pool of this thread (the embedded channels' loop)
         Map<EmbeddedChannel, String> engines = new LinkedHashMap<>();
-        fleet.engines.values().forEach(e -> {
+        GW.fleet().engines.values().forEach(e -> {
             EmbeddedChannel up = new EmbeddedChannel(new UpstreamHandler());
             engines.put(up, "http://127.0.0.1:" + e.port());
-            gw.pool.release(engines.get(up), up);
+            GW.gateway().pool.release(engines.get(up), up);
         });
         EmbeddedChannel front = new EmbeddedChannel(new OversizedAwareAggregator(1 << 20, new LongAdder()),
-                new FrontHandler(gw));
+                new FrontHandler(GW.gateway()));
         FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST, "/v1/chat/completions",
                 Unpooled.copiedBuffer(Fleet.chat(null, true, 3), StandardCharsets.UTF_8));
         HttpUtil.setContentLength(req, req.content().readableBytes());
@@ -117,9 +103,9 @@ class UpstreamHandlerEmbeddedTest {
         }
         assertThat((Object) front.readOutbound()).isNull();
         assertThat(req.refCnt()).as("the client's request is released when the exchange ends").isZero();
-        assertThat(gw.inFlight()).isZero();
+        assertThat(GW.gateway().inFlight()).isZero();
         assertThat(front.isOpen()).as("keep-alive").isTrue();
-        assertThat(gw.pool.pollIdle(engines.get(engine)))
+        assertThat(GW.gateway().pool.pollIdle(engines.get(engine)))
                 .as("a cleanly ended response returns the connection to the pool").isSameAs(engine);
 
         assertThat(front.finishAndReleaseAll()).isFalse();

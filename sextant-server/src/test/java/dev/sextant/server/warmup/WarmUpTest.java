@@ -15,8 +15,9 @@ class WarmUpTest {
     @Test
     void run_sendsEveryKindOfRequestThroughAThrowawayGateway_andAllAreAnswered() throws Exception {
         WarmUp.Result r = WarmUp.run(REAL, 1, Duration.ofMillis(1500));
-        // every client went round its loop (how many times depends on the machine, which a test must not)
-        assertThat(r.requests()).as("a closed loop of %d clients for 1.5 s", WarmUp.CLIENTS)
+        // every client sends its first request whatever the time; how many more depends on the machine, which a test
+        // must not
+        assertThat(r.requests()).as("a closed loop of %d clients", WarmUp.CLIENTS)
                 .isGreaterThanOrEqualTo(WarmUp.CLIENTS);
         assertThat(r.failures()).isZero();
         assertThat(r.firstFailure()).isNull();
