@@ -24,6 +24,11 @@ import java.util.Arrays;
  * relative gap between them bounds the distance to the optimum. The prices p are the dual variables
  * of the group balance, so at a full group they include the capacity's shadow price, as the bound
  * needs (docs/design.md §3).
+ *
+ * <p>Why one long class: the stages, the Newton step and its line search, the Gibbs flows, the repair and the
+ * certificate share one set of arrays sized once per component and reused across stages and re-solves, and that
+ * reuse is what keeps a re-solve of the L fleet fast (BENCHMARKS.md); the group costs are in {@link EngineCost} and
+ * {@link Group}, the instance's arrays in {@link Instance}.
  */
 final class DualNewton {
     private static final double ARMIJO = 1e-4;

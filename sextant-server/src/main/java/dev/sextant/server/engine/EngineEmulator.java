@@ -58,6 +58,10 @@ import java.util.concurrent.atomic.AtomicReference;
  *     ...
  * }
  * }</pre>
+ *
+ * <p>Why one long class: it is the emulator as a process (its listener and limits, its command-line options in
+ * vLLM's names, its admin token and faults); serving is elsewhere: requests in {@link EngineHttpHandler}, the batch
+ * model in {@link BatchScheduler}, answers in {@link ChoicesSink}.
  */
 public final class EngineEmulator implements AutoCloseable {
     /** Response header naming the engine that answered. */
