@@ -67,13 +67,14 @@ final class PrefixAwarePolicy extends BaselinePolicy {
         }
         int chosen;
         long[] entry = trees.get(g).get(r.affinityKey());
+        int shared = entry == null ? sharedMatch(r, exclude) : -1;
         if (max - min > BALANCE_ABS && max > BALANCE_REL * min) {
             chosen = argMin;
         } else if (entry != null && candidate(r, (int) entry[0], exclude)
                 && Math.min(entry[1], r.promptTokens) > CACHE_THRESHOLD * r.promptTokens) {
             chosen = (int) entry[0];
-        } else if (entry == null && sharedMatch(r, exclude) >= 0) {
-            chosen = sharedMatch(r, exclude);
+        } else if (shared >= 0) {
+            chosen = shared;
         } else {
             // fewest tokens; ties (common: many gateways, each with its own picture) broken by a hash of
             // the conversation, so gateways do not all herd onto the lowest-numbered engine

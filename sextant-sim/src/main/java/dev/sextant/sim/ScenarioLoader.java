@@ -414,13 +414,14 @@ final class ScenarioLoader {
                 Engine derived = derive(id, str(e, "cluster", q, null), ms, hw.get(h), w,
                         num(e, "capacity_rps", q, Double.NaN));
                 LatencyProfile profile = e.has("profile") ? profile(e.get("profile"), q + "profile.") : derived.profile();
-                String scheduling = str(e, "priority_scheduling", q, "none");
-                if (PriorityScheduling.of(scheduling) == null) {
-                    throw error(q + "priority_scheduling", "'" + scheduling + "' (expected: none, lower_first or"
+                String word = str(e, "priority_scheduling", q, "none");
+                PriorityScheduling scheduling = PriorityScheduling.of(word);
+                if (scheduling == null) {
+                    throw error(q + "priority_scheduling", "'" + word + "' (expected: none, lower_first or"
                             + " higher_first)");
                 }
                 engines.add(new Engine(id, derived.cluster(), str(e, "endpoint", q, "sim://" + id), ms,
-                        derived.capacityRps(), profile, num(e, "health", q, 1.0), PriorityScheduling.of(scheduling)));
+                        derived.capacityRps(), profile, num(e, "health", q, 1.0), scheduling));
                 engineHardware.add(h);
                 JsonNode m = e.get("metrics");
                 if (m != null && !m.isBoolean()) {
