@@ -241,10 +241,7 @@ public final class TopologyLoader {
 
         /** An engine's {@code priority_scheduling}: {@code none} when absent. */
         private PriorityScheduling priorityScheduling(Mapping m, String p) {
-            if (!m.entries().containsKey("priority_scheduling")) {
-                return PriorityScheduling.NONE;
-            }
-            String word = r.string(m, p, "priority_scheduling");
+            String word = r.string(m, p, "priority_scheduling", PriorityScheduling.NONE.word());
             PriorityScheduling s = word == null ? null : PriorityScheduling.of(word);
             if (word != null && s == null) {
                 r.problem(YamlTree.child(p, "priority_scheduling"), "'" + word + "' (expected: none, lower_first (vLLM"

@@ -140,6 +140,15 @@ class TopologyLoaderTest {
     }
 
     @Test
+    void load_prioritySchedulingWithoutAValue_countsAsAbsent_asEveryOptionalFieldDoes() throws TopologyException {
+        for (String written : new String[] {"priority_scheduling:", "priority_scheduling: null"}) {
+            Topology t = TopologyLoader.load(talkWith("capacity_rps: 80", "capacity_rps: 80\\n    " + written),
+                    "talk.yaml");
+            assertThat(t.engines().get(1).priorityScheduling()).as(written).isEqualTo(PriorityScheduling.NONE);
+        }
+    }
+
+    @Test
     void load_optionalFieldsGiven_overrideDefaults() throws TopologyException {
         String yaml = talkWith("capacity_rps: 80", "capacity_rps: 80\\n    health: 0.5\\n    priority_scheduling: lower_first")
                 .replace("headroom: 0.1", "affinity_discount_ms: 7")
