@@ -53,6 +53,8 @@ final class DefaultDataPlane implements DataPlane {
 
     private volatile Compiled compiled;
     private final PrefixSpread prefixes = new PrefixSpread();
+    /** Each class's tenants' demand, so that a class's shed falls first on tenants above their fair share. */
+    private final FairShares fair = new FairShares();
 
     DefaultDataPlane(String gateway, Snapshot snapshot, Ticker ticker, DataPlaneOptions options, long ageNanos) {
         if (gateway == null || gateway.isEmpty()) {
@@ -97,6 +99,7 @@ final class DefaultDataPlane implements DataPlane {
             k.retryTokens.floorPerSecond(floor);
         }
         retryBudgets.keySet().retainAll(c.byId.keySet());
+        fair.retain(c.byId.keySet());
     }
 
     // ---------------------------------------------------------------- request path
@@ -130,9 +133,13 @@ final class DefaultDataPlane implements DataPlane {
         }
         // A snapshot too old to trust its shed fractions (the demand they were computed for has moved on) still
         // has the best weights there are: keys keep their engines, and load beyond what they planned spills
-        if (!stale && k.shed > 0
-                && Hashing.unit(Hashing.mix(request.requestId() ^ Hashing.ADMISSION_SALT)) < k.shed) {
-            return shed(c, k);
+        String tenant = request.tenant();
+        FairShares.ClassShares shares = tenant == null ? null : fair.arrived(k.id, tenant, request.tenantWeight(), now);
+        if (!stale && k.shed > 0) {
+            boolean drawn = Hashing.unit(Hashing.mix(request.requestId() ^ Hashing.ADMISSION_SALT)) < k.shed;
+            if (shares == null ? drawn : fair.shed(shares, tenant, k.shed, drawn, now)) {
+                return shed(c, k);
+            }
         }
         if (k.table == null) {
             return noAllowedEngine(c, k);

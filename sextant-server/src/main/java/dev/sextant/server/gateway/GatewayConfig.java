@@ -53,6 +53,10 @@ import java.time.Duration;
  *                        {@link #DEFAULT_ENGINE_KEEP_ALIVE}); keep it below the engines' own keep-alive timeout, so that
  *                        a request is not sent on a connection the engine is closing
  * @param classTimeouts   the timeouts of the classes that do not take the gateway's own, by class id
+ * @param tenantsFile     the tenants file (API keys, what each tenant may send and its limits), read again when it
+ *                        changes; null for an open gateway, which takes requests from anyone ({@code docs/tenants.md})
+ * @param residency       the regions everything this gateway receives must stay in, whoever sends it; empty for no
+ *                        such requirement. A request's residency is narrowed to it ({@code docs/tenants.md})
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstTokenTimeout, Duration idleTimeout, Duration totalTimeout,
@@ -60,7 +64,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                             boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
                             ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken,
                             java.nio.file.Path snapshotCache, boolean busyPoll, Duration probeInterval,
-                            Duration engineKeepAlive, java.util.Map<String, RequestTimeouts> classTimeouts) {
+                            Duration engineKeepAlive, java.util.Map<String, RequestTimeouts> classTimeouts,
+                            java.nio.file.Path tenantsFile, java.util.List<String> residency) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
     /** The default limit of open streams per HTTP/2 connection, 100 (RFC 9113 §6.5.2 asks for no fewer). */
@@ -113,6 +118,12 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             throw new IllegalArgumentException("class_timeouts: missing (expected: a map of class id to timeouts)");
         }
         classTimeouts = java.util.Map.copyOf(classTimeouts);
+        residency = residency == null ? java.util.List.of() : java.util.List.copyOf(residency);
+        for (String r : residency) {
+            if (r.isBlank()) {
+                throw new IllegalArgumentException("residency: a blank region (expected: region ids)");
+            }
+        }
     }
 
     /** The timeouts of a request of class {@code classId}: its class's, else the gateway's. */
@@ -130,7 +141,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofMinutes(10), Drain.immediate(), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
                 ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null, false,
-                DEFAULT_PROBE_INTERVAL, DEFAULT_ENGINE_KEEP_ALIVE, java.util.Map.of());
+                DEFAULT_PROBE_INTERVAL, DEFAULT_ENGINE_KEEP_ALIVE, java.util.Map.of(), null, java.util.List.of());
     }
 
     /** With another address. */
@@ -258,6 +269,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         b.probeInterval = probeInterval;
         b.engineKeepAlive = engineKeepAlive;
         b.classTimeouts = classTimeouts;
+        b.tenantsFile = tenantsFile;
+        b.residency = residency;
         return b;
     }
 
@@ -291,6 +304,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         private Duration probeInterval;
         private Duration engineKeepAlive;
         private java.util.Map<String, RequestTimeouts> classTimeouts;
+        private java.nio.file.Path tenantsFile;
+        private java.util.List<String> residency;
 
         private Builder() {
         }
@@ -439,6 +454,18 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             return this;
         }
 
+        /** Sets {@link GatewayConfig#tenantsFile()}. */
+        public Builder tenantsFile(java.nio.file.Path value) {
+            this.tenantsFile = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#residency()}. */
+        public Builder residency(java.util.List<String> value) {
+            this.residency = value;
+            return this;
+        }
+
         /** Sets {@link GatewayConfig#classTimeouts()}. */
         public Builder classTimeouts(java.util.Map<String, RequestTimeouts> value) {
             this.classTimeouts = value;
@@ -454,7 +481,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                     idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls,
                     clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
-                    probeInterval, engineKeepAlive, classTimeouts);
+                    probeInterval, engineKeepAlive, classTimeouts, tenantsFile, residency);
         }
     }
 
@@ -470,6 +497,6 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + ", engineToken="
                 + (engineToken == null ? "null" : "(redacted)") + ", snapshotCache=" + snapshotCache + ", busyPoll=" + busyPoll
                 + ", probeInterval=" + probeInterval + ", engineKeepAlive=" + engineKeepAlive + ", classTimeouts="
-                + classTimeouts + "]";
+                + classTimeouts + ", tenantsFile=" + tenantsFile + ", residency=" + residency + "]";
     }
 }
