@@ -28,11 +28,15 @@ import java.time.Duration;
  *                           to run without a queue, so that an engine rated too low can show its room, ≥ 0 (0.15)
  * @param observedDemand     true: demand from the gateways' reports, the topology's as the prior; false: the
  *                           topology's demand only
+ * @param overloadTtftFactor while the allowed engines cannot carry the demand (the policy sheds), the engines it fills
+ *                           are planned no fuller than where their estimated TTFT reaches this multiple of their idle
+ *                           TTFT, so that lower priorities are refused instead of every priority queueing; never at
+ *                           the cost of shedding more of the highest priority, &gt; 1, or infinite for no such bound (2)
  */
 public record ControlOptions(double priorWeight, Duration lawHalfLife, double slowFactor, double recoveredFactor,
                              int minTokenGaps, double errorRateLimit, int minAttempts, int missedScrapes,
                              Duration demandWindow, double publishGain, double publishGainMs, Duration canaryInterval,
-                             double probeMargin, boolean observedDemand) {
+                             double probeMargin, boolean observedDemand, double overloadTtftFactor) {
 
     public ControlOptions {
         if (!(priorWeight > 0) || Double.isInfinite(priorWeight)) {
@@ -69,6 +73,10 @@ public record ControlOptions(double priorWeight, Duration lawHalfLife, double sl
         if (!(probeMargin >= 0) || Double.isInfinite(probeMargin)) {
             throw new IllegalArgumentException("probe_margin: " + probeMargin + " (expected: a finite number >= 0)");
         }
+        if (!(overloadTtftFactor > 1)) {
+            throw new IllegalArgumentException("overload_ttft_factor: " + overloadTtftFactor
+                    + " (expected: a number > 1, or infinite)");
+        }
     }
 
     private static void positive(String field, Duration d) {
@@ -80,39 +88,48 @@ public record ControlOptions(double priorWeight, Duration lawHalfLife, double sl
     /** The defaults above. */
     public static ControlOptions defaults() {
         return new ControlOptions(20, Duration.ofMinutes(10), 1.5, 1.2, 30, 0.2, 20, 3, Duration.ofSeconds(60), 0.0025,
-                0.5, Duration.ofSeconds(5), 0.15, true);
+                0.5, Duration.ofSeconds(5), 0.15, true, 2);
     }
 
     /** These options with another number of missed scrapes before an engine is down. */
     public ControlOptions withMissedScrapes(int n) {
         return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
-                minAttempts, n, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin, observedDemand);
+                minAttempts, n, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin, observedDemand,
+                overloadTtftFactor);
     }
 
     /** These options with another error rate limit. */
     public ControlOptions withErrorRateLimit(double limit) {
         return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, limit,
                 minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
-                observedDemand);
+                observedDemand, overloadTtftFactor);
     }
 
     /** These options with demand from the reports ({@code true}) or from the topology only. */
     public ControlOptions withObservedDemand(boolean observed) {
         return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
                 minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
-                observed);
+                observed, overloadTtftFactor);
     }
 
     /** These options with another publication threshold. */
     public ControlOptions withPublishGain(double relative, double ms) {
         return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
-                minAttempts, missedScrapes, demandWindow, relative, ms, canaryInterval, probeMargin, observedDemand);
+                minAttempts, missedScrapes, demandWindow, relative, ms, canaryInterval, probeMargin, observedDemand,
+                overloadTtftFactor);
     }
 
     /** These options with another canary interval. */
     public ControlOptions withCanaryInterval(Duration interval) {
         return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
                 minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, interval, probeMargin,
-                observedDemand);
+                observedDemand, overloadTtftFactor);
+    }
+
+    /** These options with another bound on how full the engines are planned while the policy sheds. */
+    public ControlOptions withOverloadTtftFactor(double factor) {
+        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+                minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
+                observedDemand, factor);
     }
 }

@@ -15,6 +15,7 @@ import dev.sextant.topology.MeasuredProfile;
 import dev.sextant.topology.Model;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
+import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -559,6 +560,29 @@ final class DefaultControlLoop implements ControlLoop {
                             relaxed) + " planned up to the rating until one does)";
                 }
             }
+            if (candidate.objective().shedRps() > 0) {
+                List<String> bounded = new ArrayList<>();
+                double top = shedAtTop(candidate);
+                // the tightest bound, then halfway back towards none, while it would shed more of the top priority
+                for (double part = 1; part >= 0.25 && bounded.isEmpty(); part /= 2) {
+                    List<String> ids = new ArrayList<>();
+                    Topology t = belowQueueing(solveFor, candidate, part, ids);
+                    if (ids.isEmpty()) {
+                        break;
+                    }
+                    Snapshot c = optimizer.solve(t, opts);
+                    if (shedAtTop(c) <= top * (1 + 1e-9) + 1e-9) {
+                        candidate = c;
+                        solveFor = t;
+                        bounded = ids;
+                    }
+                }
+                if (!bounded.isEmpty()) {
+                    unproven += "; engines planned no fuller than where their TTFT reaches "
+                            + BigDecimal.valueOf(options.overloadTtftFactor()).stripTrailingZeros().toPlainString()
+                            + "× idle while the fleet is short (" + String.join(", ", bounded) + ")";
+                }
+            }
         } catch (RuntimeException e) {
             last = new Step(now, null, false, "solve failed: " + e, Double.NaN, Double.NaN, solveFor, est);
             return last;
@@ -574,6 +598,76 @@ final class DefaultControlLoop implements ControlLoop {
             restored = null;
         }
         return last;
+    }
+
+    /**
+     * {@code t} with each engine that {@code shedding} (a solve that sheds) fills to its effective capacity planned no
+     * fuller than where its estimated TTFT reaches {@link ControlOptions#overloadTtftFactor()} times its idle TTFT
+     * (docs/control-loop.md, "Shedding needs a queue"): the bound is written as a lower health, which scales the
+     * capacity bound and leaves the latency at each load as it is. The ids of the engines bounded go to {@code out}.
+     */
+    private Topology belowQueueing(Topology t, Snapshot shedding, double part, List<String> out) {
+        double factor = options.overloadTtftFactor();
+        if (Double.isInfinite(factor)) {
+            return t;
+        }
+        List<Engine> es = new ArrayList<>(t.engines().size());
+        for (Engine e : t.engines()) {
+            dev.sextant.snapshot.EngineState st = shedding.engines().get(e.id());
+            double rho = utilizationAtTtft(e.profile(), factor);
+            double health = e.health() - part * (e.health() - rho / (1 - t.headroom()));
+            if (st != null && st.effectiveCapacityRps() > 0 && st.loadRps() >= FULL * st.effectiveCapacityRps()
+                    && health < e.health()) {
+                es.add(e.withHealth(health));
+                out.add(e.id());
+            } else {
+                es.add(e);
+            }
+        }
+        return out.isEmpty() ? t : t.withEngines(es);
+    }
+
+    /** A solve's load at or above this fraction of an engine's effective capacity fills it. */
+    private static final double FULL = 0.999;
+
+    /**
+     * The utilization at which {@code profile}'s TTFT reaches {@code factor} times its value at no load, by bisection
+     * (TTFT is non-decreasing in ρ); the profile's last point when it never does.
+     */
+    static double utilizationAtTtft(LatencyProfile profile, double factor) {
+        double target = factor * profile.ttftMs(0);
+        double lo = 0;
+        double hi = Batching.SAMPLES[Batching.SAMPLES.length - 1];
+        if (profile.ttftMs(hi) <= target) {
+            return hi;
+        }
+        for (int i = 0; i < 40; i++) {
+            double mid = (lo + hi) / 2;
+            if (profile.ttftMs(mid) <= target) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
+    }
+
+    /** Requests per second {@code s} sheds of the classes of the highest priority it routes. */
+    private static double shedAtTop(Snapshot s) {
+        int top = Integer.MIN_VALUE;
+        double shed = 0;
+        for (Map<String, Route> byClass : s.routes().values()) {
+            for (Route r : byClass.values()) {
+                if (r.priority() > top) {
+                    top = r.priority();
+                    shed = 0;
+                }
+                if (r.priority() == top) {
+                    shed += r.demandRps() * r.shedFraction();
+                }
+            }
+        }
+        return shed;
     }
 
     /** The topology in force with every estimate written in: what the optimizer prices. */
