@@ -27,8 +27,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Engines registering under leases (docs/etcd.md, "Engine registration"), with a real etcd, engine emulators and a
- * control plane whose topology file lists no engine: a registered engine joins and gets traffic once it answered; one
- * that never answered joins without traffic; registrations that do not fit are refused, logged and counted, and the
+ * control plane whose topology file lists no engine: a registered engine joins and is taken into service once it
+ * answered; one that never answered joins without traffic; registrations that do not fit are refused, logged and counted, and the
  * control plane goes on; an engine leaves when its registrar is closed, killed (its lease runs out) or finds the
  * engine no longer answering.
  */
@@ -73,6 +73,11 @@ class RegistrationIT extends OneEtcdMember {
         }
     }
 
+    static boolean inService(ControlPlane cp, String engine) {
+        JsonNode e = health(cp).get("engines").get(engine);
+        return e != null && e.get("healthy").asBoolean();
+    }
+
     static boolean routed(ControlPlane cp, String engine) {
         var route = cp.current().routes().get("east").get("chat");
         return route.weights().getOrDefault(engine, 0.0) > 0;
@@ -108,9 +113,11 @@ class RegistrationIT extends OneEtcdMember {
 
             assertThat(EtcdCluster.await(() -> engines(cp).equals(Set.of("e1", "e2", "silent")), Duration.ofSeconds(20)))
                     .as("registered engines join: " + engines(cp)).isTrue();
-            assertThat(EtcdCluster.await(() -> routed(cp, "e1") && routed(cp, "e2"), Duration.ofSeconds(30)))
-                    .as("both get traffic once seen answering, e2 (no metrics) through canaries: "
-                            + cp.current().routes()).isTrue();
+            // in service once seen answering, e2 (no metrics) through canaries; the optimizer may still leave one of
+            // them without traffic when a canary found it slower than the other
+            assertThat(EtcdCluster.await(() -> inService(cp, "e1") && inService(cp, "e2")
+                    && (routed(cp, "e1") || routed(cp, "e2")), Duration.ofSeconds(30)))
+                    .as("both in service once seen answering: " + health(cp).get("engines")).isTrue();
             JsonNode h = health(cp);
             assertThat(h.get("engines").get("silent").get("healthy").asBoolean())
                     .as("never answered: unproven, then down once a canary failed").isFalse();
