@@ -93,8 +93,10 @@ final class ControlPlaneCommand implements Callable<Integer> {
             out.flush();
             return 0;
         }
+        // with etcd, engines may also register (docs/etcd.md): every replica merges them into its topology
         ControlPlane cp = etcdOptions == null ? ControlPlane.start(c)
-                : ControlPlane.start(c, dev.sextant.etcd.Etcd.leadership(etcdOptions));
+                : ControlPlane.start(c, dev.sextant.etcd.Etcd.leadership(etcdOptions),
+                        dev.sextant.etcd.Etcd.registry(etcdOptions));
         out.println("control plane on " + cp.uri() + " (topology " + topology + ", snapshot " + cp.current().version() + ")");
         out.flush();
         Running.untilStopped(out, run.duration, cp);

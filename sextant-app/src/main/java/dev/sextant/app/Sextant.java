@@ -62,6 +62,7 @@ public final class Sextant implements Callable<Integer> {
                 .addSubcommand(new ControlPlaneCommand(out))
                 .addSubcommand(new EngineCommand())
                 .addSubcommand(new HashKeyCommand(out))
+                .addSubcommand(new RegisterCommand(out))
                 .addSubcommand(new SimulateCommand(out, System.err))
                 .addSubcommand(new AccuracyCommand(out, System.err))
                 .addSubcommand(new CommandLine.HelpCommand());

@@ -86,7 +86,7 @@ class SextantTest {
 
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.ValueSource(strings = {"solve", "explain", "compare", "demo", "gateway",
-        "control-plane", "engine", "simulate"})
+        "control-plane", "engine", "register", "simulate"})
     void everyCommand_answersHelp_bothWays(String command) {
         // "Try 'sextant solve --help'" is what a usage error says: it must work
         assertThat(run(fakes(), command, "--help")).as(stderr).isZero();
@@ -113,12 +113,28 @@ class SextantTest {
         assertThat(stdout.strip()).matches("sextant \\d+\\.\\d+\\.\\d+(-SNAPSHOT)?");
     }
 
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', textBlock = """
+            no etcd            | --id e1 --endpoint http://127.0.0.1:9 --cluster c --hardware h --models m                         | register: --etcd: missing (expected: the etcd members, or --config with an etcd map)
+            bad endpoint       | --etcd http://127.0.0.1:9 --id e1 --endpoint 127.0.0.1:9 --cluster c --hardware h --models m       | register: --endpoint: '127.0.0.1:9' (expected: an http:// or https:// URL with a host, such as http://10.0.0.7:8000)
+            id with slash      | --etcd http://127.0.0.1:9 --id a/b --endpoint http://h:1 --cluster c --hardware h --models m       | register: --id: 'a/b' (expected: a non-empty id without /)
+            bad scheduling     | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --priority-scheduling fifo | register: --priority-scheduling: 'fifo' (expected: none, lower_first or higher_first)
+            relative metrics   | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --metrics-path metrics | register: --metrics-path: 'metrics' (expected: a path starting with /, or null for an engine without metrics)
+            zero health period | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --health-interval 0 | register: --health-interval: 0.0 (expected: seconds > 0)
+            etcd not a URL     | --etcd ftp://h:1 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m                 | register: --etcd: etcd.endpoints: ftp://h:1 (expected: http://host:port or https://host:port)
+            """)
+    void register_badInput_isRefusedNamingTheOption_beforeAnythingStarts(String kind, String args, String message) {
+        String[] words = ("register " + args.trim()).split(" +");
+        assertThat(run(fakes(), words)).as(kind).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr.lines().toList()).as(kind).containsExactly(message);
+    }
+
     @Test
     void unknownCommand_isNamed_withTheCommandsThereAre() {
         assertThat(run(fakes(), "x")).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr.lines().toList()).containsExactly(
                 "sextant: unknown command 'x' (expected one of: solve, explain, compare, demo, gateway, control-plane,"
-                        + " engine, hash-key, simulate, accuracy, help)",
+                        + " engine, hash-key, register, simulate, accuracy, help)",
                 "Try 'sextant --help'.");
         assertThat(stdout).isEmpty();
     }

@@ -10,6 +10,7 @@ import dev.sextant.snapshot.RetryBudget;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.EngineCluster;
 import dev.sextant.topology.GatewayCluster;
+import dev.sextant.topology.HardwareKind;
 import dev.sextant.topology.LatencyProfile;
 import dev.sextant.topology.MeasuredProfile;
 import dev.sextant.topology.Model;
@@ -42,11 +43,12 @@ import java.util.regex.Pattern;
 public final class TopologyLoader {
 
     private static final List<String> ROOT_KEYS = List.of("gateway_clusters", "engine_clusters", "network_rtt_ms",
-            "models", "engines", "classes", "demand_rps", "headroom", "affinity_discount_ms", "retry_budget");
+            "models", "hardware", "engines", "classes", "demand_rps", "headroom", "affinity_discount_ms", "retry_budget");
     private static final List<String> CLUSTER_KEYS = List.of("id", "region");
     private static final List<String> MODEL_KEYS = List.of("id", "output_tokens");
     private static final List<String> ENGINE_KEYS = List.of("id", "cluster", "endpoint", "models", "capacity_rps",
-            "profile", "health", "priority_scheduling");
+            "profile", "health", "priority_scheduling", "hardware");
+    private static final List<String> HARDWARE_KEYS = List.of("capacity_rps", "profile");
     private static final List<String> CLASS_KEYS = List.of("id", "model", "residency", "priority");
     private static final List<String> PARAMETRIC_KEYS = List.of("ttft_ms", "tbt_ms", "tbt_slope");
     private static final List<String> MEASURED_KEYS = List.of("points");
@@ -60,6 +62,14 @@ public final class TopologyLoader {
 
     /** Loads the topology in {@code file}; messages name the file as given. */
     public static Topology load(Path file) throws TopologyException {
+        return load(ConfigReader.read(file)).topology();
+    }
+
+    /**
+     * Loads the topology in {@code file} with its hardware kinds, the ratings an engine that registers takes from
+     * the kind it names (docs/etcd.md, "Engine registration"); messages name the file as given.
+     */
+    public static TopologyFile loadFile(Path file) throws TopologyException {
         return load(ConfigReader.read(file));
     }
 
@@ -69,16 +79,22 @@ public final class TopologyLoader {
      * @param source the name messages give the text, e.g. its file name
      */
     public static Topology load(String yaml, String source) throws TopologyException {
+        return load(ConfigReader.of(yaml, source)).topology();
+    }
+
+    /** As {@link #load(String, String)}, with the file's hardware kinds. */
+    public static TopologyFile loadFile(String yaml, String source) throws TopologyException {
         return load(ConfigReader.of(yaml, source));
     }
 
-    private static Topology load(ConfigReader r) throws TopologyException {
+    private static TopologyFile load(ConfigReader r) throws TopologyException {
         Mapping root = r.root("a mapping with keys " + String.join(", ", ROOT_KEYS), false);
-        Topology t = root == null ? null : new Reading(r).topology(root);
+        Reading reading = new Reading(r);
+        Topology t = root == null ? null : reading.topology(root);
         if (t == null || !r.ok()) {
             throw new TopologyException(r.sorted());
         }
-        return t;
+        return new TopologyFile(t, reading.hardware);
     }
 
     /** The state of one load: the reading of the file, what was built. */
@@ -88,6 +104,10 @@ public final class TopologyLoader {
         private final Set<String> failedNames = new HashSet<>();
         /** list name → YAML index of each built entry, to map {@link Topology#problems} paths back. */
         private final Map<String, List<Integer>> yamlIndex = new LinkedHashMap<>();
+        /** The hardware kinds that loaded, by id. */
+        private final Map<String, HardwareKind> hardware = new LinkedHashMap<>();
+        /** Hardware kinds written but not loaded: an engine naming one is not reported again. */
+        private final Set<String> failedKinds = new HashSet<>();
 
         Reading(ConfigReader r) {
             this.r = r;
@@ -99,7 +119,10 @@ public final class TopologyLoader {
             List<EngineCluster> clusters = list(root, "engine_clusters", this::engineCluster, CLUSTER_KEYS, true);
             Map<String, Map<String, Double>> rtt = table(root, "network_rtt_ms");
             List<Model> models = list(root, "models", this::model, MODEL_KEYS, false);
-            List<Engine> engines = list(root, "engines", this::engine, ENGINE_KEYS, false);
+            hardwareKinds(root);
+            // engines may all register instead (docs/etcd.md): the list may be absent
+            List<Engine> engines = r.value(root, "", "engines", "a list", false) == null ? List.of()
+                    : list(root, "engines", this::engine, ENGINE_KEYS, false);
             List<TrafficClass> classes = list(root, "classes", this::trafficClass, CLASS_KEYS, false);
             Map<String, Map<String, Double>> demand = table(root, "demand_rps");
             Double headroom = r.number(root, "", "headroom", Topology.DEFAULT_HEADROOM);
@@ -218,13 +241,49 @@ public final class TopologyLoader {
             return r.build(p, () -> new TrafficClass(id, model, residency, priority));
         }
 
+        /** {@code hardware: {kind: {capacity_rps, profile}}}: each kind that loads goes in {@link #hardware}. */
+        private void hardwareKinds(Mapping root) {
+            Mapping kinds = r.optionalMapping(root, "", "hardware", "a mapping of hardware kind to {capacity_rps, profile}");
+            if (kinds == null) {
+                return;
+            }
+            kinds.entries().forEach((id, e) -> {
+                String p = YamlTree.child("hardware", id);
+                int before = r.count();
+                if (!(e.value() instanceof Mapping m)) {
+                    r.wrongType("hardware", id, e.value(), "a mapping with capacity_rps and profile");
+                    failedKinds.add(id);
+                    return;
+                }
+                r.keys(m, p, HARDWARE_KEYS);
+                Double capacity = r.number(m, p, "capacity_rps", null);
+                LatencyProfile profile = profile(m, p);
+                HardwareKind k = capacity == null || profile == null ? null
+                        : r.build(p, () -> new HardwareKind(id, capacity, profile));
+                if (k == null || r.count() > before) {
+                    failedKinds.add(id);
+                } else {
+                    hardware.put(id, k);
+                }
+            });
+        }
+
         private Engine engine(Mapping m, String p) {
             String id = r.string(m, p, "id");
             String cluster = r.string(m, p, "cluster");
             String endpoint = r.string(m, p, "endpoint");
             List<String> models = r.stringList(m, p, "models", null);
-            Double capacity = r.number(m, p, "capacity_rps", null);
-            LatencyProfile profile = profile(m, p);
+            // a hardware kind gives the rating the engine does not write itself
+            String kind = r.string(m, p, "hardware", null);
+            HardwareKind hw = kind == null ? null : hardware.get(kind);
+            if (kind != null && hw == null && !failedKinds.contains(kind)) {
+                r.problem(YamlTree.child(p, "hardware"), "unknown hardware kind '" + kind + "' (expected one of "
+                        + new java.util.TreeSet<>(hardware.keySet()) + ")");
+            }
+            Double capacity = r.number(m, p, "capacity_rps", kind == null ? null
+                    : hw == null ? Double.NaN : hw.capacityRps());
+            LatencyProfile profile = kind == null || r.value(m, p, "profile", "a profile", false) != null
+                    ? profile(m, p) : hw == null ? null : hw.profile();
             Double health = r.number(m, p, "health", 1.0);
             PriorityScheduling scheduling = priorityScheduling(m, p);
             if (endpoint != null && !endpoint.isBlank() && !Urls.isHttpBase(endpoint)) {
@@ -233,7 +292,7 @@ public final class TopologyLoader {
                 return null;
             }
             if (id == null || cluster == null || endpoint == null || models == null || capacity == null
-                    || profile == null || health == null || scheduling == null) {
+                    || profile == null || health == null || scheduling == null || (kind != null && hw == null)) {
                 return null;
             }
             return r.build(p, () -> new Engine(id, cluster, endpoint, models, capacity, profile, health, scheduling));

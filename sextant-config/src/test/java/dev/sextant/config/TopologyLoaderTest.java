@@ -234,7 +234,7 @@ class TopologyLoaderTest {
             duplicate cluster id    | {id: gpu-west             | {id: gpu-east                   | 9  | engine_clusters[1].id     | duplicate id 'gpu-east'
             duplicate yaml key      | capacity_rps: 80          | capacity_rps: 80\\n    capacity_rps: 90 | 27 | engines[1].capacity_rps | duplicate key 'capacity_rps' (expected: each key once; first at line 26)
             unknown scheduling      | capacity_rps: 80          | capacity_rps: 80\\n    priority_scheduling: fifo | 27 | engines[1].priority_scheduling | 'fifo' (expected: none, lower_first (vLLM --scheduling-policy priority) or higher_first
-            unknown key in engine   | capacity_rps: 80          | capacity: 80                    | 26 | engines[1].capacity       | unknown key 'capacity' (expected one of: id, cluster, endpoint, models, capacity_rps, profile, health, priority_scheduling)
+            unknown key in engine   | capacity_rps: 80          | capacity: 80                    | 26 | engines[1].capacity       | unknown key 'capacity' (expected one of: id, cluster, endpoint, models, capacity_rps, profile, health, priority_scheduling, hardware)
             unknown key at top      | headroom: 0.1             | head_room: 0.1                  | 33 | head_room                 | unknown key 'head_room' (expected one of: gateway_clusters,
             unknown key in profile  | tbt_slope: 1.0}\\nclasses | tbt_slop: 1.0}\\nclasses        | 27 | engines[1].profile.tbt_slop | unknown key 'tbt_slop' (expected one of: ttft_ms, tbt_ms, tbt_slope)
             string for number       | capacity_rps: 80          | capacity_rps: fast              | 26 | engines[1].capacity_rps   | 'fast' (expected: a number)
@@ -251,6 +251,7 @@ class TopologyLoaderTest {
             endpoint of ftp         | endpoint: http://127.0.0.1:9102 | endpoint: ftp://h:21      | 24 | engines[1].endpoint       | 'ftp://h:21' (expected: an http://
             endpoint port too high  | endpoint: http://127.0.0.1:9102 | endpoint: http://h:99999  | 24 | engines[1].endpoint       | 'http://h:99999' (expected: an http://
             endpoint with spaces    | endpoint: http://127.0.0.1:9102 | endpoint: http://my host  | 24 | engines[1].endpoint       | 'http://my host' (expected: an http://
+            unknown hardware kind   | capacity_rps: 80          | hardware: a100                  | 26 | engines[1].hardware       | unknown hardware kind 'a100' (expected one of [])
             missing top-level list  | classes:\\n  - {id: chat, model: llama-3.1-70b, priority: 0}\\n | | 1 | classes       | missing (expected: a list)
             """)
     void load_mistake_namesFileLineAndField(String kind, String from, String to, int line, String path, String message) {
@@ -264,6 +265,58 @@ class TopologyLoaderTest {
             assertThat(p.message()).contains(message);
         });
         assertThat(e.getMessage()).as(kind).contains("talk.yaml:" + line + ": " + path + ": ");
+    }
+
+    /** talk.yaml rating its engines through one hardware kind; west-1 keeps a capacity of its own. */
+    static final String WITH_HARDWARE = """
+            gateway_clusters: [{id: east, region: us-east}]
+            engine_clusters: [{id: gpu-east, region: us-east}]
+            network_rtt_ms: {east: {gpu-east: 2}}
+            models: [{id: m, output_tokens: 100}]
+            hardware:
+              h100: {capacity_rps: 100, profile: {ttft_ms: 150, tbt_ms: 20}}
+            engines:
+              - {id: e1, cluster: gpu-east, endpoint: 'http://127.0.0.1:9101', models: [m], hardware: h100}
+              - {id: e2, cluster: gpu-east, endpoint: 'http://127.0.0.1:9102', models: [m], hardware: h100, capacity_rps: 80}
+            classes: [{id: chat, model: m}]
+            demand_rps: {east: {chat: 10}}
+            """;
+
+    @Test
+    void loadFile_hardwareKinds_rateTheEnginesThatNameThem_ownKeysWin() throws TopologyException {
+        TopologyFile f = TopologyLoader.loadFile(WITH_HARDWARE, "hw.yaml");
+
+        assertThat(f.hardware()).containsOnlyKeys("h100");
+        assertThat(f.hardware().get("h100").capacityRps()).isEqualTo(100.0);
+        assertThat(f.topology().engines()).extracting(Engine::capacityRps).containsExactly(100.0, 80.0);
+        assertThat(f.topology().engines().get(0).profile()).isEqualTo(new ParametricProfile(150, 20, 1.0));
+    }
+
+    @Test
+    void load_withoutEngines_loadsAnEmptyFleet_forEnginesThatRegister() throws TopologyException {
+        String yaml = WITH_HARDWARE.substring(0, WITH_HARDWARE.indexOf("engines:"))
+                + WITH_HARDWARE.substring(WITH_HARDWARE.indexOf("classes:"));
+
+        assertThat(TopologyLoader.load(yaml, "hw.yaml").engines()).isEmpty();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            unknown kind            | hardware: h100, capacity_rps: 80} | hardware: a100, capacity_rps: 80} | 9  | engines[1].hardware | unknown hardware kind 'a100' (expected one of [h100])
+            kind without capacity   | {capacity_rps: 100, profile:  | {profile:                         | 6  | hardware.h100.capacity_rps | missing (expected: a number)
+            kind with unknown key   | {capacity_rps: 100,           | {capacity_rps: 100, gpus: 8,      | 6  | hardware.h100.gpus | unknown key 'gpus' (expected one of: capacity_rps, profile)
+            kind not a mapping      | h100: {capacity_rps: 100, profile: {ttft_ms: 150, tbt_ms: 20}} | h100: fast | 6 | hardware.h100 | 'fast' (expected: a mapping with capacity_rps and profile)
+            """)
+    void load_hardwareMistake_namesFileLineAndField_once(String kind, String from, String to, int line, String path,
+                                                         String message) {
+        assertThat(WITH_HARDWARE).contains(from);
+        TopologyException e = catchThrowableOfType(TopologyException.class,
+                () -> TopologyLoader.load(WITH_HARDWARE.replaceFirst(java.util.regex.Pattern.quote(from),
+                        java.util.regex.Matcher.quoteReplacement(to)), "hw.yaml"));
+
+        assertThat(e).as(kind).isNotNull();
+        assertThat(e.problems()).as(kind).hasSize(1);
+        assertThat(e.getMessage()).as(kind).contains("hw.yaml:" + line + ": " + path + ": " + message);
     }
 
     @Test

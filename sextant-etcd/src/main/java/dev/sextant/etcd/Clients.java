@@ -74,6 +74,18 @@ final class Clients {
         }
     }
 
+    /** Closes a watch that ended or failed; it may be closed already. */
+    static void closeQuietly(io.etcd.jetcd.Watch.Watcher w) {
+        if (w == null) {
+            return;
+        }
+        try {
+            w.close();
+        } catch (RuntimeException ignored) {
+            // closed already
+        }
+    }
+
     /** etcd did not answer, or answered with an error. */
     static final class EtcdUnavailable extends RuntimeException {
         private static final long serialVersionUID = 1L;

@@ -1,7 +1,9 @@
 package dev.sextant.etcd;
 
 import dev.sextant.request.Ticker;
+import dev.sextant.server.control.EngineRegistry;
 import dev.sextant.server.control.Leadership;
+import dev.sextant.server.control.Registration;
 import dev.sextant.server.gateway.SnapshotSource;
 import java.time.Clock;
 import java.time.Duration;
@@ -55,5 +57,31 @@ public final class Etcd {
             throw new IllegalArgumentException("gateway_cluster: " + gatewayCluster + " (expected: an id without /)");
         }
         return new EtcdSource(Clients.connect(options), options, gatewayCluster, confirmEvery, Clock.systemUTC());
+    }
+
+    /**
+     * The engines registered under {@code options.prefix()}, watched, for a control plane to merge into its topology
+     * ({@code ControlPlane.start(config, leadership, registry)}). Reads what is registered before it returns, when etcd
+     * answers within a few seconds.
+     *
+     * @throws IllegalArgumentException when a password or TLS file cannot be read or used (the message names it)
+     */
+    public static EngineRegistry registry(EtcdOptions options) {
+        return new EtcdRegistry(Clients.connect(options), options);
+    }
+
+    /**
+     * Registers {@code engine} under {@code options.prefix()} with a lease of {@code options.leaseTtl()}, and keeps it
+     * registered while its {@code /health} answers (checked every {@code healthInterval}); closing it takes the engine
+     * out at once.
+     *
+     * @throws IllegalArgumentException when a password or TLS file cannot be read or used (the message names it), or
+     *                                  {@code healthInterval} is not positive
+     */
+    public static EngineRegistrar register(EtcdOptions options, Registration engine, Duration healthInterval) {
+        if (healthInterval == null || healthInterval.isNegative() || healthInterval.isZero()) {
+            throw new IllegalArgumentException("health_interval: " + healthInterval + " (expected: > 0)");
+        }
+        return new EngineRegistrar(Clients.connect(options), options, engine, healthInterval);
     }
 }

@@ -206,13 +206,7 @@ final class EtcdSource implements SnapshotSource {
     private void watchBroken() {
         Watch.Watcher w = watcher;
         watcher = null;
-        if (w != null) {
-            try {
-                w.close();
-            } catch (RuntimeException ignored) {
-                // closed already
-            }
-        }
+        Clients.closeQuietly(w);
         wake.offer(Boolean.TRUE);
     }
 

@@ -12,13 +12,15 @@ import java.nio.charset.StandardCharsets;
  *   <li>{@code P/version}: the highest snapshot version reserved, 20 digits so that etcd's byte order is numeric
  *       order and a transaction can require the next version to be above it;</li>
  *   <li>{@code P/views/<gateway cluster>}: that gateway cluster's view of the current snapshot (gateways watch it);</li>
- *   <li>{@code P/chunks/<gateway cluster>/<version>/<i>}: the parts of a view too large for one value.</li>
+ *   <li>{@code P/chunks/<gateway cluster>/<version>/<i>}: the parts of a view too large for one value;</li>
+ *   <li>{@code P/engines/<id>}: a registered engine ({@code Registration#json}), under its registrar's lease.</li>
  * </ul>
  */
 final class Keys {
     final ByteSequence leader;
     final ByteSequence version;
     final String members;
+    final String engines;
     private final String prefix;
 
     Keys(String prefix) {
@@ -26,6 +28,11 @@ final class Keys {
         this.leader = bytes(prefix + "/leader");
         this.version = bytes(prefix + "/version");
         this.members = prefix + "/members/";
+        this.engines = prefix + "/engines/";
+    }
+
+    ByteSequence engine(String id) {
+        return bytes(engines + id);
     }
 
     ByteSequence member(String url) {

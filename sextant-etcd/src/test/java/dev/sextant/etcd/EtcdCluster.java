@@ -82,6 +82,18 @@ final class EtcdCluster implements AutoCloseable {
         }
     }
 
+    /** Kills member {@code i} (SIGKILL: as a crash). */
+    void kill(int i) throws InterruptedException {
+        members[i].destroyForcibly();
+        members[i].waitFor(10, TimeUnit.SECONDS);
+    }
+
+    /** Starts member {@code i} again, on its ports and data, and waits until every member is healthy. */
+    void restart(int i) throws IOException {
+        start(i);
+        awaitHealthy();
+    }
+
     /** Starts every member again, on the same ports and data. */
     void restart() throws IOException {
         for (int i = 0; i < members.length; i++) {

@@ -333,6 +333,11 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         } else {
             root.put("topology_error", cp.topologyError());
         }
+        root.put("registered_engines", cp.registeredEngines().size());
+        ObjectNode refused = root.putObject("refused_registrations");
+        for (RegisteredEngines.Refusal r : cp.refusedRegistrations()) {
+            refused.put(r.id(), r.reason().label() + ": " + r.why());
+        }
         Step last = cp.lastStep();
         root.set("last_step", Http.JSON.valueToTree(lastStep(last)));
         Estimates e = cp.estimates();

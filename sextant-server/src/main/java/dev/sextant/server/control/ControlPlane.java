@@ -2,6 +2,7 @@ package dev.sextant.server.control;
 
 import dev.sextant.config.ConfigProblem;
 import dev.sextant.config.TopologyException;
+import dev.sextant.config.TopologyFile;
 import dev.sextant.config.TopologyLoader;
 import dev.sextant.control.Canary;
 import dev.sextant.control.Condition;
@@ -66,6 +67,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -101,6 +103,8 @@ public final class ControlPlane implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(ControlPlane.class.getName());
     /** A canary's longest run, request to {@code [DONE]}. */
     static final Duration CANARY_TIMEOUT = Duration.ofSeconds(10);
+    /** What a scrape of an engine registered without metrics says: it is not sent. */
+    static final String NO_METRICS = "registered without metrics";
     /** Canaries in flight at most. */
     static final int CANARIES_IN_FLIGHT = 16;
     /** Reports taken but not yet given to the loop, at most; beyond, a report is refused with 503. */
@@ -149,6 +153,14 @@ public final class ControlPlane implements AutoCloseable {
     private final Leadership leadership;
     /** True once this replica took over as leader and until it finds it lost leadership (policy thread only). */
     private boolean led;
+    /** Where engines register; {@link EngineRegistry#none()} for a topology file's engines only. */
+    private final EngineRegistry engineRegistry;
+    private final Map<RegisteredEngines.Reason, Counter> refusedRegistrations =
+            new java.util.EnumMap<>(RegisteredEngines.Reason.class);
+    /** The registered engines in the topology in force, by id: their metrics path, or null without metrics. */
+    private volatile Map<String, String> registered = Map.of();
+    /** The registrations refused now, for /healthz. */
+    private volatile List<RegisteredEngines.Refusal> refusals = List.of();
 
     /** The last snapshot published, with the topology the loop solved it for (estimates applied). */
     private volatile Solved solved;
@@ -186,14 +198,21 @@ public final class ControlPlane implements AutoCloseable {
     private boolean scrapedOnce;
     private Map<String, String> endpoints = Map.of();
     private Topology endpointsOf;
+    /** The topology file in force (its last valid version), before registered engines join it. */
+    private TopologyFile file;
+    /** The registry's generation merged last. */
+    private long registryGeneration = -1;
+    /** The refusals logged already, as id and value: each is logged and counted once, not at every check. */
+    private Set<String> refusalsSaid = Set.of();
 
-    private ControlPlane(ControlPlaneConfig config, Leadership leadership) throws TopologyException,
-            InterruptedException {
+    private ControlPlane(ControlPlaneConfig config, Leadership leadership, EngineRegistry engineRegistry)
+            throws TopologyException, InterruptedException {
         this.config = config;
         this.leadership = leadership;
+        this.engineRegistry = engineRegistry;
         this.led = leadership.leading(); // alone: from the start; a replica: once it won and took over
         this.token = config.token();
-        Topology topology = TopologyLoader.load(config.topologyFile());
+        this.file = TopologyLoader.loadFile(config.topologyFile());
         this.fingerprint = fingerprint();
         this.solves = Counter.builder("sextant.control.solves")
                 .description("control loop steps run (each solves the optimizer on the estimates)").register(registry);
@@ -224,6 +243,17 @@ public final class ControlPlane implements AutoCloseable {
                             + "same content above a version a gateway held), takeover (a replica that just won leadership, above every "
                             + "version published before)").register(registry));
         }
+        for (RegisteredEngines.Reason r : RegisteredEngines.Reason.values()) {
+            refusedRegistrations.put(r, Counter.builder("sextant.control.registrations.refused").tag("reason", r.label())
+                    .description("engine registrations refused, by why: invalid (not a registration), duplicate (the "
+                            + "topology file lists the id, and wins), unknown_cluster, unknown_hardware, unknown_model, "
+                            + "no_round_trip (a gateway cluster with demand it would serve has no round trip to it)")
+                    .register(registry));
+        }
+        Gauge.builder("sextant.control.registered.engines", () -> registered.size())
+                .description("registered engines in the topology in force (beside the topology file's own)")
+                .register(registry);
+        Topology topology = merge(engineRegistry.entries());
         this.connectionCap = new ConnectionCap("control plane", config.limits().maxConnections());
         this.bodyBudget = new HeadCheck.Budget(config.limits().maxBufferedBodyBytes());
         Gauge.builder("sextant.control.connections", connectionCap, ConnectionCap::open)
@@ -343,8 +373,17 @@ public final class ControlPlane implements AutoCloseable {
      * and publishes only while {@code leadership} says it leads. The control plane closes {@code leadership}.
      */
     public static ControlPlane start(ControlPlaneConfig config, Leadership leadership) throws TopologyException {
+        return start(config, leadership, EngineRegistry.none());
+    }
+
+    /**
+     * As {@link #start(ControlPlaneConfig, Leadership)}, with the engines registered in {@code engines} merged into
+     * the topology file's (docs/etcd.md, "Engine registration"). The control plane closes both.
+     */
+    public static ControlPlane start(ControlPlaneConfig config, Leadership leadership, EngineRegistry engines)
+            throws TopologyException {
         try {
-            return new ControlPlane(config, leadership);
+            return new ControlPlane(config, leadership, engines);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while starting", e);
@@ -352,6 +391,7 @@ public final class ControlPlane implements AutoCloseable {
             throw e; // already names the address
         } catch (RuntimeException e) {
             leadership.close();
+            engines.close();
             throw new IllegalStateException("cannot start control plane on " + config.host() + ":" + config.port()
                     + ": " + e.getMessage(), e);
         }
@@ -453,6 +493,16 @@ public final class ControlPlane implements AutoCloseable {
         return t;
     });
 
+    /** The registrations refused now (the registry's entries that do not fit the topology file). */
+    List<RegisteredEngines.Refusal> refusedRegistrations() {
+        return refusals;
+    }
+
+    /** The ids of the registered engines in the topology in force. */
+    Set<String> registeredEngines() {
+        return registered.keySet();
+    }
+
     /** The last reload error, or null when the file in force is the file on disk. */
     String topologyError() {
         return topologyError;
@@ -527,10 +577,52 @@ public final class ControlPlane implements AutoCloseable {
         }
     }
 
+    /** Takes a changed topology file or a change of the registered engines, as one new topology for the loop. */
     private void reloadIfChanged() {
+        boolean fileChanged = reloadFileIfChanged();
+        EngineRegistry.Entries entries = engineRegistry.entries();
+        if (!fileChanged && entries.generation() == registryGeneration) {
+            return;
+        }
+        Topology t = merge(entries);
+        if (t.equals(topology)) {
+            return; // a registration refused, or one refused again: nothing the loop needs
+        }
+        loop.topology(t);
+        topology = t;
+        scrapes.keySet().retainAll(t.engines().stream().map(Engine::id).collect(Collectors.toSet()));
+        if (!fileChanged) {
+            LOG.info("registered engines changed: " + registered.size() + " in the topology now");
+        }
+    }
+
+    /**
+     * The topology file's engines and the registered ones that fit it; logs each refused registration once (a
+     * {@code WARNING} naming the engine and why) and counts it in {@code sextant_control_registrations_refused_total}.
+     */
+    private Topology merge(EngineRegistry.Entries entries) {
+        registryGeneration = entries.generation();
+        RegisteredEngines.Merged m = RegisteredEngines.merge(file, entries);
+        Set<String> said = new java.util.HashSet<>();
+        for (RegisteredEngines.Refusal r : m.refused()) {
+            String key = r.id() + "\n" + entries.values().get(r.id());
+            said.add(key);
+            if (!refusalsSaid.contains(key)) {
+                refusedRegistrations.get(r.reason()).increment();
+                LOG.warning("REGISTRATION REFUSED: engine " + r.id() + " (" + r.reason().label() + "): " + r.why());
+            }
+        }
+        refusalsSaid = said;
+        refusals = m.refused();
+        registered = m.metricsPath();
+        return m.topology();
+    }
+
+    /** Takes a changed topology file if it is valid; true when it did. */
+    private boolean reloadFileIfChanged() {
         String fp = fingerprint();
         if (fp == null) {
-            return;
+            return false;
         }
         if (fp.equals(fingerprint)) {
             if (topologyError != null && unreadable) { // back as it was: nothing to reload, nothing wrong any more
@@ -538,27 +630,24 @@ public final class ControlPlane implements AutoCloseable {
                 topologyError = null;
             }
             unreadable = false;
-            return;
+            return false;
         }
         unreadable = false;
         fingerprint = fp;
-        Topology t;
         try {
-            t = TopologyLoader.load(config.topologyFile());
+            file = TopologyLoader.loadFile(config.topologyFile());
         } catch (TopologyException e) {
             reloadFailures.increment();
             topologyError = e.problems().stream().map(ConfigProblem::toString).collect(Collectors.joining("; "));
             LOG.severe("TOPOLOGY RELOAD FAILED, keeping the previous version in force: " + topologyError);
-            return;
+            return false;
         }
-        loop.topology(t);
-        topology = t;
-        scrapes.keySet().retainAll(t.engines().stream().map(Engine::id).collect(Collectors.toSet()));
         if (topologyError != null) {
             LOG.info("topology " + config.topologyFile() + " is valid again");
         }
         topologyError = null;
         LOG.info("topology " + config.topologyFile() + " reloaded");
+        return true;
     }
 
     private String fingerprint() {
@@ -582,10 +671,18 @@ public final class ControlPlane implements AutoCloseable {
     private void scrapeAll() {
         long timeoutMs = config.scrapeTimeout().toMillis();
         List<CompletableFuture<?>> all = new ArrayList<>();
+        Map<String, String> paths = registered;
         for (Engine e : topology.engines()) {
+            String path = paths.containsKey(e.id()) ? paths.get(e.id()) : "/metrics";
+            if (path == null) { // registered without metrics: judged from gateway outcomes and canaries
+                scrapes.merge(e.id(), new ScrapeState(1, NO_METRICS),
+                        (a, b) -> new ScrapeState(a.misses() + 1, NO_METRICS));
+                loop.observe(EngineScrape.failed(e.id(), ticker.nanos(), NO_METRICS));
+                continue;
+            }
             URI uri;
             try {
-                uri = URI.create(e.endpoint().replaceAll("/+$", "") + "/metrics");
+                uri = URI.create(e.endpoint().replaceAll("/+$", "") + path);
             } catch (IllegalArgumentException ex) {
                 scrapeFailed(e.id(), "bad endpoint: " + ex.getMessage());
                 continue;
@@ -913,6 +1010,7 @@ public final class ControlPlane implements AutoCloseable {
     public void close() {
         policy.shutdownNow();
         leadership.close();
+        engineRegistry.close();
         signals.shutdownNow();
         canaries.close();
         if (state != null) {
