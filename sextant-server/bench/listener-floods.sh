@@ -13,6 +13,8 @@ set -euo pipefail
 rounds="${1:-3}"
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# under run.sh --smoke: one round, each run 1 s after a flood's 1 s build-up
+rounds=$(smoke_or 1 "$rounds") secs=$(smoke_or 1 8) build_up=$(smoke_or 1 2)
 # shellcheck source=stats.sh
 . "$here/stats.sh"
 CONTROL=19710
@@ -36,14 +38,14 @@ javac -d "$work/flood" "$here/Flood.java"
 # authorised LISTENER: one paced wrk run against it; prints its RESULT line
 authorised() {
   if [ "$1" = control ]; then
-    METHOD=GET RATE=200 CONNS=4 wrk -t1 -c4 -d8s -s "$here/post.lua" -H "$auth" -H "if-none-match: $etag" \
+    METHOD=GET RATE=200 CONNS=4 wrk -t1 -c4 -d"${secs}s" -s "$here/post.lua" -H "$auth" -H "if-none-match: $etag" \
       "http://127.0.0.1:$CONTROL/v1/snapshot?gateway=gw" | grep RESULT
   else
-    RATE=200 CONNS=4 wrk -t1 -c4 -d8s -s "$here/post.lua" "http://127.0.0.1:$ENGINE/v1/chat/completions" | grep RESULT
+    RATE=200 CONNS=4 wrk -t1 -c4 -d"${secs}s" -s "$here/post.lua" "http://127.0.0.1:$ENGINE/v1/chat/completions" | grep RESULT
   fi
 }
 
-# flood LISTENER KIND: starts the flood for 10 s in the background (none: nothing); sets flood_pid
+# flood LISTENER KIND: starts the flood in the background for the run and its build-up (none: nothing); sets flood_pid
 flood() {
   local port path n
   flood_pid=
@@ -54,9 +56,9 @@ flood() {
     idle) n=3000; path=/healthz ;;
     slow-heads) n=1000; path=/healthz ;;
   esac
-  java -Xss256k -Xmx256m -cp "$work/flood" Flood "$2" "$port" "$path" 10 "$n" >>"$work/flood.log" 2>&1 &
+  java -Xss256k -Xmx256m -cp "$work/flood" Flood "$2" "$port" "$path" $((build_up + secs)) "$n" >>"$work/flood.log" 2>&1 &
   flood_pid=$!
-  sleep 2 # let it build up before measuring
+  sleep "$build_up" # let it build up before measuring
 }
 
 : >"$work/results"
