@@ -343,4 +343,34 @@ class ServerCommandsTest {
         assertThat(stderr).contains(says);
         assertThat(stdout).doesNotContain(": ok");
     }
+
+    @Test
+    void controlPlane_withACredentialsFile_checksItAndNamesItsProblemsAtTheirLines() throws Exception {
+        Path topology = Path.of("..", "examples", "talk.yaml").toAbsolutePath();
+        String digest = "a".repeat(64);
+        Path credentials = Files.writeString(dir.resolve("credentials.yaml"), "tokens:\n"
+                + "  - {sha256: " + digest + ", role: operator}\n"
+                + "  - {sha256: " + "b".repeat(64) + ", role: gateway, gateway_cluster: east}\n");
+        Path config = Files.writeString(dir.resolve("cp.yaml"), "topology: " + topology
+                + "\ncredentials_file: credentials.yaml\n");
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).isZero();
+        assertThat(stdout).contains(": ok: control plane on http://127.0.0.1:7070")
+                .contains("2 tokens from " + credentials + " (gateway cluster east: 1, operator: 1)");
+
+        Files.writeString(credentials, "tokens:\n  - {sha256: " + digest + ", role: operator}\n"
+                + "  - {sha256: " + digest + ", role: gateway}\n");
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains(credentials + ":3: tokens[1].sha256: the same token as tokens[0]")
+                .contains(credentials + ":3: tokens[1].gateway_cluster: missing");
+
+        Files.writeString(dir.resolve("tok"), "secret");
+        Files.writeString(config, "topology: " + topology + "\ncredentials_file: credentials.yaml\ntoken_file: tok\n");
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains(config + ":3: token_file: set with credentials_file");
+
+        Files.writeString(config, "topology: " + topology + "\ncredentials_file: nowhere.yaml\n");
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains(config + ":2: credentials_file: " + dir.resolve("nowhere.yaml")
+                + ": cannot read: no such file");
+    }
 }
