@@ -82,6 +82,8 @@ class ServerCommandsTest {
             negative drain window  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ndrain_window: -1s | server.yaml:3: drain_window: '-1s' (expected: a duration >= 0
             zero drain timeout     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ndrain_timeout: 0s | server.yaml:3: drain_timeout: 0ms (expected: > 0)
             first byte, removed    | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nfirst_byte_timeout: 30s | server.yaml:3: first_byte_timeout: '30s' (expected: first_token_timeout, for streams; removed:
+            body budget below body | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nmax_buffered_body_bytes: 2000000 | server.yaml:3: max_buffered_body_bytes: 2000000 (expected: >= 16777216, max_body_bytes)
+            no gateway connections | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nmax_connections: 0 | server.yaml:3: max_connections: 0 (expected: 1..1000000)
             zero engine keep-alive | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_keep_alive: 0s | server.yaml:3: engine_keep_alive: 0ms (expected: > 0)
             class timeouts no map  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: 5m | server.yaml:3: class_timeouts: '5m' (expected: a map of class id to its timeouts)
             class timeout no map   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: {batch: 5m} | server.yaml:3: class_timeouts.batch: '5m' (expected: a map of [first_token_timeout, idle_timeout, total_timeout] to durations)

@@ -245,18 +245,7 @@ public final class ControlPlane implements AutoCloseable {
         }
         this.connectionCap = new ConnectionCap("control plane", config.limits().maxConnections());
         this.bodyBudget = new HeadCheck.Budget(config.limits().maxBufferedBodyBytes());
-        Gauge.builder("sextant.control.connections", connectionCap, ConnectionCap::open)
-                .description("client connections open (at most max_connections)").register(registry);
-        io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.refused.connections", connectionCap,
-                        ConnectionCap::refused)
-                .description("connections closed as soon as accepted: max_connections were open").register(registry);
-        Gauge.builder("sextant.control.buffered.body.bytes", bodyBudget, HeadCheck.Budget::used)
-                .description("request body bytes held while they arrive (at most max_buffered_body_bytes)")
-                .register(registry);
-        io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.refused.bodies", bodyBudget,
-                        HeadCheck.Budget::refusals)
-                .description("requests answered 503 before their body was read: max_buffered_body_bytes were held")
-                .register(registry);
+        dev.sextant.server.internal.ListenerMeters.bind(registry, "sextant.control", connectionCap, bodyBudget);
         io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.oversized.bodies", oversizedBodies,
                         java.util.concurrent.atomic.LongAdder::sum)
                 .description("request bodies over " + MAX_BODY_BYTES + " bytes, refused with 413").register(registry);

@@ -1,6 +1,7 @@
 package dev.sextant.server.gateway;
 
 import dev.sextant.server.internal.ClientLimits;
+import dev.sextant.server.internal.ListenerLimits;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.internal.Http;
@@ -53,6 +54,11 @@ import java.time.Duration;
  *                        {@link #DEFAULT_ENGINE_KEEP_ALIVE}); keep it below the engines' own keep-alive timeout, so that
  *                        a request is not sent on a connection the engine is closing
  * @param classTimeouts   the timeouts of the classes that do not take the gateway's own, by class id
+ * @param maxConnections  client connections open at once on its listener, 1..1,000,000 (default
+ *                        {@value #DEFAULT_MAX_CONNECTIONS}); one more is closed as soon as it is accepted
+ * @param maxBufferedBodyBytes request body bytes held at once over all client connections and streams while bodies
+ *                        arrive, ≥ {@code maxBodyBytes} (default {@value #DEFAULT_MAX_BUFFERED_BODY_BYTES}); a request
+ *                        whose body does not fit is answered 503 with {@code Retry-After} before its body is read
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstTokenTimeout, Duration idleTimeout, Duration totalTimeout,
@@ -60,7 +66,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                             boolean accessLog, DataPlaneOptions options, ServerTls tls, ClientTls clientTls,
                             ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken,
                             java.nio.file.Path snapshotCache, boolean busyPoll, Duration probeInterval,
-                            Duration engineKeepAlive, java.util.Map<String, RequestTimeouts> classTimeouts) {
+                            Duration engineKeepAlive, java.util.Map<String, RequestTimeouts> classTimeouts,
+                            int maxConnections, long maxBufferedBodyBytes) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
     /** The default limit of open streams per HTTP/2 connection, 100 (RFC 9113 §6.5.2 asks for no fewer). */
@@ -72,6 +79,10 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
      * vLLM and SGLang serve with.
      */
     public static final Duration DEFAULT_ENGINE_KEEP_ALIVE = Duration.ofSeconds(4);
+    /** The default cap on open client connections, 16,384 (each request also holds an engine connection). */
+    public static final int DEFAULT_MAX_CONNECTIONS = 16384;
+    /** The default budget of request bodies held while they arrive, 256 MiB (16 bodies of the default limit). */
+    public static final long DEFAULT_MAX_BUFFERED_BODY_BYTES = 256L << 20;
 
     public GatewayConfig {
         if (gatewayCluster == null || gatewayCluster.isBlank()) {
@@ -113,6 +124,22 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             throw new IllegalArgumentException("class_timeouts: missing (expected: a map of class id to timeouts)");
         }
         classTimeouts = java.util.Map.copyOf(classTimeouts);
+        ListenerLimits checked = new ListenerLimits(clientLimits, maxConnections, maxBufferedBodyBytes);
+        if (checked.maxBufferedBodyBytes() < maxBodyBytes) {
+            throw new IllegalArgumentException("max_buffered_body_bytes: " + maxBufferedBodyBytes + " (expected: >= "
+                    + maxBodyBytes + ", max_body_bytes)");
+        }
+    }
+
+    /** What its client listener allows each connection and all of them together. */
+    public ListenerLimits limits() {
+        return new ListenerLimits(clientLimits, maxConnections, maxBufferedBodyBytes);
+    }
+
+    /** With other listener limits: per connection, open connections, bodies held. */
+    public GatewayConfig withLimits(ListenerLimits limits) {
+        return toBuilder().clientLimits(limits.client()).maxConnections(limits.maxConnections())
+                .maxBufferedBodyBytes(limits.maxBufferedBodyBytes()).build();
     }
 
     /** The timeouts of a request of class {@code classId}: its class's, else the gateway's. */
@@ -130,7 +157,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofMinutes(10), Drain.immediate(), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
                 ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null, false,
-                DEFAULT_PROBE_INTERVAL, DEFAULT_ENGINE_KEEP_ALIVE, java.util.Map.of());
+                DEFAULT_PROBE_INTERVAL, DEFAULT_ENGINE_KEEP_ALIVE, java.util.Map.of(), DEFAULT_MAX_CONNECTIONS,
+                DEFAULT_MAX_BUFFERED_BODY_BYTES);
     }
 
     /** With another address. */
@@ -258,6 +286,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         b.probeInterval = probeInterval;
         b.engineKeepAlive = engineKeepAlive;
         b.classTimeouts = classTimeouts;
+        b.maxConnections = maxConnections;
+        b.maxBufferedBodyBytes = maxBufferedBodyBytes;
         return b;
     }
 
@@ -291,6 +321,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         private Duration probeInterval;
         private Duration engineKeepAlive;
         private java.util.Map<String, RequestTimeouts> classTimeouts;
+        private int maxConnections;
+        private long maxBufferedBodyBytes;
 
         private Builder() {
         }
@@ -445,6 +477,18 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             return this;
         }
 
+        /** Sets {@link GatewayConfig#maxConnections()}. */
+        public Builder maxConnections(int value) {
+            this.maxConnections = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#maxBufferedBodyBytes()}. */
+        public Builder maxBufferedBodyBytes(long value) {
+            this.maxBufferedBodyBytes = value;
+            return this;
+        }
+
         /**
          * The config.
          *
@@ -454,7 +498,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                     idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls,
                     clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
-                    probeInterval, engineKeepAlive, classTimeouts);
+                    probeInterval, engineKeepAlive, classTimeouts, maxConnections, maxBufferedBodyBytes);
         }
     }
 
@@ -470,6 +514,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + ", engineToken="
                 + (engineToken == null ? "null" : "(redacted)") + ", snapshotCache=" + snapshotCache + ", busyPoll=" + busyPoll
                 + ", probeInterval=" + probeInterval + ", engineKeepAlive=" + engineKeepAlive + ", classTimeouts="
-                + classTimeouts + "]";
+                + classTimeouts + ", maxConnections=" + maxConnections + ", maxBufferedBodyBytes="
+                + maxBufferedBodyBytes + "]";
     }
 }
