@@ -34,7 +34,8 @@ final class GatewayCommand implements Callable<Integer> {
             "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
             "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll", "probe_interval",
-            "engine_keep_alive", "class_timeouts", "etcd", "max_connections", "max_buffered_body_bytes");
+            "engine_keep_alive", "class_timeouts", "etcd", "tenants_file", "residency",
+            "max_connections", "max_buffered_body_bytes");
     /** Settings that are gone, with what took their place and why (refused at their line). */
     static final java.util.Map<String, String> REMOVED = java.util.Map.of("first_byte_timeout", "expected:"
             + " first_token_timeout, for streams; removed: it cut and retried non-streaming answers, which send nothing"
@@ -123,6 +124,7 @@ final class GatewayCommand implements Callable<Integer> {
                     .engineToken(f.tokenFile("engine_token_file")).snapshotCache(f.path("snapshot_cache_file"))
                     .busyPoll(f.bool("busy_poll", false)).probeInterval(f.duration("probe_interval", d.probeInterval()))
                     .engineKeepAlive(f.duration("engine_keep_alive", d.engineKeepAlive()))
+                    .tenantsFile(tenantsFile(f)).residency(f.strings("residency"))
                     .maxConnections(f.integer("max_connections", d.maxConnections()))
                     .maxBufferedBodyBytes(f.integer("max_buffered_body_bytes", (int) d.maxBufferedBodyBytes())).build();
             c = c.withClassTimeouts(classTimeouts(f, c));
@@ -140,7 +142,9 @@ final class GatewayCommand implements Callable<Integer> {
             out.println(config + ": ok: gateway cluster " + cluster + " on " + (c.tls() == null ? "http" : "https")
                     + "://" + c.host() + ":" + c.port() + ", snapshots from " + from
                     + (warmUp.isZero() ? "" : ", a warm-up of " + warmUp.toMillis() / 1000.0 + " s before listening")
-                    + (c.busyPoll() ? ", busy-polling event loops (each keeps a core busy)" : ""));
+                    + (c.busyPoll() ? ", busy-polling event loops (each keeps a core busy)" : "")
+                    + (c.tenantsFile() == null ? ", open (no tenants_file: no API keys)" : ", tenants from "
+                    + c.tenantsFile()) + (c.residency().isEmpty() ? "" : ", residency " + c.residency()));
             out.flush();
             return 0;
         }
@@ -162,6 +166,25 @@ final class GatewayCommand implements Callable<Integer> {
         out.flush();
         Running.untilStopped(out, run.duration, gw);
         return 0;
+    }
+
+    /**
+     * {@code tenants_file}, read now so that its problems stop the start (or {@code --check}) with their own file, line
+     * and field; null for an open gateway. The gateway reads it again when it changes.
+     */
+    private static Path tenantsFile(ServerFile f) {
+        Path file = f.path("tenants_file");
+        if (file == null) {
+            return null;
+        }
+        f.readable("tenants_file", file);
+        try {
+            dev.sextant.server.tenants.Tenants.load(file);
+        } catch (dev.sextant.config.ConfigException e) {
+            throw new UsageException(e.problems().stream().map(dev.sextant.config.ConfigProblem::toString)
+                    .collect(java.util.stream.Collectors.joining("\n")));
+        }
+        return file;
     }
 
     /** A missing snapshot file is a problem of the config file that names it, at its line. */

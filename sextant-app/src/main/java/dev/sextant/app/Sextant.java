@@ -61,6 +61,7 @@ public final class Sextant implements Callable<Integer> {
                 .addSubcommand(new GatewayCommand(out))
                 .addSubcommand(new ControlPlaneCommand(out))
                 .addSubcommand(new EngineCommand())
+                .addSubcommand(new HashKeyCommand(out))
                 .addSubcommand(new SimulateCommand(out, System.err))
                 .addSubcommand(new AccuracyCommand(out, System.err))
                 .addSubcommand(new CommandLine.HelpCommand());

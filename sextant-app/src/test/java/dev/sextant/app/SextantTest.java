@@ -118,7 +118,7 @@ class SextantTest {
         assertThat(run(fakes(), "x")).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr.lines().toList()).containsExactly(
                 "sextant: unknown command 'x' (expected one of: solve, explain, compare, demo, gateway, control-plane,"
-                        + " engine, simulate, accuracy, help)",
+                        + " engine, hash-key, simulate, accuracy, help)",
                 "Try 'sextant --help'.");
         assertThat(stdout).isEmpty();
     }

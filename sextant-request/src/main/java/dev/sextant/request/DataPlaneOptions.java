@@ -7,8 +7,8 @@ import java.time.Duration;
  *
  * @param maxSnapshotAge          past this age the fallback policy routes (nearest allowed engine,
  *                                fewest in flight), &gt; 0
- * @param boundedLoadEpsilon      ε: an engine is skipped when it carries more than (1+ε)× its share of
- *                                this gateway's in-flight requests, ≥ 0
+ * @param boundedLoadEpsilon      ε: an engine is skipped when it carries more than (1+ε)× its share μ of
+ *                                this gateway's in-flight requests and more than μ + 3√μ (chance), ≥ 0
  * @param boundedLoadMinInFlight an engine with fewer requests in flight than this is never skipped for
  *                                load, ≥ 1: at low load the (1+ε) bound would otherwise cap every engine
  *                                at one request and scatter conversations that batching engines serve

@@ -53,6 +53,8 @@ final class DefaultDataPlane implements DataPlane {
 
     private volatile Compiled compiled;
     private final PrefixSpread prefixes = new PrefixSpread();
+    /** Each class's tenants' demand, so that a class's shed falls first on tenants above their fair share. */
+    private final FairShares fair = new FairShares();
 
     DefaultDataPlane(String gateway, Snapshot snapshot, Ticker ticker, DataPlaneOptions options, long ageNanos) {
         if (gateway == null || gateway.isEmpty()) {
@@ -97,6 +99,7 @@ final class DefaultDataPlane implements DataPlane {
             k.retryTokens.floorPerSecond(floor);
         }
         retryBudgets.keySet().retainAll(c.byId.keySet());
+        fair.retain(c.byId.keySet());
     }
 
     // ---------------------------------------------------------------- request path
@@ -130,9 +133,13 @@ final class DefaultDataPlane implements DataPlane {
         }
         // A snapshot too old to trust its shed fractions (the demand they were computed for has moved on) still
         // has the best weights there are: keys keep their engines, and load beyond what they planned spills
-        if (!stale && k.shed > 0
-                && Hashing.unit(Hashing.mix(request.requestId() ^ Hashing.ADMISSION_SALT)) < k.shed) {
-            return shed(c, k);
+        String tenant = request.tenant();
+        FairShares.ClassShares shares = tenant == null ? null : fair.arrived(k.id, tenant, request.tenantWeight(), now);
+        if (!stale && k.shed > 0) {
+            boolean drawn = Hashing.unit(Hashing.mix(request.requestId() ^ Hashing.ADMISSION_SALT)) < k.shed;
+            if (shares == null ? drawn : fair.shed(shares, tenant, k.shed, drawn, now)) {
+                return shed(c, k);
+            }
         }
         if (k.table == null) {
             return noAllowedEngine(c, k);
@@ -203,7 +210,7 @@ final class DefaultDataPlane implements DataPlane {
             return 0;
         }
         double threshold = cell.queueing(QUEUE_SLACK_MS) ? allowanceRps
-                : allowanceRps + 3 * Math.sqrt(allowanceRps / EngineCell.RATE_WINDOW_S);
+                : allowanceRps + NOISE_SIGMAS * Math.sqrt(allowanceRps / EngineCell.RATE_WINDOW_S);
         return rate > threshold ? 1 - threshold / rate : 0;
     }
 
@@ -280,11 +287,28 @@ final class DefaultDataPlane implements DataPlane {
         return cell.ejected(now) ? "skip:ejected" : cell.inFlight.get() >= k.limit ? "skip:limit" : "spill:bounded-load";
     }
 
+    /**
+     * Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018): capacity ⌈(1+ε)·μ⌉ for
+     * μ = share·(m+1), m requests in flight in the engine's pool, counting the one being placed; never less than μ
+     * plus {@link #NOISE_SIGMAS} standard deviations of a Poisson count of mean μ, which is how far an engine's count
+     * strays from its share when keys are hashed and nothing is wrong (docs/request-path.md §4).
+     */
     private boolean withinBound(ClassRoute k, int inFlight, double share) {
-        // Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2018): capacity
-        // ⌈(1+ε)·share·(m+1)⌉ for m requests in flight in the engine's pool, counting the one being placed.
-        return inFlight < minInFlight || inFlight + 1 <= Math.ceil(loadFactor * share * (k.pool.get() + 1));
+        if (inFlight < minInFlight) {
+            return true;
+        }
+        double mean = share * (k.pool.get() + 1);
+        return inFlight + 1 <= Math.ceil(loadFactor * mean)
+                || inFlight + 1 <= Math.ceil(mean + NOISE_SIGMAS * Math.sqrt(mean));
     }
+
+    /**
+     * Standard deviations of a Poisson count or rate that are read as chance, not load: how far bounded load lets an
+     * engine's requests in flight exceed its share, and how far an offered rate may exceed its allowance before it
+     * spills ({@link #excess}). Three keeps chance from tripping either on more than about one check in a
+     * thousand.
+     */
+    static final double NOISE_SIGMAS = 3;
 
     /** Counts a request placed on one of {@code k}'s engines (whose own count the caller has raised). */
     private void acquired(ClassRoute k) {

@@ -16,9 +16,12 @@ import java.util.List;
  *                    (docs/design.md §4)
  * @param requestId   64-bit hash of a per-request unique id; admission sheds by it, so it must differ
  *                    between requests (uniformly distributed bits)
+ * @param tenant      the tenant the request came from (found by its API key), or null when the gateway knows none;
+ *                    when a class sheds, the shed falls first on tenants above their fair share (docs/request-path.md §3)
+ * @param tenantWeight the tenant's weight in fair shares, &gt; 0 (1 when all tenants are equal)
  */
 public record RequestMeta(String model, List<String> residency, int priority, long affinityKey, long prefixKey,
-                          long requestId) {
+                          long requestId, String tenant, double tenantWeight) {
     /** The value of {@code priority} when the request names none. */
     public static final int NO_PRIORITY = Integer.MIN_VALUE;
 
@@ -28,6 +31,24 @@ public record RequestMeta(String model, List<String> residency, int priority, lo
                     + " (expected: a non-empty model id)");
         }
         residency = residency == null ? List.of() : List.copyOf(residency);
+        if (!(tenantWeight > 0) || Double.isInfinite(tenantWeight)) {
+            throw new IllegalArgumentException("tenantWeight: " + tenantWeight + " (expected: a finite number > 0)");
+        }
+    }
+
+    /** A request of no known tenant. */
+    public RequestMeta(String model, List<String> residency, int priority, long affinityKey, long prefixKey,
+                       long requestId) {
+        this(model, residency, priority, affinityKey, prefixKey, requestId, null, 1);
+    }
+
+    /**
+     * This request as its tenant may send it: {@code scopedResidency} and {@code scopedPriority} in place of what the
+     * client asked for (see {@link Narrowing}), from {@code tenantName} of weight {@code weight}.
+     */
+    public RequestMeta scoped(List<String> scopedResidency, int scopedPriority, String tenantName, double weight) {
+        return new RequestMeta(model, scopedResidency, scopedPriority, affinityKey, prefixKey, requestId, tenantName,
+                weight);
     }
 
     /** A request without a prefix key. */

@@ -117,14 +117,18 @@ final class Exchange {
     private long timerAt;
     /** Where the request body's object closes, -1 if unknown: where an engine's {@code priority} is written. */
     private final int bodyEnd;
+    /** The tenant it came from, or null (an open gateway). */
+    private final dev.sextant.server.tenants.Tenant tenant;
 
     /**
      * @param receivedNanos when the client's request was read whole ({@link System#nanoTime}), before it was parsed and
      *                      routed: the start of the gateway's own time ({@code sextant_gateway_overhead_seconds})
      * @param bodyEnd       where the request body's JSON object closes ({@link RequestBody#end()}), -1 if unknown
+     * @param tenant        the tenant it came from, whose place in flight it holds until it ends; null when open
      */
     Exchange(Gateway gw, FrontHandler front, ChannelHandlerContext ctx, FullHttpRequest request, String path,
-             boolean keepAlive, String requestId, long receivedNanos, boolean stream, int bodyEnd) {
+             boolean keepAlive, String requestId, long receivedNanos, boolean stream, int bodyEnd,
+             dev.sextant.server.tenants.Tenant tenant) {
         this.gw = gw;
         this.front = front;
         this.ctx = ctx;
@@ -137,6 +141,7 @@ final class Exchange {
         this.receivedNanos = receivedNanos;
         this.stream = stream;
         this.bodyEnd = bodyEnd;
+        this.tenant = tenant;
     }
 
     void start(Decision first) {
@@ -235,6 +240,9 @@ final class Exchange {
                 target.basePath().isEmpty() ? request.uri() : target.basePath() + request.uri(),
                 DefaultHttpHeadersFactory.headersFactory().newHeaders());
         for (CharSequence h : FORWARDED) {
+            if (h == HttpHeaderNames.AUTHORIZATION && tenant != null) {
+                continue; // a tenant's API key is the gateway's to check, never an engine's to see
+            }
             String v = request.headers().get(h);
             if (v != null) {
                 r.headers().set(h, v);
@@ -443,6 +451,9 @@ final class Exchange {
             if (firstChunkNanos < 0) {
                 firstChunkNanos = now;
                 gw.metrics.ttft(decision.engineId(), now - startNanos);
+                if (tenant != null) {
+                    gw.metrics.tenantTtft(tenant.name(), now - startNanos);
+                }
                 stats().ttft.add(now - attemptNanos);
             } else {
                 gw.metrics.tbt(decision.engineId(), now - lastChunkNanos);
@@ -879,6 +890,9 @@ final class Exchange {
                 decision.attempt(), reason(), firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos,
                 now - startNanos, bytes, sse, requestId, error);
         request.release();
+        if (tenant != null) {
+            gw.tenancy.limits.release(tenant);
+        }
         front.exchangeEnded(this);
     }
 

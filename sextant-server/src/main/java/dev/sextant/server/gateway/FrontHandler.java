@@ -6,12 +6,15 @@ import dev.sextant.request.HttpFields;
 import dev.sextant.request.Refusal;
 import dev.sextant.server.internal.HeadCheck;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.tenants.Tenant;
+import dev.sextant.server.tenants.TenantLimits;
 import dev.sextant.server.internal.OversizedAwareAggregator;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
@@ -196,6 +199,19 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             reply(ctx, resp, keepAlive);
             return;
         }
+        Tenant tenant = null;
+        if (gw.tenancy.closed()) { // who it is first: a request without a valid key learns nothing else
+            tenant = gw.tenancy.find(req.headers().get(HttpHeaderNames.AUTHORIZATION));
+            gw.metrics.tenantRequest(tenant == null ? Tenancy.UNKNOWN : tenant.name());
+            if (tenant == null) {
+                req.release();
+                tenantRefusal(ctx, path, keepAlive, requestId, Tenancy.UNKNOWN, "invalid_api_key",
+                        HttpResponseStatus.UNAUTHORIZED,
+                        "invalid_request_error", "invalid_api_key", "Incorrect API key provided: send a key of this"
+                                + " gateway's tenants as Authorization: Bearer <key>", 0);
+                return;
+            }
+        }
         RequestBody body;
         try {
             body = RequestBody.parse(req.content());
@@ -210,10 +226,41 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             reply(ctx, resp, keepAlive);
             return;
         }
-        HttpFields fields = new HttpFields(body.model(), req.headers().get(HttpFields.RESIDENCY_HEADER),
-                req.headers().get(HttpFields.PRIORITY_HEADER), body.promptCacheKey(),
+        String tenantName = tenant == null ? null : tenant.name();
+        if (tenant != null && !tenant.allows(body.model())) {
+            req.release();
+            tenantRefusal(ctx, path, keepAlive, requestId, tenantName, "model_not_allowed",
+                    HttpResponseStatus.FORBIDDEN, "invalid_request_error", "model_not_allowed", "tenant '" + tenantName + "' may not use the model '"
+                            + body.model() + "'", 0);
+            return;
+        }
+        // headers may only narrow: what the tenant and this gateway cluster allow, within what every header asks
+        java.util.List<String> residencyHeaders = req.headers().getAll(HttpFields.RESIDENCY_HEADER);
+        java.util.List<String> residency = gw.tenancy.residency(tenant, residencyHeaders);
+        if (residency != null && residency.isEmpty()) {
+            req.release();
+            tenantRefusal(ctx, path, keepAlive, requestId, tenantName, "residency_not_allowed",
+                    HttpResponseStatus.FORBIDDEN, "invalid_request_error", "residency_not_allowed", gw.tenancy.residencyRefusal(tenant,
+                            residencyHeaders), 0);
+            return;
+        }
+        int priority = gw.tenancy.priority(tenant, req.headers().getAll(HttpFields.PRIORITY_HEADER));
+        long tokens = 0;
+        if (tenant != null) {
+            tokens = Tenancy.tokens(req.content().readableBytes(), body.maxTokens());
+            TenantLimits.Refusal over = gw.tenancy.limits.take(tenant, tokens);
+            if (over != null) {
+                req.release();
+                tenantRefusal(ctx, path, keepAlive, requestId, tenantName, over.limit(),
+                        HttpResponseStatus.TOO_MANY_REQUESTS,
+                        "rate_limit_error", "rate_limit_exceeded", over.message(), over.retryAfterNanos());
+                return;
+            }
+        }
+        HttpFields fields = new HttpFields(body.model(), null, null, body.promptCacheKey(),
                 req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.prompt(), ownId);
-        Decision d = plane.route(fields.toMeta());
+        Decision d = plane.route(fields.toMeta().scoped(residency == null ? java.util.List.of() : residency, priority,
+                tenantName, tenant == null ? 1 : tenant.weight()));
         gw.metrics.decision(d.reason());
         // demand is what arrives, counted on arrival: counted when answered, it would lag behind a surge by the
         // answers' latency and stay capped by what the engines complete, so the control plane would not see the
@@ -221,14 +268,44 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         gw.reporter.request(d.classId());
         if (!d.routed()) {
             req.release();
+            if (tenant != null) {
+                gw.tenancy.limits.release(tenant);
+                gw.metrics.tenantRefused(tenantName, d.refusal().word());
+            }
             refuse(ctx, d, path, keepAlive, requestId);
             return;
         }
+        if (tenant != null) {
+            gw.metrics.tenantAdmitted(tenantName, tokens);
+        }
         Exchange x = new Exchange(gw, this, ctx, req, path, keepAlive, requestId, received, body.stream(),
-                body.end());
+                body.end(), tenant);
         current = x;
         gw.exchangeStarted();
         x.start(d);
+    }
+
+    /**
+     * A request its tenant may not send (401 without a valid key, 403 for a model or residency not allowed, 429 over a
+     * limit), refused before the data plane sees it: counted for its tenant (null on an open gateway), logged, answered
+     * in OpenAI's shape. The message never shows the key.
+     */
+    private void tenantRefusal(ChannelHandlerContext ctx, String path, boolean keepAlive, String requestId,
+                               String tenant, String reason, HttpResponseStatus status, String type, String code,
+                               String message, long retryAfterNanos) {
+        if (tenant != null) { // an open gateway has no tenant to count it for
+            gw.metrics.tenantRefused(tenant, reason);
+        }
+        gw.metrics.request(null, null, status.code());
+        gw.accessLog(ctx.channel(), "POST", path, status.code(), null, null, 0, null, -1, 0, 0, false, requestId,
+                message);
+        FullHttpResponse resp = Http.error(status, type, code, null, message,
+                retryAfterNanos > 0 ? Duration.ofNanos(retryAfterNanos) : null);
+        resp.headers().set("x-request-id", requestId);
+        if (status == HttpResponseStatus.UNAUTHORIZED) {
+            resp.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
+        }
+        reply(ctx, resp, keepAlive);
     }
 
     private void refuse(ChannelHandlerContext ctx, Decision d, String path, boolean keepAlive, String requestId) {

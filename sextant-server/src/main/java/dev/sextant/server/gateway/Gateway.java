@@ -68,6 +68,8 @@ public final class Gateway implements AutoCloseable {
     final Reporter reporter;
     /** The round-trip probes, or null: no control plane to report them to, or {@code probe_interval} 0. */
     final Prober prober;
+    /** Tenants and API keys, or an open gateway; the gateway cluster's residency. */
+    final Tenancy tenancy;
     private final AtomicReference<DataPlane> plane = new AtomicReference<>();
     private final SnapshotSource source;
     private final EventLoopGroup group;
@@ -99,6 +101,7 @@ public final class Gateway implements AutoCloseable {
         warnIfTokenInClear(config);
         // TLS files are read before anything starts, so a bad file stops the start with its key and path
         SslContext serverTls = config.tls() == null ? null : TlsContexts.server(config.tls(), config.http2());
+        this.tenancy = Tenancy.of(config); // likewise a bad tenants file, with its file, line and field
         this.pool = new UpstreamPool(config.connectTimeout(), TlsContexts.client(config.clientTls()));
         // reports go to the configured control plane, or to those the source finds (every replica, through etcd)
         this.reporter = Reporter.toEach(config.gatewayCluster(), config.controlPlane() != null
@@ -106,6 +109,7 @@ public final class Gateway implements AutoCloseable {
                         ? source::controlPlanes : null, config.token(), config.reportInterval(), config.clientTls());
         this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
                 () -> refusedSnapshots.sum() + source.refusals(), this::ownClasses);
+        metrics.tenants(tenancy.watch());
         DataPlaneListener listener = new DataPlaneListener() {
             @Override
             public void onFallback(boolean fallback, String reason) {
@@ -147,6 +151,7 @@ public final class Gateway implements AutoCloseable {
         } catch (RuntimeException | InterruptedException e) {
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
             reporter.close();
+            tenancy.close();
             throw e;
         }
         try {
@@ -172,6 +177,7 @@ public final class Gateway implements AutoCloseable {
             serverChannel.close().awaitUninterruptibly();
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
             reporter.close();
+            tenancy.close();
             throw e;
         }
     }
@@ -570,6 +576,7 @@ public final class Gateway implements AutoCloseable {
             prober.close();
         }
         reporter.close();
+        tenancy.close();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
         jvm.close();
     }

@@ -54,6 +54,10 @@ import java.time.Duration;
  *                        {@link #DEFAULT_ENGINE_KEEP_ALIVE}); keep it below the engines' own keep-alive timeout, so that
  *                        a request is not sent on a connection the engine is closing
  * @param classTimeouts   the timeouts of the classes that do not take the gateway's own, by class id
+ * @param tenantsFile     the tenants file (API keys, what each tenant may send and its limits), read again when it
+ *                        changes; null for an open gateway, which takes requests from anyone ({@code docs/tenants.md})
+ * @param residency       the regions everything this gateway receives must stay in, whoever sends it; empty for no
+ *                        such requirement. A request's residency is narrowed to it ({@code docs/tenants.md})
  * @param maxConnections  client connections open at once on its listener, 1..1,000,000 (default
  *                        {@value #DEFAULT_MAX_CONNECTIONS}); one more is closed as soon as it is accepted
  * @param maxBufferedBodyBytes request body bytes held at once over all client connections and streams while bodies
@@ -67,6 +71,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                             ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken,
                             java.nio.file.Path snapshotCache, boolean busyPoll, Duration probeInterval,
                             Duration engineKeepAlive, java.util.Map<String, RequestTimeouts> classTimeouts,
+                            java.nio.file.Path tenantsFile, java.util.List<String> residency,
                             int maxConnections, long maxBufferedBodyBytes) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -124,6 +129,12 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             throw new IllegalArgumentException("class_timeouts: missing (expected: a map of class id to timeouts)");
         }
         classTimeouts = java.util.Map.copyOf(classTimeouts);
+        residency = residency == null ? java.util.List.of() : java.util.List.copyOf(residency);
+        for (String r : residency) {
+            if (r.isBlank()) {
+                throw new IllegalArgumentException("residency: a blank region (expected: region ids)");
+            }
+        }
         ListenerLimits checked = new ListenerLimits(clientLimits, maxConnections, maxBufferedBodyBytes);
         if (checked.maxBufferedBodyBytes() < maxBodyBytes) {
             throw new IllegalArgumentException("max_buffered_body_bytes: " + maxBufferedBodyBytes + " (expected: >= "
@@ -157,8 +168,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofMinutes(10), Drain.immediate(), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
                 ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null, false,
-                DEFAULT_PROBE_INTERVAL, DEFAULT_ENGINE_KEEP_ALIVE, java.util.Map.of(), DEFAULT_MAX_CONNECTIONS,
-                DEFAULT_MAX_BUFFERED_BODY_BYTES);
+                DEFAULT_PROBE_INTERVAL, DEFAULT_ENGINE_KEEP_ALIVE, java.util.Map.of(), null, java.util.List.of(),
+                DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_BUFFERED_BODY_BYTES);
     }
 
     /** With another address. */
@@ -286,6 +297,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         b.probeInterval = probeInterval;
         b.engineKeepAlive = engineKeepAlive;
         b.classTimeouts = classTimeouts;
+        b.tenantsFile = tenantsFile;
+        b.residency = residency;
         b.maxConnections = maxConnections;
         b.maxBufferedBodyBytes = maxBufferedBodyBytes;
         return b;
@@ -321,6 +334,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         private Duration probeInterval;
         private Duration engineKeepAlive;
         private java.util.Map<String, RequestTimeouts> classTimeouts;
+        private java.nio.file.Path tenantsFile;
+        private java.util.List<String> residency;
         private int maxConnections;
         private long maxBufferedBodyBytes;
 
@@ -471,6 +486,18 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             return this;
         }
 
+        /** Sets {@link GatewayConfig#tenantsFile()}. */
+        public Builder tenantsFile(java.nio.file.Path value) {
+            this.tenantsFile = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#residency()}. */
+        public Builder residency(java.util.List<String> value) {
+            this.residency = value;
+            return this;
+        }
+
         /** Sets {@link GatewayConfig#classTimeouts()}. */
         public Builder classTimeouts(java.util.Map<String, RequestTimeouts> value) {
             this.classTimeouts = value;
@@ -498,7 +525,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                     idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls,
                     clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
-                    probeInterval, engineKeepAlive, classTimeouts, maxConnections, maxBufferedBodyBytes);
+                    probeInterval, engineKeepAlive, classTimeouts, tenantsFile, residency,
+                    maxConnections, maxBufferedBodyBytes);
         }
     }
 
@@ -514,7 +542,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + ", engineToken="
                 + (engineToken == null ? "null" : "(redacted)") + ", snapshotCache=" + snapshotCache + ", busyPoll=" + busyPoll
                 + ", probeInterval=" + probeInterval + ", engineKeepAlive=" + engineKeepAlive + ", classTimeouts="
-                + classTimeouts + ", maxConnections=" + maxConnections + ", maxBufferedBodyBytes="
-                + maxBufferedBodyBytes + "]";
+                + classTimeouts + ", tenantsFile=" + tenantsFile + ", residency=" + residency + ", maxConnections="
+                + maxConnections + ", maxBufferedBodyBytes=" + maxBufferedBodyBytes + "]";
     }
 }

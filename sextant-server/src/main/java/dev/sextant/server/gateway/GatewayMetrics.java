@@ -159,6 +159,54 @@ final class GatewayMetrics {
                 .increment();
     }
 
+    // per tenant: the tenants file bounds the label's values (and "(unknown)" for requests without a valid key)
+    private final Map<String, Counter> tenantRequests = new ConcurrentHashMap<>();
+    private final Map<String, Counter> tenantAdmitted = new ConcurrentHashMap<>();
+    private final Map<String, Counter> tenantTokens = new ConcurrentHashMap<>();
+    private final Map<String, Counter> tenantRefusals = new ConcurrentHashMap<>();
+    private final Map<String, Timer> tenantTtft = new ConcurrentHashMap<>();
+
+    /** The tenants file's reloads and refused reloads; nothing for an open gateway. */
+    void tenants(dev.sextant.server.tenants.TenantsWatch watch) {
+        if (watch == null) {
+            return;
+        }
+        FunctionCounter.builder("sextant.gateway.tenants.reloads", watch, dev.sextant.server.tenants.TenantsWatch::reloads)
+                .description("changes of the tenants file taken").register(registry);
+        FunctionCounter.builder("sextant.gateway.tenants.reload.failures", watch,
+                        dev.sextant.server.tenants.TenantsWatch::failures)
+                .description("changes of the tenants file refused (invalid or unreadable); the tenants before stay")
+                .register(registry);
+    }
+
+    /** A model request of {@code tenant} ({@link Tenancy#UNKNOWN} without a valid key). */
+    void tenantRequest(String tenant) {
+        tenantRequests.computeIfAbsent(tenant, t -> Counter.builder("sextant.gateway.tenant.requests")
+                .description("model requests by tenant").tag("tenant", t).register(registry)).increment();
+    }
+
+    /** A request of {@code tenant} admitted and routed, counting {@code tokens} against its tokens per minute. */
+    void tenantAdmitted(String tenant, long tokens) {
+        tenantAdmitted.computeIfAbsent(tenant, t -> Counter.builder("sextant.gateway.tenant.admitted")
+                .description("requests admitted and routed, by tenant").tag("tenant", t).register(registry)).increment();
+        tenantTokens.computeIfAbsent(tenant, t -> Counter.builder("sextant.gateway.tenant.tokens")
+                .description("tokens admitted by tenant: prompt estimated from the body, plus the output asked for")
+                .tag("tenant", t).register(registry)).increment(tokens);
+    }
+
+    /** A request of {@code tenant} refused before an engine, for {@code reason}. */
+    void tenantRefused(String tenant, String reason) {
+        tenantRefusals.computeIfAbsent(tenant + "\u0000" + reason, k -> Counter.builder("sextant.gateway.tenant.refusals")
+                .description("requests refused by tenant and reason: a key, a right, a limit, or the data plane")
+                .tag("tenant", tenant).tag("reason", reason).register(registry)).increment();
+    }
+
+    /** Time to first token of a request of {@code tenant}. */
+    void tenantTtft(String tenant, long nanos) {
+        tenantTtft.computeIfAbsent(tenant, t -> timer("sextant.gateway.tenant.ttft",
+                "time to first content chunk, by tenant", "tenant", t)).record(nanos, TimeUnit.NANOSECONDS);
+    }
+
     void retry() {
         retries.increment();
     }
@@ -192,7 +240,11 @@ final class GatewayMetrics {
     }
 
     private Timer timer(String name, String description, String engine) {
-        return Timer.builder(name).description(description).tag("engine", engine == null ? "none" : engine)
+        return timer(name, description, "engine", engine == null ? "none" : engine);
+    }
+
+    private Timer timer(String name, String description, String tag, String value) {
+        return Timer.builder(name).description(description).tag(tag, value)
                 .publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(1))
                 .maximumExpectedValue(Duration.ofSeconds(60)).register(registry);
     }

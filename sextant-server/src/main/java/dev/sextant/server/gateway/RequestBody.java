@@ -28,8 +28,12 @@ import java.io.InputStream;
  *                       tool output's {@code output}), an array of strings or token ids (an embedding's batch) is raw
  * @param end            where the body's object closes: the offset of its last {@code '}'} from the buffer's reader
  *                       index, or -1 when it cannot be told (then nothing is added to the body)
+ * @param maxTokens      the most output tokens it asks for: the largest integer among {@code max_tokens},
+ *                       {@code max_completion_tokens} and {@code max_output_tokens}, or -1 when none is given (a
+ *                       tenant's tokens-per-minute limit counts it; the engine checks the fields)
  */
-record RequestBody(String model, boolean stream, String promptCacheKey, String user, PromptKey prompt, int end) {
+record RequestBody(String model, boolean stream, String promptCacheKey, String user, PromptKey prompt, int end,
+                   long maxTokens) {
 
     /** Thrown for a body the gateway refuses with 400; the message names the field, as {@link #param()} does. */
     static final class Invalid extends Exception {
@@ -64,6 +68,7 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         boolean stream = false;
         String promptCacheKey = null;
         String user = null;
+        long maxTokens = -1;
         PromptKeys messages = new PromptKeys();
         PromptKeys prompt = new PromptKeys();
         PromptKeys response = new PromptKeys();
@@ -95,6 +100,13 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                     }
                     case "prompt_cache_key" -> promptCacheKey = optionalString(p, t, name);
                     case "user" -> user = optionalString(p, t, name);
+                    case "max_tokens", "max_completion_tokens", "max_output_tokens" -> {
+                        if (t == JsonToken.VALUE_NUMBER_INT) {
+                            maxTokens = Math.max(maxTokens, p.getValueAsLong(-1));
+                        } else {
+                            p.skipChildren();
+                        }
+                    }
                     case "messages" -> readMessages(p, t, messages);
                     case "prompt" -> readRaw(p, t, prompt);
                     case "input" -> readInput(p, expect(p, t, name, true), response);
@@ -127,7 +139,7 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         // a response's instructions come first in its prompt, as a chat's system message does, wherever they are in
         // the body: one conversation then keys alike through either API
         PromptKey keys = messages.present() ? messages.result() : prompt.present() ? prompt.result() : response.result();
-        return new RequestBody(model, stream, promptCacheKey, user, keys, end);
+        return new RequestBody(model, stream, promptCacheKey, user, keys, end, maxTokens);
     }
 
     private static void readMessages(JsonParser p, JsonToken t, PromptKeys out) throws IOException, Invalid {

@@ -22,7 +22,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -40,12 +41,20 @@ import org.junit.jupiter.api.io.TempDir;
 class ResidencyStackProperties {
     private static final String[] EU = {"x-sextant-residency", "eu-west"};
     private static final int REQUESTS_PER_ROUND = 24;
+    private static final String KEY = "sk-test-residency";
 
     @TempDir
     Path dir;
 
-    @Test
-    void euOnlyRequests_areNeverAnsweredOrSeenOutsideEu_underRandomFaultsFailoverAndFallback() throws Exception {
+    /**
+     * Where the EU-only restriction comes from: the request's header ({@code header}); its tenant's residency, the
+     * request's headers naming nothing or more ({@code tenant}); the gateway cluster's residency, on an open gateway,
+     * likewise ({@code gateway}). Headers may only narrow, so in every case nothing may leave the EU.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"header", "tenant", "gateway"})
+    void euOnlyRequests_areNeverAnsweredOrSeenOutsideEu_underRandomFaultsFailoverAndFallback(String from)
+            throws Exception {
         long seed = Long.getLong("sextant.residency.seed", 6);
         int rounds = Integer.getInteger("sextant.residency.rounds", 10);
         SplittableRandom rnd = new SplittableRandom(seed);
@@ -58,7 +67,14 @@ class ResidencyStackProperties {
             Path file = Files.writeString(dir.resolve("topology.yaml"), fleet.yaml(150));
             ControlPlane cp = ControlPlane.start(ControlPlaneConfig.defaults(file, "tok").withIntervals(
                     Duration.ofSeconds(1), Duration.ofMillis(100), Duration.ofMillis(200), Duration.ofSeconds(1), 2));
-            GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false)
+            GatewayConfig.Builder restricted = GatewayConfig.defaults("gw").toBuilder();
+            if (from.equals("tenant")) {
+                restricted.tenantsFile(Files.writeString(dir.resolve("tenants.yaml"), "tenants:\n  eu: {keys: ["
+                        + dev.sextant.server.tenants.ApiKeys.hash(KEY) + "], residency: [eu-west]}\n"));
+            } else if (from.equals("gateway")) {
+                restricted.residency(List.of("eu-west"));
+            }
+            GatewayConfig config = restricted.build().withAccessLog(false)
                     .withTimeouts(Duration.ofMillis(500), Duration.ofMillis(600), Duration.ofSeconds(1), Duration.ofSeconds(4))
                     .withControlPlane(cp.uri(), "tok", Duration.ofMillis(200))
                     .withOptions(DataPlaneOptions.builder().maxSnapshotAge(Duration.ofSeconds(2)).seed(seed).build());
@@ -87,7 +103,8 @@ class ResidencyStackProperties {
                         answers.add(clients.submit(() -> Fleet.send(HttpRequest.newBuilder(
                                         URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
                                         .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
-                                        .header(EU[0], EU[1]).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                                        .headers(headers(from, rnd)).POST(HttpRequest.BodyPublishers.ofString(body))
+                                        .build(),
                                 HttpResponse.BodyHandlers.ofString())));
                         sent++;
                     }
@@ -125,11 +142,34 @@ class ResidencyStackProperties {
         } finally {
             leaks.close();
         }
-        System.out.printf("residency under faults: seed %d, %d rounds, %d requests, statuses %s, engines %s, retried %d%n",
+        System.out.printf("residency under faults (restricted by the " + from + "): seed %d, %d rounds, %d requests, statuses %s, engines %s, retried %d%n",
                 seed, rounds, sent, statuses, engines, retried);
         assertThat(statuses.getOrDefault("200", 0)).as("some requests were served").isPositive();
         assertThat(retried).as("failover happened (answers after more than one attempt)").isPositive();
         leaks.assertNoLeakReported();
+    }
+
+    /**
+     * The headers of one request: the EU header when the restriction comes from it; otherwise (and the tenant's key for
+     * {@code tenant}) none, a wider set, a blank one or the EU itself, at random: none of them may widen anything.
+     */
+    private static String[] headers(String from, SplittableRandom rnd) {
+        if (from.equals("header")) {
+            return EU;
+        }
+        String[] residency = {"x-sextant-residency", List.of("us-east, eu-west", " ", "eu-west").get(rnd.nextInt(3))};
+        boolean none = rnd.nextInt(3) == 0;
+        String[] auth = {"authorization", "Bearer " + KEY};
+        if (from.equals("tenant")) {
+            return none ? auth : concat(auth, residency);
+        }
+        return none ? new String[] {"accept", "application/json"} : residency; // no residency header at all
+    }
+
+    private static String[] concat(String[] a, String[] b) {
+        String[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
     }
 
     /** A random fault or none: 500s, hanging, crashing before the first token or mid-stream, slow. */
