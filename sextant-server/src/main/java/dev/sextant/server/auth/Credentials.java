@@ -23,9 +23,9 @@ import java.util.TreeMap;
  *
  * <pre>{@code
  * tokens:
- *   - sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8   # printf %s "$TOKEN" | sha256sum
+ *   - sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8   # printf '%s\n' "$TOKEN" | sextant hash-key
  *     role: operator
- *   - sha256: 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
+ *   - sha256: sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae   # the prefix may stay
  *     role: gateway
  *     gateway_cluster: east
  * }</pre>
@@ -97,14 +97,16 @@ public final class Credentials {
     }
 
     private static byte[] digest(ConfigReader r, Mapping m, String p, Map<String, String> seen) {
-        String hex = r.string(m, p, "sha256");
-        if (hex == null) {
+        String written = r.string(m, p, "sha256");
+        if (written == null) {
             return null;
         }
+        // as `sextant hash-key` prints it, or bare as sha256sum does
+        String hex = written.startsWith("sha256:") ? written.substring(7) : written;
         String at = YamlTree.child(p, "sha256");
         if (hex.length() != 64 || !hex.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
-            r.problem(at, "'" + abbreviated(hex) + "' (expected: the SHA-256 of the token, 64 hexadecimal digits, as "
-                    + "printed by: printf %s \"$TOKEN\" | sha256sum)");
+            r.problem(at, "'" + abbreviated(written) + "' (expected: the SHA-256 of the token, 64 hexadecimal digits, as "
+                    + "printed by: printf '%s\\n' \"$TOKEN\" | sextant hash-key)");
             return null;
         }
         String key = hex.toLowerCase(java.util.Locale.ROOT);

@@ -21,7 +21,7 @@ public class CredentialsFileTest {
     @Test
     void tokens_speakForTheirPrincipals_andNothingElseIsAccepted() throws Exception {
         Credentials c = Credentials.parse("tokens:\n  - {sha256: " + A + ", role: operator}\n"
-                + "  - {sha256: " + B.toUpperCase() + ", role: gateway, gateway_cluster: east}\n", "c.yaml");
+                + "  - {sha256: sha256:" + B.toUpperCase() + ", role: gateway, gateway_cluster: east}\n", "c.yaml");
         assertThat(c.authenticate("Bearer token-a")).isEqualTo(Principal.OPERATOR);
         assertThat(c.authenticate("bearer token-b")).isEqualTo(Principal.gateway("east"));
         assertThat(c.authenticate("BEARER  token-b ")).isEqualTo(Principal.gateway("east"));
