@@ -18,7 +18,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *   fresh connection;</li>
  *   <li>{@code idle}: CONNECTIONS connections opened and held, sending nothing (each reopened when closed);</li>
  *   <li>{@code slow-heads}: CONNECTIONS connections each sending its request head one byte a second (reopened when
- *   closed).</li>
+ *   closed);</li>
+ *   <li>{@code unfinished}: CONNECTIONS threads each POST PATH announcing a 15 MB body, send 14 MB of it and wait,
+ *   never finishing it (reopened, a second later, when the server closes).</li>
  * </ul>
  * Prints one line: what it did (connections made, refused or reset, bodies answered).
  */
@@ -43,7 +45,13 @@ public final class Flood {
                 }
             }
             case "idle", "slow-heads" -> threads.add(start(() -> hold(port, path, end, n, mode.equals("slow-heads"))));
-            default -> throw new IllegalArgumentException("mode: " + mode + " (expected: bodies, idle, slow-heads)");
+            case "unfinished" -> {
+                for (int i = 0; i < n; i++) {
+                    threads.add(start(() -> unfinished(port, path, end)));
+                }
+            }
+            default -> throw new IllegalArgumentException("mode: " + mode
+                    + " (expected: bodies, idle, slow-heads, unfinished)");
         }
         for (Thread t : threads) {
             t.join();
@@ -98,6 +106,36 @@ public final class Flood {
                 }
             } catch (IOException e) {
                 failures.incrementAndGet(); // refused or reset: the server stopped reading, as it should
+            }
+            pause(started);
+        }
+    }
+
+    /** A 15 MB body announced, 14 MB of it sent, then held until the server answers or closes, again and again. */
+    static void unfinished(int port, String path, long end) {
+        byte[] head = ("POST " + path + " HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                + "content-length: 15000000\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1);
+        while (System.nanoTime() < end) {
+            long started = System.nanoTime();
+            try (Socket s = open(port)) {
+                OutputStream out = s.getOutputStream();
+                out.write(head);
+                for (int i = 0; i < 14; i++) {
+                    out.write(MB);
+                }
+                InputStream in = s.getInputStream();
+                while (System.nanoTime() < end) {
+                    try {
+                        if (in.read() >= 0) {
+                            answers.incrementAndGet(); // refused (503) before the body was whole
+                        }
+                        break;
+                    } catch (java.net.SocketTimeoutException stillWaiting) {
+                        // the server holds the unfinished body, as the flood wants
+                    }
+                }
+            } catch (IOException e) {
+                failures.incrementAndGet();
             }
             pause(started);
         }

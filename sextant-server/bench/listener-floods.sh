@@ -1,24 +1,30 @@
 #!/usr/bin/env bash
-# Authorised traffic's latency at the control plane and the engine emulator, unloaded and while a client without
-# a token floods the same listener (whole processes on loopback; docs/reliability-security.md, "Floods"):
+# Authorised traffic's latency at the control plane, the engine emulator and the gateway, unloaded and while a
+# client without a token floods the same listener (whole processes on loopback; docs/reliability-security.md,
+# "Floods"):
 #   bodies      400 connections a second each posting a 1 MB body with a wrong token (control plane:
 #               /v1/reports; emulator: /admin/faults, behind --admin-token-file)
+#   unfinished  (gateway) 45 connections each announcing a 15 MB chat request, sending 14 MB of it and waiting:
+#               630 MB, more than the gateway's 512 MiB of direct memory; also measured against a second gateway
+#               whose max_buffered_body_bytes is 2 GiB (no budget in effect)
 #   idle        3,000 connections opened and held, sending nothing (reopened when closed)
 #   slow-heads  1,000 connections each sending its request head one byte a second (reopened when closed)
 # Authorised traffic: wrk, 4 connections paced to 200 req/s in all (post.lua): the control plane's snapshot poll
-# with its token and the current ETag (a 304), the emulator's 1-token chat completion. Each run 8 s, the flood
+# with its token and the current ETag (a 304), the emulator's and the gateway's 1-token chat completion (the gateway
+# proxies to the same emulator). Each run 8 s, the flood
 # started 2 s before it. Prints, per listener and flood, the median and range of p50 and p99 over ROUNDS rounds.
-# Usage: sextant-server/bench/listener-floods.sh [ROUNDS]
+# Usage: sextant-server/bench/listener-floods.sh [ROUNDS]   (under run.sh --smoke: one round of 1 s runs)
 set -euo pipefail
-rounds="${1:-3}"
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # under run.sh --smoke: one round, each run 1 s after a flood's 1 s build-up
-rounds=$(smoke_or 1 "$rounds") secs=$(smoke_or 1 8) build_up=$(smoke_or 1 2)
+rounds=$(smoke_or 1 "${1:-3}") secs=$(smoke_or 1 8) build_up=$(smoke_or 1 2)
 # shellcheck source=stats.sh
 . "$here/stats.sh"
 CONTROL=19710
 ENGINE=19711
+GATEWAY=19712
+UNBOUNDED=19713
 head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/token.txt"
 token="$(cat "$work/token.txt")"
 java -Xms256m -Xmx512m -jar "$jar" engine --id e1 --port "$ENGINE" --model m --max-seqs 1024 --decode-base-ms 1 \
@@ -30,6 +36,20 @@ control_plane_yaml "$CONTROL"
 java -Xms256m -Xmx512m -jar "$jar" control-plane --config "$work/control-plane.yaml" >"$work/control-plane.log" 2>&1 &
 pids+=($!)
 wait_for "$CONTROL" /healthz 60
+for gateway in "$GATEWAY" "$UNBOUNDED"; do
+  cat >"$work/gateway-$gateway.yaml" <<YAML
+gateway_cluster: gw
+port: $gateway
+snapshot_file: snapshot.json
+access_log: false
+YAML
+done
+echo "max_buffered_body_bytes: 2147483647" >>"$work/gateway-$UNBOUNDED.yaml"
+for gateway in "$GATEWAY" "$UNBOUNDED"; do
+  java -Xms512m -Xmx512m -XX:MaxDirectMemorySize=512m -jar "$jar" gateway --config "$work/gateway-$gateway.yaml" >"$work/gateway-$gateway.log" 2>&1 &
+  pids+=($!)
+  wait_for "$gateway" /readyz 60
+done
 auth="authorization: Bearer $token"
 etag=$(curl -s -D - -o /dev/null -H "$auth" "http://127.0.0.1:$CONTROL/v1/snapshot?gateway=gw" \
   | awk 'tolower($1) == "etag:" { sub(/\r$/, "", $2); print $2 }')
@@ -41,7 +61,10 @@ authorised() {
     METHOD=GET RATE=200 CONNS=4 wrk -t1 -c4 -d"${secs}s" -s "$here/post.lua" -H "$auth" -H "if-none-match: $etag" \
       "http://127.0.0.1:$CONTROL/v1/snapshot?gateway=gw" | grep RESULT
   else
-    RATE=200 CONNS=4 wrk -t1 -c4 -d"${secs}s" -s "$here/post.lua" "http://127.0.0.1:$ENGINE/v1/chat/completions" | grep RESULT
+    local port=$ENGINE
+    case "$1" in gateway) port=$GATEWAY ;; gateway-unbounded) port=$UNBOUNDED ;; esac
+    RATE=200 CONNS=4 wrk -t1 -c4 -d"${secs}s" -s "$here/post.lua" "http://127.0.0.1:$port/v1/chat/completions" \
+      | grep RESULT
   fi
 }
 
@@ -50,9 +73,15 @@ flood() {
   local port path n
   flood_pid=
   [ "$2" = none ] && return 0
-  if [ "$1" = control ]; then port=$CONTROL; path=/v1/reports; else port=$ENGINE; path=/admin/faults; fi
+  case "$1" in
+    control) port=$CONTROL; path=/v1/reports ;;
+    engine) port=$ENGINE; path=/admin/faults ;;
+    gateway) port=$GATEWAY; path=/v1/chat/completions ;;
+    gateway-unbounded) port=$UNBOUNDED; path=/v1/chat/completions ;;
+  esac
   case "$2" in
     bodies) n=400 ;;
+    unfinished) n=45 ;;
     idle) n=3000; path=/healthz ;;
     slow-heads) n=1000; path=/healthz ;;
   esac
@@ -61,10 +90,19 @@ flood() {
   sleep "$build_up" # let it build up before measuring
 }
 
+# kinds LISTENER: the floods measured against it
+kinds() {
+  case "$1" in
+    gateway) echo none unfinished idle slow-heads ;;
+    gateway-unbounded) echo none unfinished ;;
+    *) echo none bodies idle slow-heads ;;
+  esac
+}
+
 : >"$work/results"
 for round in $(seq 1 "$rounds"); do
-  for listener in control engine; do
-    for kind in none bodies idle slow-heads; do
+  for listener in control engine gateway gateway-unbounded; do
+    for kind in $(kinds "$listener"); do
       flood "$listener" "$kind"
       line=$(authorised "$listener" || echo "RESULT failed")
       if [ -n "$flood_pid" ]; then wait "$flood_pid" || echo "flood $kind exited $?" >>"$work/flood.log"; fi
@@ -74,8 +112,8 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 echo
-for listener in control engine; do
-  for kind in none bodies idle slow-heads; do
+for listener in control engine gateway gateway-unbounded; do
+  for kind in $(kinds "$listener"); do
     for q in p50_ms p99_ms; do
       grep "listener=$listener flood=$kind " "$work/results" | sed -n "s/.* $q=\([0-9.]*\).*/\1/p" \
         | summary "$listener $kind $q"

@@ -1,6 +1,7 @@
 package dev.sextant.app;
 
 import dev.sextant.config.TopologyLoader;
+import dev.sextant.server.auth.CredentialsFile;
 import dev.sextant.server.control.ControlPlane;
 import dev.sextant.server.control.ControlPlaneConfig;
 import dev.sextant.server.internal.ListenerLimits;
@@ -21,7 +22,8 @@ final class ControlPlaneCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("topology", "host", "port", "token_file", "solve_interval",
             "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "error_rate_limit", "demand",
             "publish_gain", "publish_gain_ms", "canary_interval", "max_wait", "state_file", "request_header_timeout",
-            "request_body_timeout", "max_header_bytes", "max_connections", "max_buffered_body_bytes", "etcd");
+            "request_body_timeout", "max_header_bytes", "max_connections", "max_buffered_body_bytes", "etcd",
+            "credentials_file");
     /** Keys of older versions, refused with what replaced them. */
     static final Map<String, String> REMOVED = Map.of(
             "weight_hysteresis", "expected: publish_gain and publish_gain_ms; removed: a snapshot is published when its"
@@ -54,6 +56,23 @@ final class ControlPlaneCommand implements Callable<Integer> {
                 f.integer("max_buffered_body_bytes", (int) d.maxBufferedBodyBytes()));
     }
 
+    /**
+     * The credentials file {@code credentials_file} names, read (its problems name its own lines), or null in the
+     * simple mode of one shared token; {@code token_file} beside it is refused, {@code SEXTANT_TOKEN} not read.
+     */
+    static CredentialsFile credentials(ServerFile f) throws dev.sextant.config.ConfigException {
+        Path file = f.path("credentials_file");
+        if (file == null) {
+            return null;
+        }
+        if (f.has("token_file")) {
+            throw f.problem("token_file", "set with credentials_file (expected: one of them: a shared token, or the "
+                    + "tokens of the credentials file)");
+        }
+        f.readable("credentials_file", file);
+        return CredentialsFile.load(file);
+    }
+
     @Override
     public Integer call() throws Exception {
         run.check();
@@ -63,10 +82,12 @@ final class ControlPlaneCommand implements Callable<Integer> {
             throw f.problem("topology", "missing (expected: the topology YAML file)");
         }
         ControlPlaneConfig d = ControlPlaneConfig.defaults(topology, "x");
+        CredentialsFile credentials = credentials(f);
         ControlPlaneConfig c;
         try {
             c = ControlPlaneConfig.builder(topology, null).host(f.string("host", d.host())).port(run.port(f, 7070))
-                    .token(f.token(true)).solveInterval(f.duration("solve_interval", d.solveInterval()))
+                    .credentials(credentials).token(credentials == null ? f.token(true) : null)
+                    .solveInterval(f.duration("solve_interval", d.solveInterval()))
                     .watchInterval(f.duration("watch_interval", d.watchInterval()))
                     .scrapeInterval(f.duration("scrape_interval", d.scrapeInterval()))
                     .scrapeTimeout(f.duration("scrape_timeout", d.scrapeTimeout()))
@@ -88,6 +109,9 @@ final class ControlPlaneCommand implements Callable<Integer> {
             out.println(config + ": ok: control plane on " + (c.tls() == null ? "http" : "https") + "://" + c.host()
                     + ":" + c.port() + ", topology " + topology.normalize() + " (" + t.gatewayClusters().size()
                     + " gateway clusters, " + t.engines().size() + " engines)"
+                    + (credentials == null ? ", one shared token" : ", " + credentials.current().size()
+                            + " tokens from " + credentials.file().normalize() + " (" + credentials.current().summary()
+                            + ")")
                     + (etcdOptions == null ? "" : ", elected through etcd " + etcdOptions.endpoints() + " under "
                             + etcdOptions.prefix()));
             out.flush();

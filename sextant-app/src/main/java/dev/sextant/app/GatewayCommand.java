@@ -34,7 +34,8 @@ final class GatewayCommand implements Callable<Integer> {
             "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
             "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll", "probe_interval",
-            "engine_keep_alive", "class_timeouts", "etcd", "tenants_file", "residency");
+            "engine_keep_alive", "class_timeouts", "etcd", "tenants_file", "residency",
+            "max_connections", "max_buffered_body_bytes");
     /** Settings that are gone, with what took their place and why (refused at their line). */
     static final java.util.Map<String, String> REMOVED = java.util.Map.of("first_byte_timeout", "expected:"
             + " first_token_timeout, for streams; removed: it cut and retried non-streaming answers, which send nothing"
@@ -123,7 +124,9 @@ final class GatewayCommand implements Callable<Integer> {
                     .engineToken(f.tokenFile("engine_token_file")).snapshotCache(f.path("snapshot_cache_file"))
                     .busyPoll(f.bool("busy_poll", false)).probeInterval(f.duration("probe_interval", d.probeInterval()))
                     .engineKeepAlive(f.duration("engine_keep_alive", d.engineKeepAlive()))
-                    .tenantsFile(tenantsFile(f)).residency(f.strings("residency")).build();
+                    .tenantsFile(tenantsFile(f)).residency(f.strings("residency"))
+                    .maxConnections(f.integer("max_connections", d.maxConnections()))
+                    .maxBufferedBodyBytes(f.integer("max_buffered_body_bytes", (int) d.maxBufferedBodyBytes())).build();
             c = c.withClassTimeouts(classTimeouts(f, c));
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));

@@ -82,6 +82,8 @@ class ServerCommandsTest {
             negative drain window  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ndrain_window: -1s | server.yaml:3: drain_window: '-1s' (expected: a duration >= 0
             zero drain timeout     | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ndrain_timeout: 0s | server.yaml:3: drain_timeout: 0ms (expected: > 0)
             first byte, removed    | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nfirst_byte_timeout: 30s | server.yaml:3: first_byte_timeout: '30s' (expected: first_token_timeout, for streams; removed:
+            body budget below body | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nmax_buffered_body_bytes: 2000000 | server.yaml:3: max_buffered_body_bytes: 2000000 (expected: >= 16777216, max_body_bytes)
+            no gateway connections | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nmax_connections: 0 | server.yaml:3: max_connections: 0 (expected: 1..1000000)
             zero engine keep-alive | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_keep_alive: 0s | server.yaml:3: engine_keep_alive: 0ms (expected: > 0)
             class timeouts no map  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: 5m | server.yaml:3: class_timeouts: '5m' (expected: a map of class id to its timeouts)
             class timeout no map   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nclass_timeouts: {batch: 5m} | server.yaml:3: class_timeouts.batch: '5m' (expected: a map of [first_token_timeout, idle_timeout, total_timeout] to durations)
@@ -342,5 +344,35 @@ class ServerCommandsTest {
         assertThat(run(command, "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr).contains(says);
         assertThat(stdout).doesNotContain(": ok");
+    }
+
+    @Test
+    void controlPlane_withACredentialsFile_checksItAndNamesItsProblemsAtTheirLines() throws Exception {
+        Path topology = Path.of("..", "examples", "talk.yaml").toAbsolutePath();
+        String digest = "a".repeat(64);
+        Path credentials = Files.writeString(dir.resolve("credentials.yaml"), "tokens:\n"
+                + "  - {sha256: " + digest + ", role: operator}\n"
+                + "  - {sha256: " + "b".repeat(64) + ", role: gateway, gateway_cluster: east}\n");
+        Path config = Files.writeString(dir.resolve("cp.yaml"), "topology: " + topology
+                + "\ncredentials_file: credentials.yaml\n");
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).isZero();
+        assertThat(stdout).contains(": ok: control plane on http://127.0.0.1:7070")
+                .contains("2 tokens from " + credentials + " (gateway cluster east: 1, operator: 1)");
+
+        Files.writeString(credentials, "tokens:\n  - {sha256: " + digest + ", role: operator}\n"
+                + "  - {sha256: " + digest + ", role: gateway}\n");
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains(credentials + ":3: tokens[1].sha256: the same token as tokens[0]")
+                .contains(credentials + ":3: tokens[1].gateway_cluster: missing");
+
+        Files.writeString(dir.resolve("tok"), "secret");
+        Files.writeString(config, "topology: " + topology + "\ncredentials_file: credentials.yaml\ntoken_file: tok\n");
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains(config + ":3: token_file: set with credentials_file");
+
+        Files.writeString(config, "topology: " + topology + "\ncredentials_file: nowhere.yaml\n");
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains(config + ":2: credentials_file: " + dir.resolve("nowhere.yaml")
+                + ": cannot read: no such file");
     }
 }

@@ -83,15 +83,29 @@ public final class BearerToken {
 
     /** Whether an {@code Authorization} header value carries one of the tokens: {@code Bearer <token>}. */
     public boolean accepts(String authorization) {
-        if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
+        String presented = presented(authorization);
+        if (presented == null) {
             return false;
         }
-        byte[] given = sha256(authorization.substring(7).trim().getBytes(StandardCharsets.UTF_8));
+        byte[] given = sha256(presented.getBytes(StandardCharsets.UTF_8));
         boolean ok = false;
         for (byte[] expected : refreshed().digests) {
             ok |= MessageDigest.isEqual(given, expected); // every token compared: the count is no secret
         }
         return ok;
+    }
+
+    /**
+     * The token an {@code Authorization} header value presents: what follows {@code Bearer } (the scheme in any case,
+     * as RFC 9110 §11.1 has it), without surrounding whitespace; null for no header, another scheme or an empty token.
+     * Every listener that takes a bearer token reads it through here, so that all of them accept the same headers.
+     */
+    public static String presented(String authorization) {
+        if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            return null;
+        }
+        String token = authorization.substring(7).trim();
+        return token.isEmpty() ? null : token;
     }
 
     @Override
@@ -158,7 +172,7 @@ public final class BearerToken {
         return out;
     }
 
-    private static byte[] sha256(byte[] bytes) {
+    static byte[] sha256(byte[] bytes) {
         try {
             return MessageDigest.getInstance("SHA-256").digest(bytes);
         } catch (NoSuchAlgorithmException e) {

@@ -7,6 +7,7 @@ import dev.sextant.control.EngineEstimate;
 import dev.sextant.control.Estimates;
 import dev.sextant.control.GatewayReport;
 import dev.sextant.control.Step;
+import dev.sextant.server.auth.Principal;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.OversizedAwareAggregator;
 import dev.sextant.server.internal.Versions;
@@ -19,6 +20,7 @@ import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
@@ -34,9 +36,49 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     private static final Logger LOG = Logger.getLogger(ControlHandler.class.getName());
 
     private final ControlPlane cp;
+    /**
+     * Who sent the request being read, as its head's token says ({@link #admit}); null before a head passed. One request
+     * is read at a time on a connection, and its head is admitted before its whole request arrives here.
+     */
+    private Principal principal;
 
     ControlHandler(ControlPlane cp) {
         this.cp = cp;
+    }
+
+    /**
+     * Decides on a request's head, before any of its body is read ({@link dev.sextant.server.internal.HeadCheck}):
+     * 401 for a token this control plane does not know on an endpoint behind one, 403 for a gateway cluster's token
+     * asking for an operator's endpoint or another cluster's snapshot view, else null (and the principal is kept for
+     * the request: a report's gateway cluster is in its body, checked once it is read).
+     */
+    FullHttpResponse admit(HttpRequest head) {
+        principal = null;
+        QueryStringDecoder q = new QueryStringDecoder(head.uri());
+        String path = q.path();
+        if (!ControlPlane.guarded(path)) {
+            return null;
+        }
+        String authorization = head.headers().get(HttpHeaderNames.AUTHORIZATION);
+        Principal p = cp.access.authenticate(authorization);
+        if (p == null) {
+            return cp.unauthorized(authorization);
+        }
+        if (path.equals("/v1/explain") && !p.operator()) {
+            return cp.forbidden("operator_only", "explain takes an operator's token; this one is "
+                    + p + "'s");
+        }
+        String gw = path.equals("/v1/snapshot") ? Http.query(q, "gateway") : null;
+        if (gw != null && !p.mayActFor(gw)) {
+            return otherCluster(p, "read the snapshot view of", gw);
+        }
+        principal = p;
+        return null;
+    }
+
+    private FullHttpResponse otherCluster(Principal p, String what, String gw) {
+        return cp.forbidden("other_gateway_cluster", "this token is " + p + "'s; it may not " + what
+                + " gateway cluster " + gw);
     }
 
     @Override
@@ -92,8 +134,12 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     private void snapshot(ChannelHandlerContext ctx, FullHttpRequest req, QueryStringDecoder q, boolean keepAlive) {
         String gw = Http.query(q, "gateway");
         if (gw == null) {
-            throw new IllegalArgumentException("gateway: missing (expected: ?gateway=ID, one of "
-                    + cp.current().routes().keySet() + ")");
+            throw new IllegalArgumentException("gateway: missing (expected: ?gateway=ID"
+                    + (principal.operator() ? ", one of " + cp.current().routes().keySet() : "") + ")");
+        }
+        if (!principal.mayActFor(gw)) { // admitted on its head already; said again where the view is given out
+            Http.send(ctx, otherCluster(principal, "read the snapshot view of", gw), keepAlive);
+            return;
         }
         if (!cp.current().routes().containsKey(gw)) {
             unknownGateway(ctx, gw, keepAlive);
@@ -127,8 +173,11 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     }
 
     private void unknownGateway(ChannelHandlerContext ctx, String gw, boolean keepAlive) {
+        // a gateway cluster's token learns nothing of the others
         Http.send(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "unknown_gateway",
-                "gateway: " + gw + " (expected: one of " + cp.current().routes().keySet() + ")", null), keepAlive);
+                "gateway: " + gw + " (expected: " + (principal != null && principal.operator()
+                        ? "one of " + cp.current().routes().keySet() : "a gateway cluster the snapshot routes") + ")",
+                null), keepAlive);
     }
 
     private void answer(ChannelHandlerContext ctx, String gw, ControlPlane.GatewayView view, String ifNoneMatch,
@@ -263,6 +312,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         }
         // checked whole here, on the event loop; given to the control loop on its signal thread
         GatewayReport report = ReportParser.parse(body, cp.topology(), cp.ticker.nanos());
+        if (!principal.mayActFor(report.gateway())) { // nothing of it is taken
+            Http.send(ctx, otherCluster(principal, "report for", report.gateway()), keepAlive);
+            return;
+        }
         if (!cp.report(report)) {
             Http.send(ctx, Http.error(HttpResponseStatus.SERVICE_UNAVAILABLE, "server_error", "overloaded",
                     "reports arrive faster than the control loop takes them; this one was dropped", null), keepAlive);
@@ -337,6 +390,14 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         ObjectNode refused = root.putObject("refused_registrations");
         for (RegisteredEngines.Refusal r : cp.refusedRegistrations()) {
             refused.put(r.id(), r.reason().label() + ": " + r.why());
+        }
+        if (cp.config.credentials() != null) { // the file's path and problems, never a token nor a digest
+            root.put("credentials_file", cp.config.credentials().file().toString());
+            if (cp.credentialsError() == null) {
+                root.putNull("credentials_error");
+            } else {
+                root.put("credentials_error", cp.credentialsError());
+            }
         }
         Step last = cp.lastStep();
         root.set("last_step", Http.JSON.valueToTree(lastStep(last)));

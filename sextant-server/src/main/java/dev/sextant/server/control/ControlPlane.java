@@ -58,12 +58,9 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -114,7 +111,8 @@ public final class ControlPlane implements AutoCloseable {
     final InMemoryPublisher publisher = SnapshotPublisher.inMemory();
     final Ticker ticker = Ticker.system();
     final ControlLoop loop;
-    final dev.sextant.server.auth.BearerToken token;
+    /** Who a request's token speaks for: the shared token's operator, or the credentials file's principals. */
+    final dev.sextant.server.auth.Authenticator access;
     final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final ScheduledExecutorService policy;
     /** Gives reports to the loop, in arrival order. */
@@ -138,6 +136,10 @@ public final class ControlPlane implements AutoCloseable {
     private final MultiGauge capacityGauge;
     private final MultiGauge slowdownGauge;
     final Counter unauthorized;
+    /** Requests refused for their token (401) or for what their token may do (403), by reason. */
+    private final Map<String, Counter> authRefusals = new HashMap<>();
+    private final Counter credentialsReloads;
+    private final Counter credentialsReloadFailures;
     final Counter reports;
     /** Largest request body: a report is a few KB even for a large fleet's gateway. */
     public static final int MAX_BODY_BYTES = 1024 * 1024;
@@ -211,7 +213,7 @@ public final class ControlPlane implements AutoCloseable {
         this.leadership = leadership;
         this.engineRegistry = engineRegistry;
         this.led = leadership.leading(); // alone: from the start; a replica: once it won and took over
-        this.token = config.token();
+        this.access = config.authenticator();
         this.file = TopologyLoader.loadFile(config.topologyFile());
         this.fingerprint = fingerprint();
         this.solves = Counter.builder("sextant.control.solves")
@@ -224,6 +226,23 @@ public final class ControlPlane implements AutoCloseable {
                 .description("requests refused for a missing or wrong bearer token").register(registry);
         this.reports = Counter.builder("sextant.control.reports").description("gateway reports taken")
                 .register(registry);
+        for (String reason : AUTH_REFUSALS) {
+            authRefusals.put(reason, Counter.builder("sextant.control.auth.refusals").tag("reason", reason)
+                    .description("requests refused for their bearer token, by reason: missing (no Authorization), "
+                            + "malformed (another scheme, or no token), unknown_token (401: not, or no longer, in force); "
+                            + "other_gateway_cluster (403: a gateway cluster's token reading or reporting for another), "
+                            + "operator_only (403: a gateway cluster's token on an operator's endpoint)")
+                    .register(registry));
+        }
+        this.credentialsReloads = Counter.builder("sextant.control.credentials.reloads")
+                .description("changes of the credentials file read and put in force").register(registry);
+        this.credentialsReloadFailures = Counter.builder("sextant.control.credentials.reload.failures")
+                .description("changes of the credentials file refused as invalid or unreadable (the credentials in "
+                        + "force stay)").register(registry);
+        Gauge.builder("sextant.control.credentials.invalid",
+                        () -> config.credentials() != null && config.credentials().error() != null ? 1 : 0)
+                .description("1 while the credentials file on disk is invalid or unreadable and the last valid one is "
+                        + "in force").register(registry);
         this.refusedVersions = Counter.builder("sextant.control.refused.versions")
                 .description("snapshot polls whose If-None-Match claimed a version above " + Versions.MAX_ADOPTED
                         + " (not adopted: forged or corrupt)").register(registry);
@@ -256,18 +275,7 @@ public final class ControlPlane implements AutoCloseable {
         Topology topology = merge(engineRegistry.entries());
         this.connectionCap = new ConnectionCap("control plane", config.limits().maxConnections());
         this.bodyBudget = new HeadCheck.Budget(config.limits().maxBufferedBodyBytes());
-        Gauge.builder("sextant.control.connections", connectionCap, ConnectionCap::open)
-                .description("client connections open (at most max_connections)").register(registry);
-        io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.refused.connections", connectionCap,
-                        ConnectionCap::refused)
-                .description("connections closed as soon as accepted: max_connections were open").register(registry);
-        Gauge.builder("sextant.control.buffered.body.bytes", bodyBudget, HeadCheck.Budget::used)
-                .description("request body bytes held while they arrive (at most max_buffered_body_bytes)")
-                .register(registry);
-        io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.refused.bodies", bodyBudget,
-                        HeadCheck.Budget::refusals)
-                .description("requests answered 503 before their body was read: max_buffered_body_bytes were held")
-                .register(registry);
+        dev.sextant.server.internal.ListenerMeters.bind(registry, "sextant.control", connectionCap, bodyBudget);
         io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.oversized.bodies", oversizedBodies,
                         java.util.concurrent.atomic.LongAdder::sum)
                 .description("request bodies over " + MAX_BODY_BYTES + " bytes, refused with 413").register(registry);
@@ -336,10 +344,11 @@ public final class ControlPlane implements AutoCloseable {
                         }
                         // a gateway's long-poll answer waits for it to read up to a minute before it is closed
                         RequestGuard guard = new RequestGuard(limits.client(), UNREAD_ANSWER);
+                        // one handler per connection: it decides on each head who sent it (HeadCheck), before its body
+                        ControlHandler handler = new ControlHandler(ControlPlane.this);
                         ch.pipeline().addLast(guard.bytesIn(), limits.client().codec(), guard, new ReadAfterAnswer(),
-                                new HeadCheck(ControlPlane.this::refusal, bodyBudget, MAX_BODY_BYTES),
-                                new OversizedAwareAggregator(MAX_BODY_BYTES, oversizedBodies),
-                                new ControlHandler(ControlPlane.this));
+                                new HeadCheck(handler::admit, bodyBudget, MAX_BODY_BYTES),
+                                new OversizedAwareAggregator(MAX_BODY_BYTES, oversizedBodies), handler);
                     }
                 });
         try {
@@ -355,7 +364,9 @@ public final class ControlPlane implements AutoCloseable {
         leadership.bindTo(registry);
         leadership.join(uri());
         LOG.info("control plane listening on " + uri() + ", topology "
-                + config.topologyFile() + ", snapshot " + publisher.current().version());
+                + config.topologyFile() + ", snapshot " + publisher.current().version() + ", "
+                + (config.credentials() == null ? "one shared token" : config.credentials() + " ("
+                        + config.credentials().current().summary() + ")"));
     }
 
     /**
@@ -547,6 +558,7 @@ public final class ControlPlane implements AutoCloseable {
     }
 
     private void tick() {
+        reloadCredentials();
         try {
             reloadIfChanged();
             if (!leadership.leading()) {
@@ -650,10 +662,31 @@ public final class ControlPlane implements AutoCloseable {
         return true;
     }
 
+    /** Reads the credentials file again when it changed (the tokens of the shared-token mode reload themselves). */
+    private void reloadCredentials() {
+        if (config.credentials() == null) {
+            return;
+        }
+        try {
+            switch (config.credentials().reloadIfChanged()) {
+                case RELOADED -> credentialsReloads.increment();
+                case FAILED -> credentialsReloadFailures.increment();
+                case UNCHANGED -> { }
+            }
+        } catch (RuntimeException e) { // never stops the policy step that follows
+            credentialsReloadFailures.increment();
+            LOG.log(Level.SEVERE, "CREDENTIALS RELOAD FAILED, keeping the credentials in force: " + e, e);
+        }
+    }
+
+    /** Why the credentials file on disk is not in force, or null (also null in the shared-token mode). */
+    String credentialsError() {
+        return config.credentials() == null ? null : config.credentials().error();
+    }
+
     private String fingerprint() {
         try {
-            byte[] bytes = Files.readAllBytes(config.topologyFile());
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+            return dev.sextant.server.internal.FileFingerprint.of(config.topologyFile());
         } catch (IOException e) {
             if (!unreadable) { // once until it can be read again: a deleted file is checked every watch interval
                 unreadable = true;
@@ -662,8 +695,6 @@ public final class ControlPlane implements AutoCloseable {
                         + "; keeping the topology in force");
             }
             return null;
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
         }
     }
 
@@ -984,18 +1015,32 @@ public final class ControlPlane implements AutoCloseable {
         }
     }
 
+    /** The reasons of {@code sextant_control_auth_refusals_total}: a fixed set, so its labels stay bounded. */
+    static final List<String> AUTH_REFUSALS = List.of("missing", "malformed", "unknown_token", "other_gateway_cluster",
+            "operator_only");
+
+    /** Whether requests to {@code path} need a token: every endpoint but the probes and the metrics. */
+    static boolean guarded(String path) {
+        return path.equals("/v1/snapshot") || path.equals("/v1/explain") || path.equals("/v1/reports");
+    }
+
     /**
-     * The answer to a request head that may not be sent: 401 for an endpoint behind the token without it (checked on
-     * the head, so that a client without the token never gets its body read), else null. On the event loop.
+     * The 401 to a request whose {@code authorization} names nobody this control plane knows, counted by why. It says
+     * nothing else, not even whether the method fits, and never repeats what was sent.
      */
-    private io.netty.handler.codec.http.FullHttpResponse refusal(io.netty.handler.codec.http.HttpRequest head) {
-        String path = new io.netty.handler.codec.http.QueryStringDecoder(head.uri()).path();
-        boolean guarded = path.equals("/v1/snapshot") || path.equals("/v1/explain") || path.equals("/v1/reports");
-        if (guarded && !token.accepts(head.headers().get(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION))) {
-            unauthorized.increment();
-            return dev.sextant.server.internal.Http.unauthorized(); // and nothing else, not even whether the method fits
-        }
-        return null;
+    io.netty.handler.codec.http.FullHttpResponse unauthorized(String authorization) {
+        unauthorized.increment();
+        authRefusals.get(authorization == null ? "missing"
+                : dev.sextant.server.auth.BearerToken.presented(authorization) == null ? "malformed" : "unknown_token")
+                .increment();
+        return dev.sextant.server.internal.Http.unauthorized();
+    }
+
+    /** The 403 to a known token asking for what it may not do ({@code reason}: one of {@link #AUTH_REFUSALS}). */
+    io.netty.handler.codec.http.FullHttpResponse forbidden(String reason, String message) {
+        authRefusals.get(reason).increment();
+        return dev.sextant.server.internal.Http.error(io.netty.handler.codec.http.HttpResponseStatus.FORBIDDEN,
+                "permission_error", "forbidden", message, null);
     }
 
     /** Writes {@code s} to the state file, if there is one (on its own thread). */

@@ -1,7 +1,9 @@
 package dev.sextant.server.control;
 
 import dev.sextant.control.ControlOptions;
+import dev.sextant.server.auth.Authenticator;
 import dev.sextant.server.auth.BearerToken;
+import dev.sextant.server.auth.CredentialsFile;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.ListenerLimits;
 import dev.sextant.server.tls.ClientTls;
@@ -15,8 +17,8 @@ import java.time.Duration;
  * @param topologyFile   the topology YAML, watched for changes
  * @param host           address to bind
  * @param port           port to bind, 0 = ephemeral
- * @param token          bearer token(s) required by the snapshot, report and explain endpoints (a token file is
- *                       read again when it changes)
+ * @param token          the single shared bearer token(s) of the simple mode, required by the snapshot, report and
+ *                       explain endpoints (a token file is read again when it changes); null with {@code credentials}
  * @param solveInterval  step the control loop (estimate, solve, decide) at least this often, &gt; 0; it also steps
  *                       at once when the loop says something urgent changed
  * @param watchInterval  how often the topology file, the schedule and the loop's urgency are checked, &gt; 0
@@ -42,13 +44,15 @@ import java.time.Duration;
  *                       (its version, and its slot tables for cache affinity), or null to keep none
  * @param limits         what its listener allows each connection and all of them together: head and body timeouts,
  *                       head size, open connections, request bodies held ({@link ListenerLimits#controlPlane()})
+ * @param credentials    the credentials file (a token per gateway cluster, operators' tokens), read again when it
+ *                       changes; null in the simple mode ({@code token}). Exactly one of the two is set
  */
 public record ControlPlaneConfig(Path topologyFile, String host, int port, BearerToken token, Duration solveInterval,
                                  Duration watchInterval, Duration scrapeInterval, Duration scrapeTimeout,
                                  int missedScrapes, double errorRateLimit, String demand, double publishGain,
                                  double publishGainMs, Duration canaryInterval, Duration maxWait, ServerTls tls,
                                  ClientTls engineTls, Path stateFile,
-                                 ListenerLimits limits) {
+                                 ListenerLimits limits, CredentialsFile credentials) {
 
     /** What {@code demand: max} was, and why it went: said when a file still has it. */
     static final String MAX_REMOVED = "removed: max made the configured demand a floor under the observed one;"
@@ -58,8 +62,13 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         if (topologyFile == null) {
             throw new IllegalArgumentException("topology: missing (expected: a topology YAML file)");
         }
-        if (token == null) {
-            throw new IllegalArgumentException("token: missing (expected: a bearer token, from token_file or SEXTANT_TOKEN)");
+        if (token == null && credentials == null) {
+            throw new IllegalArgumentException("token: missing (expected: a bearer token, from token_file or "
+                    + "SEXTANT_TOKEN, or a credentials_file)");
+        }
+        if (token != null && credentials != null) {
+            throw new IllegalArgumentException("credentials_file: set with a shared token (expected: one of "
+                    + "credentials_file and token_file)");
         }
         if (host == null || host.isBlank()) {
             throw new IllegalArgumentException("host: '" + (host == null ? "" : host) + "' (expected: an address to bind,"
@@ -128,9 +137,19 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         return toBuilder().stateFile(file).build();
     }
 
-    /** With {@code newToken} (e.g. one read from a file, which may change). */
+    /** With {@code newToken} (e.g. one read from a file, which may change), the simple mode. */
     public ControlPlaneConfig withToken(BearerToken newToken) {
-        return toBuilder().token(newToken).build();
+        return toBuilder().token(newToken).credentials(null).build();
+    }
+
+    /** With the tokens of a credentials file instead of a shared token. */
+    public ControlPlaneConfig withCredentials(CredentialsFile file) {
+        return toBuilder().token(null).credentials(file).build();
+    }
+
+    /** Who a request's token speaks for: the credentials file's principals, or the shared token's operator. */
+    public Authenticator authenticator() {
+        return credentials != null ? credentials : Authenticator.shared(token);
     }
 
     /** With another address. */
@@ -202,6 +221,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         b.engineTls = engineTls;
         b.stateFile = stateFile;
         b.limits = limits;
+        b.credentials = credentials;
         return b;
     }
 
@@ -229,6 +249,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         private ClientTls engineTls;
         private Path stateFile;
         private ListenerLimits limits;
+        private CredentialsFile credentials;
 
         private Builder() {
         }
@@ -347,6 +368,12 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
             return this;
         }
 
+        /** Sets {@link ControlPlaneConfig#credentials()}. */
+        public Builder credentials(CredentialsFile value) {
+            this.credentials = value;
+            return this;
+        }
+
         /**
          * The config.
          *
@@ -355,7 +382,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         public ControlPlaneConfig build() {
             return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval,
                     scrapeInterval, scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs,
-                    canaryInterval, maxWait, tls, engineTls, stateFile, limits);
+                    canaryInterval, maxWait, tls, engineTls, stateFile, limits, credentials);
         }
     }
 
@@ -363,7 +390,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
     @Override
     public String toString() {
         return "ControlPlaneConfig[topologyFile=" + topologyFile + ", host=" + host + ", port=" + port
-                + ", token=(redacted), solveInterval=" + solveInterval + ", watchInterval=" + watchInterval
+                + ", token=" + (token == null ? "none" : "(redacted)") + ", credentials=" + credentials + ", solveInterval=" + solveInterval + ", watchInterval=" + watchInterval
                 + ", scrapeInterval=" + scrapeInterval + ", scrapeTimeout=" + scrapeTimeout + ", missedScrapes="
                 + missedScrapes + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", publishGain="
                 + publishGain + ", publishGainMs=" + publishGainMs + ", canaryInterval=" + canaryInterval

@@ -1,5 +1,9 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.server.internal.ConnectionCap;
+import dev.sextant.server.internal.HeadCheck;
+import dev.sextant.server.internal.ListenerLimits;
+import dev.sextant.server.internal.ListenerMeters;
 import dev.sextant.server.internal.RequestGuard;
 import dev.sextant.server.internal.OversizedAwareAggregator;
 import io.netty.channel.Channel;
@@ -40,6 +44,11 @@ import io.netty.util.AsciiString;
  *   and access-log line.</li>
  * </ul>
  *
+ * <p>Limits over all connections, as on every listener ({@link ListenerLimits}): at most {@code max_connections}
+ * open ({@link ConnectionCap}: one more is closed as soon as it is accepted), and at most
+ * {@code max_buffered_body_bytes} of request bodies held while they arrive, over every connection and stream
+ * ({@link HeadCheck#inTurn}: a request whose body does not fit gets its 503 in its turn, before its body is read).
+ *
  * <p>Back-pressure: an HTTP/1.1 connection reads when its front handler asks, and its guard keeps it reading while the
  * one request read is answered (a pipelined request is then held, and reading stops). An HTTP/2 connection reads on
  * (frames of many streams share it); what a stream may send is bounded by its flow-control window, which grows
@@ -51,22 +60,29 @@ final class ClientPipeline {
     private static final String H1_GUARD = "h1-guard";
     private static final String H1_BODY = "h1-body";
     private static final String H1_FRONT = "h1-front";
+    private static final String H1_BUDGET = "h1-budget";
 
     private final Gateway gw;
     private final GatewayConfig config;
     private final SslContext tls;
     private final ChannelInitializer<Http2StreamChannel> stream = new StreamInitializer();
+    private final ConnectionCap connections;
+    private final HeadCheck.Budget bodies;
 
     /** {@code tls}: the listener's context (with ALPN when HTTP/2 is on), or null for a plain listener. */
     ClientPipeline(Gateway gw, SslContext tls) {
         this.gw = gw;
         this.config = gw.config;
         this.tls = tls;
+        this.connections = new ConnectionCap("gateway", config.maxConnections());
+        this.bodies = new HeadCheck.Budget(config.maxBufferedBodyBytes());
+        ListenerMeters.bind(gw.metrics.registry, "sextant.gateway", connections, bodies);
     }
 
     /** Sets up a new client connection. */
     void init(Channel ch) {
         ChannelPipeline p = ch.pipeline();
+        p.addLast(connections.handler());
         if (tls != null) {
             p.addLast(tls.newHandler(ch.alloc()));
             if (config.http2()) {
@@ -110,13 +126,14 @@ final class ClientPipeline {
         p.addLast(H1_BYTES, guard.bytesIn());
         p.addLast(codec);
         p.addLast(H1_GUARD, guard);
+        p.addLast(H1_BUDGET, HeadCheck.inTurn(bodies, config.maxBodyBytes()));
         p.addLast(H1_BODY, new OversizedAwareAggregator(config.maxBodyBytes(), gw.metrics.oversized));
         p.addLast(H1_FRONT, new FrontHandler(gw));
     }
 
     /** Removes the HTTP/1.1 handlers of a connection that turned to HTTP/2 (their timers with them). */
     static void removeHttp1(ChannelPipeline p) {
-        for (String name : new String[] {H1_BYTES, H1_GUARD, H1_BODY, H1_FRONT}) {
+        for (String name : new String[] {H1_BYTES, H1_GUARD, H1_BUDGET, H1_BODY, H1_FRONT}) {
             if (p.context(name) != null) {
                 p.remove(name);
             }
@@ -148,7 +165,7 @@ final class ClientPipeline {
             ch.config().setAutoRead(false); // the stream's window grows only as its front handler reads
             ch.pipeline().addLast(new Http2StreamFrameToHttpObjectCodec(true),
                     new RequestGuard(config.clientLimits(), config.idleTimeout()),
-                    new OversizedAwareAggregator(config.maxBodyBytes(), gw.metrics.oversized), new FrontHandler(gw));
+                    HeadCheck.inTurn(bodies, config.maxBodyBytes()), new OversizedAwareAggregator(config.maxBodyBytes(), gw.metrics.oversized), new FrontHandler(gw));
         }
     }
 

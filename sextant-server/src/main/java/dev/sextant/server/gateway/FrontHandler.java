@@ -4,6 +4,7 @@ import dev.sextant.request.DataPlane;
 import dev.sextant.request.Decision;
 import dev.sextant.request.HttpFields;
 import dev.sextant.request.Refusal;
+import dev.sextant.server.internal.HeadCheck;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.tenants.Tenant;
 import dev.sextant.server.tenants.TenantLimits;
@@ -157,6 +158,13 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 releasePipelined();
                 OversizedAwareAggregator.closeAfterRefusal(ctx, f.isSuccess());
             });
+            return;
+        }
+        if (cause instanceof HeadCheck.BodyBudgetExceeded) {
+            // its body was never read (the rest is dropped): 503 in its turn, then the connection closes
+            gw.metrics.request(null, null, 503);
+            reply(ctx, Http.error(HttpResponseStatus.SERVICE_UNAVAILABLE, "server_error", "overloaded",
+                    cause.getMessage(), java.time.Duration.ofSeconds(1)), false);
             return;
         }
         if (cause instanceof TooLongHttpHeaderException) {

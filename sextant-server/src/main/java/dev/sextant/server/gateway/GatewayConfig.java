@@ -1,6 +1,7 @@
 package dev.sextant.server.gateway;
 
 import dev.sextant.server.internal.ClientLimits;
+import dev.sextant.server.internal.ListenerLimits;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.internal.Http;
@@ -57,6 +58,11 @@ import java.time.Duration;
  *                        changes; null for an open gateway, which takes requests from anyone ({@code docs/tenants.md})
  * @param residency       the regions everything this gateway receives must stay in, whoever sends it; empty for no
  *                        such requirement. A request's residency is narrowed to it ({@code docs/tenants.md})
+ * @param maxConnections  client connections open at once on its listener, 1..1,000,000 (default
+ *                        {@value #DEFAULT_MAX_CONNECTIONS}); one more is closed as soon as it is accepted
+ * @param maxBufferedBodyBytes request body bytes held at once over all client connections and streams while bodies
+ *                        arrive, ≥ {@code maxBodyBytes} (default {@value #DEFAULT_MAX_BUFFERED_BODY_BYTES}); a request
+ *                        whose body does not fit is answered 503 with {@code Retry-After} before its body is read
  */
 public record GatewayConfig(String gatewayCluster, String host, int port, int maxBodyBytes, Duration connectTimeout,
                             Duration firstTokenTimeout, Duration idleTimeout, Duration totalTimeout,
@@ -65,7 +71,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                             ClientLimits clientLimits, boolean http2, int maxConcurrentStreams, BearerToken engineToken,
                             java.nio.file.Path snapshotCache, boolean busyPoll, Duration probeInterval,
                             Duration engineKeepAlive, java.util.Map<String, RequestTimeouts> classTimeouts,
-                            java.nio.file.Path tenantsFile, java.util.List<String> residency) {
+                            java.nio.file.Path tenantsFile, java.util.List<String> residency,
+                            int maxConnections, long maxBufferedBodyBytes) {
     /** The default body limit, 16 MiB. */
     public static final int DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
     /** The default limit of open streams per HTTP/2 connection, 100 (RFC 9113 §6.5.2 asks for no fewer). */
@@ -77,6 +84,10 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
      * vLLM and SGLang serve with.
      */
     public static final Duration DEFAULT_ENGINE_KEEP_ALIVE = Duration.ofSeconds(4);
+    /** The default cap on open client connections, 16,384 (each request also holds an engine connection). */
+    public static final int DEFAULT_MAX_CONNECTIONS = 16384;
+    /** The default budget of request bodies held while they arrive, 256 MiB (16 bodies of the default limit). */
+    public static final long DEFAULT_MAX_BUFFERED_BODY_BYTES = 256L << 20;
 
     public GatewayConfig {
         if (gatewayCluster == null || gatewayCluster.isBlank()) {
@@ -124,6 +135,22 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 throw new IllegalArgumentException("residency: a blank region (expected: region ids)");
             }
         }
+        ListenerLimits checked = new ListenerLimits(clientLimits, maxConnections, maxBufferedBodyBytes);
+        if (checked.maxBufferedBodyBytes() < maxBodyBytes) {
+            throw new IllegalArgumentException("max_buffered_body_bytes: " + maxBufferedBodyBytes + " (expected: >= "
+                    + maxBodyBytes + ", max_body_bytes)");
+        }
+    }
+
+    /** What its client listener allows each connection and all of them together. */
+    public ListenerLimits limits() {
+        return new ListenerLimits(clientLimits, maxConnections, maxBufferedBodyBytes);
+    }
+
+    /** With other listener limits: per connection, open connections, bodies held. */
+    public GatewayConfig withLimits(ListenerLimits limits) {
+        return toBuilder().clientLimits(limits.client()).maxConnections(limits.maxConnections())
+                .maxBufferedBodyBytes(limits.maxBufferedBodyBytes()).build();
     }
 
     /** The timeouts of a request of class {@code classId}: its class's, else the gateway's. */
@@ -141,7 +168,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofMinutes(10), Drain.immediate(), null,
                 null, Duration.ofSeconds(5), true, DataPlaneOptions.defaults(), null, null,
                 ClientLimits.defaults(), true, DEFAULT_MAX_CONCURRENT_STREAMS, null, null, false,
-                DEFAULT_PROBE_INTERVAL, DEFAULT_ENGINE_KEEP_ALIVE, java.util.Map.of(), null, java.util.List.of());
+                DEFAULT_PROBE_INTERVAL, DEFAULT_ENGINE_KEEP_ALIVE, java.util.Map.of(), null, java.util.List.of(),
+                DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_BUFFERED_BODY_BYTES);
     }
 
     /** With another address. */
@@ -271,6 +299,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         b.classTimeouts = classTimeouts;
         b.tenantsFile = tenantsFile;
         b.residency = residency;
+        b.maxConnections = maxConnections;
+        b.maxBufferedBodyBytes = maxBufferedBodyBytes;
         return b;
     }
 
@@ -306,6 +336,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
         private java.util.Map<String, RequestTimeouts> classTimeouts;
         private java.nio.file.Path tenantsFile;
         private java.util.List<String> residency;
+        private int maxConnections;
+        private long maxBufferedBodyBytes;
 
         private Builder() {
         }
@@ -472,6 +504,18 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             return this;
         }
 
+        /** Sets {@link GatewayConfig#maxConnections()}. */
+        public Builder maxConnections(int value) {
+            this.maxConnections = value;
+            return this;
+        }
+
+        /** Sets {@link GatewayConfig#maxBufferedBodyBytes()}. */
+        public Builder maxBufferedBodyBytes(long value) {
+            this.maxBufferedBodyBytes = value;
+            return this;
+        }
+
         /**
          * The config.
          *
@@ -481,7 +525,8 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
             return new GatewayConfig(gatewayCluster, host, port, maxBodyBytes, connectTimeout, firstTokenTimeout,
                     idleTimeout, totalTimeout, drain, controlPlane, token, reportInterval, accessLog, options, tls,
                     clientTls, clientLimits, http2, maxConcurrentStreams, engineToken, snapshotCache, busyPoll,
-                    probeInterval, engineKeepAlive, classTimeouts, tenantsFile, residency);
+                    probeInterval, engineKeepAlive, classTimeouts, tenantsFile, residency,
+                    maxConnections, maxBufferedBodyBytes);
         }
     }
 
@@ -497,6 +542,7 @@ public record GatewayConfig(String gatewayCluster, String host, int port, int ma
                 + ", http2=" + http2 + ", maxConcurrentStreams=" + maxConcurrentStreams + ", engineToken="
                 + (engineToken == null ? "null" : "(redacted)") + ", snapshotCache=" + snapshotCache + ", busyPoll=" + busyPoll
                 + ", probeInterval=" + probeInterval + ", engineKeepAlive=" + engineKeepAlive + ", classTimeouts="
-                + classTimeouts + ", tenantsFile=" + tenantsFile + ", residency=" + residency + "]";
+                + classTimeouts + ", tenantsFile=" + tenantsFile + ", residency=" + residency + ", maxConnections="
+                + maxConnections + ", maxBufferedBodyBytes=" + maxBufferedBodyBytes + "]";
     }
 }

@@ -263,9 +263,11 @@ final class Reporter implements AutoCloseable {
             if (token != null) {
                 b.header("authorization", "Bearer " + token.current());
             }
-            HttpResponse<Void> r = http.send(b.build(), HttpResponse.BodyHandlers.discarding());
-            if (r.statusCode() / 100 != 2) {
-                throw new java.io.IOException("HTTP " + r.statusCode());
+            HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() / 100 != 2) { // the control plane's error says why (a 403: whose token this is)
+                String body = r.body() == null ? "" : r.body().strip();
+                throw new java.io.IOException("HTTP " + r.statusCode() + (body.isEmpty() ? ""
+                        : ": " + (body.length() <= 300 ? body : body.substring(0, 300) + "...")));
             }
             if (failing) {
                 LOG.info("reports to " + uri.getAuthority() + " delivered again");

@@ -3,7 +3,11 @@ package dev.sextant.server.internal;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.DecoderResult;
+import io.netty.handler.codec.http.DefaultHttpRequest;
+import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponseStatus;
@@ -21,6 +25,11 @@ import java.util.function.Function;
  * nothing of its body is buffered, and no more of it is read. Sits after the {@link RequestGuard} and before the body
  * aggregator, one per connection.
  *
+ * <p>A listener whose handler answers pipelined requests in order (the gateway's) makes it with {@link #inTurn}: a
+ * request whose body does not fit is not answered here but passed on, bodiless, with a decoder failure of
+ * {@link BodyBudgetExceeded}, for the handler to answer in its turn (after any earlier answer still being written);
+ * what follows of it is dropped, and the handler closes the connection after its answer.
+ *
  * <p>Why on the head: a server that aggregates the body first and checks the token after lets a client without one
  * fill its direct memory; 400 unauthenticated 1 MB reports used to stall the control plane's event loops (waiting for
  * direct memory) for about 25 s, its health check and authorised polls with them.
@@ -29,6 +38,8 @@ public final class HeadCheck extends ChannelInboundHandlerAdapter {
     private final Function<HttpRequest, FullHttpResponse> refusal;
     private final Budget budget;
     private final long maxBodyBytes;
+    /** Refusals of a body are passed on for the handler to answer in turn, not answered here. */
+    private final boolean inTurn;
     /** A request was refused: drop everything that still arrives until the connection is closed. */
     private boolean refused;
     /** A body of unknown length (chunked) being counted as it arrives. */
@@ -43,9 +54,24 @@ public final class HeadCheck extends ChannelInboundHandlerAdapter {
      * @param maxBodyBytes the largest body the aggregator after this takes (a larger one is its 413, never counted)
      */
     public HeadCheck(Function<HttpRequest, FullHttpResponse> refusal, Budget budget, long maxBodyBytes) {
+        this(refusal, budget, maxBodyBytes, false);
+    }
+
+    private HeadCheck(Function<HttpRequest, FullHttpResponse> refusal, Budget budget, long maxBodyBytes,
+                      boolean inTurn) {
         this.refusal = refusal;
         this.budget = budget;
         this.maxBodyBytes = maxBodyBytes;
+        this.inTurn = inTurn;
+    }
+
+    /**
+     * For a listener that takes requests without a token and answers them in order: only the body budget is checked,
+     * and a request whose body does not fit reaches the handler as a bodiless request whose decoder result is a
+     * {@link BodyBudgetExceeded} failure (the answer is the handler's: {@link Budget#refusal()}'s 503).
+     */
+    public static HeadCheck inTurn(Budget budget, long maxBodyBytes) {
+        return new HeadCheck(head -> null, budget, maxBodyBytes, true);
     }
 
     @Override
@@ -100,12 +126,37 @@ public final class HeadCheck extends ChannelInboundHandlerAdapter {
     }
 
     private void refuse(ChannelHandlerContext ctx, Object msg, FullHttpResponse answer) {
-        ReferenceCountUtil.release(msg);
         refused = true;
         counting = false;
         release();
+        if (inTurn && answer.status().code() == HttpResponseStatus.SERVICE_UNAVAILABLE.code()) {
+            answer.release();
+            passOnRefused(ctx, msg);
+            return;
+        }
+        ReferenceCountUtil.release(msg);
         HttpUtil.setKeepAlive(answer, false);
         ctx.writeAndFlush(answer).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    /**
+     * Passes the refused request on, failed, in place of its body: its head (when the head was refused) or the end of
+     * its body (when a chunked body stopped fitting), which ends the aggregation with the failure.
+     */
+    private void passOnRefused(ChannelHandlerContext ctx, Object msg) {
+        DecoderResult failed = DecoderResult.failure(new BodyBudgetExceeded(budget.max));
+        if (msg instanceof HttpRequest head) {
+            ReferenceCountUtil.release(msg); // a head holds no buffer, but a FullHttpRequest could
+            DefaultHttpRequest bodiless = new DefaultHttpRequest(head.protocolVersion(), head.method(), head.uri(),
+                    head.headers().copy().remove(HttpHeaderNames.EXPECT)); // no 100 Continue for a refused body
+            bodiless.setDecoderResult(failed);
+            ctx.fireChannelRead(bodiless);
+        } else {
+            ReferenceCountUtil.release(msg);
+            LastHttpContent end = new DefaultLastHttpContent();
+            end.setDecoderResult(failed);
+            ctx.fireChannelRead(end);
+        }
     }
 
     private void release() {
@@ -124,6 +175,20 @@ public final class HeadCheck extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
         release();
+    }
+
+    /** Why a request was refused before its body was read: the listener held as many bodies as it may. */
+    public static final class BodyBudgetExceeded extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        BodyBudgetExceeded(long max) {
+            super(message(max), null, false, false); // no stack: a refusal, not a fault
+        }
+
+        static String message(long max) {
+            return "the server holds as many request bodies as it may (max_buffered_body_bytes: " + max
+                    + "); try again";
+        }
     }
 
     /**
@@ -160,10 +225,10 @@ public final class HeadCheck extends ChannelInboundHandlerAdapter {
             used.addAndGet(-bytes);
         }
 
-        FullHttpResponse refusal() {
+        /** The 503 of a request whose body does not fit, with {@code Retry-After: 1}. */
+        public FullHttpResponse refusal() {
             FullHttpResponse r = Http.error(HttpResponseStatus.SERVICE_UNAVAILABLE, "server_error", "overloaded",
-                    "the server holds as many request bodies as it may (max_buffered_body_bytes: " + max
-                            + "); try again", null);
+                    BodyBudgetExceeded.message(max), null);
             r.headers().set("retry-after", "1");
             return r;
         }

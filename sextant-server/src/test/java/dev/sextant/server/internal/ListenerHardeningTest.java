@@ -37,7 +37,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * ephemeral loopback ports and raw sockets, so that a test can be the client no library would be: one that stops
  * half-way through its head or its body, or opens connections and sends nothing.
  */
-class ListenerHardeningTest {
+public class ListenerHardeningTest {
     static final String TOKEN = "listener-test-token";
     /** A short head timeout, so that a slow head is seen within the test; the rest as by default. */
     static final Duration HEAD = Duration.ofMillis(300);
@@ -212,20 +212,20 @@ class ListenerHardeningTest {
 
     // ---- raw HTTP/1.1 on a socket
 
-    private static Socket socket(int port) throws IOException {
+    public static Socket socket(int port) throws IOException {
         Socket s = new Socket();
         s.connect(new InetSocketAddress("127.0.0.1", port), 5000);
         s.setSoTimeout(10_000);
         return s;
     }
 
-    private static void send(Socket s, String text) throws IOException {
+    public static void send(Socket s, String text) throws IOException {
         s.getOutputStream().write(text.getBytes(StandardCharsets.ISO_8859_1));
         s.getOutputStream().flush();
     }
 
     /** Everything the server sends until it closes (a reset after its answer counts as the close). */
-    private static String readToClose(Socket s) throws IOException {
+    public static String readToClose(Socket s) throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         InputStream in = s.getInputStream();
         byte[] buf = new byte[8192];
