@@ -96,6 +96,10 @@ class ResidencyStackProperties {
                         boolean eu = e.getKey().startsWith("eu-");
                         e.getValue().setFaults(eu && euDown ? fatal(rnd) : randomFaults(rnd));
                     }
+                    if (round == 0) { // one failover for certain, whatever the random faults: eu-1 answers 500s
+                        fleet.engines.get("eu-1").setFaults(new Faults(1, 1, false, -1));
+                        fleet.engines.get("eu-2").setFaults(Faults.NONE);
+                    }
                     List<Future<HttpResponse<String>>> answers = new ArrayList<>();
                     for (int i = 0; i < REQUESTS_PER_ROUND; i++) {
                         String body = Fleet.chat(rnd.nextInt(4) == 0 ? null : "conv-" + rnd.nextInt(40), rnd.nextBoolean(),
