@@ -8,6 +8,7 @@ import dev.sextant.server.internal.Http;
 import dev.sextant.server.tenants.Tenant;
 import dev.sextant.server.tenants.TenantLimits;
 import dev.sextant.server.internal.OversizedAwareAggregator;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -201,7 +202,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         Tenant tenant = null;
         if (gw.tenancy.closed()) { // who it is first: a request without a valid key learns nothing else
             tenant = keys.tenantOf(req);
-            if (tenant == null) { // a request its head check did not see: refused here, once it arrived
+            if (tenant == null) { // no key check refused its head (none on this pipeline, or the key revoked since)
                 req.release();
                 reply(ctx, unauthorized(gw, ctx.channel(), path, requestId), keepAlive);
                 return;
@@ -296,7 +297,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
      * The answer to a model request without a tenant's key (401 {@code invalid_api_key}), counted for the tenant
      * {@link Tenancy#UNKNOWN} and logged; the message never shows the key. {@code requestId}: see {@link #requestId}.
      */
-    static FullHttpResponse unauthorized(Gateway gw, io.netty.channel.Channel client, String path, String requestId) {
+    static FullHttpResponse unauthorized(Gateway gw, Channel client, String path, String requestId) {
         gw.metrics.tenantRequest(Tenancy.UNKNOWN);
         return refusal(gw, client, path, requestId, Tenancy.UNKNOWN, "invalid_api_key",
                 HttpResponseStatus.UNAUTHORIZED, "invalid_request_error", "invalid_api_key",
@@ -320,7 +321,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     /** {@link #tenantRefusal}'s answer, counted and logged; the message never shows the key. */
-    private static FullHttpResponse refusal(Gateway gw, io.netty.channel.Channel client, String path, String requestId,
+    private static FullHttpResponse refusal(Gateway gw, Channel client, String path, String requestId,
                                             String tenant, String reason, HttpResponseStatus status, String type,
                                             String code, String message, long retryAfterNanos) {
         if (tenant != null) { // an open gateway has no tenant to count it for

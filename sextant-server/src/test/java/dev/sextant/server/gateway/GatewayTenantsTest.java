@@ -165,6 +165,20 @@ class GatewayTenantsTest {
     }
 
     @Test
+    void overHttp2_anUnknownKey_is401OnTheHead_andOnlyItsStreamEnds() throws Exception {
+        start(GatewayConfig.builder("gw").http2(true).tenantsFile(tenants(tenantsYaml(EU_KEY))));
+        try (H2Client c = new H2Client(gw.port())) {
+            H2Client.Stream refused = c.postHeadOnly("/v1/chat/completions", "authorization", "Bearer sk-test-nobody");
+            assertThat(refused.status()).isEqualTo(401); // its body was never sent: the answer came from the head
+            assertThat(refused.header("www-authenticate")).isEqualTo("Bearer");
+            H2Client.Stream served = c.post("/v1/chat/completions", Fleet.chat("k", false, 1), "authorization",
+                    "Bearer " + FREE_KEY);
+            assertThat(served.status()).as("the connection serves on").isEqualTo(200);
+        }
+        assertThat(authorizations).hasSize(1);
+    }
+
+    @Test
     void aKnownKey_passesTheHeadCheck_andItsBodyIsReadAsItComes() throws Exception {
         start(GatewayConfig.builder("gw").tenantsFile(tenants(tenantsYaml(EU_KEY))));
         String body = Fleet.chat("k", false, 1);
