@@ -84,19 +84,23 @@ new_token() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$1"; }
 # $near names when pinned; run between measurements, never during one)
 jit() { $near jstat -compiler "$1" | awk 'NR == 2 { printf "%d %d", $1, $4 * 1000 }'; }
 
+# one_region OUTPUT_TOKENS: the start of a topology: gateway cluster gw and engine cluster c in region r, 1 ms apart,
+# and model m of that many output tokens; the caller adds engines, classes and demand
+one_region() {
+  printf 'gateway_clusters: [{id: gw, region: r}]\nengine_clusters: [{id: c, region: r}]\nnetwork_rtt_ms: {gw: {c: 1}}\n'
+  printf 'models: [{id: m, output_tokens: %s}]\n' "$1"
+}
+
 # one_engine_snapshot ENGINE_PORT OUTPUT_TOKENS: $work/snapshot.json, a fixed snapshot that routes gateway cluster
 # gw's class chat (model m) to the one engine e1 at that port
 one_engine_snapshot() {
-  cat >"$work/topology.yaml" <<YAML
-gateway_clusters: [{id: gw, region: r}]
-engine_clusters: [{id: c, region: r}]
-network_rtt_ms: {gw: {c: 1}}
-models: [{id: m, output_tokens: $2}]
+  { one_region "$2"; cat <<YAML
 engines:
   - {id: e1, cluster: c, endpoint: "http://127.0.0.1:$1", models: [m], capacity_rps: 100000, profile: {ttft_ms: 1, tbt_ms: 1}}
 classes: [{id: chat, model: m}]
 demand_rps: {gw: {chat: 1000}}
 YAML
+  } >"$work/topology.yaml"
   "$root/bin/sextant" solve "$work/topology.yaml" >"$work/snapshot.json"
 }
 

@@ -4,7 +4,8 @@
 -- other), which wrk's own summary cannot do. Timing uses clock_gettime through LuaJIT's FFI.
 -- Environment: RATE (req/s, 0 = unpaced), CONNS, PRIORITY (x-sextant-priority header, optional), STREAM
 -- (true|false), TOKENS (max_tokens), MODEL, LABEL (prefix of the result line), LIMIT (stop after this many
--- answers over all threads, 0 = no limit), TARGET (a path to GET instead, e.g. /healthz).
+-- answers over all threads, 0 = no limit), TARGET (a path to GET instead, e.g. /healthz), KEY (an API key, sent as
+-- Authorization: Bearer KEY, optional).
 local ffi = require("ffi")
 ffi.cdef [[
   typedef struct { long tv_sec; long tv_nsec; } sx_timespec;
@@ -19,6 +20,7 @@ end
 local rate = tonumber(os.getenv("RATE") or "0")
 local conns = tonumber(os.getenv("CONNS") or "1")
 local priority = os.getenv("PRIORITY")
+local key = os.getenv("KEY")
 local stream = os.getenv("STREAM") or "false"
 local tokens = os.getenv("TOKENS") or "1"
 local model = os.getenv("MODEL") or "m"
@@ -65,6 +67,7 @@ function request()
   end
   local headers = { ["content-type"] = "application/json" }
   if priority then headers["x-sextant-priority"] = priority end
+  if key then headers["authorization"] = "Bearer " .. key end
   -- a different prompt per request: without an affinity key the gateway hashes the prompt's prefix
   local body = '{"model":"' .. model .. '","stream":' .. stream .. ',"max_tokens":' .. tokens
       .. ',"messages":[{"role":"user","content":"request ' .. tid .. '-' .. n .. ' of ' .. label .. '"}]}'

@@ -35,7 +35,9 @@ control-plane-l | - | control-l.sh L | the control plane as a process on the L f
 overload | - | overload.sh 60 | 2× the fleet's capacity with three priorities, gateway tuned to the engines' batch
 overload-defaults | DEFAULTS=1 | overload.sh 60 | the same with the shipped settings
 overload-priority-engines | PRIORITY_ENGINES=1 DEFAULTS=1 | overload.sh 60 | the same on engines that schedule by priority
+tenant-burst | - | tenant-burst.sh 3 | a tenant bursting at 5× its limit beside another of the same priority, then over its fair share
 listener-floods | - | listener-floods.sh 3 | authorised traffic at the control plane, the emulator and the gateway while a stranger floods them
+listener-floods-gateway | - | listener-floods.sh 3 gateway-tenants | the same at a gateway with a tenants file, authorised by a tenant's key
 soak | - | soak.sh 1000000 | 1,000,000 requests with engine faults: leaks, descriptors, memory
 soak-2min | MAX_SECONDS=120 | soak.sh | two minutes of the soak, one fault cycle
 RUNS

@@ -43,7 +43,7 @@ class BenchScriptsIT {
 
     /** One named run per script, the one that sets the most of its options. */
     private static final List<String> ONE_PER_SCRIPT = List.of("gateway", "alloc", "warmup", "streams", "streams-h2",
-            "control-plane-l", "overload-priority-engines", "listener-floods", "soak-2min");
+            "control-plane-l", "overload-priority-engines", "listener-floods", "tenant-burst", "soak-2min");
 
     /** The lines each script prints at the end of a run (patterns found in its output, multiline). */
     private static final Map<String, List<String>> RESULT_LINES = Map.of(
@@ -60,8 +60,11 @@ class BenchScriptsIT {
                     "^explain \\S+ \\(2\\): ", "^control plane RSS: \\d+ MiB"),
             "overload.sh", List.of("^unloaded high answers=[1-9]", "^overload (high|normal|low) answers=[1-9]",
                     "^probe gateway-healthz answers=", "^overload totals: client requests [1-9]"),
-            "listener-floods.sh", List.of("^round=1 listener=control flood=bodies ",
-                    "^engine slow-heads non2xx=\\d+ socket_errors=\\d+ \\(all rounds\\)"),
+            "tenant-burst.sh", List.of("^round=1 phase=alone tenant=b answers=[1-9]",
+                    "^round=1 phase=burst tenant=a answers=[1-9]", "^round=1 phase=fair tenant=b answers=[1-9]",
+                    "^b ttft_p99 burst/alone median=", "^burst b refused: shed=\\d+ other=\\d+"),
+            "listener-floods.sh", List.of("^round=1 listener=(control|gateway) flood=bodies ",
+                    "^(engine|gateway) slow-heads non2xx=\\d+ socket_errors=\\d+ \\(all rounds\\)"),
             "soak.sh", List.of("^RESULT plain answers=[1-9]", "^RESULT stream answers=[1-9]",
                     "^Netty LEAK reports in the gateway log: 0$", "^gateway status counts: .*:200="));
 

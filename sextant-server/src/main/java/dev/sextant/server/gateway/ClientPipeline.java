@@ -35,11 +35,12 @@ import io.netty.util.AsciiString;
  * What a client connection to the gateway speaks, and the handlers for it.
  *
  * <ul>
- *   <li>HTTP/1.1: {@link RequestGuard}, the HTTP codec, the body aggregator and a {@link FrontHandler} on the
- *   connection, one request at a time.</li>
+ *   <li>HTTP/1.1: {@link RequestGuard}, the HTTP codec, the {@link KeyCheck} (a model request without a tenant's
+ *   key is refused on its head), the body aggregator and a {@link FrontHandler} on the connection, one request at a
+ *   time.</li>
  *   <li>HTTP/2 (with {@link GatewayConfig#http2()}): chosen by ALPN under TLS; on a plain listener by the client's
  *   connection preface (prior knowledge) or by {@code Upgrade: h2c} on its first request. The connection carries
- *   the frame codec and an {@link H2Connection}; each stream is a child channel with its own guard, aggregator and
+ *   the frame codec and an {@link H2Connection}; each stream is a child channel with its own guard, key check, aggregator and
  *   front handler, so a stream is served exactly as an HTTP/1.1 request is: same errors, limits, timeouts, metrics
  *   and access-log line.</li>
  * </ul>
@@ -58,6 +59,7 @@ import io.netty.util.AsciiString;
 final class ClientPipeline {
     private static final String H1_BYTES = "h1-bytes";
     private static final String H1_GUARD = "h1-guard";
+    private static final String H1_KEYS = "h1-keys";
     private static final String H1_BODY = "h1-body";
     private static final String H1_FRONT = "h1-front";
     private static final String H1_BUDGET = "h1-budget";
@@ -126,14 +128,16 @@ final class ClientPipeline {
         p.addLast(H1_BYTES, guard.bytesIn());
         p.addLast(codec);
         p.addLast(H1_GUARD, guard);
+        KeyCheck keys = new KeyCheck(gw);
+        p.addLast(H1_KEYS, keys);
         p.addLast(H1_BUDGET, HeadCheck.inTurn(bodies, config.maxBodyBytes()));
         p.addLast(H1_BODY, new OversizedAwareAggregator(config.maxBodyBytes(), gw.metrics.oversized));
-        p.addLast(H1_FRONT, new FrontHandler(gw));
+        p.addLast(H1_FRONT, new FrontHandler(gw, keys));
     }
 
     /** Removes the HTTP/1.1 handlers of a connection that turned to HTTP/2 (their timers with them). */
     static void removeHttp1(ChannelPipeline p) {
-        for (String name : new String[] {H1_BYTES, H1_GUARD, H1_BUDGET, H1_BODY, H1_FRONT}) {
+        for (String name : new String[] {H1_BYTES, H1_GUARD, H1_KEYS, H1_BUDGET, H1_BODY, H1_FRONT}) {
             if (p.context(name) != null) {
                 p.remove(name);
             }
@@ -163,9 +167,12 @@ final class ClientPipeline {
         @Override
         protected void initChannel(Http2StreamChannel ch) {
             ch.config().setAutoRead(false); // the stream's window grows only as its front handler reads
+            KeyCheck keys = new KeyCheck(gw);
             ch.pipeline().addLast(new Http2StreamFrameToHttpObjectCodec(true),
-                    new RequestGuard(config.clientLimits(), config.idleTimeout()),
-                    HeadCheck.inTurn(bodies, config.maxBodyBytes()), new OversizedAwareAggregator(config.maxBodyBytes(), gw.metrics.oversized), new FrontHandler(gw));
+                    new RequestGuard(config.clientLimits(), config.idleTimeout()), keys,
+                    HeadCheck.inTurn(bodies, config.maxBodyBytes()),
+                    new OversizedAwareAggregator(config.maxBodyBytes(), gw.metrics.oversized),
+                    new FrontHandler(gw, keys));
         }
     }
 

@@ -9,6 +9,7 @@ import dev.sextant.server.internal.Http;
 import dev.sextant.server.tenants.Tenant;
 import dev.sextant.server.tenants.TenantLimits;
 import dev.sextant.server.internal.OversizedAwareAggregator;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -37,6 +38,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     private static final Logger LOG = Logger.getLogger(FrontHandler.class.getName());
 
     private final Gateway gw;
+    /** The connection's (or stream's) key check, which found the request's tenant on its head. */
+    private final KeyCheck keys;
     private Exchange current;
     /** Most requests held back while one is answered (HTTP pipelining); more close the connection. */
     static final int MAX_PIPELINED = 16;
@@ -51,8 +54,23 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     private String answeringMethod = "-";
     private String answeringUri = "-";
 
+    /** Without a key check of its own on the pipeline: a request's tenant is looked up when it arrives whole. */
     FrontHandler(Gateway gw) {
+        this(gw, new KeyCheck(gw));
+    }
+
+    /** With the pipeline's {@code keys}, which found each request's tenant on its head (and refused unknown keys). */
+    FrontHandler(Gateway gw, KeyCheck keys) {
         this.gw = gw;
+        this.keys = keys;
+    }
+
+    /** Whether {@code path} (raw, origin form) is a model endpoint, proxied to an engine (POST only). */
+    static boolean proxied(String path) {
+        return switch (path) {
+            case "/v1/chat/completions", "/v1/completions", "/v1/embeddings", RESPONSES -> true;
+            default -> false;
+        };
     }
 
     @Override
@@ -96,15 +114,16 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             // what is classified is exactly what the engine is sent
             answeringUri = req.uri();
             String path = new QueryStringDecoder(req.uri()).rawPath();
-            switch (path) {
-                case "/v1/chat/completions", "/v1/completions", "/v1/embeddings", RESPONSES -> {
-                    if (req.method() != HttpMethod.POST) {
-                        req.release();
-                        notAllowed(ctx, req.method(), path, "POST", keepAlive);
-                        return;
-                    }
-                    proxy(ctx, req, path, keepAlive); // takes ownership of req
+            if (proxied(path)) {
+                if (req.method() != HttpMethod.POST) {
+                    req.release();
+                    notAllowed(ctx, req.method(), path, "POST", keepAlive);
+                    return;
                 }
+                proxy(ctx, req, path, keepAlive); // takes ownership of req
+                return;
+            }
+            switch (path) {
                 case "/v1/models", "/metrics", "/healthz", "/livez", "/readyz" -> {
                     req.release();
                     if (!Http.reads(req.method())) {
@@ -188,6 +207,16 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         String ownId = gw.newRequestId();
         String clientId = req.headers().get("x-request-id");
         String requestId = usableRequestId(clientId) ? clientId : ownId;
+        Tenant tenant = null;
+        if (gw.tenancy.closed()) { // who it is first: a request without a valid key learns nothing else
+            tenant = keys.tenantOf(req);
+            if (tenant == null) { // no key check refused its head (none on this pipeline, or the key revoked since)
+                req.release();
+                reply(ctx, unauthorized(gw, ctx.channel(), path, requestId), keepAlive);
+                return;
+            }
+            gw.metrics.tenantRequest(tenant.name());
+        }
         DataPlane plane = gw.plane();
         if (plane == null) {
             req.release();
@@ -198,19 +227,6 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             resp.headers().set("x-request-id", requestId);
             reply(ctx, resp, keepAlive);
             return;
-        }
-        Tenant tenant = null;
-        if (gw.tenancy.closed()) { // who it is first: a request without a valid key learns nothing else
-            tenant = gw.tenancy.find(req.headers().get(HttpHeaderNames.AUTHORIZATION));
-            gw.metrics.tenantRequest(tenant == null ? Tenancy.UNKNOWN : tenant.name());
-            if (tenant == null) {
-                req.release();
-                tenantRefusal(ctx, path, keepAlive, requestId, Tenancy.UNKNOWN, "invalid_api_key",
-                        HttpResponseStatus.UNAUTHORIZED,
-                        "invalid_request_error", "invalid_api_key", "Incorrect API key provided: send a key of this"
-                                + " gateway's tenants as Authorization: Bearer <key>", 0);
-                return;
-            }
         }
         RequestBody body;
         try {
@@ -286,26 +302,48 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * A request its tenant may not send (401 without a valid key, 403 for a model or residency not allowed, 429 over a
-     * limit), refused before the data plane sees it: counted for its tenant (null on an open gateway), logged, answered
-     * in OpenAI's shape. The message never shows the key.
+     * The answer to a model request without a tenant's key (401 {@code invalid_api_key}), counted for the tenant
+     * {@link Tenancy#UNKNOWN} and logged; the message never shows the key. {@code requestId}: see {@link #requestId}.
+     */
+    static FullHttpResponse unauthorized(Gateway gw, Channel client, String path, String requestId) {
+        gw.metrics.tenantRequest(Tenancy.UNKNOWN);
+        return refusal(gw, client, path, requestId, Tenancy.UNKNOWN, "invalid_api_key",
+                HttpResponseStatus.UNAUTHORIZED, "invalid_request_error", "invalid_api_key",
+                "Incorrect API key provided: send a key of this gateway's tenants as Authorization: Bearer <key>", 0);
+    }
+
+    /** The id a request is known by: the client's {@code x-request-id} when {@link #usableRequestId}, else a new one. */
+    static String requestId(Gateway gw, String clientId) {
+        return usableRequestId(clientId) ? clientId : gw.newRequestId();
+    }
+
+    /**
+     * A request its tenant may not send (403 for a model or residency not allowed, 429 over a limit), refused before
+     * the data plane sees it: counted for its tenant (null on an open gateway), logged, answered in OpenAI's shape.
      */
     private void tenantRefusal(ChannelHandlerContext ctx, String path, boolean keepAlive, String requestId,
                                String tenant, String reason, HttpResponseStatus status, String type, String code,
                                String message, long retryAfterNanos) {
+        reply(ctx, refusal(gw, ctx.channel(), path, requestId, tenant, reason, status, type, code, message,
+                retryAfterNanos), keepAlive);
+    }
+
+    /** {@link #tenantRefusal}'s answer, counted and logged; the message never shows the key. */
+    private static FullHttpResponse refusal(Gateway gw, Channel client, String path, String requestId,
+                                            String tenant, String reason, HttpResponseStatus status, String type,
+                                            String code, String message, long retryAfterNanos) {
         if (tenant != null) { // an open gateway has no tenant to count it for
             gw.metrics.tenantRefused(tenant, reason);
         }
         gw.metrics.request(null, null, status.code());
-        gw.accessLog(ctx.channel(), "POST", path, status.code(), null, null, 0, null, -1, 0, 0, false, requestId,
-                message);
+        gw.accessLog(client, "POST", path, status.code(), null, null, 0, null, -1, 0, 0, false, requestId, message);
         FullHttpResponse resp = Http.error(status, type, code, null, message,
                 retryAfterNanos > 0 ? Duration.ofNanos(retryAfterNanos) : null);
         resp.headers().set("x-request-id", requestId);
         if (status == HttpResponseStatus.UNAUTHORIZED) {
             resp.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
         }
-        reply(ctx, resp, keepAlive);
+        return resp;
     }
 
     private void refuse(ChannelHandlerContext ctx, Decision d, String path, boolean keepAlive, String requestId) {

@@ -1,6 +1,7 @@
 package dev.sextant.server.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -132,6 +133,65 @@ class GatewayTenantsTest {
         assertThat(metrics).contains("sextant_gateway_tenant_refusals_total{reason=\"invalid_api_key\",tenant=\"(unknown)\"} 6.0")
                 .contains("sextant_gateway_tenant_admitted_total{tenant=\"free\"} 2.0");
         assertThat(metrics).doesNotContain(FREE_KEY);
+    }
+
+    @Test
+    void anUnknownKey_is401OnTheHead_whileTheBodyIsStillComing_andTheConnectionClosesBeforeTheBodyIsAllSent()
+            throws Exception {
+        start(GatewayConfig.builder("gw").tenantsFile(tenants(tenantsYaml(EU_KEY))));
+        int announced = 10_000_000;
+        try (RawHttp c = new RawHttp(gw.port(), 10_000)) {
+            c.socket.setSendBufferSize(64 * 1024);
+            // 10 MB announced, 1 KB of it sent, then nothing until the answer: it can only come from the head
+            c.send("POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-test-nobody\r\n"
+                    + "content-type: application/json\r\ncontent-length: " + announced + "\r\n\r\n" + "{".repeat(1000));
+            RawHttp.Answer a = c.read();
+            assertThat(a.status()).isEqualTo(401);
+            assertThat(a.header("connection")).isEqualTo("close");
+            assertThat(a.header("www-authenticate")).isEqualTo("Bearer");
+            assertThat(JSON.readTree(a.body()).path("error").path("code").asText()).isEqualTo("invalid_api_key");
+            // the rest is dropped up to a bound (KeyCheck.LINGER_BYTES, or KeyCheck.LINGER_MILLIS), then the
+            // connection closes: sending the whole body announced fails
+            byte[] chunk = new byte[64 * 1024];
+            assertThatThrownBy(() -> {
+                for (long sent = 1000; sent < announced; sent += chunk.length) {
+                    c.send(chunk);
+                }
+            }).isInstanceOf(java.io.IOException.class);
+        }
+        assertThat(authorizations).isEmpty(); // no engine saw it
+        assertThat(Fleet.get(gw.port(), "/metrics").body())
+                .contains("sextant_gateway_tenant_refusals_total{reason=\"invalid_api_key\",tenant=\"(unknown)\"} 1.0");
+    }
+
+    @Test
+    void overHttp2_anUnknownKey_is401OnTheHead_andOnlyItsStreamEnds() throws Exception {
+        start(GatewayConfig.builder("gw").http2(true).tenantsFile(tenants(tenantsYaml(EU_KEY))));
+        try (H2Client c = new H2Client(gw.port())) {
+            H2Client.Stream refused = c.postHeadOnly("/v1/chat/completions", "authorization", "Bearer sk-test-nobody");
+            assertThat(refused.status()).isEqualTo(401); // its body was never sent: the answer came from the head
+            assertThat(refused.header("www-authenticate")).isEqualTo("Bearer");
+            H2Client.Stream served = c.post("/v1/chat/completions", Fleet.chat("k", false, 1), "authorization",
+                    "Bearer " + FREE_KEY);
+            assertThat(served.status()).as("the connection serves on").isEqualTo(200);
+        }
+        assertThat(authorizations).hasSize(1);
+    }
+
+    @Test
+    void aKnownKey_passesTheHeadCheck_andItsBodyIsReadAsItComes() throws Exception {
+        start(GatewayConfig.builder("gw").tenantsFile(tenants(tenantsYaml(EU_KEY))));
+        String body = Fleet.chat("k", false, 1);
+        try (RawHttp c = new RawHttp(gw.port(), 10_000)) {
+            c.send("POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer " + FREE_KEY + "\r\n"
+                    + "content-type: application/json\r\ncontent-length: " + body.length() + "\r\n\r\n"
+                    + body.substring(0, body.length() / 2));
+            c.send(body.substring(body.length() / 2));
+            assertThat(c.read().status()).isEqualTo(200);
+            c.send(RawHttp.chatRequest(body).replace("host: x\r\n", "host: x\r\nauthorization: Bearer " + FREE_KEY + "\r\n"));
+            assertThat(c.read().status()).as("the connection serves on").isEqualTo(200);
+        }
+        assertThat(Fleet.get(gw.port(), "/metrics").body()).contains("sextant_gateway_tenant_admitted_total{tenant=\"free\"} 2.0");
     }
 
     @Test

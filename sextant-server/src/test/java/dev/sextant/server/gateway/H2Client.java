@@ -80,6 +80,14 @@ final class H2Client implements AutoCloseable {
         return open("POST", path, body, headers);
     }
 
+    /**
+     * Opens a stream that sends only the head of a POST to {@code path}, announcing a body (the stream stays open) and
+     * sending none of it; {@code headers} are name, value pairs.
+     */
+    Stream postHeadOnly(String path, String... headers) throws Exception {
+        return open(streams, "POST", path, "", false, headers);
+    }
+
     /** Opens a stream that GETs {@code path}. */
     Stream get(String path) throws Exception {
         return open("GET", path, null);
@@ -90,15 +98,17 @@ final class H2Client implements AutoCloseable {
      * than the initial 65,535 bytes (a client that stopped reading one stream).
      */
     Stream postNeverReading(String path, String body) throws Exception {
-        return open(new Http2StreamChannelBootstrap(channel).option(ChannelOption.AUTO_READ, false), "POST", path, body);
+        return open(new Http2StreamChannelBootstrap(channel).option(ChannelOption.AUTO_READ, false), "POST", path, body,
+                true);
     }
 
     private Stream open(String method, String path, String body, String... headers) throws Exception {
-        return open(streams, method, path, body, headers);
+        return open(streams, method, path, body, true, headers);
     }
 
+    /** {@code sendBody}: whether the body is sent (and the stream ended), or only announced. */
     private Stream open(Http2StreamChannelBootstrap bootstrap, String method, String path, String body,
-                        String... headers) throws Exception {
+                        boolean sendBody, String... headers) throws Exception {
         Stream s = new Stream();
         Http2StreamChannel ch = bootstrap.handler(s.handler()).open().get(WAIT.toSeconds(), TimeUnit.SECONDS);
         s.channel = ch;
@@ -111,6 +121,8 @@ final class H2Client implements AutoCloseable {
         }
         if (body == null) {
             ch.writeAndFlush(new DefaultHttp2HeadersFrame(h, true));
+        } else if (!sendBody) {
+            ch.writeAndFlush(new DefaultHttp2HeadersFrame(h, false));
         } else {
             ch.write(new DefaultHttp2HeadersFrame(h, false));
             ch.writeAndFlush(new DefaultHttp2DataFrame(Unpooled.copiedBuffer(body, StandardCharsets.UTF_8), true));
