@@ -561,20 +561,17 @@ final class DefaultControlLoop implements ControlLoop {
                 }
             }
             if (candidate.objective().shedRps() > 0) {
-                List<String> bounded = new ArrayList<>();
+                Map<String, Double> bounds = queueingBounds(solveFor, candidate);
+                List<String> bounded = List.of();
                 double top = shedAtTop(candidate);
                 // the tightest bound, then halfway back towards none, while it would shed more of the top priority
-                for (double part = 1; part >= 0.25 && bounded.isEmpty(); part /= 2) {
-                    List<String> ids = new ArrayList<>();
-                    Topology t = belowQueueing(solveFor, candidate, part, ids);
-                    if (ids.isEmpty()) {
-                        break;
-                    }
+                for (double part = 1; part >= 0.25 && bounded.isEmpty() && !bounds.isEmpty(); part /= 2) {
+                    Topology t = bounded(solveFor, bounds, part);
                     Snapshot c = optimizer.solve(t, opts);
                     if (shedAtTop(c) <= top * (1 + 1e-9) + 1e-9) {
                         candidate = c;
                         solveFor = t;
-                        bounded = ids;
+                        bounded = List.copyOf(bounds.keySet());
                     }
                 }
                 if (!bounded.isEmpty()) {
@@ -601,30 +598,40 @@ final class DefaultControlLoop implements ControlLoop {
     }
 
     /**
-     * {@code t} with each engine that {@code shedding} (a solve that sheds) fills to its effective capacity planned no
-     * fuller than where its estimated TTFT reaches {@link ControlOptions#overloadTtftFactor()} times its idle TTFT
-     * (docs/control-loop.md, "Shedding needs a queue"): the bound is written as a lower health, which scales the
-     * capacity bound and leaves the latency at each load as it is. The ids of the engines bounded go to {@code out}.
+     * The engines that {@code shedding} (a solve of {@code t} that sheds) fills to their effective capacity, each with
+     * the health that plans it no fuller than where its estimated TTFT reaches
+     * {@link ControlOptions#overloadTtftFactor()} times its idle TTFT (docs/control-loop.md, "Shedding needs a queue"),
+     * where that is below its health; in the topology's order. Empty when the factor is infinite.
      */
-    private Topology belowQueueing(Topology t, Snapshot shedding, double part, List<String> out) {
+    private Map<String, Double> queueingBounds(Topology t, Snapshot shedding) {
         double factor = options.overloadTtftFactor();
+        Map<String, Double> out = new LinkedHashMap<>();
         if (Double.isInfinite(factor)) {
-            return t;
+            return out;
         }
-        List<Engine> es = new ArrayList<>(t.engines().size());
         for (Engine e : t.engines()) {
             dev.sextant.snapshot.EngineState st = shedding.engines().get(e.id());
-            double rho = utilizationAtTtft(e.profile(), factor);
-            double health = e.health() - part * (e.health() - rho / (1 - t.headroom()));
-            if (st != null && st.effectiveCapacityRps() > 0 && st.loadRps() >= FULL * st.effectiveCapacityRps()
-                    && health < e.health()) {
-                es.add(e.withHealth(health));
-                out.add(e.id());
-            } else {
-                es.add(e);
+            if (st != null && st.effectiveCapacityRps() > 0 && st.loadRps() >= FULL * st.effectiveCapacityRps()) {
+                double health = utilizationAtTtft(e.profile(), factor) / (1 - t.headroom());
+                if (health < e.health()) {
+                    out.put(e.id(), health);
+                }
             }
         }
-        return out.isEmpty() ? t : t.withEngines(es);
+        return out;
+    }
+
+    /**
+     * {@code t} with each engine of {@code bounds} given the health {@code part} of the way from its own to its bound:
+     * a lower health scales the capacity bound and leaves the latency at each load as it is.
+     */
+    private static Topology bounded(Topology t, Map<String, Double> bounds, double part) {
+        List<Engine> es = new ArrayList<>(t.engines().size());
+        for (Engine e : t.engines()) {
+            Double bound = bounds.get(e.id());
+            es.add(bound == null ? e : e.withHealth(e.health() - part * (e.health() - bound)));
+        }
+        return t.withEngines(es);
     }
 
     /** A solve's load at or above this fraction of an engine's effective capacity fills it. */
