@@ -6,6 +6,7 @@ import dev.sextant.config.YamlTree.Entry;
 import dev.sextant.config.YamlTree.Mapping;
 import dev.sextant.request.Narrowing;
 import dev.sextant.request.RequestMeta;
+import dev.sextant.server.auth.BearerToken;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -162,12 +163,8 @@ public final class Tenants {
      * key and one hash-map lookup.
      */
     public Tenant find(String authorization) {
-        if (authorization == null || authorization.length() <= 7
-                || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
-            return null;
-        }
-        String key = authorization.substring(7).trim();
-        return key.isEmpty() ? null : byKey.get(ApiKeys.digest(key));
+        String key = BearerToken.presented(authorization);
+        return key == null ? null : byKey.get(ApiKeys.digest(key));
     }
 
     /** The tenants, in file order. */

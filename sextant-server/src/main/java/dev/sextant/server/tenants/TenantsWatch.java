@@ -2,10 +2,10 @@ package dev.sextant.server.tenants;
 
 import dev.sextant.config.ConfigException;
 import dev.sextant.config.ConfigProblem;
+import dev.sextant.server.internal.FileFingerprint;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -31,10 +31,10 @@ public final class TenantsWatch implements AutoCloseable {
     private final LongAdder reloads = new LongAdder();
     private final LongAdder failures = new LongAdder();
     private volatile Tenants current;
-    private byte[] fingerprint;
+    private String fingerprint;
     private String problem;
 
-    private TenantsWatch(Path file, Tenants first, byte[] fingerprint, Duration check) {
+    private TenantsWatch(Path file, Tenants first, String fingerprint, Duration check) {
         this.file = file;
         this.current = first;
         this.fingerprint = fingerprint;
@@ -57,10 +57,10 @@ public final class TenantsWatch implements AutoCloseable {
 
     /** As {@link #start(Path)}, looking at the file every {@code check}. */
     public static TenantsWatch start(Path file, Duration check) throws ConfigException {
-        byte[] fp = fingerprint(file);
+        String fp = fingerprint(file);
         Tenants first = Tenants.load(file);
         if (fp == null) {
-            fp = new byte[0];
+            fp = "";
         }
         return new TenantsWatch(file, first, fp, check);
     }
@@ -87,12 +87,12 @@ public final class TenantsWatch implements AutoCloseable {
 
     /** Looks at the file now, and swaps a changed valid one in (the watch thread does it every {@link #CHECK}). */
     public synchronized void check() {
-        byte[] fp = fingerprint(file);
+        String fp = fingerprint(file);
         if (fp == null) {
             refused(file + ": cannot read it: " + unreadable());
             return;
         }
-        if (MessageDigest.isEqual(fp, fingerprint)) {
+        if (fp.equals(fingerprint)) {
             if (problem != null) {
                 LOG.info("tenants file " + file + " is back as it was; the tenants in force are its");
                 problem = null;
@@ -130,13 +130,12 @@ public final class TenantsWatch implements AutoCloseable {
         }
     }
 
-    private static byte[] fingerprint(Path file) {
+    /** {@link FileFingerprint#of}, or null when the file cannot be read. */
+    private static String fingerprint(Path file) {
         try {
-            return MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(file));
+            return FileFingerprint.of(file);
         } catch (IOException e) {
             return null;
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
         }
     }
 
