@@ -21,10 +21,13 @@ class FairSharesTest {
                 DataPlaneOptions.builder().maxInFlightPerEngine(1_000_000).build());
     }
 
-    /** Tenant → {sent, shed} after {@code seconds} of traffic, {@code perMs} requests a millisecond of each tenant. */
+    /**
+     * Tenant → {sent, shed, shed after the first second} after {@code seconds} of traffic, {@code perMs} requests a
+     * millisecond of each tenant. In the first second the tenants' rates are still being learnt.
+     */
     private Map<String, int[]> run(DataPlane p, Map<String, Integer> perMs, Map<String, Double> weights, int seconds) {
         Map<String, int[]> out = new LinkedHashMap<>();
-        perMs.keySet().forEach(t -> out.put(t, new int[2]));
+        perMs.keySet().forEach(t -> out.put(t, new int[3]));
         SplittableRandom rnd = new SplittableRandom(7);
         for (int ms = 0; ms < seconds * 1000; ms++) {
             for (Map.Entry<String, Integer> e : perMs.entrySet()) {
@@ -39,6 +42,9 @@ class FairSharesTest {
                     } else {
                         assertThat(d.refusal()).isEqualTo(Refusal.SHED);
                         counts[1]++;
+                        if (ms >= 1000) {
+                            counts[2]++;
+                        }
                     }
                 }
             }
@@ -76,7 +82,9 @@ class FairSharesTest {
     void shed_followsWeights_theHeavierTenantWithinItsShareIsNotShed(boolean reversed) {
         // 2 req/ms each, a quarter shed: 3,000/s admitted; "big" (weight 3) may have 2,250/s and sends 2,000
         Map<String, int[]> weighted = run(plane(0.25), ordered(reversed, "big", 2, "small", 2), Map.of("big", 3.0), 5);
-        // in the first milliseconds neither tenant has shown a rate yet, and a shed may fall on either
+        // in the first milliseconds neither tenant has shown a rate yet, and a shed may fall on either; after that none
+        // falls on big, and at most one in a thousand of its requests in all
+        assertThat(weighted.get("big")[2]).as("big's requests shed once the rates are known").isZero();
         assertThat(weighted.get("big")[1]).as("big's requests shed").isLessThanOrEqualTo(weighted.get("big")[0] / 1000);
         assertThat(weighted.get("small")[1] / (double) weighted.get("small")[0]).isCloseTo(0.5, offset(0.015));
     }
