@@ -212,10 +212,10 @@ class EtcdFaultsIT {
             Path topology = topology(dir.resolve("paused.yaml"), e1);
             Path log = dir.resolve("paused-leader.log");
             a = ControlPlaneProcess.start(topology, o, log);
-            assertThat(EtcdCluster.await(() -> read(log).contains("listening "), Duration.ofSeconds(30)))
+            // the process's own line, whole: its log's "control plane listening on …" comes first
+            assertThat(EtcdCluster.await(() -> listening(log) != null, Duration.ofSeconds(30)))
                     .as(log.toString()).isTrue();
-            String line = read(log).lines().filter(l -> l.startsWith("listening ")).findFirst().orElseThrow();
-            URI aUri = URI.create(line.substring("listening ".length()).trim());
+            URI aUri = URI.create(listening(log));
             Recording source = new Recording(Etcd.source(o, "east", Duration.ofSeconds(1)));
             try (Gateway gw = gateway(source)) {
                 assertThat(EtcdCluster.await(() -> !source.controlPlanes().isEmpty()
@@ -286,5 +286,12 @@ class EtcdFaultsIT {
         } catch (Exception e) {
             return "";
         }
+    }
+
+    /** What the process's line {@code listening <uri>} in {@code log} names, once written whole; else null. */
+    private static String listening(Path log) {
+        String text = read(log);
+        return text.substring(0, text.lastIndexOf('\n') + 1).lines().filter(l -> l.startsWith("listening "))
+                .map(l -> l.substring("listening ".length()).trim()).findFirst().orElse(null);
     }
 }
