@@ -13,10 +13,12 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * the prefix's engines are the first s of its own weighted order, the same in every gateway with the same s, and
  * each conversation keeps one of them. Its spread s is the smallest number of probes over which the prefix's
  * requests in flight here stay within a quota each ({@link DefaultDataPlane}: what bounded load leaves above a
- * mean engine's share, at least the bounded load's minimum). s grows at once; it shrinks by one step, at most once
- * per {@link EngineCell#RATE_WINDOW_S} (the window over which the data plane judges an engine's offered rate), when
- * the prefix's requests in flight would fill no more than half of one probe fewer: a load wavering around a step,
- * or the pause between two waves of turns, does not move conversations back and forth.
+ * mean engine's share, at least the bounded load's minimum). s grows at once; it shrinks by one step only when for
+ * {@value #HOLD_S} s the prefix has not needed s probes and its requests in flight would now fill no more than half
+ * of one probe fewer. A change of s moves conversations, and a moved conversation prefills its whole context again,
+ * so the spread follows the prefix's load over minutes, not the in-flight count of the moment: a prefix's requests in
+ * flight rise and fall with every wave of turns (a count of ten wanders between four and seventeen), and a spread that
+ * followed it moved the same conversations back and forth every few seconds.
  *
  * <p>Implementation note: jump(C, s) is the jump consistent hash of Lamping and Veach ("A Fast, Minimal Memory,
  * Consistent Hash Algorithm", 2014): when s grows to s + 1 exactly 1/(s + 1) of the conversations move, all of them
@@ -31,8 +33,17 @@ final class PrefixSpread {
 
     private final AtomicIntegerArray inFlight = new AtomicIntegerArray(CELLS);
     private final AtomicIntegerArray spread = new AtomicIntegerArray(CELLS);
-    private final AtomicLongArray changedAt = new AtomicLongArray(CELLS);
-    private static final long SHRINK_NANOS = (long) (EngineCell.RATE_WINDOW_S * 1e9);
+    /** When each cell's spread last changed or its load last needed all of it (the hold's start). */
+    private final AtomicLongArray neededAt = new AtomicLongArray(CELLS);
+    /**
+     * How long a spread holds after its load last needed it: longer than the pause between two turns of a chat
+     * (reading and typing take seconds to tens of seconds), so that a lull between waves of turns moves nothing;
+     * short enough that the engines of a prefix whose traffic has gone are given back within minutes, a step a minute.
+     */
+    static final long HOLD_S = 60;
+    private static final long HOLD_NANOS = HOLD_S * 1_000_000_000L;
+    /** Marks of "needed" closer together than this are not written: one write per cell per 100 ms at most. */
+    private static final long MARK_NANOS = 100_000_000L;
 
     /** The cell of prefix key {@code prefix}. */
     int cell(long prefix) {
@@ -47,12 +58,12 @@ final class PrefixSpread {
         int n = inFlight.get(cell) + 1;
         int want = (int) Math.min(Integer.MAX_VALUE, Math.ceil(n / quota));
         int have = Math.max(1, spread.get(cell));
-        int s = want >= have ? want
-                : 2.0 * n <= (have - 1) * quota && now - changedAt.get(cell) >= SHRINK_NANOS ? have - 1 : have;
-        if (s != have) {
+        long since = now - neededAt.get(cell);
+        int s = want >= have ? want : 2.0 * n <= (have - 1) * quota && since >= HOLD_NANOS ? have - 1 : have;
+        if (s != have || (want == have && since >= MARK_NANOS)) {
             // a race with another request only decides which of two current values stays
             spread.set(cell, s);
-            changedAt.set(cell, now);
+            neededAt.set(cell, now);
         }
         return s == 1 ? prefix : prefix + jump(Hashing.mix(conversation ^ SALT), s) * Hashing.GOLDEN;
     }

@@ -91,7 +91,7 @@ class PrefixSpreadTest {
         held.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
         Set<String> engines = new HashSet<>();
         for (long c = 100; c <= 300; c++) {
-            ticker.advanceSeconds(2); // a step down per window
+            ticker.advanceSeconds(PrefixSpread.HOLD_S); // a step down per hold
             Decision d = p.route(request(c));
             if (c > 200) {
                 engines.add(d.engineId());
@@ -99,6 +99,37 @@ class PrefixSpreadTest {
             p.onFinish(d, Outcome.SUCCESS, -1);
         }
         assertThat(engines).hasSize(1);
+    }
+
+    @Test
+    void aLullShorterThanTheHold_movesNoConversation() {
+        DataPlane p = plane();
+        List<Decision> wave = new ArrayList<>();
+        for (long c = 1; c <= 60; c++) {
+            wave.add(p.route(request(c)));
+        }
+        wave.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+        wave.clear();
+        for (long c = 1; c <= 60; c++) { // each conversation's engine at the spread the wave reached, nothing loaded
+            Decision d = p.route(request(c));
+            p.onFinish(d, Outcome.SUCCESS, -1);
+            wave.add(d);
+        }
+        assertThat(new HashSet<>(wave.stream().map(Decision::engineId).toList())).hasSizeGreaterThanOrEqualTo(3);
+        // the same conversations come back one at a time, each just under a hold after the prefix last needed its
+        // spread: one in flight would fit on one probe, but the spread holds and none of them moves
+        for (long c = 1; c <= 60; c++) {
+            ticker.advanceSeconds(PrefixSpread.HOLD_S - 1);
+            Decision d = p.route(request(c));
+            assertThat(d.engineId()).as("conversation %d", c).isEqualTo(wave.get((int) c - 1).engineId());
+            p.onFinish(d, Outcome.SUCCESS, -1);
+            // and the load of a wave needs the spread again, which restarts the hold
+            List<Decision> peak = new ArrayList<>();
+            for (long other = 1_000; other < 1_060; other++) {
+                peak.add(p.route(request(other)));
+            }
+            peak.forEach(x -> p.onFinish(x, Outcome.SUCCESS, -1));
+        }
     }
 
     @Test
