@@ -21,9 +21,9 @@ import picocli.CommandLine.Option;
 final class ControlPlaneCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("topology", "host", "port", "token_file", "solve_interval",
             "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "error_rate_limit", "demand",
-            "publish_gain", "publish_gain_ms", "canary_interval", "max_wait", "state_file", "request_header_timeout",
-            "request_body_timeout", "max_header_bytes", "max_connections", "max_buffered_body_bytes", "etcd",
-            "credentials_file");
+            "publish_gain", "publish_gain_ms", "overload_ttft_factor", "canary_interval", "max_wait", "state_file",
+            "request_header_timeout", "request_body_timeout", "max_header_bytes", "max_connections",
+            "max_buffered_body_bytes", "etcd", "credentials_file");
     /** Keys of older versions, refused with what replaced them. */
     static final Map<String, String> REMOVED = Map.of(
             "weight_hysteresis", "expected: publish_gain and publish_gain_ms; removed: a snapshot is published when its"
@@ -73,19 +73,14 @@ final class ControlPlaneCommand implements Callable<Integer> {
         return CredentialsFile.load(file);
     }
 
-    @Override
-    public Integer call() throws Exception {
-        run.check();
-        ServerFile f = ServerFile.load(config, KEYS, REMOVED);
-        Path topology = f.path("topology");
-        if (topology == null) {
-            throw f.problem("topology", "missing (expected: the topology YAML file)");
-        }
+    /**
+     * The control plane's settings: the file's keys over the defaults, on {@code port}; a value out of range is a
+     * problem at its line ({@code control-plane.yaml:7: overload_ttft_factor: 0.5 (expected: …)}).
+     */
+    static ControlPlaneConfig config(ServerFile f, Path topology, CredentialsFile credentials, int port) {
         ControlPlaneConfig d = ControlPlaneConfig.defaults(topology, "x");
-        CredentialsFile credentials = credentials(f);
-        ControlPlaneConfig c;
         try {
-            c = ControlPlaneConfig.builder(topology, null).host(f.string("host", d.host())).port(run.port(f, 7070))
+            return ControlPlaneConfig.builder(topology, null).host(f.string("host", d.host())).port(port)
                     .credentials(credentials).token(credentials == null ? f.token(true) : null)
                     .solveInterval(f.duration("solve_interval", d.solveInterval()))
                     .watchInterval(f.duration("watch_interval", d.watchInterval()))
@@ -95,12 +90,25 @@ final class ControlPlaneCommand implements Callable<Integer> {
                     .errorRateLimit(f.number("error_rate_limit", d.errorRateLimit()))
                     .demand(f.string("demand", d.demand())).publishGain(f.number("publish_gain", d.publishGain()))
                     .publishGainMs(f.number("publish_gain_ms", d.publishGainMs()))
+                    .overloadTtftFactor(f.number("overload_ttft_factor", d.overloadTtftFactor()))
                     .canaryInterval(f.duration("canary_interval", d.canaryInterval()))
                     .maxWait(f.duration("max_wait", d.maxWait())).tls(f.serverTls()).engineTls(f.clientTls())
                     .stateFile(f.path("state_file")).limits(limits(f, d.limits())).build();
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        run.check();
+        ServerFile f = ServerFile.load(config, KEYS, REMOVED);
+        Path topology = f.path("topology");
+        if (topology == null) {
+            throw f.problem("topology", "missing (expected: the topology YAML file)");
+        }
+        CredentialsFile credentials = credentials(f);
+        ControlPlaneConfig c = config(f, topology, credentials, run.port(f, 7070));
         f.readable("topology", topology); // a missing topology is this file's problem, at its line
         dev.sextant.etcd.EtcdOptions etcdOptions = f.etcd(etcd);
         if (check) {

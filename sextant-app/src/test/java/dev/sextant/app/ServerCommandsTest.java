@@ -64,6 +64,9 @@ class ServerCommandsTest {
             outlier factor, removed| control-plane | topology: t.yaml\\nttft_outlier_factor: 5\\ntoken_file: tok | server.yaml:2: ttft_outlier_factor: 5 (expected: nothing in its place; removed: the control loop judges
             negative publish gain  | control-plane | topology: t.yaml\\ntoken_file: tok\\npublish_gain: -0.1   | server.yaml:3: publish_gain: -0.1 (expected: a finite number >= 0)
             publish gain ms text   | control-plane | topology: t.yaml\\ntoken_file: tok\\npublish_gain_ms: lots | server.yaml:3: publish_gain_ms: 'lots' (expected: a number)
+            overload factor of one | control-plane | topology: t.yaml\\ntoken_file: tok\\noverload_ttft_factor: 1 | server.yaml:3: overload_ttft_factor: 1.0 (expected: a number > 1, or .inf for no bound)
+            overload factor nan    | control-plane | topology: t.yaml\\ntoken_file: tok\\noverload_ttft_factor: .nan | server.yaml:3: overload_ttft_factor: NaN (expected: a number > 1, or .inf for no bound)
+            overload factor text   | control-plane | topology: t.yaml\\ntoken_file: tok\\noverload_ttft_factor: twice | server.yaml:3: overload_ttft_factor: 'twice' (expected: a number)
             zero canary interval   | control-plane | topology: t.yaml\\ntoken_file: tok\\ncanary_interval: 0s  | server.yaml:3: canary_interval: 0ms (expected: > 0)
             zero missed scrapes    | control-plane | topology: t.yaml\\ntoken_file: tok\\nmissed_scrapes: 0     | server.yaml:3: missed_scrapes: 0 (expected: >= 1)
             error rate above one   | control-plane | topology: t.yaml\\ntoken_file: tok\\nerror_rate_limit: 1.5 | server.yaml:3: error_rate_limit: 1.5 (expected: in (0, 1])
@@ -344,6 +347,25 @@ class ServerCommandsTest {
         assertThat(run(command, "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr).contains(says);
         assertThat(stdout).doesNotContain(": ok");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            absent, the default | ''                          | 2.0
+            a factor            | overload_ttft_factor: 3     | 3.0
+            no bound            | overload_ttft_factor: .inf  | Infinity
+            """)
+    void controlPlane_overloadTtftFactor_reachesTheControlLoop_andChecks(String name, String setting, double factor)
+            throws Exception {
+        Path topology = Path.of("..", "examples", "talk.yaml").toAbsolutePath();
+        Files.writeString(dir.resolve("tok"), "secret");
+        Path config = Files.writeString(dir.resolve("control-plane.yaml"), "topology: " + topology
+                + "\ntoken_file: tok\n" + setting + "\n");
+        ServerFile f = ServerFile.load(config, ControlPlaneCommand.KEYS, ControlPlaneCommand.REMOVED);
+        assertThat(ControlPlaneCommand.config(f, topology, null, 0).controlOptions().overloadTtftFactor())
+                .isEqualTo(factor);
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).as(stderr).isZero();
+        assertThat(stdout).startsWith(config + ": ok: control plane on ");
     }
 
     @Test

@@ -34,6 +34,9 @@ import java.time.Duration;
  *                       this fraction of the held snapshot's mean latency …, finite ≥ 0
  * @param publishGainMs  … and by more than this many ms, finite ≥ 0 (changes of the fleet's shape, an engine out
  *                       of or back in service, a held snapshot that no longer fits are published whatever the gain)
+ * @param overloadTtftFactor while the fleet is short (the policy sheds), the engines the solve fills are planned no
+ *                       fuller than where their estimated TTFT reaches this multiple of their idle TTFT, &gt; 1, or
+ *                       infinite for no such bound ({@link ControlOptions#overloadTtftFactor()})
  * @param canaryInterval how often an engine that must prove itself (out of service, slow, new) gets a canary
  *                       request, &gt; 0
  * @param maxWait        longest long-poll the server holds open, &gt; 0
@@ -50,8 +53,8 @@ import java.time.Duration;
 public record ControlPlaneConfig(Path topologyFile, String host, int port, BearerToken token, Duration solveInterval,
                                  Duration watchInterval, Duration scrapeInterval, Duration scrapeTimeout,
                                  int missedScrapes, double errorRateLimit, String demand, double publishGain,
-                                 double publishGainMs, Duration canaryInterval, Duration maxWait, ServerTls tls,
-                                 ClientTls engineTls, Path stateFile,
+                                 double publishGainMs, double overloadTtftFactor, Duration canaryInterval,
+                                 Duration maxWait, ServerTls tls, ClientTls engineTls, Path stateFile,
                                  ListenerLimits limits, CredentialsFile credentials) {
 
     /** What {@code demand: max} was, and why it went: said when a file still has it. */
@@ -101,6 +104,10 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         if (!(publishGainMs >= 0) || Double.isInfinite(publishGainMs)) {
             throw new IllegalArgumentException("publish_gain_ms: " + publishGainMs + " (expected: a finite number >= 0)");
         }
+        if (!(overloadTtftFactor > 1)) {
+            throw new IllegalArgumentException("overload_ttft_factor: " + overloadTtftFactor
+                    + " (expected: a number > 1, or .inf for no bound)");
+        }
         if (limits == null) {
             throw new IllegalArgumentException("limits: missing (expected: the listener's limits)");
         }
@@ -113,8 +120,9 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
     /**
      * Loopback, ephemeral port; step every 10 s; check for changes every 1 s; scrape every 2 s with a 1 s timeout;
      * down after 3 missed scrapes; failing at an error rate of 0.2; observed demand; publish on an expected gain
-     * above 0.1% and 0.5 ms per request; a canary every 5 s to an engine that must prove itself; long-polls up to
-     * 60 s; the listener limits of {@link ListenerLimits#controlPlane()}.
+     * above 0.25% and 0.5 ms per request; while the fleet is short, engines planned no fuller than where their TTFT
+     * doubles; a canary every 5 s to an engine that must prove itself; long-polls up to 60 s; the listener limits of
+     * {@link ListenerLimits#controlPlane()}.
      */
     public static ControlPlaneConfig defaults(Path topologyFile, String token) {
         return builder(topologyFile, BearerToken.of(token)).build();
@@ -124,7 +132,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
     public ControlOptions controlOptions() {
         return ControlOptions.defaults().withMissedScrapes(missedScrapes).withErrorRateLimit(errorRateLimit)
                 .withObservedDemand("observed".equals(demand)).withPublishGain(publishGain, publishGainMs)
-                .withCanaryInterval(canaryInterval);
+                .withCanaryInterval(canaryInterval).withOverloadTtftFactor(overloadTtftFactor);
     }
 
     /** With other listener limits. */
@@ -195,7 +203,8 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 .scrapeInterval(Duration.ofSeconds(2)).scrapeTimeout(Duration.ofSeconds(1))
                 .missedScrapes(o.missedScrapes()).errorRateLimit(o.errorRateLimit())
                 .demand(o.observedDemand() ? "observed" : "configured").publishGain(o.publishGain())
-                .publishGainMs(o.publishGainMs()).canaryInterval(o.canaryInterval()).maxWait(Duration.ofSeconds(60))
+                .publishGainMs(o.publishGainMs()).overloadTtftFactor(o.overloadTtftFactor())
+                .canaryInterval(o.canaryInterval()).maxWait(Duration.ofSeconds(60))
                 .limits(ListenerLimits.controlPlane());
     }
 
@@ -215,6 +224,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         b.demand = demand;
         b.publishGain = publishGain;
         b.publishGainMs = publishGainMs;
+        b.overloadTtftFactor = overloadTtftFactor;
         b.canaryInterval = canaryInterval;
         b.maxWait = maxWait;
         b.tls = tls;
@@ -243,6 +253,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         private String demand;
         private double publishGain;
         private double publishGainMs;
+        private double overloadTtftFactor;
         private Duration canaryInterval;
         private Duration maxWait;
         private ServerTls tls;
@@ -332,6 +343,12 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
             return this;
         }
 
+        /** Sets {@link ControlPlaneConfig#overloadTtftFactor()}. */
+        public Builder overloadTtftFactor(double value) {
+            this.overloadTtftFactor = value;
+            return this;
+        }
+
         /** Sets {@link ControlPlaneConfig#canaryInterval()}. */
         public Builder canaryInterval(Duration value) {
             this.canaryInterval = value;
@@ -382,7 +399,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         public ControlPlaneConfig build() {
             return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval,
                     scrapeInterval, scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs,
-                    canaryInterval, maxWait, tls, engineTls, stateFile, limits, credentials);
+                    overloadTtftFactor, canaryInterval, maxWait, tls, engineTls, stateFile, limits, credentials);
         }
     }
 
@@ -393,7 +410,8 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 + ", token=" + (token == null ? "none" : "(redacted)") + ", credentials=" + credentials + ", solveInterval=" + solveInterval + ", watchInterval=" + watchInterval
                 + ", scrapeInterval=" + scrapeInterval + ", scrapeTimeout=" + scrapeTimeout + ", missedScrapes="
                 + missedScrapes + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", publishGain="
-                + publishGain + ", publishGainMs=" + publishGainMs + ", canaryInterval=" + canaryInterval
+                + publishGain + ", publishGainMs=" + publishGainMs + ", overloadTtftFactor=" + overloadTtftFactor
+                + ", canaryInterval=" + canaryInterval
                 + ", maxWait=" + maxWait + ", tls=" + tls + ", engineTls=" + engineTls + ", stateFile=" + stateFile
                 + ", limits=" + limits + "]";
     }

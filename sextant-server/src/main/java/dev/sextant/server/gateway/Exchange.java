@@ -239,9 +239,12 @@ final class Exchange {
         DefaultHttpRequest r = new DefaultHttpRequest(HttpVersion.HTTP_1_1, request.method(),
                 target.basePath().isEmpty() ? request.uri() : target.basePath() + request.uri(),
                 DefaultHttpHeadersFactory.headersFactory().newHeaders());
+        // a tenant's API key is the gateway's to check, never an engine's to see; with an engine token, the engines'
+        // key replaces the client's, in whichever header the client sent it
+        boolean clientsKey = tenant == null && gw.config.engineToken() == null;
         for (CharSequence h : FORWARDED) {
-            if (h == HttpHeaderNames.AUTHORIZATION && tenant != null) {
-                continue; // a tenant's API key is the gateway's to check, never an engine's to see
+            if (!clientsKey && (h == HttpHeaderNames.AUTHORIZATION || h == Tenancy.API_KEY)) {
+                continue;
             }
             String v = request.headers().get(h);
             if (v != null) {
@@ -333,7 +336,7 @@ final class Exchange {
     }
 
     private static final CharSequence[] FORWARDED = {HttpHeaderNames.CONTENT_TYPE, HttpHeaderNames.ACCEPT,
-            HttpHeaderNames.AUTHORIZATION, HttpHeaderNames.USER_AGENT};
+            HttpHeaderNames.AUTHORIZATION, Tenancy.API_KEY, HttpHeaderNames.USER_AGENT};
 
     void onResponse(HttpResponse r) {
         if (ended) {

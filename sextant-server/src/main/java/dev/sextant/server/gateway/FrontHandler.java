@@ -212,7 +212,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             tenant = keys.tenantOf(req);
             if (tenant == null) { // no key check refused its head (none on this pipeline, or the key revoked since)
                 req.release();
-                reply(ctx, unauthorized(gw, ctx.channel(), path, requestId), keepAlive);
+                reply(ctx, unauthorized(gw, ctx.channel(), path, requestId,
+                        Tenancy.presented(req.headers()).ambiguous()), keepAlive);
                 return;
             }
             gw.metrics.tenantRequest(tenant.name());
@@ -302,15 +303,22 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * The answer to a model request without a tenant's key (401 {@code invalid_api_key}), counted for the tenant
-     * {@link Tenancy#UNKNOWN} and logged; the message never shows the key. {@code requestId}: see {@link #requestId}.
+     * The answer to a model request without a tenant's key, or with different keys ({@code ambiguous}): 401
+     * {@code invalid_api_key}, counted for the tenant {@link Tenancy#UNKNOWN} (reason {@code invalid_api_key} or
+     * {@code ambiguous_api_key}) and logged; the message never shows a key. {@code requestId}: see {@link #requestId}.
      */
-    static FullHttpResponse unauthorized(Gateway gw, Channel client, String path, String requestId) {
+    static FullHttpResponse unauthorized(Gateway gw, Channel client, String path, String requestId,
+                                         boolean ambiguous) {
         gw.metrics.tenantRequest(Tenancy.UNKNOWN);
-        return refusal(gw, client, path, requestId, Tenancy.UNKNOWN, "invalid_api_key",
-                HttpResponseStatus.UNAUTHORIZED, "invalid_request_error", "invalid_api_key",
-                "Incorrect API key provided: send a key of this gateway's tenants as Authorization: Bearer <key>", 0);
+        return refusal(gw, client, path, requestId, Tenancy.UNKNOWN, ambiguous ? "ambiguous_api_key"
+                        : "invalid_api_key", HttpResponseStatus.UNAUTHORIZED, "invalid_request_error",
+                "invalid_api_key", ambiguous ? AMBIGUOUS_KEYS : INCORRECT_KEY, 0);
     }
+
+    private static final String INCORRECT_KEY = "Incorrect API key provided: send a key of this gateway's tenants as"
+            + " Authorization: Bearer <key> or api-key: <key>";
+    private static final String AMBIGUOUS_KEYS = "Ambiguous API key: the request's Authorization and api-key headers"
+            + " present different keys (expected: one key, the same in every header that carries it)";
 
     /** The id a request is known by: the client's {@code x-request-id} when {@link #usableRequestId}, else a new one. */
     static String requestId(Gateway gw, String clientId) {

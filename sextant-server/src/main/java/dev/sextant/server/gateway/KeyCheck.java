@@ -1,12 +1,12 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.server.tenants.PresentedKey;
 import dev.sextant.server.tenants.Tenant;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
-import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
@@ -20,11 +20,11 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A closed gateway's key check on the request head ({@code docs/tenants.md}): a model request whose
- * {@code Authorization} carries no tenant's key is answered 401 as soon as its head has arrived, before any byte of
- * its body is buffered, and its connection is closed. Limits that need the body (tokens per minute, from
- * {@code max_tokens}) are checked by the {@link FrontHandler} once it has arrived, with the tenant found here
- * ({@link #tenantOf}). Sits after the {@code RequestGuard} and before the body aggregator, one per HTTP/1.1
- * connection or HTTP/2 stream.
+ * {@code Authorization} and {@code api-key} present no tenant's key, or different keys ({@code PresentedKey}), is
+ * answered 401 as soon as its head has arrived, before any byte of its body is buffered, and its connection is closed.
+ * Limits that need the body (tokens per minute, from {@code max_tokens}) are checked by the {@link FrontHandler} once
+ * it has arrived, with the tenant found here ({@link #tenantOf}). Sits after the {@code RequestGuard} and before the
+ * body aggregator, one per HTTP/1.1 connection or HTTP/2 stream.
  *
  * <p>How the connection ends after a 401 is Envoy's {@code delayed_close_timeout} and nginx's lingering close: on
  * HTTP/1.1 the rest of the body is read and dropped (never held) until it ends, {@value #LINGER_BYTES} bytes were
@@ -62,7 +62,7 @@ final class KeyCheck extends ChannelInboundHandlerAdapter {
         if (req.headers() == checked) {
             return tenant;
         }
-        return gw.tenancy.find(req.headers().get(HttpHeaderNames.AUTHORIZATION));
+        return gw.tenancy.find(Tenancy.presented(req.headers()));
     }
 
     @Override
@@ -72,9 +72,10 @@ final class KeyCheck extends ChannelInboundHandlerAdapter {
             return;
         }
         if (msg instanceof HttpRequest head && needsKey(head)) {
-            Tenant t = gw.tenancy.find(head.headers().get(HttpHeaderNames.AUTHORIZATION));
+            PresentedKey key = Tenancy.presented(head.headers());
+            Tenant t = gw.tenancy.find(key);
             if (t == null) {
-                refuse(ctx, head);
+                refuse(ctx, head, key.ambiguous());
                 drop(ctx, msg);
                 return;
             }
@@ -90,11 +91,11 @@ final class KeyCheck extends ChannelInboundHandlerAdapter {
                 && FrontHandler.proxied(new QueryStringDecoder(FrontHandler.originForm(head.uri())).rawPath());
     }
 
-    private void refuse(ChannelHandlerContext ctx, HttpRequest head) {
+    private void refuse(ChannelHandlerContext ctx, HttpRequest head, boolean ambiguous) {
         refused = true;
         String path = new QueryStringDecoder(FrontHandler.originForm(head.uri())).rawPath();
         FullHttpResponse r = FrontHandler.unauthorized(gw, ctx.channel(), path,
-                FrontHandler.requestId(gw, head.headers().get("x-request-id")));
+                FrontHandler.requestId(gw, head.headers().get("x-request-id")), ambiguous);
         HttpUtil.setKeepAlive(r, false);
         boolean stream = ctx.channel() instanceof Http2StreamChannel;
         ctx.writeAndFlush(r).addListener((ChannelFutureListener) f -> {

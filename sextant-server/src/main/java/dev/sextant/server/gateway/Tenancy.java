@@ -5,10 +5,14 @@ import dev.sextant.config.ConfigProblem;
 import dev.sextant.request.Narrowing;
 import dev.sextant.request.RequestMeta;
 import dev.sextant.request.Ticker;
+import dev.sextant.server.tenants.PresentedKey;
 import dev.sextant.server.tenants.Tenant;
 import dev.sextant.server.tenants.TenantLimits;
 import dev.sextant.server.tenants.Tenants;
 import dev.sextant.server.tenants.TenantsWatch;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.util.AsciiString;
 import java.util.List;
 import java.util.logging.Logger;
 import java.util.stream.Collectors;
@@ -30,6 +34,8 @@ final class Tenancy implements AutoCloseable {
     static final long DEFAULT_OUTPUT_TOKENS = 256;
     /** Bytes of a request body counted as one prompt token (about four characters of English text a token). */
     static final int BYTES_PER_TOKEN = 4;
+    /** The Azure OpenAI SDKs' header for the API key ({@link PresentedKey#API_KEY}). */
+    static final AsciiString API_KEY = AsciiString.cached(PresentedKey.API_KEY);
 
     private final TenantsWatch watch;
     private final List<String> required;
@@ -75,9 +81,14 @@ final class Tenancy implements AutoCloseable {
         return watch;
     }
 
-    /** The tenant whose key the {@code Authorization} header carries, or null. */
-    Tenant find(String authorization) {
-        return watch.current().find(authorization);
+    /** The tenant whose key the request presents, or null. */
+    Tenant find(PresentedKey presented) {
+        return watch.current().find(presented);
+    }
+
+    /** The key a request's {@code Authorization} and {@code api-key} headers present, every value of each. */
+    static PresentedKey presented(HttpHeaders headers) {
+        return PresentedKey.of(headers.getAll(HttpHeaderNames.AUTHORIZATION), headers.getAll(API_KEY));
     }
 
     /**

@@ -163,7 +163,19 @@ public final class Tenants {
      * key and one hash-map lookup.
      */
     public Tenant find(String authorization) {
-        String key = BearerToken.presented(authorization);
+        return ofKey(BearerToken.presented(authorization));
+    }
+
+    /**
+     * The tenant whose key a request presents, in {@code Authorization: Bearer <key>} or {@code api-key: <key>}, or
+     * null: no key, different keys ({@link PresentedKey#ambiguous()}), or a key of no tenant. Costs one SHA-256 of the
+     * key and one hash-map lookup.
+     */
+    public Tenant find(PresentedKey presented) {
+        return ofKey(presented.key());
+    }
+
+    private Tenant ofKey(String key) {
         return key == null ? null : byKey.get(ApiKeys.digest(key));
     }
 

@@ -14,18 +14,24 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** What an engine sees in {@code Authorization}: the gateway's engine token when it has one, else the client's header. */
+/**
+ * What an engine sees in {@code Authorization}: the gateway's engine token when it has one, else the client's header;
+ * and the client's {@code api-key} only when the client's {@code Authorization} is passed on.
+ */
 class GatewayEngineTokenTest {
     @TempDir
     Path dir;
     private HttpServer engine;
     private final List<String> seen = new CopyOnWriteArrayList<>();
+    private final List<String> apiKeys = new CopyOnWriteArrayList<>();
     private Gateway gw;
 
     @BeforeEach
     void startEngine() throws Exception {
-        engine = Fleet.recordingEngine(
-                ex -> seen.add(String.valueOf(ex.getRequestHeaders().getFirst("authorization"))));
+        engine = Fleet.recordingEngine(ex -> {
+            seen.add(String.valueOf(ex.getRequestHeaders().getFirst("authorization")));
+            apiKeys.add(String.valueOf(ex.getRequestHeaders().getFirst("api-key")));
+        });
     }
 
     @AfterEach
@@ -52,8 +58,9 @@ class GatewayEngineTokenTest {
         Files.writeString(file, "engine-key-1\n");
         startGateway(BearerToken.file(file));
         assertThat(chat("authorization", "Bearer client-key")).isEqualTo(200);
-        assertThat(chat()).isEqualTo(200);
+        assertThat(chat("api-key", "client-key")).isEqualTo(200);
         assertThat(seen).containsExactly("Bearer engine-key-1", "Bearer engine-key-1");
+        assertThat(apiKeys).containsExactly("null", "null");
 
         Files.writeString(file, "engine-key-two\n"); // rotated: the file is looked at again within a second
         assertThat(Fleet.await(() -> {
@@ -68,10 +75,12 @@ class GatewayEngineTokenTest {
     }
 
     @Test
-    void withoutOne_theClientsAuthorizationIsPassedOn() throws Exception {
+    void withoutOne_theClientsAuthorizationAndApiKeyArePassedOn() throws Exception {
         startGateway(null);
         assertThat(chat("authorization", "Bearer client-key")).isEqualTo(200);
         assertThat(chat()).isEqualTo(200);
-        assertThat(seen).containsExactly("Bearer client-key", "null");
+        assertThat(chat("api-key", "azure-client-key")).isEqualTo(200);
+        assertThat(seen).containsExactly("Bearer client-key", "null", "null");
+        assertThat(apiKeys).containsExactly("null", "null", "azure-client-key");
     }
 }

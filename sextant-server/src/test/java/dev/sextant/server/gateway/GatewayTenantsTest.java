@@ -44,6 +44,7 @@ class GatewayTenantsTest {
     /** Per engine id, the class priority each request reached it with, and its authorization header. */
     private final Map<String, List<Integer>> priorities = new ConcurrentHashMap<>();
     private final List<String> authorizations = new CopyOnWriteArrayList<>();
+    private final List<String> apiKeys = new CopyOnWriteArrayList<>();
     private Snapshot snapshot;
     private Gateway gw;
 
@@ -65,6 +66,7 @@ class GatewayTenantsTest {
                     JsonNode body = JSON.readTree(new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
                     priorities.get(id).add(body.path("priority").asInt(Integer.MIN_VALUE));
                     authorizations.add(String.valueOf(ex.getRequestHeaders().getFirst("authorization")));
+                    apiKeys.add(String.valueOf(ex.getRequestHeaders().getFirst("api-key")));
                 } catch (java.io.IOException ex2) {
                     throw new java.io.UncheckedIOException(ex2);
                 }
@@ -133,6 +135,40 @@ class GatewayTenantsTest {
         assertThat(metrics).contains("sextant_gateway_tenant_refusals_total{reason=\"invalid_api_key\",tenant=\"(unknown)\"} 6.0")
                 .contains("sextant_gateway_tenant_admitted_total{tenant=\"free\"} 2.0");
         assertThat(metrics).doesNotContain(FREE_KEY);
+    }
+
+    @Test
+    void azureApiKeyHeader_servesAsItsTenant_aWrongOneIsTheSame401_andDifferentKeysAre401() throws Exception {
+        start(GatewayConfig.builder("gw").tenantsFile(tenants(tenantsYaml(EU_KEY))));
+        HttpResponse<String> euOnly = chat(null, "api-key", EU_KEY);
+        assertThat(euOnly.statusCode()).as(euOnly.body()).isEqualTo(200);
+        assertThat(euOnly.headers().firstValue("x-sextant-engine")).as("eu-only's residency binds").hasValue("eu");
+        assertThat(chat(FREE_KEY, "api-key", FREE_KEY).statusCode()).as("both headers, one key").isEqualTo(200);
+        assertThat(chat(FREE_KEY, "api-key", " ").statusCode()).as("a blank api-key is absent").isEqualTo(200);
+
+        HttpResponse<String> wrongBearer = chat("sk-test-nobody");
+        HttpResponse<String> wrongApiKey = chat(null, "api-key", "sk-test-nobody");
+        assertThat(wrongApiKey.statusCode()).isEqualTo(401);
+        assertThat(JSON.readTree(wrongApiKey.body())).isEqualTo(JSON.readTree(wrongBearer.body()));
+        assertThat(code(wrongApiKey)).isEqualTo("invalid_api_key");
+        assertThat(wrongApiKey.headers().firstValue("www-authenticate")).hasValue("Bearer");
+
+        // two tenants' keys, in the two headers or in api-key twice: served as neither
+        for (String[] h : List.of(new String[] {"authorization", "Bearer " + FREE_KEY, "api-key", EU_KEY},
+                new String[] {"api-key", FREE_KEY, "api-key", EU_KEY})) {
+            HttpResponse<String> r = chat(null, h);
+            assertThat(r.statusCode()).as(String.join(" ", h)).isEqualTo(401);
+            assertThat(code(r)).isEqualTo("invalid_api_key");
+            assertThat(JSON.readTree(r.body()).path("error").path("message").asText()).startsWith("Ambiguous API key");
+            assertThat(r.body()).doesNotContain(FREE_KEY).doesNotContain(EU_KEY);
+        }
+        assertThat(apiKeys).hasSize(3).containsOnly("null"); // the tenant's key is never sent to an engine
+        assertThat(authorizations).containsOnly("null");
+        assertThat(Fleet.get(gw.port(), "/metrics").body())
+                .contains("sextant_gateway_tenant_admitted_total{tenant=\"eu-only\"} 1.0")
+                .contains("sextant_gateway_tenant_admitted_total{tenant=\"free\"} 2.0")
+                .contains("sextant_gateway_tenant_refusals_total{reason=\"invalid_api_key\",tenant=\"(unknown)\"} 2.0")
+                .contains("sextant_gateway_tenant_refusals_total{reason=\"ambiguous_api_key\",tenant=\"(unknown)\"} 2.0");
     }
 
     @Test
