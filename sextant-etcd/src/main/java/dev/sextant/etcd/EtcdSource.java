@@ -20,7 +20,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -45,10 +47,11 @@ final class EtcdSource implements SnapshotSource {
     private final ByteSequence viewKey;
     private final Duration confirmEvery;
     private final Clock clock;
-    private final BlockingQueue<Boolean> wake = new LinkedBlockingQueue<>();
+    private final BlockingQueue<Read> wake = new LinkedBlockingQueue<>();
     private final AtomicLong refusals = new AtomicLong();
     private final CompositeMeterRegistry meters = new CompositeMeterRegistry();
-    private final Timer watchLag;
+    private final Map<Read, Timer> lag = new EnumMap<>(Read.class);
+    private final AtomicLong watchesEnded = new AtomicLong();
     private volatile List<URI> controlPlanes = List.of();
     private volatile boolean reachable = true;
     private volatile boolean closed;
@@ -63,9 +66,14 @@ final class EtcdSource implements SnapshotSource {
         this.viewKey = keys.view(gatewayCluster);
         this.confirmEvery = confirmEvery;
         this.clock = clock;
-        this.watchLag = Timer.builder("sextant.etcd.watch.lag")
-                .description("from a view's publication (the leader's clock) to its delivery here (this gateway's)")
-                .publishPercentileHistogram().register(meters);
+        for (Read r : Read.values()) {
+            lag.put(r, Timer.builder("sextant.etcd.watch.lag").tag("read", r.tag)
+                    .description("from a view's publication (the leader's clock) to its delivery here (this gateway's),"
+                            + " by what prompted the read that took it")
+                    .publishPercentileHistogram().register(meters));
+        }
+        FunctionCounter.builder("sextant.etcd.watch.ended", watchesEnded, AtomicLong::get)
+                .description("watches of the view that ended or failed, each made again").register(meters);
         Gauge.builder("sextant.etcd.reachable", this, s -> s.reachable ? 1 : 0)
                 .description("1 while etcd answers this gateway's reads").register(meters);
         FunctionCounter.builder("sextant.etcd.refused.views", refusals, AtomicLong::get)
@@ -121,6 +129,7 @@ final class EtcdSource implements SnapshotSource {
         long decodedRevision = 0; // the mod revision of the view last decoded
         long backoffMs = 100;
         String lastProblem = null;
+        Read prompt = Read.FIRST;
         while (!closed) {
             try {
                 watch();
@@ -144,7 +153,7 @@ final class EtcdSource implements SnapshotSource {
                                     + (held == null ? "none" : held.version()));
                         } else {
                             if (held == null || s.version() > held.version()) {
-                                watchLag.record(Math.max(0, clock.millis() - ViewCodec.header(value).publishedMs()),
+                                lag.get(prompt).record(Math.max(0, clock.millis() - ViewCodec.header(value).publishedMs()),
                                         TimeUnit.MILLISECONDS);
                             }
                             held = s;
@@ -158,7 +167,7 @@ final class EtcdSource implements SnapshotSource {
                 }
                 lastProblem = null;
                 backoffMs = 100;
-                pause(confirmEvery.toMillis());
+                prompt = pause(confirmEvery.toMillis());
             } catch (InterruptedException e) {
                 return;
             } catch (RuntimeException | SnapshotException e) {
@@ -173,6 +182,7 @@ final class EtcdSource implements SnapshotSource {
                     lastProblem = problem;
                 }
                 reachable = false;
+                prompt = Read.RETRY;
                 try {
                     pause(backoffMs);
                 } catch (InterruptedException ie) {
@@ -183,10 +193,14 @@ final class EtcdSource implements SnapshotSource {
         }
     }
 
-    /** Waits until a watch event or {@code ms}, whichever comes first, then drains the other wake-ups. */
-    private void pause(long ms) throws InterruptedException {
-        wake.poll(ms, TimeUnit.MILLISECONDS);
+    /**
+     * Waits until a watch event, a watch's end or {@code ms}, whichever comes first, then drains the other wake-ups;
+     * returns what woke it.
+     */
+    private Read pause(long ms) throws InterruptedException {
+        Read woken = wake.poll(ms, TimeUnit.MILLISECONDS);
         wake.clear();
+        return woken == null ? Read.PERIODIC : woken;
     }
 
     /** Watches the view key, from now on; a watch that failed is made again on the next turn. */
@@ -195,7 +209,7 @@ final class EtcdSource implements SnapshotSource {
             return;
         }
         watcher = client.getWatchClient().watch(viewKey, WatchOption.DEFAULT, Watch.listener(
-                r -> wake.offer(Boolean.TRUE),
+                r -> wake.offer(Read.WATCH),
                 err -> {
                     LOG.fine("watch of " + viewKey + " ended: " + err);
                     watchBroken();
@@ -206,8 +220,11 @@ final class EtcdSource implements SnapshotSource {
     private void watchBroken() {
         Watch.Watcher w = watcher;
         watcher = null;
+        if (w != null && !closed) {
+            watchesEnded.incrementAndGet(); // once: closing it here ends it again
+        }
         Clients.closeQuietly(w);
-        wake.offer(Boolean.TRUE);
+        wake.offer(Read.REWATCH);
     }
 
     /** Reads the control planes' URLs (the leader first); true when one leads. */
@@ -235,6 +252,17 @@ final class EtcdSource implements SnapshotSource {
     private byte[] chunk(long version, int i) {
         List<KeyValue> kvs = Clients.await(client.getKVClient().get(keys.chunk(gatewayCluster, version, i))).getKvs();
         return kvs.isEmpty() ? null : kvs.get(0).getValue().getBytes();
+    }
+
+    /** What prompted a read of the view: the tag of the watch lag it records. */
+    private enum Read {
+        FIRST("first"), WATCH("watch"), PERIODIC("periodic"), RETRY("retry"), REWATCH("rewatch");
+
+        final String tag;
+
+        Read(String tag) {
+            this.tag = tag;
+        }
     }
 
     @Override

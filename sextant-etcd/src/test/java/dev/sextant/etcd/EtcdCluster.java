@@ -72,6 +72,17 @@ final class EtcdCluster implements AutoCloseable {
                 .redirectErrorStream(true).redirectOutput(dir.resolve("m" + i + ".log").toFile()).start();
     }
 
+    /** CPU time the members' processes have used so far (user and system), all members together. */
+    Duration cpu() {
+        Duration total = Duration.ZERO;
+        for (Process p : members) {
+            if (p != null) {
+                total = total.plus(p.info().totalCpuDuration().orElse(Duration.ZERO));
+            }
+        }
+        return total;
+    }
+
     /** Kills every member at once (SIGKILL: as a crash). */
     void stop() throws InterruptedException {
         for (Process p : members) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sextant.server.gateway.SnapshotSource;
 import dev.sextant.snapshot.Snapshot;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
@@ -30,6 +31,36 @@ class EtcdSnapshotIT extends OneEtcdMember {
             assertThat(EtcdCluster.await(() -> east.last() == 4, Duration.ofSeconds(20))).isTrue();
             assertThat(east.versions).isSorted();
         }
+    }
+
+    @Test
+    void nextView_isTakenAtTheWatchEvent_notAtThePeriodicRead() {
+        EtcdOptions o = etcd.options("/watched");
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (EtcdLeadership l = EtcdCluster.leader(o, ViewCodec.MAX_VALUE_BYTES);
+             Recording east = new Recording(Etcd.source(o, "east", Duration.ofHours(1)))) {
+            east.bindTo(meters);
+            l.publish(Snapshots.version(3));
+            east.start(s -> { });
+            assertThat(EtcdCluster.await(() -> east.last() == 3, Duration.ofSeconds(20))).isTrue();
+
+            // no periodic read within the deadline: only the watch can bring these
+            for (long v = 4; v <= 6; v++) {
+                // a 2 s lease on a busy machine may lapse between publications; this test is not about that
+                assertThat(EtcdCluster.await(l::leading, Duration.ofSeconds(20))).isTrue();
+                l.publish(Snapshots.version(v));
+                long expected = v;
+                assertThat(EtcdCluster.await(() -> east.last() == expected, Duration.ofSeconds(20))).isTrue();
+            }
+            assertThat(lagCount(meters, "first")).isEqualTo(1);
+            assertThat(lagCount(meters, "watch")).isEqualTo(3);
+            assertThat(lagCount(meters, "periodic")).isZero();
+            assertThat(meters.get("sextant.etcd.watch.ended").functionCounter().count()).isZero();
+        }
+    }
+
+    private static long lagCount(SimpleMeterRegistry meters, String read) {
+        return meters.get("sextant.etcd.watch.lag").tag("read", read).timer().count();
     }
 
     @Test
