@@ -196,7 +196,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 return;
             }
             if (held > Versions.MAX_ADOPTED) {
-                cp.refusedVersion(held);
+                cp.publication.refusedVersion(held);
             }
             sendSnapshot(ctx, view, keepAlive);
             return;
