@@ -56,16 +56,16 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         principal = null;
         QueryStringDecoder q = new QueryStringDecoder(head.uri());
         String path = q.path();
-        if (!ControlPlane.guarded(path)) {
+        if (!Access.guarded(path)) {
             return null;
         }
         String authorization = head.headers().get(HttpHeaderNames.AUTHORIZATION);
         Principal p = cp.access.authenticate(authorization);
         if (p == null) {
-            return cp.unauthorized(authorization);
+            return cp.access.unauthorized(authorization);
         }
         if (path.equals("/v1/explain") && !p.operator()) {
-            return cp.forbidden("operator_only", "explain takes an operator's token; this one is "
+            return cp.access.forbidden("operator_only", "explain takes an operator's token; this one is "
                     + p + "'s");
         }
         String gw = path.equals("/v1/snapshot") ? Http.query(q, "gateway") : null;
@@ -77,7 +77,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     }
 
     private FullHttpResponse otherCluster(Principal p, String what, String gw) {
-        return cp.forbidden("other_gateway_cluster", "this token is " + p + "'s; it may not " + what
+        return cp.access.forbidden("other_gateway_cluster", "this token is " + p + "'s; it may not " + what
                 + " gateway cluster " + gw);
     }
 
@@ -196,7 +196,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 return;
             }
             if (held > Versions.MAX_ADOPTED) {
-                cp.refusedVersion(held);
+                cp.publication.refusedVersion(held);
             }
             sendSnapshot(ctx, view, keepAlive);
             return;
@@ -393,10 +393,10 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         }
         if (cp.config.credentials() != null) { // the file's path and problems, never a token nor a digest
             root.put("credentials_file", cp.config.credentials().file().toString());
-            if (cp.credentialsError() == null) {
+            if (cp.access.credentialsError() == null) {
                 root.putNull("credentials_error");
             } else {
-                root.put("credentials_error", cp.credentialsError());
+                root.put("credentials_error", cp.access.credentialsError());
             }
         }
         Step last = cp.lastStep();
@@ -414,7 +414,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             n.put("why", x.conditionWhy());
             n.put("capacity_why", x.capacityWhy());
             n.put("speed_why", x.speedWhy());
-            ControlPlane.ScrapeState scrape = cp.scrapes().get(x.engine());
+            EngineProbes.ScrapeState scrape = cp.scrapes().get(x.engine());
             n.put("missed_scrapes", scrape == null ? 0 : scrape.misses());
             if (scrape == null || scrape.error() == null) {
                 n.putNull("scrape_error");

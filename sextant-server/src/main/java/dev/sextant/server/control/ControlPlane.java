@@ -1,13 +1,8 @@
 package dev.sextant.server.control;
 
-import dev.sextant.config.ConfigProblem;
 import dev.sextant.config.TopologyException;
-import dev.sextant.config.TopologyFile;
-import dev.sextant.config.TopologyLoader;
-import dev.sextant.control.Canary;
 import dev.sextant.control.Condition;
 import dev.sextant.control.ControlLoop;
-import dev.sextant.control.EngineEstimate;
 import dev.sextant.control.EngineScrape;
 import dev.sextant.control.Estimates;
 import dev.sextant.control.GatewayReport;
@@ -26,15 +21,10 @@ import dev.sextant.server.internal.ListenException;
 import dev.sextant.server.internal.OversizedAwareAggregator;
 import dev.sextant.server.internal.Versions;
 import dev.sextant.server.tls.TlsContexts;
-import dev.sextant.signal.EngineMetrics;
-import dev.sextant.signal.PrometheusText;
 import dev.sextant.snapshot.Snapshot;
-import dev.sextant.topology.Engine;
 import dev.sextant.topology.Topology;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MultiGauge;
-import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -51,22 +41,16 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.GlobalEventExecutor;
-import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -74,9 +58,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Level;
 import java.util.logging.Logger;
-import java.util.stream.Collectors;
 
 /**
  * The control plane: the shell around the {@link ControlLoop}, which does all the estimating and deciding. It loads
@@ -91,19 +73,15 @@ import java.util.stream.Collectors;
  * own, so that an event loop never waits for the loop's lock while a step solves; scrapes and canaries end on the
  * HTTP client's threads. {@code /healthz} and the gauges read the estimates the policy thread took last.
  *
- * <p>Why one long class: it owns the threads and the lifecycle (start, topology reloads, leadership, publication,
- * close) that every path above shares. The paths' own code is apart: requests in {@link ControlHandler}, reports in
- * {@link ReportParser}, canaries in {@link Canaries}, the state file in {@link StateFile}, leadership behind
- * {@link Leadership}.
+ * <p>The shell owns the threads and the lifecycle (start, ticks, close) that every path above shares, and wires the
+ * parts that do each path's work: requests in {@link ControlHandler} and who may make them in {@link Access};
+ * reports in {@link ReportParser}; the topology file and registered engines in {@link TopologySource}; scrapes and
+ * canaries in {@link EngineProbes}; publication, its fencing by {@link Leadership} and the state file in
+ * {@link Publication}; the policy path's alarm in {@link PolicyAlarm}; the estimates' gauges in
+ * {@link EstimateGauges}.
  */
 public final class ControlPlane implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(ControlPlane.class.getName());
-    /** A canary's longest run, request to {@code [DONE]}. */
-    static final Duration CANARY_TIMEOUT = Duration.ofSeconds(10);
-    /** What a scrape of an engine registered without metrics says: it is not sent. */
-    static final String NO_METRICS = "registered without metrics";
-    /** Canaries in flight at most. */
-    static final int CANARIES_IN_FLIGHT = 16;
     /** Reports taken but not yet given to the loop, at most; beyond, a report is refused with 503. */
     static final int REPORT_QUEUE = 4096;
 
@@ -111,14 +89,13 @@ public final class ControlPlane implements AutoCloseable {
     final InMemoryPublisher publisher = SnapshotPublisher.inMemory();
     final Ticker ticker = Ticker.system();
     final ControlLoop loop;
-    /** Who a request's token speaks for: the shared token's operator, or the credentials file's principals. */
-    final dev.sextant.server.auth.Authenticator access;
+    /** Who a request's token speaks for, and the refusals of those it does not let in. */
+    final Access access;
     final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final ScheduledExecutorService policy;
     /** Gives reports to the loop, in arrival order. */
     private final ThreadPoolExecutor signals;
-    private final HttpClient scraper;
-    private final Canaries canaries;
+    private final EngineProbes probes;
     private final EventLoopGroup group;
     private final Channel serverChannel;
     private final JvmMeters jvm;
@@ -126,20 +103,9 @@ public final class ControlPlane implements AutoCloseable {
     /** Hashes the gateway clusters' views of each publication, remembering the engines' texts between them. */
     private final Snapshot.Hasher viewHasher = new Snapshot.Hasher();
     private final Counter solves;
-    private final Counter scrapeFailures;
-    private final Counter reloadFailures;
     private final Timer solveTime;
     private final Map<String, Counter> steps = new HashMap<>();
-    private final Map<String, Counter> publications = new HashMap<>();
-    private final MultiGauge conditionGauge;
-    private final MultiGauge healthGauge;
-    private final MultiGauge capacityGauge;
-    private final MultiGauge slowdownGauge;
-    final Counter unauthorized;
-    /** Requests refused for their token (401) or for what their token may do (403), by reason. */
-    private final Map<String, Counter> authRefusals = new HashMap<>();
-    private final Counter credentialsReloads;
-    private final Counter credentialsReloadFailures;
+    private final EstimateGauges estimates;
     final Counter reports;
     /** Largest request body: a report is a few KB even for a large fleet's gateway. */
     public static final int MAX_BODY_BYTES = 1024 * 1024;
@@ -153,146 +119,48 @@ public final class ControlPlane implements AutoCloseable {
     private final StateFile state;
     /** Whether this replica may publish; {@link Leadership#alone()} for a control plane that is the only one. */
     private final Leadership leadership;
-    /** True once this replica took over as leader and until it finds it lost leadership (policy thread only). */
-    private boolean led;
-    /** Where engines register; {@link EngineRegistry#none()} for a topology file's engines only. */
-    private final EngineRegistry engineRegistry;
-    private final Map<RegisteredEngines.Reason, Counter> refusedRegistrations =
-            new java.util.EnumMap<>(RegisteredEngines.Reason.class);
-    /** The registered engines in the topology in force, by id: their metrics path, or null without metrics. */
-    private volatile Map<String, String> registered = Map.of();
-    /** The registrations refused now, for /healthz. */
-    private volatile List<RegisteredEngines.Refusal> refusals = List.of();
+    /** Publishes what the loop decides to, fenced by {@link #leadership}; keeps versions monotone. */
+    final Publication publication;
+    private final PolicyAlarm alarm;
+    /** The topology file and the engines registered beside it ({@link EngineRegistry#none()}: the file's only). */
+    private final TopologySource topologies;
 
-    /** The last snapshot published, with the topology the loop solved it for (estimates applied). */
-    private volatile Solved solved;
-
-    private record Solved(Topology topology, Snapshot snapshot) {
-    }
-
-    /** Each engine's scrapes as this shell saw them: consecutive failures and the last one's reason. */
-    record ScrapeState(int misses, String error) {
-    }
-
-    private final Map<String, ScrapeState> scrapes = new ConcurrentHashMap<>();
-    /** The estimates the policy thread took last, for {@code /healthz} and the gauges. */
-    private volatile Estimates estimates;
     /**
      * The topology in force and the loop's last step, as the policy thread left them: what an event loop reads
      * (the loop's own accessors take its lock, which a step holds while it solves).
      */
     private volatile Topology topology;
     private volatile Step lastStep;
-    private volatile String topologyError;
-    /** Why the policy path fails now, or null: said in /healthz, /readyz and a gauge until a step succeeds. */
-    private volatile String policyError;
-    private volatile long failingSinceNanos;
-    private final Counter refusedVersions;
-    private final java.util.concurrent.atomic.AtomicLong lastRefusalLog =
-            new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
-    /** The topology file could not be read at the last check (deleted, or its permissions changed). */
-    private boolean unreadable;
 
     // touched only on the policy thread
-    private String fingerprint;
     private long lastSolveNanos;
-    private long lastScrapeNanos;
-    private boolean scrapedOnce;
-    private Map<String, String> endpoints = Map.of();
-    private Topology endpointsOf;
-    /** The topology file in force (its last valid version), before registered engines join it. */
-    private TopologyFile file;
-    /** The registry's generation merged last. */
-    private long registryGeneration = -1;
-    /** The refusals logged already, as id and value: each is logged and counted once, not at every check. */
-    private Set<String> refusalsSaid = Set.of();
 
     private ControlPlane(ControlPlaneConfig config, Leadership leadership, EngineRegistry engineRegistry)
             throws TopologyException, InterruptedException {
         this.config = config;
         this.leadership = leadership;
-        this.engineRegistry = engineRegistry;
-        this.led = leadership.leading(); // alone: from the start; a replica: once it won and took over
-        this.access = config.authenticator();
-        this.file = TopologyLoader.loadFile(config.topologyFile());
-        this.fingerprint = fingerprint();
+        this.access = new Access(config, registry);
+        this.topologies = new TopologySource(config.topologyFile(), engineRegistry, registry);
         this.solves = Counter.builder("sextant.control.solves")
                 .description("control loop steps run (each solves the optimizer on the estimates)").register(registry);
-        this.scrapeFailures = Counter.builder("sextant.control.scrape.failures")
-                .description("engine /metrics scrapes that failed or timed out").register(registry);
-        this.reloadFailures = Counter.builder("sextant.control.topology.reload.failures")
-                .description("topology file changes refused as invalid (the previous one stays in force)").register(registry);
-        this.unauthorized = Counter.builder("sextant.control.unauthorized.requests")
-                .description("requests refused for a missing or wrong bearer token").register(registry);
         this.reports = Counter.builder("sextant.control.reports").description("gateway reports taken")
                 .register(registry);
-        for (String reason : AUTH_REFUSALS) {
-            authRefusals.put(reason, Counter.builder("sextant.control.auth.refusals").tag("reason", reason)
-                    .description("requests refused for their bearer token, by reason: missing (no Authorization), "
-                            + "malformed (another scheme, or no token), unknown_token (401: not, or no longer, in force); "
-                            + "other_gateway_cluster (403: a gateway cluster's token reading or reporting for another), "
-                            + "operator_only (403: a gateway cluster's token on an operator's endpoint)")
-                    .register(registry));
-        }
-        this.credentialsReloads = Counter.builder("sextant.control.credentials.reloads")
-                .description("changes of the credentials file read and put in force").register(registry);
-        this.credentialsReloadFailures = Counter.builder("sextant.control.credentials.reload.failures")
-                .description("changes of the credentials file refused as invalid or unreadable (the credentials in "
-                        + "force stay)").register(registry);
-        Gauge.builder("sextant.control.credentials.invalid",
-                        () -> config.credentials() != null && config.credentials().error() != null ? 1 : 0)
-                .description("1 while the credentials file on disk is invalid or unreadable and the last valid one is "
-                        + "in force").register(registry);
-        this.refusedVersions = Counter.builder("sextant.control.refused.versions")
-                .description("snapshot polls whose If-None-Match claimed a version above " + Versions.MAX_ADOPTED
-                        + " (not adopted: forged or corrupt)").register(registry);
-        Gauge.builder("sextant.control.policy.failing", () -> policyError == null ? 0 : 1)
-                .description("1 while the policy path fails (the last step found no snapshot or threw): gateways keep "
-                        + "the held snapshot, /readyz answers 503").register(registry);
         for (String outcome : List.of("published", "kept", "failed")) {
             steps.put(outcome, Counter.builder("sextant.control.steps").tag("outcome", outcome)
                     .description("control loop steps by outcome: published (a new snapshot), kept (the gain was below "
                             + "the threshold), failed (the solve failed)").register(registry));
         }
-        for (String kind : List.of("first", "change", "gain", "catch_up", "takeover")) {
-            publications.put(kind, Counter.builder("sextant.control.publications").tag("kind", kind)
-                    .description("snapshots published (a new version for the gateways), by why: first, change (one "
-                            + "the loop publishes whatever the gain: the fleet's shape, an engine out of or back in "
-                            + "service, a held snapshot that no longer fits), gain (above the threshold), catch_up (the "
-                            + "same content above a version a gateway held), takeover (a replica that just won leadership, above every "
-                            + "version published before)").register(registry));
-        }
-        for (RegisteredEngines.Reason r : RegisteredEngines.Reason.values()) {
-            refusedRegistrations.put(r, Counter.builder("sextant.control.registrations.refused").tag("reason", r.label())
-                    .description("engine registrations refused, by why: invalid (not a registration), duplicate (the "
-                            + "topology file lists the id, and wins), unknown_cluster, unknown_hardware, unknown_model, "
-                            + "no_round_trip (a gateway cluster with demand it would serve has no round trip to it)")
-                    .register(registry));
-        }
-        Gauge.builder("sextant.control.registered.engines", () -> registered.size())
-                .description("registered engines in the topology in force (beside the topology file's own)")
-                .register(registry);
-        Topology topology = merge(engineRegistry.entries());
+        Topology topology = topologies.current();
         this.connectionCap = new ConnectionCap("control plane", config.limits().maxConnections());
         this.bodyBudget = new HeadCheck.Budget(config.limits().maxBufferedBodyBytes());
         dev.sextant.server.internal.ListenerMeters.bind(registry, "sextant.control", connectionCap, bodyBudget);
         io.micrometer.core.instrument.FunctionCounter.builder("sextant.control.oversized.bodies", oversizedBodies,
                         java.util.concurrent.atomic.LongAdder::sum)
                 .description("request bodies over " + MAX_BODY_BYTES + " bytes, refused with 413").register(registry);
+        this.estimates = new EstimateGauges(registry);
         this.solveTime = Timer.builder("sextant.control.solve.time")
                 .description("time of one control loop step: estimates, optimizer run and publication decision")
                 .publishPercentileHistogram().register(registry);
-        this.conditionGauge = MultiGauge.builder("sextant.control.engine.condition")
-                .description("1 for each engine's condition as the control loop judges it, 0 for the others")
-                .register(registry);
-        this.healthGauge = MultiGauge.builder("sextant.control.engine.health")
-                .description("each engine's health as the optimizer gets it: 0 out of service, else as configured")
-                .register(registry);
-        this.capacityGauge = MultiGauge.builder("sextant.control.engine.capacity.rps")
-                .description("each engine's capacity as the control loop estimates it, req/s").register(registry);
-        this.slowdownGauge = MultiGauge.builder("sextant.control.engine.slowdown")
-                .description("how many times slower than its group's law each engine decodes (1 = as its group)")
-                .register(registry);
         this.state = config.stateFile() == null ? null : new StateFile(config.stateFile(),
                 Counter.builder("sextant.control.state.write.failures")
                         .description("published snapshots that could not be written to the state file")
@@ -302,20 +170,18 @@ public final class ControlPlane implements AutoCloseable {
             Snapshot s = publisher.current();
             return s == null ? 0 : s.version();
         }).description("version of the snapshot published last").register(registry);
-        Gauge.builder("sextant.control.topology.invalid", () -> topologyError == null ? 0 : 1)
-                .description("1 while the topology file on disk is invalid and the last valid one is in force").register(registry);
         // TLS files are read before anything starts, so a bad file stops the start with its key and path
         this.serverTls = config.tls() == null ? null : TlsContexts.server(config.tls());
-        this.scraper = HttpClient.newBuilder().connectTimeout(config.scrapeTimeout())
-                .sslContext(TlsContexts.jdkClient(config.engineTls())).build();
         this.loop = ControlLoop.create(topology, config.controlOptions(), ticker, restored);
         this.topology = topology;
-        this.canaries = new Canaries(scraper, ticker, CANARY_TIMEOUT, CANARIES_IN_FLIGHT, loop::observe, registry);
+        this.alarm = new PolicyAlarm(ticker, publisher::current, registry);
+        this.publication = new Publication(loop, publisher, leadership, state, viewHasher, alarm, ticker, registry);
+        this.probes = new EngineProbes(config, ticker, loop, registry);
         // the first snapshot is solved before any signal: the topology as configured
         step("start");
         if (publisher.current() == null) {
-            canaries.close();
-            throw new IllegalStateException("the first solve failed: " + policyError);
+            probes.close();
+            throw new IllegalStateException("the first solve failed: " + alarm.error());
         }
         this.signals = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(REPORT_QUEUE),
                 r -> {
@@ -356,7 +222,7 @@ public final class ControlPlane implements AutoCloseable {
         } catch (RuntimeException | InterruptedException e) {
             policy.shutdownNow();
             signals.shutdownNow();
-            canaries.close();
+            probes.close();
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
             throw e;
         }
@@ -467,7 +333,7 @@ public final class ControlPlane implements AutoCloseable {
 
     /** The topology the current snapshot was solved for (the loop's estimates applied), for explanations. */
     Topology solvedTopology() {
-        return solved.topology();
+        return publication.solved().topology();
     }
 
     /**
@@ -479,7 +345,7 @@ public final class ControlPlane implements AutoCloseable {
     CompletableFuture<String> explain(String gateway, String classId, boolean text) {
         // the snapshot and the topology it was solved for, as one pair (the current snapshot may be that one
         // republished under a higher version, with the same content)
-        Solved now = solved;
+        Publication.Solved now = publication.solved();
         Topology t = now.topology();
         Snapshot snapshot = now.snapshot();
         return CompletableFuture.supplyAsync(() -> {
@@ -506,27 +372,27 @@ public final class ControlPlane implements AutoCloseable {
 
     /** The registrations refused now (the registry's entries that do not fit the topology file). */
     List<RegisteredEngines.Refusal> refusedRegistrations() {
-        return refusals;
+        return topologies.refusals();
     }
 
     /** The ids of the registered engines in the topology in force. */
     Set<String> registeredEngines() {
-        return registered.keySet();
+        return topologies.registered().keySet();
     }
 
     /** The last reload error, or null when the file in force is the file on disk. */
     String topologyError() {
-        return topologyError;
+        return topologies.error();
     }
 
     /** The estimates taken at the end of the last policy step. */
     Estimates estimates() {
-        return estimates;
+        return estimates.last();
     }
 
     /** Each engine's scrapes as seen here, by engine id. */
-    Map<String, ScrapeState> scrapes() {
-        return scrapes;
+    Map<String, EngineProbes.ScrapeState> scrapes() {
+        return probes.scrapes();
     }
 
     /**
@@ -558,218 +424,27 @@ public final class ControlPlane implements AutoCloseable {
     }
 
     private void tick() {
-        reloadCredentials();
+        access.reloadCredentials();
         try {
-            reloadIfChanged();
-            if (!leadership.leading()) {
-                if (led) {
-                    led = false;
-                    LOG.warning("no longer the leader: keeps taking signals, publishes nothing");
-                }
-            } else if (!led) {
-                takeOver();
+            Topology t = topologies.reloadIfChanged(topology);
+            if (t != null) {
+                loop.topology(t);
+                topology = t;
+                probes.retain(t);
             }
-            long now = ticker.nanos();
-            if (!scrapedOnce || now - lastScrapeNanos >= config.scrapeInterval().toNanos()) {
-                scrapedOnce = true;
-                lastScrapeNanos = now;
-                scrapeAll();
-            }
-            if (!led) {
+            publication.followLeadership(() -> step("takeover"));
+            probes.scrapeIfDue(topology, topologies.registered());
+            if (!publication.led()) {
                 // a standby keeps its estimates warm from the signals; only the leader solves
             } else if (ticker.nanos() - lastSolveNanos >= config.solveInterval().toNanos()) {
                 step("schedule");
             } else if (loop.urgent()) {
                 step("urgent");
             }
-            sendCanaries();
-            takeEstimates(loop.estimates());
+            probes.sendCanaries(topology);
+            estimates.take(loop.estimates());
         } catch (RuntimeException e) {
-            policyFailed("policy step threw: " + e, e);
-        }
-    }
-
-    /** Takes a changed topology file or a change of the registered engines, as one new topology for the loop. */
-    private void reloadIfChanged() {
-        boolean fileChanged = reloadFileIfChanged();
-        EngineRegistry.Entries entries = engineRegistry.entries();
-        if (!fileChanged && entries.generation() == registryGeneration) {
-            return;
-        }
-        Topology t = merge(entries);
-        if (t.equals(topology)) {
-            return; // a registration refused, or one refused again: nothing the loop needs
-        }
-        loop.topology(t);
-        topology = t;
-        scrapes.keySet().retainAll(t.engines().stream().map(Engine::id).collect(Collectors.toSet()));
-        if (!fileChanged) {
-            LOG.info("registered engines changed: " + registered.size() + " in the topology now");
-        }
-    }
-
-    /**
-     * The topology file's engines and the registered ones that fit it; logs each refused registration once (a
-     * {@code WARNING} naming the engine and why) and counts it in {@code sextant_control_registrations_refused_total}.
-     */
-    private Topology merge(EngineRegistry.Entries entries) {
-        registryGeneration = entries.generation();
-        RegisteredEngines.Merged m = RegisteredEngines.merge(file, entries);
-        Set<String> said = new java.util.HashSet<>();
-        for (RegisteredEngines.Refusal r : m.refused()) {
-            String key = r.id() + "\n" + entries.values().get(r.id());
-            said.add(key);
-            if (!refusalsSaid.contains(key)) {
-                refusedRegistrations.get(r.reason()).increment();
-                LOG.warning("REGISTRATION REFUSED: engine " + r.id() + " (" + r.reason().label() + "): " + r.why());
-            }
-        }
-        refusalsSaid = said;
-        refusals = m.refused();
-        registered = m.metricsPath();
-        return m.topology();
-    }
-
-    /** Takes a changed topology file if it is valid; true when it did. */
-    private boolean reloadFileIfChanged() {
-        String fp = fingerprint();
-        if (fp == null) {
-            return false;
-        }
-        if (fp.equals(fingerprint)) {
-            if (topologyError != null && unreadable) { // back as it was: nothing to reload, nothing wrong any more
-                LOG.info("topology " + config.topologyFile() + " is readable again, unchanged");
-                topologyError = null;
-            }
-            unreadable = false;
-            return false;
-        }
-        unreadable = false;
-        fingerprint = fp;
-        try {
-            file = TopologyLoader.loadFile(config.topologyFile());
-        } catch (TopologyException e) {
-            reloadFailures.increment();
-            topologyError = e.problems().stream().map(ConfigProblem::toString).collect(Collectors.joining("; "));
-            LOG.severe("TOPOLOGY RELOAD FAILED, keeping the previous version in force: " + topologyError);
-            return false;
-        }
-        if (topologyError != null) {
-            LOG.info("topology " + config.topologyFile() + " is valid again");
-        }
-        topologyError = null;
-        LOG.info("topology " + config.topologyFile() + " reloaded");
-        return true;
-    }
-
-    /** Reads the credentials file again when it changed (the tokens of the shared-token mode reload themselves). */
-    private void reloadCredentials() {
-        if (config.credentials() == null) {
-            return;
-        }
-        try {
-            switch (config.credentials().reloadIfChanged()) {
-                case RELOADED -> credentialsReloads.increment();
-                case FAILED -> credentialsReloadFailures.increment();
-                case UNCHANGED -> { }
-            }
-        } catch (RuntimeException e) { // never stops the policy step that follows
-            credentialsReloadFailures.increment();
-            LOG.log(Level.SEVERE, "CREDENTIALS RELOAD FAILED, keeping the credentials in force: " + e, e);
-        }
-    }
-
-    /** Why the credentials file on disk is not in force, or null (also null in the shared-token mode). */
-    String credentialsError() {
-        return config.credentials() == null ? null : config.credentials().error();
-    }
-
-    private String fingerprint() {
-        try {
-            return dev.sextant.server.internal.FileFingerprint.of(config.topologyFile());
-        } catch (IOException e) {
-            if (!unreadable) { // once until it can be read again: a deleted file is checked every watch interval
-                unreadable = true;
-                topologyError = ConfigProblem.cannotRead(e);
-                LOG.warning("topology " + config.topologyFile() + ": " + topologyError
-                        + "; keeping the topology in force");
-            }
-            return null;
-        }
-    }
-
-    /** Scrapes every engine's {@code /metrics} and gives the loop what each said; waits for the round to end. */
-    private void scrapeAll() {
-        long timeoutMs = config.scrapeTimeout().toMillis();
-        List<CompletableFuture<?>> all = new ArrayList<>();
-        Map<String, String> paths = registered;
-        for (Engine e : topology.engines()) {
-            String path = paths.containsKey(e.id()) ? paths.get(e.id()) : "/metrics";
-            if (path == null) { // registered without metrics: judged from gateway outcomes and canaries
-                scrapes.merge(e.id(), new ScrapeState(1, NO_METRICS),
-                        (a, b) -> new ScrapeState(a.misses() + 1, NO_METRICS));
-                loop.observe(EngineScrape.failed(e.id(), ticker.nanos(), NO_METRICS));
-                continue;
-            }
-            URI uri;
-            try {
-                uri = URI.create(e.endpoint().replaceAll("/+$", "") + path);
-            } catch (IllegalArgumentException ex) {
-                scrapeFailed(e.id(), "bad endpoint: " + ex.getMessage());
-                continue;
-            }
-            HttpRequest req = HttpRequest.newBuilder(uri).timeout(config.scrapeTimeout()).GET().build();
-            all.add(scraper.sendAsync(req, HttpResponse.BodyHandlers.ofString()).handle((r, err) -> {
-                if (err != null) {
-                    Throwable t = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
-                            ? err.getCause() : err;
-                    scrapeFailed(e.id(), t.getMessage() == null ? t.toString() : t.getMessage());
-                } else if (r.statusCode() != 200) {
-                    scrapeFailed(e.id(), "HTTP " + r.statusCode());
-                } else {
-                    EngineMetrics m;
-                    try {
-                        m = EngineMetrics.from(PrometheusText.parse(r.body()));
-                    } catch (RuntimeException ex) {
-                        scrapeFailed(e.id(), "unparsable metrics: " + ex.getMessage());
-                        return null;
-                    }
-                    scrapes.put(e.id(), new ScrapeState(0, null));
-                    loop.observe(EngineScrape.of(e.id(), ticker.nanos(), m));
-                }
-                return null;
-            }));
-        }
-        try {
-            CompletableFuture.allOf(all.toArray(new CompletableFuture[0])).get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
-        } catch (Exception e) {
-            LOG.fine("scrape round incomplete: " + e);
-        }
-    }
-
-    private void scrapeFailed(String engine, String why) {
-        scrapeFailures.increment();
-        scrapes.merge(engine, new ScrapeState(1, why), (a, b) -> new ScrapeState(a.misses() + 1, why));
-        loop.observe(EngineScrape.failed(engine, ticker.nanos(), why));
-    }
-
-    private void sendCanaries() {
-        List<Canary> due = loop.canariesDue();
-        if (due.isEmpty()) {
-            return;
-        }
-        Topology t = topology;
-        if (t != endpointsOf) {
-            Map<String, String> m = new HashMap<>();
-            t.engines().forEach(e -> m.put(e.id(), e.endpoint()));
-            endpoints = m;
-            endpointsOf = t;
-        }
-        for (Canary c : due) {
-            String endpoint = endpoints.get(c.engine());
-            if (endpoint != null) {
-                canaries.send(c, endpoint);
-            }
+            alarm.failed("policy step threw: " + e, e);
         }
     }
 
@@ -782,34 +457,30 @@ public final class ControlPlane implements AutoCloseable {
             s = loop.step();
         } catch (RuntimeException e) {
             steps.get("failed").increment();
-            policyFailed("control loop step threw (" + trigger + "): " + e, e);
+            alarm.failed("control loop step threw (" + trigger + "): " + e, e);
             return;
         }
         lastStep = s;
         solveTime.record(ticker.nanos() - start, TimeUnit.NANOSECONDS);
         solves.increment();
-        takeEstimates(s.estimates());
+        estimates.take(s.estimates());
         Snapshot held = publisher.current();
         if (s.snapshot() == null) {
             steps.get("failed").increment();
-            policyFailed("control loop step failed (" + trigger + "): " + s.reason(), null);
+            alarm.failed("control loop step failed (" + trigger + "): " + s.reason(), null);
             return;
         }
-        policyRecovered();
+        alarm.recovered();
         if (!s.published()) {
             steps.get("kept").increment();
             LOG.fine(() -> "snapshot " + held.version() + " kept (" + trigger + "): " + s.reason());
             return;
         }
-        Snapshot next = s.snapshot();
-        if (led && !publishFenced(next)) {
-            return; // a replica's start snapshot (not led yet) stays its own: it is not the fleet's
+        if (!publication.publish(s)) {
+            return;
         }
+        Snapshot next = s.snapshot();
         steps.get("published").increment();
-        publisher.publish(next);
-        solved = new Solved(loop.publishedFor(), loop.published());
-        keep(next);
-        publications.get(kind(s)).increment();
         LOG.info("published snapshot " + next.version() + " (" + trigger + "; " + s.reason() + ")");
         if (next.objective().shedRps() > 0) {
             LOG.warning(shedWhy(next, s.estimates()));
@@ -833,104 +504,6 @@ public final class ControlPlane implements AutoCloseable {
         return sb.toString();
     }
 
-    /**
-     * This replica just won leadership: its loop's versions go on above every version any leader reserved, it steps
-     * on its warm estimates, and publishes what it holds then whatever the gain (the gateways hold the previous
-     * leader's snapshot, which this loop never saw).
-     */
-    private void takeOver() {
-        long floor = Math.max(leadership.highestVersion(), publisher.current().version());
-        led = true;
-        Snapshot held = loop.published();
-        if (held.version() < floor) {
-            loop.adopt(held.sealed(floor));
-        }
-        step("takeover");
-        if (!led || publisher.current().version() > floor) {
-            return; // deposed already, or the step published
-        }
-        Snapshot next = republish(loop.published(), floor + 1, "takeover");
-        if (next == null) {
-            return;
-        }
-        LOG.warning("took over as leader: published snapshot " + next.version() + " (above version " + floor + ")");
-    }
-
-    /**
-     * Publishes {@code content} again as {@code version} (the loop adopts it), counted as {@code kind}; null when the
-     * publication was refused.
-     */
-    private Snapshot republish(Snapshot content, long version, String kind) {
-        Snapshot next = content.sealed(version, viewHasher);
-        loop.adopt(next);
-        if (!publishFenced(next)) {
-            return null;
-        }
-        publisher.publish(next);
-        solved = new Solved(loop.publishedFor(), loop.published());
-        keep(next);
-        publications.get(kind).increment();
-        return next;
-    }
-
-    /**
-     * Publishes {@code next} beyond this process, if this replica still leads; false when refused (deposed, or the
-     * store failed): it then publishes nothing until it wins again and takes over, which puts its versions above
-     * whatever was published meanwhile.
-     */
-    private boolean publishFenced(Snapshot next) {
-        try {
-            leadership.publish(next);
-            return true;
-        } catch (Leadership.Deposed e) {
-            led = false;
-            LOG.warning("snapshot " + next.version() + " not published: " + e.getMessage());
-            return false;
-        } catch (RuntimeException e) {
-            led = false;
-            LOG.log(Level.SEVERE, "snapshot " + next.version() + " not published: " + e, e);
-            return false;
-        }
-    }
-
-    /** A publication's kind for its counter, from the gain the loop gave it. */
-    private static String kind(Step s) {
-        return Double.isNaN(s.gainMs()) ? "first" : Double.isInfinite(s.gainMs()) ? "change" : "gain";
-    }
-
-    /** Keeps the estimates for {@code /healthz} and the gauges, and logs each engine's change of condition. */
-    private void takeEstimates(Estimates now) {
-        Estimates before = estimates;
-        estimates = now;
-        List<MultiGauge.Row<?>> conditions = new ArrayList<>();
-        List<MultiGauge.Row<?>> health = new ArrayList<>();
-        List<MultiGauge.Row<?>> capacity = new ArrayList<>();
-        List<MultiGauge.Row<?>> slowdown = new ArrayList<>();
-        for (EngineEstimate x : now.engines().values()) {
-            for (Condition c : Condition.values()) {
-                conditions.add(MultiGauge.Row.of(Tags.of("engine", x.engine(), "condition", label(c)),
-                        x.condition() == c ? 1 : 0));
-            }
-            health.add(MultiGauge.Row.of(Tags.of("engine", x.engine()), x.health()));
-            capacity.add(MultiGauge.Row.of(Tags.of("engine", x.engine()), x.capacityRps()));
-            slowdown.add(MultiGauge.Row.of(Tags.of("engine", x.engine()), x.slowdown()));
-            EngineEstimate was = before == null ? null : before.engines().get(x.engine());
-            if (was != null && was.condition() != x.condition()) {
-                String line = "engine " + x.engine() + " " + x.condition() + " (was " + was.condition() + "): "
-                        + x.conditionWhy();
-                if (x.condition() == Condition.HEALTHY) {
-                    LOG.info(line);
-                } else {
-                    LOG.warning(line);
-                }
-            }
-        }
-        conditionGauge.register(conditions, true);
-        healthGauge.register(health, true);
-        capacityGauge.register(capacity, true);
-        slowdownGauge.register(slowdown, true);
-    }
-
     /** A condition as metrics and JSON name it: {@code healthy}, {@code slow}, … */
     static String label(Condition c) {
         return c.name().toLowerCase(Locale.ROOT);
@@ -948,106 +521,15 @@ public final class ControlPlane implements AutoCloseable {
      */
     CompletableFuture<Void> catchUp(long held) {
         try {
-            return CompletableFuture.runAsync(() -> catchUpNow(held), policy);
+            return CompletableFuture.runAsync(() -> publication.catchUp(held), policy);
         } catch (RejectedExecutionException e) { // closing
             return CompletableFuture.completedFuture(null);
         }
     }
 
-    private void catchUpNow(long held) {
-        try {
-            Snapshot current = publisher.current();
-            if (current == null || held < current.version() || !Versions.adoptable(held)) {
-                return;
-            }
-            if (!led) {
-                return; // a standby's versions are not the fleet's: the leader catches up
-            }
-            Snapshot next = republish(current, held + 1, "catch_up");
-            if (next == null) {
-                return;
-            }
-            LOG.warning("a gateway holds snapshot version " + held + ", at or above this control plane's "
-                    + current.version() + " (restarted?): republished snapshot " + current.version()
-                    + " as version " + next.version());
-        } catch (RuntimeException e) {
-            policyFailed("catching up with version " + held + " failed: " + e, e);
-        }
-    }
-
-    /**
-     * A poll's {@code If-None-Match} claims a version above {@link Versions#MAX_ADOPTED}: not adopted, counted, and
-     * logged at most once a minute (a client repeating it must not flood the log).
-     */
-    void refusedVersion(long claimed) {
-        refusedVersions.increment();
-        long now = ticker.nanos();
-        long last = lastRefusalLog.get();
-        if ((last == Long.MIN_VALUE || now - last >= TimeUnit.MINUTES.toNanos(1))
-                && lastRefusalLog.compareAndSet(last, now)) {
-            LOG.warning("VERSION REFUSED: a snapshot poll's If-None-Match claims "
-                    + Versions.refusal("snapshot", claimed) + "; answered with snapshot " + current().version()
-                    + ", not adopted (" + (long) refusedVersions.count() + " such polls so far)");
-        }
-    }
-
     /** Why the policy path is failing now (the last step, or the catch-up, threw or found no snapshot), or null. */
     String policyError() {
-        return policyError;
-    }
-
-    /** Says that the policy path failed, loudly: SEVERE log, gauge {@code sextant_control_policy_failing}, /readyz. */
-    private void policyFailed(String why, Throwable cause) {
-        if (policyError == null) {
-            failingSinceNanos = ticker.nanos();
-        }
-        policyError = why;
-        LOG.log(Level.SEVERE, "POLICY FAILING: " + why + "; gateways keep snapshot "
-                + (publisher.current() == null ? "none" : publisher.current().version()) + " until a step succeeds", cause);
-    }
-
-    /** A step succeeded: ends the alarm, saying for how long it lasted. */
-    private void policyRecovered() {
-        if (policyError != null) {
-            LOG.warning("policy steps succeed again after " + Duration.ofNanos(ticker.nanos() - failingSinceNanos)
-                    .toSeconds() + " s of failures");
-            policyError = null;
-        }
-    }
-
-    /** The reasons of {@code sextant_control_auth_refusals_total}: a fixed set, so its labels stay bounded. */
-    static final List<String> AUTH_REFUSALS = List.of("missing", "malformed", "unknown_token", "other_gateway_cluster",
-            "operator_only");
-
-    /** Whether requests to {@code path} need a token: every endpoint but the probes and the metrics. */
-    static boolean guarded(String path) {
-        return path.equals("/v1/snapshot") || path.equals("/v1/explain") || path.equals("/v1/reports");
-    }
-
-    /**
-     * The 401 to a request whose {@code authorization} names nobody this control plane knows, counted by why. It says
-     * nothing else, not even whether the method fits, and never repeats what was sent.
-     */
-    io.netty.handler.codec.http.FullHttpResponse unauthorized(String authorization) {
-        unauthorized.increment();
-        authRefusals.get(authorization == null ? "missing"
-                : dev.sextant.server.auth.BearerToken.presented(authorization) == null ? "malformed" : "unknown_token")
-                .increment();
-        return dev.sextant.server.internal.Http.unauthorized();
-    }
-
-    /** The 403 to a known token asking for what it may not do ({@code reason}: one of {@link #AUTH_REFUSALS}). */
-    io.netty.handler.codec.http.FullHttpResponse forbidden(String reason, String message) {
-        authRefusals.get(reason).increment();
-        return dev.sextant.server.internal.Http.error(io.netty.handler.codec.http.HttpResponseStatus.FORBIDDEN,
-                "permission_error", "forbidden", message, null);
-    }
-
-    /** Writes {@code s} to the state file, if there is one (on its own thread). */
-    private void keep(Snapshot s) {
-        if (state != null) {
-            state.save(s);
-        }
+        return alarm.error();
     }
 
     /** Stops the server and the policy loop; finishes writing the state file. */
@@ -1055,9 +537,9 @@ public final class ControlPlane implements AutoCloseable {
     public void close() {
         policy.shutdownNow();
         leadership.close();
-        engineRegistry.close();
+        topologies.close();
         signals.shutdownNow();
-        canaries.close();
+        probes.close();
         if (state != null) {
             state.close();
         }

@@ -52,6 +52,12 @@ import java.util.logging.Logger;
  * {@code /livez} and {@code /readyz} answer Kubernetes' probes ({@link Probes}). It binds its port before it has a
  * snapshot, and stops by a drain ({@link Drain}). See {@code docs/servers.md}.
  *
+ * <p>Why one class of about 600 lines: it is the gateway as a process, whose lifecycle (bind, the first snapshot from
+ * the source or the snapshot cache, swaps and refusals, drain, stop) reads and sets one data plane reference and one
+ * set of counters at every stage. The serving parts are apart: connections in {@link ClientPipeline} and
+ * {@link FrontHandler}, requests in {@link Exchange}, engines in {@link UpstreamPool}, Kubernetes' probes in {@link Probes},
+ * signal reports in {@link Reporter}, round-trip probes in {@link Prober}, tenants in {@link Tenancy}.
+ *
  * <pre>{@code
  * try (Gateway gw = Gateway.start(GatewayConfig.defaults("east"), SnapshotSource.fixed(snapshot))) {
  *     URI base = URI.create("http://127.0.0.1:" + gw.port());

@@ -102,19 +102,19 @@ class EngineFaultsTest {
     @Test
     void aCrashCountBelowMinusOne_isRefusedOnTheCommandLineToo() {
         org.assertj.core.api.Assertions.assertThatThrownBy(
-                        () -> EngineEmulator.parseArgs(new String[] {"--crash-after-tokens", "-5"}))
+                        () -> EngineOptions.parseArgs(new String[] {"--crash-after-tokens", "-5"}))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("crash_after_tokens: -5");
-        assertThat(EngineEmulator.parseArgs(new String[] {"--crash-after-tokens", "-1"}).faults().crashes()).isFalse();
+        assertThat(EngineOptions.parseArgs(new String[] {"--crash-after-tokens", "-1"}).faults().crashes()).isFalse();
     }
 
     @Test
     void anUnknownOption_isCalledUnknown_evenAtTheEndWithoutAValue() {
         for (String[] args : new String[][] {{"--bogus"}, {"--bogus", "1"}, {"stray"}, {"--id", "e", "--errors=0.5"}}) {
-            org.assertj.core.api.Assertions.assertThatThrownBy(() -> EngineEmulator.parseArgs(args))
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> EngineOptions.parseArgs(args))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(": unknown option (expected one of")
                     .hasMessageContaining("--error-rate");
         }
-        org.assertj.core.api.Assertions.assertThatThrownBy(() -> EngineEmulator.parseArgs(new String[] {"--port"}))
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> EngineOptions.parseArgs(new String[] {"--port"}))
                 .hasMessage("--port: missing value");
     }
 

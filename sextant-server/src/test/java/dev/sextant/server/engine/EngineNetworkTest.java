@@ -155,15 +155,15 @@ class EngineNetworkTest {
 
     @Test
     void theCommandLine_takesClusterEqualsMsPairs() {
-        EngineConfig c = EngineEmulator.parseArgs(new String[] {"--network-rtt-ms", "east=60, eu=140.5,default=0"});
+        EngineConfig c = EngineOptions.parseArgs(new String[] {"--network-rtt-ms", "east=60, eu=140.5,default=0"});
         assertThat(c.networkRttMs()).containsExactlyInAnyOrderEntriesOf(Map.of("east", 60.0, "eu", 140.5,
                 "default", 0.0));
-        assertThat(EngineEmulator.parseArgs(new String[0]).networkRttMs()).isEmpty();
+        assertThat(EngineOptions.parseArgs(new String[0]).networkRttMs()).isEmpty();
         for (String bad : List.of("east", "east=soon", "=5", "east=60,")) {
-            assertThatThrownBy(() -> EngineEmulator.parseArgs(new String[] {"--network-rtt-ms=" + bad}))
+            assertThatThrownBy(() -> EngineOptions.parseArgs(new String[] {"--network-rtt-ms=" + bad}))
                     .as(bad).isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("--network-rtt-ms: '");
         }
-        assertThatThrownBy(() -> EngineEmulator.parseArgs(new String[] {"--network-rtt-ms", "east=-3"}))
+        assertThatThrownBy(() -> EngineOptions.parseArgs(new String[] {"--network-rtt-ms", "east=-3"}))
                 .hasMessage("network_rtt_ms.east: -3.0 (expected: a round trip in ms, a finite number >= 0)");
     }
 }

@@ -57,12 +57,12 @@ class EnginePriorityTest {
 
     @Test
     void schedulingPolicyOption_takesVllmsNames() {
-        assertThat(EngineEmulator.parseArgs(new String[] {"--scheduling-policy", "priority"}).priorityScheduling())
+        assertThat(EngineOptions.parseArgs(new String[] {"--scheduling-policy", "priority"}).priorityScheduling())
                 .isTrue();
-        assertThat(EngineEmulator.parseArgs(new String[] {"--scheduling-policy=fcfs"}).priorityScheduling()).isFalse();
-        assertThat(EngineEmulator.parseArgs(new String[0]).priorityScheduling()).isFalse();
+        assertThat(EngineOptions.parseArgs(new String[] {"--scheduling-policy=fcfs"}).priorityScheduling()).isFalse();
+        assertThat(EngineOptions.parseArgs(new String[0]).priorityScheduling()).isFalse();
         assertThat(org.assertj.core.api.Assertions.catchThrowable(
-                () -> EngineEmulator.parseArgs(new String[] {"--scheduling-policy", "lifo"})))
+                () -> EngineOptions.parseArgs(new String[] {"--scheduling-policy", "lifo"})))
                 .hasMessageContaining("--scheduling-policy: 'lifo' (expected: fcfs or priority)");
     }
 

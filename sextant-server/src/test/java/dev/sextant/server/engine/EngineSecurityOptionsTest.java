@@ -17,24 +17,24 @@ class EngineSecurityOptionsTest {
     @Test
     void securityOptions_areSeparated_inBothSpellings() {
         List<String> rest = new ArrayList<>();
-        Map<String, String> security = EngineEmulator.securityOptions(new String[] {"--id", "e1",
+        Map<String, String> security = EngineOptions.securityOptions(new String[] {"--id", "e1",
             "--tls-cert-file", "c.pem", "--tls-key-file=k.pem", "--port", "9", "--admin-token-file", "t"}, rest);
         assertThat(security).containsExactlyInAnyOrderEntriesOf(Map.of("--tls-cert-file", "c.pem",
                 "--tls-key-file", "k.pem", "--admin-token-file", "t"));
         assertThat(rest).containsExactly("--id", "e1", "--port", "9");
-        assertThat(EngineEmulator.parseArgs(rest.toArray(new String[0])).engineId()).isEqualTo("e1");
+        assertThat(EngineOptions.parseArgs(rest.toArray(new String[0])).engineId()).isEqualTo("e1");
     }
 
     @Test
     void securityOption_withoutValue_isAnError() {
-        assertThatThrownBy(() -> EngineEmulator.securityOptions(new String[] {"--admin-token-file"}, new ArrayList<>()))
+        assertThatThrownBy(() -> EngineOptions.securityOptions(new String[] {"--admin-token-file"}, new ArrayList<>()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("--admin-token-file: missing value");
     }
 
     @Test
     void adminTokenFile_isReadAsEveryServersTokenFile_anyOfItsLinesAccepted(@TempDir Path dir) throws Exception {
         Path file = Files.writeString(dir.resolve("token"), "new-token\nold-token\n");
-        BearerToken token = EngineEmulator.tokenFile(file);
+        BearerToken token = EngineOptions.tokenFile(file);
         assertThat(token.accepts("Bearer new-token")).isTrue();
         assertThat(token.accepts("Bearer old-token")).isTrue();
         assertThat(token.accepts("Bearer other")).isFalse();
@@ -43,10 +43,10 @@ class EngineSecurityOptionsTest {
     @Test
     void adminTokenFile_emptyOrMissing_isAnErrorNamingTheOption(@TempDir Path dir) throws Exception {
         Path empty = Files.writeString(dir.resolve("empty"), "\n");
-        assertThatThrownBy(() -> EngineEmulator.tokenFile(empty)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> EngineOptions.tokenFile(empty)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("--admin-token-file: " + empty);
         Path missing = dir.resolve("missing");
-        assertThatThrownBy(() -> EngineEmulator.tokenFile(missing)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> EngineOptions.tokenFile(missing)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("--admin-token-file: cannot read " + missing);
     }
 }
