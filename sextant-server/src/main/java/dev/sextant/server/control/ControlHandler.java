@@ -91,7 +91,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         try {
             QueryStringDecoder q = new QueryStringDecoder(req.uri());
             String path = q.path();
-            // the bearer token was checked on the head, before any body was read (ControlPlane.refusal)
+            // the bearer token was checked on the head, before any body was read (admit)
             if (!allowed(req.method(), path)) {
                 Http.send(ctx, Http.methodNotAllowed(req.method(), path, path.equals("/v1/reports") ? "POST" : "GET, HEAD"),
                         keepAlive);
