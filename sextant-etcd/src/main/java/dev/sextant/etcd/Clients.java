@@ -70,6 +70,14 @@ final class Clients {
             throw new EtcdUnavailable("no answer within " + REQUEST_TIMEOUT.toMillis() + " ms", e);
         } catch (ExecutionException e) {
             Throwable c = e.getCause() == null ? e : e.getCause();
+            io.grpc.Status status = io.grpc.Status.fromThrowable(c);
+            if (status.getCode() == io.grpc.Status.Code.UNAUTHENTICATED
+                    || status.getCode() == io.grpc.Status.Code.PERMISSION_DENIED) {
+                throw new EtcdUnavailable("etcd refused this client: " + status.getCode()
+                        + (status.getDescription() == null ? "" : " (" + status.getDescription() + ")")
+                        + "; check etcd.user, etcd.password_file and that the user's role may read and write "
+                        + "etcd.prefix", c, true);
+            }
             throw new EtcdUnavailable(c.getMessage() == null ? c.toString() : c.getMessage(), c);
         }
     }
@@ -89,9 +97,16 @@ final class Clients {
     /** etcd did not answer, or answered with an error. */
     static final class EtcdUnavailable extends RuntimeException {
         private static final long serialVersionUID = 1L;
+        /** Whether etcd answered and refused the client's credentials or rights (not a matter of reaching it). */
+        final boolean refused;
 
         EtcdUnavailable(String message, Throwable cause) {
+            this(message, cause, false);
+        }
+
+        EtcdUnavailable(String message, Throwable cause, boolean refused) {
             super(message, cause);
+            this.refused = refused;
         }
     }
 }

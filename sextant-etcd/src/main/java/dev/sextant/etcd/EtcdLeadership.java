@@ -168,7 +168,7 @@ final class EtcdLeadership implements Leadership {
             }
             synchronized (this) {
                 if (reachable) {
-                    LOG.warning("etcd unreachable (" + e.getMessage() + ")" + (term != 0 ? "; leads until its lease"
+                    LOG.warning((e.refused ? e.getMessage() : "etcd unreachable (" + e.getMessage() + ")") + (term != 0 ? "; leads until its lease"
                             + " runs out, then publishes nothing" : ""));
                     reachable = false;
                 }

@@ -135,7 +135,7 @@ final class EtcdCluster implements AutoCloseable {
         }
     }
 
-    private static String binary() {
+    static String binary() {
         for (String p : System.getenv().getOrDefault("PATH", "").split(":")) {
             if (Files.isExecutable(Path.of(p, "etcd"))) {
                 return Path.of(p, "etcd").toString();
@@ -147,7 +147,7 @@ final class EtcdCluster implements AutoCloseable {
         throw new IllegalStateException("etcd not found (expected: Debian's etcd-server package; .ci/run installs it)");
     }
 
-    private static int freePort() throws IOException {
+    static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
         }
