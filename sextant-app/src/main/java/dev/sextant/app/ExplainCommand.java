@@ -57,7 +57,7 @@ final class ExplainCommand implements Callable<Integer> {
             throw new UsageException("--class: unknown class '" + classId + "' (expected one of "
                     + topology.classes().stream().map(TrafficClass::id).toList() + ")");
         }
-        Snapshot snapshot = inputs.policy(services).solve(topology, inputs.options());
+        Snapshot snapshot = inputs.solve(services, topology);
         Explanation e = services.explain().explain(topology, snapshot, gateway, classId);
         // the estimates behind it, as the control plane's explain shows them: here a fresh control loop's, which has
         // observed nothing yet (everything as configured)

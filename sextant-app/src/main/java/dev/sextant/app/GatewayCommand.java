@@ -181,8 +181,7 @@ final class GatewayCommand implements Callable<Integer> {
         try {
             dev.sextant.server.tenants.Tenants.load(file);
         } catch (dev.sextant.config.ConfigException e) {
-            throw new UsageException(e.problems().stream().map(dev.sextant.config.ConfigProblem::toString)
-                    .collect(java.util.stream.Collectors.joining("\n")));
+            throw new UsageException(e.getMessage()); // every problem, one a line
         }
         return file;
     }

@@ -64,8 +64,9 @@ final class Inputs {
         return o;
     }
 
-    RoutingPolicy policy(Services services) {
-        return policy(services, policy);
+    /** The snapshot of {@code topology} (read by {@link #topology()}) by {@code --policy}, with {@link #options()}. */
+    Snapshot solve(Services services, Topology topology) throws ConfigException {
+        return policy(services, policy).solve(topology, options());
     }
 
     static RoutingPolicy policy(Services services, String name) {

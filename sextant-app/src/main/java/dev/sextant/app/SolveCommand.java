@@ -1,7 +1,6 @@
 package dev.sextant.app;
 
 import dev.sextant.config.SnapshotJson;
-import dev.sextant.topology.Topology;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -27,9 +26,7 @@ final class SolveCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        Topology topology = inputs.topology();
-        var options = inputs.options();
-        out.print(SnapshotJson.write(inputs.policy(services).solve(topology, options)));
+        out.print(SnapshotJson.write(inputs.solve(services, inputs.topology())));
         out.flush();
         return 0;
     }

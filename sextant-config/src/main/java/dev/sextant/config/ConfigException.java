@@ -25,6 +25,11 @@ public class ConfigException extends Exception {
         return problems.stream().map(ConfigProblem::toString).collect(Collectors.joining("\n"));
     }
 
+    /** Every problem on one line, separated by {@code "; "}: for a log line or a status field. */
+    public String oneLine() {
+        return problems.stream().map(ConfigProblem::toString).collect(Collectors.joining("; "));
+    }
+
     /** Every problem found, in file order; never empty. */
     public List<ConfigProblem> problems() {
         return problems;

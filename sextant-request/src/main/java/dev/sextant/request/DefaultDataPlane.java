@@ -243,8 +243,7 @@ final class DefaultDataPlane implements DataPlane {
                     bestFill = fill;
                 }
             }
-            if (best >= 0 && near[best].tryAcquire(k.limit)) {
-                acquired(k);
+            if (best >= 0 && acquire(k, near[best])) {
                 return best;
             }
             g = end;
@@ -273,8 +272,7 @@ final class DefaultDataPlane implements DataPlane {
         if (exclude == null) {
             int e = first;
             EngineCell cell = k.cells[e];
-            if (!cell.ejected(now) && withinBound(k, cell.inFlight.get(), k.share[e]) && cell.tryAcquire(k.limit)) {
-                acquired(k);
+            if (!cell.ejected(now) && withinBound(k, cell.inFlight.get(), k.share[e]) && acquire(k, cell)) {
                 return e;
             }
         }
@@ -310,10 +308,17 @@ final class DefaultDataPlane implements DataPlane {
      */
     static final double NOISE_SIGMAS = 3;
 
-    /** Counts a request placed on one of {@code k}'s engines (whose own count the caller has raised). */
-    private void acquired(ClassRoute k) {
+    /**
+     * Places a request on {@code cell}, one of {@code k}'s engines, if it is below the class's concurrency limit:
+     * counts it in flight there, in the class's pool and in the total. False, counting nothing, at the limit.
+     */
+    private boolean acquire(ClassRoute k, EngineCell cell) {
+        if (!cell.tryAcquire(k.limit)) {
+            return false;
+        }
         totalInFlight.incrementAndGet();
         k.pool.incrementAndGet();
+        return true;
     }
 
     private void released(AtomicInteger pool) {
@@ -352,7 +357,7 @@ final class DefaultDataPlane implements DataPlane {
             if (exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
                 continue;
             }
-            if (exclude == null ? cell.ejected(now) : failing(cell, now)) { // a retry passes over failing ones too
+            if (outOfTheRunning(cell, exclude != null, now)) {
                 if (panic < 0 && cell.inFlight.get() < k.limit) {
                     panic = e;
                 }
@@ -363,8 +368,7 @@ final class DefaultDataPlane implements DataPlane {
             if (inFlight >= k.limit) {
                 continue;
             }
-            if (withinBound(k, inFlight, k.share[e]) && cell.tryAcquire(k.limit)) {
-                acquired(k);
+            if (withinBound(k, inFlight, k.share[e]) && acquire(k, cell)) {
                 return e;
             }
             double ratio = (inFlight + 1) / k.share[e];
@@ -373,8 +377,7 @@ final class DefaultDataPlane implements DataPlane {
                 bestRatio = ratio;
             }
         }
-        if (best >= 0 && k.cells[best].tryAcquire(k.limit)) {
-            acquired(k);
+        if (best >= 0 && acquire(k, k.cells[best])) {
             return best;
         }
         for (; i < len; i++) {
@@ -386,20 +389,18 @@ final class DefaultDataPlane implements DataPlane {
             if (exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
                 continue;
             }
-            if (exclude == null ? cell.ejected(now) : failing(cell, now)) { // a retry passes over failing ones too
+            if (outOfTheRunning(cell, exclude != null, now)) {
                 if (panic < 0 && cell.inFlight.get() < k.limit) {
                     panic = e;
                 }
                 continue;
             }
             sawHealthy = true;
-            if (cell.tryAcquire(k.limit)) {
-                acquired(k);
+            if (acquire(k, cell)) {
                 return e;
             }
         }
-        if (!sawHealthy && panic >= 0 && k.cells[panic].tryAcquire(k.limit)) {
-            acquired(k);
+        if (!sawHealthy && panic >= 0 && acquire(k, k.cells[panic])) {
             return panic;
         }
         return -1;
@@ -417,8 +418,7 @@ final class DefaultDataPlane implements DataPlane {
         }
         for (int i = 0; i < k.near.length; i++) {
             EngineCell cell = k.near[i];
-            if ((exclude == null || ClassRoute.indexOf(exclude, cell) < 0) && cell.tryAcquire(k.limit)) {
-                acquired(k);
+            if ((exclude == null || ClassRoute.indexOf(exclude, cell) < 0) && acquire(k, cell)) {
                 return i;
             }
         }
@@ -427,6 +427,11 @@ final class DefaultDataPlane implements DataPlane {
 
     private static boolean failing(EngineCell cell, long now) {
         return cell.ejected(now) || cell.failures.get() > 0;
+    }
+
+    /** Whether {@code cell} is passed over: ejected, or for a retry failing too (a retry passes over failing ones). */
+    private static boolean outOfTheRunning(EngineCell cell, boolean retry, long now) {
+        return retry ? failing(cell, now) : cell.ejected(now);
     }
 
     /**
@@ -444,14 +449,13 @@ final class DefaultDataPlane implements DataPlane {
                 EngineCell cell = near[i];
                 int inFlight = cell.inFlight.get();
                 if (inFlight < bestInFlight && inFlight < k.limit
-                        && !(avoidFailing ? failing(cell, now) : cell.ejected(now))
+                        && !outOfTheRunning(cell, avoidFailing, now)
                         && (exclude == null || ClassRoute.indexOf(exclude, cell) < 0)) {
                     best = i;
                     bestInFlight = inFlight;
                 }
             }
-            if (best >= 0 && near[best].tryAcquire(k.limit)) {
-                acquired(k);
+            if (best >= 0 && acquire(k, near[best])) {
                 return best;
             }
             g = end;
@@ -536,8 +540,7 @@ final class DefaultDataPlane implements DataPlane {
             // Nothing else left: the same engine again, if still allowed and not ejected, after a
             // full-jitter back-off (Brooker 2015): uniform in [0, min(max, base·2^(attempt−2))].
             int same = ClassRoute.indexOf(cellsOf, failed.cell);
-            if (same >= 0 && !failed.cell.ejected(now) && failed.cell.tryAcquire(k.limit)) {
-                acquired(k);
+            if (same >= 0 && !failed.cell.ejected(now) && acquire(k, failed.cell)) {
                 i = same;
                 how = "same-engine";
                 long cap = Math.min(backoffMaxNanos, backoffBaseNanos << Math.min(30, attempt - 2));
@@ -572,10 +575,9 @@ final class DefaultDataPlane implements DataPlane {
                                      int attempt, Outcome outcome, long now) {
         EngineCell[] cellsOf = nearOnly ? k.near : k.cells;
         int same = ClassRoute.indexOf(cellsOf, failed.cell);
-        if (same < 0 || failed.cell.ejected(now) || !failed.cell.tryAcquire(k.limit)) {
+        if (same < 0 || failed.cell.ejected(now) || !acquire(k, failed.cell)) {
             return null;
         }
-        acquired(k);
         return prefixes.count(Decision.routed(k.id, version, stale, failed.cell,
                 nearOnly ? k.nearEndpoints[same] : k.endpoints[same],
                 nearOnly ? k.nearEnginePriority[same] : k.enginePriority[same], attempt, 0, failed.key, failed.requestId,

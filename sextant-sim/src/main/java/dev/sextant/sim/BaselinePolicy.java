@@ -40,6 +40,21 @@ abstract class BaselinePolicy implements SimPolicy {
     /** An allowed, usable engine other than {@code exclude}, or −1. */
     protected abstract int choose(SimRequest r, int exclude);
 
+    /**
+     * {@code engine}'s share of {@code weights} (indexed by engine) among the engines class {@code cls} may use, as
+     * {@link SimPolicy#weight} gives it: NaN when the class may not use {@code engine}, 0 when they all weigh nothing.
+     */
+    protected final double share(int cls, int engine, double[] weights) {
+        if (!sim.allowedMask[cls][engine]) {
+            return Double.NaN;
+        }
+        double sum = 0;
+        for (int j : sim.allowed[cls]) {
+            sum += weights[j];
+        }
+        return sum == 0 ? 0 : weights[engine] / sum;
+    }
+
     protected boolean candidate(SimRequest r, int j, int exclude) {
         return j != exclude && sim.usable(r.gateway, j);
     }

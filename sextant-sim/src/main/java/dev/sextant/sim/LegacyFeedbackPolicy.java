@@ -203,13 +203,6 @@ final class LegacyFeedbackPolicy extends BaselinePolicy {
 
     @Override
     public double weight(int gateway, int cls, int engine) {
-        if (!sim.allowedMask[cls][engine]) {
-            return Double.NaN;
-        }
-        double sum = 0;
-        for (int j : sim.allowed[cls]) {
-            sum += weight[j];
-        }
-        return weight[engine] / sum;
+        return share(cls, engine, weight);
     }
 }

@@ -98,13 +98,6 @@ final class WaterfallPolicy extends BaselinePolicy {
 
     @Override
     public double weight(int gateway, int cls, int engine) {
-        if (!sim.allowedMask[cls][engine]) {
-            return Double.NaN;
-        }
-        double sum = 0;
-        for (int j : sim.allowed[cls]) {
-            sum += weights[gateway][cls][j];
-        }
-        return sum == 0 ? 0 : weights[gateway][cls][engine] / sum;
+        return share(cls, engine, weights[gateway][cls]);
     }
 }

@@ -1,12 +1,14 @@
 package dev.sextant.server.auth;
 
+import dev.sextant.config.ConfigException;
+import dev.sextant.config.ConfigProblem;
+import dev.sextant.server.internal.Sha256;
+import dev.sextant.server.internal.WatchedFile;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,8 +22,8 @@ import java.util.logging.Logger;
  * <p>A token file holds one token per line (blank lines and surrounding whitespace are ignored). A control plane
  * accepts every token in its file; a gateway sends the first one in its file. Rotation: add the new token as a
  * second line of the control plane's file, put it in the gateways' files, then remove the old line. Each file is
- * looked at again at most once every {@link #RECHECK} (its modification time and size), when a token is next needed;
- * a file that became unreadable or empty is an error logged at SEVERE, and the tokens read before stay in force.
+ * looked at again at most once every {@link #RECHECK} (its content's fingerprint), when a token is next needed; a
+ * file that became unreadable or empty is an error logged at SEVERE, and the tokens read before stay in force.
  *
  * <p>Tokens are compared by their SHA-256 digests with {@link MessageDigest#isEqual}, so the time taken depends neither
  * on where a given token differs nor on the expected token's length. {@link #toString()} never shows a token.
@@ -31,20 +33,21 @@ public final class BearerToken {
     /** How often a token file is looked at again, at most. */
     public static final Duration RECHECK = Duration.ofSeconds(1);
 
-    private final Path file;
+    /** The tokens of a fixed token; null for a file. */
+    private final Tokens fixed;
+    /** The token file; null for a fixed token. */
+    private final WatchedFile<Tokens> file;
     private final LongSupplier nanos;
     private final long recheckNanos;
-    private volatile Tokens tokens;
     private long checkedAt;
-    private String lastProblem;
 
-    /** The tokens of one reading of the file: their text and digests, and what the file looked like. */
-    private record Tokens(List<String> text, List<byte[]> digests, long modified, long size) {
+    /** The tokens of one reading: their text and digests. */
+    private record Tokens(List<String> text, List<byte[]> digests) {
     }
 
-    private BearerToken(Path file, Tokens tokens, LongSupplier nanos, Duration recheck) {
+    private BearerToken(Tokens fixed, WatchedFile<Tokens> file, LongSupplier nanos, Duration recheck) {
+        this.fixed = fixed;
         this.file = file;
-        this.tokens = tokens;
         this.nanos = nanos;
         this.recheckNanos = recheck.toNanos();
         this.checkedAt = nanos.getAsLong();
@@ -57,7 +60,7 @@ public final class BearerToken {
             throw new IllegalArgumentException("token: " + (all.isEmpty() ? "empty" : "more than one line")
                     + " (expected: one bearer token)");
         }
-        return new BearerToken(null, tokens(all, 0, 0), System::nanoTime, RECHECK);
+        return new BearerToken(tokens(all), null, System::nanoTime, RECHECK);
     }
 
     /**
@@ -72,8 +75,11 @@ public final class BearerToken {
 
     /** As {@link #file(Path)}, on the clock {@code nanos}, looking again at most every {@code recheck}. */
     static BearerToken file(Path file, LongSupplier nanos, Duration recheck) throws IOException {
-        Tokens t = read(file);
-        return new BearerToken(file, t, nanos, recheck);
+        try {
+            return new BearerToken(null, WatchedFile.read(file, BearerToken::read), nanos, recheck);
+        } catch (ConfigException e) {
+            throw new IllegalArgumentException(e.problems().get(0).message(), e);
+        }
     }
 
     /** The token a client sends: the first of the file. */
@@ -87,7 +93,7 @@ public final class BearerToken {
         if (presented == null) {
             return false;
         }
-        byte[] given = sha256(presented.getBytes(StandardCharsets.UTF_8));
+        byte[] given = Sha256.of(presented.getBytes(StandardCharsets.UTF_8));
         boolean ok = false;
         for (byte[] expected : refreshed().digests) {
             ok |= MessageDigest.isEqual(given, expected); // every token compared: the count is no secret
@@ -110,55 +116,46 @@ public final class BearerToken {
 
     @Override
     public String toString() {
-        return file == null ? "(redacted)" : "(redacted, from " + file + ")";
+        return file == null ? "(redacted)" : "(redacted, from " + file.file() + ")";
     }
 
     private Tokens refreshed() {
-        Tokens t = tokens;
         if (file == null) {
-            return t;
+            return fixed;
         }
         synchronized (this) {
             long now = nanos.getAsLong();
-            if (now - checkedAt < recheckNanos) {
-                return tokens;
-            }
-            checkedAt = now;
-            try {
-                BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
-                if (a.lastModifiedTime().toMillis() == tokens.modified && a.size() == tokens.size) {
-                    return tokens;
-                }
-                tokens = read(file);
-                lastProblem = null;
-                LOG.info("bearer tokens reloaded from " + file + " (" + tokens.text.size() + " token"
-                        + (tokens.text.size() == 1 ? "" : "s") + ")");
-            } catch (IOException | IllegalArgumentException e) {
-                String problem = e instanceof IOException ? "cannot read it: " + e : e.getMessage();
-                if (!problem.equals(lastProblem)) {
-                    lastProblem = problem;
-                    LOG.severe("TOKEN FILE " + file + ": " + problem + "; the tokens read before stay in force");
+            if (now - checkedAt >= recheckNanos) {
+                checkedAt = now;
+                switch (file.refresh()) {
+                    case RELOADED -> {
+                        int n = file.current().text.size();
+                        LOG.info("bearer tokens reloaded from " + file.file() + " (" + n + " token" + (n == 1 ? "" : "s")
+                                + ")");
+                    }
+                    case REFUSED -> LOG.severe("TOKEN FILE " + file.error() + "; the tokens read before stay in force");
+                    case UNCHANGED, RESTORED -> { }
                 }
             }
-            return tokens;
         }
+        return file.current();
     }
 
-    private static Tokens read(Path file) throws IOException {
-        BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
+    private static Tokens read(Path file) throws IOException, ConfigException {
         List<String> all = parse(Files.readString(file, StandardCharsets.UTF_8));
         if (all.isEmpty()) {
-            throw new IllegalArgumentException("holds no token (expected: one bearer token per line)");
+            throw new ConfigException(List.of(new ConfigProblem(file.toString(), 0, "",
+                    "holds no token (expected: one bearer token per line)")));
         }
-        return tokens(all, a.lastModifiedTime().toMillis(), a.size());
+        return tokens(all);
     }
 
-    private static Tokens tokens(List<String> text, long modified, long size) {
+    private static Tokens tokens(List<String> text) {
         List<byte[]> digests = new ArrayList<>(text.size());
         for (String t : text) {
-            digests.add(sha256(t.getBytes(StandardCharsets.UTF_8)));
+            digests.add(Sha256.of(t.getBytes(StandardCharsets.UTF_8)));
         }
-        return new Tokens(List.copyOf(text), List.copyOf(digests), modified, size);
+        return new Tokens(List.copyOf(text), List.copyOf(digests));
     }
 
     private static List<String> parse(String content) {
@@ -170,13 +167,5 @@ public final class BearerToken {
             }
         }
         return out;
-    }
-
-    static byte[] sha256(byte[] bytes) {
-        try {
-            return MessageDigest.getInstance("SHA-256").digest(bytes);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is required of every Java platform", e);
-        }
     }
 }

@@ -6,6 +6,7 @@ import dev.sextant.config.YamlTree;
 import dev.sextant.config.YamlTree.Mapping;
 import dev.sextant.config.YamlTree.Node;
 import dev.sextant.config.YamlTree.Sequence;
+import dev.sextant.server.internal.Sha256;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -104,18 +105,18 @@ public final class Credentials {
         // as `sextant hash-key` prints it, or bare as sha256sum does
         String hex = written.startsWith("sha256:") ? written.substring(7) : written;
         String at = YamlTree.child(p, "sha256");
-        if (hex.length() != 64 || !hex.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+        byte[] digest = Sha256.parseHex(hex);
+        if (digest == null) {
             r.problem(at, "'" + abbreviated(written) + "' (expected: the SHA-256 of the token, 64 hexadecimal digits, as "
                     + "printed by: printf '%s\\n' \"$TOKEN\" | sextant hash-key)");
             return null;
         }
-        String key = hex.toLowerCase(java.util.Locale.ROOT);
-        String first = seen.putIfAbsent(key, p);
+        String first = seen.putIfAbsent(HEX.formatHex(digest), p);
         if (first != null) {
             r.problem(at, "the same token as " + first + " (expected: each token once)");
             return null;
         }
-        return HEX.parseHex(key);
+        return digest;
     }
 
     private static Principal principal(ConfigReader r, Mapping m, String p) {
@@ -160,7 +161,7 @@ public final class Credentials {
         if (token == null) {
             return null;
         }
-        byte[] given = BearerToken.sha256(token.getBytes(StandardCharsets.UTF_8));
+        byte[] given = Sha256.of(token.getBytes(StandardCharsets.UTF_8));
         Principal found = null;
         for (int i = 0; i < digests.length; i++) { // every digest compared: which one matches takes no longer
             if (MessageDigest.isEqual(given, digests[i])) {

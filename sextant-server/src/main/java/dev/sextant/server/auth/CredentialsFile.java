@@ -1,9 +1,7 @@
 package dev.sextant.server.auth;
 
 import dev.sextant.config.ConfigException;
-import dev.sextant.config.ConfigProblem;
-import dev.sextant.server.internal.FileFingerprint;
-import java.io.IOException;
+import dev.sextant.server.internal.WatchedFile;
 import java.nio.file.Path;
 import java.util.logging.Logger;
 
@@ -17,31 +15,10 @@ import java.util.logging.Logger;
 public final class CredentialsFile implements Authenticator {
     private static final Logger LOG = Logger.getLogger(CredentialsFile.class.getName());
 
-    /** What a look at the file found. */
-    public enum Reload {
-        /** The same content as the credentials in force. */
-        UNCHANGED,
-        /** New content, read and in force. */
-        RELOADED,
-        /**
-         * New content refused, or the file became unreadable (said once, not at every look); the credentials read
-         * before stay in force.
-         */
-        FAILED
-    }
+    private final WatchedFile<Credentials> file;
 
-    private final Path file;
-    private volatile Credentials credentials;
-    /** The fingerprint of the content last looked at (in force, or refused); touched by the watching thread only. */
-    private String fingerprint;
-    private volatile String error;
-    /** The file could not be read at the last look (watching thread only). */
-    private boolean unreadable;
-
-    private CredentialsFile(Path file, Credentials credentials, String fingerprint) {
+    private CredentialsFile(WatchedFile<Credentials> file) {
         this.file = file;
-        this.credentials = credentials;
-        this.fingerprint = fingerprint;
     }
 
     /**
@@ -50,83 +27,49 @@ public final class CredentialsFile implements Authenticator {
      * @throws ConfigException it cannot be read or is invalid: every problem, naming the file, the line and the field
      */
     public static CredentialsFile load(Path file) throws ConfigException {
-        String fp = fingerprint(file);
-        return new CredentialsFile(file, Credentials.read(file), fp);
-    }
-
-    private static String fingerprint(Path file) throws ConfigException {
-        try {
-            return FileFingerprint.of(file);
-        } catch (IOException e) {
-            throw new ConfigException(java.util.List.of(new ConfigProblem(file.toString(), 0, "",
-                    ConfigProblem.cannotRead(e))));
-        }
+        return new CredentialsFile(WatchedFile.load(file, Credentials::read));
     }
 
     @Override
     public Principal authenticate(String authorization) {
-        return credentials.authenticate(authorization);
+        return file.current().authenticate(authorization);
     }
 
-    /** Reads the file again when its content changed since it was last looked at. */
-    public synchronized Reload reloadIfChanged() {
-        String fp;
-        try {
-            fp = FileFingerprint.of(file);
-        } catch (IOException e) {
-            return failed(file + ": " + ConfigProblem.cannotRead(e), true);
+    /**
+     * Reads the file again when its content changed since it was last looked at.
+     *
+     * @return what the look found: a change refused, or an unreadable file, is {@link WatchedFile.Change#REFUSED} once,
+     *         not at every look
+     */
+    public synchronized WatchedFile.Change reloadIfChanged() {
+        WatchedFile.Change change = file.refresh();
+        switch (change) {
+            case RELOADED -> LOG.info("credentials reloaded from " + file.file() + " (" + current().summary() + ")");
+            case REFUSED -> LOG.severe("CREDENTIALS RELOAD FAILED, keeping the credentials in force ("
+                    + current().summary() + "): " + file.error());
+            case RESTORED -> LOG.info("credentials file " + file.file() + " is readable again, unchanged");
+            case UNCHANGED -> { }
         }
-        if (fp.equals(fingerprint)) {
-            if (error != null && unreadable) { // readable again, as it was: nothing to reload, nothing wrong
-                LOG.info("credentials file " + file + " is readable again, unchanged");
-                error = null;
-            }
-            unreadable = false;
-            return Reload.UNCHANGED;
-        }
-        fingerprint = fp;
-        Credentials next;
-        try {
-            next = Credentials.read(file);
-        } catch (ConfigException e) {
-            return failed(e.problems().stream().map(ConfigProblem::toString)
-                    .collect(java.util.stream.Collectors.joining("; ")), false);
-        }
-        credentials = next;
-        error = null;
-        unreadable = false;
-        LOG.info("credentials reloaded from " + file + " (" + next.summary() + ")");
-        return Reload.RELOADED;
-    }
-
-    private Reload failed(String problems, boolean cannotRead) {
-        boolean news = !problems.equals(error); // an unreadable file is told once, not at every look
-        if (news) {
-            LOG.severe("CREDENTIALS RELOAD FAILED, keeping the credentials in force (" + credentials.summary()
-                    + "): " + problems);
-        }
-        error = problems;
-        unreadable = cannotRead;
-        return news ? Reload.FAILED : Reload.UNCHANGED;
+        return change;
     }
 
     /** The file. */
     public Path file() {
-        return file;
+        return file.file();
     }
 
     /** Why the file on disk is not in force (its problems), or null when it is. */
     public String error() {
-        return error;
+        return file.error();
     }
 
     /** The credentials in force. */
     public Credentials current() {
-        return credentials;
+        return file.current();
     }
 
     @Override
     public String toString() {
-        return "credentials from " + file;
+        return "credentials from " + file.file();
     }
 }

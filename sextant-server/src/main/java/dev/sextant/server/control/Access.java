@@ -98,8 +98,8 @@ final class Access {
         try {
             switch (credentials.reloadIfChanged()) {
                 case RELOADED -> credentialsReloads.increment();
-                case FAILED -> credentialsReloadFailures.increment();
-                case UNCHANGED -> { }
+                case REFUSED -> credentialsReloadFailures.increment();
+                case UNCHANGED, RESTORED -> { }
             }
         } catch (RuntimeException e) { // never stops the policy step that follows
             credentialsReloadFailures.increment();

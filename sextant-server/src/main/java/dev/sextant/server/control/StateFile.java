@@ -53,13 +53,7 @@ final class StateFile implements AutoCloseable {
             return null;
         }
         try {
-            Snapshot s = SnapshotJson.read(file);
-            if (!s.hash().equals(s.contentHash())) {
-                throw new IllegalArgumentException("its content does not match its hash (altered or cut short)");
-            }
-            if (!Versions.adoptable(s.version())) {
-                throw new IllegalArgumentException(Versions.refusal("its", s.version()));
-            }
+            Snapshot s = Versions.readKept(file);
             LOG.info("state file " + file + ": going on from snapshot " + s.version());
             return s;
         } catch (SnapshotException | RuntimeException e) {

@@ -16,7 +16,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.logging.Logger;
-import java.util.stream.Collectors;
 
 /**
  * Where the control loop's topology comes from: the topology file, watched for changes (a change that is invalid
@@ -160,7 +159,7 @@ final class TopologySource implements AutoCloseable {
             file = TopologyLoader.loadFile(topologyFile);
         } catch (TopologyException e) {
             reloadFailures.increment();
-            topologyError = e.problems().stream().map(ConfigProblem::toString).collect(Collectors.joining("; "));
+            topologyError = e.oneLine();
             LOG.severe("TOPOLOGY RELOAD FAILED, keeping the previous version in force: " + topologyError);
             return false;
         }

@@ -432,12 +432,7 @@ final class Exchange {
             }
             c.release();
             if (last) {
-                Channel up = detachUpstream();
-                if (responseKeepAlive) {
-                    gw.pool.release(decision.endpoint(), up);
-                } else {
-                    up.close();
-                }
+                releaseUpstream();
                 failAnswered("engine " + decision.engineId() + " answered " + pendingStatus + ": "
                         + abbreviate(pendingBody.toString()));
             } else {
@@ -472,12 +467,7 @@ final class Exchange {
             }
         }
         if (last) {
-            Channel up = detachUpstream();
-            if (responseKeepAlive) {
-                gw.pool.release(decision.endpoint(), up);
-            } else {
-                up.close();
-            }
+            releaseUpstream();
             if (sseTail != null && !(responsesEnd != null ? responsesEnd.ended() : endsWithDone())) {
                 endCutStream(c);
                 return;
@@ -906,6 +896,16 @@ final class Exchange {
             c.pipeline().get(UpstreamHandler.class).owner = null;
         }
         return c;
+    }
+
+    /** The upstream connection, its response read to the end: back to the pool if it may carry another, else closed. */
+    private void releaseUpstream() {
+        Channel up = detachUpstream();
+        if (responseKeepAlive) {
+            gw.pool.release(decision.endpoint(), up);
+        } else {
+            up.close();
+        }
     }
 
     private void closeUpstream() {

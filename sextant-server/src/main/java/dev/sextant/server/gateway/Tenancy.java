@@ -1,7 +1,6 @@
 package dev.sextant.server.gateway;
 
 import dev.sextant.config.ConfigException;
-import dev.sextant.config.ConfigProblem;
 import dev.sextant.request.Narrowing;
 import dev.sextant.request.RequestMeta;
 import dev.sextant.request.Ticker;
@@ -15,7 +14,6 @@ import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.util.AsciiString;
 import java.util.List;
 import java.util.logging.Logger;
-import java.util.stream.Collectors;
 
 /**
  * Who may send what through this gateway ({@code docs/tenants.md}): the tenants file in force (none: an open
@@ -56,8 +54,7 @@ final class Tenancy implements AutoCloseable {
             try {
                 w = TenantsWatch.start(config.tenantsFile());
             } catch (ConfigException e) {
-                throw new IllegalArgumentException("tenants_file: " + e.problems().stream()
-                        .map(ConfigProblem::toString).collect(Collectors.joining("; ")), e);
+                throw new IllegalArgumentException("tenants_file: " + e.oneLine(), e);
             }
             Tenants t = w.current();
             LOG.info("gateway " + config.gatewayCluster() + ": tenants from " + config.tenantsFile() + ": "

@@ -3,8 +3,6 @@ package dev.sextant.server.internal;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
 /**
@@ -21,11 +19,6 @@ public final class FileFingerprint {
      * @throws IOException the file cannot be read
      */
     public static String of(Path file) throws IOException {
-        byte[] bytes = Files.readAllBytes(file);
-        try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is required of every Java platform", e);
-        }
+        return HexFormat.of().formatHex(Sha256.of(Files.readAllBytes(file)));
     }
 }

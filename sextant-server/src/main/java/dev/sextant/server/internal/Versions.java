@@ -1,5 +1,10 @@
 package dev.sextant.server.internal;
 
+import dev.sextant.config.SnapshotException;
+import dev.sextant.config.SnapshotJson;
+import dev.sextant.snapshot.Snapshot;
+import java.nio.file.Path;
+
 /**
  * How far a snapshot version that arrives from outside the control plane's own count may be believed: a gateway's
  * {@code If-None-Match}, the control plane's state file, a gateway's snapshot cache file. Versions are assigned by the
@@ -27,5 +32,26 @@ public final class Versions {
     public static String refusal(String what, long version) {
         return what + " version " + version + " (expected: 1.." + MAX_ADOPTED
                 + "; above that a version is forged or corrupt: publications take billions of years to reach it)";
+    }
+
+    /**
+     * The snapshot an earlier run kept in {@code file} (the control plane's state file, a gateway's snapshot cache),
+     * if it may be started from: whole (its content matches its hash) and of an {@link #adoptable} version. Held, a
+     * version above {@link #MAX_ADOPTED} would make every snapshot of the control plane look older, and make a control
+     * plane without a state file catch up beyond any sane version.
+     *
+     * @throws SnapshotException        the file cannot be read or holds no snapshot
+     * @throws IllegalArgumentException the snapshot was altered or cut short, or its version is refused: the message
+     *                                  says which
+     */
+    public static Snapshot readKept(Path file) throws SnapshotException {
+        Snapshot s = SnapshotJson.read(file);
+        if (!s.hash().equals(s.contentHash())) {
+            throw new IllegalArgumentException("its content does not match its hash (altered or cut short)");
+        }
+        if (!adoptable(s.version())) {
+            throw new IllegalArgumentException(refusal("its", s.version()));
+        }
+        return s;
     }
 }

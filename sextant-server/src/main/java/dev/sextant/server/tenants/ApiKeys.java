@@ -1,9 +1,9 @@
 package dev.sextant.server.tenants;
 
+import dev.sextant.server.internal.Sha256;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 
@@ -15,7 +15,7 @@ import java.util.HexFormat;
 public final class ApiKeys {
     /** How a hashed key starts in the tenants file. */
     public static final String PREFIX = "sha256:";
-    private static final ThreadLocal<MessageDigest> SHA256 = ThreadLocal.withInitial(ApiKeys::sha256);
+    private static final ThreadLocal<MessageDigest> SHA256 = ThreadLocal.withInitial(Sha256::newDigest);
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private ApiKeys() {
@@ -50,19 +50,12 @@ public final class ApiKeys {
                     + "`sextant hash-key` prints; a key itself is never written in the file)");
         }
         String hex = entry.substring(PREFIX.length());
-        if (hex.length() != 64 || !hex.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+        byte[] digest = Sha256.parseHex(hex);
+        if (digest == null) {
             throw new IllegalArgumentException("sha256: followed by " + hex.length() + " characters (expected: 64 hex"
                     + " digits)");
         }
-        return Digest.of(HexFormat.of().parseHex(hex.toLowerCase(java.util.Locale.ROOT)));
-    }
-
-    private static MessageDigest sha256() {
-        try {
-            return MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
-        }
+        return Digest.of(digest);
     }
 
     /** A SHA-256 digest as four longs: a map key with a cheap hash and equality. */

@@ -1,10 +1,7 @@
 package dev.sextant.server.tenants;
 
 import dev.sextant.config.ConfigException;
-import dev.sextant.config.ConfigProblem;
-import dev.sextant.server.internal.FileFingerprint;
-import java.io.IOException;
-import java.nio.file.Files;
+import dev.sextant.server.internal.WatchedFile;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Executors;
@@ -12,7 +9,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.logging.Logger;
-import java.util.stream.Collectors;
 
 /**
  * A tenants file in force, read again when its content changes, as the control plane reads its topology: the file is
@@ -26,18 +22,13 @@ public final class TenantsWatch implements AutoCloseable {
     /** How often the file is looked at. */
     public static final Duration CHECK = Duration.ofSeconds(1);
 
-    private final Path file;
+    private final WatchedFile<Tenants> file;
     private final ScheduledExecutorService thread;
     private final LongAdder reloads = new LongAdder();
     private final LongAdder failures = new LongAdder();
-    private volatile Tenants current;
-    private String fingerprint;
-    private String problem;
 
-    private TenantsWatch(Path file, Tenants first, String fingerprint, Duration check) {
+    private TenantsWatch(WatchedFile<Tenants> file, Duration check) {
         this.file = file;
-        this.current = first;
-        this.fingerprint = fingerprint;
         this.thread = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "sextant-tenants-watch");
             t.setDaemon(true);
@@ -57,22 +48,17 @@ public final class TenantsWatch implements AutoCloseable {
 
     /** As {@link #start(Path)}, looking at the file every {@code check}. */
     public static TenantsWatch start(Path file, Duration check) throws ConfigException {
-        String fp = fingerprint(file);
-        Tenants first = Tenants.load(file);
-        if (fp == null) {
-            fp = "";
-        }
-        return new TenantsWatch(file, first, fp, check);
+        return new TenantsWatch(WatchedFile.load(file, Tenants::load), check);
     }
 
     /** The tenants in force. */
     public Tenants current() {
-        return current;
+        return file.current();
     }
 
     /** The file watched. */
     public Path file() {
-        return file;
+        return file.file();
     }
 
     /** Readings of a changed file that were swapped in. */
@@ -87,55 +73,19 @@ public final class TenantsWatch implements AutoCloseable {
 
     /** Looks at the file now, and swaps a changed valid one in (the watch thread does it every {@link #CHECK}). */
     public synchronized void check() {
-        String fp = fingerprint(file);
-        if (fp == null) {
-            refused(file + ": cannot read it: " + unreadable());
-            return;
-        }
-        if (fp.equals(fingerprint)) {
-            if (problem != null) {
-                LOG.info("tenants file " + file + " is back as it was; the tenants in force are its");
-                problem = null;
+        switch (file.refresh()) {
+            case RELOADED -> {
+                reloads.increment();
+                Tenants next = file.current();
+                LOG.info("tenants file " + file.file() + " reloaded: " + next.all().size() + " tenants, " + next.keys()
+                        + " keys");
             }
-            return;
-        }
-        try {
-            Tenants next = Tenants.load(file);
-            current = next;
-            fingerprint = fp;
-            problem = null;
-            reloads.increment();
-            LOG.info("tenants file " + file + " reloaded: " + next.all().size() + " tenants, " + next.keys() + " keys");
-        } catch (ConfigException e) {
-            fingerprint = fp; // said once per content
-            refused(e.problems().stream().map(ConfigProblem::toString).collect(Collectors.joining("; ")));
-        }
-    }
-
-    private void refused(String why) {
-        if (why.equals(problem)) {
-            return;
-        }
-        problem = why;
-        failures.increment();
-        LOG.severe("TENANTS RELOAD FAILED, keeping the tenants read before in force: " + why);
-    }
-
-    private String unreadable() {
-        try {
-            Files.size(file);
-            return "unreadable";
-        } catch (IOException e) {
-            return ConfigProblem.cannotRead(e);
-        }
-    }
-
-    /** {@link FileFingerprint#of}, or null when the file cannot be read. */
-    private static String fingerprint(Path file) {
-        try {
-            return FileFingerprint.of(file);
-        } catch (IOException e) {
-            return null;
+            case REFUSED -> {
+                failures.increment();
+                LOG.severe("TENANTS RELOAD FAILED, keeping the tenants read before in force: " + file.error());
+            }
+            case RESTORED -> LOG.info("tenants file " + file.file() + " is back as it was; the tenants in force are its");
+            case UNCHANGED -> { }
         }
     }
 
