@@ -21,7 +21,7 @@ import java.time.Duration;
  * @param missedScrapes      consecutive failed scrapes after which an engine that exports metrics is down, ≥ 1 (3)
  * @param demandWindow       the longest stretch of reports one demand estimate averages, &gt; 0 (60 s)
  * @param publishGain        a new snapshot is published when it lowers the expected latency per request by more
- *                           than this fraction, ≥ 0 (0.001), …
+ *                           than this fraction, ≥ 0 (0.0025), …
  * @param publishGainMs      … and by more than this many ms, ≥ 0 (0.5 ms)
  * @param canaryInterval     how often an engine that must prove itself gets a canary request, &gt; 0 (5 s)
  * @param probeMargin        how far the estimate of an engine's batch may run ahead of the largest batch it was seen
