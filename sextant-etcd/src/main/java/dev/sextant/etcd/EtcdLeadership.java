@@ -51,8 +51,9 @@ import java.util.logging.Logger;
  *
  * <p>A publication's views are made and encoded on a pool, a few ahead of the writes, and each is written as soon as
  * it is ready, in its own fenced transaction: the gateway clusters whose views are ready first get them first, and no
- * more encoded views are held than the pool has threads, plus one. The first write refused ends the publication:
- * the views written before it stay (each a whole view of a version this term reserved), none is written after it.
+ * more views are held than the pool has threads, plus two (one being written, one ready to write next). The first
+ * write refused ends the publication: the views written before it stay (each a whole view of a version this term
+ * reserved), none is written after it.
  *
  * <p>It believes it leads only while its last renewal was sent less than the TTL ago: etcd counts the TTL from
  * when it received the renewal, later, so this replica stops believing before etcd lets the key go. The fencing
@@ -302,7 +303,7 @@ final class EtcdLeadership implements Leadership {
         }
         long now = clock.millis();
         CompletionService<View> ready = new ExecutorCompletionService<>(encoders);
-        // the views being made or made and not yet written: each dropped once written, so at most encodedAhead held
+        // the views being made, or made and not yet taken to be written: at most encodedAhead
         Set<Future<View>> making = new HashSet<>();
         Iterator<String> toMake = snapshot.routes().keySet().stream().sorted().iterator();
         long bytes = 0;
@@ -311,12 +312,12 @@ final class EtcdLeadership implements Leadership {
                 making.add(make(ready, snapshot, toMake.next(), now));
             }
             while (!making.isEmpty()) {
-                Future<View> made = take(ready);
-                making.remove(made);
+                Future<View> done = take(ready);
+                making.remove(done);
                 if (toMake.hasNext()) {
                     making.add(make(ready, snapshot, toMake.next(), now));
                 }
-                View view = made(made);
+                View view = made(done);
                 write(t, leads, v, view);
                 bytes += view.encoded().bytes();
             }
