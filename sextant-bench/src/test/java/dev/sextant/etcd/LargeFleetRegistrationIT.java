@@ -191,12 +191,12 @@ class LargeFleetRegistrationIT extends OneEtcdMember {
     }
 
     /**
-     * CPU time of the thread that publishes (this one) and of the common pool that encodes the views in parallel, in
+     * CPU time of the thread that publishes (this one) and of the leader's pool that makes and encodes the views, in
      * ns; a pool thread that ended meanwhile is missed, so at least that.
      */
     private static long leaderCpuNanos() {
         Thread self = Thread.currentThread();
-        return threadsCpuNanos(t -> t == self || t.getName().startsWith("ForkJoinPool.commonPool-worker-"));
+        return threadsCpuNanos(t -> t == self || t.getName().equals("sextant-etcd-encode"));
     }
 
     private static long threadsCpuNanos(java.util.function.Predicate<Thread> which) {

@@ -23,9 +23,20 @@ import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
+import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletionService;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorCompletionService;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
 
@@ -37,6 +48,12 @@ import java.util.logging.Logger;
  * still having that create revision, so a replica whose lease expired (paused, partitioned, killed) can write
  * nothing once another one leads. Versions are reserved in {@code P/version} by a transaction that requires the new
  * one to be above the reserved one, so they stay monotone across leaders whatever each replica believes.
+ *
+ * <p>A publication's views are made and encoded on a pool, a few ahead of the writes, and each is written as soon as
+ * it is ready, in its own fenced transaction: the gateway clusters whose views are ready first get them first, and no
+ * more views are held than the pool has threads, plus two (one being written, one ready to write next). The first
+ * write refused ends the publication: the views written before it stay (each a whole view of a version this term
+ * reserved), none is written after it.
  *
  * <p>It believes it leads only while its last renewal was sent less than the TTL ago: etcd counts the TTL from
  * when it received the renewal, later, so this replica stops believing before etcd lets the key go. The fencing
@@ -53,6 +70,8 @@ final class EtcdLeadership implements Leadership {
     private final long ttlNanos;
     private final int maxValueBytes;
     private final ScheduledExecutorService campaign;
+    private final Executor encoders;
+    private final int encodedAhead;
     private final CompositeMeterRegistry meters = new CompositeMeterRegistry();
     private final Counter deposed;
     private final DistributionSummary publicationBytes;
@@ -68,7 +87,19 @@ final class EtcdLeadership implements Leadership {
     private volatile boolean closed;
 
     EtcdLeadership(Client client, EtcdOptions options, Ticker ticker, Clock clock, int maxValueBytes) {
+        this(client, options, ticker, clock, maxValueBytes, encoders(Runtime.getRuntime().availableProcessors()));
+    }
+
+    /**
+     * As the other constructor, with the views made and encoded on {@code encoders} (shut down with this leadership
+     * when it is an {@link ExecutorService}).
+     */
+    EtcdLeadership(Client client, EtcdOptions options, Ticker ticker, Clock clock, int maxValueBytes,
+                   Executor encoders) {
         this.client = client;
+        this.encoders = encoders;
+        // one ready to write while the pool makes the next ones
+        this.encodedAhead = Runtime.getRuntime().availableProcessors() + 1;
         this.options = options;
         this.keys = new Keys(options.prefix());
         this.ticker = ticker;
@@ -87,10 +118,22 @@ final class EtcdLeadership implements Leadership {
         this.deposed = Counter.builder("sextant.etcd.deposed")
                 .description("publications refused because another replica leads or the lease expired").register(meters);
         this.publicationBytes = DistributionSummary.builder("sextant.etcd.publication.bytes").baseUnit("bytes")
-                .description("bytes written to etcd by one publication: every gateway cluster's view, gzipped")
+                .description("bytes written to etcd by one whole publication: every gateway cluster's view, gzipped")
                 .register(meters);
         this.publicationTime = Timer.builder("sextant.etcd.publication.time")
-                .description("one publication to etcd: views made, encoded and written").register(meters);
+                .description("one whole publication to etcd, from its start to its last view written").register(meters);
+    }
+
+    /** {@code threads} daemon threads that make and encode views, gone after a minute idle (a standby's). */
+    private static ExecutorService encoders(int threads) {
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, 1, TimeUnit.MINUTES,
+                new LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "sextant-etcd-encode");
+                    t.setDaemon(true);
+                    return t;
+                });
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
     }
 
     @Override
@@ -117,6 +160,7 @@ final class EtcdLeadership implements Leadership {
     void halt() {
         closed = true;
         campaign.shutdownNow();
+        shutDownEncoders();
         client.close();
     }
 
@@ -258,25 +302,78 @@ final class EtcdLeadership implements Leadership {
                     + ")");
         }
         long now = clock.millis();
-        List<ViewCodec.Encoded> views = snapshot.routes().keySet().stream().sorted().parallel()
-                .map(g -> ViewCodec.encode(snapshot.forGateway(g), now, maxValueBytes)).toList();
-        List<String> gateways = snapshot.routes().keySet().stream().sorted().toList();
+        CompletionService<View> ready = new ExecutorCompletionService<>(encoders);
+        // the views being made, or made and not yet taken to be written: at most encodedAhead
+        Set<Future<View>> making = new HashSet<>();
+        Iterator<String> toMake = snapshot.routes().keySet().stream().sorted().iterator();
         long bytes = 0;
-        for (int i = 0; i < views.size(); i++) {
-            String g = gateways.get(i);
-            ViewCodec.Encoded e = views.get(i);
-            for (int c = 0; c < e.chunks().size(); c++) {
-                fenced(t, leads, Op.put(keys.chunk(g, v, c), ByteSequence.from(e.chunks().get(c)), PutOption.DEFAULT));
+        try {
+            while (making.size() < encodedAhead && toMake.hasNext()) {
+                making.add(make(ready, snapshot, toMake.next(), now));
             }
-            // the view, and the chunks of older versions gone with it (a reader of one re-reads the view)
-            ByteSequence from = bytes(keys.chunks(g));
-            ByteSequence below = bytes(keys.chunks(g) + Keys.padded(v));
-            fenced(t, leads, Op.put(keys.view(g), ByteSequence.from(e.value()), PutOption.DEFAULT),
-                    Op.delete(from, DeleteOption.builder().withRange(below).build()));
-            bytes += e.bytes();
+            while (!making.isEmpty()) {
+                Future<View> done = take(ready);
+                making.remove(done);
+                if (toMake.hasNext()) {
+                    making.add(make(ready, snapshot, toMake.next(), now));
+                }
+                View view = made(done);
+                write(t, leads, v, view);
+                bytes += view.encoded().bytes();
+            }
+        } finally {
+            making.forEach(f -> f.cancel(false)); // after a refusal or a failure: the views not made yet never are
         }
         publicationBytes.record(bytes);
         publicationTime.record(ticker.nanos() - start, TimeUnit.NANOSECONDS);
+    }
+
+    /** A gateway cluster's view of a publication, encoded. */
+    private record View(String gatewayCluster, ViewCodec.Encoded encoded) {
+    }
+
+    /** Makes and encodes {@code g}'s view of {@code snapshot}, published at {@code now}, on the pool. */
+    private Future<View> make(CompletionService<View> ready, Snapshot snapshot, String g, long now) {
+        return ready.submit(() -> new View(g, ViewCodec.encode(snapshot.forGateway(g), now, maxValueBytes)));
+    }
+
+    /** The next view made, whichever it is. */
+    private static Future<View> take(CompletionService<View> ready) {
+        try {
+            return ready.take();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("publication interrupted", e);
+        }
+    }
+
+    /** The view {@code f} made; what making it threw, as it was. */
+    private static View made(Future<View> f) {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // cannot happen: it is done
+            throw new IllegalStateException("publication interrupted", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw new IllegalStateException("view not made: " + e.getCause(), e.getCause());
+        }
+    }
+
+    /** Writes {@code view} of version {@code v}, fenced on term {@code t}: its chunks, then its key. */
+    private void write(long t, Cmp leads, long v, View view) {
+        String g = view.gatewayCluster();
+        ViewCodec.Encoded e = view.encoded();
+        for (int c = 0; c < e.chunks().size(); c++) {
+            fenced(t, leads, Op.put(keys.chunk(g, v, c), ByteSequence.from(e.chunks().get(c)), PutOption.DEFAULT));
+        }
+        // the view, and the chunks of older versions gone with it (a reader of one re-reads the view)
+        ByteSequence from = bytes(keys.chunks(g));
+        ByteSequence below = bytes(keys.chunks(g) + Keys.padded(v));
+        fenced(t, leads, Op.put(keys.view(g), ByteSequence.from(e.value()), PutOption.DEFAULT),
+                Op.delete(from, DeleteOption.builder().withRange(below).build()));
     }
 
     /** Runs {@code ops} if this replica still leads in term {@code t}; else it is deposed. */
@@ -308,6 +405,7 @@ final class EtcdLeadership implements Leadership {
         }
         closed = true;
         campaign.shutdownNow();
+        shutDownEncoders();
         long id;
         synchronized (this) {
             id = lease;
@@ -323,6 +421,12 @@ final class EtcdLeadership implements Leadership {
             LOG.fine("lease not revoked on close: " + e);
         } finally {
             client.close();
+        }
+    }
+
+    private void shutDownEncoders() {
+        if (encoders instanceof ExecutorService pool) {
+            pool.shutdownNow();
         }
     }
 

@@ -7,6 +7,7 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;
+import io.etcd.jetcd.common.exception.CompactedException;
 import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.WatchOption;
@@ -32,8 +33,11 @@ import java.util.logging.Logger;
 
 /**
  * A gateway's snapshots from etcd (docs/etcd.md): its gateway cluster's view under {@code P/views/<id>}, read when a
- * watch says it changed and at least every {@code confirmEvery}. A read that finds the held version while a leader
- * holds its lease confirms the held snapshot (which resets the data plane's snapshot age, as a long-poll's 304 does).
+ * watch says it changed and at least every {@code confirmEvery}. A watch starts at the revision after the read made
+ * before it, so a write between that read and the watch's registration in etcd is still an event of the watch; when
+ * etcd compacted that revision meanwhile, it cancels the watch, and the view is read again and watched from there. A
+ * read that finds the held version while a leader holds its lease confirms the held snapshot (which resets the data
+ * plane's snapshot age, as a long-poll's 304 does).
  * While etcd is unreachable it keeps the last snapshot (the gateway keeps serving from it), and tries again with a
  * back-off up to 5 s. It also keeps the list of control planes (the leader first) that the gateway reports to.
  */
@@ -52,20 +56,37 @@ final class EtcdSource implements SnapshotSource {
     private final CompositeMeterRegistry meters = new CompositeMeterRegistry();
     private final Map<Read, Timer> lag = new EnumMap<>(Read.class);
     private final AtomicLong watchesEnded = new AtomicLong();
+    private final AtomicLong watchesCompacted = new AtomicLong();
+    private final Runnable beforeWatch;
     private volatile List<URI> controlPlanes = List.of();
     private volatile boolean reachable = true;
     private volatile boolean closed;
     private volatile Snapshot kept;
     private Thread thread;
-    private volatile Watch.Watcher watcher;
+    // the live watch of the view (null: none, made after the next read), the number of the newest watch and of the
+    // last that ended; never held while calling the client, whose callbacks come under its own lock
+    private final Object watchLock = new Object();
+    private Watch.Watcher watcher;
+    private long watches;
+    private long ended;
 
     EtcdSource(Client client, EtcdOptions options, String gatewayCluster, Duration confirmEvery, Clock clock) {
+        this(client, options, gatewayCluster, confirmEvery, clock, () -> { });
+    }
+
+    /**
+     * As the other constructor; {@code beforeWatch} runs between a read and the request for the watch that starts
+     * after it (tests: what it writes is an event of that watch).
+     */
+    EtcdSource(Client client, EtcdOptions options, String gatewayCluster, Duration confirmEvery, Clock clock,
+               Runnable beforeWatch) {
         this.client = client;
         this.keys = new Keys(options.prefix());
         this.gatewayCluster = gatewayCluster;
         this.viewKey = keys.view(gatewayCluster);
         this.confirmEvery = confirmEvery;
         this.clock = clock;
+        this.beforeWatch = beforeWatch;
         for (Read r : Read.values()) {
             lag.put(r, Timer.builder("sextant.etcd.watch.lag").tag("read", r.tag)
                     .description("from a view's publication (the leader's clock) to its delivery here (this gateway's),"
@@ -74,6 +95,9 @@ final class EtcdSource implements SnapshotSource {
         }
         FunctionCounter.builder("sextant.etcd.watch.ended", watchesEnded, AtomicLong::get)
                 .description("watches of the view that ended or failed, each made again").register(meters);
+        FunctionCounter.builder("sextant.etcd.watch.compacted", watchesCompacted, AtomicLong::get)
+                .description("of the watches that ended, those etcd cancelled because the revision they started from"
+                        + " was compacted; each made again after a new read").register(meters);
         Gauge.builder("sextant.etcd.reachable", this, s -> s.reachable ? 1 : 0)
                 .description("1 while etcd answers this gateway's reads").register(meters);
         FunctionCounter.builder("sextant.etcd.refused.views", refusals, AtomicLong::get)
@@ -132,8 +156,8 @@ final class EtcdSource implements SnapshotSource {
         Read prompt = Read.FIRST;
         while (!closed) {
             try {
-                watch();
                 GetResponse view = Clients.await(client.getKVClient().get(viewKey));
+                watchAfter(view.getHeader().getRevision());
                 boolean leader = readControlPlanes();
                 if (!view.getKvs().isEmpty()) {
                     KeyValue kv = view.getKvs().get(0);
@@ -203,25 +227,59 @@ final class EtcdSource implements SnapshotSource {
         return woken == null ? Read.PERIODIC : woken;
     }
 
-    /** Watches the view key, from now on; a watch that failed is made again on the next turn. */
-    private void watch() {
-        if (watcher != null) {
-            return;
+    /**
+     * Watches the view key from the revision after {@code readRevision} (the revision of the read just made), unless a
+     * watch is live: every write after that read is an event, however late etcd registers the watch.
+     */
+    private void watchAfter(long readRevision) {
+        long n;
+        synchronized (watchLock) {
+            if (watcher != null) {
+                return;
+            }
+            n = ++watches;
         }
-        watcher = client.getWatchClient().watch(viewKey, WatchOption.DEFAULT, Watch.listener(
-                r -> wake.offer(Read.WATCH),
-                err -> {
-                    LOG.fine("watch of " + viewKey + " ended: " + err);
-                    watchBroken();
-                },
-                this::watchBroken));
+        beforeWatch.run();
+        Watch.Watcher w = client.getWatchClient().watch(viewKey, watchOption(readRevision), Watch.listener(
+                r -> wake.offer(Read.WATCH), err -> watchEnded(n, err), () -> watchEnded(n, null)));
+        synchronized (watchLock) {
+            if (ended != n) {
+                watcher = w;
+                return;
+            }
+        }
+        Clients.closeQuietly(w); // it ended before it was kept here
     }
 
-    private void watchBroken() {
-        Watch.Watcher w = watcher;
-        watcher = null;
-        if (w != null && !closed) {
-            watchesEnded.incrementAndGet(); // once: closing it here ends it again
+    /** The watch that follows a read at {@code readRevision}: from the next revision on. */
+    static WatchOption watchOption(long readRevision) {
+        return WatchOption.builder().withRevision(readRevision + 1).build();
+    }
+
+    /**
+     * Watch {@code n} ended ({@code err} null) or failed: it is closed, and the view read again and watched from that
+     * read. An earlier watch's late callbacks and the second callback of this one (closing it ends it again) do
+     * nothing.
+     */
+    private void watchEnded(long n, Throwable err) {
+        Watch.Watcher w;
+        synchronized (watchLock) {
+            if (n != watches || ended == n) {
+                return;
+            }
+            ended = n;
+            w = watcher; // null when it ended before it was kept
+            watcher = null;
+        }
+        if (!closed) {
+            watchesEnded.incrementAndGet();
+            if (err instanceof CompactedException c) {
+                watchesCompacted.incrementAndGet();
+                LOG.info("watch of " + viewKey + " started at a revision etcd compacted (now from "
+                        + c.getCompactedRevision() + "); reading the view again");
+            } else {
+                LOG.fine("watch of " + viewKey + " ended: " + err);
+            }
         }
         Clients.closeQuietly(w);
         wake.offer(Read.REWATCH);
@@ -271,10 +329,12 @@ final class EtcdSource implements SnapshotSource {
         if (thread != null) {
             thread.interrupt();
         }
-        Watch.Watcher w = watcher;
-        if (w != null) {
-            w.close();
+        Watch.Watcher w;
+        synchronized (watchLock) {
+            w = watcher;
+            watcher = null;
         }
+        Clients.closeQuietly(w);
         client.close();
     }
 }

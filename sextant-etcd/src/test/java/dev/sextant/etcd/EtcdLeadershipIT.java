@@ -12,6 +12,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -81,6 +84,58 @@ class EtcdLeadershipIT extends OneEtcdMember {
             a.close();
             b.close();
         }
+    }
+
+    @Test
+    void leadershipLostPartWayThroughAPublication_itsNextViewIsRefused_andItEnds() {
+        EtcdOptions o = etcd.options("/part-way");
+        AtomicLong now = new AtomicLong(); // a's clock stands still: it goes on believing it leads
+        AtomicBoolean armed = new AtomicBoolean();
+        AtomicInteger submitted = new AtomicInteger();
+        try (Client admin = Clients.connect(o)) {
+            // each view made on a thread of its own; once armed, the second view (west's) is made only after the
+            // first (east's) is in etcd and a's lease is revoked
+            Executor encoders = task -> {
+                int n = armed.get() ? submitted.incrementAndGet() : 0;
+                new Thread(() -> {
+                    try {
+                        if (n == 2) {
+                            // not asserted here but below: the publication waits for this task whatever happens
+                            EtcdCluster.await(() -> viewVersion(admin, o, "east") == 6, Duration.ofSeconds(20));
+                            revokeLeaderLease(admin, o);
+                        }
+                    } finally {
+                        task.run();
+                    }
+                }).start();
+            };
+            EtcdLeadership a = new EtcdLeadership(Clients.connect(o), o, now::get, Clock.systemUTC(), 1 << 20, encoders);
+            try {
+                a.joinUnscheduled(URI.create("http://127.0.0.1:7001"));
+                a.renew();
+                assertThat(a.leading()).isTrue();
+                a.publish(Snapshots.version(5));
+
+                armed.set(true);
+                assertThatThrownBy(() -> a.publish(Snapshots.version(6))).isInstanceOf(Leadership.Deposed.class)
+                        .hasMessageContaining("is over");
+                assertThat(submitted.get()).as("the views made: east's and west's").isEqualTo(2);
+                assertThat(viewVersion(admin, o, "east")).as("written before the lease was lost").isEqualTo(6);
+                assertThat(viewVersion(admin, o, "west")).as("refused: it keeps the version before").isEqualTo(5);
+                assertThat(a.leading()).as("a knows now").isFalse();
+                assertThatThrownBy(() -> a.publish(Snapshots.version(7))).isInstanceOf(Leadership.Deposed.class);
+                assertThat(viewVersion(admin, o, "east")).isEqualTo(6);
+            } finally {
+                a.close();
+            }
+        }
+    }
+
+    /** The version of {@code gatewayCluster}'s view in etcd under {@code o}'s prefix; 0 when there is none. */
+    private static long viewVersion(Client admin, EtcdOptions o, String gatewayCluster) {
+        List<KeyValue> kvs = Clients.await(admin.getKVClient().get(
+                ByteSequence.from(o.prefix() + "/views/" + gatewayCluster, StandardCharsets.UTF_8))).getKvs();
+        return kvs.isEmpty() ? 0 : ViewCodec.header(kvs.get(0).getValue().getBytes()).version();
     }
 
     @Test

@@ -4,9 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sextant.server.gateway.SnapshotSource;
 import dev.sextant.snapshot.Snapshot;
+import io.etcd.jetcd.Client;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
+import java.time.Clock;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -57,6 +60,75 @@ class EtcdSnapshotIT extends OneEtcdMember {
             assertThat(lagCount(meters, "periodic")).isZero();
             assertThat(meters.get("sextant.etcd.watch.ended").functionCounter().count()).isZero();
         }
+    }
+
+    @Test
+    void viewWrittenBetweenTheReadAndTheWatch_isAnEventOfTheWatch() {
+        EtcdOptions o = etcd.options("/gap");
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (EtcdLeadership l = EtcdCluster.leader(o, ViewCodec.MAX_VALUE_BYTES)) {
+            publishWhenLeading(l, 3);
+            AtomicBoolean once = new AtomicBoolean();
+            // the source has read version 3 and not yet asked for its watch when version 4 is written
+            Runnable beforeWatch = () -> {
+                if (once.compareAndSet(false, true)) {
+                    publishWhenLeading(l, 4);
+                }
+            };
+            try (Recording east = new Recording(new EtcdSource(Clients.connect(o), o, "east", Duration.ofHours(1),
+                    Clock.systemUTC(), beforeWatch))) {
+                east.bindTo(meters);
+                east.start(s -> { });
+                // no periodic read within the deadline: only the watch can bring version 4
+                assertThat(EtcdCluster.await(() -> east.last() == 4, Duration.ofSeconds(20))).isTrue();
+                assertThat(east.versions).containsExactly(3L, 4L);
+                assertThat(lagCount(meters, "first")).isEqualTo(1);
+                assertThat(lagCount(meters, "watch")).isEqualTo(1);
+                assertThat(lagCount(meters, "periodic")).isZero();
+            }
+        }
+    }
+
+    @Test
+    void watchFromACompactedRevision_isMadeAgainAfterANewRead() {
+        EtcdOptions o = etcd.options("/compacted");
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        try (EtcdLeadership l = EtcdCluster.leader(o, ViewCodec.MAX_VALUE_BYTES);
+             Client admin = Clients.connect(o)) {
+            publishWhenLeading(l, 3);
+            AtomicBoolean once = new AtomicBoolean();
+            // after the source's first read, version 4 is written and etcd compacted past that read's revision
+            Runnable beforeWatch = () -> {
+                if (once.compareAndSet(false, true)) {
+                    publishWhenLeading(l, 4);
+                    long now = Clients.await(admin.getKVClient().get(Keys.bytes(o.prefix() + "/version")))
+                            .getHeader().getRevision();
+                    Clients.await(admin.getKVClient().compact(now));
+                }
+            };
+            try (Recording east = new Recording(new EtcdSource(Clients.connect(o), o, "east", Duration.ofHours(1),
+                    Clock.systemUTC(), beforeWatch))) {
+                east.bindTo(meters);
+                east.start(s -> { });
+                assertThat(EtcdCluster.await(() -> east.last() == 4, Duration.ofSeconds(20))).isTrue();
+                assertThat(meters.get("sextant.etcd.watch.compacted").functionCounter().count()).isEqualTo(1);
+                assertThat(meters.get("sextant.etcd.watch.ended").functionCounter().count()).isEqualTo(1);
+                assertThat(lagCount(meters, "rewatch")).isEqualTo(1);
+
+                // the watch made again after that read brings the next version
+                publishWhenLeading(l, 5);
+                assertThat(EtcdCluster.await(() -> east.last() == 5, Duration.ofSeconds(20))).isTrue();
+                assertThat(east.versions).containsExactly(3L, 4L, 5L);
+                assertThat(lagCount(meters, "watch")).isEqualTo(1);
+                assertThat(lagCount(meters, "periodic")).isZero();
+            }
+        }
+    }
+
+    /** Publishes version {@code v} once {@code l} leads (a 2 s lease on a busy machine may lapse between two). */
+    private static void publishWhenLeading(EtcdLeadership l, long v) {
+        assertThat(EtcdCluster.await(l::leading, Duration.ofSeconds(20))).isTrue();
+        l.publish(Snapshots.version(v));
     }
 
     private static long lagCount(SimpleMeterRegistry meters, String read) {

@@ -29,7 +29,8 @@ public interface Leadership extends AutoCloseable {
     /**
      * Publishes {@code snapshot} beyond this process if, and only if, this replica still leads.
      *
-     * @throws Deposed when it no longer leads (nothing was published)
+     * @throws Deposed when it no longer leads: nothing of it is published from then on (the gateway clusters whose
+     *                 views were written before keep them)
      */
     void publish(Snapshot snapshot);
 
