@@ -326,8 +326,9 @@ class ControlPlaneTest {
         cp.tickNow();
         JsonNode failing = engine("eu-1");
         assertThat(failing.path("condition").asText()).isEqualTo("failing");
-        // 100 attempts reported; outcomes fade with time (half-life 10 s), so a slow tick may count 99 of them
-        assertThat(failing.path("why").asText()).containsPattern("60% of (99|100) recent attempts failed")
+        // 100 attempts reported; outcomes fade with time (half-life 10 s), so a tick slowed by a busy machine counts
+        // a few less (90 after 1.5 s), but the failed share stays what was reported
+        assertThat(failing.path("why").asText()).containsPattern("60% of (9\\d|100) recent attempts failed")
                 .contains("canaries in a row succeed");
         assertThat(cp.current().version()).isEqualTo(2);
         assertThat(weight("eu-1")).isZero();
