@@ -2,6 +2,7 @@ package dev.sextant.etcd;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sextant.server.gateway.LogCapture;
 import dev.sextant.server.tls.TestPki;
 import dev.sextant.snapshot.Snapshot;
 import io.etcd.jetcd.ByteSequence;
@@ -108,46 +109,28 @@ class EtcdSecurityIT {
 
     @Test
     void wrongPassword_leadsNothing_andSaysEtcdsReason() throws IOException {
-        assertThat(campaignOnce(options(passwordFile("not-" + PASSWORD), client)))
-                .anySatisfy(w -> assertThat(w).startsWith("etcd refused this client: UNAUTHENTICATED")
-                        .contains("etcd.password_file"));
+        assertThat(campaignOnce(options(passwordFile("not-" + PASSWORD), client))).anySatisfy(l -> assertThat(l)
+                .startsWith(WARNING + "etcd refused this client: UNAUTHENTICATED").contains("etcd.password_file"));
     }
 
     @Test
     void noClientCertificate_leadsNothing_andSaysEtcdIsUnreachable() throws IOException {
         assertThat(campaignOnce(options(passwordFile(PASSWORD), null)))
-                .anySatisfy(w -> assertThat(w).startsWith("etcd unreachable"));
+                .anySatisfy(l -> assertThat(l).startsWith(WARNING + "etcd unreachable"));
     }
 
-    /** One campaign step of a replica of {@code o}, driven by hand: asserts it does not lead; returns what it warned. */
+    /** How a warning of the leadership reads in a {@link LogCapture}. */
+    private static final String WARNING = "WARNING " + EtcdLeadership.class.getName() + ": ";
+
+    /** One campaign step of a replica of {@code o}, driven by hand: asserts it does not lead; returns what it logged. */
     private static List<String> campaignOnce(EtcdOptions o) {
-        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
-        java.util.logging.Logger log = java.util.logging.Logger.getLogger(EtcdLeadership.class.getName());
-        java.util.logging.Handler h = new java.util.logging.Handler() {
-            @Override
-            public void publish(java.util.logging.LogRecord r) {
-                if (r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
-                    warnings.add(r.getMessage());
-                }
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        log.addHandler(h);
-        try (EtcdLeadership l = (EtcdLeadership) Etcd.leadership(o, ViewCodec.MAX_VALUE_BYTES)) {
+        try (LogCapture log = new LogCapture();
+             EtcdLeadership l = (EtcdLeadership) Etcd.leadership(o, ViewCodec.MAX_VALUE_BYTES)) {
             l.joinUnscheduled(URI.create("http://127.0.0.1:7002"));
             l.renew();
             assertThat(l.leading()).isFalse();
-        } finally {
-            log.removeHandler(h);
+            return log.lines();
         }
-        return warnings;
     }
 
     private static EtcdOptions options(Path passwordFile, TestPki.Issued certificate) {
