@@ -2,14 +2,13 @@ package dev.sextant.etcd;
 
 import dev.sextant.config.SnapshotException;
 import dev.sextant.config.SnapshotJson;
+import dev.sextant.server.internal.Sha256;
 import dev.sextant.snapshot.Snapshot;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
@@ -48,7 +47,7 @@ final class ViewCodec {
     static Encoded encode(Snapshot view, long publishedMs, int maxValueBytes) {
         byte[] json = SnapshotJson.write(view).getBytes(StandardCharsets.UTF_8);
         byte[] gz = gzip(json);
-        String sha = HexFormat.of().formatHex(sha256(gz));
+        String sha = HexFormat.of().formatHex(Sha256.of(gz));
         int chunks = gz.length + 200 <= maxValueBytes ? 0 : (gz.length + maxValueBytes - 1) / maxValueBytes;
         byte[] head = (MAGIC + view.version() + " " + publishedMs + " " + chunks + " " + gz.length + " " + sha + "\n")
                 .getBytes(StandardCharsets.US_ASCII);
@@ -113,7 +112,7 @@ final class ViewCodec {
             }
             gz = all.toByteArray();
         }
-        if (gz.length != h.bytes() || !HexFormat.of().formatHex(sha256(gz)).equals(h.sha256())) {
+        if (gz.length != h.bytes() || !HexFormat.of().formatHex(Sha256.of(gz)).equals(h.sha256())) {
             throw new IllegalArgumentException("view " + h.version() + ": " + gz.length + " bytes whose SHA-256 does"
                     + " not match the header's (" + h.bytes() + " bytes)");
         }
@@ -135,14 +134,6 @@ final class ViewCodec {
             return z.readAllBytes();
         } catch (IOException e) {
             throw new IllegalArgumentException("view: not valid gzip (" + e.getMessage() + ")");
-        }
-    }
-
-    private static byte[] sha256(byte[] bytes) {
-        try {
-            return MessageDigest.getInstance("SHA-256").digest(bytes);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
         }
     }
 }

@@ -1,9 +1,8 @@
 package dev.sextant.server.engine;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.server.internal.Sha256;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -272,11 +271,6 @@ record GenerationRequest(Api api, String model, boolean stream, boolean includeU
     }
 
     static String sha256(String text) {
-        try {
-            byte[] digest = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
-            return HexFormat.of().formatHex(digest, 0, 12);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is required of every Java platform", e);
-        }
+        return HexFormat.of().formatHex(Sha256.of(text.getBytes(StandardCharsets.UTF_8)), 0, 12);
     }
 }
