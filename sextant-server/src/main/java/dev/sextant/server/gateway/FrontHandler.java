@@ -6,6 +6,7 @@ import dev.sextant.request.HttpFields;
 import dev.sextant.request.Refusal;
 import dev.sextant.server.internal.HeadCheck;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.tenants.PresentedKey;
 import dev.sextant.server.tenants.Tenant;
 import dev.sextant.server.tenants.TenantLimits;
 import dev.sextant.server.internal.OversizedAwareAggregator;
@@ -213,7 +214,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             if (tenant == null) { // no key check refused its head (none on this pipeline, or the key revoked since)
                 req.release();
                 reply(ctx, unauthorized(gw, ctx.channel(), path, requestId,
-                        Tenancy.presented(req.headers()).ambiguous()), keepAlive);
+                        PresentedKey.of(req.headers()).ambiguous()), keepAlive);
                 return;
             }
             gw.metrics.tenantRequest(tenant.name());

@@ -62,7 +62,7 @@ final class KeyCheck extends ChannelInboundHandlerAdapter {
         if (req.headers() == checked) {
             return tenant;
         }
-        return gw.tenancy.find(Tenancy.presented(req.headers()));
+        return gw.tenancy.find(PresentedKey.of(req.headers()));
     }
 
     @Override
@@ -72,7 +72,7 @@ final class KeyCheck extends ChannelInboundHandlerAdapter {
             return;
         }
         if (msg instanceof HttpRequest head && needsKey(head)) {
-            PresentedKey key = Tenancy.presented(head.headers());
+            PresentedKey key = PresentedKey.of(head.headers());
             Tenant t = gw.tenancy.find(key);
             if (t == null) {
                 refuse(ctx, head, key.ambiguous());

@@ -9,8 +9,6 @@ import dev.sextant.server.tenants.Tenant;
 import dev.sextant.server.tenants.TenantLimits;
 import dev.sextant.server.tenants.Tenants;
 import dev.sextant.server.tenants.TenantsWatch;
-import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.util.AsciiString;
 import java.util.List;
 import java.util.logging.Logger;
@@ -33,7 +31,7 @@ final class Tenancy implements AutoCloseable {
     /** Bytes of a request body counted as one prompt token (about four characters of English text a token). */
     static final int BYTES_PER_TOKEN = 4;
     /** The Azure OpenAI SDKs' header for the API key ({@link PresentedKey#API_KEY}). */
-    static final AsciiString API_KEY = AsciiString.cached(PresentedKey.API_KEY);
+    static final AsciiString API_KEY = PresentedKey.API_KEY_HEADER;
 
     private final TenantsWatch watch;
     private final List<String> required;
@@ -81,11 +79,6 @@ final class Tenancy implements AutoCloseable {
     /** The tenant whose key the request presents, or null. */
     Tenant find(PresentedKey presented) {
         return watch.current().find(presented);
-    }
-
-    /** The key a request's {@code Authorization} and {@code api-key} headers present, every value of each. */
-    static PresentedKey presented(HttpHeaders headers) {
-        return PresentedKey.of(headers.getAll(HttpHeaderNames.AUTHORIZATION), headers.getAll(API_KEY));
     }
 
     /**

@@ -15,6 +15,8 @@ import dev.sextant.server.auth.BearerToken;
 public record PresentedKey(String key, boolean ambiguous) {
     /** The Azure OpenAI SDKs' header, as HTTP/2 spells it (header names are matched without regard to case). */
     public static final String API_KEY = "api-key";
+    /** {@link #API_KEY} as Netty's headers look it up fastest (its hash computed once). */
+    public static final io.netty.util.AsciiString API_KEY_HEADER = io.netty.util.AsciiString.cached(API_KEY);
     /** No key presented. */
     public static final PresentedKey NONE = new PresentedKey(null, false);
     /** Different keys presented. */
@@ -24,6 +26,12 @@ public record PresentedKey(String key, boolean ambiguous) {
         if (ambiguous && key != null) {
             throw new IllegalArgumentException("key: set with ambiguous (expected: no key when the keys differ)");
         }
+    }
+
+    /** The key a request's headers present: every value of its {@code Authorization} and {@code api-key} headers. */
+    public static PresentedKey of(io.netty.handler.codec.http.HttpHeaders headers) {
+        return of(headers.getAll(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION),
+                headers.getAll(API_KEY_HEADER));
     }
 
     /**
