@@ -32,7 +32,7 @@ final class GatewayCommand implements Callable<Integer> {
             "max_body_bytes", "connect_timeout",
             "first_token_timeout", "idle_timeout", "total_timeout", "drain_window", "drain_timeout",
             "max_snapshot_age", "access_log",
-            "threads", "max_in_flight_per_engine", "priority_reserve", "request_header_timeout", "request_body_timeout",
+            "threads", "max_in_flight_per_engine", "in_flight_per_capacity", "priority_reserve", "request_header_timeout", "request_body_timeout",
             "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll", "probe_interval",
             "engine_keep_alive", "class_timeouts", "etcd", "tenants_file", "residency",
             "max_connections", "max_buffered_body_bytes");
@@ -116,6 +116,8 @@ final class GatewayCommand implements Callable<Integer> {
                             .maxSnapshotAge(f.duration("max_snapshot_age", Duration.ofMinutes(5)))
                             .maxInFlightPerEngine(f.integer("max_in_flight_per_engine",
                                     DataPlaneOptions.defaults().maxInFlightPerEngine()))
+                            .inFlightPerCapacity(f.number("in_flight_per_capacity",
+                                    DataPlaneOptions.defaults().inFlightPerCapacity()))
                             .priorityReserve(f.number("priority_reserve",
                                     DataPlaneOptions.defaults().priorityReserve()))
                             .build())

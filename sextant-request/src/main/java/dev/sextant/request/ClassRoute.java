@@ -64,11 +64,30 @@ final class ClassRoute {
     int nearInService;
     /** {@code nearGroupEnd[i]}: index after the last engine tied with engine i (same health and RTT). */
     final int[] nearGroupEnd;
-    /** Requests in flight per engine this class may fill up to: the engine limit less the priority reserve. */
-    int limit;
+    /** The share of an engine's limit this class may fill: 1 less the priority reserve of its rank. */
+    double keep = 1;
+    /**
+     * The limit of the highest priority (rank 0) on every engine: the fixed one, {@code max_in_flight_per_engine}.
+     * The limit an engine's capacity sets is for the lower priorities, whose queue the highest would wait in.
+     */
+    int topLimit = Integer.MAX_VALUE;
     /** The class's rank among the R distinct priorities at this gateway (0 = highest), and R. */
     int rank;
     int ranks = 1;
+
+    /**
+     * Requests in flight on {@code cell} this class may fill up to: for the highest priority {@link #topLimit}, for
+     * the others the engine's limit less the priority reserve,
+     * ⌊limit × keep⌋ (rounded down, so that a lower priority always leaves the highest at least one place however
+     * small the limit), at least 1.
+     */
+    int limit(EngineCell cell) {
+        if (rank == 0) {
+            return topLimit;
+        }
+        int l = cell.limit;
+        return keep == 1 || l == Integer.MAX_VALUE ? l : Math.max(1, (int) Math.floor(l * keep + 1e-9));
+    }
 
     /** This class's retry budget at this gateway: kept across snapshots, one per class id. */
     final RetryTokens retryTokens;

@@ -96,6 +96,7 @@ final class Compiled {
             double spare = Math.max(0, e.effectiveCapacityRps() - e.loadRps());
             pe.allowanceRps[j] = pe.rps[j] + (Double.isFinite(spare) ? spare : 0);
             pe.capacityRps[j] = e.effectiveCapacityRps() > 0 && Double.isFinite(e.capacityRps()) ? e.capacityRps() : 0;
+            engines.cells[j].limit = engineLimit(e, pe.allowanceRps[j], engines.durationMs[j], options);
         }
 
         Map<String, ClassRoute> byId = new HashMap<>();
@@ -129,9 +130,30 @@ final class Compiled {
     }
 
     /**
+     * How many of this gateway's requests of the lower priorities an engine may hold (the highest has the fixed limit:
+     * {@link ClassRoute#limit}): {@link DataPlaneOptions#inFlightPerCapacity()} times what it holds from here when it
+     * serves its allowance (allowance × planned duration, Little's law), so that the lower priorities queue at most
+     * about one batch behind the one the engine runs, whatever the control plane has seen yet; between
+     * {@link DataPlaneOptions#MIN_DERIVED_LIMIT} and {@link DataPlaneOptions#maxInFlightPerEngine()}. An engine
+     * without a finite, positive effective capacity has only the fixed limit: nothing says what it holds
+     * (docs/request-path.md §3).
+     */
+    static int engineLimit(EngineState e, double allowanceRps, double durationMs, DataPlaneOptions options) {
+        int max = options.maxInFlightPerEngine();
+        double cap = e.effectiveCapacityRps();
+        if (!(cap > 0) || !Double.isFinite(cap) || !Double.isFinite(options.inFlightPerCapacity())
+                || !(allowanceRps > 0) || !Double.isFinite(allowanceRps) || !(durationMs > 0)) {
+            return max;
+        }
+        double held = options.inFlightPerCapacity() * allowanceRps * durationMs / 1000;
+        int derived = held >= max ? max : (int) Math.ceil(held - 1e-9);
+        return Math.min(max, Math.max(DataPlaneOptions.MIN_DERIVED_LIMIT, derived));
+    }
+
+    /**
      * Each class's share of the per-engine limit: of the R distinct priorities, rank r (0 = highest) may fill an
-     * engine up to ⌈limit × (1 − reserve × r / (R − 1))⌉, at least 1, so that when engines are full the lowest
-     * priorities are refused first and the highest always finds the reserved room.
+     * engine up to ⌊limit × (1 − reserve × r / (R − 1))⌋, at least 1, so that when engines are full the lowest
+     * priorities are refused first; the highest has the fixed limit on every engine, so it always finds room.
      */
     private static void classLimits(java.util.Collection<ClassRoute> classes, DataPlaneOptions options) {
         int[] priorities = classes.stream().mapToInt(k -> k.priority).distinct().sorted().toArray(); // ascending
@@ -139,7 +161,8 @@ final class Compiled {
         for (ClassRoute k : classes) {
             int rank = ranks - 1 - java.util.Arrays.binarySearch(priorities, k.priority);
             double keep = ranks == 1 ? 1 : 1 - options.priorityReserve() * rank / (ranks - 1);
-            k.limit = Math.max(1, (int) Math.ceil(options.maxInFlightPerEngine() * keep - 1e-9));
+            k.keep = keep;
+            k.topLimit = options.maxInFlightPerEngine();
             k.rank = rank;
             k.ranks = ranks;
         }

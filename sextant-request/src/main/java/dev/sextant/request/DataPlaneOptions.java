@@ -32,9 +32,14 @@ import java.time.Duration;
  * @param retryTokenCap           a class's retry budget never banks more than this many retries from its
  *                                deposits, ≥ 1
  * @param maxInFlightPerEngine    this gateway's concurrency limit per engine, the final guard, ≥ 1
+ * @param inFlightPerCapacity     where the snapshot gives an engine a capacity, the limit is this many times the
+ *                                requests it holds from this gateway when it serves its allowance (rate × planned
+ *                                duration, Little's law), never more than {@code maxInFlightPerEngine} and never
+ *                                less than {@link #MIN_DERIVED_LIMIT}; &gt; 1, infinite for the fixed limit alone
+ *                                (docs/request-path.md §3)
  * @param priorityReserve         the share of that limit kept for the highest priority, in [0, 1): of the R
  *                                distinct priorities of the gateway's classes, the one of rank r (0 = highest)
- *                                may fill an engine up to ⌈limit × (1 − reserve × r / (R − 1))⌉, at least 1
+ *                                may fill an engine up to ⌊limit × (1 − reserve × r / (R − 1))⌋, at least 1
  * @param shedRetryAfter          retry-after hint of a shed or concurrency-limit refusal
  * @param unavailableRetryAfter   retry-after hint when no engine is allowed or left
  * @param defaultPriority         the priority of a request that names none
@@ -47,8 +52,15 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
                                double ejectionJitter, double maxEjectedFraction, double ttftOutlierFactor,
                                TtftPredictor ttftPredictor, int maxAttempts, Duration retryBackoffBase,
                                Duration retryBackoffMax, double retryTokenCap, int maxInFlightPerEngine,
-                               double priorityReserve, Duration shedRetryAfter, Duration unavailableRetryAfter, int defaultPriority,
+                               double inFlightPerCapacity, double priorityReserve, Duration shedRetryAfter, Duration unavailableRetryAfter, int defaultPriority,
                                long seed, DataPlaneListener listener) {
+
+    /**
+     * The least a limit derived from an engine's capacity may be: an engine holds a request and has the next one
+     * ready, whatever a low or stale capacity estimate says; and with three priorities and the default reserve the
+     * lowest still gets one.
+     */
+    public static final int MIN_DERIVED_LIMIT = 2;
 
     public DataPlaneOptions {
         positive("max_snapshot_age", maxSnapshotAge);
@@ -79,6 +91,10 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             throw new IllegalArgumentException("retry_token_cap: " + retryTokenCap + " (expected: >= 1)");
         }
         atLeast("max_in_flight_per_engine", maxInFlightPerEngine, 1);
+        if (!(inFlightPerCapacity > 1)) {
+            throw new IllegalArgumentException("in_flight_per_capacity: " + inFlightPerCapacity
+                    + " (expected: > 1, or .inf for max_in_flight_per_engine alone)");
+        }
         if (!(priorityReserve >= 0 && priorityReserve < 1)) {
             throw new IllegalArgumentException("priority_reserve: " + priorityReserve + " (expected: in [0, 1))");
         }
@@ -92,7 +108,8 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
     /**
      * Snapshot age limit 5 min, ε 0.25 (never below 8 in flight), walk 8, eject after 5 failures for
      * 30 s × k (cap 300 s, +10% jitter, ≤ 10% of a class), TTFT outlier at 5× prediction, 3 attempts,
-     * back-off 25 ms … 1 s, 100 banked retries, 1,024 in flight per engine, retry-after 1 s (shed) and
+     * back-off 25 ms … 1 s, 100 banked retries, in flight per engine three times what it holds at its allowance
+     * (below the highest priority) and at most 1,024, retry-after 1 s (shed) and
      * 5 s (unavailable), default priority 0, seed 0.
      */
     public static DataPlaneOptions defaults() {
@@ -123,6 +140,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         b.retryBackoffMax = retryBackoffMax;
         b.retryTokenCap = retryTokenCap;
         b.maxInFlightPerEngine = maxInFlightPerEngine;
+        b.inFlightPerCapacity = inFlightPerCapacity;
         b.priorityReserve = priorityReserve;
         b.shedRetryAfter = shedRetryAfter;
         b.unavailableRetryAfter = unavailableRetryAfter;
@@ -150,6 +168,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         private Duration retryBackoffMax = Duration.ofSeconds(1);
         private double retryTokenCap = 100;
         private int maxInFlightPerEngine = 1024;
+        private double inFlightPerCapacity = 3;
         private double priorityReserve = 0.25;
         private Duration shedRetryAfter = Duration.ofSeconds(1);
         private Duration unavailableRetryAfter = Duration.ofSeconds(5);
@@ -256,6 +275,12 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             return this;
         }
 
+        /** Sets {@link DataPlaneOptions#inFlightPerCapacity()}. */
+        public Builder inFlightPerCapacity(double value) {
+            this.inFlightPerCapacity = value;
+            return this;
+        }
+
         /** Sets {@link DataPlaneOptions#priorityReserve()}. */
         public Builder priorityReserve(double value) {
             this.priorityReserve = value;
@@ -297,7 +322,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk,
                     consecutiveFailures, ejectionBase, ejectionMax, ejectionJitter, maxEjectedFraction,
                     ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase, retryBackoffMax, retryTokenCap,
-                    maxInFlightPerEngine, priorityReserve, shedRetryAfter, unavailableRetryAfter, defaultPriority, seed, listener);
+                    maxInFlightPerEngine, inFlightPerCapacity, priorityReserve, shedRetryAfter, unavailableRetryAfter, defaultPriority, seed, listener);
         }
     }
 

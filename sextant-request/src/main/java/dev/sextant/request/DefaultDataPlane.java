@@ -236,7 +236,7 @@ final class DefaultDataPlane implements DataPlane {
                 EngineCell cell = near[i];
                 int inFlight = cell.inFlight.get();
                 double fill = (inFlight + 1) / (k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000);
-                if (cell != from && fill <= 1 && fill < bestFill && inFlight < k.limit && !failing(cell, now)
+                if (cell != from && fill <= 1 && fill < bestFill && inFlight < k.limit(cell) && !failing(cell, now)
                         && !cell.queueing(QUEUE_SLACK_MS)
                         && (!withinPlan || inFlight + 1 <= k.nearAllowanceRps[i] * k.nearPlannedMs[i] / 1000)) {
                     best = i;
@@ -282,7 +282,7 @@ final class DefaultDataPlane implements DataPlane {
     /** Why the key's own engine {@code e} was passed over, as {@link Decision#reason()} says it. */
     private String passedOver(ClassRoute k, int e, long now) {
         EngineCell cell = k.cells[e];
-        return cell.ejected(now) ? "skip:ejected" : cell.inFlight.get() >= k.limit ? "skip:limit" : "spill:bounded-load";
+        return cell.ejected(now) ? "skip:ejected" : cell.inFlight.get() >= k.limit(cell) ? "skip:limit" : "spill:bounded-load";
     }
 
     /**
@@ -313,7 +313,7 @@ final class DefaultDataPlane implements DataPlane {
      * counts it in flight there, in the class's pool and in the total. False, counting nothing, at the limit.
      */
     private boolean acquire(ClassRoute k, EngineCell cell) {
-        if (!cell.tryAcquire(k.limit)) {
+        if (!cell.tryAcquire(k.limit(cell))) {
             return false;
         }
         totalInFlight.incrementAndGet();
@@ -358,14 +358,14 @@ final class DefaultDataPlane implements DataPlane {
                 continue;
             }
             if (outOfTheRunning(cell, exclude != null, now)) {
-                if (panic < 0 && cell.inFlight.get() < k.limit) {
+                if (panic < 0 && cell.inFlight.get() < k.limit(cell)) {
                     panic = e;
                 }
                 continue;
             }
             sawHealthy = true;
             int inFlight = cell.inFlight.get();
-            if (inFlight >= k.limit) {
+            if (inFlight >= k.limit(cell)) {
                 continue;
             }
             if (withinBound(k, inFlight, k.share[e]) && acquire(k, cell)) {
@@ -390,7 +390,7 @@ final class DefaultDataPlane implements DataPlane {
                 continue;
             }
             if (outOfTheRunning(cell, exclude != null, now)) {
-                if (panic < 0 && cell.inFlight.get() < k.limit) {
+                if (panic < 0 && cell.inFlight.get() < k.limit(cell)) {
                     panic = e;
                 }
                 continue;
@@ -448,7 +448,7 @@ final class DefaultDataPlane implements DataPlane {
             for (int i = g; i < end; i++) {
                 EngineCell cell = near[i];
                 int inFlight = cell.inFlight.get();
-                if (inFlight < bestInFlight && inFlight < k.limit
+                if (inFlight < bestInFlight && inFlight < k.limit(cell)
                         && !outOfTheRunning(cell, avoidFailing, now)
                         && (exclude == null || ClassRoute.indexOf(exclude, cell) < 0)) {
                     best = i;
@@ -808,8 +808,28 @@ final class DefaultDataPlane implements DataPlane {
 
     private Decision engineLimit(Compiled c, ClassRoute k, boolean fallback) {
         return Decision.refused(k.id, c.snapshot.version(), fallback, Refusal.ENGINE_LIMIT, "every engine class '"
-                + k.id + "' may use is at its limit of " + k.limit + " requests in flight" + (k.limit < limit
-                ? " (" + limit + " less the share kept for higher priorities)" : ""), shedRetryAfterNanos);
+                + k.id + "' may use is at its limit of requests in flight (" + limits(k) + ")",
+                shedRetryAfterNanos);
+    }
+
+    private static String plain(double x) {
+        return x == Math.rint(x) ? Long.toString((long) x) : Double.toString(x);
+    }
+
+    /** A class's per-engine limits as an operator reads them: "4 on e1, 3 on e2 …", and how they were set. */
+    private String limits(ClassRoute k) {
+        StringBuilder b = new StringBuilder();
+        int shown = 0;
+        for (int i = 0; i < k.near.length && shown < 5; i++, shown++) {
+            b.append(i == 0 ? "" : ", ").append(k.limit(k.near[i])).append(" on ").append(k.near[i].id);
+        }
+        if (k.near.length > shown) {
+            b.append(" and ").append(k.near.length - shown).append(" more");
+        }
+        b.append("; ").append(Double.isFinite(options.inFlightPerCapacity())
+                ? "an engine's limit is " + plain(options.inFlightPerCapacity()) + " × what it holds at its planned capacity, "
+                  + "at most " + limit : "max_in_flight_per_engine " + limit);
+        return k.keep < 1 ? b + ", less the share kept for higher priorities" : b.toString();
     }
 
     // ---------------------------------------------------------------- policy path

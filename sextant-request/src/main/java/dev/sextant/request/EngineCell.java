@@ -43,6 +43,12 @@ final class EngineCell {
      */
     volatile double recentTtftMs = Double.NaN;
 
+    /**
+     * How many of this gateway's requests the engine may hold, before a class's reserve for higher priorities
+     * ({@link ClassRoute#limit}): set from each snapshot ({@code Compiled}), read by every placement.
+     */
+    volatile int limit = Integer.MAX_VALUE;
+
     EngineCell(String id) {
         this.id = id;
     }

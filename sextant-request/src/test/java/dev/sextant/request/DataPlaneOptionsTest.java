@@ -23,7 +23,9 @@ class DataPlaneOptionsTest {
                 Arguments.of("max_ejected_fraction", change(b -> b.maxEjectedFraction(1.5))),
                 Arguments.of("max_attempts", change(b -> b.maxAttempts(0))),
                 Arguments.of("retry_token_cap", change(b -> b.retryTokenCap(0.5))),
-                Arguments.of("max_in_flight_per_engine", change(b -> b.maxInFlightPerEngine(0))));
+                Arguments.of("max_in_flight_per_engine", change(b -> b.maxInFlightPerEngine(0))),
+                Arguments.of("in_flight_per_capacity", change(b -> b.inFlightPerCapacity(1))),
+                Arguments.of("in_flight_per_capacity", change(b -> b.inFlightPerCapacity(Double.NaN))));
     }
 
     static UnaryOperator<DataPlaneOptions.Builder> change(UnaryOperator<DataPlaneOptions.Builder> c) {

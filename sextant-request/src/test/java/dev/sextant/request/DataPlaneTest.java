@@ -26,6 +26,16 @@ class DataPlaneTest {
         return DataPlane.create("g", s, ticker, DataPlaneOptions.defaults());
     }
 
+    /**
+     * A data plane whose per-engine limit is the fixed one alone: for the tests whose requests never finish, so that
+     * hundreds stay in flight on engines that would hold a few dozen at their capacity; what they test (bounded
+     * load, spill, outliers) acts before any limit would. The derived limit is tested in {@link EngineLimitTest}.
+     */
+    DataPlane fixedLimit(Snapshot s) {
+        return DataPlane.create("g", s, ticker, DataPlaneOptions.builder()
+                .inFlightPerCapacity(Double.POSITIVE_INFINITY).build());
+    }
+
     // ------------------------------------------------------------------ affinity
 
     @Test
@@ -182,7 +192,7 @@ class DataPlaneTest {
     @ParameterizedTest(name = "{0} in flight")
     @ValueSource(ints = {200, 2000})
     void route_hotKey_spillsPastItsEngineAtItsBound(int m) {
-        DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
+        DataPlane p = fixedLimit(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
         String home = null;
         for (int i = 0; i < m; i++) {
             Decision d = p.route(RequestMeta.of("m", 42, i)); // one hot conversation, never finishing
@@ -301,7 +311,7 @@ class DataPlaneTest {
 
     @Test
     void decision_saysWhyThisEngine_inStableWords() {
-        DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
+        DataPlane p = fixedLimit(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
         Decision first = p.route(RequestMeta.of("m", 42, 0));
         assertThat(first.reason()).isEqualTo("key");
         List<String> reasons = new ArrayList<>();
@@ -312,7 +322,7 @@ class DataPlaneTest {
         Decision retried = p.retry(first, Outcome.CONNECT_ERROR);
         assertThat(retried.reason()).startsWith("retry:connect-error,");
 
-        DataPlane spilling = plane(farWeightedNearFree());
+        DataPlane spilling = fixedLimit(farWeightedNearFree());
         List<Decision> open = surge(spilling, 200, 3, new ArrayList<>());
         assertThat(open).extracting(Decision::reason).contains("key", "spill:overload");
 
@@ -683,7 +693,7 @@ class DataPlaneTest {
 
     @Test
     void route_engineOfferedFarMoreThanItsAllowance_spillsTheExcessByKeyToTheNearestAllowedEngineWithRoom() {
-        DataPlane p = plane(farWeightedNearFree());
+        DataPlane p = fixedLimit(farWeightedNearFree());
         // f1 is planned 10 req/s from here with 80 req/s spare: an allowance of 90, spilling beyond 90 + 3·√(90/2)
         // = 110 req/s; n1 and n2 (100 req/s, 102 ms) hold 10.2 of this gateway's requests at their capacity
         List<Decision> open = surge(p, 60, 5, new ArrayList<>());
@@ -722,7 +732,7 @@ class DataPlaneTest {
             b.engines.put(id, new dev.sextant.snapshot.EngineState("c", "r", "http://" + id + ".invalid", List.of("m"),
                     10, 13, 12, 0.8, 100, 100, 0, 1));
         }
-        DataPlane p = plane(b.route("k", "m", List.of(), 0, 0, Map.of("a", 0.5, "b", 0.5)).build());
+        DataPlane p = fixedLimit(b.route("k", "m", List.of(), 0, 0, Map.of("a", 0.5, "b", 0.5)).build());
         List<Decision> open = new ArrayList<>();
         for (int i = 0; i < 120; i++) { // 40 req/s for 3 s: far beyond the plan
             ticker.advanceSeconds(1 / 40.0);
@@ -747,7 +757,7 @@ class DataPlaneTest {
 
     @Test
     void route_spill_passesOverAnEngineWhoseAnswersShowAQueue() {
-        DataPlane p = plane(farWeightedNearFree());
+        DataPlane p = fixedLimit(farWeightedNearFree());
         // n1's answers: 10 ms first, then 100 ms (a queue); one of this gateway's requests still there to tell
         Decision first = p.route(RequestMeta.of("chat", 1, 1));
         assertThat(first.engineId()).isEqualTo("f1");
@@ -1057,7 +1067,7 @@ class DataPlaneTest {
         }
         Snapshot s = b.route("low", "m", List.of(), 0, 0, w).route("normal", "m", List.of(), 1, 0, w)
                 .route("high", "m", List.of(), 2, 0, w).build();
-        DataPlane p = plane(s);
+        DataPlane p = fixedLimit(s);
         Map<Integer, int[]> byPriority = new java.util.TreeMap<>(); // priority → {routed, shed}
         List<Decision> open = new ArrayList<>();
         for (int i = 0; i < 900; i++) { // 90 req/s, three times the plan, the classes in turn, for 10 s
