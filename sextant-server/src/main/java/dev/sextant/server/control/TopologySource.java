@@ -1,9 +1,11 @@
 package dev.sextant.server.control;
 
+import dev.sextant.config.ConfigException;
 import dev.sextant.config.ConfigProblem;
 import dev.sextant.config.TopologyException;
 import dev.sextant.config.TopologyFile;
 import dev.sextant.config.TopologyLoader;
+import dev.sextant.server.internal.WatchedFile;
 import dev.sextant.topology.Topology;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -27,7 +29,6 @@ final class TopologySource implements AutoCloseable {
     /** The control plane's logger: one name for operators to set, whichever part of it speaks. */
     private static final Logger LOG = Logger.getLogger(ControlPlane.class.getName());
 
-    private final Path topologyFile;
     private final EngineRegistry engineRegistry;
     private final Counter reloadFailures;
     private final Map<RegisteredEngines.Reason, Counter> refusedRegistrations =
@@ -36,14 +37,10 @@ final class TopologySource implements AutoCloseable {
     private volatile Map<String, String> registered = Map.of();
     /** The registrations refused now, for /healthz. */
     private volatile List<RegisteredEngines.Refusal> refusals = List.of();
-    private volatile String topologyError;
+    /** The topology file in force (its last valid version), before registered engines join it; refreshed on the policy thread. */
+    private final WatchedFile<TopologyFile> file;
 
     // touched only on the policy thread (and at start)
-    /** The topology file could not be read at the last check (deleted, or its permissions changed). */
-    private boolean unreadable;
-    private String fingerprint;
-    /** The topology file in force (its last valid version), before registered engines join it. */
-    private TopologyFile file;
     /** The registry's generation merged last. */
     private long registryGeneration = -1;
     /** The refusals logged already, as id and value: each is logged and counted once, not at every check. */
@@ -56,10 +53,15 @@ final class TopologySource implements AutoCloseable {
      */
     TopologySource(Path topologyFile, EngineRegistry engineRegistry, MeterRegistry registry)
             throws TopologyException {
-        this.topologyFile = topologyFile;
         this.engineRegistry = engineRegistry;
-        this.file = TopologyLoader.loadFile(topologyFile);
-        this.fingerprint = fingerprint();
+        try {
+            this.file = WatchedFile.read(topologyFile, TopologyLoader::loadFile);
+        } catch (IOException e) {
+            throw new TopologyException(List.of(new ConfigProblem(topologyFile.toString(), 0, "",
+                    ConfigProblem.cannotRead(e))));
+        } catch (ConfigException e) {
+            throw (TopologyException) e; // what the loader throws
+        }
         this.reloadFailures = Counter.builder("sextant.control.topology.reload.failures")
                 .description("topology file changes refused as invalid (the previous one stays in force)").register(registry);
         for (RegisteredEngines.Reason r : RegisteredEngines.Reason.values()) {
@@ -72,7 +74,7 @@ final class TopologySource implements AutoCloseable {
         Gauge.builder("sextant.control.registered.engines", () -> registered.size())
                 .description("registered engines in the topology in force (beside the topology file's own)")
                 .register(registry);
-        Gauge.builder("sextant.control.topology.invalid", () -> topologyError == null ? 0 : 1)
+        Gauge.builder("sextant.control.topology.invalid", () -> file.error() == null ? 0 : 1)
                 .description("1 while the topology file on disk is invalid and the last valid one is in force").register(registry);
     }
 
@@ -114,7 +116,7 @@ final class TopologySource implements AutoCloseable {
 
     /** The last reload error, or null when the file in force is the file on disk. */
     String error() {
-        return topologyError;
+        return file.error();
     }
 
     /**
@@ -123,7 +125,7 @@ final class TopologySource implements AutoCloseable {
      */
     private Topology merge(EngineRegistry.Entries entries) {
         registryGeneration = entries.generation();
-        RegisteredEngines.Merged m = RegisteredEngines.merge(file, entries);
+        RegisteredEngines.Merged m = RegisteredEngines.merge(file.current(), entries);
         Set<String> said = new HashSet<>();
         for (RegisteredEngines.Refusal r : m.refused()) {
             String key = r.id() + "\n" + entries.values().get(r.id());
@@ -139,48 +141,36 @@ final class TopologySource implements AutoCloseable {
         return m.topology();
     }
 
-    /** Takes a changed topology file if it is valid; true when it did. */
+    /**
+     * Takes a changed topology file if it is valid; true when it did. A file that cannot be read is a warning, once
+     * until it can be; an invalid one is a failed reload, logged and counted.
+     */
     private boolean reloadFileIfChanged() {
-        String fp = fingerprint();
-        if (fp == null) {
-            return false;
-        }
-        if (fp.equals(fingerprint)) {
-            if (topologyError != null && unreadable) { // back as it was: nothing to reload, nothing wrong any more
-                LOG.info("topology " + topologyFile + " is readable again, unchanged");
-                topologyError = null;
+        boolean wasValid = file.error() == null || file.unreadable();
+        switch (file.refresh()) {
+            case RELOADED -> {
+                if (!wasValid) {
+                    LOG.info("topology " + file.file() + " is valid again");
+                }
+                LOG.info("topology " + file.file() + " reloaded");
+                return true;
             }
-            unreadable = false;
-            return false;
-        }
-        unreadable = false;
-        fingerprint = fp;
-        try {
-            file = TopologyLoader.loadFile(topologyFile);
-        } catch (TopologyException e) {
-            reloadFailures.increment();
-            topologyError = e.oneLine();
-            LOG.severe("TOPOLOGY RELOAD FAILED, keeping the previous version in force: " + topologyError);
-            return false;
-        }
-        if (topologyError != null) {
-            LOG.info("topology " + topologyFile + " is valid again");
-        }
-        topologyError = null;
-        LOG.info("topology " + topologyFile + " reloaded");
-        return true;
-    }
-
-    private String fingerprint() {
-        try {
-            return dev.sextant.server.internal.FileFingerprint.of(topologyFile);
-        } catch (IOException e) {
-            if (!unreadable) { // once until it can be read again: a deleted file is checked every watch interval
-                unreadable = true;
-                topologyError = ConfigProblem.cannotRead(e);
-                LOG.warning("topology " + topologyFile + ": " + topologyError + "; keeping the topology in force");
+            case REFUSED -> {
+                if (file.unreadable()) {
+                    LOG.warning("topology " + file.error() + "; keeping the topology in force");
+                } else {
+                    reloadFailures.increment();
+                    LOG.severe("TOPOLOGY RELOAD FAILED, keeping the previous version in force: " + file.error());
+                }
+                return false;
             }
-            return null;
+            case RESTORED -> {
+                LOG.info("topology " + file.file() + " is readable again, unchanged");
+                return false;
+            }
+            default -> {
+                return false;
+            }
         }
     }
 

@@ -49,6 +49,8 @@ public final class WatchedFile<T> {
     private final Parser<T> parser;
     private volatile T current;
     private volatile String error;
+    /** Whether the last look could not read the file at all (missing, or not readable), as against refusing it. */
+    private volatile boolean unreadable;
     /** The fingerprint of the content in force (refresh only). */
     private String inForce;
     /** The fingerprint of the content last looked at, in force or refused; null after the file could not be read. */
@@ -93,8 +95,10 @@ public final class WatchedFile<T> {
             fp = FileFingerprint.of(file);
         } catch (IOException e) {
             seen = null; // whatever comes back is looked at again
+            unreadable = true;
             return refused(file + ": " + ConfigProblem.cannotRead(e));
         }
+        unreadable = false;
         if (fp.equals(seen)) {
             return Change.UNCHANGED;
         }
@@ -109,6 +113,7 @@ public final class WatchedFile<T> {
             next = parser.parse(file);
         } catch (IOException e) {
             seen = null;
+            unreadable = true;
             return refused(file + ": " + ConfigProblem.cannotRead(e));
         } catch (ConfigException e) {
             error = e.oneLine();
@@ -136,6 +141,14 @@ public final class WatchedFile<T> {
     /** Why the file on disk is not in force (unreadable, or its problems), or null when it is. */
     public String error() {
         return error;
+    }
+
+    /**
+     * Whether the last {@link #refresh()} could not read the file at all (it is missing or not readable): a
+     * {@link Change#REFUSED} for that reason, not for its content.
+     */
+    public boolean unreadable() {
+        return unreadable;
     }
 
     /** The file. */

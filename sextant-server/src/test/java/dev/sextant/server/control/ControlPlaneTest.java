@@ -189,7 +189,7 @@ class ControlPlaneTest {
             assertThat(log.lines()).filteredOn(l -> l.contains(file.toString()))
                     .containsExactly("WARNING " + ControlPlane.class.getName() + ": topology " + file
                             + ": cannot read: no such file; keeping the topology in force");
-            assertThat(health().path("topology_error").asText()).isEqualTo("cannot read: no such file");
+            assertThat(health().path("topology_error").asText()).isEqualTo(file + ": cannot read: no such file");
             assertThat(cp.topology()).isSameAs(before);
 
             Files.writeString(file, yaml);

@@ -51,6 +51,7 @@ class WatchedFileTest {
         assertThat(w.refresh()).as("the same content: told once").isEqualTo(UNCHANGED);
         assertThat(w.current()).isEqualTo(2);
         assertThat(w.error()).isEqualTo(f + ":1: 'x' (expected: a whole number)");
+        assertThat(w.unreadable()).as("refused for its content").isFalse();
 
         Files.writeString(f, "x ");
         assertThat(w.refresh()).as("new content, the same problem: told again").isEqualTo(REFUSED);
@@ -70,11 +71,13 @@ class WatchedFileTest {
         assertThat(w.refresh()).isEqualTo(REFUSED);
         assertThat(w.refresh()).as("told once, not at every look").isEqualTo(UNCHANGED);
         assertThat(w.error()).isEqualTo(f + ": cannot read: no such file");
+        assertThat(w.unreadable()).isTrue();
         assertThat(w.current()).isEqualTo(1);
 
         Files.writeString(f, "1");
         assertThat(w.refresh()).isEqualTo(RESTORED);
         assertThat(w.error()).isNull();
+        assertThat(w.unreadable()).isFalse();
         assertThat(w.refresh()).isEqualTo(UNCHANGED);
     }
 
