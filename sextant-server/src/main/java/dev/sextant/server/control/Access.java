@@ -25,8 +25,8 @@ final class Access {
     /** The control plane's logger: one name for operators to set, whichever part of it speaks. */
     private static final Logger LOG = Logger.getLogger(ControlPlane.class.getName());
     /** The reasons of {@code sextant_control_auth_refusals_total}: a fixed set, so its labels stay bounded. */
-    static final List<String> AUTH_REFUSALS = List.of("missing", "malformed", "unknown_token", "other_gateway_cluster",
-            "operator_only");
+    static final List<String> AUTH_REFUSALS = List.of("missing", "malformed", "unknown_token", "ambiguous",
+            "other_gateway_cluster", "operator_only");
 
     /** Who a request's token speaks for: the shared token's operator, or the credentials file's principals. */
     private final Authenticator authenticator;
@@ -46,7 +46,8 @@ final class Access {
         for (String reason : AUTH_REFUSALS) {
             authRefusals.put(reason, Counter.builder("sextant.control.auth.refusals").tag("reason", reason)
                     .description("requests refused for their bearer token, by reason: missing (no Authorization), "
-                            + "malformed (another scheme, or no token), unknown_token (401: not, or no longer, in force); "
+                            + "malformed (another scheme, or no token), unknown_token (401: not, or no longer, in force), "
+                            + "ambiguous (401: repeated Authorization headers with different tokens); "
                             + "other_gateway_cluster (403: a gateway cluster's token reading or reporting for another), "
                             + "operator_only (403: a gateway cluster's token on an operator's endpoint)")
                     .register(registry));
@@ -81,6 +82,37 @@ final class Access {
         authRefusals.get(authorization == null ? "missing"
                 : BearerToken.presented(authorization) == null ? "malformed" : "unknown_token")
                 .increment();
+        return Http.unauthorized();
+    }
+
+    /**
+     * The {@code Authorization} value a request speaks with: of its repeated headers, the first that presents a bearer
+     * token (else the first, or null when there is none). {@code ambiguous} when they present different tokens: who
+     * the request speaks for would then be whichever header a proxy put first, so it is refused, as the gateway
+     * refuses a tenant's ambiguous keys.
+     */
+    record Presented(String authorization, boolean ambiguous) {
+        static Presented of(List<String> values) {
+            String token = null;
+            String with = null;
+            for (String a : values) {
+                String t = BearerToken.presented(a);
+                if (t != null && token != null && !t.equals(token)) {
+                    return new Presented(null, true);
+                }
+                if (t != null && token == null) {
+                    token = t;
+                    with = a;
+                }
+            }
+            return new Presented(with != null ? with : values.isEmpty() ? null : values.get(0), false);
+        }
+    }
+
+    /** The 401 to a request whose repeated {@code Authorization} headers present different tokens, counted. */
+    FullHttpResponse ambiguous() {
+        unauthorized.increment();
+        authRefusals.get("ambiguous").increment();
         return Http.unauthorized();
     }
 

@@ -59,7 +59,11 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         if (!Access.guarded(path)) {
             return null;
         }
-        String authorization = head.headers().get(HttpHeaderNames.AUTHORIZATION);
+        Access.Presented presented = Access.Presented.of(head.headers().getAll(HttpHeaderNames.AUTHORIZATION));
+        if (presented.ambiguous()) {
+            return cp.access.ambiguous();
+        }
+        String authorization = presented.authorization();
         Principal p = cp.access.authenticate(authorization);
         if (p == null) {
             return cp.access.unauthorized(authorization);

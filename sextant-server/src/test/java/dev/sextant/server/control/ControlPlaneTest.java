@@ -347,7 +347,9 @@ class ControlPlaneTest {
         assertThat(canaries("ok")).isGreaterThanOrEqualTo(2);
         cp.tickNow(); // the last canary may have come back after this tick's step: the change is urgent for the next
         assertThat(weight("eu-1")).isPositive();
-        assertThat(cp.current().version()).isEqualTo(3);
+        // published again for it; on a busy machine its first canaries after the mend may decode slowly enough to be
+        // judged slow first (one more publication), so not exactly one
+        assertThat(cp.current().version()).isGreaterThanOrEqualTo(3);
     }
 
     /** One tick (for a wait on a condition that ticks until it holds). */

@@ -100,10 +100,19 @@ class CredentialsTest {
             HttpResponse<String> lower = Fleet.send(HttpRequest.newBuilder(URI.create(cp.uri() + "/v1/snapshot?gateway=gw"))
                     .header("authorization", "bearer " + GW).build(), HttpResponse.BodyHandlers.ofString());
             assertThat(lower.statusCode()).as("the scheme in any case").isEqualTo(200);
+            HttpResponse<String> two = Fleet.send(HttpRequest.newBuilder(URI.create(cp.uri() + "/v1/snapshot?gateway=gw"))
+                    .header("authorization", "Bearer " + GW).header("authorization", "Bearer " + OPERATOR).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(two.statusCode()).as("two tokens: ambiguous, whichever comes first").isEqualTo(401);
+            HttpResponse<String> same = Fleet.send(HttpRequest.newBuilder(URI.create(cp.uri() + "/v1/snapshot?gateway=gw"))
+                    .header("authorization", "Basic x").header("authorization", "Bearer " + GW)
+                    .header("authorization", "Bearer " + GW).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(same.statusCode()).as("one token, however often").isEqualTo(200);
+            assertThat(refusals(cp, "ambiguous")).isEqualTo(1);
             assertThat(refusals(cp, "unknown_token")).isEqualTo(1);
             assertThat(refusals(cp, "missing")).isEqualTo(1);
             assertThat(refusals(cp, "malformed")).isEqualTo(1);
-            assertThat(metric(cp, "sextant_control_unauthorized_requests_total")).isEqualTo(3);
+            assertThat(metric(cp, "sextant_control_unauthorized_requests_total")).isEqualTo(4);
             assertThat(Fleet.get(cp.port(), "/metrics").body()).as("no digest is shown")
                     .doesNotContain(sha256(GW)).doesNotContain(GW);
         }
