@@ -76,6 +76,7 @@ final class EtcdLeadership implements Leadership {
     private final Counter deposed;
     private final DistributionSummary publicationBytes;
     private final Timer publicationTime;
+    private final Timer firstViewTime;
     private final Counter terms;
 
     // guarded by this
@@ -122,6 +123,9 @@ final class EtcdLeadership implements Leadership {
                 .register(meters);
         this.publicationTime = Timer.builder("sextant.etcd.publication.time")
                 .description("one whole publication to etcd, from its start to its last view written").register(meters);
+        this.firstViewTime = Timer.builder("sextant.etcd.publication.first.view")
+                .description("from a publication's start to its first view written: how soon the first gateways can"
+                        + " see it").register(meters);
     }
 
     /** {@code threads} daemon threads that make and encode views, gone after a minute idle (a standby's). */
@@ -319,6 +323,9 @@ final class EtcdLeadership implements Leadership {
                 }
                 View view = made(done);
                 write(t, leads, v, view);
+                if (bytes == 0) {
+                    firstViewTime.record(ticker.nanos() - start, TimeUnit.NANOSECONDS);
+                }
                 bytes += view.encoded().bytes();
             }
         } finally {

@@ -7,6 +7,7 @@ import dev.sextant.server.control.Leadership;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
@@ -110,11 +111,15 @@ class EtcdLeadershipIT extends OneEtcdMember {
                 }).start();
             };
             EtcdLeadership a = new EtcdLeadership(Clients.connect(o), o, now::get, Clock.systemUTC(), 1 << 20, encoders);
+            SimpleMeterRegistry meters = new SimpleMeterRegistry();
+            a.bindTo(meters);
             try {
                 a.joinUnscheduled(URI.create("http://127.0.0.1:7001"));
                 a.renew();
                 assertThat(a.leading()).isTrue();
                 a.publish(Snapshots.version(5));
+                assertThat(meters.get("sextant.etcd.publication.first.view").timer().count()).isEqualTo(1);
+                assertThat(meters.get("sextant.etcd.publication.time").timer().count()).isEqualTo(1);
 
                 armed.set(true);
                 assertThatThrownBy(() -> a.publish(Snapshots.version(6))).isInstanceOf(Leadership.Deposed.class)
@@ -122,6 +127,10 @@ class EtcdLeadershipIT extends OneEtcdMember {
                 assertThat(submitted.get()).as("the views made: east's and west's").isEqualTo(2);
                 assertThat(viewVersion(admin, o, "east")).as("written before the lease was lost").isEqualTo(6);
                 assertThat(viewVersion(admin, o, "west")).as("refused: it keeps the version before").isEqualTo(5);
+                assertThat(meters.get("sextant.etcd.publication.first.view").timer().count())
+                        .as("its first view was written").isEqualTo(2);
+                assertThat(meters.get("sextant.etcd.publication.time").timer().count())
+                        .as("a publication refused part-way is not a whole one").isEqualTo(1);
                 assertThat(a.leading()).as("a knows now").isFalse();
                 assertThatThrownBy(() -> a.publish(Snapshots.version(7))).isInstanceOf(Leadership.Deposed.class);
                 assertThat(viewVersion(admin, o, "east")).isEqualTo(6);
