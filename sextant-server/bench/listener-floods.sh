@@ -130,7 +130,7 @@ for round in $(seq 1 "$rounds"); do
       line=$(authorised "$listener" || echo "RESULT failed")
       if [ -n "$flood_pid" ]; then wait "$flood_pid" || echo "flood $kind exited $?" >>"$work/flood.log"; fi
       echo "round=$round listener=$listener flood=$kind $line" | tee -a "$work/results"
-      sleep 1 # closed connections leave TIME_WAIT and the flood's JVM exits before the next run
+      sleep "$(smoke_or 0 1)" # closed connections leave TIME_WAIT before the next run (figures only, not a smoke)
     done
   done
 done
