@@ -41,6 +41,8 @@ class ServerCommandsTest {
             bad header limit       | gateway       | gateway_cluster: east\\nmax_header_bytes: 0\\nsnapshot_file: s.json | server.yaml:2: max_header_bytes: 0 (expected: 1..1048576)
             zero stream limit      | gateway       | gateway_cluster: east\\nmax_concurrent_streams: 0\\nsnapshot_file: s.json | server.yaml:2: max_concurrent_streams: 0 (expected: >= 1)
             nan number             | gateway       | gateway_cluster: east\\npriority_reserve: .nan\\nsnapshot_file: s.json | server.yaml:2: priority_reserve: NaN (expected: in [0, 1))
+            in-flight factor of one| gateway       | gateway_cluster: east\\nin_flight_per_capacity: 1\\nsnapshot_file: s.json | server.yaml:2: in_flight_per_capacity: 1.0 (expected: a number > 1, or .inf for max_in_flight_per_engine alone)
+            in-flight factor text  | gateway       | gateway_cluster: east\\nin_flight_per_capacity: many\\nsnapshot_file: s.json | server.yaml:2: in_flight_per_capacity: 'many' (expected: a number)
             yaml syntax            | gateway       | gateway_cluster: east\\nport: [8080\\nsnapshot_file: s.json | server.yaml:3: port: YAML syntax:
             http2 not a boolean    | gateway       | gateway_cluster: east\\nhttp2: h2c\\nsnapshot_file: s.json | http2: 'h2c' (expected: true or false)
             zero header timeout    | gateway       | gateway_cluster: east\\nrequest_header_timeout: 0s\\nsnapshot_file: s.json | request_header_timeout
@@ -133,6 +135,19 @@ class ServerCommandsTest {
         assertThat(run(command, "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr).contains(config + ":").contains(says.replace("DIR", dir.toString()));
         assertThat(stdout).doesNotContain(": ok");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            three times         | in_flight_per_capacity: 3
+            the fixed limit     | in_flight_per_capacity: .inf
+            """)
+    void gateway_inFlightPerCapacity_isAccepted(String name, String setting) throws Exception {
+        assertThat(run("solve", Path.of("..", "examples", "talk.yaml").toString())).isZero();
+        Files.writeString(dir.resolve("snapshot.json"), stdout);
+        Path config = Files.writeString(dir.resolve("gateway.yaml"),
+                "gateway_cluster: east\nsnapshot_file: snapshot.json\n" + setting + "\n");
+        assertThat(run("gateway", "--config", config.toString(), "--check")).as(stderr).isZero();
     }
 
     @Test

@@ -93,7 +93,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         atLeast("max_in_flight_per_engine", maxInFlightPerEngine, 1);
         if (!(inFlightPerCapacity > 1)) {
             throw new IllegalArgumentException("in_flight_per_capacity: " + inFlightPerCapacity
-                    + " (expected: > 1, or .inf for max_in_flight_per_engine alone)");
+                    + " (expected: a number > 1, or .inf for max_in_flight_per_engine alone)");
         }
         if (!(priorityReserve >= 0 && priorityReserve < 1)) {
             throw new IllegalArgumentException("priority_reserve: " + priorityReserve + " (expected: in [0, 1))");
