@@ -114,6 +114,31 @@ public final class BearerToken {
         return token.isEmpty() ? null : token;
     }
 
+    /**
+     * The {@code Authorization} value a request speaks with: of its repeated headers, the first that presents a bearer
+     * token (else the first, or null when there is none). {@code ambiguous} when they present different tokens: who
+     * the request speaks for would then be whichever header a proxy put first, so the control plane and the emulator's
+     * admin endpoint refuse it, as the gateway refuses a tenant's ambiguous keys.
+     */
+    public record Presented(String authorization, boolean ambiguous) {
+        /** What a request's {@code Authorization} values, in the order received, present. */
+        public static Presented of(java.util.List<String> values) {
+            String token = null;
+            String with = null;
+            for (String a : values) {
+                String t = BearerToken.presented(a);
+                if (t != null && token != null && !t.equals(token)) {
+                    return new Presented(null, true);
+                }
+                if (t != null && token == null) {
+                    token = t;
+                    with = a;
+                }
+            }
+            return new Presented(with != null ? with : values.isEmpty() ? null : values.get(0), false);
+        }
+    }
+
     @Override
     public String toString() {
         return file == null ? "(redacted)" : "(redacted, from " + file.file() + ")";

@@ -85,30 +85,6 @@ final class Access {
         return Http.unauthorized();
     }
 
-    /**
-     * The {@code Authorization} value a request speaks with: of its repeated headers, the first that presents a bearer
-     * token (else the first, or null when there is none). {@code ambiguous} when they present different tokens: who
-     * the request speaks for would then be whichever header a proxy put first, so it is refused, as the gateway
-     * refuses a tenant's ambiguous keys.
-     */
-    record Presented(String authorization, boolean ambiguous) {
-        static Presented of(List<String> values) {
-            String token = null;
-            String with = null;
-            for (String a : values) {
-                String t = BearerToken.presented(a);
-                if (t != null && token != null && !t.equals(token)) {
-                    return new Presented(null, true);
-                }
-                if (t != null && token == null) {
-                    token = t;
-                    with = a;
-                }
-            }
-            return new Presented(with != null ? with : values.isEmpty() ? null : values.get(0), false);
-        }
-    }
-
     /** The 401 to a request whose repeated {@code Authorization} headers present different tokens, counted. */
     FullHttpResponse ambiguous() {
         unauthorized.increment();

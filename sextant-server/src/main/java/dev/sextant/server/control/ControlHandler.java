@@ -7,6 +7,7 @@ import dev.sextant.control.EngineEstimate;
 import dev.sextant.control.Estimates;
 import dev.sextant.control.GatewayReport;
 import dev.sextant.control.Step;
+import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.auth.Principal;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.OversizedAwareAggregator;
@@ -59,7 +60,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         if (!Access.guarded(path)) {
             return null;
         }
-        Access.Presented presented = Access.Presented.of(head.headers().getAll(HttpHeaderNames.AUTHORIZATION));
+        BearerToken.Presented presented = BearerToken.Presented.of(head.headers().getAll(HttpHeaderNames.AUTHORIZATION));
         if (presented.ambiguous()) {
             return cp.access.ambiguous();
         }

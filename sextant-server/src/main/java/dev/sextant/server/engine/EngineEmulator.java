@@ -272,8 +272,9 @@ public final class EngineEmulator implements AutoCloseable {
             return null;
         }
         if (adminToken != null) {
-            return adminToken.accepts(head.headers().get(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION))
-                    ? null : Http.unauthorized();
+            BearerToken.Presented p = BearerToken.Presented.of(
+                    head.headers().getAll(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION));
+            return !p.ambiguous() && adminToken.accepts(p.authorization()) ? null : Http.unauthorized();
         }
         if (ch.remoteAddress() instanceof InetSocketAddress a && a.getAddress() != null
                 && a.getAddress().isLoopbackAddress()) {
