@@ -133,7 +133,7 @@ final class Compiled {
      * How many of this gateway's requests of the lower priorities an engine may hold (the highest has the fixed limit:
      * {@link ClassRoute#limit}): {@link DataPlaneOptions#inFlightPerCapacity()} times what it holds from here when it
      * serves its allowance (allowance × planned duration, Little's law), so that the lower priorities queue at most
-     * about one batch behind the one the engine runs, whatever the control plane has seen yet; between
+     * about two batches behind the one the engine runs, whatever the control plane has seen yet; between
      * {@link DataPlaneOptions#MIN_DERIVED_LIMIT} and {@link DataPlaneOptions#maxInFlightPerEngine()}. An engine
      * without a finite, positive effective capacity has only the fixed limit: nothing says what it holds
      * (docs/request-path.md §3).

@@ -32,12 +32,12 @@ import java.time.Duration;
  * @param retryTokenCap           a class's retry budget never banks more than this many retries from its
  *                                deposits, ≥ 1
  * @param maxInFlightPerEngine    this gateway's concurrency limit per engine, the final guard, ≥ 1
- * @param inFlightPerCapacity     where the snapshot gives an engine a capacity, the limit is this many times the
- *                                requests it holds from this gateway when it serves its allowance (rate × planned
- *                                duration, Little's law), never more than {@code maxInFlightPerEngine} and never
- *                                less than {@link #MIN_DERIVED_LIMIT}; &gt; 1, infinite for the fixed limit alone
- *                                (docs/request-path.md §3)
- * @param priorityReserve         the share of that limit kept for the highest priority, in [0, 1): of the R
+ * @param inFlightPerCapacity     where the snapshot gives an engine a capacity, the limit of the priorities below
+ *                                the highest is this many times the requests it holds from this gateway when it
+ *                                serves its allowance (rate × planned duration, Little's law), never more than
+ *                                {@code maxInFlightPerEngine} and never less than {@link #MIN_DERIVED_LIMIT};
+ *                                &gt; 1, infinite for the fixed limit alone (docs/request-path.md §3)
+ * @param priorityReserve         the share of that limit kept for the priorities above, in [0, 1): of the R
  *                                distinct priorities of the gateway's classes, the one of rank r (0 = highest)
  *                                may fill an engine up to ⌊limit × (1 − reserve × r / (R − 1))⌋, at least 1
  * @param shedRetryAfter          retry-after hint of a shed or concurrency-limit refusal
