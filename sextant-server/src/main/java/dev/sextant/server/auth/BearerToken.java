@@ -116,26 +116,31 @@ public final class BearerToken {
 
     /**
      * The {@code Authorization} value a request speaks with: of its repeated headers, the first that presents a bearer
-     * token (else the first, or null when there is none). {@code ambiguous} when they present different tokens: who
+     * token (else the first, or null when there is none), and that token (null when none does). {@code ambiguous} when they present different tokens: who
      * the request speaks for would then be whichever header a proxy put first, so the control plane and the emulator's
      * admin endpoint refuse it, as the gateway refuses a tenant's ambiguous keys.
      */
-    public record Presented(String authorization, boolean ambiguous) {
+    public record Presented(String authorization, String token, boolean ambiguous) {
+        /** Different tokens presented. */
+        static final Presented AMBIGUOUS = new Presented(null, null, true);
+
         /** What a request's {@code Authorization} values, in the order received, present. */
-        public static Presented of(java.util.List<String> values) {
+        public static Presented of(Iterable<String> values) {
+            String first = null;
             String token = null;
             String with = null;
             for (String a : values) {
+                first = first == null ? a : first;
                 String t = BearerToken.presented(a);
                 if (t != null && token != null && !t.equals(token)) {
-                    return new Presented(null, true);
+                    return AMBIGUOUS;
                 }
                 if (t != null && token == null) {
                     token = t;
                     with = a;
                 }
             }
-            return new Presented(with != null ? with : values.isEmpty() ? null : values.get(0), false);
+            return new Presented(with != null ? with : first, token, false);
         }
     }
 

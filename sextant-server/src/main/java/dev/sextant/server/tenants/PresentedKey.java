@@ -39,14 +39,11 @@ public record PresentedKey(String key, boolean ambiguous) {
      * each list in the order received (empty when the header is absent).
      */
     public static PresentedKey of(Iterable<String> authorization, Iterable<String> apiKey) {
-        String key = null;
-        for (String a : authorization) {
-            String k = BearerToken.presented(a);
-            if (k != null && key != null && !k.equals(key)) {
-                return AMBIGUOUS;
-            }
-            key = k != null ? k : key;
+        BearerToken.Presented bearer = BearerToken.Presented.of(authorization);
+        if (bearer.ambiguous()) {
+            return AMBIGUOUS;
         }
+        String key = bearer.token();
         for (String a : apiKey) {
             String k = a == null ? "" : a.strip();
             if (!k.isEmpty() && key != null && !k.equals(key)) {

@@ -46,14 +46,14 @@ class BearerTokenTest {
 
     @Test
     void presented_ofRepeatedHeaders_isTheOneToken_orAmbiguous() {
-        assertThat(BearerToken.Presented.of(java.util.List.of())).isEqualTo(new BearerToken.Presented(null, false));
+        assertThat(BearerToken.Presented.of(java.util.List.of())).isEqualTo(new BearerToken.Presented(null, null, false));
         assertThat(BearerToken.Presented.of(java.util.List.of("Bearer a")))
-                .isEqualTo(new BearerToken.Presented("Bearer a", false));
+                .isEqualTo(new BearerToken.Presented("Bearer a", "a", false));
         assertThat(BearerToken.Presented.of(java.util.List.of("Basic x", "Bearer a", "bearer  a ")))
                 .as("the first that presents a token; the same token again is no second one")
-                .isEqualTo(new BearerToken.Presented("Bearer a", false));
+                .isEqualTo(new BearerToken.Presented("Bearer a", "a", false));
         assertThat(BearerToken.Presented.of(java.util.List.of("Basic x")))
-                .isEqualTo(new BearerToken.Presented("Basic x", false));
+                .isEqualTo(new BearerToken.Presented("Basic x", null, false));
         assertThat(BearerToken.Presented.of(java.util.List.of("Bearer a", "Bearer b")).ambiguous()).isTrue();
         assertThat(BearerToken.Presented.of(java.util.List.of("Bearer b", "Basic x", "Bearer a")).ambiguous()).isTrue();
     }
