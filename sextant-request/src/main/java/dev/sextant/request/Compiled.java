@@ -146,8 +146,8 @@ final class Compiled {
             return max;
         }
         double held = options.inFlightPerCapacity() * allowanceRps * durationMs / 1000;
-        int derived = held >= max ? max : (int) Math.ceil(held - 1e-9);
-        return Math.min(max, Math.max(DataPlaneOptions.MIN_DERIVED_LIMIT, derived));
+        // a cast saturates: a held count beyond int's range is Integer.MAX_VALUE, then max
+        return Math.min(max, Math.max(DataPlaneOptions.MIN_DERIVED_LIMIT, (int) Math.ceil(held - 1e-9)));
     }
 
     /**

@@ -812,10 +812,6 @@ final class DefaultDataPlane implements DataPlane {
                 shedRetryAfterNanos);
     }
 
-    private static String plain(double x) {
-        return x == Math.rint(x) ? Long.toString((long) x) : Double.toString(x);
-    }
-
     /** A class's per-engine limits as an operator reads them: "4 on e1, 3 on e2 …", and how they were set. */
     private String limits(ClassRoute k) {
         StringBuilder b = new StringBuilder();
@@ -826,8 +822,9 @@ final class DefaultDataPlane implements DataPlane {
         if (k.near.length > shown) {
             b.append(" and ").append(k.near.length - shown).append(" more");
         }
-        b.append("; ").append(Double.isFinite(options.inFlightPerCapacity())
-                ? "an engine's limit is " + plain(options.inFlightPerCapacity()) + " × what it holds at its planned capacity, "
+        b.append("; ").append(k.rank > 0 && Double.isFinite(options.inFlightPerCapacity())
+                ? "an engine's limit is " + java.math.BigDecimal.valueOf(options.inFlightPerCapacity()).stripTrailingZeros()
+                        .toPlainString() + " × what it holds at its planned capacity, "
                   + "at most " + limit : "max_in_flight_per_engine " + limit);
         return k.keep < 1 ? b + ", less the share kept for higher priorities" : b.toString();
     }

@@ -82,6 +82,9 @@ class EngineLimitTest {
         // requests in flight are one count), so none of it fits while the highest fills the engines
         List<Decision> high = new ArrayList<>();
         assertThat(fill(p, 1, high)).isEqualTo(2 * (30 - 8));
+        assertThat(p.route(new RequestMeta("m", List.of(), 1, 8, 8)).message())
+                .as("the highest's refusal names the fixed limit, not the derived one")
+                .contains("30 on e0", "max_in_flight_per_engine 30").doesNotContain("× what it holds");
         p.onFinish(held.get(0), Outcome.SUCCESS, -1);
         assertThat(p.route(new RequestMeta("m", List.of(), 0, 7, 7)).refusal()).isEqualTo(Refusal.ENGINE_LIMIT);
 
