@@ -160,7 +160,7 @@ final class DefaultDataPlane implements DataPlane {
             boolean shedHere = k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks
                     && k.cells[i].queueing(QUEUE_SLACK_MS);
             if (shedHere || Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) < excess) {
-                int s = spill(k, k.cells[i], shedHere, now);
+                int s = spill(k, k.cells[i], key, shedHere, now);
                 if (s >= 0 || shedHere) {
                     k.cells[i].inFlight.decrementAndGet();
                     released(k.pool);
@@ -200,18 +200,29 @@ final class DefaultDataPlane implements DataPlane {
      * allowance (what the policy sends it from here plus its planned spare capacity). Beyond the allowance by three
      * standard deviations of a Poisson rate over the averaging window, or beyond the allowance itself when this
      * gateway's recent answers from it show a queue ({@link EngineCell#queueing}), the excess is
-     * 1 − threshold / rate. The requests whose key hashes below it spill (the same conversations move, the rest keep
-     * their engine and cache); where nothing nearby has room, lower priorities are shed in proportion (see
+     * 1 − threshold / rate. A spill that started beyond chance with a queue showing holds to the allowance itself
+     * ({@link EngineCell#spilling}) until the rate is back within it or a new snapshot plans for it: otherwise the
+     * queue it drains would hand the engine back the three deviations, and a lasting surge would fill it, drain
+     * and fill it again. The requests whose key hashes below the excess spill (the same conversations move, the
+     * rest keep their engine and cache); where nothing nearby has room, lower priorities are shed in proportion (see
      * {@link #route}). 0 while the bounded load's minimum or fewer are in flight there.
      */
     private double excess(EngineCell cell, double allowanceRps, long now) {
         double rate = cell.offered(now);
         if (cell.inFlight.get() <= minInFlight || rate <= allowanceRps) {
+            cell.spilling = false;
             return 0;
         }
-        double threshold = cell.queueing(QUEUE_SLACK_MS) ? allowanceRps
-                : allowanceRps + NOISE_SIGMAS * Math.sqrt(allowanceRps / EngineCell.RATE_WINDOW_S);
-        return rate > threshold ? 1 - threshold / rate : 0;
+        double beyondChance = allowanceRps + NOISE_SIGMAS * Math.sqrt(allowanceRps / EngineCell.RATE_WINDOW_S);
+        boolean queueing = cell.queueing(QUEUE_SLACK_MS);
+        if (queueing && rate > beyondChance) {
+            cell.spilling = true;
+        }
+        double threshold = queueing || cell.spilling ? allowanceRps : beyondChance;
+        if (rate > threshold) {
+            return 1 - threshold / rate;
+        }
+        return 0;
     }
 
     /** Milliseconds of TTFT beyond twice its floor before a recent TTFT shows a queue (a step's jitter). */
@@ -219,28 +230,41 @@ final class DefaultDataPlane implements DataPlane {
 
     /**
      * Where a request goes instead of an engine over its expected load: in the class's nearest group of allowed
-     * engines that has one, the engine other than {@code from}, neither ejected nor failing, below the class's limit,
+     * engines that has one, an engine other than {@code from}, neither ejected nor failing, below the class's limit,
      * whose recent answers show no queue, and that holds fewer of this gateway's requests than its whole capacity
-     * would hold (its capacity × planned duration), the least full relative to that. A request that would otherwise
+     * would hold (its capacity × planned duration). Of those, the key's first in rendezvous order (so that a spilled
+     * conversation comes back to the engine that holds its cache) whose fill is within bounded load of their mean
+     * fill (so that one hot key does not fill one engine while the next stays empty). A request that would otherwise
      * be shed for its priority ({@code withinPlan}) goes only where this gateway's requests stay within what the
      * policy planned there (its allowance × planned duration): when the whole fleet is short, moving it only moves
      * the queue. Counted in flight, or -1.
      */
-    private int spill(ClassRoute k, EngineCell from, boolean withinPlan, long now) {
+    private int spill(ClassRoute k, EngineCell from, long key, boolean withinPlan, long now) {
         EngineCell[] near = k.near;
         for (int g = 0; g < near.length; ) {
             int end = k.nearGroupEnd[g];
-            int best = -1;
-            double bestFill = Double.POSITIVE_INFINITY;
+            // the engines with room, and their mean fill
+            double fills = 0;
+            int room = 0;
             for (int i = g; i < end; i++) {
-                EngineCell cell = near[i];
-                int inFlight = cell.inFlight.get();
-                double fill = (inFlight + 1) / (k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000);
-                if (cell != from && fill <= 1 && fill < bestFill && inFlight < k.limit(cell) && !failing(cell, now)
-                        && !cell.queueing(QUEUE_SLACK_MS)
-                        && (!withinPlan || inFlight + 1 <= k.nearAllowanceRps[i] * k.nearPlannedMs[i] / 1000)) {
+                double fill = spillFill(k, i, from, withinPlan, now);
+                if (fill <= 1) {
+                    fills += fill;
+                    room++;
+                }
+            }
+            // of those, the key's first in rendezvous order within bounded load of the mean fill
+            int best = -1;
+            long bestScore = 0;
+            double meanFill = room == 0 ? 0 : fills / room;
+            for (int i = g; i < end && room > 0; i++) {
+                double fill = spillFill(k, i, from, withinPlan, now);
+                double holds = k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000;
+                long score = Hashing.mix(key ^ near[i].hash);
+                if (fill <= 1 && withinMean(fill * holds, meanFill * holds)
+                        && (best < 0 || Long.compareUnsigned(score, bestScore) > 0)) {
                     best = i;
-                    bestFill = fill;
+                    bestScore = score;
                 }
             }
             if (best >= 0 && acquire(k, near[best])) {
@@ -249,6 +273,20 @@ final class DefaultDataPlane implements DataPlane {
             g = end;
         }
         return -1;
+    }
+
+    /**
+     * How full {@code k}'s fallback engine {@code i} would be with one more of this gateway's requests, relative to
+     * what its whole capacity holds (capacity × planned duration); +∞ when it may not take a spill.
+     */
+    private double spillFill(ClassRoute k, int i, EngineCell from, boolean withinPlan, long now) {
+        EngineCell cell = k.near[i];
+        int inFlight = cell.inFlight.get();
+        if (cell == from || inFlight >= k.limit(cell) || failing(cell, now) || cell.queueing(QUEUE_SLACK_MS)
+                || withinPlan && inFlight + 1 > k.nearAllowanceRps[i] * k.nearPlannedMs[i] / 1000) {
+            return Double.POSITIVE_INFINITY;
+        }
+        return (inFlight + 1) / (k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000);
     }
 
     private boolean stale(Compiled c, long now) {
@@ -295,9 +333,12 @@ final class DefaultDataPlane implements DataPlane {
         if (inFlight < minInFlight) {
             return true;
         }
-        double mean = share * (k.pool.get() + 1);
-        return inFlight + 1 <= Math.ceil(loadFactor * mean)
-                || inFlight + 1 <= Math.ceil(mean + NOISE_SIGMAS * Math.sqrt(mean));
+        return withinMean(inFlight + 1, share * (k.pool.get() + 1));
+    }
+
+    /** Whether {@code count} is within bounded load of {@code mean}: see {@link #withinBound}. */
+    private boolean withinMean(double count, double mean) {
+        return count <= Math.ceil(loadFactor * mean) || count <= Math.ceil(mean + NOISE_SIGMAS * Math.sqrt(mean));
     }
 
     /**

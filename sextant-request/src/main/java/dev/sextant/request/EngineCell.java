@@ -9,6 +9,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class EngineCell {
     final String id;
+    /** The engine's place in a key's rendezvous order for a spill: the same in every gateway process. */
+    final long hash;
     final AtomicInteger inFlight = new AtomicInteger();
     final AtomicInteger failures = new AtomicInteger();
     /**
@@ -49,8 +51,18 @@ final class EngineCell {
      */
     volatile int limit = Integer.MAX_VALUE;
 
+    /**
+     * Whether a spill from this engine is under way: it started with the offered rate beyond chance of the allowance
+     * and the answers showing a queue, and holds the threshold at the allowance itself until the rate is back within
+     * it; cleared by each new snapshot, whose allowance is planned for what the control plane saw
+     * ({@code DefaultDataPlane.excess}). Written by request threads without a lock: a lost write only delays the
+     * change by one request.
+     */
+    volatile boolean spilling;
+
     EngineCell(String id) {
         this.id = id;
+        this.hash = Hashing.mix(id.hashCode() * Hashing.GOLDEN);
     }
 
     /** Ends a run of consecutive failures. */

@@ -714,7 +714,7 @@ class DataPlaneTest {
             again.add(p.route(RequestMeta.of("chat", 1_000 + i, 2_000_000L + i))); // keep f1 over the minimum
         }
         Decision same = p.route(RequestMeta.of("chat", key, 3_000_000L));
-        assertThat(same.engineId()).isNotEqualTo("f1");
+        assertThat(same.engineId()).isEqualTo(moved.engineId()); // and to the same engine: its cache is there
         again.add(same);
         again.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
 
@@ -723,6 +723,99 @@ class DataPlaneTest {
         List<Decision> calm = surge(p, 20, 1, new ArrayList<>());
         assertThat(p.route(RequestMeta.of("chat", key, 4_000_000L)).engineId()).isEqualTo("f1");
         calm.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
+    void route_spill_startedBeyondChanceWithAQueue_holdsToTheAllowanceItself_untilTheRateIsBackWithinIt() {
+        DataPlane p = fixedLimit(farWeightedNearFree());
+        // f1: an allowance of 90 req/s; beyond chance at 90 + 3·√(90/2) = 110 req/s
+        List<Decision> open = new ArrayList<>();
+        assertThat(offer(p, 100, 4, open, 10)).isZero(); // within chance of the allowance, no queue: no spill
+        assertThat(offer(p, 200, 3, open, 100)).isPositive(); // far beyond it, and f1's answers show a queue
+        // 100 req/s, f1's queue gone: beyond the allowance though within chance of it, so a spill under way goes on
+        // (1 − 90/100 of the keys)
+        offer(p, 100, 2.5, open, 10); // the 2-s rate falls from 200 to 100, the recent TTFT back to its floor
+        assertThat(offer(p, 100, 4, open, 10)).isBetween(20L, 60L);
+        // within the allowance: the spill ends, and 100 req/s again does not start one without a queue
+        offer(p, 80, 4, open, 10);
+        assertThat(offer(p, 100, 4, open, 10)).isZero();
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
+    void route_spill_beyondChanceWithoutAQueue_endsWhereChanceWould() {
+        DataPlane p = fixedLimit(farWeightedNearFree());
+        List<Decision> open = new ArrayList<>();
+        offer(p, 100, 4, open, 10);
+        assertThat(offer(p, 200, 3, open, 10)).isPositive(); // beyond chance: spilling, though no queue shows
+        offer(p, 100, 2.5, open, 10);
+        assertThat(offer(p, 100, 4, open, 10)).isZero(); // back within chance of the allowance: no evidence left
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
+    void route_spill_aNewSnapshotEndsASpillUnderWay() {
+        DataPlane p = fixedLimit(farWeightedNearFree(1, 0));
+        List<Decision> open = new ArrayList<>();
+        offer(p, 100, 4, open, 10);
+        offer(p, 200, 3, open, 100);
+        offer(p, 100, 2.5, open, 10);
+        p.swap(farWeightedNearFree(2, 0)); // the control plane's plan for what it saw: the spill starts afresh
+        assertThat(offer(p, 100, 4, open, 10)).isZero();
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
+    void route_spill_keepsAKeyOnOneEngineOfTheGroup_withinBoundedLoadOfTheGroupsMeanFill() {
+        // n1 and n2 hold 100 of this gateway's requests each at their capacity (100 req/s × 1,002 ms)
+        DataPlane p = fixedLimit(new Fixtures.SnapshotBuilder("g").rtt("near", 2).rtt("far", 50)
+                .engine("n1", "near", "us", 1000, "chat")
+                .engine("n2", "near", "us", 1000, "chat")
+                .engine("f1", "far", "us", 100, "chat")
+                .route("k", "chat", List.of("us"), 0, 0, Map.of("f1", 1.0))
+                .build());
+        long key = 0;
+        while (Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) > 0.5) {
+            key++; // a key among the first half to spill
+        }
+        List<Decision> open = new ArrayList<>();
+        for (int i = 0; i < 1200; i++) { // 400 req/s for 3 s, one conversation: beyond chance of the allowance (90)
+            ticker.advanceSeconds(1 / 400.0);
+            open.add(p.route(RequestMeta.of("chat", key, 5_000_000L + i)));
+        }
+        List<String> spilled = open.stream().filter(d -> "spill:overload".equals(d.reason()))
+                .map(Decision::engineId).toList();
+        assertThat(spilled).hasSizeGreaterThan(100);
+        // the key's engine of the group first, as long as it stays within bounded load of the group's mean fill
+        String first = spilled.get(0);
+        assertThat(spilled.subList(0, 20)).containsOnly(first);
+        assertThat(p.inFlight("n1") + p.inFlight("n2")).isEqualTo(spilled.size());
+        // of the first 60, at most ⌈μ + 3·√μ⌉ for μ = 31 (the mean, counting the one being placed): 48
+        assertThat(spilled.subList(0, 60).stream().filter(first::equals).count()).isEqualTo(48);
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    /**
+     * Offers {@code rps} requests a second for {@code seconds}, keys 0, 1, 2 …: the last hundred kept on their engine
+     * stay in flight (in {@code open}) and the older ones finish with a time to first token of {@code ttftMs}; those
+     * spilled finish at once, so that the engines they went to keep room. Returns how many spilled.
+     */
+    private long offer(DataPlane p, double rps, double seconds, List<Decision> open, long ttftMs) {
+        long before = p.status().spills();
+        int n = (int) Math.round(rps * seconds);
+        for (int i = 0; i < n; i++) {
+            ticker.advanceSeconds(1 / rps);
+            Decision d = p.route(RequestMeta.of("chat", i, 1_000_000L + open.size() + i));
+            if (d.routed() && "spill:overload".equals(d.reason())) {
+                p.onFinish(d, Outcome.SUCCESS, -1);
+            } else {
+                open.add(d);
+            }
+            if (open.size() > 100) { // f1 keeps a hundred in flight: loaded, far from any limit
+                p.onFinish(open.remove(0), Outcome.SUCCESS, ttftMs * 1_000_000L);
+            }
+        }
+        return p.status().spills() - before;
     }
 
     @Test
