@@ -97,7 +97,6 @@ final class Compiled {
             pe.allowanceRps[j] = pe.rps[j] + (Double.isFinite(spare) ? spare : 0);
             pe.capacityRps[j] = e.effectiveCapacityRps() > 0 && Double.isFinite(e.capacityRps()) ? e.capacityRps() : 0;
             engines.cells[j].limit = engineLimit(e, pe.allowanceRps[j], engines.durationMs[j], options);
-            engines.cells[j].spilling = false; // a new plan, a new allowance: a spill starts again on new evidence
         }
 
         Map<String, ClassRoute> byId = new HashMap<>();
@@ -122,12 +121,38 @@ final class Compiled {
             }
         }
         classLimits(byId.values(), options);
+        levels(engines, byId.values());
         Map<String, ClassRoute[]> byModel = new HashMap<>();
         byModelList.forEach((m, list) -> {
             list.sort(Comparator.comparing(k -> k.id));
             byModel.put(m, list.toArray(new ClassRoute[0]));
         });
         return new Compiled(s, now, byModel, byId, localTables);
+    }
+
+    /**
+     * Gives each engine the priorities this gateway sends it where it schedules by priority (so that each judges its
+     * own queue), and ends every spill under way: a new snapshot, a new allowance (docs/request-path.md, "Spill under
+     * load").
+     */
+    private static void levels(EngineIndex engines, Iterable<ClassRoute> classes) {
+        Map<EngineCell, java.util.TreeSet<Integer>> sent = new HashMap<>();
+        for (ClassRoute k : classes) {
+            for (int i = 0; i < k.cells.length; i++) {
+                if (k.enginePriority[i] != Decision.NO_ENGINE_PRIORITY) {
+                    sent.computeIfAbsent(k.cells[i], c -> new java.util.TreeSet<>()).add(k.enginePriority[i]);
+                }
+            }
+            for (int i = 0; i < k.near.length; i++) {
+                if (k.nearEnginePriority[i] != Decision.NO_ENGINE_PRIORITY) {
+                    sent.computeIfAbsent(k.near[i], c -> new java.util.TreeSet<>()).add(k.nearEnginePriority[i]);
+                }
+            }
+        }
+        for (EngineCell cell : engines.cells) {
+            java.util.TreeSet<Integer> p = sent.get(cell);
+            cell.levels(p == null ? new int[0] : p.stream().mapToInt(Integer::intValue).toArray());
+        }
     }
 
     /**

@@ -153,12 +153,12 @@ final class DefaultDataPlane implements DataPlane {
         if (i < 0) {
             return engineLimit(c, k, stale);
         }
-        double excess = excess(k.cells[i], k.allowanceRps[i], now);
+        double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], now);
         if (excess > 0) {
             // the excess share spills by key; a lower priority that the excess is large enough to shed here spills
             // too where there is room, and is shed only where there is none
             boolean shedHere = k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks
-                    && k.cells[i].queueing(QUEUE_SLACK_MS);
+                    && k.cells[i].queueing(QUEUE_SLACK_MS, k.enginePriority[i]);
             if (shedHere || Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) < excess) {
                 int s = spill(k, k.cells[i], key, shedHere, now);
                 if (s >= 0 || shedHere) {
@@ -201,24 +201,25 @@ final class DefaultDataPlane implements DataPlane {
      * standard deviations of a Poisson rate over the averaging window, or beyond the allowance itself when this
      * gateway's recent answers from it show a queue ({@link EngineCell#queueing}), the excess is
      * 1 − threshold / rate. A spill that started beyond chance with a queue showing holds to the allowance itself
-     * ({@link EngineCell#spilling}) until the rate is back within it or a new snapshot plans for it: otherwise the
+     * ({@link QueueSignal#spilling}) until the rate is back within it or a new snapshot plans for it: otherwise the
      * queue it drains would hand the engine back the three deviations, and a lasting surge would fill it, drain
      * and fill it again. The requests whose key hashes below the excess spill (the same conversations move, the
      * rest keep their engine and cache); where nothing nearby has room, lower priorities are shed in proportion (see
      * {@link #route}). 0 while the bounded load's minimum or fewer are in flight there.
      */
-    private double excess(EngineCell cell, double allowanceRps, long now) {
+    private double excess(EngineCell cell, int enginePriority, double allowanceRps, long now) {
         double rate = cell.offered(now);
+        QueueSignal signal = cell.signal(enginePriority);
         if (cell.inFlight.get() <= minInFlight || rate <= allowanceRps) {
-            cell.spilling = false;
+            signal.spilling = false;
             return 0;
         }
         double beyondChance = allowanceRps + NOISE_SIGMAS * Math.sqrt(allowanceRps / EngineCell.RATE_WINDOW_S);
-        boolean queueing = cell.queueing(QUEUE_SLACK_MS);
+        boolean queueing = cell.queueing(QUEUE_SLACK_MS, enginePriority);
         if (queueing && rate > beyondChance) {
-            cell.spilling = true;
+            signal.spilling = true;
         }
-        double threshold = queueing || cell.spilling ? allowanceRps : beyondChance;
+        double threshold = queueing || signal.spilling ? allowanceRps : beyondChance;
         if (rate > threshold) {
             return 1 - threshold / rate;
         }
@@ -282,7 +283,8 @@ final class DefaultDataPlane implements DataPlane {
     private double spillFill(ClassRoute k, int i, EngineCell from, boolean withinPlan, long now) {
         EngineCell cell = k.near[i];
         int inFlight = cell.inFlight.get();
-        if (cell == from || inFlight >= k.limit(cell) || failing(cell, now) || cell.queueing(QUEUE_SLACK_MS)
+        if (cell == from || inFlight >= k.limit(cell) || failing(cell, now)
+                || cell.queueing(QUEUE_SLACK_MS, k.nearEnginePriority[i])
                 || withinPlan && inFlight + 1 > k.nearAllowanceRps[i] * k.nearPlannedMs[i] / 1000) {
             return Double.POSITIVE_INFINITY;
         }
@@ -653,7 +655,7 @@ final class DefaultDataPlane implements DataPlane {
                 cell.resetFailures();
             }
             if (ttftNanos >= 0) {
-                cell.observeTtft(ttftMs);
+                cell.observeTtft(ttftMs, attempt.enginePriority());
             }
         }
     }
@@ -687,7 +689,7 @@ final class DefaultDataPlane implements DataPlane {
         double[] seen = new double[k.cells.length];
         int n = 0;
         for (EngineCell c : k.cells) {
-            double t = c.recentTtftMs;
+            double t = c.answers.recentTtftMs;
             if (c != self && !Double.isNaN(t) && !c.ejected(now)) {
                 seen[n++] = t;
             }

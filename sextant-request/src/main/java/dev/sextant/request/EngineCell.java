@@ -38,27 +38,20 @@ final class EngineCell {
     static final int HUNG = 2;
     long lastEjectionEnd;
     int ejections;
+    /** What every answer from the engine says of its queue. */
+    final QueueSignal answers = new QueueSignal();
     /**
-     * The engine's recent time to first token, ms: an exponentially weighted mean of its successful answers (NaN
-     * before the first). Written by whichever request thread finishes an answer, without a lock: a lost update
-     * only delays the mean by one answer.
+     * On an engine that schedules by priority, the priorities this gateway sends it and what the answers of each say
+     * of its queue (aligned); empty otherwise. Set from each snapshot ({@code Compiled}).
      */
-    volatile double recentTtftMs = Double.NaN;
+    private volatile int[] levels = {};
+    private volatile QueueSignal[] levelSignals = {};
 
     /**
      * How many of this gateway's requests the engine may hold, before a class's reserve for higher priorities
      * ({@link ClassRoute#limit}): set from each snapshot ({@code Compiled}), read by every placement.
      */
     volatile int limit = Integer.MAX_VALUE;
-
-    /**
-     * Whether a spill from this engine is under way: it started with the offered rate beyond chance of the allowance
-     * and the answers showing a queue, and holds the threshold at the allowance itself until the rate is back within
-     * it; cleared by each new snapshot, whose allowance is planned for what the control plane saw
-     * ({@code DefaultDataPlane.excess}). Written by request threads without a lock: a lost write only delays the
-     * change by one request.
-     */
-    volatile boolean spilling;
 
     EngineCell(String id) {
         this.id = id;
@@ -71,21 +64,6 @@ final class EngineCell {
         failedHard = false;
         timedOut = false;
     }
-
-    /**
-     * The engine's time to first token without a queue, as far as this gateway has seen, ms: {@link #recentTtftMs} at
-     * its lowest, following it down at once and up by {@link #FLOOR_RISE} of the difference per answer (so a lasting
-     * change of the prompts is followed within a few thousand answers, a queue of a few seconds is not). NaN before
-     * the first answer. Written like {@link #recentTtftMs}.
-     */
-    volatile double ttftFloorMs = Double.NaN;
-    /** How far {@link #ttftFloorMs} rises toward the recent TTFT per answer. */
-    static final double FLOOR_RISE = 0.001;
-    /**
-     * A recent TTFT more than this many times its floor means requests wait at the engine (a queue this gateway's
-     * answers show), not noise: ten answers' mean of a mix of prompts stays within about ±30% of its own mean.
-     */
-    static final double QUEUEING = 2;
 
     /** Over how long {@link #offered} counts the requests whose key chose this engine, s. */
     static final double RATE_WINDOW_S = 2;
@@ -136,25 +114,57 @@ final class EngineCell {
         return (current + previousCount * (1 - into)) / RATE_WINDOW_S;
     }
 
-    /** Folds one successful answer's time to first token into {@link #recentTtftMs} and {@link #ttftFloorMs}. */
-    void observeTtft(double ms) {
-        double m = recentTtftMs;
-        double recent = Double.isNaN(m) ? ms : m + 0.1 * (ms - m);
-        recentTtftMs = recent;
-        double f = ttftFloorMs;
-        ttftFloorMs = Double.isNaN(f) || recent < f ? recent : f + FLOOR_RISE * (recent - f);
+    /**
+     * The signal that judges the queue of requests sent with {@code enginePriority} ({@link Decision#NO_ENGINE_PRIORITY}
+     * for an engine that schedules first come, first served): their priority's own, or every answer's.
+     */
+    QueueSignal signal(int enginePriority) {
+        if (enginePriority != Decision.NO_ENGINE_PRIORITY) {
+            int[] v = levels;
+            QueueSignal[] s = levelSignals;
+            for (int i = 0; i < v.length && i < s.length; i++) {
+                if (v[i] == enginePriority) {
+                    return s[i];
+                }
+            }
+        }
+        return answers;
     }
 
     /**
-     * True when this gateway's recent answers from the engine show a queue: a recent TTFT over {@link #QUEUEING} times
-     * its floor, and beyond {@code slackMs} more (a floor of a few ms doubles with a step's jitter), while requests of
-     * this gateway are there to tell. With none in flight the judgement lapses: an engine avoided for its queue gets
-     * no answers that could show the queue gone, so it is tried again once what was sent there has finished.
+     * Sets the priorities this gateway sends the engine (empty for an engine that schedules first come, first served),
+     * keeping what the answers of each priority still sent have shown, and ends every spill under way (a new snapshot,
+     * a new allowance).
      */
-    boolean queueing(double slackMs) {
-        double r = recentTtftMs;
-        double f = ttftFloorMs;
-        return r > QUEUEING * f + slackMs && inFlight.get() > 0;
+    void levels(int[] priorities) {
+        QueueSignal[] next = new QueueSignal[priorities.length];
+        for (int i = 0; i < priorities.length; i++) {
+            QueueSignal kept = signal(priorities[i]);
+            next[i] = kept == answers ? new QueueSignal() : kept;
+            next[i].spilling = false;
+        }
+        answers.spilling = false;
+        levelSignals = next;
+        levels = priorities.clone();
+    }
+
+    /** Folds one successful answer's time to first token, sent with {@code enginePriority}, into its signals. */
+    void observeTtft(double ms, int enginePriority) {
+        answers.observe(ms);
+        QueueSignal own = signal(enginePriority);
+        if (own != answers) {
+            own.observe(ms);
+        }
+    }
+
+    /**
+     * True when this gateway's recent answers to requests sent with {@code enginePriority} show a queue
+     * ({@link QueueSignal#queueing}) while requests of this gateway are there to tell. With none in flight the
+     * judgement lapses: an engine avoided for its queue gets no answers that could show the queue gone, so it is
+     * tried again once what was sent there has finished.
+     */
+    boolean queueing(double slackMs, int enginePriority) {
+        return inFlight.get() > 0 && signal(enginePriority).queueing(slackMs);
     }
 
     boolean ejected(long now) {

@@ -1,0 +1,56 @@
+package dev.sextant.request;
+
+/**
+ * What this gateway's answers from one engine say of its queue: the recent time to first token against its floor,
+ * and whether a spill from the engine is under way ({@link DefaultDataPlane}'s "Spill under load"). An engine that
+ * serves first come, first served has one, from every answer; one that schedules by priority has one per priority it
+ * is sent besides, because a request there waits only behind its own and higher priorities: a queue of lower ones
+ * that the mixed answers show is not its queue. Written by whichever request thread finishes an answer, without a
+ * lock: a lost update only delays a mean by one answer.
+ */
+final class QueueSignal {
+    /**
+     * The recent time to first token, ms: an exponentially weighted mean of the successful answers (about the last
+     * ten); NaN before the first.
+     */
+    volatile double recentTtftMs = Double.NaN;
+    /**
+     * The time to first token without a queue, as far as this gateway has seen, ms: {@link #recentTtftMs} at its
+     * lowest, following it down at once and up by {@link #FLOOR_RISE} of the difference per answer (so a lasting
+     * change of the prompts is followed within a few thousand answers, a queue of a few seconds is not). NaN before
+     * the first answer.
+     */
+    volatile double ttftFloorMs = Double.NaN;
+    /**
+     * Whether a spill from the engine is under way for the requests this signal judges: it started with the offered
+     * rate beyond chance of the allowance and these answers showing a queue, and holds the threshold at the allowance
+     * itself until the rate is back within it; cleared by each new snapshot, whose allowance is planned for what the
+     * control plane saw.
+     */
+    volatile boolean spilling;
+
+    /** How far {@link #ttftFloorMs} rises toward the recent TTFT per answer. */
+    static final double FLOOR_RISE = 0.001;
+    /**
+     * A recent TTFT more than this many times its floor means requests wait at the engine (a queue the answers show),
+     * not noise: ten answers' mean of a mix of prompts stays within about ±30% of its own mean.
+     */
+    static final double QUEUEING = 2;
+
+    /** Folds one successful answer's time to first token into {@link #recentTtftMs} and {@link #ttftFloorMs}. */
+    void observe(double ms) {
+        double m = recentTtftMs;
+        double recent = Double.isNaN(m) ? ms : m + 0.1 * (ms - m);
+        recentTtftMs = recent;
+        double f = ttftFloorMs;
+        ttftFloorMs = Double.isNaN(f) || recent < f ? recent : f + FLOOR_RISE * (recent - f);
+    }
+
+    /**
+     * True when the answers show a queue: a recent TTFT over {@link #QUEUEING} times its floor, and beyond
+     * {@code slackMs} more (a floor of a few ms doubles with a step's jitter).
+     */
+    boolean queueing(double slackMs) {
+        return recentTtftMs > QUEUEING * ttftFloorMs + slackMs;
+    }
+}
