@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Overload run: a control plane, one gateway and two emulated engines on loopback, driven by three wrk processes
 # (one per priority class: high 2, normal 1, low 0, all of one model) at fixed rates. First an unloaded phase (class
-# high alone at 15% of the fleet's capacity), then SECONDS at 2× its capacity, a third per class. Requests are non-streaming with one output token,
+# high alone at 15% of the fleet's capacity), then class high alone at its overload rate (what its own load costs it),
+# then SECONDS at 2× its capacity, a third per class. Requests are non-streaming with one output token,
 # so a request's latency is its time to first token (plus the few bytes of the answer).
 # Prints one line per (phase, class), then the gateway's totals: shed latency, retry amplification, memory.
 # Needs wrk (Debian: apt-get install -y wrk). Usage: sextant-server/bench/overload.sh [seconds at 2×, default 60]
@@ -108,10 +109,12 @@ counter() { metric $GATEWAY "$1"; } # REGEX: the gateway's samples of that name,
 unloaded=$(( fleet_rps * 15 / 100 ))
 overload=$(( fleet_rps * 2 / 3 ))
 echo "fleet capacity $fleet_rps req/s (2 engines × 50); unloaded: class high alone at $unloaded req/s;" \
-     "overload: $overload req/s per class"
+     "alone: class high alone at $overload req/s; overload: $overload req/s per class"
 echo "machine load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 phase warmup 5 "$warmup_secs" >/dev/null
 phase unloaded "$unloaded" "$unloaded_secs" high:2
+# the top priority alone at its overload rate: what its own load costs it, without the other classes to shed
+phase alone "$overload" "$unloaded_secs" high:2
 
 retries0=$(counter '^sextant_gateway_retries_total'); routed0=$(counter '^sextant_gateway_requests_total.*engine="e')
 all0=$(counter '^sextant_gateway_requests_total')
