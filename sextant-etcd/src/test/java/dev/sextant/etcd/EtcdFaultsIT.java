@@ -26,8 +26,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * etcd's faults with three real members (docs/etcd.md, "Faults"): one member killed under load, all of them killed
- * and back, and the leading control plane paused (SIGSTOP, in a process of its own) past its lease. Gateway requests
+ * etcd's faults with three real members (docs/etcd.md, "Faults"): one member killed under load, the leading control
+ * plane killed under load, all members killed and back, and the leading control plane paused (SIGSTOP, in a process
+ * of its own) past its lease. Gateway requests
  * go through an engine emulator the whole time; a registration is the change that makes the leader publish.
  */
 class EtcdFaultsIT {
@@ -168,6 +169,49 @@ class EtcdFaultsIT {
                     assertThat(source.versions).isSorted();
                 } finally {
                     etcd.restart(0);
+                }
+            }
+        }
+    }
+
+    @Test
+    void leaderKilled_underLoad_theStandbyPublishes_andNoRequestFails() throws Exception {
+        EtcdOptions o = etcd.options("/leader-killed");
+        try (EngineEmulator e1 = EngineEmulator.start(EngineConfig.defaults("e1", "m"));
+             EngineEmulator e2 = EngineEmulator.start(EngineConfig.defaults("e2", "m"))) {
+            Path topology = topology(dir.resolve("leader.yaml"), e1);
+            EtcdLeadership leaderElection = (EtcdLeadership) Etcd.leadership(o);
+            ControlPlane leader = ControlPlane.start(config(topology), leaderElection, Etcd.registry(o));
+            boolean leaderClosed = false;
+            try {
+                assertThat(EtcdCluster.await(leaderElection::leading, Duration.ofSeconds(20))).isTrue();
+                EtcdLeadership standbyElection = (EtcdLeadership) Etcd.leadership(o);
+                Recording source = new Recording(Etcd.source(o, "east", Duration.ofSeconds(1)));
+                try (ControlPlane standby = ControlPlane.start(config(topology), standbyElection, Etcd.registry(o));
+                     Gateway gw = gateway(source)) {
+                    awaitFirstSnapshot(source, gw);
+                    try (Load load = new Load(gw)) {
+                        assertThat(load.more(5)).isTrue();
+                        long before = source.last();
+
+                        long killed = System.nanoTime();
+                        leaderElection.halt(); // killed: its lease runs out, nothing is given up
+                        leader.close();
+                        leaderClosed = true;
+                        assertThat(EtcdCluster.await(() -> standbyElection.leading() && source.last() > before,
+                                Duration.ofSeconds(30))).as("the standby takes over and publishes").isTrue();
+                        System.out.printf("three members, under load: leader killed -> version %d at the gateway"
+                                + " in %d ms%n", source.last(), (System.nanoTime() - killed) / 1_000_000);
+                        // the new leader publishes what changes from now on
+                        registerAndAwaitPublication(o, e2, standby, source, source.last(), load);
+                        load.close();
+                        assertThat(load.failed.get()).as("no request failed: " + load.firstFailure.get()).isZero();
+                    }
+                    assertThat(source.versions).as("versions monotone across leaders").isSorted();
+                }
+            } finally {
+                if (!leaderClosed) {
+                    leader.close();
                 }
             }
         }
