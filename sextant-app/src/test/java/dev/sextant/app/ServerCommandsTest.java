@@ -109,7 +109,10 @@ class ServerCommandsTest {
         assertThat(stderr).contains("server.yaml").contains(says);
     }
 
-    /** The same mistakes in each server's file give the same problem: file:line: setting: message. */
+    /**
+     * The same mistakes in each server's file and in a topology give the same problem: file:line: field: message (a
+     * topology through {@code solve}, a server's file through its {@code --check}).
+     */
     @ParameterizedTest(name = "{0} {1}")
     @CsvSource(delimiter = '|', textBlock = """
             gateway       | duplicate key   | gateway_cluster: east\\nport: 1\\nport: 2\\nsnapshot_file: s.json | server.yaml:3: port: duplicate key 'port' (expected: each key once; first at line 2)
@@ -126,13 +129,19 @@ class ServerCommandsTest {
             gateway       | missing file    | gateway_cluster: east\\nsnapshot_file: nowhere.json  | server.yaml:2: snapshot_file: DIR/nowhere.json: cannot read: no such file
             control-plane | missing file    | token_file: tok\\ntopology: nowhere.yaml             | server.yaml:2: topology: DIR/nowhere.yaml: cannot read: no such file
             engine        | missing file    | id: e1\\ntls_cert_file: nope.pem\\ntls_key_file: tok | server.yaml:2: tls_cert_file: DIR/nope.pem: cannot read: no such file
+            topology      | duplicate key   | headroom: 0.1\\nheadroom: 0.2                     | topology.yaml:2: headroom: duplicate key 'headroom' (expected: each key once; first at line 1)
+            topology      | tab             | headroom: 0.1\\n\\taffinity_discount_ms: 5       | topology.yaml:2: affinity_discount_ms: YAML syntax: a tab (expected: spaces; YAML does not allow tabs for indentation)
+            topology      | wrong type      | headroom: many                                      | topology.yaml:1: headroom: 'many' (expected: a number)
+            topology      | undefined alias | headroom: *h                                        | topology.yaml:1: headroom: alias *h (expected: an anchor &h defined before it
             """)
-    void sameMistake_inEachServersFile_isTheSameProblem(String command, String mistake, String yaml, String says)
+    void sameMistake_inEachConfigFile_isTheSameProblem(String command, String mistake, String yaml, String says)
             throws Exception {
         Files.writeString(dir.resolve("tok"), "secret");
-        Path config = dir.resolve("server.yaml");
+        boolean topology = command.equals("topology");
+        Path config = dir.resolve(topology ? "topology.yaml" : "server.yaml");
         Files.writeString(config, yaml.replace("\\n", "\n").replace("\\t", "\t"));
-        assertThat(run(command, "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        int exit = topology ? run("solve", config.toString()) : run(command, "--config", config.toString(), "--check");
+        assertThat(exit).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr).contains(config + ":").contains(says.replace("DIR", dir.toString()));
         assertThat(stdout).doesNotContain(": ok");
     }
