@@ -2,6 +2,7 @@
 # Three etcd members, two control planes and an engine that registers itself, on loopback, for trying several control
 # planes and engine registration out (docs/etcd.md):
 #   sextant-server/bench/etcd-cluster.sh            # until Ctrl-C; the logs are in a temporary directory it prints
+#   sextant-server/bench/etcd-cluster.sh --smoke    # until both control planes list east-2, then stops (mvn verify)
 # Members on client ports 23791-23793, control planes on 7071 and 7072 (examples/servers/control-plane.yaml's settings
 # and token, with examples/talk.yaml's topology plus an h100 hardware kind). The emulated engines east-1 and west-1 of
 # the topology file run on 9101 and 9102 (examples/servers/engine-*.yaml), and east-2, on 9103, is in no file: a
@@ -10,6 +11,8 @@
 # (its control_plane key must go: with etcd, reports go to the control planes found there).
 # Needs etcd on PATH (Debian: apt-get install etcd-server).
 set -euo pipefail
+smoke=0
+if [ "${1:-}" = --smoke ]; then smoke=1; fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 work="$(mktemp -d)"
 echo "logs and data in $work" >&2
@@ -52,6 +55,21 @@ done
   --hardware h100 --models llama-3.1-70b >"$work/register-east-2.log" 2>&1 &
 pids+=($!)
 echo $! >"$work/register-east-2.pid"
+if [ "$smoke" = 1 ]; then
+  # what the runbook promises: the registered engine, in no file, merged into both control planes' topology
+  for port in 7071 7072; do
+    deadline=$((SECONDS + 120))
+    until curl -fs "http://127.0.0.1:$port/healthz" | grep -q '"east-2":{'; do
+      if [ "$SECONDS" -ge "$deadline" ]; then
+        echo "control plane $port: no east-2 among its engines within 120 s (logs in $work)" >&2
+        exit 1
+      fi
+      sleep 0.5
+    done
+    echo "control plane $port: east-2 registered through etcd"
+  done
+  exit 0
+fi
 echo "control planes on 7071 and 7072; the leader's URL: ETCDCTL_API=3 etcdctl --endpoints=$endpoints get /sextant/leader" >&2
 echo "kill the leader's process to see the other take over (its log says 'took over as leader')" >&2
 echo "east-2 registers: curl -s localhost:7071/healthz shows it under engines; stop its registrar" \

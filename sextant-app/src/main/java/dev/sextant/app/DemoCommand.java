@@ -2,6 +2,7 @@ package dev.sextant.app;
 
 import dev.sextant.server.demo.Demo;
 import dev.sextant.server.demo.LoadDriver;
+import dev.sextant.server.internal.Numbers;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.net.URI;
@@ -69,7 +70,7 @@ final class DemoCommand implements Callable<Integer> {
         if (load > 0) {
             out.println("  demand:                 observed: the control plane plans for what the gateways see of the"
                     + " load,");
-            out.println("                          " + fmt(load) + " req/s split as the topology's demand ("
+            out.println("                          " + Numbers.plain(load) + " req/s split as the topology's demand ("
                     + Demo.demandSummary() + ")");
         } else {
             out.println("  demand:                 configured: the control plane plans for the topology's demand_rps");
@@ -93,9 +94,5 @@ final class DemoCommand implements Callable<Integer> {
         }
         Running.untilStopped(out, duration, driver, demo);
         return 0;
-    }
-
-    private static String fmt(double rps) {
-        return rps == Math.rint(rps) ? Long.toString((long) rps) : Double.toString(rps);
     }
 }

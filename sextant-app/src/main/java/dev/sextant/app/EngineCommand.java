@@ -2,6 +2,7 @@ package dev.sextant.app;
 
 import dev.sextant.server.engine.EngineConfig;
 import dev.sextant.server.engine.EngineEmulator;
+import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,6 +32,16 @@ final class EngineCommand implements Callable<Integer> {
     @Option(names = "--config", paramLabel = "ENGINE.yaml", description = "The engine's settings.")
     Path config;
 
+    @Option(names = "--check", description = "Check the file, the options and the files they name (TLS, admin token), "
+            + "print what they configure, and exit: 0 when valid, 2 when not. Opens no port.")
+    boolean check;
+
+    private final PrintWriter out;
+
+    EngineCommand(PrintWriter out) {
+        this.out = out;
+    }
+
     @Unmatched
     List<String> options = new ArrayList<>();
 
@@ -46,12 +57,48 @@ final class EngineCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         List<String> args = new ArrayList<>();
-        if (config != null) {
-            args.addAll(options(ServerFile.load(config, KEYS)));
+        ServerFile file = config == null ? null : ServerFile.load(config, KEYS);
+        if (file != null) {
+            args.addAll(options(file));
         }
         args.addAll(options);
+        String configures;
+        try {
+            configures = EngineEmulator.check(args.toArray(new String[0]));
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(located(file, options, e.getMessage()));
+        }
+        if (check) {
+            out.println((config == null ? "" : config + ": ") + "ok: " + configures);
+            out.flush();
+            return 0;
+        }
         EngineEmulator.main(args.toArray(new String[0]));
         return 0;
+    }
+
+    /** The emulator's names for settings whose key in the file differs. */
+    private static final Map<String, String> FILE_KEYS = Map.of("engine_id", "id", "max_sequences", "max_seqs",
+            "decode_ms_per_sequence", "decode_ms_per_seq");
+
+    /**
+     * The emulator's problem with a setting the file gives (and the command line does not) at the file's line under
+     * the file's key ({@code engine.yaml:3: max_seqs: 0 (expected: >= 1)}), as the other servers' files say theirs;
+     * any other as the emulator words it.
+     */
+    static String located(ServerFile file, List<String> commandLine, String problem) {
+        int colon = problem.indexOf(": ");
+        if (file == null || colon <= 0) {
+            return problem;
+        }
+        String name = problem.substring(0, colon).split(", ", 2)[0];
+        String key = name.startsWith("--") ? name.substring(2).replace('-', '_') : FILE_KEYS.getOrDefault(name, name);
+        String option = key.equals("models") ? "--model" : "--" + key.replace('_', '-');
+        boolean onCommandLine = commandLine.stream().anyMatch(o -> o.equals(option) || o.startsWith(option + "="));
+        if (!KEYS.contains(key) || !file.has(key) || onCommandLine) {
+            return problem;
+        }
+        return file.located(key + problem.substring(name.length()));
     }
 
     /** Settings whose value is an integer, a number, a string, or a file that must be readable, by kind. */

@@ -60,7 +60,7 @@ public final class Sextant implements Callable<Integer> {
                 .addSubcommand(new DemoCommand(out))
                 .addSubcommand(new GatewayCommand(out))
                 .addSubcommand(new ControlPlaneCommand(out))
-                .addSubcommand(new EngineCommand())
+                .addSubcommand(new EngineCommand(out))
                 .addSubcommand(new HashKeyCommand(out))
                 .addSubcommand(new RegisterCommand(out))
                 .addSubcommand(new SimulateCommand(out, System.err))

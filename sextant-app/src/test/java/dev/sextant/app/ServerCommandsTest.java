@@ -99,6 +99,10 @@ class ServerCommandsTest {
             round trip not a number| engine        | network_rtt_ms: {east: soon} | server.yaml:1: network_rtt_ms.east: 'soon' (expected: a round trip in ms, a number)
             round trips not a map  | engine        | network_rtt_ms: 60 | server.yaml:1: network_rtt_ms: 60 (expected: a map of gateway cluster id to round trip in ms
             round trip to a comma  | engine        | network_rtt_ms: {"a,b": 5} | server.yaml:1: network_rtt_ms: 'a,b' (expected: a gateway cluster id
+            no engine sequences    | engine        | id: e1\\nmax_seqs: 0 | server.yaml:2: max_seqs: 0 (expected: >= 1)
+            engine error rate      | engine        | id: e1\\nerror_rate: 2 | server.yaml:2: error_rate: 2.0 (expected: in [0, 1])
+            engine step below zero | engine        | id: e1\\ndecode_ms_per_seq: -1 | server.yaml:2: decode_ms_per_seq: -1.0 (expected:
+            engine head timeout    | engine        | id: e1\\nrequest_header_timeout: soon | server.yaml:2: request_header_timeout: 'soon' (expected: a duration >= 0
             """)
     void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
         Files.writeString(dir.resolve("tok"), "secret");
@@ -109,7 +113,10 @@ class ServerCommandsTest {
         assertThat(stderr).contains("server.yaml").contains(says);
     }
 
-    /** The same mistakes in each server's file give the same problem: file:line: setting: message. */
+    /**
+     * The same mistakes in each server's file and in a topology give the same problem: file:line: field: message (a
+     * topology through {@code solve}, a server's file through its {@code --check}).
+     */
     @ParameterizedTest(name = "{0} {1}")
     @CsvSource(delimiter = '|', textBlock = """
             gateway       | duplicate key   | gateway_cluster: east\\nport: 1\\nport: 2\\nsnapshot_file: s.json | server.yaml:3: port: duplicate key 'port' (expected: each key once; first at line 2)
@@ -126,13 +133,22 @@ class ServerCommandsTest {
             gateway       | missing file    | gateway_cluster: east\\nsnapshot_file: nowhere.json  | server.yaml:2: snapshot_file: DIR/nowhere.json: cannot read: no such file
             control-plane | missing file    | token_file: tok\\ntopology: nowhere.yaml             | server.yaml:2: topology: DIR/nowhere.yaml: cannot read: no such file
             engine        | missing file    | id: e1\\ntls_cert_file: nope.pem\\ntls_key_file: tok | server.yaml:2: tls_cert_file: DIR/nope.pem: cannot read: no such file
+            gateway       | out of range    | gateway_cluster: east\\nsnapshot_file: s.json\\nport: 70000 | server.yaml:3: port: 70000 (expected: 0..65535)
+            control-plane | out of range    | topology: t.yaml\\ntoken_file: tok\\nport: 70000      | server.yaml:3: port: 70000 (expected: 0..65535)
+            engine        | out of range    | id: e1\\nport: 70000                             | server.yaml:2: port: 70000 (expected: 0..65535)
+            topology      | duplicate key   | headroom: 0.1\\nheadroom: 0.2                     | topology.yaml:2: headroom: duplicate key 'headroom' (expected: each key once; first at line 1)
+            topology      | tab             | headroom: 0.1\\n\\taffinity_discount_ms: 5       | topology.yaml:2: affinity_discount_ms: YAML syntax: a tab (expected: spaces; YAML does not allow tabs for indentation)
+            topology      | wrong type      | headroom: many                                      | topology.yaml:1: headroom: 'many' (expected: a number)
+            topology      | undefined alias | headroom: *h                                        | topology.yaml:1: headroom: alias *h (expected: an anchor &h defined before it
             """)
-    void sameMistake_inEachServersFile_isTheSameProblem(String command, String mistake, String yaml, String says)
+    void sameMistake_inEachConfigFile_isTheSameProblem(String command, String mistake, String yaml, String says)
             throws Exception {
         Files.writeString(dir.resolve("tok"), "secret");
-        Path config = dir.resolve("server.yaml");
+        boolean topology = command.equals("topology");
+        Path config = dir.resolve(topology ? "topology.yaml" : "server.yaml");
         Files.writeString(config, yaml.replace("\\n", "\n").replace("\\t", "\t"));
-        assertThat(run(command, "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        int exit = topology ? run("solve", config.toString()) : run(command, "--config", config.toString(), "--check");
+        assertThat(exit).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr).contains(config + ":").contains(says.replace("DIR", dir.toString()));
         assertThat(stdout).doesNotContain(": ok");
     }
@@ -281,6 +297,13 @@ class ServerCommandsTest {
     }
 
     @Test
+    void engine_aSettingTheCommandLineOverrides_isNamedAsTheEmulatorNamesIt_notAtTheFilesLine() throws Exception {
+        Path config = Files.writeString(dir.resolve("engine.yaml"), "id: e1\nmax_seqs: 4\n");
+        assertThat(run("engine", "--config", config.toString(), "--max-seqs", "0")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).isEqualTo("engine: max_sequences: 0 (expected: >= 1)" + System.lineSeparator());
+    }
+
+    @Test
     void gateway_onAPortInUse_isBadInputNamingTheAddress() throws Exception {
         Path topology = Path.of("..", "examples", "talk.yaml");
         assertThat(run("solve", topology.toString())).isZero();
@@ -307,6 +330,8 @@ class ServerCommandsTest {
             gateway       | gateway-east.yaml   | gateway cluster east on http://127.0.0.1:8080, snapshots from control plane http://127.0.0.1:7070
             gateway       | gateway-west.yaml   | gateway cluster west on http://127.0.0.1:8081
             control-plane | control-plane.yaml  | talk.yaml (2 gateway clusters, 2 engines)
+            engine        | engine-east-1.yaml  | engine east-1 serving [llama-3.1-70b] on http://127.0.0.1:9101
+            engine        | engine-west-1.yaml  | engine west-1 serving [llama-3.1-70b] on http://127.0.0.1:9102
             """)
     void check_ofTheExampleConfigs_saysWhatTheyConfigure_andStartsNothing(String command, String file, String says) {
         Path config = Path.of("..", "examples", "servers", file);

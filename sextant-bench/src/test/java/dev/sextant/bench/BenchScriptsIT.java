@@ -25,8 +25,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The bench scripts (sextant-server/bench) still work: shellcheck finds nothing in them, every run the docs cite is a
- * named run of {@code run.sh}, and named runs go end to end under {@code run.sh NAME --smoke} (a second of load a
- * step) and print their result lines. Runs in the integration-test phase, after the package phase has built
+ * named run of {@code run.sh}, named runs go end to end under {@code run.sh NAME --smoke} (a second of load a step)
+ * and print their result lines, and {@code etcd-cluster.sh --smoke} brings its fleet up. Runs in the integration-test phase, after the package phase has built
  * {@code sextant.jar} (sextant-app, before this module) and {@code benchmarks.jar} (this module).
  *
  * <p>By default one named run per script is smoked, the one with the most options set, to keep the build short (every
@@ -75,7 +75,8 @@ class BenchScriptsIT {
 
     /** The tools a script needs, with the Debian package that has each. */
     private static final Map<String, String> PACKAGES = Map.of("wrk", "wrk", "curl", "curl", "haproxy", "haproxy",
-            "tcpdump", "tcpdump", "h2load", "nghttp2-client", "jcmd", "a JDK", "shellcheck", "shellcheck");
+            "tcpdump", "tcpdump", "h2load", "nghttp2-client", "jcmd", "a JDK", "shellcheck", "shellcheck",
+            "etcd", "etcd-server");
 
     @Test
     void shellcheck_findsNothing() throws Exception {
@@ -132,6 +133,19 @@ class BenchScriptsIT {
             assertThat(r.output).as("a line matching %s in:%n%s", line, r.output)
                     .containsPattern(Pattern.compile(line, Pattern.MULTILINE));
         }
+    }
+
+    /**
+     * {@code etcd-cluster.sh}, a runbook rather than a benchmark (no named run): its etcd members, control planes and
+     * engines start, and the engine it registers through etcd reaches both control planes' topology.
+     */
+    @Test
+    void etcdCluster_smoke_startsItsFleet_andTheRegisteredEngineReachesBothControlPlanes() throws Exception {
+        requireTools("etcd", "curl");
+        Result r = run(ROOT, SMOKE_DEADLINE_SECONDS, List.of(BENCH.resolve("etcd-cluster.sh").toString(), "--smoke"));
+        assertThat(r.exit).as("exit status of etcd-cluster.sh --smoke; its output:%n%s", r.output).isZero();
+        assertThat(r.output).contains("control plane 7071: east-2 registered through etcd")
+                .contains("control plane 7072: east-2 registered through etcd");
     }
 
     static List<String> smoked() throws Exception {

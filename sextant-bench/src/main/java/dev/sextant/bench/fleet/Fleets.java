@@ -22,7 +22,7 @@ import java.util.SplittableRandom;
  * {@link Topology} on every machine and JVM ({@link SplittableRandom} is specified bit for bit, and
  * every map is filled in a fixed order).
  *
- * <p>Shapes (see the issue's performance section):
+ * <p>Shapes (BENCHMARKS.md, "Instances"):
  * <ul>
  *   <li>{@link #talk()}: the worked example of docs/design.md §3, identical to {@code examples/talk.yaml};</li>
  *   <li>{@link #medium(long)} (M): 16 gateway clusters, 256 engines in 8 engine clusters, 4 models;</li>

@@ -3,7 +3,7 @@ package dev.sextant.bench.policy;
 import dev.sextant.bench.fleet.Fleets;
 import dev.sextant.topology.Topology;
 
-/** The benchmark instances by the names of the issue: {@code talk}, {@code M}, {@code L}. */
+/** The benchmark instances by their names in BENCHMARKS.md ("Instances"): {@code talk}, {@code M}, {@code L}. */
 final class Instances {
     private Instances() {
     }

@@ -24,7 +24,7 @@ import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
 
 /**
- * Time of the optimizer ({@code Policies.optimal()}) on the issue's instances, single-threaded.
+ * Time of the optimizer ({@code Policies.optimal()}) on the instances of BENCHMARKS.md, single-threaded.
  *
  * <ul>
  *   <li>{@code coldSolve}: from scratch to a certified relative gap ≤ 1e-4 (target on L: ≤ 250 ms);</li>

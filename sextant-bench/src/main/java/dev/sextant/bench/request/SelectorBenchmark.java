@@ -36,7 +36,7 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The request path's engine choice (issue 3): first-engine selection for a key among 16, 1,000 and
+ * The request path's engine choice (docs/request-path.md §4): first-engine selection for a key among 16, 1,000 and
  * 10,000 weighted engines with the slot table, beside the naive alternatives measured in the same
  * run (weighted random by binary search, a plain ring with 100 virtual nodes per engine, weighted
  * rendezvous hashing); the whole {@link DataPlane#route} + {@link DataPlane#onFinish} round trip;

@@ -12,7 +12,7 @@ import java.util.logging.Logger;
 /**
  * The alarm of a failing policy path: raised when a step threw or found no snapshot (or a catch-up failed), said
  * in a SEVERE log line, the gauge {@code sextant_control_policy_failing}, {@code /healthz} and {@code /readyz}
- * until a step succeeds, which ends it saying for how long it lasted.
+ * until a step succeeds, which ends it saying for how long it lasted in an INFO line.
  */
 final class PolicyAlarm {
     /** The control plane's logger: one name for operators to set, whichever part of it speaks. */
@@ -49,10 +49,10 @@ final class PolicyAlarm {
                 + (s == null ? "none" : s.version()) + " until a step succeeds", cause);
     }
 
-    /** A step succeeded: ends the alarm, saying for how long it lasted. */
+    /** A step succeeded: ends the alarm, saying for how long it lasted (INFO, as every recovery is logged). */
     void recovered() {
         if (policyError != null) {
-            LOG.warning("policy steps succeed again after " + Duration.ofNanos(ticker.nanos() - failingSinceNanos)
+            LOG.info("policy steps succeed again after " + Duration.ofNanos(ticker.nanos() - failingSinceNanos)
                     .toSeconds() + " s of failures");
             policyError = null;
         }

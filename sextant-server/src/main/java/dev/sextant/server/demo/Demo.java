@@ -8,6 +8,7 @@ import dev.sextant.server.engine.EngineEmulator;
 import dev.sextant.server.gateway.Gateway;
 import dev.sextant.server.gateway.GatewayConfig;
 import dev.sextant.server.gateway.SnapshotSource;
+import dev.sextant.server.internal.Numbers;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -233,8 +234,7 @@ public final class Demo implements AutoCloseable {
                 """);
         NETWORK_RTT_MS.forEach((gateway, row) -> y.append("  ").append(gateway).append(": {")
                 .append(String.join(", ", row.entrySet().stream()
-                        .map(e -> e.getKey() + ": " + (e.getValue() % 1 == 0 ? Long.toString(e.getValue().longValue())
-                                : e.getValue().toString())).toList()))
+                        .map(e -> e.getKey() + ": " + Numbers.plain(e.getValue())).toList()))
                 .append("}\n"));
         y.append("""
                 models:

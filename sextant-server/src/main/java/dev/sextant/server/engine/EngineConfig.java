@@ -56,7 +56,7 @@ public record EngineConfig(String engineId, String host, int port, List<String> 
             throw new IllegalArgumentException("host: " + host + " (expected: an address to bind)");
         }
         if (port < 0 || port > 65535) {
-            throw new IllegalArgumentException("port: " + port + " (expected: in [0, 65535])");
+            throw new IllegalArgumentException("port: " + port + " (expected: 0..65535)");
         }
         if (models == null || models.isEmpty() || models.stream().anyMatch(m -> m == null || m.isBlank())) {
             throw new IllegalArgumentException("models: " + models + " (expected: at least one non-empty model id)");

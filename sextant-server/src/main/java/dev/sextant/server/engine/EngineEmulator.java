@@ -398,4 +398,15 @@ public final class EngineEmulator implements AutoCloseable {
     public static void main(String[] args) throws InterruptedException {
         EngineOptions.run(args);
     }
+
+    /**
+     * Checks the options as {@link #main} takes them, reading the files they name, and starts nothing; returns what
+     * they configure ({@code engine e1 serving [m] on http://127.0.0.1:8000}). A problem is an
+     * {@link IllegalArgumentException} naming the option ({@code --max-seqs: …}) or the setting
+     * ({@code max_sequences: 0 (expected: >= 1)}).
+     */
+    public static String check(String[] args) {
+        EngineOptions.Parsed p = EngineOptions.parse(args);
+        return p.describe(p.config().port());
+    }
 }

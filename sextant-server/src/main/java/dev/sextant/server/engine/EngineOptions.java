@@ -64,38 +64,50 @@ final class EngineOptions {
                         + l.maxBufferedBodyBytes() + ")");
     }
 
+    /** What a command line sets: the engine, and its listener's TLS (or null), admin token (or null) and limits. */
+    record Parsed(EngineConfig config, ServerTls tls, BearerToken adminToken, ListenerLimits limits) {
+        /** {@code engine e1 serving [m] on http://127.0.0.1:8000}, on {@code port}. */
+        String describe(int port) {
+            return "engine " + config.engineId() + " serving " + config.models() + " on "
+                    + (tls == null ? "http" : "https") + "://" + config.host() + ":" + port;
+        }
+    }
+
+    /**
+     * The command line read, checked and its files read, starting nothing; a problem is an
+     * {@link IllegalArgumentException} naming the option or the field.
+     */
+    static Parsed parse(String[] args) {
+        List<String> rest = new ArrayList<>();
+        java.util.Map<String, String> security = securityOptions(args, rest);
+        EngineConfig config = parseArgs(rest.toArray(new String[0]));
+        String cert = security.get("--tls-cert-file");
+        String key = security.get("--tls-key-file");
+        ServerTls tls = cert == null && key == null ? null
+                : new ServerTls(cert == null ? null : java.nio.file.Path.of(cert),
+                        key == null ? null : java.nio.file.Path.of(key), null);
+        BearerToken adminToken = security.containsKey("--admin-token-file")
+                ? tokenFile(java.nio.file.Path.of(security.get("--admin-token-file"))) : null;
+        return new Parsed(config, tls, adminToken, limits(security));
+    }
+
     /** {@link EngineEmulator#main}: runs one engine until the process is stopped. */
     static void run(String[] args) throws InterruptedException {
-        EngineConfig config;
-        ServerTls tls;
-        BearerToken adminToken;
-        ListenerLimits limits;
+        Parsed p;
         try {
-            List<String> rest = new ArrayList<>();
-            java.util.Map<String, String> security = securityOptions(args, rest);
-            config = parseArgs(rest.toArray(new String[0]));
-            String cert = security.get("--tls-cert-file");
-            String key = security.get("--tls-key-file");
-            tls = cert == null && key == null ? null
-                    : new ServerTls(cert == null ? null : java.nio.file.Path.of(cert),
-                            key == null ? null : java.nio.file.Path.of(key), null);
-            adminToken = security.containsKey("--admin-token-file")
-                    ? tokenFile(java.nio.file.Path.of(security.get("--admin-token-file"))) : null;
-            limits = limits(security);
+            p = parse(args);
         } catch (IllegalArgumentException e) {
             System.err.println("engine: " + e.getMessage());
             System.exit(2);
             return;
         }
-        EngineEmulator engine = EngineEmulator.start(config, tls, adminToken, limits);
+        EngineEmulator engine = EngineEmulator.start(p.config(), p.tls(), p.adminToken(), p.limits());
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             engine.close();
             stopped.countDown();
         }, "engine-shutdown"));
-        System.out.println("engine " + config.engineId() + " serving " + config.models() + " on "
-                + (tls == null ? "http" : "https") + "://"
-                + config.host() + ":" + engine.port());
+        System.out.println(p.describe(engine.port()));
         stopped.await();
     }
 

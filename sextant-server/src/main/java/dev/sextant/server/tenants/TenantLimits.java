@@ -1,6 +1,7 @@
 package dev.sextant.server.tenants;
 
 import dev.sextant.request.Ticker;
+import dev.sextant.server.internal.Numbers;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -85,7 +86,7 @@ public final class TenantLimits {
             }
             if (rps > 0 && requests < 1) {
                 return new Refusal("requests_per_second", "tenant '" + t.name() + "' is over its limit of "
-                        + trim(rps) + " requests per second", nanosUntil(1 - requests, rps));
+                        + Numbers.plain(rps) + " requests per second", nanosUntil(1 - requests, rps));
             }
             double need = Math.min(cost, tokenBurst); // a request larger than a minute's budget waits for a full one
             if (tokenBurst > 0 && tokens < need) {
@@ -111,10 +112,6 @@ public final class TenantLimits {
 
         private static long nanosUntil(double missing, double perSecond) {
             return Math.max(1, (long) Math.ceil(missing / perSecond * 1e9));
-        }
-
-        private static String trim(double v) {
-            return v == Math.rint(v) ? Long.toString((long) v) : Double.toString(v);
         }
     }
 }

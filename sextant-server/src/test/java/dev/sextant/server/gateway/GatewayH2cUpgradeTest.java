@@ -17,9 +17,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@code Upgrade: h2c} with an answer larger than a few frames: the gateway answers the upgraded request only after
@@ -28,15 +28,12 @@ import org.junit.jupiter.api.Test;
  */
 class GatewayH2cUpgradeTest {
     static final Duration PATIENCE = Duration.ofMillis(1500);
-    static Fleet fleet;
-    static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(20, 2, config -> config.withClientLimits(
+            new ClientLimits(PATIENCE, Duration.ofSeconds(60), ClientLimits.defaults().maxHeaderBytes())));
 
     @BeforeAll
     static void start() throws Exception {
-        fleet = new Fleet(20);
-        ClientLimits limits = new ClientLimits(PATIENCE, Duration.ofSeconds(60), ClientLimits.defaults().maxHeaderBytes());
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false).withClientLimits(limits),
-                SnapshotSource.fixed(fleet.snapshot()), 2);
         // traffic to many engines makes /metrics large: tens of KB, several DATA frames after the 101
         HttpClient h1 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
         for (int i = 0; i < 80; i++) {
@@ -48,19 +45,13 @@ class GatewayH2cUpgradeTest {
         }
     }
 
-    @AfterAll
-    static void stop() {
-        gw.close();
-        fleet.close();
-    }
-
     static URI uri(String path) {
-        return URI.create("http://127.0.0.1:" + gw.port() + path);
+        return URI.create("http://127.0.0.1:" + GW.port() + path);
     }
 
     @Test
     void upgradedRequest_isAnsweredOnlyAfterTheClientsPreface() throws Exception {
-        try (Socket s = new Socket("127.0.0.1", gw.port())) {
+        try (Socket s = new Socket("127.0.0.1", GW.port())) {
             s.setSoTimeout(300);
             OutputStream out = s.getOutputStream();
             InputStream in = s.getInputStream();
@@ -94,7 +85,7 @@ class GatewayH2cUpgradeTest {
 
     @Test
     void clientThatNeverSendsItsPreface_isClosed_afterRequestHeaderTimeout() throws Exception {
-        try (LogCapture log = new LogCapture(); Socket s = new Socket("127.0.0.1", gw.port())) {
+        try (LogCapture log = new LogCapture(); Socket s = new Socket("127.0.0.1", GW.port())) {
             s.setSoTimeout(10_000);
             s.getOutputStream().write(upgradeRequest("/v1/models"));
             s.getOutputStream().flush();

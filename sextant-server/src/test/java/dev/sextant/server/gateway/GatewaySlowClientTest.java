@@ -7,9 +7,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.sextant.server.internal.Http;
 import java.io.IOException;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Slow and stalling clients on real sockets, against a gateway with short limits: a head sent a byte at a time
@@ -23,32 +22,16 @@ class GatewaySlowClientTest {
     private static final Duration IDLE = Duration.ofMillis(700);
     /** A safety bound for each wait, far above the configured timeouts. */
     private static final int SAFETY_MILLIS = 10_000;
-    private static LeakWatch leaks;
-    private static Fleet fleet;
-    private static Gateway gw;
-
-    @BeforeAll
-    static void start() {
-        leaks = LeakWatch.paranoid();
-        fleet = new Fleet(0.2);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false)
-                        .withTimeouts(Duration.ofSeconds(2), Duration.ofSeconds(5), IDLE, Duration.ofSeconds(60))
-                        .withClientLimits(new ClientLimits(HEAD, BODY, ClientLimits.DEFAULT_MAX_HEADER_BYTES)),
-                SnapshotSource.fixed(fleet.snapshot()), 1);
-    }
-
-    @AfterAll
-    static void stop() {
-        gw.close();
-        fleet.close();
-        leaks.assertNoLeakThenClose();
-    }
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(0.2, 1, config -> config
+            .withTimeouts(Duration.ofSeconds(2), Duration.ofSeconds(5), IDLE, Duration.ofSeconds(60))
+            .withClientLimits(new ClientLimits(HEAD, BODY, ClientLimits.DEFAULT_MAX_HEADER_BYTES))).watchingLeaks();
 
     @Test
     void headSentAByteAtATime_getsA408AndTheConnectionClosed() throws Exception {
         byte[] head = ("POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
                 + "X-Padding: " + "p".repeat(400) + "\r\n").getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
-        try (RawHttp c = new RawHttp(gw.port(), SAFETY_MILLIS)) {
+        try (RawHttp c = new RawHttp(GW.port(), SAFETY_MILLIS)) {
             int sent = 0;
             try {
                 // 20 ms a byte: the head would take 10 s to arrive; never finished (no empty line)
@@ -75,14 +58,14 @@ class GatewaySlowClientTest {
 
     @Test
     void connectionThatSendsNothing_isClosedWithoutAnAnswer() throws Exception {
-        try (RawHttp c = new RawHttp(gw.port(), SAFETY_MILLIS)) {
+        try (RawHttp c = new RawHttp(GW.port(), SAFETY_MILLIS)) {
             assertThat(c.read()).as("closed, nothing written").isNull();
         }
     }
 
     @Test
     void idleKeepAliveConnection_isClosedWithoutAnAnswer_afterServingARequest() throws Exception {
-        try (RawHttp c = new RawHttp(gw.port(), SAFETY_MILLIS)) {
+        try (RawHttp c = new RawHttp(GW.port(), SAFETY_MILLIS)) {
             assertThat(c.send("GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n").read().status()).isEqualTo(200);
             assertThat(c.read()).as("closed when idle past request_header_timeout, no 408").isNull();
         }
@@ -91,7 +74,7 @@ class GatewaySlowClientTest {
     @Test
     void bodyTrickledByteByByte_getsA408AndTheConnectionClosed() throws Exception {
         String body = Fleet.chat(null, false, 1) + " ".repeat(400);
-        try (RawHttp c = new RawHttp(gw.port(), SAFETY_MILLIS)) {
+        try (RawHttp c = new RawHttp(GW.port(), SAFETY_MILLIS)) {
             c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: "
                     + body.length() + "\r\n\r\n");
             int sent = 0;
@@ -113,7 +96,7 @@ class GatewaySlowClientTest {
                     .contains("request_body_timeout");
             assertThat(c.closedByPeer()).isTrue();
         }
-        assertThat(Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat(null, false, 1)).statusCode()).isEqualTo(200);
+        assertThat(Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat(null, false, 1)).statusCode()).isEqualTo(200);
     }
 
     @Test

@@ -11,9 +11,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The official OpenAI Node SDK ({@code openai} from the npm registry, the version pinned in
@@ -23,8 +23,8 @@ import org.junit.jupiter.api.Test;
  */
 class OpenAiNodeSdkTest {
     static final Path DIR = Path.of("src", "test", "node", "openai-sdk");
-    static Fleet fleet;
-    static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(3, 1);
 
     @BeforeAll
     static void start() throws Exception {
@@ -32,23 +32,11 @@ class OpenAiNodeSdkTest {
             Result install = run(180, "npm", "ci", "--no-audit", "--no-fund");
             assertThat(install.exit).as("npm ci of the OpenAI Node SDK:%n%s", install.output).isZero();
         }
-        fleet = new Fleet(3);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(fleet.snapshot()), 1);
-    }
-
-    @AfterAll
-    static void stop() {
-        if (gw != null) {
-            gw.close();
-        }
-        if (fleet != null) {
-            fleet.close();
-        }
     }
 
     @Test
     void everyCallOfTheSdk_getsWhatOpenAiWouldAnswer() throws Exception {
-        Result r = run(60, "node", "check.mjs", "http://127.0.0.1:" + gw.port(), "m");
+        Result r = run(60, "node", "check.mjs", "http://127.0.0.1:" + GW.port(), "m");
         assertThat(r.exit).as("node check.mjs:%n%s", r.output).isZero();
         String last = r.output.strip().lines().reduce((a, b) -> b).orElseThrow();
         JsonNode out = Http.JSON.readTree(last);
@@ -57,7 +45,7 @@ class OpenAiNodeSdkTest {
         assertThat(chat.path("content").asText()).isNotBlank();
         assertThat(chat.path("finish_reason").asText()).isEqualTo("length");
         assertThat(chat.path("completion_tokens").asInt()).isEqualTo(4);
-        assertThat(fleet.engines).containsKey(chat.path("engine").asText());
+        assertThat(GW.fleet().engines).containsKey(chat.path("engine").asText());
 
         assertThat(out.path("stream").path("pieces").asInt()).as("one chunk per token").isEqualTo(5);
         assertThat(out.path("stream").path("finish_reason").asText()).isEqualTo("length");
@@ -65,7 +53,7 @@ class OpenAiNodeSdkTest {
         assertThat(response.path("status").asText()).as("max_output_tokens ended it").isEqualTo("incomplete");
         assertThat(response.path("output_text").asText().split(" ")).hasSize(4);
         assertThat(response.path("output_tokens").asInt()).isEqualTo(4);
-        assertThat(fleet.engines).containsKey(response.path("engine").asText());
+        assertThat(GW.fleet().engines).containsKey(response.path("engine").asText());
         JsonNode responseStream = out.path("response_stream");
         assertThat(responseStream.path("deltas").asInt()).as("one delta event per token").isEqualTo(5);
         assertThat(responseStream.path("last").asText()).isEqualTo("response.incomplete");

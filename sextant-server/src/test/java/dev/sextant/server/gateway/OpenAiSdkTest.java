@@ -28,6 +28,7 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The official OpenAI Java SDK as the gateway's client, unchanged but for its base URL: chat completions and the
@@ -35,23 +36,19 @@ import org.junit.jupiter.api.Test;
  * model as the SDK's own {@link NotFoundException}.
  */
 class OpenAiSdkTest {
-    static Fleet fleet;
-    static Gateway gw;
+    @RegisterExtension
+    static final GatewayFixture GW = GatewayFixture.of(3, 1);
     static OpenAIClient client;
 
     @BeforeAll
     static void start() {
-        fleet = new Fleet(3);
-        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(fleet.snapshot()), 1);
-        client = OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + gw.port() + "/v1").apiKey("unused")
+        client = OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + GW.port() + "/v1").apiKey("unused")
                 .timeout(Duration.ofSeconds(20)).maxRetries(0).build();
     }
 
     @AfterAll
     static void stop() {
         client.close();
-        gw.close();
-        fleet.close();
     }
 
     @Test

@@ -71,6 +71,7 @@ class TenantsTest {
         assertThat(limits.take(t, 100)).isNull();
         TenantLimits.Refusal r = limits.take(t, 100);
         assertThat(r.limit()).isEqualTo("requests_per_second");
+        assertThat(r.message()).isEqualTo("tenant 'a' is over its limit of 2 requests per second");
         assertThat(r.retryAfterNanos()).isEqualTo(500_000_000L); // one request at 2 a second
         now.addAndGet(500_000_000L);
         assertThat(limits.take(t, 100)).isNull(); // 3 in flight now: the concurrency limit
