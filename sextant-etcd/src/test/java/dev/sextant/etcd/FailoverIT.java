@@ -30,10 +30,10 @@ class FailoverIT {
             ControlPlaneConfig config = ControlPlaneConfig.defaults(topology, "tok").withAddress("127.0.0.1", 0)
                     .withIntervals(Duration.ofSeconds(10), Duration.ofMillis(100), Duration.ofHours(1),
                             Duration.ofSeconds(1), 3);
-            EtcdLeadership leaderElection = (EtcdLeadership) Etcd.leadership(o);
+            Publishing leaderElection = new Publishing((EtcdLeadership) Etcd.leadership(o));
             ControlPlane leader = ControlPlane.start(config, leaderElection);
             assertThat(EtcdCluster.await(leaderElection::leading, Duration.ofSeconds(20))).isTrue();
-            EtcdLeadership standbyElection = (EtcdLeadership) Etcd.leadership(o);
+            Publishing standbyElection = new Publishing((EtcdLeadership) Etcd.leadership(o));
             ControlPlane standby = ControlPlane.start(config, standbyElection);
             Recording source = new Recording(Etcd.source(o, "east", Duration.ofSeconds(1)));
             try (Gateway gw = Gateway.start(GatewayConfig.defaults("east").withAddress("127.0.0.1", 0)
@@ -50,10 +50,16 @@ class FailoverIT {
                     long before = source.last();
 
                     long killed = System.nanoTime();
-                    leaderElection.halt(); // killed: the lease runs out, nothing is given up
+                    leaderElection.etcd.halt(); // killed: the lease runs out, nothing is given up
                     a.close();
-                    assertThat(EtcdCluster.await(() -> source.last() > before, Duration.ofSeconds(30)))
+                    // the killed leader may have published once more just before: the new leader's first version
+                    // is the one to wait for
+                    Publishing next = standbyElection;
+                    assertThat(EtcdCluster.await(() -> source.last() >= next.first(), Duration.ofSeconds(30)))
                             .as("the gateway gets the new leader's version").isTrue();
+                    assertThat(next.first()).as("the new leader publishes above its predecessor")
+                            .isGreaterThan(Math.max(before, leaderElection.versions.isEmpty() ? 0
+                                    : leaderElection.versions.get(leaderElection.versions.size() - 1)));
                     System.out.printf("failover %d: leader killed -> version %d at the gateway in %d ms%n", round,
                             source.last(), (System.nanoTime() - killed) / 1_000_000);
                     assertThat(standbyElection.leading()).isTrue();
@@ -68,7 +74,7 @@ class FailoverIT {
                     // a new standby for the next round
                     leader = b;
                     leaderElection = standbyElection;
-                    standbyElection = (EtcdLeadership) Etcd.leadership(o);
+                    standbyElection = new Publishing((EtcdLeadership) Etcd.leadership(o));
                     standby = ControlPlane.start(config, standbyElection);
                 }
             } finally {
