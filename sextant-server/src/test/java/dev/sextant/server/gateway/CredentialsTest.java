@@ -151,12 +151,12 @@ class CredentialsTest {
                 assertThat(status(cp, fresh)).isEqualTo(401);
 
                 // 1. the new token is added beside the old one
-                Files.writeString(file, credentials(entry(OPERATOR, "operator", null), entry(old, "gateway", "gw"),
+                Fleet.rewrite(file, credentials(entry(OPERATOR, "operator", null), entry(old, "gateway", "gw"),
                         entry(fresh, "gateway", "gw")));
                 assertThat(Fleet.await(() -> status(cp, fresh) == 200, Duration.ofSeconds(20))).isTrue();
                 assertThat(status(cp, old)).isEqualTo(200);
                 // 2. the gateway is given the new token
-                Files.writeString(gwToken, fresh + "\n");
+                Fleet.rewrite(gwToken, fresh + "\n");
                 java.nio.file.attribute.FileTime later = java.nio.file.attribute.FileTime.fromMillis(
                         System.currentTimeMillis() + 2000); // a modification time the token file's check cannot miss
                 Files.setLastModifiedTime(gwToken, later);
@@ -165,7 +165,7 @@ class CredentialsTest {
                 assertThat(Fleet.await(() -> metric(cp, "sextant_control_reports_total") >= reports + 2,
                         Duration.ofSeconds(20))).as("reports with the new token").isTrue();
                 // 3. the old one is revoked
-                Files.writeString(file, credentials(entry(OPERATOR, "operator", null), entry(fresh, "gateway", "gw")));
+                Fleet.rewrite(file, credentials(entry(OPERATOR, "operator", null), entry(fresh, "gateway", "gw")));
                 assertThat(Fleet.await(() -> status(cp, old) == 401, Duration.ofSeconds(20))).as("revoked").isTrue();
 
                 double after = metric(cp, "sextant_control_reports_total");
@@ -185,7 +185,7 @@ class CredentialsTest {
         Files.writeString(file, credentials(entry(OPERATOR, "operator", null), entry(GW, "gateway", "gw")));
         try (ControlPlane cp = controlPlane(file)) {
             // the gateway's token revoked, but the new operator's digest is cut short on line 4: nothing changes
-            Files.writeString(file, "tokens:\n  - sha256: " + sha256(OPERATOR) + "\n    role: operator\n"
+            Fleet.rewrite(file, "tokens:\n  - sha256: " + sha256(OPERATOR) + "\n    role: operator\n"
                     + "  - sha256: " + sha256("another").substring(0, 40) + "\n    role: operator\n");
             assertThat(Fleet.await(() -> metric(cp, "sextant_control_credentials_reload_failures_total") == 1,
                     Duration.ofSeconds(20))).isTrue();
@@ -198,7 +198,7 @@ class CredentialsTest {
             assertThat(status(cp, "another")).isEqualTo(401);
 
             // mended: the revocation it meant takes effect
-            Files.writeString(file, credentials(entry(OPERATOR, "operator", null), entry("another", "operator", null)));
+            Fleet.rewrite(file, credentials(entry(OPERATOR, "operator", null), entry("another", "operator", null)));
             assertThat(Fleet.await(() -> status(cp, GW) == 401, Duration.ofSeconds(20))).as("revoked").isTrue();
             assertThat(status(cp, "another")).isEqualTo(200);
             assertThat(metric(cp, "sextant_control_credentials_invalid")).isEqualTo(0);
@@ -217,7 +217,7 @@ class CredentialsTest {
             assertThat(Fleet.await(() -> metric(cp, "sextant_control_credentials_reload_failures_total") == 1,
                     Duration.ofSeconds(20))).isTrue();
             assertThat(status(cp, GW)).isEqualTo(200);
-            Files.writeString(file, credentials(entry(GW, "gateway", "gw")));
+            Fleet.rewrite(file, credentials(entry(GW, "gateway", "gw")));
             assertThat(Fleet.await(() -> metric(cp, "sextant_control_credentials_invalid") == 0,
                     Duration.ofSeconds(20))).as("readable again, as it was").isTrue();
             assertThat(metric(cp, "sextant_control_credentials_reload_failures_total")).as("said once").isEqualTo(1);

@@ -165,6 +165,17 @@ public final class Fleet implements AutoCloseable {
                 + ",\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}";
     }
 
+    /**
+     * Replaces {@code file}'s content in one step, as configuration management does (a written temporary file moved
+     * over it): a reload never reads it half written, so the failures counted are those of the content alone.
+     */
+    public static void rewrite(java.nio.file.Path file, String content) throws java.io.IOException {
+        java.nio.file.Path next = file.resolveSibling(file.getFileName() + ".next");
+        java.nio.file.Files.writeString(next, content);
+        java.nio.file.Files.move(next, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    }
+
     /** Polls {@code condition} until true or {@code timeout}; false when the deadline passed. */
     public static boolean await(BooleanSupplier condition, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();

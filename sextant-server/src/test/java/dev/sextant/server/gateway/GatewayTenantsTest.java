@@ -317,11 +317,11 @@ class GatewayTenantsTest {
         start(GatewayConfig.builder("gw").tenantsFile(file));
         assertThat(chat(EU_KEY).statusCode()).isEqualTo(200);
         String rotated = "sk-test-eu-rotated";
-        Files.writeString(file, tenantsYaml(rotated)); // the old key revoked, the new one in
+        Fleet.rewrite(file, tenantsYaml(rotated)); // the old key revoked, the new one in
         assertThat(Fleet.await(() -> status(rotated) == 200, Duration.ofSeconds(15))).as("new key taken").isTrue();
         assertThat(chat(EU_KEY).statusCode()).as("the old key, revoked").isEqualTo(401);
 
-        Files.writeString(file, "tenants:\n  eu-only: {keys: [not-a-hash]}\n");
+        Fleet.rewrite(file, "tenants:\n  eu-only: {keys: [not-a-hash]}\n");
         assertThat(Fleet.await(() -> gw.tenancy.watch().failures() == 1, Duration.ofSeconds(15))).isTrue();
         assertThat(chat(rotated).statusCode()).as("the tenants before stay in force").isEqualTo(200);
         assertThat(Fleet.get(gw.port(), "/metrics").body())
