@@ -1,5 +1,6 @@
 package dev.sextant.app;
 
+import dev.sextant.sim.Clients;
 import dev.sextant.sim.ScenarioException;
 import dev.sextant.sim.Simulator;
 import dev.sextant.sim.Summary;
@@ -37,6 +38,27 @@ final class SimulateCommand implements Callable<Integer> {
     @Option(names = "--out", required = true, paramLabel = "DIR", description = "Output folder.")
     Path outDir;
 
+    @Option(names = "--keyed-share", paramLabel = "SHARE", description = "Every class's clients: this share of "
+            + "conversations sends an explicit key, the rest none (overrides the scenario's keyed_share; with "
+            + "--system-prompts and --system-prompt-tokens, default 0.2, 4 and 1500 when one of them is given).")
+    Double keyedShare;
+
+    @Option(names = "--system-prompts", paramLabel = "N", description = "Every class's clients: N shared system "
+            + "prompts, the i-th drawn with probability proportional to 1/(i + 1).")
+    Integer systemPrompts;
+
+    @Option(names = "--system-prompt-tokens", paramLabel = "T", description = "Every class's clients: each shared "
+            + "system prompt is T tokens long.")
+    Double systemPromptTokens;
+
+    /**
+     * The clients of {@code keyless-shared-prompts.yaml}, for the options not given: most send no key, and four
+     * system prompts of a typical assistant's length are shared (docs/evaluation.md, "Keyless clients everywhere").
+     */
+    static final double DEFAULT_KEYED_SHARE = 0.2;
+    static final int DEFAULT_SYSTEM_PROMPTS = 4;
+    static final double DEFAULT_SYSTEM_PROMPT_TOKENS = 1500;
+
     SimulateCommand(PrintWriter out, PrintStream progress) {
         this.out = out;
         this.progress = progress;
@@ -50,7 +72,11 @@ final class SimulateCommand implements Callable<Integer> {
         }
         Map<String, Summary> results;
         try {
-            results = Simulator.run(scenario, policies, seed, outDir, progress);
+            Clients clients = keyedShare == null && systemPrompts == null && systemPromptTokens == null ? null
+                    : new Clients(systemPromptTokens == null ? DEFAULT_SYSTEM_PROMPT_TOKENS : systemPromptTokens,
+                            systemPrompts == null ? DEFAULT_SYSTEM_PROMPTS : systemPrompts,
+                            keyedShare == null ? DEFAULT_KEYED_SHARE : keyedShare);
+            results = Simulator.run(scenario, clients, policies, seed, outDir, progress);
         } catch (ScenarioException e) {
             throw new UsageException(e.getMessage());
         } catch (IllegalArgumentException e) {

@@ -36,6 +36,38 @@ class SimulateCommandTest {
     }
 
     @Test
+    void simulate_withKeylessClients_routesOnDerivedKeys_andTheReportSaysHowToReproduceIt(@TempDir Path dir)
+            throws Exception {
+        assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--policies", "sextant", "--out",
+                dir.resolve("keyed").toString())).as(err.toString()).isZero();
+        assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--policies", "sextant",
+                "--keyed-share", "0", "--system-prompts", "2", "--out", dir.resolve("keyless").toString()))
+                .as(err.toString()).isZero();
+
+        // the clients changed: other conversations, other keys, another result from the same seed
+        assertThat(Files.readString(dir.resolve("keyless/summary.json")))
+                .isNotEqualTo(Files.readString(dir.resolve("keyed/summary.json")));
+        // the options not given take the defaults, and the report gives all three
+        assertThat(Files.readString(dir.resolve("keyless/report.md"))).contains("bin/sextant simulate "
+                + "talk-example.yaml --keyed-share 0 --system-prompts 2 --system-prompt-tokens 1500 --seed 1");
+        assertThat(Files.readString(dir.resolve("keyed/report.md"))).doesNotContain("--keyed-share");
+    }
+
+    @Test
+    void simulate_clientsOutOfRange_exit2NamingTheOption(@TempDir Path dir) {
+        assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--keyed-share", "1.5", "--out",
+                dir.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--keyed-share: 1.5 (expected: in [0, 1])");
+        assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--system-prompts", "0", "--out",
+                dir.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--system-prompts: 0 (expected: an integer >= 1)");
+        assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--system-prompt-tokens", "-1",
+                "--out", dir.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--system-prompt-tokens: -1.0 (expected: a number >= 0)")
+                .doesNotContain("Exception");
+    }
+
+    @Test
     void simulate_missingScenario_exits2AndSaysSo(@TempDir Path dir) {
         int code = run("simulate", dir.resolve("nope.yaml").toString(), "--out", dir.toString());
 

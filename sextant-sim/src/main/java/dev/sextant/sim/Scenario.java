@@ -1,6 +1,7 @@
 package dev.sextant.sim;
 
 import dev.sextant.topology.Topology;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -177,6 +178,17 @@ record Scenario(String name, String description, Topology topology, List<EngineP
      * @param outputTokens output tokens of each, ≥ 1
      */
     record Burst(int requests, int trafficClass, int promptTokens, int outputTokens) {
+    }
+
+    /** The same scenario with {@code clients} in every class's workload (the rest of each workload as it was). */
+    Scenario withClients(Clients clients) {
+        List<ClassWorkload> w = new ArrayList<>();
+        for (ClassWorkload c : workload) {
+            w.add(new ClassWorkload(c.turnsMean(), c.thinkMeanMs(), c.firstPromptTokens(), c.newTokensPerTurn(),
+                    c.outputTokens(), clients.systemPromptTokens(), clients.systemPrompts(), clients.keyedShare()));
+        }
+        return new Scenario(name, description, topology, hardware, w, arrivals, durationMs, clientTimeoutMs, control,
+                faults, policies, legacy, gainSweep, sampleMs, metrics);
     }
 
     /** The same scenario with another traffic duration (for short test runs). */

@@ -44,7 +44,19 @@ public final class Simulator {
      */
     public static Map<String, Summary> run(Path scenario, List<String> policies, long seed, Path outDir,
                                            PrintStream progress) throws ScenarioException {
+        return run(scenario, null, policies, seed, outDir, progress);
+    }
+
+    /**
+     * As {@link #run(Path, List, long, Path, PrintStream)}, with {@code clients} in every class's workload instead of
+     * what the scenario says of its clients (null: as written); the report says so.
+     */
+    public static Map<String, Summary> run(Path scenario, Clients clients, List<String> policies, long seed,
+                                           Path outDir, PrintStream progress) throws ScenarioException {
         Scenario s = ScenarioLoader.load(scenario);
+        if (clients != null) {
+            s = s.withClients(clients);
+        }
         boolean asked = policies != null && !policies.isEmpty();
         List<String> names = SimPolicies.expand(asked ? policies : s.policies(), s, asked ? "--policies" : "policies");
         for (String n : names) {
@@ -56,7 +68,8 @@ public final class Simulator {
             runs.add(simulate(s, n, seed, progress));
         }
         try {
-            new Report(s, runs, seed, scenario.getFileName().toString()).write(outDir);
+            new Report(s, runs, seed, scenario.getFileName().toString()
+                    + (clients == null ? "" : " " + clients.options())).write(outDir);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
