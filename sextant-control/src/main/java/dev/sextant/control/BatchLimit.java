@@ -177,7 +177,12 @@ final class BatchLimit {
             if (i.ttftCount() < MIN_NO_WAIT_SAMPLES) {
                 return; // too few requests for their not waiting to say the queue would make them wait little
             }
-            queueBound = Math.max(queueBound, Batching.serversForWait(a, residenceMs, 0.5 * step, cap));
+            // never more places than ran at once: the queue model takes arrivals for Poisson, and arrivals smoother
+            // than that (conversations waiting for their answers, bounded load) wait less at the same load, so the
+            // places it needs to explain no wait overstate the batch (an engine of 56 was read as one of 65, and
+            // planned beyond what it serves); a batch larger than ran is for exploration to find (probe)
+            queueBound = Math.max(queueBound,
+                    Math.min(largestEver, Batching.serversForWait(a, residenceMs, 0.5 * step, cap)));
         } else {
             double n = Batching.serversForWait(a, residenceMs, excess, cap);
             queueImplied = Double.isNaN(queueImplied) ? n : 0.7 * queueImplied + 0.3 * n;
