@@ -81,6 +81,7 @@ class ServerCommandsTest {
             warm-up too long       | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nwarm_up: 11m | server.yaml:3: warm_up: 660s (expected: 0s, off, to 10m)
             warm-up not a duration | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nwarm_up: soon | server.yaml:3: warm_up: 'soon' (expected: a duration >= 0
             busy poll not a boolean| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nbusy_poll: always | server.yaml:3: busy_poll: 'always' (expected: true or false)
+            spread not a boolean   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nspread_shared_prefixes: often | server.yaml:3: spread_shared_prefixes: 'often' (expected: true or false)
             nul in a path          | gateway       | gateway_cluster: east\\nsnapshot_file: "s\\u0000.json" | server.yaml:2: snapshot_file: 's\\0.json' (expected: a file path; Nul character not allowed)
             negative probe interval| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: -1s | server.yaml:3: probe_interval: '-1s' (expected: a duration >= 0
             probe interval no unit | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: often | server.yaml:3: probe_interval: 'often' (expected: a duration >= 0

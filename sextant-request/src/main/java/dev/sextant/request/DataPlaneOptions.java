@@ -43,6 +43,9 @@ import java.time.Duration;
  * @param shedRetryAfter          retry-after hint of a shed or concurrency-limit refusal
  * @param unavailableRetryAfter   retry-after hint when no engine is allowed or left
  * @param defaultPriority         the priority of a request that names none
+ * @param spreadSharedPrefixes    route a keyless conversation whose prompt starts with a shared prefix (a system
+ *                                prompt) on the prefix's own probes, spread as its load grows, instead of on its own
+ *                                conversation key; off by default (docs/request-path.md §4, "Shared prefixes")
  * @param seed                    seed of the jitter draws; same seed, same decisions
  * @param listener                told about fallback changes and ejections
  */
@@ -53,7 +56,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
                                TtftPredictor ttftPredictor, int maxAttempts, Duration retryBackoffBase,
                                Duration retryBackoffMax, double retryTokenCap, int maxInFlightPerEngine,
                                double inFlightPerCapacity, double priorityReserve, Duration shedRetryAfter, Duration unavailableRetryAfter, int defaultPriority,
-                               long seed, DataPlaneListener listener) {
+                               boolean spreadSharedPrefixes, long seed, DataPlaneListener listener) {
 
     /**
      * The least a limit derived from an engine's capacity may be: an engine holds a request and has the next one
@@ -110,7 +113,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
      * 30 s × k (cap 300 s, +10% jitter, ≤ 10% of a class), TTFT outlier at 5× prediction, 3 attempts,
      * back-off 25 ms … 1 s, 100 banked retries, in flight per engine three times what it holds at its allowance
      * (below the highest priority) and at most 1,024, retry-after 1 s (shed) and
-     * 5 s (unavailable), default priority 0, seed 0.
+     * 5 s (unavailable), default priority 0, shared prefixes not spread, seed 0.
      */
     public static DataPlaneOptions defaults() {
         return builder().build();
@@ -145,6 +148,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         b.shedRetryAfter = shedRetryAfter;
         b.unavailableRetryAfter = unavailableRetryAfter;
         b.defaultPriority = defaultPriority;
+        b.spreadSharedPrefixes = spreadSharedPrefixes;
         b.seed = seed;
         b.listener = listener;
         return b;
@@ -173,6 +177,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         private Duration shedRetryAfter = Duration.ofSeconds(1);
         private Duration unavailableRetryAfter = Duration.ofSeconds(5);
         private int defaultPriority = 0;
+        private boolean spreadSharedPrefixes = false;
         private long seed = 0L;
         private DataPlaneListener listener = DataPlaneListener.NONE;
 
@@ -311,6 +316,12 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             return this;
         }
 
+        /** Sets {@link DataPlaneOptions#spreadSharedPrefixes()}. */
+        public Builder spreadSharedPrefixes(boolean value) {
+            this.spreadSharedPrefixes = value;
+            return this;
+        }
+
         /** Sets {@link DataPlaneOptions#listener()}. */
         public Builder listener(DataPlaneListener value) {
             this.listener = value;
@@ -322,7 +333,8 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk,
                     consecutiveFailures, ejectionBase, ejectionMax, ejectionJitter, maxEjectedFraction,
                     ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase, retryBackoffMax, retryTokenCap,
-                    maxInFlightPerEngine, inFlightPerCapacity, priorityReserve, shedRetryAfter, unavailableRetryAfter, defaultPriority, seed, listener);
+                    maxInFlightPerEngine, inFlightPerCapacity, priorityReserve, shedRetryAfter, unavailableRetryAfter, defaultPriority, spreadSharedPrefixes, seed,
+                    listener);
         }
     }
 

@@ -8,13 +8,17 @@ import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** A shared prefix spreads over a few of its engines as its load grows: docs/request-path.md §4. */
+/**
+ * With {@code spread_shared_prefixes}, a shared prefix spreads over a few of its engines as its load grows; without
+ * (the default) it changes nothing: docs/request-path.md §4.
+ */
 class PrefixSpreadTest {
     final Fixtures.ManualTicker ticker = new Fixtures.ManualTicker();
     static final long PREFIX = PromptKey.ofMessages("system", "shared", "user", "x").prefix();
 
     DataPlane plane() {
-        return DataPlane.create("g", Fixtures.simple(1, 0, 1, 1, 1, 1, 1, 1), ticker, DataPlaneOptions.defaults());
+        return DataPlane.create("g", Fixtures.simple(1, 0, 1, 1, 1, 1, 1, 1), ticker,
+                DataPlaneOptions.builder().spreadSharedPrefixes(true).build());
     }
 
     static RequestMeta request(long conversation) {
@@ -130,6 +134,27 @@ class PrefixSpreadTest {
             }
             peak.forEach(x -> p.onFinish(x, Outcome.SUCCESS, -1));
         }
+    }
+
+    @Test
+    void byDefault_aSharedPrefixChangesNothing_eachConversationGoesByItsOwnKey() {
+        DataPlane spread = plane();
+        DataPlane plain = DataPlane.create("g", Fixtures.simple(1, 0, 1, 1, 1, 1, 1, 1), ticker,
+                DataPlaneOptions.defaults());
+        DataPlane keyed = DataPlane.create("g", Fixtures.simple(1, 0, 1, 1, 1, 1, 1, 1), ticker,
+                DataPlaneOptions.defaults());
+        Set<String> spreadEngines = new HashSet<>();
+        for (long c = 1; c <= 200; c++) {
+            Decision d = plain.route(request(c));
+            Decision own = keyed.route(new RequestMeta("m", List.of(), RequestMeta.NO_PRIORITY, c, 0, c));
+            assertThat(d.engineId()).isEqualTo(own.engineId());
+            plain.onFinish(d, Outcome.SUCCESS, -1);
+            keyed.onFinish(own, Outcome.SUCCESS, -1);
+            Decision s = spread.route(request(c));
+            spreadEngines.add(s.engineId());
+            spread.onFinish(s, Outcome.SUCCESS, -1);
+        }
+        assertThat(spreadEngines).as("spread, at this load: the prefix's first engine").hasSize(1);
     }
 
     @Test

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Clients that send no key (no {@code prompt_cache_key}, session header or {@code user}) through a gateway to six
  * emulated engines of equal weight: a conversation keeps its engine by its first turn, and a system prompt many
- * conversations share spreads over several engines as its load grows (docs/request-path.md §1 and §4).
+ * conversations share does not pin them to one engine (docs/request-path.md §1 and §4).
  */
 class GatewayKeylessAffinityTest {
     static final Map<String, EngineEmulator> engines = new LinkedHashMap<>();
@@ -108,7 +108,7 @@ class GatewayKeylessAffinityTest {
 
     /** 60 requests at once sharing a 2,000-character system prompt: about what 150 req/s of 0.4-s requests hold. */
     @Test
-    void aSharedSystemPrompt_spreadsOverSeveralEngines_asItsLoadGrows() throws Exception {
+    void aSharedSystemPrompt_doesNotPinItsConversationsToOneEngine() throws Exception {
         List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
         for (int i = 0; i < 60; i++) {
             calls.add(post(chat(40, "system", SYSTEM, "user", "Request " + i + ": what is my balance?")));
