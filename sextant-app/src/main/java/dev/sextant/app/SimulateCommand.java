@@ -53,7 +53,7 @@ final class SimulateCommand implements Callable<Integer> {
 
     /**
      * The clients of {@code keyless-shared-prompts.yaml}, for the options not given: most send no key, and four
-     * system prompts of a typical assistant's length are shared (docs/evaluation.md, "Keyless clients everywhere").
+     * system prompts of a typical assistant's length are shared (docs/evaluation.md, "Keyless clients on every scenario").
      */
     static final double DEFAULT_KEYED_SHARE = 0.2;
     static final int DEFAULT_SYSTEM_PROMPTS = 4;

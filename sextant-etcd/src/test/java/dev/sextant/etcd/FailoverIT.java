@@ -58,8 +58,7 @@ class FailoverIT {
                     assertThat(EtcdCluster.await(() -> source.last() >= next.first(), Duration.ofSeconds(30)))
                             .as("the gateway gets the new leader's version").isTrue();
                     assertThat(next.first()).as("the new leader publishes above its predecessor")
-                            .isGreaterThan(Math.max(before, leaderElection.versions.isEmpty() ? 0
-                                    : leaderElection.versions.get(leaderElection.versions.size() - 1)));
+                            .isGreaterThan(Math.max(before, leaderElection.last()));
                     System.out.printf("failover %d: leader killed -> version %d at the gateway in %d ms%n", round,
                             source.last(), (System.nanoTime() - killed) / 1_000_000);
                     assertThat(standbyElection.leading()).isTrue();

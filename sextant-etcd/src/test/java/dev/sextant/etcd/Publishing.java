@@ -19,6 +19,11 @@ final class Publishing implements Leadership {
         this.etcd = etcd;
     }
 
+    /** The last version this replica published, 0 before the first (as {@link Recording#last()}). */
+    long last() {
+        return versions.isEmpty() ? 0 : versions.get(versions.size() - 1);
+    }
+
     /** The first version this replica published, or {@link Long#MAX_VALUE} before it published one. */
     long first() {
         return versions.isEmpty() ? Long.MAX_VALUE : versions.get(0);

@@ -145,7 +145,8 @@ final class DefaultDataPlane implements DataPlane {
             return noAllowedEngine(c, k);
         }
         k.retryTokens.deposit(k.depositMicro);
-        int prefix = request.prefixKey() == 0 || !options.spreadSharedPrefixes() ? -1 : prefixes.cell(request.prefixKey());
+        int prefix = request.prefixKey() == 0 || !options.spreadSharedPrefixes() ? -1
+                : prefixes.cell(request.prefixKey());
         long key = prefix < 0 ? request.affinityKey()
                 : prefixes.key(prefix, request.prefixKey(), request.affinityKey(), prefixQuota(k), now);
         int first = k.table.first(key);
