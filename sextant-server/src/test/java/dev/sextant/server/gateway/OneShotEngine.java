@@ -94,11 +94,12 @@ public final class OneShotEngine implements AutoCloseable {
                 return;
             }
             String body = new String(in.readNBytes(first.length()), StandardCharsets.UTF_8);
-            answer(s.getOutputStream(), body.contains("\"stream\":true"));
+            // counted before the answer goes out: a client that has it must find it counted
             answered.incrementAndGet();
             if (first.requestId() != null) {
                 answeredById.computeIfAbsent(first.requestId(), k -> new AtomicInteger()).incrementAndGet();
             }
+            answer(s.getOutputStream(), body.contains("\"stream\":true"));
             Request next = readHead(in);
             if (next == null) {
                 return;
