@@ -189,8 +189,9 @@ public class ListenerHardeningTest {
         ControlPlane cp = controlPlane(ListenerLimits.controlPlane()
                 .withMaxBufferedBodyBytes(ListenerLimits.MIN_BUFFERED_BODY_BYTES));
         int port = cp.port();
+        // connection: close, so that a kept-alive answer (the 400) ends the read; else only the idle timeout would
         IntFunction<String> report = length -> "POST /v1/reports HTTP/1.1\r\nhost: x\r\nauthorization: Bearer " + TOKEN
-                + "\r\ncontent-type: application/json\r\ncontent-length: " + length + "\r\n\r\n";
+                + "\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: " + length + "\r\n\r\n";
         try (Socket holder = socket(port)) {
             send(holder, report.apply(ControlPlane.MAX_BODY_BYTES) + "{\"gateway\":");
             assertThat(Fleet.await(() -> metric(port, "sextant_control_buffered_body_bytes")
