@@ -57,7 +57,14 @@ class GatewayH2cUpgradeTest {
             InputStream in = s.getInputStream();
             out.write(upgradeRequest("/metrics"));
             out.flush();
-            byte[] before = readFor(in, Duration.ofMillis(400));
+            // the 101 and the server's SETTINGS, however slow the machine; then a while longer for anything else
+            ByteArrayOutputStream received = new ByteArrayOutputStream();
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (System.nanoTime() < deadline && !headAndOneFrame(received.toByteArray())) {
+                received.write(readFor(in, Duration.ofMillis(50)));
+            }
+            received.write(readFor(in, Duration.ofMillis(400)));
+            byte[] before = received.toByteArray();
             String text = new String(before, StandardCharsets.ISO_8859_1);
             assertThat(text).startsWith("HTTP/1.1 101 ");
             List<int[]> early = frames(before, text.indexOf("\r\n\r\n") + 4);
@@ -148,6 +155,12 @@ class GatewayH2cUpgradeTest {
     }
 
     /** What arrives within {@code d} (the socket's timeout bounds each read). */
+    /** Whether {@code b} holds a whole HTTP head and at least one whole HTTP/2 frame after it. */
+    private static boolean headAndOneFrame(byte[] b) {
+        int head = new String(b, StandardCharsets.ISO_8859_1).indexOf("\r\n\r\n");
+        return head >= 0 && !frames(b, head + 4).isEmpty();
+    }
+
     private static byte[] readFor(InputStream in, Duration d) throws IOException {
         ByteArrayOutputStream got = new ByteArrayOutputStream();
         byte[] buf = new byte[65536];
