@@ -60,6 +60,10 @@ final class ClassRoute {
     final double[] nearAllowanceRps;
     /** {@link #plannedMs} of the engines of {@link #near}. */
     final double[] nearPlannedMs;
+    /** What the policy sends the engines of {@link #near} from other gateways: their planned load less this one's, req/s. */
+    final double[] nearOthersRps;
+    /** {@code nearOf[i]}: the index in {@link #near} of {@link #cells}{@code [i]}, or -1. */
+    final int[] nearOf;
     /** How many of {@link #near} the snapshot gives effective capacity (in service); they come first. */
     int nearInService;
     /** {@code nearGroupEnd[i]}: index after the last engine tied with engine i (same health and RTT). */
@@ -99,7 +103,7 @@ final class ClassRoute {
                java.util.concurrent.atomic.AtomicInteger pool,
                double[] expectedTtftMs, double[] allowanceRps, double[] plannedMs, int maxEjected,
                EngineCell[] near, String[] nearEndpoints, int[] nearEnginePriority, double[] nearExpectedTtftMs, double[] nearCapacityRps,
-               double[] nearAllowanceRps, double[] nearPlannedMs,
+               double[] nearAllowanceRps, double[] nearPlannedMs, double[] nearOthersRps, int[] nearOf,
                int[] nearGroupEnd,
                RetryTokens retryTokens, long depositMicro) {
         this.id = id;
@@ -126,6 +130,8 @@ final class ClassRoute {
         this.nearCapacityRps = nearCapacityRps;
         this.nearAllowanceRps = nearAllowanceRps;
         this.nearPlannedMs = nearPlannedMs;
+        this.nearOthersRps = nearOthersRps;
+        this.nearOf = nearOf;
         this.nearGroupEnd = nearGroupEnd;
         this.retryTokens = retryTokens;
         this.depositMicro = depositMicro;

@@ -469,6 +469,9 @@ final class Compiled {
         double[] nearCapacity = new double[m];
         double[] nearAllowance = new double[m];
         double[] nearPlannedMs = new double[m];
+        double[] nearOthers = new double[m];
+        int[] nearPosition = new int[engines.size()];
+        Arrays.fill(nearPosition, -1);
         int[] groupEnd = new int[m];
         for (int i = 0; i < m; i++) {
             int j = nearIdx[i];
@@ -479,6 +482,12 @@ final class Compiled {
             nearCapacity[i] = pe.capacityRps[j];
             nearAllowance[i] = pe.allowanceRps[j];
             nearPlannedMs[i] = engines.durationMs[j];
+            nearOthers[i] = Math.max(0, engines.states[j].loadRps() - pe.rps[j]);
+            nearPosition[j] = i;
+        }
+        int[] nearOf = new int[n];
+        for (int i = 0; i < n; i++) {
+            nearOf[i] = nearPosition[idx[i]];
         }
         for (int i = m - 1; i >= 0; i--) {
             boolean tiedWithNext = i + 1 < m && sameGroup(engines, nearIdx[i], nearIdx[i + 1]);
@@ -488,7 +497,7 @@ final class Compiled {
         Arrays.sort(residency);
         ClassRoute k = new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, enginePriority, share,
                 pool, ttft, allowance, plannedMs, maxEjected, near, nearEndpoints, nearEnginePriority, nearTtft, nearCapacity, nearAllowance, nearPlannedMs,
-                groupEnd,
+                nearOthers, nearOf, groupEnd,
                 retryTokens, depositMicro);
         for (int j : nearIdx) {
             k.nearInService += engines.states[j].effectiveCapacityRps() > 0 ? 1 : 0;

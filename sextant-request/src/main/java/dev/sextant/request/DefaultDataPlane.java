@@ -161,7 +161,7 @@ final class DefaultDataPlane implements DataPlane {
             boolean shedHere = k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks
                     && k.cells[i].queueing(QUEUE_SLACK_MS, k.enginePriority[i]);
             if (shedHere || Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) < excess) {
-                int s = spill(k, k.cells[i], key, shedHere, now);
+                int s = spill(k, i, key, shedHere, now);
                 if (s >= 0 || shedHere) {
                     k.cells[i].inFlight.decrementAndGet();
                     released(k.pool);
@@ -231,26 +231,30 @@ final class DefaultDataPlane implements DataPlane {
     static final double QUEUE_SLACK_MS = 5;
 
     /**
-     * Where a request goes instead of an engine over its expected load: in the class's nearest group of allowed
-     * engines that has one, an engine other than {@code from}, neither ejected nor failing, below the class's limit,
-     * whose recent answers show no queue, and that holds fewer of this gateway's requests than its whole capacity
-     * would hold (its capacity × planned duration). Of those, the key's first in rendezvous order (so that a spilled
+     * Where a request goes instead of engine {@code from} (the class's index), over its expected load: in the class's
+     * nearest group of allowed engines that has one, an engine other than {@code from}, neither ejected nor failing,
+     * below the class's limit, whose recent answers show no queue, and with room: it holds fewer of this gateway's
+     * requests than its whole capacity would hold (its capacity × planned duration), or, when even that is taken (a
+     * burst beyond what every engine nearby holds), it is estimated less full than {@code from} by more than bounded
+     * load's factor ({@link #estimatedFill}). Of those, the key's first in rendezvous order (so that a spilled
      * conversation comes back to the engine that holds its cache) whose fill is within bounded load of their mean
      * fill (so that one hot key does not fill one engine while the next stays empty). A request that would otherwise
      * be shed for its priority ({@code withinPlan}) goes only where this gateway's requests stay within what the
      * policy planned there (its allowance × planned duration): when the whole fleet is short, moving it only moves
      * the queue. Counted in flight, or -1.
      */
-    private int spill(ClassRoute k, EngineCell from, long key, boolean withinPlan, long now) {
+    private int spill(ClassRoute k, int from, long key, boolean withinPlan, long now) {
         EngineCell[] near = k.near;
+        EngineCell fromCell = k.cells[from];
+        double fromFill = withinPlan ? Double.NaN : estimatedFill(k, k.nearOf[from], 0);
         for (int g = 0; g < near.length; ) {
             int end = k.nearGroupEnd[g];
             // the engines with room, and their mean fill
             double fills = 0;
             int room = 0;
             for (int i = g; i < end; i++) {
-                double fill = spillFill(k, i, from, withinPlan, now);
-                if (fill <= 1) {
+                double fill = spillFill(k, i, fromCell, withinPlan, now);
+                if (hasRoom(k, i, fill, fromFill)) {
                     fills += fill;
                     room++;
                 }
@@ -260,10 +264,10 @@ final class DefaultDataPlane implements DataPlane {
             long bestScore = 0;
             double meanFill = room == 0 ? 0 : fills / room;
             for (int i = g; i < end && room > 0; i++) {
-                double fill = spillFill(k, i, from, withinPlan, now);
+                double fill = spillFill(k, i, fromCell, withinPlan, now);
                 double holds = k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000;
                 long score = Hashing.mix(key ^ near[i].hash);
-                if (fill <= 1 && withinMean(fill * holds, meanFill * holds)
+                if (hasRoom(k, i, fill, fromFill) && withinMean(fill * holds, meanFill * holds)
                         && (best < 0 || Long.compareUnsigned(score, bestScore) > 0)) {
                     best = i;
                     bestScore = score;
@@ -275,6 +279,32 @@ final class DefaultDataPlane implements DataPlane {
             g = end;
         }
         return -1;
+    }
+
+    /**
+     * Whether fallback engine {@code i}, whose {@link #spillFill} is {@code fill}, has room for a spill from an engine
+     * estimated {@code fromFill} full (NaN: only within its whole capacity).
+     */
+    private boolean hasRoom(ClassRoute k, int i, double fill, double fromFill) {
+        return fill <= 1 || Double.isFinite(fill) && estimatedFill(k, i, 1) * loadFactor <= fromFill;
+    }
+
+    /**
+     * How full fallback engine {@code i} is estimated to be with {@code more} of this gateway's requests: those in
+     * flight from here, and what the policy sends it from other gateways (their rate × its planned duration, Little's
+     * law), over what its capacity holds (capacity × planned duration); 0 when its capacity is unknown or {@code i}
+     * is -1. An estimate: the other gateways' requests are what the plan says, not what they send now.
+     */
+    private double estimatedFill(ClassRoute k, int i, int more) {
+        if (i < 0) {
+            return 0;
+        }
+        double holds = k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000;
+        if (!(holds > 0)) {
+            return 0;
+        }
+        double others = k.nearOthersRps[i] * k.nearPlannedMs[i] / 1000;
+        return (k.near[i].inFlight.get() + more + others) / holds;
     }
 
     /**
