@@ -13,8 +13,9 @@ import java.util.Map;
  * the request to the least-loaded engine; otherwise to the engine with the longest cached prefix when the
  * match ratio exceeds {@code cacheThreshold}, else to the engine whose picture holds the fewest tokens
  * (most cache room). Defaults 0.3, 64 and 1.5 are that gateway's documented defaults. A conversation's first turn
- * that starts with a shared system prompt matches that prompt's tokens on the engine the picture last sent it to (of
- * the engines holding it, the most recently used).
+ * that starts with a shared system prompt matches that prompt's tokens on the engine the picture last sent a request
+ * of the same model with it to (of the engines holding it, the most recently used), if the request's class may use
+ * it: a prompt cached by another model's engine, or outside the class's residency, is no match.
  */
 final class PrefixAwarePolicy extends BaselinePolicy {
     static final double CACHE_THRESHOLD = 0.3;
@@ -23,8 +24,10 @@ final class PrefixAwarePolicy extends BaselinePolicy {
 
     private List<Map<Long, long[]>> trees;
     private long[][] treeTokens;
-    /** Per gateway cluster: shared system prompt → the engine its picture last sent it to. */
-    private List<Map<Integer, Integer>> sharedPrompts;
+    /** Per gateway cluster: (model, shared system prompt) → the engine its picture last sent it to. */
+    private List<Map<Long, Integer>> sharedPrompts;
+    /** Per class: the index of its model, so that a shared prompt is matched per model. */
+    private int[] classModel;
 
     @Override
     public String name() {
@@ -43,6 +46,20 @@ final class PrefixAwarePolicy extends BaselinePolicy {
         for (int g = 0; g < s.gatewayCount; g++) {
             sharedPrompts.add(new HashMap<>());
         }
+        List<String> models = new ArrayList<>();
+        classModel = new int[s.topology.classes().size()];
+        for (int k = 0; k < classModel.length; k++) {
+            String m = s.topology.classes().get(k).model();
+            if (!models.contains(m)) {
+                models.add(m);
+            }
+            classModel[k] = models.indexOf(m);
+        }
+    }
+
+    /** The picture's key of {@code r}'s shared system prompt: its class's model and the prompt. */
+    private long sharedKey(SimRequest r) {
+        return (long) classModel[r.trafficClass] << 32 | (r.conversation.systemPrompt & 0xFFFF_FFFFL);
     }
 
     @Override
@@ -100,22 +117,22 @@ final class PrefixAwarePolicy extends BaselinePolicy {
         trees.get(g).put(r.affinityKey(), new long[] {chosen, r.promptTokens});
         treeTokens[g][chosen] += r.promptTokens;
         if (r.conversation != null && r.conversation.systemPrompt >= 0) {
-            sharedPrompts.get(g).put(r.conversation.systemPrompt, chosen);
+            sharedPrompts.get(g).put(sharedKey(r), chosen);
         }
         return chosen;
     }
 
     /**
-     * The engine whose picture holds {@code r}'s shared system prompt when that prompt is more than the threshold of
-     * {@code r}'s, else -1.
+     * The engine whose picture holds {@code r}'s shared system prompt for its model when that prompt is more than the
+     * threshold of {@code r}'s and the class may use that engine, else -1.
      */
     private int sharedMatch(SimRequest r, int exclude) {
         Conversation c = r.conversation;
         if (c == null || c.systemPrompt < 0 || c.systemTokens <= CACHE_THRESHOLD * r.promptTokens) {
             return -1;
         }
-        Integer j = sharedPrompts.get(r.gateway).get(c.systemPrompt);
-        return j != null && candidate(r, j, exclude) ? j : -1;
+        Integer j = sharedPrompts.get(r.gateway).get(sharedKey(r));
+        return j != null && sim.allowedMask[r.trafficClass][j] && candidate(r, j, exclude) ? j : -1;
     }
 
     @Override

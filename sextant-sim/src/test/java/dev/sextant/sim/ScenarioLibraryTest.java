@@ -2,6 +2,7 @@ package dev.sextant.sim;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -25,6 +26,21 @@ class ScenarioLibraryTest {
             assertThat(m.completed + m.shed + m.failed).as(policy).isEqualTo(m.generated);
             assertThat(m.residencyViolations).as(policy).isZero();
             assertThat(m.completed).as(policy).isGreaterThan(m.generated / 2);
+        }
+    }
+
+    /**
+     * Keyless clients whose first turns share system prompts across the classes of a gateway that serves two models:
+     * a prompt one model's engine caches is no reason to send another model's request there, under any policy.
+     */
+    @Test
+    void keylessClientsOfTwoModels_everyPolicyKeepsEachClassOnItsAllowedEngines() throws Exception {
+        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("multi-model.yaml"))
+                .withDuration(30_000.0).withClients(new Clients(1500, 4, 0.2));
+        for (String policy : SimPolicies.ALL) {
+            Metrics m = Simulator.simulate(s, policy, 1, null).metrics();
+            assertThat(m.generated).as(policy).isGreaterThan(1000);
+            assertThat(m.residencyViolations).as(policy).isZero();
         }
     }
 }
