@@ -691,6 +691,16 @@ class DataPlaneTest {
                 .build();
     }
 
+    /** Class "k" weighted on the far engine f1 (100 ms) only; n1 and n2 near, {@code nearLatencyMs} each. */
+    static Snapshot farWeightedTwoNear(double nearLatencyMs) {
+        return new Fixtures.SnapshotBuilder("g").rtt("near", 2).rtt("far", 50)
+                .engine("n1", "near", "us", nearLatencyMs, "chat")
+                .engine("n2", "near", "us", nearLatencyMs, "chat")
+                .engine("f1", "far", "us", 100, "chat")
+                .route("k", "chat", List.of("us"), 0, 0, Map.of("f1", 1.0))
+                .build();
+    }
+
     /** Routes {@code rps} requests a second for {@code seconds}, keys 0, 1, 2 …, kept in flight. */
     List<Decision> surge(DataPlane p, double rps, double seconds, List<Decision> open) {
         int n = (int) Math.round(rps * seconds);
@@ -743,12 +753,7 @@ class DataPlaneTest {
         // every engine 100 req/s, planned 10 req/s: n1 and n2 (10 ms, 2 ms away) hold 1.2 requests at their
         // capacity, 0.12 of them other gateways', f1 (100 ms, 50 ms away) 15; nothing finishes, so that every engine
         // ends far beyond what it holds at its capacity
-        DataPlane p = fixedLimit(new Fixtures.SnapshotBuilder("g").rtt("near", 2).rtt("far", 50)
-                .engine("n1", "near", "us", 10, "chat")
-                .engine("n2", "near", "us", 10, "chat")
-                .engine("f1", "far", "us", 100, "chat")
-                .route("k", "chat", List.of("us"), 0, 0, Map.of("f1", 1.0))
-                .build());
+        DataPlane p = fixedLimit(farWeightedTwoNear(10));
         surge(p, 200, 6, new ArrayList<>());
         int n1 = p.inFlight("n1");
         int n2 = p.inFlight("n2");
@@ -805,12 +810,7 @@ class DataPlaneTest {
     @Test
     void route_spill_keepsAKeyOnOneEngineOfTheGroup_withinBoundedLoadOfTheGroupsMeanFill() {
         // n1 and n2 hold 100 of this gateway's requests each at their capacity (100 req/s × 1,002 ms)
-        DataPlane p = fixedLimit(new Fixtures.SnapshotBuilder("g").rtt("near", 2).rtt("far", 50)
-                .engine("n1", "near", "us", 1000, "chat")
-                .engine("n2", "near", "us", 1000, "chat")
-                .engine("f1", "far", "us", 100, "chat")
-                .route("k", "chat", List.of("us"), 0, 0, Map.of("f1", 1.0))
-                .build());
+        DataPlane p = fixedLimit(farWeightedTwoNear(1000));
         long key = 0;
         while (Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) > 0.5) {
             key++; // a key among the first half to spill
