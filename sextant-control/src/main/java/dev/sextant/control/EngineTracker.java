@@ -269,7 +269,7 @@ final class EngineTracker {
      * (one huge prompt, a burst of new requests), are not evidence of speed.
      */
     void judge(Interval i, ControlOptions o) {
-        double r = i.running();
+        double r = i.decoding();
         if (Double.isNaN(i.tbtMs()) || Double.isNaN(r) || i.tbtCount() <= 0) {
             return;
         }

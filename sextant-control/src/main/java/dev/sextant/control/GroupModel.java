@@ -228,9 +228,10 @@ final class GroupModel {
         double r = i.running();
         double pi = i.prefillRate();
         largestPrefill = Math.max(largestPrefill, pi);
-        if (i.tbtCount() >= options.minTokenGaps() && !Double.isNaN(i.tbtMs()) && !Double.isNaN(r)) {
+        if (i.tbtCount() >= options.minTokenGaps() && !Double.isNaN(i.tbtMs())) {
+            // the batch as the interval's token gaps say it was, not the gauge at its two ends (Interval.decoding)
             double y = i.tbtMs() / speed;
-            step.add(new double[] {1, r, pi * y}, y, 1);
+            step.add(new double[] {1, i.decoding(), pi * y}, y, 1);
         }
         double ttft0 = i.firstTokenWithoutQueue();
         if (i.ttftCount() >= 3 && !Double.isNaN(ttft0) && !Double.isNaN(i.tbtMs())) {

@@ -82,6 +82,19 @@ record Interval(long atNanos, double seconds, double completions, double generat
         return Double.isNaN(runningEnd) ? runningStart : 0.5 * (runningStart + runningEnd);
     }
 
+    /**
+     * Sequences decoding, averaged over the interval's time, by Little's law on its token gaps: each gap is time one
+     * sequence spent in the batch, so their sum over the interval's length is the mean batch ({@code tbtCount ×
+     * tbtMs / seconds}). Unlike {@link #running()} (the gauge at two instants) it has no sampling noise, which in a
+     * regressor flattens the fitted slope (errors in variables); {@link #running()} when the interval has no gaps.
+     */
+    double decoding() {
+        if (Double.isNaN(tbtMs) || !(tbtCount > 0)) {
+            return running();
+        }
+        return tbtCount * tbtMs / 1000 / seconds;
+    }
+
     /** Time to first token without the wait for the batch, ms; NaN when it cannot be told apart. */
     double firstTokenWithoutQueue() {
         if (Double.isNaN(ttftMs)) {

@@ -56,4 +56,16 @@ class IntervalTest {
         assertThat(i.ttftMs()).isNaN();
         assertThat(i.completions()).isZero();
     }
+
+    @Test
+    void decoding_isTheMeanBatchItsTokenGapsImply_andTheGaugeWithoutGaps() {
+        // 2,000 gaps of 25 ms in 10 s: 50 s of sequences decoding, 5 on average, whatever the gauge read at the ends
+        Interval i = Interval.between(scrape(100, 20, 1000, 30, 90, 1100), scrape(140, 26, 3000, 80, 130, 3140), 10,
+                0);
+        assertThat(i.decoding()).isEqualTo(5, within(1e-9));
+
+        Interval none = new Interval(0, 5, 0, 0, Double.NaN, Double.NaN, Double.NaN, 0, Double.NaN, 0, Double.NaN, 2,
+                4, 0, 0, Double.NaN, Double.NaN);
+        assertThat(none.decoding()).isEqualTo(3);
+    }
 }
