@@ -126,6 +126,13 @@ public record ControlOptions(double priorWeight, Duration lawHalfLife, double sl
                 observedDemand, overloadTtftFactor);
     }
 
+    /** These options with another weight of the configuration as a prior, in intervals. */
+    public ControlOptions withPriorWeight(double weight) {
+        return new ControlOptions(weight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+                minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
+                observedDemand, overloadTtftFactor);
+    }
+
     /** These options with another bound on how full the engines are planned while the policy sheds. */
     public ControlOptions withOverloadTtftFactor(double factor) {
         return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,

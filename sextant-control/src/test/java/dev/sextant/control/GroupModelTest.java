@@ -22,10 +22,7 @@ class GroupModelTest {
         double gamma = 1.5;
         Engine config = Fleets.oneCluster(1, 100, 50).engines().get(0);
         // a prior worth one interval: the evidence alone decides
-        ControlOptions o = ControlOptions.defaults();
-        o = new ControlOptions(1, o.lawHalfLife(), o.slowFactor(), o.recoveredFactor(), o.minTokenGaps(),
-                o.errorRateLimit(), o.minAttempts(), o.missedScrapes(), o.demandWindow(), o.publishGain(),
-                o.publishGainMs(), o.canaryInterval(), o.probeMargin(), o.observedDemand(), o.overloadTtftFactor());
+        ControlOptions o = ControlOptions.defaults().withPriorWeight(1);
         GroupModel g = new GroupModel(GroupModel.key(config), config, Fleets.OUTPUT_TOKENS, o);
         SplittableRandom rng = new SplittableRandom(7);
         long now = 0;

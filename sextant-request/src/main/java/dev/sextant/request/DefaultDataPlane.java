@@ -265,7 +265,7 @@ final class DefaultDataPlane implements DataPlane {
             double meanFill = room == 0 ? 0 : fills / room;
             for (int i = g; i < end && room > 0; i++) {
                 double fill = spillFill(k, i, fromCell, withinPlan, now);
-                double holds = k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000;
+                double holds = holds(k, i);
                 long score = Hashing.mix(key ^ near[i].hash);
                 if (hasRoom(k, i, fill, fromFill) && withinMean(fill * holds, meanFill * holds)
                         && (best < 0 || Long.compareUnsigned(score, bestScore) > 0)) {
@@ -299,7 +299,7 @@ final class DefaultDataPlane implements DataPlane {
         if (i < 0) {
             return 0;
         }
-        double holds = k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000;
+        double holds = holds(k, i);
         if (!(holds > 0)) {
             return 0;
         }
@@ -319,7 +319,12 @@ final class DefaultDataPlane implements DataPlane {
                 || withinPlan && inFlight + 1 > k.nearAllowanceRps[i] * k.nearPlannedMs[i] / 1000) {
             return Double.POSITIVE_INFINITY;
         }
-        return (inFlight + 1) / (k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000);
+        return (inFlight + 1) / holds(k, i);
+    }
+
+    /** Requests fallback engine {@code i} holds at its capacity: capacity × planned duration (Little's law). */
+    private static double holds(ClassRoute k, int i) {
+        return k.nearCapacityRps[i] * k.nearPlannedMs[i] / 1000;
     }
 
     private boolean stale(Compiled c, long now) {

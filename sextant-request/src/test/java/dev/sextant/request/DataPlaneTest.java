@@ -208,9 +208,9 @@ class DataPlaneTest {
             assertThat(p.status().spills()).isZero();
             assertThat(homeLoad).isBetween(bound(0.25 * m) - 1, bound(0.25 * m) + 1);
         } else {
-            // 2,000 at one instant, far beyond what every engine holds at its capacity (100 req/s × its planned duration): bounded
-            // load would keep 625 (1 + ε of a share of 500) on the key's engine, and the spill under load moves on
-            // what keeps it fuller than 1 + ε times the others
+            // 2,000 at one instant, far beyond what every engine holds at its capacity (100 req/s × its planned
+            // duration): bounded load would keep 625 (1 + ε of a share of 500) on the key's engine, and the spill
+            // under load moves on what keeps it fuller than 1 + ε times the others
             int others = m - homeLoad;
             assertThat(p.status().spills()).isPositive();
             assertThat(homeLoad).isLessThan(bound(0.25 * m) - 1)

@@ -154,13 +154,13 @@ class GatewayH2cUpgradeTest {
         return all;
     }
 
-    /** What arrives within {@code d} (the socket's timeout bounds each read). */
     /** Whether {@code b} holds a whole HTTP head and at least one whole HTTP/2 frame after it. */
     private static boolean headAndOneFrame(byte[] b) {
         int head = new String(b, StandardCharsets.ISO_8859_1).indexOf("\r\n\r\n");
         return head >= 0 && !frames(b, head + 4).isEmpty();
     }
 
+    /** What arrives within {@code d} (the socket's timeout bounds each read). */
     private static byte[] readFor(InputStream in, Duration d) throws IOException {
         ByteArrayOutputStream got = new ByteArrayOutputStream();
         byte[] buf = new byte[65536];
