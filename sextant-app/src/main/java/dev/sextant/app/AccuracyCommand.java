@@ -25,6 +25,10 @@ final class AccuracyCommand implements Callable<Integer> {
     @Option(names = "--seed", paramLabel = "N", description = "Random seed (default: ${DEFAULT-VALUE}).")
     long seed = 7;
 
+    @Option(names = "--profiles", description = "Also print every case's true and estimated TTFT and TBT at each "
+            + "compared load.")
+    boolean profiles;
+
     AccuracyCommand(PrintWriter out, PrintStream progress) {
         this.out = out;
         this.progress = progress;
@@ -35,7 +39,7 @@ final class AccuracyCommand implements Callable<Integer> {
         if (!(stepSeconds >= 10 && stepSeconds <= 3600)) {
             throw new UsageException("--step: " + stepSeconds + " (expected: 10 to 3600 seconds)");
         }
-        Accuracy.report(stepSeconds, seed, progress).forEach(out::println);
+        Accuracy.report(stepSeconds, seed, profiles, progress).forEach(out::println);
         out.flush();
         return 0;
     }

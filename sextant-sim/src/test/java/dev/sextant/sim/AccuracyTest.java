@@ -43,4 +43,27 @@ class AccuracyTest {
         assertThat(r.configuredRps()).isLessThan(0.6 * r.trueSaturationRps());
         assertThat(r.capacityError()).isCloseTo(0, within(0.1));
     }
+
+    @Test
+    void fewPlaces_theTruthIsTheMeanOfReplications_preciseEnoughAtModerateLoadToJudgeATenPercentError() {
+        // an 8-place engine's mean wait near saturation depends on rare long busy periods: one run's mean is its
+        // seed's (400 to 920 ms at 80%), the mean of the replications carries its confidence interval
+        Accuracy.Result r = Accuracy.run(named("h100 of 8 sequences, long answers", 1), 60_000, 7);
+
+        for (int i = 0; i < Accuracy.UTILIZATIONS.length; i++) {
+            assertThat(r.trueTtftHalfWidthMs()[i]).isPositive();
+        }
+        assertThat(r.trueTtftHalfWidthMs()[1] / r.trueTtftMs()[1]).isLessThan(0.05); // at 40% of saturation
+        assertThat(r.trueTtftHalfWidthMs()[3] / r.trueTtftMs()[3]).isLessThan(0.25); // at 80%
+        assertThat(r.trueTtftMs()).isSorted();
+    }
+
+    @Test
+    void profiles_reportEveryCaseAtEveryLoad_trueAndEstimated() {
+        java.util.List<String> lines = Accuracy.report(10, 7, true, null);
+
+        long rows = lines.stream().filter(l -> l.startsWith("| ") && l.contains(" ± ")).count();
+        assertThat(rows).isEqualTo((long) Accuracy.cases().size() * Accuracy.UTILIZATIONS.length);
+        assertThat(lines).anyMatch(l -> l.startsWith("| h100, chat | 2× | 80% | "));
+    }
 }
