@@ -24,12 +24,16 @@ import java.util.List;
  *     {@code TTFT₀ = base + perToken·P + perStep·TBT} ms, not counting any wait before it starts.</li>
  * <li><b>Batch slots.</b> At most N requests hold a place in the batch (the engine's sequence limit or what its
  *     KV cache holds); each holds it for {@code D = TTFT₀ + (n − 1)·TBT} ms, so x·D/1000 slots are busy on
- *     average. Arrivals that find all N busy wait: an M/M/N queue, whose mean wait is Erlang's C formula times
- *     {@code D / (N − x·D/1000)} (Kleinrock, <i>Queueing Systems</i> vol. 1, §3.5).</li>
+ *     average. Arrivals that find all N busy wait, and while all N are busy every step is a full batch's, so a
+ *     place is held for D_full (D at a batch of N less those prefilling): the M/M/N mean wait, Erlang's C formula
+ *     times {@code D_full / (N − x·D_full/1000)} (Kleinrock, <i>Queueing Systems</i> vol. 1, §3.5), scaled by
+ *     (1 + c²)/2 for residences of squared coefficient of variation c² (Allen and Cunneen's approximation of the
+ *     M/G/N queue; c² = 1 is M/M/N). A residence varies as its decoding part, with the output length.</li>
  * <li><b>Prefill queue.</b> A prompt also waits for the prefill work of the prompts ahead of it: the M/M/1 wait
  *     {@code x·β·P / (1 − u) × (perToken·P)} of a server busy with prefill a share x·β·P of the time and slowed by
  *     the rest of its work; it matters when prompts are long (retrieval-augmented traffic). And it waits for the
- *     step in progress to end before it is admitted: half a step on average.</li>
+ *     step in progress to end before it is admitted: half a step on average, where one is in progress (an engine
+ *     whose batch is empty, with probability about e^(−x·D/1000), starts a step for the arrival at once).</li>
  * </ol>
  * The saturation load μ is where x·D(x)/1000 = N or u(x) = 1, whichever comes first: beyond it a queue grows
  * without bound. It is what the optimizer calls the engine's capacity (its profiles are functions of
@@ -46,9 +50,22 @@ import java.util.List;
  * @param slots        the most requests in the batch at once, N ≥ 1
  * @param outputTokens mean output tokens per request, n ≥ 1
  * @param promptTokens mean uncached prompt tokens per request, P ≥ 0
+ * @param outputCv2    squared coefficient of variation of the output lengths, ≥ 0: 0 for requests all alike, 1 for
+ *                     exponential lengths
  */
 record Batching(double alpha, double gamma, double beta, double base, double perToken, double perStep,
-                double slots, double outputTokens, double promptTokens) {
+                double slots, double outputTokens, double promptTokens, double outputCv2) {
+
+    /**
+     * Output lengths as variable as exponential ones (c² = 1), what the M/M/N queue assumes: the reading where the
+     * engine does not say how its requests' lengths vary.
+     */
+    static final double UNKNOWN_CV2 = 1;
+
+    Batching(double alpha, double gamma, double beta, double base, double perToken, double perStep, double slots,
+             double outputTokens, double promptTokens) {
+        this(alpha, gamma, beta, base, perToken, perStep, slots, outputTokens, promptTokens, UNKNOWN_CV2);
+    }
 
     /** Utilizations (load / saturation) at which {@link #profile()} samples the curves. */
     static final double[] SAMPLES = {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95,
@@ -68,6 +85,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
             throw new IllegalArgumentException("output_tokens: " + outputTokens + " (expected: a finite number >= 1)");
         }
         nonNegative("prompt_tokens", promptTokens);
+        nonNegative("output_cv2", outputCv2);
         if (alpha + gamma + base + perToken + perStep <= 0) {
             throw new IllegalArgumentException("alpha, gamma, base, per_token, per_step: all 0 (expected: an engine "
                     + "that takes time)");
@@ -83,7 +101,12 @@ record Batching(double alpha, double gamma, double beta, double base, double per
     /** The same engine {@code factor} times slower (every time scaled), for a slow engine of a group. */
     Batching slower(double factor) {
         return new Batching(alpha * factor, gamma * factor, beta * factor, base * factor, perToken * factor,
-                perStep, slots, outputTokens, promptTokens);
+                perStep, slots, outputTokens, promptTokens, outputCv2);
+    }
+
+    /** The same engine with requests whose residences vary by {@code cv2} (squared coefficient of variation). */
+    Batching withResidenceCv2(double cv2) {
+        return new Batching(alpha, gamma, beta, base, perToken, perStep, slots, outputTokens, promptTokens, cv2);
     }
 
     /** The same engine with another batch limit. */
@@ -91,7 +114,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         if (!(n >= 1)) {
             n = 1;
         }
-        return new Batching(alpha, gamma, beta, base, perToken, perStep, n, outputTokens, promptTokens);
+        return new Batching(alpha, gamma, beta, base, perToken, perStep, n, outputTokens, promptTokens, outputCv2);
     }
 
     /** Share of the engine's time per request per second of its per-token work: u(x) = x · this. */
@@ -171,21 +194,45 @@ record Batching(double alpha, double gamma, double beta, double base, double per
     }
 
     /**
-     * Mean wait before a request's prefill starts at load x, ms: for a place in the batch (M/M/N) and for the
-     * prefill work ahead of it (M/M/1); infinite at or beyond saturation.
+     * How long a request holds its place at load x while every place is taken, ms: the places not prefilling all
+     * decode, so each step is the step of that batch. At the saturation load it equals {@link #residence}, since
+     * there the mean batch is the full one.
+     */
+    double residenceAtFullBatch(double x) {
+        double first = firstTokenWithoutQueue(x);
+        double decoding = Math.max(0, servers() - x * first / 1000);
+        return first + (outputTokens - 1) * stepTime(decoding, x * promptTokens);
+    }
+
+    /**
+     * Mean wait before a request's prefill starts at load x, ms: for a place in the batch and for the prefill work
+     * ahead of it (M/M/1); infinite at or beyond saturation. The wait for a place is the M/G/N queue's (Allen and
+     * Cunneen's approximation: the M/M/N wait × (1 + c²)/2 for residences of squared coefficient of variation c²,
+     * c² = c²(output length) × (decoding share of the residence)²),
+     * with the places held as long as a full batch holds them: a request waits only while every place is taken, and
+     * then every step is a full batch's.
      */
     double wait(double x) {
         if (x <= 0) {
             return 0;
         }
+        return placeWait(x) + waitWithoutFullBatch(x);
+    }
+
+    /** The part of the wait at load x that is for a place in the batch, ms; infinite at or beyond saturation. */
+    double placeWait(double x) {
+        if (x <= 0) {
+            return 0;
+        }
         int n = servers();
-        double a = busySlots(x);
-        double u = x * workPerRequest();
-        if (!(a < n) || !(u < 1)) {
+        double full = residenceAtFullBatch(x);
+        double a = x * full / 1000;
+        if (!(busySlots(x) < n) || !(a < n)) {
             return Double.POSITIVE_INFINITY;
         }
-        double prefill = x * beta * promptTokens / (1 - u) * perToken * promptTokens;
-        return erlangC(n, a) * residence(x) / (n - a) + prefill + 0.5 * tbt(x);
+        double decoding = full - firstTokenWithoutQueue(x);
+        double cv2 = outputCv2 * (decoding / full) * (decoding / full); // a place is held for prefill + n − 1 steps
+        return erlangC(n, a) * full / (n - a) * (1 + cv2) / 2;
     }
 
     /** The part of the wait at load x that a full batch does not cause: prefill work ahead, the step in progress, ms. */
@@ -194,7 +241,10 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         if (!(u < 1)) {
             return Double.POSITIVE_INFINITY;
         }
-        return x * beta * promptTokens / (1 - u) * perToken * promptTokens + 0.5 * tbt(x);
+        // the step in progress: half a step, where a step is in progress; an engine with nothing in its batch starts
+        // one for the arrival at once, and its batch is empty with probability about e^(−busy places)
+        return x * beta * promptTokens / (1 - u) * perToken * promptTokens
+                + 0.5 * tbt(x) * -Math.expm1(-busySlots(x));
     }
 
     /** Mean time to first token at load x, ms: the wait for the batch plus the prefill. */

@@ -38,6 +38,7 @@ final class GroupModel {
     private double promptWeight;
 
     private double largestPrefill;
+    private final OutputLengths outputLengths = new OutputLengths();
 
     // totals, for explanations
     private long intervals;
@@ -91,6 +92,7 @@ final class GroupModel {
         cached *= f;
         promptWeight *= f;
         largestPrefill *= f;
+        outputLengths.decay(f);
     }
 
     /** Mean uncached prompt tokens per request, from the evidence (0 without any). */
@@ -239,6 +241,7 @@ final class GroupModel {
                     : Math.max(0, i.prompt() - (Double.isNaN(i.cached()) ? 0 : i.cached())) / i.ttftCount();
             first.add(new double[] {1, perRequest, i.tbtMs() / speed}, ttft0 / speed, 1);
         }
+        outputLengths.add(i.outputLengths());
         completions += i.completions();
         if (!Double.isNaN(r)) {
             running += r;
@@ -282,7 +285,8 @@ final class GroupModel {
             s = new double[] {p.alpha, p.gamma, p.beta};
             f = new double[] {p.base, p.perToken, p.perStep};
         }
-        return new Batching(s[0], s[1], s[2], f[0], f[1], f[2], p.slots, outputTokens(), prompt);
+        return new Batching(s[0], s[1], s[2], f[0], f[1], f[2], p.slots, outputTokens(), prompt,
+                outputLengths.cv2());
     }
 
     /** The time between tokens the fitted law predicts for a batch of {@code running} at prefill load {@code pi}. */

@@ -25,10 +25,21 @@ import dev.sextant.signal.Histogram;
  * @param waitingEnd   … at the second
  * @param kvUsage      KV-cache fraction in use at the second scrape; NaN when not exported
  * @param batchLimit   the batch limit the engine reports (SGLang's {@code max_running_requests}); NaN when not
+ * @param outputLengths output tokens of the requests finished in the interval, bucketed as the engine exports them
+ *                     ({@link Histogram#EMPTY} when it does not)
  */
 record Interval(long atNanos, double seconds, double completions, double generated, double prompt, double cached,
                 double ttftMs, double ttftCount, double tbtMs, double tbtCount, double queueMs, double runningStart,
-                double runningEnd, double waitingStart, double waitingEnd, double kvUsage, double batchLimit) {
+                double runningEnd, double waitingStart, double waitingEnd, double kvUsage, double batchLimit,
+                Histogram outputLengths) {
+
+    /** An interval without output lengths. */
+    Interval(long atNanos, double seconds, double completions, double generated, double prompt, double cached,
+             double ttftMs, double ttftCount, double tbtMs, double tbtCount, double queueMs, double runningStart,
+             double runningEnd, double waitingStart, double waitingEnd, double kvUsage, double batchLimit) {
+        this(atNanos, seconds, completions, generated, prompt, cached, ttftMs, ttftCount, tbtMs, tbtCount, queueMs,
+                runningStart, runningEnd, waitingStart, waitingEnd, kvUsage, batchLimit, Histogram.EMPTY);
+    }
 
     /** The interval between {@code earlier} and {@code later}, {@code seconds} apart (&gt; 0). */
     static Interval between(EngineMetrics earlier, EngineMetrics later, double seconds, long atNanos) {
@@ -44,7 +55,7 @@ record Interval(long atNanos, double seconds, double completions, double generat
                 increase(earlier.generationTokens(), later.generationTokens()), prompt, cached,
                 ttft.mean() * 1000, ttft.count(), tbt.mean() * 1000, tbt.count(), queue.mean() * 1000,
                 earlier.running(), later.running(), earlier.waiting(), later.waiting(), later.kvCacheUsage(),
-                later.maxRunning());
+                later.maxRunning(), later.outputLengths().minus(earlier.outputLengths()));
     }
 
     private static double nonNaN(double v) {

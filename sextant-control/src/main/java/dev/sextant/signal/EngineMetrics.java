@@ -32,6 +32,7 @@ import java.util.function.Predicate;
  * <tr><td>cacheHitRate</td><td>—</td><td>{@code sglang:cache_hit_rate}</td></tr>
  * <tr><td>queueTime</td><td>{@code vllm:request_queue_time_seconds}</td><td>{@code sglang:queue_time_seconds}</td></tr>
  * <tr><td>maxRunning</td><td>—</td><td>{@code sglang:max_running_requests}</td></tr>
+ * <tr><td>outputLengths</td><td>{@code vllm:request_generation_tokens}</td><td>—</td></tr>
  * </table>
  * Several series of one metric (data-parallel engines, several models) are summed; the KV-cache usage is
  * their mean, and histogram buckets are summed per bound (bounds not present in every series are dropped).
@@ -51,11 +52,12 @@ import java.util.function.Predicate;
  * @param cacheHitRate     fraction of prompt tokens served from the prefix cache, recently (a gauge, in [0, 1])
  * @param queueTime        time requests waited for a place in the batch, seconds
  * @param maxRunning       the most requests the engine runs in one batch (its configured limit, a gauge)
+ * @param outputLengths    output tokens per finished request (a histogram in tokens, not seconds)
  */
 public record EngineMetrics(Flavor flavor, double running, double waiting, double kvCacheUsage, Histogram ttft,
                             Histogram tbt, double successCount, double promptTokens, double generationTokens,
                             double prefixCacheQueries, double prefixCacheHits, double cacheHitRate,
-                            Histogram queueTime, double maxRunning) {
+                            Histogram queueTime, double maxRunning, Histogram outputLengths) {
 
     /** Which engine's metric names a scrape carries. */
     public enum Flavor {
@@ -68,9 +70,19 @@ public record EngineMetrics(Flavor flavor, double running, double waiting, doubl
     }
 
     public EngineMetrics {
-        if (flavor == null || ttft == null || tbt == null || queueTime == null) {
-            throw new IllegalArgumentException("flavor, ttft, tbt, queue_time: missing (expected: non-null)");
+        if (flavor == null || ttft == null || tbt == null || queueTime == null || outputLengths == null) {
+            throw new IllegalArgumentException("flavor, ttft, tbt, queue_time, output_lengths: missing (expected: "
+                    + "non-null)");
         }
+    }
+
+    /** Metrics without the output-length histogram. */
+    public EngineMetrics(Flavor flavor, double running, double waiting, double kvCacheUsage, Histogram ttft,
+                         Histogram tbt, double successCount, double promptTokens, double generationTokens,
+                         double prefixCacheQueries, double prefixCacheHits, double cacheHitRate, Histogram queueTime,
+                         double maxRunning) {
+        this(flavor, running, waiting, kvCacheUsage, ttft, tbt, successCount, promptTokens, generationTokens,
+                prefixCacheQueries, prefixCacheHits, cacheHitRate, queueTime, maxRunning, Histogram.EMPTY);
     }
 
     /**
@@ -109,7 +121,8 @@ public record EngineMetrics(Flavor flavor, double running, double waiting, doubl
                     sum(scrape, keep, "vllm:prefix_cache_hits_total"),
                     Double.NaN,
                     histogram(scrape, keep, "vllm:request_queue_time_seconds"),
-                    Double.NaN);
+                    Double.NaN,
+                    histogram(scrape, keep, "vllm:request_generation_tokens"));
             case SGLANG -> new EngineMetrics(flavor,
                     sum(scrape, keep, "sglang:num_running_reqs"),
                     sum(scrape, keep, "sglang:num_queue_reqs"),

@@ -35,6 +35,26 @@ class EngineMetricsTest {
     }
 
     @Test
+    void from_vllmOutputLengths_readInTokens_absentElsewhere() {
+        String vllm = """
+                # TYPE vllm:request_generation_tokens histogram
+                vllm:request_generation_tokens_bucket{le="100.0",model_name="m"} 3
+                vllm:request_generation_tokens_bucket{le="200.0",model_name="m"} 7
+                vllm:request_generation_tokens_bucket{le="+Inf",model_name="m"} 8
+                vllm:request_generation_tokens_count{model_name="m"} 8
+                vllm:request_generation_tokens_sum{model_name="m"} 1200
+                """;
+
+        EngineMetrics v = EngineMetrics.from(PrometheusText.parse(vllm));
+        EngineMetrics g = EngineMetrics.from(PrometheusText.parse("sglang:num_running_reqs 3\n"));
+
+        assertThat(v.outputLengths().mean()).isEqualTo(150.0, within(1e-12));
+        assertThat(v.outputLengths().buckets()).containsExactly(new Histogram.Bucket(100, 3),
+                new Histogram.Bucket(200, 7), new Histogram.Bucket(Double.POSITIVE_INFINITY, 8));
+        assertThat(g.outputLengths()).isEqualTo(Histogram.EMPTY);
+    }
+
+    @Test
     void from_queueTimeAndBatchLimit_readUnderBothNames() {
         String vllm = """
                 # TYPE vllm:request_queue_time_seconds histogram

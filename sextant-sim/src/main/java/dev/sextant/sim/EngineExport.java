@@ -7,8 +7,8 @@ import java.util.List;
 
 /**
  * What a simulated engine exports on its {@code /metrics}, as vLLM does: cumulative counters and histograms (with
- * vLLM's bucket bounds) of successes, tokens, prefix-cache hits, time to first token, time between tokens and time
- * waiting for the batch. The control loop reads it exactly as it reads a real engine's scrape.
+ * vLLM's bucket bounds) of successes, tokens, prefix-cache hits, time to first token, time between tokens, time
+ * waiting for the batch and output tokens per request. The control loop reads it exactly as it reads a real engine's scrape.
  */
 final class EngineExport {
     static final double[] TTFT_BOUNDS = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
@@ -18,7 +18,11 @@ final class EngineExport {
     static final double[] QUEUE_BOUNDS = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
         60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
-    /** A cumulative histogram in seconds. */
+    /** vLLM's bounds for tokens per request (1, 2, 5, 10, 20, 50, …). */
+    static final double[] TOKEN_BOUNDS = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000,
+        50_000, 100_000};
+
+    /** A cumulative histogram (in seconds, or in tokens). */
     private static final class Cumulative {
         final double[] bounds;
         final long[] counts;
@@ -56,6 +60,7 @@ final class EngineExport {
     private final Cumulative ttft = new Cumulative(TTFT_BOUNDS);
     private final Cumulative itl = new Cumulative(ITL_BOUNDS);
     private final Cumulative queue = new Cumulative(QUEUE_BOUNDS);
+    private final Cumulative outputs = new Cumulative(TOKEN_BOUNDS);
     private long successes;
     private long generated;
     private long prompt;
@@ -77,6 +82,7 @@ final class EngineExport {
     void finished(int tokens, double gapMs) {
         successes++;
         generated += tokens;
+        outputs.add(tokens, 1);
         if (tokens > 1) {
             itl.add(gapMs / 1000, tokens - 1);
         }
@@ -85,6 +91,7 @@ final class EngineExport {
     /** The scrape now, with the engine's gauges. */
     EngineMetrics metrics(int running, int waiting, double kvUsage) {
         return new EngineMetrics(EngineMetrics.Flavor.VLLM, running, waiting, kvUsage, ttft.histogram(), itl.histogram(),
-                successes, prompt, generated, prompt, cached, Double.NaN, queue.histogram(), Double.NaN);
+                successes, prompt, generated, prompt, cached, Double.NaN, queue.histogram(), Double.NaN,
+                outputs.histogram());
     }
 }

@@ -59,6 +59,18 @@ class AccuracyTest {
     }
 
     @Test
+    void fewPlaces_ratedRight_ttftFollowsTheQueueForAPlaceFrom40To80Percent() {
+        // an 8-place engine's wait is for a place held at a full batch's pace, and its outputs vary little (uniform
+        // within ±50% of the mean): M/M/N at the mean batch put it 43% early at 60% of the saturation
+        Accuracy.Result r = Accuracy.run(named("h100 of 8 sequences, long answers", 1), 60_000, 7);
+
+        for (int i = 1; i < Accuracy.UTILIZATIONS.length; i++) {
+            assertThat(r.estimatedTtftMs()[i] / r.trueTtftMs()[i] - 1).as("at %.0f%%", 100 * Accuracy.UTILIZATIONS[i])
+                    .isCloseTo(0, within(0.3));
+        }
+    }
+
+    @Test
     void profiles_reportEveryCaseAtEveryLoad_trueAndEstimated() {
         java.util.List<String> lines = Accuracy.report(10, 7, true, null);
 

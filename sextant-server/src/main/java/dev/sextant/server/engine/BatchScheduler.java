@@ -227,7 +227,7 @@ final class BatchScheduler {
                 s.done = true;
                 String reason = s.maxTokensGiven ? "length" : "stop";
                 prefixCache.store(s.conversationKey, s.promptTokens + s.generated);
-                meters.finished(reason);
+                meters.finished(reason, s.generated);
                 s.sink.finished(s, reason);
                 finishedThisStep = add(finishedThisStep, s);
             }

@@ -20,11 +20,16 @@ final class EngineMeters {
     private static final double[] ITL_BOUNDS = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0,
         2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
 
+    /** vLLM's bounds for tokens per request (its 1-2-5 series). */
+    private static final double[] TOKEN_BOUNDS = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000,
+        20_000, 50_000, 100_000};
+
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final Tags tags;
     private final DistributionSummary ttft;
     private final DistributionSummary itl;
     private final DistributionSummary queue;
+    private final DistributionSummary outputLengths;
     private final Counter promptTokens;
     private final Counter generationTokens;
     private final Counter prefixQueries;
@@ -45,6 +50,9 @@ final class EngineMeters {
         itl = DistributionSummary.builder("vllm:inter_token_latency_seconds")
                 .description("Histogram of inter-token latency in seconds.")
                 .tags(tags).serviceLevelObjectives(ITL_BOUNDS).register(registry);
+        outputLengths = DistributionSummary.builder("vllm:request_generation_tokens")
+                .description("Number of generation tokens processed.")
+                .tags(tags).serviceLevelObjectives(TOKEN_BOUNDS).register(registry);
         promptTokens = counter("vllm:prompt_tokens", "Number of prefill tokens processed.");
         generationTokens = counter("vllm:generation_tokens", "Number of generation tokens processed.");
         prefixQueries = counter("vllm:prefix_cache_queries",
@@ -88,6 +96,12 @@ final class EngineMeters {
 
     void finished(String reason) {
         success(reason).increment();
+    }
+
+    /** A request finished whole after {@code tokens} output tokens; aborted ones count only in the success counter. */
+    void finished(String reason, int tokens) {
+        finished(reason);
+        outputLengths.record(tokens);
     }
 
     /** The exposition in the Prometheus text format 0.0.4. */

@@ -414,6 +414,9 @@ class EngineEmulatorTest {
         assertThat(m.ttft().buckets()).hasSize(23);
         assertThat(m.tbt().count()).as("gaps: 1 + 2 + 3 + 3").isEqualTo(9.0);
         assertThat(m.generationTokens()).isEqualTo(2 + 3 + 4 + 4);
+        assertThat(m.outputLengths().count()).as("one length per finished request").isEqualTo(4.0);
+        assertThat(m.outputLengths().sum()).isEqualTo(2 + 3 + 4 + 4);
+        assertThat(m.outputLengths().quantile(0.25)).as("vLLM's 1-2-5 buckets: 2 in (1, 2]").isEqualTo(2.0);
         assertThat(m.promptTokens()).isEqualTo(5 * 3 + 1);
         assertThat(m.running()).isZero();
         assertThat(m.waiting()).isZero();
