@@ -25,6 +25,12 @@ final class OutputLengths {
     static final double PRIOR_REQUESTS = 30;
     /** The prior: exponential lengths. */
     static final double PRIOR_CV2 = 1;
+    /**
+     * How much the evidence grows before the fit is redone (a fit takes some thousand evaluations of a distribution
+     * function; a group's histograms grow at every scrape of every engine, and a tenth more requests moves the fit
+     * by little).
+     */
+    static final double REFIT = 1.1;
 
     /** Weibull shapes searched: c² from about 190 down to 0.003. */
     private static final double MIN_SHAPE = 0.2;
@@ -38,7 +44,8 @@ final class OutputLengths {
     private double count;
     private double sum;
     private double fittedCv2 = Double.NaN;
-    private boolean stale;
+    /** Requests behind {@link #fittedCv2}, decayed like the rest: the fit is redone once 10% more have come. */
+    private double fittedCount;
 
     /** Adds the requests of one interval's histogram (a difference of two scrapes). */
     void add(Histogram h) {
@@ -57,7 +64,6 @@ final class OutputLengths {
         }
         count += h.count();
         sum += h.sum();
-        stale = true;
     }
 
     private double[] bucket(double lower, double upper) {
@@ -75,6 +81,7 @@ final class OutputLengths {
     void decay(double f) {
         count *= f;
         sum *= f;
+        fittedCount *= f;
         for (double[] b : buckets) {
             b[2] *= f;
         }
@@ -90,9 +97,9 @@ final class OutputLengths {
         if (!(count > 0) || !(sum > 0)) {
             return PRIOR_CV2;
         }
-        if (stale) {
+        if (count > REFIT * fittedCount) {
             fittedCv2 = fit();
-            stale = false;
+            fittedCount = count;
         }
         if (Double.isNaN(fittedCv2)) {
             return PRIOR_CV2;
