@@ -398,10 +398,10 @@ final class DefaultControlLoop implements ControlLoop {
             points.add(new MeasuredProfile.Point(rho, Math.max(1e-3, ttft), Math.max(0, tbt)));
         }
         LatencyProfile profile = points.isEmpty() ? configured : new MeasuredProfile(points);
-        String why = String.format(Locale.ROOT, "capacity %s req/s, estimated from %s; %s%s; configured %s",
+        String why = String.format(Locale.ROOT, "capacity %s req/s, estimated from %s; %s%s; configured %s; %s",
                 rps(capacity), g.evidenceWhy(), t.batch.why(configuredSlots, options.probeMargin()),
                 applied == 1 ? "" : String.format(Locale.ROOT, "; %.1f× slower than its group's law", applied),
-                rps(c.capacityRps()));
+                rps(c.capacityRps()), g.outputLengthsWhy());
         return new EngineEstimate(t.id, g.id, t.condition, c.health(), capacity, c.capacityRps(), profile, applied,
                 b.slots(), w, why, t.speedWhy, t.conditionWhy);
     }

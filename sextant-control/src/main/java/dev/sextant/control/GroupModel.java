@@ -294,6 +294,11 @@ final class GroupModel {
         return fitted(now).stepTime(running, pi);
     }
 
+    /** How variable the group's output lengths are estimated to be, and from what. */
+    String outputLengthsWhy() {
+        return outputLengths.why();
+    }
+
     /** Intervals sampled so far, over how long, and requests finished: the evidence behind the group's laws. */
     String evidenceWhy() {
         if (intervals == 0) {

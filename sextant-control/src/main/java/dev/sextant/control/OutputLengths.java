@@ -108,6 +108,15 @@ final class OutputLengths {
         return Math.pow(fittedCv2, w) * Math.pow(PRIOR_CV2, 1 - w);
     }
 
+    /** The estimate as an operator reads it: "output lengths c² 0.09 from 6312 requests (prior 1)". */
+    String why() {
+        if (!(count >= 0.5) || !(sum > 0)) {
+            return "output lengths c² 1 assumed (no histogram of them)";
+        }
+        return String.format(java.util.Locale.ROOT, "output lengths c² %.2f from %.0f requests (prior %.0f)", cv2(),
+                count, PRIOR_CV2);
+    }
+
     /**
      * The c² of whichever family fits the buckets better at its most likely shape, the mean held at the observed one
      * (both have one free parameter, so their likelihoods compare as they are); NaN when the buckets say nothing.

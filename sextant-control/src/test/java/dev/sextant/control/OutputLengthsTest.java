@@ -95,6 +95,17 @@ class OutputLengthsTest {
     }
 
     @Test
+    void why_saysTheEstimateAndItsEvidence_orThatNoneCame() {
+        SplittableRandom rng = new SplittableRandom(6);
+        OutputLengths o = new OutputLengths();
+        String before = o.why();
+        o.add(histogram(500, () -> 250 * (0.5 + rng.nextDouble())));
+
+        assertThat(before).isEqualTo("output lengths c² 1 assumed (no histogram of them)");
+        assertThat(o.why()).matches("output lengths c² 0\\.[01]\\d from 500 requests \\(prior 1\\)");
+    }
+
+    @Test
     void weibullShapes_knownVariability() {
         assertThat(OutputLengths.weibullCv2(1)).as("exponential").isCloseTo(1, within(1e-9));
         assertThat(OutputLengths.weibullCv2(2)).as("Rayleigh: 4/π − 1").isCloseTo(4 / Math.PI - 1, within(1e-9));
