@@ -104,11 +104,6 @@ record Batching(double alpha, double gamma, double beta, double base, double per
                 perStep, slots, outputTokens, promptTokens, outputCv2);
     }
 
-    /** The same engine with requests whose residences vary by {@code cv2} (squared coefficient of variation). */
-    Batching withResidenceCv2(double cv2) {
-        return new Batching(alpha, gamma, beta, base, perToken, perStep, slots, outputTokens, promptTokens, cv2);
-    }
-
     /** The same engine with another batch limit. */
     Batching withSlots(double n) {
         if (!(n >= 1)) {
@@ -205,12 +200,9 @@ record Batching(double alpha, double gamma, double beta, double base, double per
     }
 
     /**
-     * Mean wait before a request's prefill starts at load x, ms: for a place in the batch and for the prefill work
-     * ahead of it (M/M/1); infinite at or beyond saturation. The wait for a place is the M/G/N queue's (Allen and
-     * Cunneen's approximation: the M/M/N wait × (1 + c²)/2 for residences of squared coefficient of variation c²,
-     * c² = c²(output length) × (decoding share of the residence)²),
-     * with the places held as long as a full batch holds them: a request waits only while every place is taken, and
-     * then every step is a full batch's.
+     * Mean wait before a request's prefill starts at load x, ms: for a place in the batch ({@link #placeWait}) and
+     * for the prefill work ahead of it and the step in progress ({@link #waitWithoutFullBatch}); infinite at or beyond
+     * saturation.
      */
     double wait(double x) {
         if (x <= 0) {
@@ -219,7 +211,13 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         return placeWait(x) + waitWithoutFullBatch(x);
     }
 
-    /** The part of the wait at load x that is for a place in the batch, ms; infinite at or beyond saturation. */
+    /**
+     * The part of the wait at load x that is for a place in the batch, ms; infinite at or beyond saturation. The M/G/N
+     * queue's in Allen and Cunneen's approximation: the M/M/N wait × (1 + c²)/2, with c² the residences' squared
+     * coefficient of variation (the output lengths' × the decoding share of a residence, squared), and the places
+     * held as long as a full batch holds them: a request waits only while every place is taken, and then every step
+     * is a full batch's.
+     */
     double placeWait(double x) {
         if (x <= 0) {
             return 0;
