@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
 import dev.sextant.signal.Histogram;
+import dev.sextant.signal.VllmBuckets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -12,7 +13,7 @@ import org.junit.jupiter.api.Test;
 
 /** The variability of output lengths, fitted from histograms with vLLM's wide buckets. */
 class OutputLengthsTest {
-    static final double[] VLLM_BOUNDS = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000};
+    static final double[] VLLM_BOUNDS = VllmBuckets.tokens();
 
     /** {@code n} lengths drawn from {@code draw}, bucketed as vLLM exports them. */
     static Histogram histogram(int n, DoubleSupplier draw) {

@@ -2,6 +2,7 @@ package dev.sextant.sim;
 
 import dev.sextant.signal.EngineMetrics;
 import dev.sextant.signal.Histogram;
+import dev.sextant.signal.VllmBuckets;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -11,16 +12,8 @@ import java.util.List;
  * waiting for the batch and output tokens per request. The control loop reads it exactly as it reads a real engine's scrape.
  */
 final class EngineExport {
-    static final double[] TTFT_BOUNDS = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
-        5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
-    static final double[] ITL_BOUNDS = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0,
-        7.5, 10.0, 20.0, 40.0, 80.0};
     static final double[] QUEUE_BOUNDS = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
         60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
-
-    /** vLLM's bounds for tokens per request (1, 2, 5, 10, 20, 50, …). */
-    static final double[] TOKEN_BOUNDS = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000,
-        50_000, 100_000};
 
     /** A cumulative histogram (in seconds, or in tokens). */
     private static final class Cumulative {
@@ -57,10 +50,10 @@ final class EngineExport {
         }
     }
 
-    private final Cumulative ttft = new Cumulative(TTFT_BOUNDS);
-    private final Cumulative itl = new Cumulative(ITL_BOUNDS);
+    private final Cumulative ttft = new Cumulative(VllmBuckets.ttftSeconds());
+    private final Cumulative itl = new Cumulative(VllmBuckets.interTokenSeconds());
     private final Cumulative queue = new Cumulative(QUEUE_BOUNDS);
-    private final Cumulative outputs = new Cumulative(TOKEN_BOUNDS);
+    private final Cumulative outputs = new Cumulative(VllmBuckets.tokens());
     private long successes;
     private long generated;
     private long prompt;

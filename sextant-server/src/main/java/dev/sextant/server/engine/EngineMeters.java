@@ -1,5 +1,6 @@
 package dev.sextant.server.engine;
 
+import dev.sextant.signal.VllmBuckets;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
@@ -15,15 +16,6 @@ import java.util.function.DoubleSupplier;
  * instead of timers so the names carry no added unit suffix.
  */
 final class EngineMeters {
-    private static final double[] TTFT_BOUNDS = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
-        1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
-    private static final double[] ITL_BOUNDS = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0,
-        2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
-
-    /** vLLM's bounds for tokens per request (its 1-2-5 series). */
-    private static final double[] TOKEN_BOUNDS = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000,
-        20_000, 50_000, 100_000};
-
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final Tags tags;
     private final DistributionSummary ttft;
@@ -43,16 +35,16 @@ final class EngineMeters {
         gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", kvUsage);
         ttft = DistributionSummary.builder("vllm:time_to_first_token_seconds")
                 .description("Histogram of time to first token in seconds.")
-                .tags(tags).serviceLevelObjectives(TTFT_BOUNDS).register(registry);
+                .tags(tags).serviceLevelObjectives(VllmBuckets.ttftSeconds()).register(registry);
         queue = DistributionSummary.builder("vllm:request_queue_time_seconds")
                 .description("Histogram of time spent in WAITING phase for request.")
-                .tags(tags).serviceLevelObjectives(TTFT_BOUNDS).register(registry);
+                .tags(tags).serviceLevelObjectives(VllmBuckets.ttftSeconds()).register(registry);
         itl = DistributionSummary.builder("vllm:inter_token_latency_seconds")
                 .description("Histogram of inter-token latency in seconds.")
-                .tags(tags).serviceLevelObjectives(ITL_BOUNDS).register(registry);
+                .tags(tags).serviceLevelObjectives(VllmBuckets.interTokenSeconds()).register(registry);
         outputLengths = DistributionSummary.builder("vllm:request_generation_tokens")
                 .description("Number of generation tokens processed.")
-                .tags(tags).serviceLevelObjectives(TOKEN_BOUNDS).register(registry);
+                .tags(tags).serviceLevelObjectives(VllmBuckets.tokens()).register(registry);
         promptTokens = counter("vllm:prompt_tokens", "Number of prefill tokens processed.");
         generationTokens = counter("vllm:generation_tokens", "Number of generation tokens processed.");
         prefixQueries = counter("vllm:prefix_cache_queries",
