@@ -156,7 +156,7 @@ final class DefaultControlLoop implements ControlLoop {
         if (i != null) {
             t.queueEvidence(i);
             t.judge(i, options);
-            t.group.sample(i, t.speed);
+            t.group.sample(i, t.lawFactor(medianSpeed(t.group), options));
             Batching law = t.group.fitted(i.atNanos());
             t.batch.sample(i, law.beta() * t.speed * i.prefillRate(), t.speed * law.waitWithoutFullBatch(i.load()),
                     t.speed * law.residence(i.load()));
@@ -305,19 +305,33 @@ final class DefaultControlLoop implements ControlLoop {
         }
     }
 
+    /** The median speed factor of group {@code g}'s engines (see {@link #median}). */
+    private double medianSpeed(GroupModel g) {
+        List<Double> speeds = new ArrayList<>();
+        for (EngineTracker t : engines.values()) {
+            if (t.group == g) {
+                speeds.add(t.speed);
+            }
+        }
+        return median(speeds);
+    }
+
     private Map<GroupModel, Double> medianSpeeds() {
         Map<GroupModel, List<Double>> speeds = new HashMap<>();
         for (EngineTracker t : engines.values()) {
             speeds.computeIfAbsent(t.group, k -> new ArrayList<>()).add(t.speed);
         }
         Map<GroupModel, Double> out = new HashMap<>();
-        speeds.forEach((g, l) -> {
-            double[] a = l.stream().mapToDouble(Double::doubleValue).toArray();
-            Arrays.sort(a);
-            // a group of one or two has no majority to tell "this engine" from "the group": its law is the engine's
-            out.put(g, a.length < 3 ? 1.0 : a[a.length / 2]);
-        });
+        speeds.forEach((g, l) -> out.put(g, median(l)));
         return out;
+    }
+
+    /** The median of a group's speed factors; 1 for a group of one or two. */
+    private static double median(List<Double> speeds) {
+        double[] a = speeds.stream().mapToDouble(Double::doubleValue).toArray();
+        Arrays.sort(a);
+        // a group of one or two has no majority to tell "this engine" from "the group": its law is the engine's
+        return a.length < 3 ? 1.0 : a[a.length / 2];
     }
 
     // ---- estimates

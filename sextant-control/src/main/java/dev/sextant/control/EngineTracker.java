@@ -318,6 +318,18 @@ final class EngineTracker {
         speed = Math.abs(lnr - lnf) > Math.log(o.slowFactor()) ? ratio : Math.exp(lnf + SPEED_GAIN * (lnr - lnf));
     }
 
+    /**
+     * What divides this engine's intervals before its group's laws learn from them: its speed relative to its group
+     * ({@code speed / groupMedian}) where it is judged slow, or would be on this interval, or clearly faster than its
+     * group, so that the laws learn the group and not this engine's fault; 1 otherwise, so that they learn the level
+     * the group's engines run at. Dividing by the speed itself would feed the laws their own predictions (the speed is
+     * the ratio of what was observed to the law), and a prior that is wrong would stay so however much evidence came.
+     */
+    double lawFactor(double groupMedian, ControlOptions o) {
+        double rel = speed / groupMedian;
+        return slow || rel >= o.slowFactor() || rel < 1 / 1.5 ? rel : 1;
+    }
+
     /** The speed factor the model applies: 1 unless the engine is slow (or clearly faster) than its group. */
     double appliedSpeed(double groupMedian) {
         double rel = speed / groupMedian;

@@ -386,6 +386,28 @@ class ControlLoopTest {
     }
 
     @Test
+    void profileWrongByLessThanTheSlowFactor_theLawsLearnTheEngine_notTheirPrior() {
+        // e1 configured as an engine decoding 30% slower than it does: its own group (a group of one), and 1.3× is
+        // below the slow factor, so no penalty absorbs it; only the laws can
+        Batching slower = new Batching(6.5, 0.039, 6e-6, 0, 0.006, 1, 64, 120, 300);
+        Map<String, Batching> t = truths(Map.of());
+        Topology fleet = fleet(t, Map.of(), 150);
+        List<Engine> es = new ArrayList<>(fleet.engines());
+        es.set(0, Rig.configured("e1", "gpu", slower, H100.saturation() / slower.saturation()));
+        Rig r = new Rig(fleet.withEngines(es), t, 17);
+        double configuredTbt = r.estimate("e1").profile().tbtMs(0.5);
+        r.run(900);
+
+        EngineEstimate e = r.estimate("e1");
+        assertThat(e.slowdown()).isEqualTo(1.0);
+        for (double rho : new double[] {0.2, 0.5}) {
+            double x = rho * e.capacityRps();
+            assertThat(e.profile().tbtMs(rho)).as("TBT at %.0f%% (configured %.2f ms at 50%%)", 100 * rho,
+                    configuredTbt).isCloseTo(H100.tbt(x), within(0.05 * H100.tbt(x)));
+        }
+    }
+
+    @Test
     void ratedTooLow_capacityRisesAsTheEngineShowsItsRoom_neverPastTheTruth() {
         Rig r = rig(Map.of(), Map.of("e1", 0.4, "e2", 0.4, "e3", 0.4, "e4", 0.4), 200, 14);
         double configured = r.estimate("e1").capacityRps();
