@@ -76,7 +76,7 @@ public final class Accuracy {
     /** The saturation throughput of hardware {@code h} under workload {@code w}, req/s. */
     static double saturation(EngineParams h, Scenario.ClassWorkload w, long seed) {
         double guess = h.saturationRps(ScenarioLoader.uncachedPrompt(w), w.outputTokens());
-        double[] m = Calibration.run(h, w, 2.5 * guess, seed);
+        double[] m = Calibration.run(h, w, 2.5 * guess, seed, Calibration.WARMUP_MS);
         return m[2];
     }
 

@@ -2,6 +2,7 @@ package dev.sextant.sim;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
 
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.MeasuredProfile;
@@ -17,6 +18,15 @@ class CalibrationTest {
         double[] m = Calibration.run(h, w, 0.1, 3);
         assertThat(m[0]).isBetween(14.5, 15.5);
         assertThat(m[1]).isBetween(11.0, 11.3);
+    }
+
+    @Test
+    void multiTurnConversations_areMeasuredAtTheRateTheyAreOffered() {
+        // four turns of 10 s think times: after a fixed 20 s the later turns arrive at about half their rate
+        EngineParams h = new EngineParams(5, 0.006, 0.03, 64, 1_200_000, 4096);
+        Scenario.ClassWorkload chat = new Scenario.ClassWorkload(4, 10_000, 400, 60, 100);
+        double[] m = Calibration.run(h, chat, 30, 5);
+        assertThat(m[2]).as("requests finished per second, offered 30").isCloseTo(30, within(1.0));
     }
 
     @Test
