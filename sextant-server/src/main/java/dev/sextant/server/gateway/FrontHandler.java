@@ -17,6 +17,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
@@ -230,6 +231,20 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             reply(ctx, resp, keepAlive);
             return;
         }
+        String coding = compressed(req.headers().getAll(HttpHeaderNames.CONTENT_ENCODING));
+        if (coding != null) {
+            req.release();
+            gw.metrics.request(null, null, 415);
+            String says = "content-encoding: " + coding + " is not supported (expected: an uncompressed body)";
+            gw.accessLog(ctx.channel(), req.method().name(), path, 415, null, null, 0, null, -1, 0, 0, false, requestId,
+                    says);
+            FullHttpResponse resp = Http.error(HttpResponseStatus.UNSUPPORTED_MEDIA_TYPE, "invalid_request_error",
+                    "unsupported_content_encoding", says, null);
+            resp.headers().set(HttpHeaderNames.ACCEPT_ENCODING, HttpHeaderValues.IDENTITY);
+            resp.headers().set("x-request-id", requestId);
+            reply(ctx, resp, keepAlive);
+            return;
+        }
         RequestBody body;
         try {
             body = RequestBody.parse(req.content());
@@ -423,6 +438,24 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
 
     private void notAllowed(ChannelHandlerContext ctx, HttpMethod method, String path, String allow, boolean keepAlive) {
         reply(ctx, Http.methodNotAllowed(method, path, allow), keepAlive);
+    }
+
+    /**
+     * The first content coding other than {@code identity} among a request's {@code Content-Encoding} values, or null
+     * when its body is as sent. The gateway reads the body to route it and forwards it as it came, so a compressed body
+     * is refused with 415 and {@code Accept-Encoding: identity} (RFC 9110 §15.5.16, RFC 7694) rather than read as
+     * malformed JSON.
+     */
+    static String compressed(java.util.List<String> values) {
+        for (String v : values) {
+            for (String c : v.split(",")) {
+                String t = c.trim();
+                if (!t.isEmpty() && !t.equalsIgnoreCase("identity")) {
+                    return t;
+                }
+            }
+        }
+        return null;
     }
 
     private static FullHttpResponse error(HttpResponseStatus status, String type, String code, String message) {

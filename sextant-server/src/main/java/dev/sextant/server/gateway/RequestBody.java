@@ -72,6 +72,7 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         PromptKeys messages = new PromptKeys();
         PromptKeys prompt = new PromptKeys();
         PromptKeys response = new PromptKeys();
+        int seen = 0; // the classifying fields read so far, one bit each (CLASSIFYING's order)
         int end;
         try (JsonParser p = Http.JSON.getFactory().createParser((InputStream) new ByteBufInputStream(content.duplicate()))) {
             JsonToken t = p.nextToken();
@@ -84,6 +85,7 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
             while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
                 String name = p.currentName();
                 t = p.nextToken();
+                seen = once(name, seen);
                 switch (name) {
                     case "model" -> {
                         modelSeen = t != JsonToken.VALUE_NULL;
@@ -140,6 +142,28 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
         // the body: one conversation then keys alike through either API
         PromptKey keys = messages.present() ? messages.result() : prompt.present() ? prompt.result() : response.result();
         return new RequestBody(model, stream, promptCacheKey, user, keys, end, maxTokens);
+    }
+
+    /**
+     * The body fields this gateway reads to classify and route a request. Each may appear once: JSON leaves a repeated
+     * name's meaning to the reader (RFC 8259 §4), and the gateway forwards the body as it came, so with a repeated
+     * {@code model} or {@code stream} the gateway's reading (the last) and the engine's (the first, or an error, in some
+     * parsers) could differ: a tenant allowed one model served another, a stream answered as a whole body.
+     */
+    private static final java.util.List<String> CLASSIFYING = java.util.List.of("model", "stream", "prompt_cache_key",
+            "user", "max_tokens", "max_completion_tokens", "max_output_tokens", "messages", "prompt", "input",
+            "instructions");
+
+    /** {@code seen} with {@code name}'s bit set; refused when {@code name} is a classifying field read before. */
+    private static int once(String name, int seen) throws Invalid {
+        int i = CLASSIFYING.indexOf(name);
+        if (i < 0) {
+            return seen;
+        }
+        if ((seen & (1 << i)) != 0) {
+            throw Invalid.field(name, "given twice (expected: once; the engine might read the other one)");
+        }
+        return seen | (1 << i);
     }
 
     private static void readMessages(JsonParser p, JsonToken t, PromptKeys out) throws IOException, Invalid {

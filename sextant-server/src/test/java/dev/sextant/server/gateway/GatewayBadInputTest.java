@@ -83,6 +83,37 @@ class GatewayBadInputTest {
         assertStillServing();
     }
 
+    /**
+     * A gzip-compressed body is refused as such (415, {@code Accept-Encoding: identity}), not read as malformed JSON;
+     * {@code identity} is no coding and is served.
+     */
+    @ParameterizedTest(name = "content-encoding {0}")
+    @CsvSource({"gzip, 415", "'identity, gzip', 415", "identity, 200"})
+    void compressedBody_is415_namingTheCoding(String coding, int status) throws Exception {
+        byte[] json = Fleet.chat(null, false, 1).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] body = json;
+        if (!coding.equals("identity")) {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            try (java.util.zip.GZIPOutputStream z = new java.util.zip.GZIPOutputStream(out)) {
+                z.write(json);
+            }
+            body = out.toByteArray();
+        }
+        HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + GW.port() + "/v1/chat/completions"))
+                .timeout(Duration.ofSeconds(10)).header("content-type", "application/json")
+                .header("content-encoding", coding).POST(HttpRequest.BodyPublishers.ofByteArray(body)).build();
+        HttpResponse<String> r = Fleet.send(req, HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(status);
+        if (status == 415) {
+            JsonNode error = Http.JSON.readTree(r.body()).path("error");
+            assertThat(error.path("message").asText()).isEqualTo(
+                    "content-encoding: gzip is not supported (expected: an uncompressed body)");
+            assertThat(error.path("code").asText()).isEqualTo("unsupported_content_encoding");
+            assertThat(r.headers().firstValue("accept-encoding")).hasValue("identity");
+        }
+        assertStillServing();
+    }
+
     private static void assertStillServing() throws Exception {
         HttpResponse<String> ok = Fleet.post(GW.port(), "/v1/chat/completions", Fleet.chat(null, false, 1));
         assertThat(ok.statusCode()).isEqualTo(200);

@@ -79,6 +79,7 @@ class RequestBodyTest {
     @CsvSource(delimiter = '|', textBlock = """
             stream and keys        | {"model":"m","stream":true,"prompt_cache_key":"k","user":"u"} | true  | k | u
             nulls are absent       | {"model":"m","stream":null,"prompt_cache_key":null,"user":null} | false | | 
+            others may repeat      | {"model":"m","temperature":1,"tools":[{"user":"x"}],"temperature":0,"tools":[]} | false | | 
             """)
     void fields(String name, String json, boolean stream, String key, String user) throws Exception {
         RequestBody b = parse(json);
@@ -101,6 +102,10 @@ class RequestBodyTest {
             not an object      | [{"model":"m"}]                      | body: an array                |
             input a number     | {"model":"m","input":5}              | input: 5 (expected: a string or an array) | input
             instructions array | {"model":"m","input":"x","instructions":["a"]} | instructions: an array (expected: a string) | instructions
+            model twice        | {"model":"a","model":"b"}           | model: given twice            | model
+            stream twice       | {"model":"m","stream":false,"tools":[],"stream":true} | stream: given twice | stream
+            max_tokens twice   | {"model":"m","max_tokens":5,"max_tokens":null} | max_tokens: given twice | max_tokens
+            messages twice     | {"model":"m","messages":[],"messages":[]} | messages: given twice | messages
             """)
     void invalid_namesTheField(String name, String json, String says, String param) {
         assertThatThrownBy(() -> parse(json)).isInstanceOf(RequestBody.Invalid.class).hasMessageContaining(says)
