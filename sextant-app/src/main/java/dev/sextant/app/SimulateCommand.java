@@ -86,10 +86,15 @@ final class SimulateCommand implements Callable<Integer> {
         int width = Math.max("policy".length(), results.keySet().stream().mapToInt(String::length).max().orElse(0));
         out.printf(Locale.ROOT, "%-" + width + "s %11s %11s %11s %8s %8s%n", "policy", "ttft p50", "ttft p99",
                 "e2e p99", "shed", "failed");
-        results.forEach((name, s) -> out.printf(Locale.ROOT, "%-" + width + "s %8.0f ms %8.0f ms %8.0f ms %7.2f%% %8d%n",
-                name, s.ttftP50Ms(), s.ttftP99Ms(), s.e2eP99Ms(), 100 * s.shedFraction(), s.failed()));
+        results.forEach((name, s) -> out.printf(Locale.ROOT, "%-" + width + "s %11s %11s %11s %7.2f%% %8d%n",
+                name, ms(s.ttftP50Ms()), ms(s.ttftP99Ms()), ms(s.e2eP99Ms()), 100 * s.shedFraction(), s.failed()));
         out.println("Report: " + outDir.resolve("report.md"));
         out.flush();
         return 0;
+    }
+
+    /** A latency for the summary line; "–" where no request completed (the report's mark for it, null in JSON). */
+    private static String ms(double v) {
+        return Double.isNaN(v) ? "–" : String.format(Locale.ROOT, "%.0f ms", v);
     }
 }

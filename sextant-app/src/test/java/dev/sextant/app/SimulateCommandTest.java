@@ -129,4 +129,36 @@ class SimulateCommandTest {
         assertThat(table.toString().lines().findFirst().orElseThrow().indexOf("ttft p50") + 8)
                 .isEqualTo(rows.get(0).indexOf(" ms ") + 3);
     }
+
+    @Test
+    void simulate_withoutACompletedRequest_printsADash_notNaN(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("idle.yaml");
+        java.nio.file.Files.writeString(file, """
+                name: idle
+                duration_s: 20
+                hardware:
+                  h100: {step_ms: 6.0, prefill_ms_per_token: 0.0002, decode_ms_per_seq: 0.05, max_seqs: 64,
+                         kv_cache_tokens: 400000, chunk_tokens: 4096}
+                workload:
+                  default: {turns_mean: 3, think_s: 5, first_prompt_tokens: 500, new_tokens_per_turn: 50,
+                            output_tokens: 100}
+                topology:
+                  gateway_clusters: [{id: east, region: us-east}]
+                  engine_clusters: [{id: gpu-east, region: us-east}]
+                  network_rtt_ms: {east: {gpu-east: 2}}
+                  models: [{id: m, output_tokens: 100}]
+                  engines: [{id: e1, cluster: gpu-east, models: [m], hardware: h100}]
+                  classes: [{id: c, model: m, priority: 0}]
+                  demand_rps: {east: {c: 0}}
+                """);
+        StringWriter table = new StringWriter();
+        int code = new picocli.CommandLine(new SimulateCommand(new PrintWriter(table, true),
+                new java.io.PrintStream(new java.io.ByteArrayOutputStream(), true, java.nio.charset.StandardCharsets.UTF_8)))
+                .execute(file.toString(), "--policies", "sextant,nearest", "--out", dir.resolve("out").toString());
+
+        assertThat(code).isZero();
+        java.util.List<String> rows = table.toString().lines()
+                .filter(l -> l.startsWith("sextant") || l.startsWith("nearest")).toList();
+        assertThat(rows).hasSize(2).allMatch(l -> l.contains(" – ") && !l.contains("NaN"));
+    }
 }
