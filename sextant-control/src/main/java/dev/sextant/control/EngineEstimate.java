@@ -12,6 +12,9 @@ import dev.sextant.topology.LatencyProfile;
  * @param capacityRps        the estimated capacity, req/s (where its queue would grow without bound), &gt; 0
  * @param configuredRps      the topology's capacity_rps
  * @param profile            the latency profile the optimizer prices it with (over ρ = load / capacityRps)
+ * @param idleTtftMs         the TTFT of a request that finds it idle, ms: what the overload bound is a factor of. The
+ *                           profile's value at ρ = 0 may lie above it, where light load's TTFT is concave (the profile
+ *                           takes the line of its lightest loads there; docs/control-loop.md, "The engine model")
  * @param slowdown           how many times slower than its group's law it decodes (1 = as its group)
  * @param batchSlots         how many requests its batch holds, as estimated
  * @param evidence           how much the evidence weighs against the configured profile, in [0, 1)
@@ -20,6 +23,6 @@ import dev.sextant.topology.LatencyProfile;
  * @param conditionWhy       why its condition is what it is, and what will lift it
  */
 public record EngineEstimate(String engine, String group, Condition condition, double health, double capacityRps,
-                             double configuredRps, LatencyProfile profile, double slowdown, double batchSlots,
+                             double configuredRps, LatencyProfile profile, double idleTtftMs, double slowdown, double batchSlots,
                              double evidence, String capacityWhy, String speedWhy, String conditionWhy) {
 }

@@ -3,6 +3,8 @@ package dev.sextant.control;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
+import dev.sextant.topology.MeasuredProfile;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The wait for a place in the batch: M/M/N at a full batch's residence, scaled for less variable lengths. */
@@ -73,5 +75,44 @@ class BatchingTest {
 
         assertThat(b.wait(x)).isCloseTo(b.placeWait(x) + b.waitWithoutFullBatch(x), within(1e-9));
         assertThat(b.wait(0.0)).isZero();
+    }
+
+    /**
+     * Chat on an h100 (5 + 0.03·R ms steps, 0.006 ms per prompt token, 64 places, 100 tokens, 145-token prompts): its
+     * TTFT rises steeply from the idle value (no step to wait for) to half a step more, so a hull through the idle
+     * point would lie under it at light load. The estimated profile matches the model at every sampled load from
+     * ρ = 0.1, and its value at ρ = 0 is no lower than the idle TTFT.
+     */
+    @Test
+    void lightLoad_theProfileFollowsTheConcaveStart_atEverySampledLoad() {
+        Batching b = new Batching(5, 0.03, 0.006e-3, 0, 0.006, 1, 64, 100, 145);
+        List<MeasuredProfile.Point> points = b.profile().points();
+        double idle = points.get(0).ttftMs();
+        double mu = b.saturation();
+
+        MeasuredProfile through = new MeasuredProfile(points);
+        MeasuredProfile light = new MeasuredProfile(DefaultControlLoop.lightLoad(points));
+
+        assertThat(through.ttftMs(0.2)).as("the hull through the idle point, under the model at 20%")
+                .isLessThan(0.9 * b.ttft(0.2 * mu));
+        for (double rho : Batching.SAMPLES) {
+            if (rho >= 0.1 && rho <= 0.9) {
+                double model = b.ttft(rho * mu);
+                assertThat(light.ttftMs(rho)).as("ρ = %s", rho).isCloseTo(model, within(0.01 * model));
+            }
+        }
+        assertThat(light.ttftMs(0)).isGreaterThanOrEqualTo(idle).isLessThanOrEqualTo(light.ttftMs(0.1));
+    }
+
+    /** Where the TTFT is convex from the idle point on, nothing changes. */
+    @Test
+    void lightLoad_convexFromIdle_isLeftAsItIs() {
+        List<MeasuredProfile.Point> points = List.of(
+                new MeasuredProfile.Point(0, 7, 5),
+                new MeasuredProfile.Point(0.1, 7.1, 5),
+                new MeasuredProfile.Point(0.2, 7.4, 5.1),
+                new MeasuredProfile.Point(0.5, 9, 5.5));
+
+        assertThat(DefaultControlLoop.lightLoad(points)).isEqualTo(points);
     }
 }
