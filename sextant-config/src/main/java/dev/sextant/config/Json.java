@@ -62,7 +62,9 @@ public final class Json {
         }
         int nl = jacksonMessage.indexOf('\n');
         return (nl < 0 ? jacksonMessage : jacksonMessage.substring(0, nl)).trim()
-                .replaceAll("\\(start marker at \\[Source: [^;]*; line: (\\d+), column: \\d+\\]\\)", "(opened on line $1)");
+                .replaceAll("\\(start marker at \\[Source: [^;]*; line: (\\d+), column: \\d+\\]\\)", "(opened on line $1)")
+                // a limit's message names the Jackson setting that holds it, which says nothing to a client
+                .replaceAll(", from `StreamReadConstraints\\.[A-Za-z]+\\(\\)`", "");
     }
 
     private Json() {

@@ -104,7 +104,10 @@ record RequestBody(String model, boolean stream, String promptCacheKey, String u
                     case "user" -> user = optionalString(p, t, name);
                     case "max_tokens", "max_completion_tokens", "max_output_tokens" -> {
                         if (t == JsonToken.VALUE_NUMBER_INT) {
-                            maxTokens = Math.max(maxTokens, p.getValueAsLong(-1));
+                            // beyond a long it is still a number the engine judges (a limit's own 400): count it as
+                            // the most there is, for a tenant's tokens-per-minute limit
+                            maxTokens = Math.max(maxTokens, p.getNumberType() == JsonParser.NumberType.BIG_INTEGER
+                                    ? (p.getBigIntegerValue().signum() > 0 ? Long.MAX_VALUE : -1) : p.getLongValue());
                         } else {
                             p.skipChildren();
                         }

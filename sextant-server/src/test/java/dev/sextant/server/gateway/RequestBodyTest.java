@@ -113,6 +113,27 @@ class RequestBodyTest {
                 .message().doesNotContain("Source:").doesNotContain("\n");
     }
 
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            none                   | {"model":"m"}                                          | -1
+            max_tokens             | {"model":"m","max_tokens":5}                           | 5
+            the largest of three   | {"model":"m","max_completion_tokens":7,"max_tokens":3,"max_output_tokens":4} | 7
+            beyond a long          | {"model":"m","max_tokens":99999999999999999999}        | 9223372036854775807
+            far below zero         | {"model":"m","max_tokens":-99999999999999999999}       | -1
+            not an integer         | {"model":"m","max_tokens":2.5}                         | -1
+            """)
+    void maxTokens_theMostAnyFieldAsks_andANumberBeyondALongIsNotMalformed(String name, String json, long expected)
+            throws Exception {
+        assertThat(parse(json).maxTokens()).isEqualTo(expected);
+    }
+
+    @org.junit.jupiter.api.Test
+    void nestingTooDeep_saysSo_withoutNamingTheParsersSetting() {
+        String json = "{\"model\":\"m\",\"x\":" + "[".repeat(1001) + "]".repeat(1001) + "}";
+        assertThatThrownBy(() -> parse(json)).isInstanceOf(RequestBody.Invalid.class)
+                .hasMessage("malformed JSON body: Document nesting depth (1001) exceeds the maximum allowed (1000)");
+    }
+
     @org.junit.jupiter.api.Test
     void aConversation_hasOneKey_whetherChatOrResponsesCarriesIt() throws Exception {
         PromptKey chat = parse("{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
