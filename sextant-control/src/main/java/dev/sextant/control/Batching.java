@@ -17,9 +17,11 @@ import java.util.List;
  *     tokens per second prefilled, a fraction {@code β·π} of the engine's time goes to prefill, so a step lasts
  *     {@code TBT = (α + γ·R) / (1 − β·π)} ms.</li>
  * <li><b>Little's law on decoding.</b> A request decodes for (n − 1) steps, so at load x the batch holds
- *     {@code R = x·(n − 1)·TBT / 1000} decoding sequences. With π = x·P (P uncached prompt tokens per request) the
- *     two close to {@code TBT(x) = α / (1 − u(x))} with {@code u(x) = x·(β·P + γ·(n − 1)/1000)} the share of the
- *     engine's time its per-token work takes: increasing and convex, unbounded at the compute limit u = 1.</li>
+ *     {@code R = x·(n − 1)·TBT / 1000} decoding sequences on average. Engines report TBT per token, and a token is
+ *     more likely made in a large batch: the mean TBT is a step's at the batch a token sees, E[R²]/E[R]
+ *     ({@link #tokenBatch}: R + 1 for a Poisson batch well below its limit N, N at it), which the two close to
+ *     {@code TBT(x) = (α + γ·tokenBatch(R(x))) / (1 − β·π)} with π = x·P (P uncached prompt tokens per request):
+ *     increasing, from a lone sequence's step α + γ to a full batch's.</li>
  * <li><b>Prefill.</b> The first token comes after the prompt is prefilled:
  *     {@code TTFT₀ = base + perToken·P + perStep·TBT} ms, not counting any wait before it starts.</li>
  * <li><b>Batch slots.</b> At most N requests hold a place in the batch (the engine's sequence limit or what its
@@ -35,11 +37,12 @@ import java.util.List;
  *     step in progress to end before it is admitted: half a step on average, where one is in progress (an engine
  *     whose batch is empty, with probability about e^(−x·D/1000), starts a step for the arrival at once).</li>
  * </ol>
- * The saturation load μ is where x·D(x)/1000 = N or u(x) = 1, whichever comes first: beyond it a queue grows
+ * The saturation load μ is where x·D(x)/1000 = N, or prefill alone takes all the time: beyond it a queue grows
  * without bound. It is what the optimizer calls the engine's capacity (its profiles are functions of
- * ρ = x / capacity and diverge at ρ = 1). TTFT(x) = TTFT₀(x) + both waits, and TBT(x), are increasing and convex in
- * x (the mean wait of M/M/N is convex in the arrival rate), which keeps the optimizer's problem convex;
- * {@link #profile()} samples them and lets {@link MeasuredProfile} enforce both properties on the samples.
+ * ρ = x / capacity and diverge at ρ = 1). TTFT(x) = TTFT₀(x) + both waits, and TBT(x), are increasing in x, and
+ * convex but where a curve bends towards a limit (TTFT from idle to half a step more at light load, TBT to the full
+ * batch's step near saturation); {@link #profile()} samples them and lets {@link MeasuredProfile} enforce
+ * monotonicity and convexity on the samples, which keeps the optimizer's problem convex.
  *
  * @param alpha        decode work of a step with no sequence, ms, ≥ 0
  * @param gamma        decode work added per decoding sequence, ms, ≥ 0
@@ -112,21 +115,116 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         return new Batching(alpha, gamma, beta, base, perToken, perStep, n, outputTokens, promptTokens, outputCv2);
     }
 
-    /** Share of the engine's time per request per second of its per-token work: u(x) = x · this. */
+    /** Share of the engine's time per request per second of its per-token work, about: u(x) = x · this. */
     private double workPerRequest() {
         return beta * promptTokens + gamma * (outputTokens - 1) / 1000;
     }
 
-    /** The load at which the engine's per-token work takes all its time, req/s (infinite without any). */
+    /**
+     * The load at which prefill alone takes all the engine's time, req/s (infinite without prefill work): decoding
+     * cannot saturate an engine by itself, since its batch holds at most N and a step at most a full batch's time.
+     */
     double computeLimit() {
-        double w = workPerRequest();
+        double w = beta * promptTokens;
         return w > 0 ? 1 / w : Double.POSITIVE_INFINITY;
     }
 
-    /** Time between output tokens at load x req/s, ms; infinite at or beyond the compute limit. */
+    /**
+     * Mean time between output tokens at load x req/s, ms, as engines report it: per token, so each step counts once
+     * for every sequence it advances. Law 2 closed with the batch a token sees ({@link #tokenBatch}), not the mean
+     * batch: {@code TBT = (α + γ·tokenBatch(x·(n − 1)·TBT/1000)) / (1 − β·π)}, solved for TBT by bisection (the right
+     * side grows with TBT and lies between a batch of one and a full batch). Infinite where prefill alone takes all
+     * the engine's time.
+     */
     double tbt(double x) {
-        double d = 1 - x * workPerRequest();
-        return d <= 0 ? Double.POSITIVE_INFINITY : alpha / d;
+        double d = 1 - beta * Math.max(0, x) * promptTokens;
+        if (d <= 0) {
+            return Double.POSITIVE_INFINITY;
+        }
+        int n = servers();
+        double perTbt = Math.max(0, x) * (outputTokens - 1) / 1000; // mean decoding batch per ms of TBT (Little)
+        double lo = (alpha + gamma) / d;
+        double hi = (alpha + gamma * n) / d;
+        if (gamma == 0 || hi - lo <= 1e-12 * hi) {
+            return gamma == 0 ? alpha / d : lo;
+        }
+        // g(T) = right side − T falls from ≥ 0 at lo to ≤ 0 at hi: regula falsi, Illinois variant (a few steps)
+        double glo = (alpha + gamma * tokenBatch(perTbt * lo, n)) / d - lo;
+        double ghi = (alpha + gamma * tokenBatch(perTbt * hi, n)) / d - hi;
+        if (glo <= 0) {
+            return lo;
+        }
+        if (ghi >= 0) {
+            return hi;
+        }
+        int side = 0;
+        double t = lo;
+        for (int i = 0; i < 100 && hi - lo > 1e-10 * hi; i++) {
+            t = (lo * ghi - hi * glo) / (ghi - glo);
+            double g = (alpha + gamma * tokenBatch(perTbt * t, n)) / d - t;
+            if (Math.abs(g) <= 1e-10 * t) {
+                return t;
+            }
+            if (g > 0) {
+                lo = t;
+                glo = g;
+                if (side == -1) {
+                    ghi /= 2;
+                }
+                side = -1;
+            } else if (g < 0) {
+                hi = t;
+                ghi = g;
+                if (side == 1) {
+                    glo /= 2;
+                }
+                side = 1;
+            } else {
+                return t;
+            }
+        }
+        return t;
+    }
+
+    /**
+     * The batch an output token sees on average, E[R²]/E[R], when the decoding batch R holds {@code mean} sequences
+     * on average and at most {@code n}: a token is more likely made in a large batch, and a step's time grows with
+     * its batch, so the mean time between tokens is that of this batch, not of the mean one. Below the limit the batch
+     * is a Poisson count (sequences arrive at random and stay a while: M/G/∞), which gives mean + 1; at the limit
+     * it is full and gives n. Between, the busy places of the M/M/n queue with offered load {@code mean}: P(k) ∝
+     * mean^k/k! below n, and the rest at n; its moments come from Erlang's B formula at n, n − 1 and n − 2 (stable
+     * for large n). 1 for an empty batch (the token's own sequence), n at or beyond it.
+     */
+    static double tokenBatch(double mean, int n) {
+        if (!(mean > 0)) {
+            return 1;
+        }
+        if (mean >= n) {
+            return n;
+        }
+        if (mean + 1 + 12 * Math.sqrt(mean + 1) < n) {
+            return mean + 1; // the limit is beyond any batch this mean makes (by 12 deviations): a Poisson batch
+        }
+        // Erlang B: b(0) = 1, b(k) = a·b(k−1) / (k + a·b(k−1)); keep b(n), b(n − 1), b(n − 2). The recursion forgets
+        // where it starts (each step below k = a shrinks an error by k/a), so it starts 12 deviations below the mean,
+        // at B(k, a) ≈ 1 − k/a, and costs O(√a) rather than O(n)
+        int from = (int) Math.max(0, Math.min(n - 3, Math.floor(mean - 12 * Math.sqrt(mean) - 1)));
+        double b = from == 0 ? 1 : 1 - from / mean;
+        double b1 = Double.NaN;
+        double b2 = Double.NaN;
+        for (int k = from + 1; k <= n; k++) {
+            b2 = b1;
+            b1 = b;
+            b = mean * b / (k + mean * b);
+        }
+        // sums S_m = Σ_{k ≤ m} a^k/k! relative to S_n: S_{m−1}/S_m = 1 − b(m)
+        double s1 = 1 - b;
+        double s2 = n >= 2 ? s1 * (1 - b1) : 0;
+        double s3 = n >= 3 ? s2 * (1 - b2) : 0;
+        double tail = b * n / (n - mean); // the states with every place busy (queue included), relative to S_n
+        double z = s1 + tail;
+        double second = (mean * s2 + mean * mean * s3 + (double) n * n * tail) / z;
+        return Math.max(1, Math.min(n, second / mean));
     }
 
     /** The step law at a batch of {@code running} and a prefill load of {@code pi} tokens/s, ms. */
@@ -137,12 +235,22 @@ record Batching(double alpha, double gamma, double beta, double base, double per
 
     /** Time to first token at load x without waiting for the batch, ms. */
     double firstTokenWithoutQueue(double x) {
-        return base + perToken * promptTokens + perStep * tbt(x);
+        return first(tbt(x));
+    }
+
+    /** Time to first token without the wait, at a time between tokens of {@code tbt} ms. */
+    private double first(double tbt) {
+        return base + perToken * promptTokens + perStep * tbt;
     }
 
     /** How long a request holds its place in the batch at load x, ms. */
     double residence(double x) {
-        return firstTokenWithoutQueue(x) + (outputTokens - 1) * tbt(x);
+        return residenceAt(tbt(x));
+    }
+
+    /** {@link #residence(double)} at a time between tokens of {@code tbt} ms (the load's, computed once). */
+    private double residenceAt(double tbt) {
+        return first(tbt) + (outputTokens - 1) * tbt;
     }
 
     /**
@@ -194,7 +302,11 @@ record Batching(double alpha, double gamma, double beta, double base, double per
      * there the mean batch is the full one.
      */
     double residenceAtFullBatch(double x) {
-        double first = firstTokenWithoutQueue(x);
+        return residenceAtFullBatch(x, tbt(x));
+    }
+
+    private double residenceAtFullBatch(double x, double tbt) {
+        double first = first(tbt);
         double decoding = Math.max(0, servers() - x * first / 1000);
         return first + (outputTokens - 1) * stepTime(decoding, x * promptTokens);
     }
@@ -205,10 +317,15 @@ record Batching(double alpha, double gamma, double beta, double base, double per
      * saturation.
      */
     double wait(double x) {
+        return wait(x, tbt(x));
+    }
+
+    /** {@link #wait(double)} with the load's time between tokens, {@code tbt}, computed once. */
+    private double wait(double x, double tbt) {
         if (x <= 0) {
             return 0;
         }
-        return placeWait(x) + waitWithoutFullBatch(x);
+        return placeWait(x, tbt) + waitWithoutFullBatch(x, tbt);
     }
 
     /**
@@ -219,22 +336,30 @@ record Batching(double alpha, double gamma, double beta, double base, double per
      * is a full batch's.
      */
     double placeWait(double x) {
+        return placeWait(x, tbt(x));
+    }
+
+    private double placeWait(double x, double tbt) {
         if (x <= 0) {
             return 0;
         }
         int n = servers();
-        double full = residenceAtFullBatch(x);
+        double full = residenceAtFullBatch(x, tbt);
         double a = x * full / 1000;
-        if (!(busySlots(x) < n) || !(a < n)) {
+        if (!(x * residenceAt(tbt) / 1000 < n) || !(a < n)) {
             return Double.POSITIVE_INFINITY;
         }
-        double decoding = full - firstTokenWithoutQueue(x);
+        double decoding = full - first(tbt);
         double cv2 = outputCv2 * (decoding / full) * (decoding / full); // a place is held for prefill + n − 1 steps
         return erlangC(n, a) * full / (n - a) * (1 + cv2) / 2;
     }
 
     /** The part of the wait at load x that a full batch does not cause: prefill work ahead, the step in progress, ms. */
     double waitWithoutFullBatch(double x) {
+        return waitWithoutFullBatch(x, tbt(x));
+    }
+
+    private double waitWithoutFullBatch(double x, double tbt) {
         double u = x * workPerRequest();
         if (!(u < 1)) {
             return Double.POSITIVE_INFINITY;
@@ -242,12 +367,16 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         // the step in progress: half a step, where a step is in progress; an engine with nothing in its batch starts
         // one for the arrival at once, and its batch is empty with probability about e^(−busy places)
         return x * beta * promptTokens / (1 - u) * perToken * promptTokens
-                + 0.5 * tbt(x) * -Math.expm1(-busySlots(x));
+                + 0.5 * tbt * -Math.expm1(-x * residenceAt(tbt) / 1000);
     }
 
     /** Mean time to first token at load x, ms: the wait for the batch plus the prefill. */
     double ttft(double x) {
-        return wait(x) + firstTokenWithoutQueue(x);
+        return ttft(x, tbt(x));
+    }
+
+    private double ttft(double x, double tbt) {
+        return wait(x, tbt) + first(tbt);
     }
 
     /**
@@ -282,8 +411,8 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         List<MeasuredProfile.Point> points = new ArrayList<>(SAMPLES.length);
         for (double rho : SAMPLES) {
             double x = rho * mu;
-            double ttft = ttft(x);
             double tbt = tbt(x);
+            double ttft = ttft(x, tbt);
             if (!Double.isFinite(ttft) || !Double.isFinite(tbt)) {
                 break;
             }

@@ -156,7 +156,7 @@ final class DefaultControlLoop implements ControlLoop {
         if (i != null) {
             t.queueEvidence(i);
             t.judge(i, options);
-            t.group.sample(i, t.lawFactor(medianSpeed(t.group), options));
+            t.group.sample(i, t.lawFactor(medianSpeed(t.group), options), t.batch.slots(t.group.configuredSlots()));
             Batching law = t.group.fitted(i.atNanos());
             t.batch.sample(i, law.beta() * t.speed * i.prefillRate(), t.speed * law.waitWithoutFullBatch(i.load()),
                     t.speed * law.residence(i.load()));
@@ -607,12 +607,15 @@ final class DefaultControlLoop implements ControlLoop {
             if (candidate.objective().shedRps() > 0) {
                 Map<String, Double> bounds = queueingBounds(solveFor, candidate, est);
                 List<String> bounded = List.of();
-                double top = shedAtTop(candidate);
+                double[] top = atTop(candidate);
+                // more of the top priority shed is more than the solver's own precision (its certified gap is about
+                // 1e-6 of the objective): a difference of 7e-7 req/s once kept a bound that shed none of it
+                double more = top[0] + SHED_PRECISION * top[1] + 1e-9;
                 // the tightest bound, then halfway back towards none, while it would shed more of the top priority
                 for (double part = 1; part >= 0.25 && bounded.isEmpty() && !bounds.isEmpty(); part /= 2) {
                     Topology t = bounded(solveFor, bounds, part);
                     Snapshot c = optimizer.solve(t, opts);
-                    if (shedAtTop(c) <= top * (1 + 1e-9) + 1e-9) {
+                    if (atTop(c)[0] <= more) {
                         candidate = c;
                         solveFor = t;
                         bounded = List.copyOf(bounds.keySet());
@@ -710,22 +713,28 @@ final class DefaultControlLoop implements ControlLoop {
         return lo;
     }
 
-    /** Requests per second {@code s} sheds of the classes of the highest priority it routes. */
-    private static double shedAtTop(Snapshot s) {
+    /** A share of the top priority's demand below which a solve's shedding of it is the solver's precision. */
+    private static final double SHED_PRECISION = 1e-6;
+
+    /** Requests per second {@code s} sheds of the classes of the highest priority it routes, and their demand. */
+    private static double[] atTop(Snapshot s) {
         int top = Integer.MIN_VALUE;
         double shed = 0;
+        double demand = 0;
         for (Map<String, Route> byClass : s.routes().values()) {
             for (Route r : byClass.values()) {
                 if (r.priority() > top) {
                     top = r.priority();
                     shed = 0;
+                    demand = 0;
                 }
                 if (r.priority() == top) {
                     shed += r.demandRps() * r.shedFraction();
+                    demand += r.demandRps();
                 }
             }
         }
-        return shed;
+        return new double[] {shed, demand};
     }
 
     /** The topology in force with every estimate written in: what the optimizer prices. */

@@ -225,7 +225,7 @@ final class EngineTracker {
         if (r.ok() && !Double.isNaN(r.tbtMs()) && r.tbtMs() > 0) {
             double running = lastInterval == null || Double.isNaN(lastInterval.running()) ? 1
                     : Math.max(1, lastInterval.running());
-            double law = group.lawTbt(r.atNanos(), running, 0);
+            double law = group.lawTbt(r.atNanos(), running, 0, batch.slots(group.configuredSlots()));
             if (law > 0 && Double.isFinite(law)) {
                 adjustSpeed(Math.max(0.05, Math.min(20, r.tbtMs() / law)), o);
                 speedWhy = String.format(Locale.ROOT, "canary TBT %.1f ms (law of its group: %.1f ms)", r.tbtMs(), law);
@@ -279,7 +279,7 @@ final class EngineTracker {
                     + "busiest seen (%.0f)", pi, group.largestPrefill());
             return;
         }
-        double law = group.lawTbt(i.atNanos(), r, pi);
+        double law = group.lawTbt(i.atNanos(), r, pi, batch.slots(group.configuredSlots()));
         if (!(law > 0) || !Double.isFinite(law)) {
             // a law that cannot explain the interval at all (saturated by a prefill load the engine served) says the
             // law is wrong, not the engine fast: it is refitted, and the engine is not judged on it

@@ -210,16 +210,21 @@ final class GroupModel {
             perStep = 0;
         }
         double beta = perToken / 1000;
-        // TBT(C) = α / (1 − C·(β·P + γ·(n − 1)/1000)) = TBT_full
+        // a lone sequence: α + γ = TBT_idle; at C: (α + γ·tokenBatch(decoding at C)) / (1 − β·C·P) = TBT_full
+        double decodingAtCapacity = c0 * (n - 1) * tbtFull / 1000;
         double gamma = 0;
-        if (n > 1 && tbtFull > 0 && tbtFull > tbt0) {
-            gamma = Math.max(0, ((1 - tbt0 / tbtFull) / c0 - beta * prompt) * 1000 / (n - 1));
+        double full = Batching.tokenBatch(decodingAtCapacity, (int) Math.max(1, Math.floor(slots + 1e-9)));
+        if (n > 1 && tbtFull > tbt0 && full > 1) {
+            gamma = Math.min(tbt0, Math.max(0, (tbtFull * (1 - beta * c0 * prompt) - tbt0) / (full - 1)));
         }
-        return new Prior(tbt0, gamma, beta, base, perToken, perStep, slots, c0 * (n - 1) * tbtFull / 1000);
+        return new Prior(tbt0 - gamma, gamma, beta, base, perToken, perStep, slots, decodingAtCapacity);
     }
 
-    /** One interval of one member, whose speed factor is {@code speed} (1 = as its group). */
-    void sample(Interval i, double speed) {
+    /**
+     * One interval of one member, whose speed factor is {@code speed} (1 = as its group) and whose batch holds at most
+     * {@code slots} sequences.
+     */
+    void sample(Interval i, double speed, double slots) {
         decayTo(i.atNanos());
         if (intervals == 0) {
             firstNanos = i.atNanos() - Math.round(i.seconds() * 1e9); // from the start of the first interval
@@ -233,7 +238,9 @@ final class GroupModel {
         if (i.tbtCount() >= options.minTokenGaps() && !Double.isNaN(i.tbtMs())) {
             // the batch as the interval's token gaps say it was, not the gauge at its two ends (Interval.decoding)
             double y = i.tbtMs() / speed;
-            step.add(new double[] {1, i.decoding(), pi * y}, y, 1);
+            // and the batch its tokens saw, which is larger than the mean one (Batching.tokenBatch)
+            double seen = Batching.tokenBatch(i.decoding(), (int) Math.max(1, Math.floor(slots + 1e-9)));
+            step.add(new double[] {1, seen, pi * y}, y, 1);
         }
         double ttft0 = i.firstTokenWithoutQueue();
         if (i.ttftCount() >= 3 && !Double.isNaN(ttft0) && !Double.isNaN(i.tbtMs())) {
@@ -279,7 +286,7 @@ final class GroupModel {
         priorWeight = Math.min(stepWeight, firstWeight);
         step.prior(stepPrior, stepWeight, new double[] {1, decodingAtCapacity / 2, piRef * tbtFull / 2});
         double[] s = step.solve(new double[] {p.alpha, p.gamma, p.beta});
-        first.prior(firstPrior, firstWeight, new double[] {1, Math.max(1, prompt), Math.max(1e-3, p.alpha)});
+        first.prior(firstPrior, firstWeight, new double[] {1, Math.max(1, prompt), Math.max(1e-3, p.alpha + p.gamma)});
         double[] f = first.solve(new double[] {p.base, p.perToken, p.perStep});
         if (s[0] + s[1] + f[0] + f[1] + f[2] <= 0) {
             s = new double[] {p.alpha, p.gamma, p.beta};
@@ -289,9 +296,12 @@ final class GroupModel {
                 outputLengths.cv2());
     }
 
-    /** The time between tokens the fitted law predicts for a batch of {@code running} at prefill load {@code pi}. */
-    double lawTbt(long now, double running, double pi) {
-        return fitted(now).stepTime(running, pi);
+    /**
+     * The mean time between tokens the fitted law predicts for a batch of {@code running} on average, of at most
+     * {@code slots}, at prefill load {@code pi}.
+     */
+    double lawTbt(long now, double running, double pi, double slots) {
+        return fitted(now).stepTime(Batching.tokenBatch(running, (int) Math.max(1, Math.floor(slots + 1e-9))), pi);
     }
 
     /** How variable the group's output lengths are estimated to be, and from what. */

@@ -102,7 +102,9 @@ final class FakeEngine {
         double at = Math.min(load, mu * 0.999);
         double tbt = b.tbt(at) * noise(0.03);
         double pi = (load * truth.promptTokens() + extraPrompt / seconds);
-        tbt = b.stepTime(load * (truth.outputTokens() - 1) * tbt / 1000, pi) * noise(0.03);
+        // per token, as engines report it: a step's time at the batch a token sees (Batching.tokenBatch)
+        tbt = b.stepTime(Batching.tokenBatch(load * (truth.outputTokens() - 1) * tbt / 1000, b.servers()), pi)
+                * noise(0.03);
         double wait = queued ? backlog / mu * 1000 : b.wait(at);
         double ttft = b.firstTokenWithoutQueue(at) + extraPrompt * b.perToken() / Math.max(1, done) + wait;
         successes += done;

@@ -28,7 +28,7 @@ class GroupModelTest {
         long now = 0;
         for (int k = 0; k < 240; k++) {
             double batch = 0.5 + 7.5 * rng.nextDouble(); // the interval's mean batch
-            double tbt = alpha + gamma * batch;
+            double tbt = alpha + gamma * Batching.tokenBatch(batch, 8); // per token: the batch a token sees
             double seconds = 5;
             double gaps = batch * seconds * 1000 / tbt;
             double noise = Math.sqrt(batch);
@@ -36,9 +36,10 @@ class GroupModelTest {
             double end = Math.max(0, Math.round(batch + noise * rng.nextGaussian()));
             now += 5_000_000_000L;
             g.sample(new Interval(now, seconds, gaps / 249, gaps + gaps / 249, Double.NaN, Double.NaN, Double.NaN, 0,
-                    tbt, gaps, Double.NaN, start, end, 0, 0, Double.NaN, Double.NaN), 1);
+                    tbt, gaps, Double.NaN, start, end, 0, 0, Double.NaN, Double.NaN), 1, 8);
         }
-        assertThat(g.lawTbt(now, 8, 0)).as("a full batch of 8").isCloseTo(alpha + 8 * gamma, within(0.02 * 24));
-        assertThat(g.lawTbt(now, 1, 0)).as("one sequence").isCloseTo(alpha + gamma, within(0.03 * 13.5));
+        Batching law = g.fitted(now);
+        assertThat(law.stepTime(8, 0)).as("a full batch of 8").isCloseTo(alpha + 8 * gamma, within(0.02 * 24));
+        assertThat(law.stepTime(1, 0)).as("one sequence").isCloseTo(alpha + gamma, within(0.03 * 13.5));
     }
 }

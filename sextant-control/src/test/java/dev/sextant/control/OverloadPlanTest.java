@@ -65,7 +65,8 @@ class OverloadPlanTest {
             assertThat(full).isCloseTo(0.9, within(1e-3));
             assertThat(e.profile().ttftMs(full)).isGreaterThan(FACTOR * e.profile().ttftMs(0));
         }
-        assertThat(bounded.route("gw", "premium").shedFraction()).isZero();
+        assertThat(bounded.route("gw", "premium").shedFraction()).as("none, to the solver's precision")
+                .isLessThan(1e-6);
         assertThat(bounded.route("gw", "batch").shedFraction())
                 .isGreaterThan(unbounded.route("gw", "batch").shedFraction());
         assertThat(bounded.objective().shedRps()).isGreaterThan(unbounded.objective().shedRps());
