@@ -74,6 +74,27 @@ class ControlLoopTest {
         assertThat(e.profile().tbtMs(load / e.capacityRps())).isCloseTo(H100.tbt(load), within(0.1 * H100.tbt(load)));
     }
 
+    /**
+     * With evidence, the estimated profile follows the concave start of TTFT (an idle engine starts a step at once, a
+     * busy one makes an arrival wait half a step), so its value at no load lies above the idle TTFT; the idle TTFT is
+     * kept apart, for the overload bound, and is the laws' own at no load.
+     */
+    @Test
+    void estimatedProfile_startsOnTheLineOfLightLoad_andKeepsTheIdleTtftApart() {
+        Rig r = rig(Map.of(), Map.of(), 150, 2);
+        r.run(600);
+
+        EngineEstimate e = r.estimate("e1");
+        assertThat(e.evidence()).isGreaterThan(0.5);
+        assertThat(e.idleTtftMs()).as("the idle TTFT, below the profile's value at no load")
+                .isLessThan(e.profile().ttftMs(0));
+        double lightest = e.profile().ttftMs(0.1);
+        assertThat(e.profile().ttftMs(0)).as("on the line of the lightest loads, not above them")
+                .isLessThanOrEqualTo(lightest);
+        assertThat(e.idleTtftMs()).as("no more than half a step below the light load's TTFT")
+                .isGreaterThan(lightest - e.profile().tbtMs(0.1));
+    }
+
     @Test
     void slowEngine_isFoundWithinOneScrape_pricedSlower_andRecoversOnlyWhenFastAgain() {
         Rig r = rig(Map.of(), Map.of(), 150, 3);
