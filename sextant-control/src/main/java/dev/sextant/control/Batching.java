@@ -132,8 +132,8 @@ record Batching(double alpha, double gamma, double beta, double base, double per
     /**
      * Mean time between output tokens at load x req/s, ms, as engines report it: per token, so each step counts once
      * for every sequence it advances. Law 2 closed with the batch a token sees ({@link #tokenBatch}), not the mean
-     * batch: {@code TBT = (α + γ·tokenBatch(x·(n − 1)·TBT/1000)) / (1 − β·π)}, solved for TBT by bisection (the right
-     * side grows with TBT and lies between a batch of one and a full batch). Infinite where prefill alone takes all
+     * batch: {@code TBT = (α + γ·tokenBatch(x·(n − 1)·TBT/1000)) / (1 − β·π)}, solved for TBT by regula falsi (the
+     * right side grows with TBT and lies between a batch of one and a full batch). Infinite where prefill alone takes all
      * the engine's time.
      */
     double tbt(double x) {
@@ -145,8 +145,8 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         double perTbt = Math.max(0, x) * (outputTokens - 1) / 1000; // mean decoding batch per ms of TBT (Little)
         double lo = (alpha + gamma) / d;
         double hi = (alpha + gamma * n) / d;
-        if (gamma == 0 || hi - lo <= 1e-12 * hi) {
-            return gamma == 0 ? alpha / d : lo;
+        if (hi - lo <= 1e-12 * hi) { // no decode work per sequence, or a batch of one
+            return lo;
         }
         // g(T) = right side − T falls from ≥ 0 at lo to ≤ 0 at hi: regula falsi, Illinois variant (a few steps)
         double glo = (alpha + gamma * tokenBatch(perTbt * lo, n)) / d - lo;
@@ -179,8 +179,6 @@ record Batching(double alpha, double gamma, double beta, double base, double per
                     glo /= 2;
                 }
                 side = 1;
-            } else {
-                return t;
             }
         }
         return t;
@@ -263,11 +261,21 @@ record Batching(double alpha, double gamma, double beta, double base, double per
 
     /** Batch places busy on average at load x. */
     double busySlots(double x) {
-        return x * residence(x) / 1000;
+        return busyAt(x, tbt(x));
+    }
+
+    /** {@link #busySlots(double)} with the load's time between tokens, {@code tbt}, computed once. */
+    private double busyAt(double x, double tbt) {
+        return x * residenceAt(tbt) / 1000;
     }
 
     /** Whole batch places, the N of the M/M/N queue. */
     int servers() {
+        return places(slots);
+    }
+
+    /** The whole places of a batch limit of {@code slots} (estimated, so possibly fractional), at least one. */
+    static int places(double slots) {
         return (int) Math.max(1, Math.floor(slots + 1e-9));
     }
 
@@ -346,7 +354,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         int n = servers();
         double full = residenceAtFullBatch(x, tbt);
         double a = x * full / 1000;
-        if (!(x * residenceAt(tbt) / 1000 < n) || !(a < n)) {
+        if (!(busyAt(x, tbt) < n) || !(a < n)) {
             return Double.POSITIVE_INFINITY;
         }
         double decoding = full - first(tbt);
@@ -367,7 +375,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         // the step in progress: half a step, where a step is in progress; an engine with nothing in its batch starts
         // one for the arrival at once, and its batch is empty with probability about e^(−busy places)
         return x * beta * promptTokens / (1 - u) * perToken * promptTokens
-                + 0.5 * tbt * -Math.expm1(-x * residenceAt(tbt) / 1000);
+                + 0.5 * tbt * -Math.expm1(-busyAt(x, tbt));
     }
 
     /** Mean time to first token at load x, ms: the wait for the batch plus the prefill. */

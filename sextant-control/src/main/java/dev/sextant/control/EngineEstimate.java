@@ -23,6 +23,7 @@ import dev.sextant.topology.LatencyProfile;
  * @param conditionWhy       why its condition is what it is, and what will lift it
  */
 public record EngineEstimate(String engine, String group, Condition condition, double health, double capacityRps,
-                             double configuredRps, LatencyProfile profile, double idleTtftMs, double slowdown, double batchSlots,
-                             double evidence, String capacityWhy, String speedWhy, String conditionWhy) {
+                             double configuredRps, LatencyProfile profile, double idleTtftMs, double slowdown,
+                             double batchSlots, double evidence, String capacityWhy, String speedWhy,
+                             String conditionWhy) {
 }

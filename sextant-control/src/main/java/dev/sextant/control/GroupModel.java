@@ -213,7 +213,7 @@ final class GroupModel {
         // a lone sequence: α + γ = TBT_idle; at C: (α + γ·tokenBatch(decoding at C)) / (1 − β·C·P) = TBT_full
         double decodingAtCapacity = c0 * (n - 1) * tbtFull / 1000;
         double gamma = 0;
-        double full = Batching.tokenBatch(decodingAtCapacity, (int) Math.max(1, Math.floor(slots + 1e-9)));
+        double full = Batching.tokenBatch(decodingAtCapacity, Batching.places(slots));
         if (n > 1 && tbtFull > tbt0 && full > 1) {
             gamma = Math.min(tbt0, Math.max(0, (tbtFull * (1 - beta * c0 * prompt) - tbt0) / (full - 1)));
         }
@@ -239,7 +239,7 @@ final class GroupModel {
             // the batch as the interval's token gaps say it was, not the gauge at its two ends (Interval.decoding)
             double y = i.tbtMs() / speed;
             // and the batch its tokens saw, which is larger than the mean one (Batching.tokenBatch)
-            double seen = Batching.tokenBatch(i.decoding(), (int) Math.max(1, Math.floor(slots + 1e-9)));
+            double seen = Batching.tokenBatch(i.decoding(), Batching.places(slots));
             step.add(new double[] {1, seen, pi * y}, y, 1);
         }
         double ttft0 = i.firstTokenWithoutQueue();
@@ -301,7 +301,7 @@ final class GroupModel {
      * {@code slots}, at prefill load {@code pi}.
      */
     double lawTbt(long now, double running, double pi, double slots) {
-        return fitted(now).stepTime(Batching.tokenBatch(running, (int) Math.max(1, Math.floor(slots + 1e-9))), pi);
+        return fitted(now).stepTime(Batching.tokenBatch(running, Batching.places(slots)), pi);
     }
 
     /** How variable the group's output lengths are estimated to be, and from what. */
