@@ -7,12 +7,16 @@ final class SimPolicies {
     private SimPolicies() {
     }
 
-    /** Every policy name, Sextant first. */
-    static final List<String> ALL = List.of("sextant", "legacy-feedback", "nearest", "waterfall", "round-robin",
+    /** What a scenario runs when it names no policies, Sextant first. */
+    static final List<String> DEFAULT = List.of("sextant", "legacy-feedback", "nearest", "waterfall", "round-robin",
             "least-request", "prefix-aware");
 
-    /** What a scenario runs when it names no policies. */
-    static final List<String> DEFAULT = ALL;
+    /**
+     * Every policy name: the default set and {@code random}, a reference for what {@code round-robin}'s regular
+     * spacing of arrivals is worth (docs/evaluation.md), run when named.
+     */
+    static final List<String> ALL = java.util.stream.Stream.concat(DEFAULT.stream(), java.util.stream.Stream.of("random"))
+            .toList();
 
     /**
      * A fresh policy instance. {@code legacy-feedback[gain=g]} is the legacy controller at gain g.
@@ -32,6 +36,7 @@ final class SimPolicies {
             case "nearest" -> new NearestPolicy();
             case "waterfall" -> new WaterfallPolicy();
             case "round-robin" -> new RoundRobinPolicy();
+            case "random" -> new RandomPolicy();
             case "least-request" -> new LeastRequestPolicy();
             case "prefix-aware" -> new PrefixAwarePolicy();
             default -> throw new IllegalArgumentException("policy: '" + name + "' (expected one of " + ALL

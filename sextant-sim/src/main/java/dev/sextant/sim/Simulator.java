@@ -32,7 +32,7 @@ public final class Simulator {
      * @param scenario path of the scenario YAML file
      * @param policies policy names ({@code sextant}, {@code legacy-feedback}, {@code nearest},
      *                 {@code waterfall}, {@code round-robin}, {@code least-request}, {@code prefix-aware},
-     *                 {@code legacy-feedback[gain=G]}), or empty for the scenario's list
+     *                 {@code random}, {@code legacy-feedback[gain=G]}), or empty for the scenario's list
      * @param seed     the random seed; the same scenario, policies and seed give identical output
      * @param outDir   output directory
      * @param progress where to draw a progress bar (a terminal), or null for none
