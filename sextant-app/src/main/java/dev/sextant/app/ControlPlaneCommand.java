@@ -23,7 +23,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
             "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "error_rate_limit", "demand",
             "publish_gain", "publish_gain_ms", "overload_ttft_factor", "canary_interval", "max_wait", "state_file",
             "request_header_timeout", "request_body_timeout", "max_header_bytes", "max_connections",
-            "max_buffered_body_bytes", "etcd", "credentials_file");
+            "max_buffered_body_bytes", "etcd", "credentials_file", "engine_token_file");
     /** Keys of older versions, refused with what replaced them. */
     static final Map<String, String> REMOVED = Map.of(
             "weight_hysteresis", "expected: publish_gain and publish_gain_ms; removed: a snapshot is published when its"
@@ -93,7 +93,8 @@ final class ControlPlaneCommand implements Callable<Integer> {
                     .overloadTtftFactor(f.number("overload_ttft_factor", d.overloadTtftFactor()))
                     .canaryInterval(f.duration("canary_interval", d.canaryInterval()))
                     .maxWait(f.duration("max_wait", d.maxWait())).tls(f.serverTls()).engineTls(f.clientTls())
-                    .stateFile(f.path("state_file")).limits(limits(f, d.limits())).build();
+                    .stateFile(f.path("state_file")).limits(limits(f, d.limits()))
+                    .engineToken(f.tokenFile("engine_token_file")).build();
         } catch (IllegalArgumentException e) {
             throw new UsageException(f.located(e.getMessage()));
         }

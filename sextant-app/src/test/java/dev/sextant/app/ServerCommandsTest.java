@@ -2,6 +2,7 @@ package dev.sextant.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sextant.server.control.ControlPlaneConfig;
 import dev.sextant.server.gateway.GatewayConfig;
 import dev.sextant.server.gateway.RequestTimeouts;
 import java.io.PrintWriter;
@@ -407,6 +408,23 @@ class ServerCommandsTest {
                 .isEqualTo(factor);
         assertThat(run("control-plane", "--config", config.toString(), "--check")).as(stderr).isZero();
         assertThat(stdout).startsWith(config + ": ok: control plane on ");
+    }
+
+    @Test
+    void controlPlane_engineTokenFile_isTheCanariesToken_andAMissingFileIsItsLinesProblem() throws Exception {
+        Path topology = Path.of("..", "examples", "talk.yaml").toAbsolutePath();
+        Files.writeString(dir.resolve("tok"), "secret");
+        Files.writeString(dir.resolve("engine-tok"), "engine-key\n");
+        Path config = Files.writeString(dir.resolve("control-plane.yaml"), "topology: " + topology
+                + "\ntoken_file: tok\nengine_token_file: engine-tok\n");
+        ServerFile f = ServerFile.load(config, ControlPlaneCommand.KEYS, ControlPlaneCommand.REMOVED);
+        ControlPlaneConfig c = ControlPlaneCommand.config(f, topology, null, 0);
+        assertThat(c.engineToken().current()).isEqualTo("engine-key");
+        assertThat(c.toString()).doesNotContain("engine-key").contains("engineToken=(redacted)");
+
+        Files.writeString(config, "topology: " + topology + "\ntoken_file: tok\nengine_token_file: gone\n");
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).isNotZero();
+        assertThat(stderr).contains(config + ":3").contains("engine_token_file");
     }
 
     @Test

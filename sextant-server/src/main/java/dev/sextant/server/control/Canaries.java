@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sextant.control.Canary;
 import dev.sextant.control.CanaryResult;
 import dev.sextant.request.Ticker;
+import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.internal.Http;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -54,6 +55,7 @@ final class Canaries implements AutoCloseable {
     private final Ticker ticker;
     private final Duration timeout;
     private final int maxInFlight;
+    private final BearerToken engineToken;
     private final Consumer<CanaryResult> results;
     private final Counter ok;
     private final Counter failed;
@@ -69,11 +71,13 @@ final class Canaries implements AutoCloseable {
      * @param ticker      the control loop's ticker: a result's time and the measurements
      * @param timeout     the longest a canary may take, request to {@code [DONE]}, &gt; 0
      * @param maxInFlight canaries in flight at most, ≥ 1
+     * @param engineToken sent as {@code Authorization: Bearer …} with every canary (engines behind an API key), or
+     *                    null for none
      * @param results     where each result goes (called on an HTTP client thread)
      * @param registry    where {@code sextant_control_canaries_total{outcome}} is counted
      */
-    Canaries(HttpClient client, Ticker ticker, Duration timeout, int maxInFlight, Consumer<CanaryResult> results,
-             MeterRegistry registry) {
+    Canaries(HttpClient client, Ticker ticker, Duration timeout, int maxInFlight, BearerToken engineToken,
+             Consumer<CanaryResult> results, MeterRegistry registry) {
         if (maxInFlight < 1) {
             throw new IllegalArgumentException("max_in_flight: " + maxInFlight + " (expected: >= 1)");
         }
@@ -82,6 +86,7 @@ final class Canaries implements AutoCloseable {
         this.ticker = ticker;
         this.timeout = timeout;
         this.maxInFlight = maxInFlight;
+        this.engineToken = engineToken;
         this.results = results;
         this.ok = counter(registry, "ok");
         this.failed = counter(registry, "failed");
@@ -136,9 +141,13 @@ final class Canaries implements AutoCloseable {
         Canary c = job.canary();
         ObjectNode body = Http.JSON.createObjectNode().put("model", c.model()).put("prompt", "ping")
                 .put("max_tokens", c.maxTokens()).put("stream", true);
-        HttpRequest request = HttpRequest.newBuilder(job.uri()).timeout(timeout)
+        HttpRequest.Builder b = HttpRequest.newBuilder(job.uri()).timeout(timeout)
                 .header("content-type", "application/json").header("accept", "text/event-stream")
-                .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build();
+                .POST(HttpRequest.BodyPublishers.ofString(body.toString()));
+        if (engineToken != null) { // read now: a token file rotated since the start is sent as it is today
+            b.header("authorization", "Bearer " + engineToken.current());
+        }
+        HttpRequest request = b.build();
         Events events = new Events();
         long start = ticker.nanos();
         CompletableFuture<HttpResponse<Void>> call;

@@ -49,13 +49,17 @@ import java.time.Duration;
  *                       head size, open connections, request bodies held ({@link ListenerLimits#controlPlane()})
  * @param credentials    the credentials file (a token per gateway cluster, operators' tokens), read again when it
  *                       changes; null in the simple mode ({@code token}). Exactly one of the two is set
+ * @param engineToken    sent to engines with each canary as {@code Authorization: Bearer …} (engines that require an
+ *                       API key, as vLLM's {@code --api-key}: the gateways' {@code engine_token_file}), read again when
+ *                       its file changes; null to send none. Scrapes go without it: vLLM's key guards {@code /v1/…}
+ *                       only, not {@code /metrics}
  */
 public record ControlPlaneConfig(Path topologyFile, String host, int port, BearerToken token, Duration solveInterval,
                                  Duration watchInterval, Duration scrapeInterval, Duration scrapeTimeout,
                                  int missedScrapes, double errorRateLimit, String demand, double publishGain,
                                  double publishGainMs, double overloadTtftFactor, Duration canaryInterval,
                                  Duration maxWait, ServerTls tls, ClientTls engineTls, Path stateFile,
-                                 ListenerLimits limits, CredentialsFile credentials) {
+                                 ListenerLimits limits, CredentialsFile credentials, BearerToken engineToken) {
 
     /** What {@code demand: max} was, and why it went: said when a file still has it. */
     static final String MAX_REMOVED = "removed: max made the configured demand a floor under the observed one;"
@@ -187,6 +191,11 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         return toBuilder().canaryInterval(interval).build();
     }
 
+    /** With {@code token} sent to engines with each canary (null: none). */
+    public ControlPlaneConfig withEngineToken(BearerToken token) {
+        return toBuilder().engineToken(token).build();
+    }
+
     /**
      * With TLS on the listener ({@code serverTls}, null for plain HTTP) and for scraping {@code https} engines
      * ({@code engines}, null for the JDK's default CAs).
@@ -232,6 +241,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         b.stateFile = stateFile;
         b.limits = limits;
         b.credentials = credentials;
+        b.engineToken = engineToken;
         return b;
     }
 
@@ -261,6 +271,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         private Path stateFile;
         private ListenerLimits limits;
         private CredentialsFile credentials;
+        private BearerToken engineToken;
 
         private Builder() {
         }
@@ -391,6 +402,12 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
             return this;
         }
 
+        /** Sets {@link ControlPlaneConfig#engineToken()}. */
+        public Builder engineToken(BearerToken value) {
+            this.engineToken = value;
+            return this;
+        }
+
         /**
          * The config.
          *
@@ -399,7 +416,8 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         public ControlPlaneConfig build() {
             return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval,
                     scrapeInterval, scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs,
-                    overloadTtftFactor, canaryInterval, maxWait, tls, engineTls, stateFile, limits, credentials);
+                    overloadTtftFactor, canaryInterval, maxWait, tls, engineTls, stateFile, limits, credentials,
+                    engineToken);
         }
     }
 
@@ -413,6 +431,6 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 + publishGain + ", publishGainMs=" + publishGainMs + ", overloadTtftFactor=" + overloadTtftFactor
                 + ", canaryInterval=" + canaryInterval
                 + ", maxWait=" + maxWait + ", tls=" + tls + ", engineTls=" + engineTls + ", stateFile=" + stateFile
-                + ", limits=" + limits + "]";
+                + ", limits=" + limits + ", engineToken=" + (engineToken == null ? "none" : "(redacted)") + "]";
     }
 }

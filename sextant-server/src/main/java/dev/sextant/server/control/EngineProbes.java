@@ -76,7 +76,8 @@ final class EngineProbes implements AutoCloseable {
                 .description("engine /metrics scrapes that failed or timed out").register(registry);
         this.client = HttpClient.newBuilder().connectTimeout(config.scrapeTimeout())
                 .sslContext(TlsContexts.jdkClient(config.engineTls())).build();
-        this.canaries = new Canaries(client, ticker, CANARY_TIMEOUT, CANARIES_IN_FLIGHT, loop::observe, registry);
+        this.canaries = new Canaries(client, ticker, CANARY_TIMEOUT, CANARIES_IN_FLIGHT, config.engineToken(),
+                loop::observe, registry);
     }
 
     /** Each engine's scrapes as seen here, by engine id. */

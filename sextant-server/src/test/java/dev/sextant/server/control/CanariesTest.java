@@ -6,6 +6,7 @@ import com.sun.net.httpserver.HttpServer;
 import dev.sextant.control.Canary;
 import dev.sextant.control.CanaryResult;
 import dev.sextant.request.Ticker;
+import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.engine.EngineConfig;
 import dev.sextant.server.engine.EngineEmulator;
 import dev.sextant.server.engine.Faults;
@@ -34,7 +35,11 @@ class CanariesTest {
     private EngineEmulator engine;
 
     private Canaries canaries(Duration timeout, int maxInFlight) {
-        return new Canaries(client, Ticker.system(), timeout, maxInFlight, results::add, registry);
+        return canaries(timeout, maxInFlight, null);
+    }
+
+    private Canaries canaries(Duration timeout, int maxInFlight, BearerToken engineToken) {
+        return new Canaries(client, Ticker.system(), timeout, maxInFlight, engineToken, results::add, registry);
     }
 
     @AfterEach
@@ -162,6 +167,42 @@ class CanariesTest {
             assertThat(results).allSatisfy(r -> assertThat(r.ok()).as(String.valueOf(r.failure())).isTrue());
             assertThat(results).extracting(CanaryResult::engine).containsExactlyInAnyOrder("a", "b", "c", "d", "e");
             assertThat(most.get()).isEqualTo(2);
+        } finally {
+            stub.stop(0);
+        }
+    }
+
+    @Test
+    void anEngineBehindAnApiKey_passesItsCanary_withTheEngineToken_andFailsItWithout() throws Exception {
+        List<String> seen = new CopyOnWriteArrayList<>();
+        HttpServer stub = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        stub.createContext("/v1/completions", ex -> { // as vLLM started with --api-key engine-key
+            String authorization = ex.getRequestHeaders().getFirst("authorization");
+            seen.add(String.valueOf(authorization));
+            ex.getRequestBody().readAllBytes();
+            boolean ok = "Bearer engine-key".equals(authorization);
+            byte[] body = (ok ? "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\n"
+                    + "data: [DONE]\n\n" : "{\"error\":\"Unauthorized\"}").getBytes(StandardCharsets.UTF_8);
+            ex.getResponseHeaders().set("content-type", ok ? "text/event-stream" : "application/json");
+            ex.sendResponseHeaders(ok ? 200 : 401, body.length);
+            ex.getResponseBody().write(body);
+            ex.close();
+        });
+        stub.start();
+        try {
+            String endpoint = "http://127.0.0.1:" + stub.getAddress().getPort();
+            canaries.send(new Canary("e1", "m", 2, "test"), endpoint);
+            CanaryResult without = only();
+            assertThat(without.ok()).isFalse();
+            assertThat(without.failure()).contains("401");
+
+            results.clear();
+            canaries.close();
+            canaries = canaries(Duration.ofSeconds(10), 8, BearerToken.of("engine-key"));
+            canaries.send(new Canary("e1", "m", 2, "test"), endpoint);
+            CanaryResult with = only();
+            assertThat(with.ok()).as(String.valueOf(with.failure())).isTrue();
+            assertThat(seen).containsExactly("null", "Bearer engine-key");
         } finally {
             stub.stop(0);
         }
