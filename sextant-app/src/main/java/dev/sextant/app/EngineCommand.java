@@ -25,14 +25,14 @@ final class EngineCommand implements Callable<Integer> {
     static final java.util.Set<String> KEYS = java.util.Set.of("id", "host", "port", "models", "max_seqs",
             "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq", "default_max_tokens", "kv_cache_tokens",
             "prefix_cache_entries", "seed", "error_rate", "slowdown", "hang", "crash_after_tokens", "corrupt_stream",
-            "tls_cert_file", "tls_key_file", "admin_token_file", "network_rtt_ms", "scheduling_policy",
+            "tls_cert_file", "tls_key_file", "admin_token_file", "api_key_file", "network_rtt_ms", "scheduling_policy",
             "request_header_timeout", "request_body_timeout", "max_header_bytes", "max_connections",
             "max_buffered_body_bytes");
 
     @Option(names = "--config", paramLabel = "ENGINE.yaml", description = "The engine's settings.")
     Path config;
 
-    @Option(names = "--check", description = "Check the file, the options and the files they name (TLS, admin token), "
+    @Option(names = "--check", description = "Check the file, the options and the files they name (TLS, admin token, API key), "
             + "print what they configure, and exit: 0 when valid, 2 when not. Opens no port.")
     boolean check;
 
@@ -109,7 +109,8 @@ final class EngineCommand implements Callable<Integer> {
             "error_rate", "slowdown", "seed");
     private static final List<String> STRINGS = List.of("id", "host", "corrupt_stream", "request_header_timeout",
             "request_body_timeout");
-    private static final List<String> FILES = List.of("tls_cert_file", "tls_key_file", "admin_token_file");
+    private static final List<String> FILES = List.of("tls_cert_file", "tls_key_file", "admin_token_file",
+            "api_key_file");
 
     /**
      * The file's settings as the emulator's options, each checked for its type here so that a problem names the file,

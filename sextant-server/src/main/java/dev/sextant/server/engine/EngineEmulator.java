@@ -91,6 +91,8 @@ public final class EngineEmulator implements AutoCloseable {
      * an operator on the engine's host), checked on the request head in either case.
      */
     final BearerToken adminToken;
+    /** Bearer token(s) every {@code /v1/…} request must carry, as vLLM's {@code --api-key}; null: none. */
+    private final BearerToken apiKey;
     /** The largest request body, bytes: a prompt of millions of characters. */
     static final int MAX_BODY_BYTES = 16 * 1024 * 1024;
     /**
@@ -105,9 +107,10 @@ public final class EngineEmulator implements AutoCloseable {
     private final long defaultRttNanos;
 
     private EngineEmulator(EngineConfig config, int sendBufferBytes, ServerTls tls, BearerToken adminToken,
-                           ListenerLimits limits) throws InterruptedException {
+                           BearerToken apiKey, ListenerLimits limits) throws InterruptedException {
         this.config = config;
         this.adminToken = adminToken;
+        this.apiKey = apiKey;
         this.connectionCap = new ConnectionCap("engine " + config.engineId(), limits.maxConnections());
         HeadCheck.Budget bodies = new HeadCheck.Budget(limits.maxBufferedBodyBytes());
         config.networkRttMs().forEach((cluster, ms) -> rttNanos.put(cluster, Math.round(ms * 1e6)));
@@ -134,7 +137,7 @@ public final class EngineEmulator implements AutoCloseable {
                         }
                         RequestGuard guard = new RequestGuard(limits.client(), UNREAD_ANSWER);
                         ch.pipeline().addLast(guard.bytesIn(), limits.client().codec(), guard,
-                                new HeadCheck(head -> adminRefusal(head, ch), bodies, MAX_BODY_BYTES),
+                                new HeadCheck(head -> refusal(head, ch), bodies, MAX_BODY_BYTES),
                                 new HttpObjectAggregator(MAX_BODY_BYTES), new EngineHttpHandler(EngineEmulator.this));
                     }
                 });
@@ -152,7 +155,7 @@ public final class EngineEmulator implements AutoCloseable {
      * @throws dev.sextant.server.internal.ListenException if the address cannot be bound
      */
     public static EngineEmulator start(EngineConfig config) {
-        return start(config, 0, null, null, ListenerLimits.engine());
+        return start(config, 0, null, null, null, ListenerLimits.engine());
     }
 
     /**
@@ -163,13 +166,24 @@ public final class EngineEmulator implements AutoCloseable {
      * @throws dev.sextant.server.internal.ListenException if the address cannot be bound
      */
     public static EngineEmulator start(EngineConfig config, ServerTls tls, BearerToken adminToken) {
-        return start(config, 0, tls, adminToken, ListenerLimits.engine());
+        return start(config, 0, tls, adminToken, null, ListenerLimits.engine());
     }
 
     /** As {@link #start(EngineConfig, ServerTls, BearerToken)}, with {@code limits} on its listener. */
     public static EngineEmulator start(EngineConfig config, ServerTls tls, BearerToken adminToken,
                                        ListenerLimits limits) {
-        return start(config, 0, tls, adminToken, limits);
+        return start(config, 0, tls, adminToken, null, limits);
+    }
+
+    /**
+     * As {@link #start(EngineConfig, ServerTls, BearerToken, ListenerLimits)}, and every {@code /v1/…} request must
+     * carry {@code Authorization: Bearer <apiKey>} (null: none), as of a vLLM started with {@code --api-key}: without
+     * it, 401 {@code {"error": "Unauthorized"}}, vLLM's answer. Its health, metrics and admin endpoints stay open to
+     * whom they were open to, as vLLM's {@code /health} and {@code /metrics} are.
+     */
+    public static EngineEmulator start(EngineConfig config, ServerTls tls, BearerToken adminToken, BearerToken apiKey,
+                                       ListenerLimits limits) {
+        return start(config, 0, tls, adminToken, apiKey, limits);
     }
 
     /**
@@ -177,13 +191,13 @@ public final class EngineEmulator implements AutoCloseable {
      * a small one makes back-pressure show after a few tokens instead of megabytes.
      */
     static EngineEmulator start(EngineConfig config, int sendBufferBytes) {
-        return start(config, sendBufferBytes, null, null, ListenerLimits.engine());
+        return start(config, sendBufferBytes, null, null, null, ListenerLimits.engine());
     }
 
     private static EngineEmulator start(EngineConfig config, int sendBufferBytes, ServerTls tls,
-                                        BearerToken adminToken, ListenerLimits limits) {
+                                        BearerToken adminToken, BearerToken apiKey, ListenerLimits limits) {
         try {
-            return new EngineEmulator(config, sendBufferBytes, tls, adminToken, limits);
+            return new EngineEmulator(config, sendBufferBytes, tls, adminToken, apiKey, limits);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while binding " + config.host() + ":" + config.port(), e);
@@ -261,14 +275,28 @@ public final class EngineEmulator implements AutoCloseable {
     }
 
     /**
-     * The answer to a request head that may not be sent, or null: {@code /admin/faults} without the admin token, or,
-     * when the engine has none, from a client that is not on this host (403 naming the option that opens it).
+     * The answer to a request head that may not be sent, or null: {@code /v1/…} without the API key (when it has
+     * one), {@code /admin/faults} without the admin token, or, when the engine has none, from a client that is not on
+     * this host (403 naming the option that opens it).
      */
-    private io.netty.handler.codec.http.FullHttpResponse adminRefusal(io.netty.handler.codec.http.HttpRequest head,
-                                                                      Channel ch) {
+    private io.netty.handler.codec.http.FullHttpResponse refusal(io.netty.handler.codec.http.HttpRequest head,
+                                                                 Channel ch) {
         String uri = head.uri();
         int q = uri.indexOf('?');
-        if (!(q < 0 ? uri : uri.substring(0, q)).equals("/admin/faults")) {
+        String path = q < 0 ? uri : uri.substring(0, q);
+        if (apiKey != null && (path.equals("/v1") || path.startsWith("/v1/"))) {
+            BearerToken.Presented p = BearerToken.Presented.of(
+                    head.headers().getAll(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION));
+            if (p.ambiguous() || !apiKey.accepts(p.authorization())) {
+                io.netty.handler.codec.http.FullHttpResponse r = Http.response(
+                        io.netty.handler.codec.http.HttpResponseStatus.UNAUTHORIZED, "application/json",
+                        "{\"error\":\"Unauthorized\"}");
+                r.headers().set(ENGINE_ID_HEADER, config.engineId());
+                return r;
+            }
+            return null;
+        }
+        if (!path.equals("/admin/faults")) {
             return null;
         }
         if (adminToken != null) {
@@ -389,9 +417,10 @@ public final class EngineEmulator implements AutoCloseable {
      * --hang --crash-after-tokens N --corrupt-stream none|truncate|malformed --network-rtt-ms CLUSTER=MS,…
      * --scheduling-policy fcfs|priority}, and for
      * security
-     * {@code --tls-cert-file PEM --tls-key-file PEM} (serve HTTPS) and {@code --admin-token-file FILE} (require that
-     * bearer token on {@code /admin/faults}, which without it answers loopback clients only; the token itself is
-     * never an option, so it does not show in the process list), and for its listener {@code --request-header-timeout
+     * {@code --tls-cert-file PEM --tls-key-file PEM} (serve HTTPS), {@code --admin-token-file FILE} (require that
+     * bearer token on {@code /admin/faults}, which without it answers loopback clients only) and {@code --api-key-file
+     * FILE} (require that bearer token on {@code /v1/…}, as vLLM's {@code --api-key}; the tokens themselves are never
+     * options, so they do not show in the process list), and for its listener {@code --request-header-timeout
      * D --request-body-timeout D --max-header-bytes N --max-connections N --max-buffered-body-bytes N}
      * ({@link ListenerLimits#engine()}).
      */

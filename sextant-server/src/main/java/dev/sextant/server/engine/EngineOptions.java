@@ -53,6 +53,7 @@ final class EngineOptions {
                 "--tls-cert-file PEM            serve HTTPS with this certificate chain (with --tls-key-file)",
                 "--tls-key-file PEM             the certificate's private key",
                 "--admin-token-file FILE        bearer token required on /admin/faults (default: loopback only)",
+                "--api-key-file FILE            bearer token required on /v1/..., as vLLM's --api-key (default: none)",
                 "--request-header-timeout D     for a request's head (default: "
                         + l.client().requestHeaderTimeout().toSeconds() + "s)",
                 "--request-body-timeout D       for a request's body (default: "
@@ -64,8 +65,11 @@ final class EngineOptions {
                         + l.maxBufferedBodyBytes() + ")");
     }
 
-    /** What a command line sets: the engine, and its listener's TLS (or null), admin token (or null) and limits. */
-    record Parsed(EngineConfig config, ServerTls tls, BearerToken adminToken, ListenerLimits limits) {
+    /**
+     * What a command line sets: the engine, and its listener's TLS (or null), admin token (or null), API key (or null)
+     * and limits.
+     */
+    record Parsed(EngineConfig config, ServerTls tls, BearerToken adminToken, BearerToken apiKey, ListenerLimits limits) {
         /** {@code engine e1 serving [m] on http://127.0.0.1:8000}, on {@code port}. */
         String describe(int port) {
             return "engine " + config.engineId() + " serving " + config.models() + " on "
@@ -86,9 +90,8 @@ final class EngineOptions {
         ServerTls tls = cert == null && key == null ? null
                 : new ServerTls(cert == null ? null : java.nio.file.Path.of(cert),
                         key == null ? null : java.nio.file.Path.of(key), null);
-        BearerToken adminToken = security.containsKey("--admin-token-file")
-                ? tokenFile(java.nio.file.Path.of(security.get("--admin-token-file"))) : null;
-        return new Parsed(config, tls, adminToken, limits(security));
+        return new Parsed(config, tls, tokenOption(security, "--admin-token-file"),
+                tokenOption(security, "--api-key-file"), limits(security));
     }
 
     /** {@link EngineEmulator#main}: runs one engine until the process is stopped. */
@@ -101,7 +104,7 @@ final class EngineOptions {
             System.exit(2);
             return;
         }
-        EngineEmulator engine = EngineEmulator.start(p.config(), p.tls(), p.adminToken(), p.limits());
+        EngineEmulator engine = EngineEmulator.start(p.config(), p.tls(), p.adminToken(), p.apiKey(), p.limits());
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             engine.close();
@@ -111,9 +114,9 @@ final class EngineOptions {
         stopped.await();
     }
 
-    /** The options of the listener: its TLS, its admin token and its limits ({@link #limits}). */
+    /** The options of the listener: its TLS, its admin token, its API key and its limits ({@link #limits}). */
     static final java.util.Set<String> LISTENER_OPTIONS = java.util.Set.of("--tls-cert-file", "--tls-key-file",
-            "--admin-token-file", "--request-header-timeout", "--request-body-timeout", "--max-header-bytes",
+            "--admin-token-file", "--api-key-file", "--request-header-timeout", "--request-body-timeout", "--max-header-bytes",
             "--max-connections", "--max-buffered-body-bytes");
 
     /**
@@ -168,14 +171,24 @@ final class EngineOptions {
         return out;
     }
 
+    /** The tokens of the file {@code option} names, or null without it. */
+    private static BearerToken tokenOption(java.util.Map<String, String> options, String option) {
+        return options.containsKey(option) ? tokenFile(option, java.nio.file.Path.of(options.get(option))) : null;
+    }
+
     /** The tokens of {@code --admin-token-file}; a problem is an {@link IllegalArgumentException} naming the option. */
     static BearerToken tokenFile(java.nio.file.Path file) {
+        return tokenFile("--admin-token-file", file);
+    }
+
+    /** The tokens of the file {@code option} names; a problem is an {@link IllegalArgumentException} naming it. */
+    static BearerToken tokenFile(String option, java.nio.file.Path file) {
         try {
             return BearerToken.file(file);
         } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("--admin-token-file: cannot read " + file + ": " + e.getMessage());
+            throw new IllegalArgumentException(option + ": cannot read " + file + ": " + e.getMessage());
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("--admin-token-file: " + file + ": " + e.getMessage());
+            throw new IllegalArgumentException(option + ": " + file + ": " + e.getMessage());
         }
     }
 

@@ -352,6 +352,37 @@ class ControlPlaneTest {
         assertThat(cp.current().version()).isGreaterThanOrEqualTo(3);
     }
 
+    @Test
+    void anEngineBehindAnApiKey_isLiftedByCanariesCarryingTheEngineToken_readAgainWhenItsFileChanges() throws Exception {
+        // eu-1 again on its port, as a vLLM started with --api-key engine-key; the control plane's token file is wrong
+        int port = fleet.engines.get("eu-1").port();
+        fleet.engines.get("eu-1").close();
+        fleet.engines.put("eu-1", dev.sextant.server.engine.EngineEmulator.start(dev.sextant.server.engine.EngineConfig
+                        .defaults("eu-1", "m").withLatency(64, 0.0, 1, 0.0).withDefaultMaxTokens(8).withPort(port),
+                null, null, dev.sextant.server.auth.BearerToken.of("engine-key"),
+                dev.sextant.server.internal.ListenerLimits.engine()));
+        Path tokenFile = Files.writeString(dir.resolve("engine-token"), "old-key\n");
+        cp.close();
+        cp = ControlPlane.start(config().withEngineToken(dev.sextant.server.auth.BearerToken.file(tokenFile)));
+        cp.tickNow();
+        String report = "{\"gateway\":\"gw\",\"interval_seconds\":5,\"arrivals\":{\"chat\":750,\"chat-eu\":200},"
+                + "\"engines\":{\"eu-1\":{\"requests\":100,\"successes\":40,\"server_errors\":60,\"errors\":60,"
+                + "\"ttft_ms\":30,\"ttft_count\":40}}}";
+        assertThat(postReport(report, AUTH).statusCode()).isEqualTo(204);
+        cp.tickNow();
+        assertThat(condition("eu-1")).isEqualTo("failing");
+
+        // its /metrics answers without a key, its canaries with the wrong one are refused: it stays out
+        assertThat(Fleet.await(() -> tick() && canaries("failed") >= 2, Duration.ofSeconds(30))).isTrue();
+        assertThat(canaries("ok")).isZero();
+        assertThat(condition("eu-1")).isEqualTo("failing");
+
+        // the token file rotated to the engine's key, no restart: its canaries succeed and lift it
+        Files.writeString(tokenFile, "engine-key\n");
+        assertThat(Fleet.await(() -> tick() && condition("eu-1").equals("healthy"), Duration.ofSeconds(30))).isTrue();
+        assertThat(canaries("ok")).isGreaterThanOrEqualTo(2);
+    }
+
     /** One tick (for a wait on a condition that ticks until it holds). */
     private boolean tick() {
         cp.tickNow();
