@@ -285,24 +285,20 @@ public final class EngineEmulator implements AutoCloseable {
         int q = uri.indexOf('?');
         String path = q < 0 ? uri : uri.substring(0, q);
         if (apiKey != null && (path.equals("/v1") || path.startsWith("/v1/"))) {
-            BearerToken.Presented p = BearerToken.Presented.of(
-                    head.headers().getAll(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION));
-            if (p.ambiguous() || !apiKey.accepts(p.authorization())) {
-                io.netty.handler.codec.http.FullHttpResponse r = Http.response(
-                        io.netty.handler.codec.http.HttpResponseStatus.UNAUTHORIZED, "application/json",
-                        "{\"error\":\"Unauthorized\"}");
-                r.headers().set(ENGINE_ID_HEADER, config.engineId());
-                return r;
+            if (carries(head, apiKey)) {
+                return null;
             }
-            return null;
+            io.netty.handler.codec.http.FullHttpResponse r = Http.response(
+                    io.netty.handler.codec.http.HttpResponseStatus.UNAUTHORIZED, "application/json",
+                    "{\"error\":\"Unauthorized\"}");
+            r.headers().set(ENGINE_ID_HEADER, config.engineId());
+            return r;
         }
         if (!path.equals("/admin/faults")) {
             return null;
         }
         if (adminToken != null) {
-            BearerToken.Presented p = BearerToken.Presented.of(
-                    head.headers().getAll(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION));
-            return !p.ambiguous() && adminToken.accepts(p.authorization()) ? null : Http.unauthorized();
+            return carries(head, adminToken) ? null : Http.unauthorized();
         }
         if (ch.remoteAddress() instanceof InetSocketAddress a && a.getAddress() != null
                 && a.getAddress().isLoopbackAddress()) {
@@ -311,6 +307,13 @@ public final class EngineEmulator implements AutoCloseable {
         return Http.error(io.netty.handler.codec.http.HttpResponseStatus.FORBIDDEN, "invalid_request_error",
                 "forbidden", "/admin/faults answers clients on this host only; start the engine with"
                         + " --admin-token-file to change its faults from elsewhere", null);
+    }
+
+    /** Whether {@code head} carries one token {@code token} accepts (repeated headers with different tokens: no). */
+    private static boolean carries(io.netty.handler.codec.http.HttpRequest head, BearerToken token) {
+        BearerToken.Presented p = BearerToken.Presented.of(
+                head.headers().getAll(io.netty.handler.codec.http.HttpHeaderNames.AUTHORIZATION));
+        return !p.ambiguous() && token.accepts(p.authorization());
     }
 
     /** Client connections open now, at most {@code max_connections}. */

@@ -176,11 +176,6 @@ final class EngineOptions {
         return options.containsKey(option) ? tokenFile(option, java.nio.file.Path.of(options.get(option))) : null;
     }
 
-    /** The tokens of {@code --admin-token-file}; a problem is an {@link IllegalArgumentException} naming the option. */
-    static BearerToken tokenFile(java.nio.file.Path file) {
-        return tokenFile("--admin-token-file", file);
-    }
-
     /** The tokens of the file {@code option} names; a problem is an {@link IllegalArgumentException} naming it. */
     static BearerToken tokenFile(String option, java.nio.file.Path file) {
         try {

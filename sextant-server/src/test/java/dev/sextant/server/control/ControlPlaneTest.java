@@ -314,15 +314,17 @@ class ControlPlaneTest {
         assertThat(health().path("last_step").path("reason").asText()).isEqualTo("engine us-1 back in service");
     }
 
+    /** A gateway's report that 60 of eu-1's last 100 attempts failed: enough to make it failing. */
+    private static final String EU1_FAILING_REPORT = "{\"gateway\":\"gw\",\"interval_seconds\":5,"
+            + "\"arrivals\":{\"chat\":750,\"chat-eu\":200},\"engines\":{\"eu-1\":{\"requests\":100,\"successes\":40,"
+            + "\"server_errors\":60,\"errors\":60,\"ttft_ms\":30,\"ttft_count\":40}}}";
+
     @Test
     void reportedErrors_makeAnEngineFailing_andCanariesThatSucceed_liftIt() throws Exception {
         cp.tickNow();
         var eu1 = fleet.engines.get("eu-1");
         eu1.setFaults(new dev.sextant.server.engine.Faults(1.0, 1, false, -1)); // every generation a 500
-        String report = "{\"gateway\":\"gw\",\"interval_seconds\":5,\"arrivals\":{\"chat\":750,\"chat-eu\":200},"
-                + "\"engines\":{\"eu-1\":{\"requests\":100,\"successes\":40,\"server_errors\":60,\"errors\":60,"
-                + "\"ttft_ms\":30,\"ttft_count\":40}}}";
-        assertThat(postReport(report, AUTH).statusCode()).isEqualTo(204);
+        assertThat(postReport(EU1_FAILING_REPORT, AUTH).statusCode()).isEqualTo(204);
         cp.tickNow();
         JsonNode failing = engine("eu-1");
         assertThat(failing.path("condition").asText()).isEqualTo("failing");
@@ -365,10 +367,7 @@ class ControlPlaneTest {
         cp.close();
         cp = ControlPlane.start(config().withEngineToken(dev.sextant.server.auth.BearerToken.file(tokenFile)));
         cp.tickNow();
-        String report = "{\"gateway\":\"gw\",\"interval_seconds\":5,\"arrivals\":{\"chat\":750,\"chat-eu\":200},"
-                + "\"engines\":{\"eu-1\":{\"requests\":100,\"successes\":40,\"server_errors\":60,\"errors\":60,"
-                + "\"ttft_ms\":30,\"ttft_count\":40}}}";
-        assertThat(postReport(report, AUTH).statusCode()).isEqualTo(204);
+        assertThat(postReport(EU1_FAILING_REPORT, AUTH).statusCode()).isEqualTo(204);
         cp.tickNow();
         assertThat(condition("eu-1")).isEqualTo("failing");
 

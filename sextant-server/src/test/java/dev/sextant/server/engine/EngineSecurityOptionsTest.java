@@ -34,7 +34,7 @@ class EngineSecurityOptionsTest {
     @Test
     void adminTokenFile_isReadAsEveryServersTokenFile_anyOfItsLinesAccepted(@TempDir Path dir) throws Exception {
         Path file = Files.writeString(dir.resolve("token"), "new-token\nold-token\n");
-        BearerToken token = EngineOptions.tokenFile(file);
+        BearerToken token = EngineOptions.tokenFile("--admin-token-file", file);
         assertThat(token.accepts("Bearer new-token")).isTrue();
         assertThat(token.accepts("Bearer old-token")).isTrue();
         assertThat(token.accepts("Bearer other")).isFalse();
@@ -43,10 +43,12 @@ class EngineSecurityOptionsTest {
     @Test
     void adminTokenFile_emptyOrMissing_isAnErrorNamingTheOption(@TempDir Path dir) throws Exception {
         Path empty = Files.writeString(dir.resolve("empty"), "\n");
-        assertThatThrownBy(() -> EngineOptions.tokenFile(empty)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> EngineOptions.tokenFile("--admin-token-file", empty))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("--admin-token-file: " + empty);
         Path missing = dir.resolve("missing");
-        assertThatThrownBy(() -> EngineOptions.tokenFile(missing)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> EngineOptions.tokenFile("--admin-token-file", missing))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("--admin-token-file: cannot read " + missing);
     }
 }
