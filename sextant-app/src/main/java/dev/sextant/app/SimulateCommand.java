@@ -28,8 +28,12 @@ final class SimulateCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "SCENARIO.yaml", description = "Scenario file (examples/scenarios/).")
     Path scenario;
 
-    @Option(names = "--policies", split = ",", paramLabel = "NAME",
-            description = "Policies to run, comma-separated (default: the scenario's own list).")
+    // a comma inside brackets belongs to the policy: sextant[space_prefills=false,spread_shared_prefixes=true]
+    @Option(names = "--policies", split = ",(?![^\\[]*\\])", splitSynopsisLabel = ",", paramLabel = "NAME",
+            description = "Policies to run, comma-separated (default: the scenario's own list): sextant, "
+                    + "legacy-feedback, nearest, waterfall, round-robin, least-request, prefix-aware, random, "
+                    + "legacy-feedback[gain=G], sextant[space_prefills=B,spread_shared_prefixes=B] (B: true or "
+                    + "false).")
     List<String> policies = List.of();
 
     @Option(names = "--seed", paramLabel = "N", description = "Random seed (default: ${DEFAULT-VALUE}).")

@@ -101,6 +101,16 @@ class SimulateCommandTest {
     }
 
     @Test
+    void simulate_aSextantVariantsOptions_stayTogether_andAnUnknownOneIsNamed(@TempDir Path dir) {
+        int code = run("simulate", scenario("talk-example.yaml").toString(), "--policies",
+                "nearest,sextant[space_prefills=false,max_walk=2]", "--out", dir.toString());
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).contains("sextant option 'max_walk' (expected: space_prefills or "
+                + "spread_shared_prefixes)");
+    }
+
+    @Test
     void simulate_unknownPolicy_exits2NamingTheKnownOnes(@TempDir Path dir) {
         int code = run("simulate", scenario("talk-example.yaml").toString(), "--policies", "bogus", "--out",
                 dir.toString());

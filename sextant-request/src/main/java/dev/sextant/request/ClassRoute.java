@@ -34,8 +34,8 @@ final class ClassRoute {
     final int[] enginePriority;
     /** Engine's share of its pool's in-flight requests at this gateway (all classes of the pool), for bounded load. */
     final double[] share;
-    /** This gateway's requests in flight on the engines of the class's pool (Compiled.Pools). */
-    final java.util.concurrent.atomic.AtomicInteger pool;
+    /** This gateway's requests on the engines of the class's pool (Compiled.Pools). */
+    final Pool pool;
     /** Expected TTFT at the gateway (engine prediction + network RTT), ms; NaN = no rule. */
     final double[] expectedTtftMs;
     /**
@@ -100,7 +100,7 @@ final class ClassRoute {
 
     ClassRoute(String id, Route route, String[] residency, KeyOrder table, String localTable, EngineCell[] cells,
                String[] endpoints, int[] enginePriority, double[] share,
-               java.util.concurrent.atomic.AtomicInteger pool,
+               Pool pool,
                double[] expectedTtftMs, double[] allowanceRps, double[] plannedMs, int maxEjected,
                EngineCell[] near, String[] nearEndpoints, int[] nearEnginePriority, double[] nearExpectedTtftMs, double[] nearCapacityRps,
                double[] nearAllowanceRps, double[] nearPlannedMs, double[] nearOthersRps, int[] nearOf,

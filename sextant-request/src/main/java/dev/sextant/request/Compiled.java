@@ -16,7 +16,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 /**
@@ -54,7 +53,7 @@ final class Compiled {
      */
     static Compiled compile(String gateway, Snapshot s, Compiled previous, long now,
                             Function<String, EngineCell> cells, Function<String, RetryTokens> retryBudgets,
-                            Function<String, AtomicInteger> inFlight, DataPlaneOptions options) {
+                            Function<String, Pool> inFlight, DataPlaneOptions options) {
         Map<String, Route> routes = s.routes().getOrDefault(gateway, Map.of());
         EngineIndex engines = new EngineIndex(s, gateway, cells, options);
         Map<String, Allowed> allowedSets = new HashMap<>();
@@ -386,7 +385,7 @@ final class Compiled {
     }
 
     private static ClassRoute compileClass(String classId, Route r, ClassRoute prev, EngineIndex engines,
-                                           Allowed allowed, PerEngine pe, AtomicInteger pool,
+                                           Allowed allowed, PerEngine pe, Pool pool,
                                            Map<String, EngineGroup> groups, Map<String, SlotTable> decodedGroups,
                                            RetryTokens retryTokens, long depositMicro, DataPlaneOptions options) {
         int[] idx = new int[r.weights().size()];

@@ -77,6 +77,12 @@ public interface DataPlane {
     Decision retry(Decision failed, Outcome outcome);
 
     /**
+     * The attempt's first token reached the gateway: its prompt is no longer in the engine's prefill queue, for
+     * prefill spacing (docs/request-path.md §4). Idempotent; ignored for refusals and after the attempt ended.
+     */
+    void onFirstToken(Decision attempt);
+
+    /**
      * Ends an attempt: releases its in-flight slot and feeds the outcome to outlier detection.
      * Idempotent per decision; ignored for refusals.
      *
@@ -105,4 +111,7 @@ public interface DataPlane {
 
     /** Requests this gateway has in flight on {@code engineId}, ≥ 0. */
     int inFlight(String engineId);
+
+    /** Of {@link #inFlight}, the attempts whose first token has not reached the gateway yet, ≥ 0. */
+    int awaiting(String engineId);
 }

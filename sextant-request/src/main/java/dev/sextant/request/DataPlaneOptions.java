@@ -46,6 +46,10 @@ import java.time.Duration;
  * @param spreadSharedPrefixes    route a keyless conversation whose prompt starts with a shared prefix (a system
  *                                prompt) on the prefix's own probes, spread as its load grows, instead of on its own
  *                                conversation key; off by default (docs/request-path.md §4, "Shared prefixes")
+ * @param spacePrefills           place a new conversation (a key this gateway has not sent recently) on the next
+ *                                engine of its key's order when its own engine holds more than its share of this
+ *                                gateway's prompts awaiting their first token and the next one holds none, within the
+ *                                plan; on by default (docs/request-path.md §4, "Prefill spacing")
  * @param seed                    seed of the jitter draws; same seed, same decisions
  * @param listener                told about fallback changes and ejections
  */
@@ -56,7 +60,8 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
                                TtftPredictor ttftPredictor, int maxAttempts, Duration retryBackoffBase,
                                Duration retryBackoffMax, double retryTokenCap, int maxInFlightPerEngine,
                                double inFlightPerCapacity, double priorityReserve, Duration shedRetryAfter, Duration unavailableRetryAfter, int defaultPriority,
-                               boolean spreadSharedPrefixes, long seed, DataPlaneListener listener) {
+                               boolean spreadSharedPrefixes, boolean spacePrefills, long seed,
+                               DataPlaneListener listener) {
 
     /**
      * The least a limit derived from an engine's capacity may be: an engine holds a request and has the next one
@@ -149,6 +154,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         b.unavailableRetryAfter = unavailableRetryAfter;
         b.defaultPriority = defaultPriority;
         b.spreadSharedPrefixes = spreadSharedPrefixes;
+        b.spacePrefills = spacePrefills;
         b.seed = seed;
         b.listener = listener;
         return b;
@@ -178,6 +184,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         private Duration unavailableRetryAfter = Duration.ofSeconds(5);
         private int defaultPriority = 0;
         private boolean spreadSharedPrefixes = false;
+        private boolean spacePrefills = true;
         private long seed = 0L;
         private DataPlaneListener listener = DataPlaneListener.NONE;
 
@@ -322,6 +329,12 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             return this;
         }
 
+        /** Sets {@link DataPlaneOptions#spacePrefills()}. */
+        public Builder spacePrefills(boolean value) {
+            this.spacePrefills = value;
+            return this;
+        }
+
         /** Sets {@link DataPlaneOptions#listener()}. */
         public Builder listener(DataPlaneListener value) {
             this.listener = value;
@@ -333,8 +346,8 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             return new DataPlaneOptions(maxSnapshotAge, boundedLoadEpsilon, boundedLoadMinInFlight, maxWalk,
                     consecutiveFailures, ejectionBase, ejectionMax, ejectionJitter, maxEjectedFraction,
                     ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase, retryBackoffMax, retryTokenCap,
-                    maxInFlightPerEngine, inFlightPerCapacity, priorityReserve, shedRetryAfter, unavailableRetryAfter, defaultPriority, spreadSharedPrefixes, seed,
-                    listener);
+                    maxInFlightPerEngine, inFlightPerCapacity, priorityReserve, shedRetryAfter, unavailableRetryAfter, defaultPriority, spreadSharedPrefixes, spacePrefills,
+                    seed, listener);
         }
     }
 

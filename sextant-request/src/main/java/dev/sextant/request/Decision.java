@@ -1,6 +1,5 @@
 package dev.sextant.request;
 
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
@@ -12,8 +11,12 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * ignored). A refusal needs no end.
  */
 public final class Decision {
-    private static final AtomicIntegerFieldUpdater<Decision> FINISHED =
-            AtomicIntegerFieldUpdater.newUpdater(Decision.class, "finished");
+    private static final AtomicIntegerFieldUpdater<Decision> ENDS =
+            AtomicIntegerFieldUpdater.newUpdater(Decision.class, "ends");
+    /** {@link #ends}: the attempt ended. */
+    private static final int FINISHED = 1;
+    /** {@link #ends}: the attempt no longer awaits its first token (the token came, or the attempt ended). */
+    private static final int PREFILLED = 2;
 
     private final String classId;
     private final long snapshotVersion;
@@ -28,8 +31,8 @@ public final class Decision {
     final long requestId;
     final double expectedTtftMs;
     final EngineCell[] tried;
-    /** The count of requests in flight in the pool the engine was chosen from, lowered when the attempt ends. */
-    final AtomicInteger pool;
+    /** The counts of the pool the engine was chosen from, lowered when the attempt ends. */
+    final Pool pool;
     /**
      * The prefix cell whose count of requests in flight this attempt raised (lowered when it ends), or -1; set before
      * the decision is returned.
@@ -44,14 +47,15 @@ public final class Decision {
     private final String message;
     private final long retryAfterNanos;
 
-    private volatile int finished;
+    /** What has ended of the attempt: {@link #FINISHED} and {@link #PREFILLED}, set once each. */
+    private volatile int ends;
 
     /** {@link #enginePriority()} of an engine that is sent no priority. */
     public static final int NO_ENGINE_PRIORITY = Integer.MIN_VALUE;
 
     private Decision(String classId, long snapshotVersion, boolean fallback, EngineCell cell, String endpoint,
                      int enginePriority, int attempt, long backoffNanos, long key, long requestId, double expectedTtftMs,
-                     EngineCell[] tried, AtomicInteger pool, long startNanos, String reason, Refusal refusal,
+                     EngineCell[] tried, Pool pool, long startNanos, String reason, Refusal refusal,
                      String message, long retryAfterNanos) {
         this.classId = classId;
         this.snapshotVersion = snapshotVersion;
@@ -75,7 +79,7 @@ public final class Decision {
 
     static Decision routed(String classId, long version, boolean fallback, EngineCell cell, String endpoint,
                            int enginePriority, int attempt, long backoffNanos, long key, long requestId,
-                           double expectedTtftMs, EngineCell[] tried, AtomicInteger pool, long startNanos,
+                           double expectedTtftMs, EngineCell[] tried, Pool pool, long startNanos,
                            String reason) {
         return new Decision(classId, version, fallback, cell, endpoint, enginePriority, attempt, backoffNanos, key,
                 requestId, expectedTtftMs, tried, pool, startNanos, fallback ? reason + ",fallback" : reason, null,
@@ -142,11 +146,13 @@ public final class Decision {
      * the access log and metrics: {@code key} (the key's own engine), {@code spill:bounded-load} (the key's engine
      * was over its bounded load: the next of the key's order), {@code skip:ejected} and {@code skip:limit} (the key's
      * engine was ejected, or at its concurrency limit), {@code spill:overload} (the key's engine was offered beyond
-     * what the policy planned: the nearest allowed engine with room), {@code nearest} (no weights to follow: the
-     * nearest allowed engine with the fewest in flight); a retry starts with {@code retry:} and the failed attempt's
-     * outcome ({@code retry:connect-error,key}, {@code …,nearest-healthy}, {@code …,same-engine}); {@code fallback}
-     * is added while the snapshot is older than its limit; a refusal is {@code refused:} and its kind
-     * ({@code refused:shed}). See docs/request-path.md.
+     * what the policy planned: the nearest allowed engine with room), {@code spaced:prefill} (a new conversation
+     * whose engine held more than its share of this gateway's prompts awaiting their first token: an engine of the
+     * key's order that held fewer), {@code recent} (where spacing put the conversation before), {@code nearest} (no
+     * weights to follow: the nearest allowed engine with the fewest in flight); a retry starts with {@code retry:}
+     * and the failed attempt's outcome ({@code retry:connect-error,key}, {@code …,nearest-healthy},
+     * {@code …,same-engine}); {@code fallback} is added while the snapshot is older than its limit; a refusal is
+     * {@code refused:} and its kind ({@code refused:shed}). See docs/request-path.md.
      */
     public String reason() {
         return reason;
@@ -167,9 +173,26 @@ public final class Decision {
         return retryAfterNanos;
     }
 
+    /** Marks the attempt as no longer awaiting its first token; true only the first time. */
+    boolean prefilled() {
+        return end(PREFILLED);
+    }
+
     /** Marks the attempt finished; true only the first time. */
     boolean finish() {
-        return FINISHED.compareAndSet(this, 0, 1);
+        return end(FINISHED);
+    }
+
+    private boolean end(int what) {
+        for (;;) {
+            int v = ends;
+            if ((v & what) != 0) {
+                return false;
+            }
+            if (ENDS.compareAndSet(this, v, v | what)) {
+                return true;
+            }
+        }
     }
 
     /** The engines tried so far, this attempt's last. */

@@ -40,8 +40,10 @@ final class DefaultDataPlane implements DataPlane {
     /** Requests sent away from an engine over its expected load (see {@link #spill}). */
     private final java.util.concurrent.atomic.LongAdder spills = new java.util.concurrent.atomic.LongAdder();
     /** Requests in flight by pool of models that share engines (Compiled.Pools), kept across snapshots. */
-    private final java.util.concurrent.ConcurrentHashMap<String, AtomicInteger> pools =
+    private final java.util.concurrent.ConcurrentHashMap<String, Pool> pools =
             new java.util.concurrent.ConcurrentHashMap<>();
+    /** Which conversations this gateway placed recently, and where prefill spacing moved any of them. */
+    private final RecentKeys recent = new RecentKeys();
     /**
      * Each class's retry budget, by class id: its own deposits pay for its own retries, so that an idle class
      * cannot fund a retry storm on a saturated class's engines. Kept across snapshots, like the engines' cells.
@@ -150,11 +152,30 @@ final class DefaultDataPlane implements DataPlane {
         long key = prefix < 0 ? request.affinityKey()
                 : prefixes.key(prefix, request.prefixKey(), request.affinityKey(), prefixQuota(k), now);
         int first = k.table.first(key);
-        int i = pickHashed(k, key, first, null, now);
+        // a conversation is known by its own key, whatever its prefix's spread makes of the key it is placed by
+        long conversation = request.affinityKey();
+        int seen = recent.lookup(k, conversation);
+        int i = seen >= 0 ? remembered(k, seen, now) : -1;
+        boolean kept = i >= 0;
+        if (i < 0) {
+            i = pickHashed(k, key, first, null, now);
+        }
         if (i < 0) {
             return engineLimit(c, k, stale);
         }
         double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], now);
+        boolean spaced = false;
+        if (excess == 0 && i == first && seen == RecentKeys.NEW && prefix < 0 && options.spacePrefills()) {
+            int s = spaced(k, key, first, now);
+            if (s >= 0) {
+                unacquire(k, k.cells[first]);
+                i = s;
+                spaced = true;
+            }
+        }
+        // only where spacing put a conversation is kept; any other move (bounded load, an ejection) is the key's
+        // order's, as the weights and the engines' state make it, and the conversation follows that order again
+        recent.record(k, conversation, i, !spaced && !kept);
         if (excess > 0) {
             // the excess share spills by key; a lower priority that the excess is large enough to shed here spills
             // too where there is room, and is shed only where there is none
@@ -163,8 +184,7 @@ final class DefaultDataPlane implements DataPlane {
             if (shedHere || Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) < excess) {
                 int s = spill(k, i, key, shedHere, now);
                 if (s >= 0 || shedHere) {
-                    k.cells[i].inFlight.decrementAndGet();
-                    released(k.pool);
+                    unacquire(k, k.cells[i]);
                 }
                 if (s >= 0) {
                     spills.increment();
@@ -183,7 +203,58 @@ final class DefaultDataPlane implements DataPlane {
         }
         return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.cells[i], k.endpoints[i],
                 k.enginePriority[i], 1, 0, key, request.requestId(), k.expectedTtftMs[i], null, k.pool, now,
-                i == first ? "key" : passedOver(k, first, now)), prefix);
+                i == first ? "key" : kept ? "recent" : spaced ? "spaced:prefill" : passedOver(k, first, now)),
+                prefix);
+    }
+
+    /**
+     * The engine {@code place} of {@code k}'s table, where prefill spacing moved the conversation (its cache is
+     * there), if it still has a share of the class, is not ejected, is within bounded load and below its limit; -1
+     * otherwise (the conversation then follows its key's order).
+     */
+    private int remembered(ClassRoute k, int place, long now) {
+        EngineCell cell = k.cells[place];
+        return k.share[place] > 0 && !cell.ejected(now) && withinBound(k, cell.inFlight.get(), k.share[place])
+                && acquire(k, cell) ? place : -1;
+    }
+
+    /**
+     * Prefill spacing (docs/request-path.md §4): where a new conversation goes instead of its own engine {@code first},
+     * where it is placed already, or -1 to stay there. It moves only while {@code first} holds more than its share of
+     * this gateway's prompts awaiting their first token (bounded load's ⌈(1+ε)·μ⌉, μ its share of the pool's, this
+     * one counted) and is offered no more than its allowance; then to the first of the key's next
+     * {@link DataPlaneOptions#maxWalk()} engines that would hold fewer such prompts per unit of share than
+     * {@code first} does, is not ejected, is within bounded load, is offered less than its allowance, and whose
+     * planned latency is at most {@code first}'s plus a times {@code first}'s expected TTFT, a the prompts ahead of it
+     * there: a move the snapshot's own figures say lengthens the request is not made.
+     */
+    private int spaced(ClassRoute k, long key, int first, long now) {
+        EngineCell own = k.cells[first];
+        int ahead = own.awaiting.get() - 1;
+        if (ahead <= 0 || ahead + 1 <= Math.ceil(loadFactor * k.share[first] * k.pool.awaiting.get())
+                || !(own.offeredRps(now) <= k.allowanceRps[first])) {
+            return -1;
+        }
+        double within = k.plannedMs[first] + ahead * k.expectedTtftMs[first];
+        KeyOrder t = k.table;
+        int len = t.probeLength();
+        int budget = Math.min(t.orderLength(), options.maxWalk());
+        int distinct = 0;
+        for (int i = 0; i < len && distinct < budget; i++) {
+            int e = t.probe(key, i);
+            if (t.repeats(key, i, e)) {
+                continue;
+            }
+            distinct++;
+            EngineCell cell = k.cells[e];
+            if (e != first && (cell.awaiting.get() + 1) * k.share[first] < (ahead + 1) * k.share[e]
+                    && k.plannedMs[e] <= within && !cell.ejected(now)
+                    && withinBound(k, cell.inFlight.get(), k.share[e]) && cell.offeredRps(now) < k.allowanceRps[e]
+                    && acquire(k, cell)) {
+                return e;
+            }
+        }
+        return -1;
     }
 
     /**
@@ -192,7 +263,7 @@ final class DefaultDataPlane implements DataPlane {
      * the bounded load's minimum, below which an engine is not considered loaded (docs/request-path.md §4).
      */
     private double prefixQuota(ClassRoute k) {
-        return Math.max(minInFlight, (loadFactor - 1) * (k.pool.get() + 1) / k.table.orderLength());
+        return Math.max(minInFlight, (loadFactor - 1) * (k.pool.inFlight.get() + 1) / k.table.orderLength());
     }
 
     /**
@@ -371,7 +442,7 @@ final class DefaultDataPlane implements DataPlane {
         if (inFlight < minInFlight) {
             return true;
         }
-        return withinMean(inFlight + 1, share * (k.pool.get() + 1));
+        return withinMean(inFlight + 1, share * (k.pool.inFlight.get() + 1));
     }
 
     /** Whether {@code count} is within bounded load of {@code mean}: see {@link #withinBound}. */
@@ -396,17 +467,22 @@ final class DefaultDataPlane implements DataPlane {
             return false;
         }
         totalInFlight.incrementAndGet();
-        k.pool.incrementAndGet();
+        k.pool.inFlight.incrementAndGet();
+        k.pool.awaiting.incrementAndGet();
         return true;
     }
 
-    private void released(AtomicInteger pool) {
+    /** Undoes an {@link #acquire} of {@code cell} whose attempt was not sent. */
+    private void unacquire(ClassRoute k, EngineCell cell) {
+        cell.inFlight.decrementAndGet();
+        cell.awaiting.decrementAndGet();
         totalInFlight.decrementAndGet();
-        pool.decrementAndGet();
+        k.pool.inFlight.decrementAndGet();
+        k.pool.awaiting.decrementAndGet();
     }
 
-    private AtomicInteger pool(String name) {
-        return pools.computeIfAbsent(name, x -> new AtomicInteger());
+    private Pool pool(String name) {
+        return pools.computeIfAbsent(name, x -> new Pool());
     }
 
     /**
@@ -605,8 +681,7 @@ final class DefaultDataPlane implements DataPlane {
             int spill = pickNearest(k, tried, now, true);
             if (spill >= 0) {
                 if (i >= 0) {
-                    k.cells[i].inFlight.decrementAndGet();
-                    released(k.pool);
+                    unacquire(k, k.cells[i]);
                 }
                 i = spill;
                 nearest = true;
@@ -665,13 +740,30 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     @Override
+    public void onFirstToken(Decision attempt) {
+        if (attempt != null && attempt.routed()) {
+            prefilled(attempt);
+        }
+    }
+
+    /** Counts {@code attempt} out of the prompts awaiting their first token, once. */
+    private static void prefilled(Decision attempt) {
+        if (attempt.prefilled()) {
+            attempt.cell.awaiting.decrementAndGet();
+            attempt.pool.awaiting.decrementAndGet();
+        }
+    }
+
+    @Override
     public void onFinish(Decision attempt, Outcome outcome, long ttftNanos) {
         if (attempt == null || !attempt.routed() || !attempt.finish()) {
             return;
         }
         EngineCell cell = attempt.cell;
         cell.inFlight.decrementAndGet();
-        released(attempt.pool);
+        totalInFlight.decrementAndGet();
+        attempt.pool.inFlight.decrementAndGet();
+        prefilled(attempt);
         prefixes.release(attempt.prefixCell);
         if (outcome.failure()) {
             if (outcome == Outcome.TIMEOUT) {
@@ -978,5 +1070,11 @@ final class DefaultDataPlane implements DataPlane {
     public int inFlight(String engineId) {
         EngineCell c = cells.get(engineId);
         return c == null ? 0 : c.inFlight.get();
+    }
+
+    @Override
+    public int awaiting(String engineId) {
+        EngineCell c = cells.get(engineId);
+        return c == null ? 0 : c.awaiting.get();
     }
 }

@@ -12,6 +12,11 @@ final class EngineCell {
     /** The engine's place in a key's rendezvous order for a spill: the same in every gateway process. */
     final long hash;
     final AtomicInteger inFlight = new AtomicInteger();
+    /**
+     * Of {@link #inFlight}, the attempts whose first token has not reached the gateway yet: prompts in the engine's
+     * prefill queue, as far as this gateway can tell (a non-streaming answer shows its first token only as it ends).
+     */
+    final AtomicInteger awaiting = new AtomicInteger();
     final AtomicInteger failures = new AtomicInteger();
     /**
      * Whether the current run of consecutive failures has an error, refused connection or timeout in it, not only
@@ -172,7 +177,10 @@ final class EngineCell {
         return e != null && e.untilNanos() - now > 0;
     }
 
-    /** Counts one more request in flight unless {@code limit} are already; false when at the limit. */
+    /**
+     * Counts one more request in flight, awaiting its first token, unless {@code limit} are in flight already; false
+     * when at the limit.
+     */
     boolean tryAcquire(int limit) {
         for (;;) {
             int v = inFlight.get();
@@ -180,6 +188,7 @@ final class EngineCell {
                 return false;
             }
             if (inFlight.compareAndSet(v, v + 1)) {
+                awaiting.incrementAndGet();
                 return true;
             }
         }

@@ -14,6 +14,7 @@ final class Hashing {
     static final long TAIL_SALT = 0xD1B54A32D192ED03L;
     static final long JITTER_SALT = 0x8CB92BA72F3D8DD7L;
     static final long SPILL_SALT = 0xA0761D6478BD642FL;
+    static final long RECENT_SALT = 0xE7037ED1A0B428DBL;
 
     private Hashing() {
     }

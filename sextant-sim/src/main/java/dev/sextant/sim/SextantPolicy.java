@@ -93,9 +93,24 @@ final class SextantPolicy implements SimPolicy {
         }
     }
 
+    private final String name;
+    /** The gateways' data plane options, before each gateway's seed. */
+    private final DataPlaneOptions options;
+
+    /** The product as it ships. */
+    SextantPolicy() {
+        this("sextant", DataPlaneOptions.defaults());
+    }
+
+    /** Named {@code name}, its gateways' data planes with {@code options}. */
+    SextantPolicy(String name, DataPlaneOptions options) {
+        this.name = name;
+        this.options = options;
+    }
+
     @Override
     public String name() {
-        return "sextant";
+        return name;
     }
 
     private long nanos() {
@@ -127,7 +142,6 @@ final class SextantPolicy implements SimPolicy {
         Snapshot latest = first.snapshot();
         planes = new DataPlane[s.gatewayCount];
         held = new Snapshot[s.gatewayCount];
-        DataPlaneOptions options = DataPlaneOptions.defaults();
         for (int g = 0; g < s.gatewayCount; g++) {
             planes[g] = DataPlane.create(base.gatewayClusters().get(g).id(), latest, this::nanos,
                     options.toBuilder().seed(SplitMix64.mix(s.seed + g)).build());

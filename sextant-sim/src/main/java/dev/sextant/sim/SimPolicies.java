@@ -1,5 +1,7 @@
 package dev.sextant.sim;
 
+import dev.sextant.request.DataPlaneOptions;
+
 import java.util.List;
 
 /** The policies the simulator compares, by name. */
@@ -12,14 +14,22 @@ final class SimPolicies {
             "least-request", "prefix-aware");
 
     /**
-     * Every policy name: the default set and {@code random}, a reference for what {@code round-robin}'s regular
-     * spacing of arrivals is worth (docs/evaluation.md), run when named.
+     * Sextant with its gateways' prefill spacing off ({@code space_prefills: false}), for what spacing is worth; one
+     * of the {@code sextant[option=value,…]} variants {@link #create} takes.
      */
-    static final List<String> ALL = java.util.stream.Stream.concat(DEFAULT.stream(), java.util.stream.Stream.of("random"))
-            .toList();
+    static final String SEXTANT_UNSPACED = "sextant[space_prefills=false]";
 
     /**
-     * A fresh policy instance. {@code legacy-feedback[gain=g]} is the legacy controller at gain g.
+     * Every policy name: the default set, {@code random}, a reference for what {@code round-robin}'s regular spacing
+     * of arrivals is worth, and {@link #SEXTANT_UNSPACED} (docs/evaluation.md), the last two run when named.
+     */
+    static final List<String> ALL = java.util.stream.Stream.concat(DEFAULT.stream(),
+            java.util.stream.Stream.of("random", SEXTANT_UNSPACED)).toList();
+
+    /**
+     * A fresh policy instance. {@code legacy-feedback[gain=g]} is the legacy controller at gain g;
+     * {@code sextant[option=value,…]} is Sextant with the gateways' data plane options given, of
+     * {@code space_prefills} and {@code spread_shared_prefixes} (each {@code true} or {@code false}).
      *
      * @throws IllegalArgumentException for an unknown name
      */
@@ -29,6 +39,9 @@ final class SimPolicies {
             Scenario.LegacyParams p = scenario.legacy();
             return new LegacyFeedbackPolicy(name, new Scenario.LegacyParams(gain, p.periodMs(), p.smoothing(),
                     p.minWeight()));
+        }
+        if (name.startsWith("sextant[") && name.endsWith("]")) {
+            return new SextantPolicy(name, gatewayOptions(name.substring("sextant[".length(), name.length() - 1)));
         }
         return switch (name) {
             case "sextant" -> new SextantPolicy();
@@ -40,8 +53,31 @@ final class SimPolicies {
             case "least-request" -> new LeastRequestPolicy();
             case "prefix-aware" -> new PrefixAwarePolicy();
             default -> throw new IllegalArgumentException("policy: '" + name + "' (expected one of " + ALL
-                    + " or legacy-feedback[gain=G])");
+                    + ", legacy-feedback[gain=G] or sextant[option=value,…])");
         };
+    }
+
+    private static DataPlaneOptions gatewayOptions(String list) {
+        DataPlaneOptions.Builder b = DataPlaneOptions.builder();
+        for (String pair : list.split(",", -1)) {
+            String[] kv = pair.split("=", -1);
+            String option = kv[0];
+            if (!option.equals("space_prefills") && !option.equals("spread_shared_prefixes")) {
+                throw new IllegalArgumentException("policy: sextant option '" + option
+                        + "' (expected: space_prefills or spread_shared_prefixes)");
+            }
+            if (kv.length != 2 || !kv[1].equals("true") && !kv[1].equals("false")) {
+                throw new IllegalArgumentException("policy: sextant option '" + pair + "' (expected: " + option
+                        + "=true or " + option + "=false)");
+            }
+            boolean value = kv[1].equals("true");
+            if (option.equals("space_prefills")) {
+                b.spacePrefills(value);
+            } else {
+                b.spreadSharedPrefixes(value);
+            }
+        }
+        return b.build();
     }
 
     /**

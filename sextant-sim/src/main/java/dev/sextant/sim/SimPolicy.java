@@ -42,6 +42,10 @@ interface SimPolicy {
     default void attemptEnded(SimRequest r, int engine, AttemptEnd how) {
     }
 
+    /** {@code engine} sent the first token of {@code r}'s attempt; it reaches the gateway half a round trip later. */
+    default void firstToken(SimRequest r, int engine) {
+    }
+
     /** The conversation of {@code r} has no more turns. */
     default void conversationEnded(Conversation c) {
     }

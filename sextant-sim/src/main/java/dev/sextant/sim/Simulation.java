@@ -446,6 +446,7 @@ final class Simulation implements EngineSim.Listener {
         }
         r.firstByteSent = true;
         r.firstTokenMs = atMs + rttMs[r.gateway][engine.index] / 2;
+        policy.firstToken(r, engine.index);
         ttftSum[engine.index] += atMs - r.engineArrivalMs;
         ttftCount[engine.index]++;
     }

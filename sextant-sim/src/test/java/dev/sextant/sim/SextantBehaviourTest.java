@@ -1,6 +1,7 @@
 package dev.sextant.sim;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import org.junit.jupiter.api.Test;
 
@@ -41,5 +42,15 @@ class SextantBehaviourTest {
         assertThat(m.failed).isZero();
         assertThat(m.shed).isZero();
         assertThat(m.completed).isEqualTo(m.generated);
+    }
+
+    @Test
+    void sextantVariants_nameTheGatewaysOptions_andRefuseAnyOther() {
+        assertThat(SimPolicies.create("sextant[space_prefills=false,spread_shared_prefixes=true]", null).name())
+                .isEqualTo("sextant[space_prefills=false,spread_shared_prefixes=true]");
+        assertThatThrownBy(() -> SimPolicies.create("sextant[space_prefills=maybe]", null))
+                .hasMessageContaining("sextant option 'space_prefills=maybe'");
+        assertThatThrownBy(() -> SimPolicies.create("sextant[max_walk=2]", null))
+                .hasMessageContaining("sextant option 'max_walk' (expected: space_prefills or spread_shared_prefixes)");
     }
 }

@@ -448,6 +448,7 @@ final class Exchange {
             long now = System.nanoTime();
             if (firstChunkNanos < 0) {
                 firstChunkNanos = now;
+                gw.plane().onFirstToken(decision);
                 gw.metrics.ttft(decision.engineId(), now - startNanos);
                 if (tenant != null) {
                     gw.metrics.tenantTtft(tenant.name(), now - startNanos);

@@ -14,6 +14,8 @@ class DecisionReasonsTest {
             key,fallback                     | key
             spill:bounded-load               | spill:bounded-load
             spill:overload,fallback          | spill:overload
+            spaced:prefill                   | spaced:prefill
+            recent,fallback                  | recent
             retry:connect-error,key          | retry:connect-error
             retry:timeout,nearest-healthy    | retry:timeout
             retry:engine-busy,same-engine,fallback | retry:engine-busy
@@ -26,7 +28,7 @@ class DecisionReasonsTest {
 
     @Test
     void labels_areBounded_byTheDataPlanesWordsOutcomesAndRefusals() {
-        assertThat(DecisionReasons.labels()).hasSize(21).doesNotHaveDuplicates()
+        assertThat(DecisionReasons.labels()).hasSize(23).doesNotHaveDuplicates()
                 .contains("nearest", "skip:ejected", "skip:limit", "retry:server-error", "refused:unknown-model",
                         "refused:engine-limit", "refused:attempts-exhausted", "refused:no-engine-in-service")
                 .noneMatch(l -> l.contains(","));

@@ -1,0 +1,203 @@
+package dev.sextant.request;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sextant.snapshot.EngineState;
+import dev.sextant.snapshot.Snapshot;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Prefill spacing (docs/request-path.md §4): a new conversation does not queue behind this gateway's prompts on its
+ * engine while another engine of its order has none, within the weights and the plan; a conversation already placed
+ * keeps its engine; and the count of prompts awaiting their first token is exact whatever ends an attempt.
+ */
+class PrefillSpacingTest {
+    final Fixtures.ManualTicker ticker = new Fixtures.ManualTicker();
+    /** Four engines of one weight each. */
+    static final Snapshot EVEN = Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25);
+
+    DataPlane plane(Snapshot s) {
+        return DataPlane.create("g", s, ticker, DataPlaneOptions.defaults());
+    }
+
+    static RequestMeta conversation(long key) {
+        return RequestMeta.of("m", key, key);
+    }
+
+    /** A key never routed before whose own engine is {@code engine} (found on a plane of its own). */
+    static long newKeyOn(Snapshot s, String engine, long from) {
+        DataPlane probe = DataPlane.create("g", s, new Fixtures.ManualTicker(),
+                DataPlaneOptions.builder().spacePrefills(false).build());
+        for (long key = from; ; key++) {
+            Decision d = probe.route(conversation(key));
+            probe.onFinish(d, Outcome.SUCCESS, -1);
+            if (d.engineId().equals(engine)) {
+                return key;
+            }
+        }
+    }
+
+    /**
+     * {@code n} prompts held on {@code engine}, of conversations placed there once before (so that none of them is
+     * spaced), keys from {@code from} on.
+     */
+    static List<Decision> hold(DataPlane p, Snapshot s, String engine, int n, long from) {
+        List<Long> keys = new ArrayList<>();
+        for (long key = from; keys.size() < n; key = keys.get(keys.size() - 1) + 1) {
+            keys.add(newKeyOn(s, engine, key));
+        }
+        keys.forEach(key -> p.onFinish(p.route(conversation(key)), Outcome.SUCCESS, 1));
+        List<Decision> held = new ArrayList<>();
+        keys.forEach(key -> held.add(p.route(conversation(key))));
+        assertThat(held).extracting(Decision::engineId).containsOnly(engine);
+        return held;
+    }
+
+    @Test
+    void aNewConversation_behindAPromptOnItsEngine_goesToAnEngineWithNone_andStaysThere() {
+        DataPlane p = plane(EVEN);
+        long held = newKeyOn(EVEN, "e0", 1);
+        long fresh = newKeyOn(EVEN, "e0", held + 1);
+        Decision prompt = p.route(conversation(held));
+        assertThat(prompt.engineId()).isEqualTo("e0");
+
+        Decision moved = p.route(conversation(fresh));
+        assertThat(moved.engineId()).isNotEqualTo("e0");
+        assertThat(moved.reason()).isEqualTo("spaced:prefill");
+        p.onFinish(moved, Outcome.SUCCESS, 1);
+        p.onFinish(prompt, Outcome.SUCCESS, 1);
+
+        // its next turn goes where its cache is, with nothing held anywhere
+        Decision next = p.route(conversation(fresh));
+        assertThat(next.engineId()).isEqualTo(moved.engineId());
+        assertThat(next.reason()).isEqualTo("recent");
+    }
+
+    @Test
+    void afterTheFirstToken_aNewConversationStaysOnItsEngine() {
+        DataPlane p = plane(EVEN);
+        long held = newKeyOn(EVEN, "e0", 1);
+        p.onFirstToken(p.route(conversation(held))); // decoding now: nothing waits behind it
+
+        Decision fresh = p.route(conversation(newKeyOn(EVEN, "e0", held + 1)));
+        assertThat(fresh.engineId()).isEqualTo("e0");
+        assertThat(fresh.reason()).isEqualTo("key");
+    }
+
+    @Test
+    void aConversationPlacedBefore_keepsItsEngine_behindPrompts() {
+        DataPlane p = plane(EVEN);
+        long known = newKeyOn(EVEN, "e0", 1);
+        p.onFinish(p.route(conversation(known)), Outcome.SUCCESS, 1);
+        hold(p, EVEN, "e0", 3, known + 1);
+        assertThat(p.awaiting("e0")).isEqualTo(3);
+
+        Decision turn = p.route(conversation(known));
+        assertThat(turn.engineId()).as("its cache is there").isEqualTo("e0");
+        assertThat(turn.reason()).isEqualTo("key");
+    }
+
+    @Test
+    void anEngineHoldingNoMoreThanItsWeightsShare_keepsNewConversations() {
+        Snapshot s = Fixtures.simple(1, 0, 0.9, 0.05, 0.05);
+        DataPlane p = plane(s);
+        List<Decision> held = hold(p, s, "e0", 5, 1);
+        Decision fresh = p.route(conversation(newKeyOn(s, "e0", held.get(4).requestId + 1)));
+        assertThat(fresh.engineId()).as("5 of 6 prompts is within (1 + ε) × 90%").isEqualTo("e0");
+    }
+
+    @Test
+    void anEngineWhoseWeightDoesNotCoverANewPrompt_isNotGivenIt() {
+        // e0 holds three prompts (over its share of four), e1 is ejected, and e2's weight is a tenth of e0's: one
+        // prompt there is more per unit of weight than four on e0
+        Snapshot s = Fixtures.simple(1, 0, 0.45, 0.45, 0.1);
+        DataPlane p = plane(s);
+        long onE1 = newKeyOn(s, "e1", 1);
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(conversation(onE1)), Outcome.SERVER_ERROR, -1);
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e1");
+        List<Decision> held = hold(p, s, "e0", 3, onE1 + 1);
+        Decision fresh = p.route(conversation(newKeyOn(s, "e0", held.get(2).requestId + 1)));
+        assertThat(fresh.engineId()).isEqualTo("e0");
+    }
+
+    @Test
+    void anEngineOfferedMoreThanItsAllowance_keepsItsNewConversations() {
+        // no spare capacity anywhere: each engine may take only what the policy sends it, 2.5 req/s of 10
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
+        for (int i = 0; i < 4; i++) {
+            b.engines.put("e" + i, new EngineState("c", "r", "http://c.invalid", List.of("m"), 90, 100, 90, 0.9,
+                    100, 100, 0, 1));
+        }
+        Snapshot s = b.route("k", "m", List.of(), 0, 0, Fixtures.weights(0.25, 0.25, 0.25, 0.25)).build();
+        DataPlane p = plane(s);
+        long key = 1;
+        for (int i = 0; i < 6; i++) { // 6 in the 2 s window: 3 req/s chose e0
+            key = newKeyOn(s, "e0", key) + 1;
+            Decision d = p.route(conversation(key - 1));
+            p.onFinish(d, Outcome.SUCCESS, 1);
+        }
+        Decision prompt = p.route(conversation(newKeyOn(s, "e0", key)));
+        assertThat(prompt.engineId()).isEqualTo("e0");
+        Decision fresh = p.route(conversation(newKeyOn(s, "e0", prompt.requestId + 1)));
+        assertThat(fresh.engineId()).isEqualTo("e0");
+    }
+
+    @Test
+    void spacingOff_aNewConversationWaitsOnItsEngine() {
+        DataPlane p = DataPlane.create("g", EVEN, ticker, DataPlaneOptions.builder().spacePrefills(false).build());
+        long held = newKeyOn(EVEN, "e0", 1);
+        p.route(conversation(held));
+        assertThat(p.route(conversation(newKeyOn(EVEN, "e0", held + 1))).engineId()).isEqualTo("e0");
+    }
+
+    @Test
+    void everyEndOfAnAttempt_countsItOutOfTheAwaitedPromptsOnce() {
+        DataPlane p = plane(EVEN);
+        List<Decision> open = new ArrayList<>();
+        for (long key = 1; key <= 40; key++) {
+            open.add(p.route(conversation(key)));
+        }
+        assertThat(sum(p, DataPlane::awaiting)).isEqualTo(40);
+        for (int i = 0; i < open.size(); i++) {
+            Decision d = open.get(i);
+            switch (i % 4) {
+                case 0 -> { // first token, then a complete answer; a late duplicate of either changes nothing
+                    p.onFirstToken(d);
+                    p.onFirstToken(d);
+                    p.onFinish(d, Outcome.SUCCESS, 1);
+                    p.onFirstToken(d);
+                }
+                case 1 -> p.onFinish(d, Outcome.TIMEOUT, -1); // no token ever
+                case 2 -> { // no connection, retried elsewhere, answered there
+                    Decision again = p.retry(d, Outcome.CONNECT_ERROR);
+                    assertThat(again.routed()).isTrue();
+                    p.onFirstToken(again);
+                    p.onFinish(again, Outcome.SUCCESS, 1);
+                }
+                default -> {
+                    p.onFirstToken(d);
+                    p.onFinish(d, Outcome.CANCELLED, 1);
+                }
+            }
+        }
+        assertThat(sum(p, DataPlane::inFlight)).isZero();
+        assertThat(sum(p, DataPlane::awaiting)).isZero();
+    }
+
+    private interface PerEngine {
+        int count(DataPlane p, String engine);
+    }
+
+    private static int sum(DataPlane p, PerEngine f) {
+        int total = 0;
+        for (int e = 0; e < 4; e++) {
+            total += f.count(p, "e" + e);
+        }
+        return total;
+    }
+}
