@@ -34,7 +34,7 @@ final class GatewayCommand implements Callable<Integer> {
             "max_snapshot_age", "access_log",
             "threads", "max_in_flight_per_engine", "in_flight_per_capacity", "priority_reserve", "request_header_timeout", "request_body_timeout",
             "max_header_bytes", "http2", "max_concurrent_streams", "warm_up", "busy_poll", "probe_interval",
-            "spread_shared_prefixes", "space_prefills", "engine_keep_alive", "class_timeouts", "etcd", "tenants_file", "residency",
+            "spread_shared_prefixes", "space_prefills", "recent_keys", "engine_keep_alive", "class_timeouts", "etcd", "tenants_file", "residency",
             "max_connections", "max_buffered_body_bytes");
     /** Settings that are gone, with what took their place and why (refused at their line). */
     static final java.util.Map<String, String> REMOVED = java.util.Map.of("first_byte_timeout", "expected:"
@@ -122,6 +122,7 @@ final class GatewayCommand implements Callable<Integer> {
                                     DataPlaneOptions.defaults().priorityReserve()))
                             .spreadSharedPrefixes(f.bool("spread_shared_prefixes", false))
                             .spacePrefills(f.bool("space_prefills", DataPlaneOptions.defaults().spacePrefills()))
+                            .recentKeys(f.integer("recent_keys", DataPlaneOptions.defaults().recentKeys()))
                             .build())
                     .tls(f.serverTls()).clientTls(f.clientTls()).clientLimits(limits).http2(f.bool("http2", d.http2()))
                     .maxConcurrentStreams(f.integer("max_concurrent_streams", d.maxConcurrentStreams()))

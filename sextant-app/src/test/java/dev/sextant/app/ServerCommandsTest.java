@@ -83,6 +83,8 @@ class ServerCommandsTest {
             warm-up not a duration | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nwarm_up: soon | server.yaml:3: warm_up: 'soon' (expected: a duration >= 0
             busy poll not a boolean| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nbusy_poll: always | server.yaml:3: busy_poll: 'always' (expected: true or false)
             spread not a boolean   | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nspread_shared_prefixes: often | server.yaml:3: spread_shared_prefixes: 'often' (expected: true or false)
+            spacing not a boolean  | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nspace_prefills: mostly | server.yaml:3: space_prefills: 'mostly' (expected: true or false)
+            recent keys not 2^k    | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nrecent_keys: 100000 | server.yaml:3: recent_keys: 100000 (expected: a power of two from 1024 to 16777216)
             nul in a path          | gateway       | gateway_cluster: east\\nsnapshot_file: "s\\u0000.json" | server.yaml:2: snapshot_file: 's\\0.json' (expected: a file path; Nul character not allowed)
             negative probe interval| gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: -1s | server.yaml:3: probe_interval: '-1s' (expected: a duration >= 0
             probe interval no unit | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nprobe_interval: often | server.yaml:3: probe_interval: 'often' (expected: a duration >= 0

@@ -50,6 +50,10 @@ import java.time.Duration;
  *                                engine of its key's order when its own engine holds more than its share of this
  *                                gateway's prompts awaiting their first token and the next one holds none, within the
  *                                plan; on by default (docs/request-path.md §4, "Prefill spacing")
+ * @param recentKeys              slots of the table of recently placed conversation keys that spacing reads, 8 bytes
+ *                                each, a power of two in [2^10, 2^24]: a conversation's next turn finds its slot
+ *                                still its own with probability e^(−n/recentKeys), n the new conversations placed in
+ *                                between (default 2^18, 2 MiB: 93% at 1,000 new conversations a second and 20 s)
  * @param seed                    seed of the jitter draws; same seed, same decisions
  * @param listener                told about fallback changes and ejections
  */
@@ -60,7 +64,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
                                TtftPredictor ttftPredictor, int maxAttempts, Duration retryBackoffBase,
                                Duration retryBackoffMax, double retryTokenCap, int maxInFlightPerEngine,
                                double inFlightPerCapacity, double priorityReserve, Duration shedRetryAfter, Duration unavailableRetryAfter, int defaultPriority,
-                               boolean spreadSharedPrefixes, boolean spacePrefills, long seed,
+                               boolean spreadSharedPrefixes, boolean spacePrefills, int recentKeys, long seed,
                                DataPlaneListener listener) {
 
     /**
@@ -77,6 +81,10 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         }
         atLeast("bounded_load_min_in_flight", boundedLoadMinInFlight, 1);
         atLeast("max_walk", maxWalk, 1);
+        if (recentKeys < 1 << 10 || recentKeys > 1 << 24 || Integer.bitCount(recentKeys) != 1) {
+            throw new IllegalArgumentException("recent_keys: " + recentKeys
+                    + " (expected: a power of two from 1024 to 16777216)");
+        }
         atLeast("consecutive_failures", consecutiveFailures, 1);
         positive("ejection_base", ejectionBase);
         positive("ejection_max", ejectionMax);
@@ -155,6 +163,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         b.defaultPriority = defaultPriority;
         b.spreadSharedPrefixes = spreadSharedPrefixes;
         b.spacePrefills = spacePrefills;
+        b.recentKeys = recentKeys;
         b.seed = seed;
         b.listener = listener;
         return b;
@@ -185,6 +194,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         private int defaultPriority = 0;
         private boolean spreadSharedPrefixes = false;
         private boolean spacePrefills = true;
+        private int recentKeys = 1 << 18;
         private long seed = 0L;
         private DataPlaneListener listener = DataPlaneListener.NONE;
 
@@ -335,6 +345,12 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             return this;
         }
 
+        /** Sets {@link DataPlaneOptions#recentKeys()}. */
+        public Builder recentKeys(int value) {
+            this.recentKeys = value;
+            return this;
+        }
+
         /** Sets {@link DataPlaneOptions#listener()}. */
         public Builder listener(DataPlaneListener value) {
             this.listener = value;
@@ -347,7 +363,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
                     consecutiveFailures, ejectionBase, ejectionMax, ejectionJitter, maxEjectedFraction,
                     ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase, retryBackoffMax, retryTokenCap,
                     maxInFlightPerEngine, inFlightPerCapacity, priorityReserve, shedRetryAfter, unavailableRetryAfter, defaultPriority, spreadSharedPrefixes, spacePrefills,
-                    seed, listener);
+                    recentKeys, seed, listener);
         }
     }
 

@@ -43,7 +43,7 @@ final class DefaultDataPlane implements DataPlane {
     private final java.util.concurrent.ConcurrentHashMap<String, Pool> pools =
             new java.util.concurrent.ConcurrentHashMap<>();
     /** Which conversations this gateway placed recently, and where prefill spacing moved any of them. */
-    private final RecentKeys recent = new RecentKeys();
+    private final RecentKeys recent;
     /**
      * Each class's retry budget, by class id: its own deposits pay for its own retries, so that an idle class
      * cannot fund a retry storm on a saturated class's engines. Kept across snapshots, like the engines' cells.
@@ -78,6 +78,7 @@ final class DefaultDataPlane implements DataPlane {
         this.loadFactor = 1 + options.boundedLoadEpsilon();
         this.limit = options.maxInFlightPerEngine();
         this.minInFlight = options.boundedLoadMinInFlight();
+        this.recent = new RecentKeys(options.recentKeys());
         long now = ticker.nanos();
         Compiled first = Compiled.compile(gateway, snapshot, null, now - ageNanos, this::cell, this::retryBudget,
                 this::pool, options);

@@ -7,22 +7,17 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * cached anywhere to lose) and, for a conversation prefill spacing moved off its key's own engine, which engine took
  * it, so that its later turns go where its cache is (docs/request-path.md §4, "Prefill spacing").
  *
- * <p>Direct-mapped: one slot per hash of the key, the newest key wins. Its memory is fixed ({@link #SLOTS} × 8 bytes),
+ * <p>Direct-mapped: one slot per hash of the key, the newest key wins. Its memory is fixed (8 bytes a slot),
  * and a lookup or a record is one atomic read or write of a long, with no lock and no allocation. A key pushed out
  * of its slot by another is taken for a new one again: it follows its key's order, as every key did before this
  * table. Each gateway process keeps its own; a turn that reaches another process of the cluster follows its key's
  * order there.
  *
- * <p>A slot holds, from the high bits down: 32 bits of the key (its slot's index is 18 bits of another hash of it),
+ * <p>A slot holds, from the high bits down: 32 bits of the key (its slot's index is bits of another hash of it),
  * a bit that marks the slot used, 15 bits of the engine's hash and the engine's place in its class's table plus one
  * (0: the key's own engine).
  */
 final class RecentKeys {
-    /**
-     * Slots: 2 MiB. A conversation's next turn finds its slot still its own with probability e^(−n/SLOTS), n the keys
-     * the gateway places in between; at 1,000 new conversations a second and 20 s between turns, 93%.
-     */
-    static final int SLOTS = 1 << 18;
     /** {@link #lookup}: a key not placed recently. */
     static final int NEW = -2;
     /**
@@ -34,7 +29,14 @@ final class RecentKeys {
     private static final long USED = 1L << 31;
     private static final int PLACES = 0xFFFF;
 
-    private final AtomicLongArray slots = new AtomicLongArray(SLOTS);
+    private final AtomicLongArray slots;
+    private final int mask;
+
+    /** A table of {@code size} slots, a power of two ({@link DataPlaneOptions#recentKeys()}). */
+    RecentKeys(int size) {
+        slots = new AtomicLongArray(size);
+        mask = size - 1;
+    }
 
     /**
      * How {@code key} was last placed: {@link #NEW}, {@link #OWN}, or the place in {@code k}'s table
@@ -64,7 +66,7 @@ final class RecentKeys {
         slots.set(slot(key), v);
     }
 
-    private static int slot(long key) {
-        return (int) (Hashing.mix(key ^ Hashing.RECENT_SALT) & (SLOTS - 1));
+    private int slot(long key) {
+        return (int) (Hashing.mix(key ^ Hashing.RECENT_SALT) & mask);
     }
 }
