@@ -77,6 +77,32 @@ class PrefillSpacingTest {
     }
 
     @Test
+    void aConversationPushedOutOfTheTable_isNewAgain_andFollowsItsKeysOrder() {
+        DataPlane p = DataPlane.create("g", EVEN, ticker, DataPlaneOptions.builder().recentKeys(1024).build());
+        long held = newKeyOn(EVEN, "e0", 1);
+        long fresh = newKeyOn(EVEN, "e0", held + 1);
+        Decision prompt = p.route(conversation(held));
+        Decision moved = p.route(conversation(fresh));
+        assertThat(moved.reason()).isEqualTo("spaced:prefill");
+        p.onFinish(moved, Outcome.SUCCESS, 1);
+        p.onFinish(prompt, Outcome.SUCCESS, 1);
+
+        long other = 1L << 32; // another conversation whose key takes the same slot of the 1,024
+        while (slotOf(other) != slotOf(fresh)) {
+            other++;
+        }
+        p.onFinish(p.route(conversation(other)), Outcome.SUCCESS, 1);
+
+        Decision next = p.route(conversation(fresh));
+        assertThat(next.engineId()).as("its key's own engine, as before the table").isEqualTo("e0");
+        assertThat(next.reason()).isEqualTo("key");
+    }
+
+    private static long slotOf(long key) {
+        return Hashing.mix(key ^ Hashing.RECENT_SALT) & 1023;
+    }
+
+    @Test
     void afterTheFirstToken_aNewConversationStaysOnItsEngine() {
         DataPlane p = plane(EVEN);
         long held = newKeyOn(EVEN, "e0", 1);
