@@ -42,7 +42,10 @@ final class DefaultDataPlane implements DataPlane {
     /** Requests in flight by pool of models that share engines (Compiled.Pools), kept across snapshots. */
     private final java.util.concurrent.ConcurrentHashMap<String, Pool> pools =
             new java.util.concurrent.ConcurrentHashMap<>();
-    /** Which conversations this gateway placed recently, and where prefill spacing moved any of them. */
+    /**
+     * Which conversations this gateway placed recently, and where prefill spacing moved any of them; null when
+     * spacing is off, since nothing else reads it.
+     */
     private final RecentKeys recent;
     /**
      * Each class's retry budget, by class id: its own deposits pay for its own retries, so that an idle class
@@ -78,7 +81,7 @@ final class DefaultDataPlane implements DataPlane {
         this.loadFactor = 1 + options.boundedLoadEpsilon();
         this.limit = options.maxInFlightPerEngine();
         this.minInFlight = options.boundedLoadMinInFlight();
-        this.recent = new RecentKeys(options.recentKeys());
+        this.recent = options.spacePrefills() ? new RecentKeys(options.recentKeys()) : null;
         long now = ticker.nanos();
         Compiled first = Compiled.compile(gateway, snapshot, null, now - ageNanos, this::cell, this::retryBudget,
                 this::pool, options);
@@ -155,7 +158,7 @@ final class DefaultDataPlane implements DataPlane {
         int first = k.table.first(key);
         // a conversation is known by its own key, whatever its prefix's spread makes of the key it is placed by
         long conversation = request.affinityKey();
-        int seen = recent.lookup(k, conversation);
+        int seen = recent == null ? RecentKeys.NEW : recent.lookup(k, conversation);
         int i = seen >= 0 ? remembered(k, seen, now) : -1;
         boolean kept = i >= 0;
         if (i < 0) {
@@ -166,7 +169,7 @@ final class DefaultDataPlane implements DataPlane {
         }
         double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], now);
         boolean spaced = false;
-        if (excess == 0 && i == first && seen == RecentKeys.NEW && prefix < 0 && options.spacePrefills()) {
+        if (recent != null && excess == 0 && i == first && seen == RecentKeys.NEW && prefix < 0) {
             int s = spaced(k, key, first, now);
             if (s >= 0) {
                 unacquire(k, k.cells[first]);
@@ -174,9 +177,11 @@ final class DefaultDataPlane implements DataPlane {
                 spaced = true;
             }
         }
-        // only where spacing put a conversation is kept; any other move (bounded load, an ejection) is the key's
-        // order's, as the weights and the engines' state make it, and the conversation follows that order again
-        recent.record(k, conversation, i, !spaced && !kept);
+        if (recent != null) {
+            // only where spacing put a conversation is kept; any other move (bounded load, an ejection) is the
+            // key's order's, as the weights and the engines' state make it, and the conversation follows it again
+            recent.record(k, conversation, i, !spaced && !kept);
+        }
         if (excess > 0) {
             // the excess share spills by key; a lower priority that the excess is large enough to shed here spills
             // too where there is room, and is shed only where there is none

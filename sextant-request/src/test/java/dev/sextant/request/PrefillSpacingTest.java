@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Prefill spacing (docs/request-path.md §4): a new conversation does not queue behind this gateway's prompts on its
- * engine while another engine of its order has none, within the weights and the plan; a conversation already placed
+ * engine while another engine of its order holds fewer for its share, within the weights and the plan; a conversation already placed
  * keeps its engine; and the count of prompts awaiting their first token is exact whatever ends an attempt.
  */
 class PrefillSpacingTest {
