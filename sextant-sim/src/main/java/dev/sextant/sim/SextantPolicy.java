@@ -315,7 +315,12 @@ final class SextantPolicy implements SimPolicy {
             m = new RequestMeta(c.model(), c.residency(), c.priority(), SplitMix64.mix(r.affinityKey() + 0x51L),
                     requestId);
         }
-        return toEngine(r, planes[r.gateway].route(m));
+        Decision d = planes[r.gateway].route(m);
+        decisions++;
+        if (d.fallback()) {
+            fallbackDecisions++;
+        }
+        return toEngine(r, d);
     }
 
     private final PromptKeys promptKeys = new PromptKeys();
@@ -419,12 +424,27 @@ final class SextantPolicy implements SimPolicy {
         return route == null ? Double.NaN : route.weights().getOrDefault(base.engines().get(engine).id(), 0.0);
     }
 
+    /** First attempts decided, and of them those decided in fallback mode (a snapshot past its maximum age). */
+    private long decisions;
+    private long fallbackDecisions;
+
+    /**
+     * First attempts the gateways decided in fallback mode, on a snapshot older than the data plane's
+     * {@code max_snapshot_age} (docs/request-path.md §6).
+     */
+    long fallbackDecisions() {
+        return fallbackDecisions;
+    }
+
     /** A sentence about the control plane's work in this run, for the report. */
     String controlPlaneSummary() {
-        return String.format(java.util.Locale.ROOT,
+        String s = String.format(java.util.Locale.ROOT,
                 "%d solves (%d failed and kept the previous snapshot), %d published, mean step %.0f ms wall (estimates "
                         + "and solve), largest certified relative gap %.2g", solves, solveFailures, publications,
                 solves == 0 ? 0.0 : solveWallNanos / 1e6 / solves, maxGap);
+        return fallbackDecisions == 0 ? s : s + String.format(java.util.Locale.ROOT,
+                "; %,d of %,d requests decided in fallback mode (a snapshot older than the gateways' "
+                        + "`max_snapshot_age`)", fallbackDecisions, decisions);
     }
 
     /** Every step of the control loop, in order: what the report's control CSV files show. */

@@ -44,6 +44,28 @@ class SextantBehaviourTest {
         assertThat(m.completed).isEqualTo(m.generated);
     }
 
+    /**
+     * Past {@code max_snapshot_age} (5 min) the gateways decide in fallback mode: the held weights and keys, no shed
+     * fractions (docs/request-path.md §6). Conversations keep their engines, the residency class stays in the EU and
+     * every request is answered, as with the control plane up.
+     */
+    @Test
+    void controlPlaneOutagePastTheSnapshotsMaximumAge_gatewaysFallBack_keepingKeysAndResidency() throws Exception {
+        String quiet = SimulationTest.FAULTY.replace("duration_s: 40", "duration_s: 400");
+        Scenario down = ScenarioLoader.parse("long-outage.yaml", quiet.replaceAll("(?s)faults:.*",
+                "faults:\n  - {kind: control_plane_outage, at_s: 5, duration_s: 395}\n"));
+        Scenario up = ScenarioLoader.parse("up.yaml", quiet.replaceAll("(?s)faults:.*", ""));
+        Simulator.Run run = Simulator.simulate(down, "sextant", 1, null);
+        Metrics m = run.metrics();
+        long fallback = ((SextantPolicy) run.simulation().policy).fallbackDecisions();
+        // requests arrive for 400 s; those after 305 s are decided on a snapshot older than 300 s
+        assertThat(fallback).isGreaterThan(m.generated / 6).isLessThan(m.generated / 3);
+        assertThat(m.completed).isEqualTo(m.generated);
+        assertThat(m.residencyViolations).isZero();
+        Metrics withControlPlane = Simulator.simulate(up, "sextant", 1, null).metrics();
+        assertThat(m.cacheHitRate()).isGreaterThan(withControlPlane.cacheHitRate() - 0.02);
+    }
+
     @Test
     void sextantVariants_nameTheGatewaysOptions_andRefuseAnyOther() {
         assertThat(SimPolicies.create("sextant[space_prefills=false,spread_shared_prefixes=true]", null).name())
