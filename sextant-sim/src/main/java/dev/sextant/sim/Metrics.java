@@ -46,6 +46,10 @@ final class Metrics {
     final List<int[]> queue = new ArrayList<>();
     /** Per sample, per engine: the policy's weight at gateway 0 for class 0 (NaN without weights). */
     final List<float[]> weights = new ArrayList<>();
+    /** Per sample, per engine: prompt tokens admitted over the interval. */
+    final List<long[]> promptTokens = new ArrayList<>();
+    /** Per sample, per engine: the share of them served from its prefix cache (NaN where none were admitted). */
+    final List<float[]> cacheHits = new ArrayList<>();
 
     private long bucketCompleted;
     private long bucketShed;
@@ -55,6 +59,8 @@ final class Metrics {
     private long lastPrompt;
     private double[] lastBusy;
     private double[] lastSequenceMs;
+    private long[] lastEnginePrompt;
+    private long[] lastEngineSaved;
     private double lastSample;
 
     Metrics(Simulation sim) {
@@ -68,6 +74,8 @@ final class Metrics {
         }
         lastBusy = new double[sim.engineCount];
         lastSequenceMs = new double[sim.engineCount];
+        lastEnginePrompt = new long[sim.engineCount];
+        lastEngineSaved = new long[sim.engineCount];
         generatedByClass = new long[classes];
         shedByClass = new long[classes];
         attemptsTo = new long[sim.gatewayCount][sim.engineCount];
@@ -151,10 +159,16 @@ final class Metrics {
         float[] occ = new float[sim.engineCount];
         int[] q = new int[sim.engineCount];
         float[] w = new float[sim.engineCount];
+        long[] ep = new long[sim.engineCount];
+        float[] eh = new float[sim.engineCount];
         for (int j = 0; j < sim.engineCount; j++) {
             EngineSim e = sim.engines.get(j);
             saved += e.savedTokens;
             prompt += e.promptTokens;
+            ep[j] = e.promptTokens - lastEnginePrompt[j];
+            eh[j] = ep[j] == 0 ? Float.NaN : (float) ((double) (e.savedTokens - lastEngineSaved[j]) / ep[j]);
+            lastEnginePrompt[j] = e.promptTokens;
+            lastEngineSaved[j] = e.savedTokens;
             util[j] = (float) Math.min(1, (e.busyMs - lastBusy[j]) / dt);
             lastBusy[j] = e.busyMs;
             occ[j] = (float) ((e.sequenceMs - lastSequenceMs[j]) / dt / e.params.maxSeqs());
@@ -170,6 +184,8 @@ final class Metrics {
         occupancy.add(occ);
         queue.add(q);
         weights.add(w);
+        promptTokens.add(ep);
+        cacheHits.add(eh);
         lastSaved = saved;
         lastPrompt = prompt;
         bucketCompleted = 0;

@@ -110,16 +110,18 @@ final class Report {
             }
         }
         try (Writer w = Files.newBufferedWriter(dir.resolve("engines-" + slug + ".csv"))) {
-            w.write("time_s,engine,utilization,occupancy,queue,weight\n");
+            w.write("time_s,engine,utilization,occupancy,queue,weight,prompt_tokens,cache_hit_rate\n");
             for (int i = 0; i < m.series.size(); i++) {
                 double t = m.series.get(i)[0];
                 float[] u = m.utilization.get(i);
                 float[] occ = m.occupancy.get(i);
                 int[] q = m.queue.get(i);
                 float[] wt = m.weights.get(i);
+                long[] pt = m.promptTokens.get(i);
+                float[] hit = m.cacheHits.get(i);
                 for (int j = 0; j < u.length; j++) {
-                    w.write(String.format(Locale.ROOT, "%.1f,%s,%.4f,%.4f,%d,%s%n", t,
-                            r.simulation().engines.get(j).id, u[j], occ[j], q[j], num(wt[j])));
+                    w.write(String.format(Locale.ROOT, "%.1f,%s,%.4f,%.4f,%d,%s,%d,%s%n", t,
+                            r.simulation().engines.get(j).id, u[j], occ[j], q[j], num(wt[j]), pt[j], num(hit[j])));
                 }
             }
         }
@@ -401,6 +403,30 @@ final class Report {
             }
             b.add(table(h, rs));
         }
+        if (t.engines().size() <= 16) {
+            b.add(new String[] {"h2", "By engine: share of the prompt tokens, cache hit"});
+            b.add(new String[] {"p", "Over the run, each engine's part of all prompt tokens admitted and the share of its "
+                    + "own served from its prefix cache: an engine given more conversations than its cache holds "
+                    + "between their turns keeps fewer of them."});
+            List<String> h = new ArrayList<>();
+            h.add("policy");
+            t.engines().forEach(e -> h.add(e.id()));
+            List<List<String>> rs = new ArrayList<>();
+            for (Simulator.Run r : runs) {
+                long all = 0;
+                for (EngineSim e : r.simulation().engines) {
+                    all += e.promptTokens;
+                }
+                List<String> row = new ArrayList<>();
+                row.add(r.policy());
+                for (EngineSim e : r.simulation().engines) {
+                    row.add(pct(all == 0 ? Double.NaN : (double) e.promptTokens / all) + ", "
+                            + pct(e.promptTokens == 0 ? Double.NaN : (double) e.savedTokens / e.promptTokens));
+                }
+                rs.add(row);
+            }
+            b.add(table(h, rs));
+        }
         b.add(new String[] {"h2", "Plots"});
         for (String img : images) {
             b.add(new String[] {"img", img});
@@ -409,8 +435,8 @@ final class Report {
         b.add(new String[] {"p", "`summary.json` (per policy, the measures above), `series-POLICY.csv` (per sample "
                 + "interval: completions, sheds, failures, cache hit rate, mean TTFT), `engines-POLICY.csv` (per "
                 + "sample and engine: busy fraction, queue length, weight at the first gateway cluster for the "
-                + "first class); for `sextant`, `control-sextant.csv` (every step of the control loop: published or "
-                + "not, and why), `estimates-sextant.csv` (at every step, each engine's condition, estimated "
+                + "first class, prompt tokens admitted and the share of them served from its prefix cache); for "
+                + "`sextant`, `control-sextant.csv` (every step of the control loop: published or not, and why), `estimates-sextant.csv` (at every step, each engine's condition, estimated "
                 + "capacity, slow-down and batch, with the evidence) and `demand-sextant.csv` (the demand it planned "
                 + "for, per gateway cluster and class)."});
         return b;

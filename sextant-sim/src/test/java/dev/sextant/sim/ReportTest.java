@@ -52,12 +52,35 @@ class ReportTest {
         List<String> series = Files.readAllLines(out.resolve("series-nearest.csv"));
         assertThat(series.get(0)).isEqualTo("time_s,completed,shed,failed,cache_hit_rate,ttft_mean_ms");
         assertThat(series).hasSizeGreaterThan(2);
-        assertThat(Files.readAllLines(out.resolve("engines-sextant.csv")).get(0))
-                .isEqualTo("time_s,engine,utilization,occupancy,queue,weight");
-        assertThat(Files.readAllLines(out.resolve("engines-sextant.csv")).stream().skip(1)
+        List<String> engines = Files.readAllLines(out.resolve("engines-sextant.csv"));
+        assertThat(engines.get(0))
+                .isEqualTo("time_s,engine,utilization,occupancy,queue,weight,prompt_tokens,cache_hit_rate");
+        assertThat(engines.stream().skip(1)
                 .map(line -> Double.parseDouble(line.split(",")[3])))
                 .as("occupancy: a fraction of max_seqs, above 0 somewhere").allMatch(x -> x >= 0 && x <= 1)
                 .anyMatch(x -> x > 0);
+        // each sample's engines add up to the fleet's line: prompt tokens weighted by their hit rates
+        List<String> fleet = Files.readAllLines(out.resolve("series-sextant.csv"));
+        Map<String, double[]> byTime = new java.util.HashMap<>();
+        for (String line : engines.subList(1, engines.size())) {
+            String[] f = line.split(",", -1);
+            double tokens = Double.parseDouble(f[6]);
+            double[] sum = byTime.computeIfAbsent(f[0], k -> new double[2]);
+            sum[0] += tokens;
+            sum[1] += f[7].isEmpty() ? 0 : tokens * Double.parseDouble(f[7]);
+        }
+        int checked = 0;
+        for (String line : fleet.subList(1, fleet.size())) {
+            String[] f = line.split(",", -1);
+            double[] sum = byTime.get(f[0]);
+            if (!f[4].isEmpty() && sum[0] > 0) {
+                assertThat(sum[1] / sum[0]).as("cache hit at %s s", f[0]).isCloseTo(Double.parseDouble(f[4]),
+                        org.assertj.core.data.Offset.offset(1e-3));
+                checked++;
+            }
+        }
+        assertThat(checked).isPositive();
+        assertThat(md).contains("## By engine: share of the prompt tokens, cache hit", "| policy | us-1 | us-2 |");
     }
 
     @org.junit.jupiter.params.ParameterizedTest
