@@ -37,6 +37,9 @@ import java.util.List;
  *     step in progress to end before it is admitted: half a step on average, where one is in progress (an engine
  *     whose batch is empty, with probability about e^(−x·D/1000), starts a step for the arrival at once).</li>
  * </ol>
+ * P, the uncached prompt, is the observed mean at every load, or, with a model of the engine's prefix cache
+ * ({@link CacheReuse}), what the cache leaves uncached at load x: the more requests an engine is given, the fewer of
+ * their conversations' contexts its cache keeps until their next turn, and the more each prompt costs.
  * The saturation load μ is where x·D(x)/1000 = N, or prefill alone takes all the time: beyond it a queue grows
  * without bound. It is what the optimizer calls the engine's capacity (its profiles are functions of
  * ρ = x / capacity and diverge at ρ = 1). TTFT(x) = TTFT₀(x) + both waits, and TBT(x), are increasing in x, and
@@ -55,9 +58,10 @@ import java.util.List;
  * @param promptTokens mean uncached prompt tokens per request, P ≥ 0
  * @param outputCv2    squared coefficient of variation of the output lengths, ≥ 0: 0 for requests all alike, 1 for
  *                     exponential lengths
+ * @param cache        the prefix cache's capacity for reuse at each load, or null: P at every load
  */
 record Batching(double alpha, double gamma, double beta, double base, double perToken, double perStep,
-                double slots, double outputTokens, double promptTokens, double outputCv2) {
+                double slots, double outputTokens, double promptTokens, double outputCv2, CacheReuse cache) {
 
     /**
      * Output lengths as variable as exponential ones (c² = 1), what the M/M/N queue assumes: the reading where the
@@ -68,6 +72,26 @@ record Batching(double alpha, double gamma, double beta, double base, double per
     Batching(double alpha, double gamma, double beta, double base, double perToken, double perStep, double slots,
              double outputTokens, double promptTokens) {
         this(alpha, gamma, beta, base, perToken, perStep, slots, outputTokens, promptTokens, UNKNOWN_CV2);
+    }
+
+    /** Without a model of the prefix cache: the uncached prompt is {@code promptTokens} at every load. */
+    Batching(double alpha, double gamma, double beta, double base, double perToken, double perStep, double slots,
+             double outputTokens, double promptTokens, double outputCv2) {
+        this(alpha, gamma, beta, base, perToken, perStep, slots, outputTokens, promptTokens, outputCv2, null);
+    }
+
+    /**
+     * Uncached prompt tokens per request at load x: {@code promptTokens} without a model of the prefix cache, else
+     * what the cache leaves at that load ({@link CacheReuse}).
+     */
+    double prompt(double x) {
+        return cache == null ? promptTokens : cache.uncached(x);
+    }
+
+    /** The same engine with its prefix cache modelled by {@code c} (null: the uncached prompt fixed). */
+    Batching withCache(CacheReuse c) {
+        return new Batching(alpha, gamma, beta, base, perToken, perStep, slots, outputTokens, promptTokens, outputCv2,
+                c);
     }
 
     /** Utilizations (load / saturation) at which {@link #profile()} samples the curves. */
@@ -104,7 +128,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
     /** The same engine {@code factor} times slower (every time scaled), for a slow engine of a group. */
     Batching slower(double factor) {
         return new Batching(alpha * factor, gamma * factor, beta * factor, base * factor, perToken * factor,
-                perStep, slots, outputTokens, promptTokens, outputCv2);
+                perStep, slots, outputTokens, promptTokens, outputCv2, cache);
     }
 
     /** The same engine with another batch limit. */
@@ -112,12 +136,13 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         if (!(n >= 1)) {
             n = 1;
         }
-        return new Batching(alpha, gamma, beta, base, perToken, perStep, n, outputTokens, promptTokens, outputCv2);
+        return new Batching(alpha, gamma, beta, base, perToken, perStep, n, outputTokens, promptTokens, outputCv2,
+                cache);
     }
 
-    /** Share of the engine's time per request per second of its per-token work, about: u(x) = x · this. */
-    private double workPerRequest() {
-        return beta * promptTokens + gamma * (outputTokens - 1) / 1000;
+    /** Share of the engine's time per request per second of its per-token work at load x, about: u(x) = x · this. */
+    private double workPerRequest(double x) {
+        return beta * prompt(x) + gamma * (outputTokens - 1) / 1000;
     }
 
     /**
@@ -125,8 +150,28 @@ record Batching(double alpha, double gamma, double beta, double base, double per
      * cannot saturate an engine by itself, since its batch holds at most N and a step at most a full batch's time.
      */
     double computeLimit() {
-        double w = beta * promptTokens;
-        return w > 0 ? 1 / w : Double.POSITIVE_INFINITY;
+        double w = beta * prompt(Double.POSITIVE_INFINITY);
+        if (!(w > 0)) {
+            return Double.POSITIVE_INFINITY;
+        }
+        if (cache == null) {
+            return 1 / w;
+        }
+        // x·β·P(x) grows with x (P does); it is below 1 at 1/(β·P(∞)), the most P can be: bisect above that
+        double lo = 1 / w;
+        double hi = lo;
+        while (hi * beta * prompt(hi) < 1 && hi < 1e12) {
+            hi *= 2;
+        }
+        for (int it = 0; it < 100 && hi - lo > 1e-12 * hi; it++) {
+            double mid = 0.5 * (lo + hi);
+            if (mid * beta * prompt(mid) < 1) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        return hi;
     }
 
     /**
@@ -137,7 +182,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
      * the engine's time.
      */
     double tbt(double x) {
-        double d = 1 - beta * Math.max(0, x) * promptTokens;
+        double d = 1 - beta * Math.max(0, x) * prompt(x);
         if (d <= 0) {
             return Double.POSITIVE_INFINITY;
         }
@@ -233,22 +278,22 @@ record Batching(double alpha, double gamma, double beta, double base, double per
 
     /** Time to first token at load x without waiting for the batch, ms. */
     double firstTokenWithoutQueue(double x) {
-        return first(tbt(x));
+        return first(x, tbt(x));
     }
 
-    /** Time to first token without the wait, at a time between tokens of {@code tbt} ms. */
-    private double first(double tbt) {
-        return base + perToken * promptTokens + perStep * tbt;
+    /** Time to first token without the wait at load x, at a time between tokens of {@code tbt} ms. */
+    private double first(double x, double tbt) {
+        return base + perToken * prompt(x) + perStep * tbt;
     }
 
     /** How long a request holds its place in the batch at load x, ms. */
     double residence(double x) {
-        return residenceAt(tbt(x));
+        return residenceAt(x, tbt(x));
     }
 
     /** {@link #residence(double)} at a time between tokens of {@code tbt} ms (the load's, computed once). */
-    private double residenceAt(double tbt) {
-        return first(tbt) + (outputTokens - 1) * tbt;
+    private double residenceAt(double x, double tbt) {
+        return first(x, tbt) + (outputTokens - 1) * tbt;
     }
 
     /**
@@ -266,7 +311,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
 
     /** {@link #busySlots(double)} with the load's time between tokens, {@code tbt}, computed once. */
     private double busyAt(double x, double tbt) {
-        return x * residenceAt(tbt) / 1000;
+        return x * residenceAt(x, tbt) / 1000;
     }
 
     /** Whole batch places, the N of the M/M/N queue. */
@@ -314,9 +359,9 @@ record Batching(double alpha, double gamma, double beta, double base, double per
     }
 
     private double residenceAtFullBatch(double x, double tbt) {
-        double first = first(tbt);
+        double first = first(x, tbt);
         double decoding = Math.max(0, servers() - x * first / 1000);
-        return first + (outputTokens - 1) * stepTime(decoding, x * promptTokens);
+        return first + (outputTokens - 1) * stepTime(decoding, x * prompt(x));
     }
 
     /**
@@ -357,7 +402,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         if (!(busyAt(x, tbt) < n) || !(a < n)) {
             return Double.POSITIVE_INFINITY;
         }
-        double decoding = full - first(tbt);
+        double decoding = full - first(x, tbt);
         double cv2 = outputCv2 * (decoding / full) * (decoding / full); // a place is held for prefill + n − 1 steps
         return erlangC(n, a) * full / (n - a) * (1 + cv2) / 2;
     }
@@ -368,13 +413,14 @@ record Batching(double alpha, double gamma, double beta, double base, double per
     }
 
     private double waitWithoutFullBatch(double x, double tbt) {
-        double u = x * workPerRequest();
+        double u = x * workPerRequest(x);
         if (!(u < 1)) {
             return Double.POSITIVE_INFINITY;
         }
         // the step in progress: half a step, where a step is in progress; an engine with nothing in its batch starts
         // one for the arrival at once, and its batch is empty with probability about e^(−busy places)
-        return x * beta * promptTokens / (1 - u) * perToken * promptTokens
+        double p = prompt(x);
+        return x * beta * p / (1 - u) * perToken * p
                 + 0.5 * tbt * -Math.expm1(-busyAt(x, tbt));
     }
 
@@ -384,7 +430,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
     }
 
     private double ttft(double x, double tbt) {
-        return wait(x, tbt) + first(tbt);
+        return wait(x, tbt) + first(x, tbt);
     }
 
     /**

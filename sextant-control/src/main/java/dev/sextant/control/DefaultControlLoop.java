@@ -66,6 +66,9 @@ final class DefaultControlLoop implements ControlLoop {
     private boolean urgent;
     /** A demand estimate moved since {@link #urgent()} last looked: urgent only if the held routing no longer fits. */
     private boolean demandMoved;
+    /** Per model, the times between its conversations' requests the gateways counted, forgotten as the laws are. */
+    private final Map<String, ReuseDistribution> reuseByModel = new HashMap<>();
+    private long reuseDecayedAt = Long.MIN_VALUE;
     private boolean started;
     private final Set<String> scrapedOnce = new HashSet<>();
 
@@ -183,6 +186,15 @@ final class DefaultControlLoop implements ControlLoop {
             }
             if (d.report(n, r.intervalSeconds(), r.atNanos(), window) || first && n > 0) {
                 demandMoved = true;
+            }
+        }
+        if (!r.reuse().isEmpty()) {
+            decayReuse(r.atNanos());
+            for (TrafficClass c : topology.classes()) {
+                long[] counts = r.reuse().get(c.id());
+                if (counts != null) {
+                    reuseByModel.computeIfAbsent(c.model(), k -> new ReuseDistribution()).add(counts);
+                }
             }
         }
         Map<String, long[]> byCluster = new HashMap<>();
@@ -397,6 +409,10 @@ final class DefaultControlLoop implements ControlLoop {
                 b = b.slower(off);
             }
         }
+        CacheReuse cache = g.cacheReuse(b, reuseFor(g));
+        if (cache != null) {
+            b = b.withCache(cache);
+        }
         double mu = Math.max(1e-6, b.saturation());
         double wCap = t.batch.fromEvidence(configuredSlots) ? 1 : w;
         double capacity = mu * Math.pow(c.capacityRps() / Math.max(1e-6, muPrior), 1 - wCap);
@@ -413,10 +429,10 @@ final class DefaultControlLoop implements ControlLoop {
         }
         double idle = points.isEmpty() ? configured.ttftMs(0) : points.get(0).ttftMs();
         LatencyProfile profile = points.isEmpty() ? configured : new MeasuredProfile(lightLoad(points));
-        String why = String.format(Locale.ROOT, "capacity %s req/s, estimated from %s; %s%s; configured %s; %s",
+        String why = String.format(Locale.ROOT, "capacity %s req/s, estimated from %s; %s%s; configured %s; %s%s",
                 rps(capacity), g.evidenceWhy(), t.batch.why(configuredSlots, options.probeMargin()),
                 applied == 1 ? "" : String.format(Locale.ROOT, "; %.1f× slower than its group's law", applied),
-                rps(c.capacityRps()), g.outputLengthsWhy());
+                rps(c.capacityRps()), g.outputLengthsWhy(), cacheWhy(cache, g.memberLoad(), mu));
         return new EngineEstimate(t.id, g.id, t.condition, c.health(), capacity, c.capacityRps(), profile, idle,
                 applied, b.slots(), w, why, t.speedWhy, t.conditionWhy);
     }
@@ -448,6 +464,41 @@ final class DefaultControlLoop implements ControlLoop {
         List<MeasuredProfile.Point> out = new ArrayList<>(points);
         out.set(0, new MeasuredProfile.Point(0, line, idle.tbtMs()));
         return out;
+    }
+
+    /** What the prefix cache model says, for an estimate's why ("" without one). */
+    private static String cacheWhy(CacheReuse c, double load, double capacity) {
+        if (c == null) {
+            return "";
+        }
+        return String.format(Locale.ROOT, "; prefix cache serves %.0f%% of the prompt tokens at %s req/s, %.0f%% at "
+                        + "its capacity (a context kept %.1f s; conversations back after %.1f s, median)",
+                100 * (1 - c.uncached(load) / c.prompt()), rps(load), 100 * (1 - c.uncached(capacity) / c.prompt()),
+                c.keptSeconds(load), c.reuse().median());
+    }
+
+    /** Forgets the reuse times counted before {@code now} with the laws' half-life. */
+    private void decayReuse(long now) {
+        if (reuseDecayedAt != Long.MIN_VALUE && now > reuseDecayedAt) {
+            double f = Math.exp(-(now - reuseDecayedAt) * Math.log(2) / options.lawHalfLife().toNanos());
+            reuseByModel.values().forEach(d -> d.decay(f));
+        }
+        reuseDecayedAt = Math.max(reuseDecayedAt, now);
+    }
+
+    /** The reuse times of the conversations of the models {@code g}'s engines serve (null: none counted). */
+    private ReuseDistribution reuseFor(GroupModel g) {
+        ReuseDistribution sum = null;
+        for (String m : g.config().models()) {
+            ReuseDistribution d = reuseByModel.get(m);
+            if (d != null) {
+                if (sum == null) {
+                    sum = new ReuseDistribution();
+                }
+                sum.add(d);
+            }
+        }
+        return sum;
     }
 
     private static String rps(double v) {

@@ -18,9 +18,19 @@ import java.util.TreeMap;
  *                        ≥ 0
  * @param engines         engine id → the attempts that ended on it in the interval
  * @param roundTrips      engine cluster id → round trips measured to it in the interval
+ * @param reuse           class id → the times from the end of a conversation's request to its next request, counted
+ *                        in the buckets of {@link dev.sextant.request.ReuseTimes} ({@code BUCKETS} counts ≥ 0)
  */
 public record GatewayReport(String gateway, String instance, long atNanos, double intervalSeconds, Map<String, Long> arrivals,
-                            Map<String, EngineOutcomes> engines, Map<String, RoundTrip> roundTrips) {
+                            Map<String, EngineOutcomes> engines, Map<String, RoundTrip> roundTrips,
+                            Map<String, long[]> reuse) {
+
+    /** A report without reuse times. */
+    public GatewayReport(String gateway, String instance, long atNanos, double intervalSeconds,
+                         Map<String, Long> arrivals, Map<String, EngineOutcomes> engines,
+                         Map<String, RoundTrip> roundTrips) {
+        this(gateway, instance, atNanos, intervalSeconds, arrivals, engines, roundTrips, Map.of());
+    }
 
     public GatewayReport {
         if (gateway == null || gateway.isEmpty()) {
@@ -40,6 +50,19 @@ public record GatewayReport(String gateway, String instance, long atNanos, doubl
         });
         engines = sorted(engines);
         roundTrips = sorted(roundTrips);
+        reuse = sorted(reuse);
+        reuse.forEach((c, counts) -> {
+            if (counts == null || counts.length != dev.sextant.request.ReuseTimes.BUCKETS) {
+                throw new IllegalArgumentException("reuse." + c + ": expected " + dev.sextant.request.ReuseTimes.BUCKETS
+                        + " counts");
+            }
+            for (int i = 0; i < counts.length; i++) {
+                if (counts[i] < 0) {
+                    throw new IllegalArgumentException("reuse." + c + "[" + i + "]: " + counts[i]
+                            + " (expected: a whole number >= 0)");
+                }
+            }
+        });
     }
 
     private static <V> Map<String, V> sorted(Map<String, V> m) {

@@ -90,6 +90,10 @@ final class GroupModel {
         generatedWeight *= f;
         uncached *= f;
         cached *= f;
+        kvTokens *= f;
+        kvWeight *= f;
+        memberSeconds *= f;
+        memberCompletions *= f;
         promptWeight *= f;
         largestPrefill *= f;
         outputLengths.decay(f);
@@ -98,6 +102,93 @@ final class GroupModel {
     /** Mean uncached prompt tokens per request, from the evidence (0 without any). */
     double promptTokens() {
         return promptWeight > 0 ? uncached / promptWeight : 0;
+    }
+
+    /** KV-cache capacities in tokens read off intervals (running × tokens per request ÷ KV fraction), decayed. */
+    private double kvTokens;
+    private double kvWeight;
+    /** Interval seconds and completions of the members, decayed: a member's mean load. */
+    private double memberSeconds;
+    private double memberCompletions;
+
+    /**
+     * Tokens a member's KV cache holds, as its intervals show it (NaN without evidence): the sequences running at a
+     * scrape hold its KV fraction, each about a request's prompt and output (vLLM reserves blocks as a sequence grows,
+     * so this reads the capacity a little high where outputs are long against prompts).
+     */
+    double kvCapacityTokens() {
+        return kvWeight > 0 ? kvTokens / kvWeight : Double.NaN;
+    }
+
+    /** A member's mean load recently, req/s (0 without evidence). */
+    double memberLoad() {
+        return memberSeconds > 0 ? memberCompletions / memberSeconds : 0;
+    }
+
+    /** Requests counted towards {@link ReuseDistribution} before the prefix cache is modelled from it. */
+    static final double MIN_REUSE_COUNT = 100;
+
+    /**
+     * The least share of the reuse times below a context's stay in the cache at the present load for the cache to be
+     * modelled. What a cache without limit would serve is read as the present hits over that share, so an error in
+     * the share is divided by it: at half or more, at most doubled. Below, the cache is so full already that its
+     * present hits say little of the rest, and the uncached prompt stays as observed.
+     */
+    static final double MIN_KEPT_SHARE = 0.5;
+
+    /**
+     * The prefix cache of a member whose fitted law is {@code fit}, for conversations whose requests come the times
+     * {@code reuse} apart ({@link CacheReuse}); null where there is not evidence enough (too few reuse times, no KV
+     * capacity, no load, no cache hits) or where the cache keeps less than {@link #MIN_KEPT_SHARE} of the
+     * conversations until their next request.
+     *
+     * <p>With the characteristic time T of Che's approximation the cache serves {@code reusable · G(T)}; the present
+     * hits give {@code reusable = cached / G(T)}. Where that would exceed the whole prompt (a cache of a few large
+     * contexts keeps them longer than the approximation's mean says), the reusable share is the whole prompt and T is
+     * scaled so that the model serves the present hits at the present load.
+     */
+    CacheReuse cacheReuse(Batching fit, ReuseDistribution reuse) {
+        double kv = kvCapacityTokens();
+        double x0 = memberLoad();
+        double cachedNow = cachedTokens();
+        double prompt = promptTokens() + cachedNow;
+        double context = prompt + outputTokens();
+        if (reuse == null || reuse.requests() < MIN_REUSE_COUNT || !(kv > context) || !(x0 > 0) || !(cachedNow > 0)) {
+            return null;
+        }
+        double busyPerRps = fit.residence(x0) / 1000;
+        if (!Double.isFinite(busyPerRps)) {
+            return null;
+        }
+        double slots = Math.max(1, fit.slots());
+        double kept = new CacheReuse(prompt, 0, kv, context, busyPerRps, slots, reuse, 1).keptSeconds(x0);
+        double share = reuse.cdf(kept);
+        if (!(share >= MIN_KEPT_SHARE) || !(prompt > cachedNow)) {
+            return null;
+        }
+        if (cachedNow / share <= prompt) {
+            return new CacheReuse(prompt, cachedNow / share, kv, context, busyPerRps, slots, reuse, 1);
+        }
+        double most = prompt;
+        // G(s·T) = cachedNow / most, for the scale s: G grows with its argument
+        double target = cachedNow / most;
+        double lo = 1;
+        double hi = 2;
+        while (reuse.cdf(hi * kept) < target && hi < 1e9) {
+            hi *= 2;
+        }
+        if (!(reuse.cdf(hi * kept) >= target) || !(kept > 0)) {
+            return null;
+        }
+        for (int it = 0; it < 60; it++) {
+            double mid = Math.sqrt(lo * hi);
+            if (reuse.cdf(mid * kept) < target) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        return new CacheReuse(prompt, most, kv, context, busyPerRps, slots, reuse, hi);
     }
 
     /** Mean sequences in a member's batch, recently (0 without evidence). */
@@ -257,6 +348,14 @@ final class GroupModel {
         if (!Double.isNaN(i.generated()) && i.completions() > 0) {
             generated += i.generated();
             generatedWeight += i.completions();
+        }
+        memberSeconds += i.seconds();
+        memberCompletions += i.completions();
+        double kv = i.kvUsage();
+        if (kv >= 0.02 && i.runningEnd() >= 1 && !Double.isNaN(i.prompt()) && i.ttftCount() > 0
+                && !Double.isNaN(i.generated()) && i.completions() > 0) {
+            kvTokens += i.runningEnd() * (i.prompt() / i.ttftCount() + i.generated() / i.completions()) / kv;
+            kvWeight += 1;
         }
         if (!Double.isNaN(i.prompt()) && i.ttftCount() > 0) {
             double c = Double.isNaN(i.cached()) ? 0 : Math.min(i.cached(), i.prompt());

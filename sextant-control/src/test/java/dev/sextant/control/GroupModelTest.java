@@ -42,4 +42,35 @@ class GroupModelTest {
         assertThat(law.stepTime(8, 0)).as("a full batch of 8").isCloseTo(alpha + 8 * gamma, within(0.02 * 24));
         assertThat(law.stepTime(1, 0)).as("one sequence").isCloseTo(alpha + gamma, within(0.03 * 13.5));
     }
+
+    /**
+     * Intervals of an engine at 40 req/s with prompts of 1,000 tokens of which 700 are cached, outputs of 100, 20
+     * sequences running at 5% of its KV cache (so 20 × 1,100 / 0.05 = 440k tokens): with conversations coming back
+     * after about 10 s, the cache model serves the observed 700 at 40 req/s, more below, less above.
+     */
+    @Test
+    void thePrefixCache_isModelledFromTheEnginesHitsAndKv_andTheGatewaysReuseTimes() {
+        Engine config = Fleets.oneCluster(1, 100, 50).engines().get(0);
+        GroupModel g = new GroupModel(GroupModel.key(config), config, Fleets.OUTPUT_TOKENS, ControlOptions.defaults());
+        long now = 0;
+        for (int k = 0; k < 60; k++) {
+            now += 5_000_000_000L;
+            g.sample(new Interval(now, 5, 200, 200 * 100, 200 * 1_000, 200 * 700, 20, 200, 8, 200 * 99, 0, 20, 20,
+                    0, 0, 0.05, Double.NaN), 1, 64);
+        }
+        Batching law = g.fitted(now);
+        assertThat(g.kvCapacityTokens()).isCloseTo(440_000, within(1.0));
+        assertThat(g.memberLoad()).isCloseTo(40, within(1e-9));
+        assertThat(g.cacheReuse(law, null)).as("no reuse times counted").isNull();
+
+        CacheReuse c = g.cacheReuse(law, CacheReuseTest.exponential(10));
+        assertThat(c).isNotNull();
+        assertThat(c.uncached(40)).as("what the engine shows at its load").isCloseTo(300, within(1e-6));
+        assertThat(c.uncached(20)).isLessThan(300);
+        assertThat(c.uncached(60)).isGreaterThan(300);
+
+        assertThat(g.cacheReuse(law, CacheReuseTest.exponential(200)))
+                .as("conversations back after minutes: the cache keeps less than half of them, too full to read")
+                .isNull();
+    }
 }

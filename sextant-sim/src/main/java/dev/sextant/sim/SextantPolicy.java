@@ -10,6 +10,8 @@ import dev.sextant.control.Step;
 import dev.sextant.hashing.SplitMix64;
 import dev.sextant.request.DataPlane;
 import dev.sextant.request.DataPlaneOptions;
+import dev.sextant.request.ReuseTimes;
+import java.util.concurrent.atomic.AtomicLongArray;
 import dev.sextant.request.Decision;
 import dev.sextant.request.HttpFields;
 import dev.sextant.request.Outcome;
@@ -130,6 +132,14 @@ final class SextantPolicy implements SimPolicy {
             classMeta[k] = new RequestMeta(c.model(), c.residency(), c.priority(), 0, 0);
         }
         arrivals = new long[s.gatewayCount][s.classCount];
+        reuse = new ReuseTimes[s.gatewayCount];
+        reuseCounts = new AtomicLongArray[s.gatewayCount][s.classCount];
+        for (int g = 0; g < s.gatewayCount; g++) {
+            reuse[g] = new ReuseTimes(REUSE_BITS);
+            for (int k = 0; k < s.classCount; k++) {
+                reuseCounts[g][k] = reuse[g].counts(base.classes().get(k).id());
+            }
+        }
         outcomes = new Outcomes[s.gatewayCount][s.engineCount];
         for (int g = 0; g < s.gatewayCount; g++) {
             for (int j = 0; j < s.engineCount; j++) {
@@ -191,7 +201,8 @@ final class SextantPolicy implements SimPolicy {
                     rtt.put(sim.clusterIds.get(c), new GatewayReport.RoundTrip(ms, ms, 1));
                 }
             }
-            reports.add(new GatewayReport(base.gatewayClusters().get(g).id(), "", 0, interval, a, e, rtt));
+            reports.add(new GatewayReport(base.gatewayClusters().get(g).id(), "", 0, interval, a, e, rtt,
+                    reuse[g].drain()));
         }
         sim.loop.after(sim.scenario.control().signalDelayMs(), () -> {
             if (!sim.controlPlaneUp) {
@@ -200,7 +211,7 @@ final class SextantPolicy implements SimPolicy {
             long at = nanos();
             for (GatewayReport r : reports) {
                 loop.observe(new GatewayReport(r.gateway(), r.instance(), at, r.intervalSeconds(), r.arrivals(),
-                        r.engines(), r.roundTrips()));
+                        r.engines(), r.roundTrips(), r.reuse()));
             }
             afterSignals();
         });
@@ -312,15 +323,26 @@ final class SextantPolicy implements SimPolicy {
             m = new RequestMeta(c.model(), c.residency(), c.priority(), conv.gatewayKey, conv.gatewayPrefixKey,
                     requestId);
         } else {
-            m = new RequestMeta(c.model(), c.residency(), c.priority(), SplitMix64.mix(r.affinityKey() + 0x51L),
-                    requestId);
+            m = new RequestMeta(c.model(), c.residency(), c.priority(), keyOf(r), requestId);
         }
+        reuse[r.gateway].arrived(reuseCounts[r.gateway][r.trafficClass], m.affinityKey(), r.promptTokens, nanos());
         Decision d = planes[r.gateway].route(m);
         decisions++;
         if (d.fallback()) {
             fallbackDecisions++;
         }
         return toEngine(r, d);
+    }
+
+    /** The affinity key of a request whose conversation has no structured prompt: its client's explicit key. */
+    private static long keyOf(SimRequest r) {
+        return SplitMix64.mix(r.affinityKey() + 0x51L);
+    }
+
+    /** The conversation key the gateway routes {@code r} by (its own, whatever a prefix's spread makes of it). */
+    private static long conversationKey(SimRequest r) {
+        Conversation conv = r.conversation;
+        return conv != null && conv.structured ? conv.gatewayKey : keyOf(r);
     }
 
     private final PromptKeys promptKeys = new PromptKeys();
@@ -385,6 +407,8 @@ final class SextantPolicy implements SimPolicy {
                     o.tbtSum += end - first;
                     o.tbtCount += r.outputTokens - 1;
                 }
+                // the client has the whole answer half a round trip later: its next turn's time counts from then
+                reuse[r.gateway].ended(conversationKey(r), Math.round((sim.loop.now() + rtt / 2) * 1e6));
             }
             case TIMEOUT -> o.timeouts++;
             case CONNECT_ERROR -> o.connectErrors++;
@@ -423,6 +447,12 @@ final class SextantPolicy implements SimPolicy {
         Route route = held[gateway].route(base.gatewayClusters().get(gateway).id(), base.classes().get(cls).id());
         return route == null ? Double.NaN : route.weights().getOrDefault(base.engines().get(engine).id(), 0.0);
     }
+
+    /** Each gateway cluster's count of the times between its conversations' requests, and its per-class counts. */
+    private ReuseTimes[] reuse;
+    private AtomicLongArray[][] reuseCounts;
+    /** The reuse-time table's size: 2^16 conversations per gateway cluster. */
+    private static final int REUSE_BITS = 16;
 
     /** First attempts decided, and of them those decided in fallback mode (a snapshot past its maximum age). */
     private long decisions;

@@ -66,6 +66,30 @@ class SextantBehaviourTest {
         assertThat(m.cacheHitRate()).isGreaterThan(withControlPlane.cacheHitRate() - 0.02);
     }
 
+    /**
+     * Engines whose caches cannot keep every conversation they are given between its turns: the gateways count how
+     * long conversations leave between requests, the control loop prices each engine's uncached prompt at the load it
+     * plans (docs/control-loop.md, "The prefix cache's capacity"), and so gives the slow engines, whose caches keep
+     * more, a larger part than it would price their prompts at what the fast engines' caches serve now.
+     */
+    @Test
+    void smallCaches_theLoopPricesThePromptsACacheLosesUnderLoad_andSpreadsConversationsWider() throws Exception {
+        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("variants/oscillation-small-caches.yaml"))
+                .withDuration(240_000);
+        Simulator.Run run = Simulator.simulate(s, "sextant", 1, null);
+        SextantPolicy p = (SextantPolicy) run.simulation().policy;
+        String why = p.controlLoop().estimates().engines().get("fast-1").capacityWhy();
+        assertThat(why).contains("prefix cache serves");
+        long all = 0;
+        long slow = 0;
+        for (EngineSim e : run.simulation().engines) {
+            all += e.promptTokens;
+            slow += e.id.startsWith("slow") ? e.promptTokens : 0;
+        }
+        // 6.6% of the prompt tokens in this run; priced at what the fast engines' caches serve now, 1.8%
+        assertThat((double) slow / all).isGreaterThan(0.04);
+    }
+
     @Test
     void sextantVariants_nameTheGatewaysOptions_andRefuseAnyOther() {
         assertThat(SimPolicies.create("sextant[space_prefills=false,spread_shared_prefixes=true]", null).name())

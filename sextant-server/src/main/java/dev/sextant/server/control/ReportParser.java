@@ -2,6 +2,7 @@ package dev.sextant.server.control;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sextant.control.GatewayReport;
+import dev.sextant.request.ReuseTimes;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.EngineCluster;
 import dev.sextant.topology.GatewayCluster;
@@ -22,7 +23,7 @@ import java.util.Set;
  * <p>Mapping: {@code arrivals} per class, or, from a gateway that sends only {@code demand_rps}, round(demand_rps ×
  * interval_seconds); {@code busy} and {@code overloaded} (both a "too busy" answer of the engine) are the loop's
  * {@code busy}; {@code cancelled} attempts count in {@code requests} only; {@code errors} is checked but not used (it
- * is the sum of the three kinds of error).
+ * is the sum of the three kinds of error); {@code reuse} per class, optional (a gateway that predates it sends none).
  */
 final class ReportParser {
     /**
@@ -81,7 +82,32 @@ final class ReportParser {
                 roundTrips.put(e.getKey(), rt);
             }
         }
-        return new GatewayReport(gateway, instance, atNanos, interval, arrivals, engines, roundTrips);
+        Map<String, long[]> reuse = new LinkedHashMap<>();
+        for (Map.Entry<String, JsonNode> e : entries(body.get("reuse"), "reuse",
+                "an object of class id → " + ReuseTimes.BUCKETS + " counts")) {
+            long[] counts = reuseCounts(e.getValue(), "reuse." + e.getKey());
+            if (classes.contains(e.getKey())) {
+                reuse.put(e.getKey(), counts);
+            }
+        }
+        return new GatewayReport(gateway, instance, atNanos, interval, arrivals, engines, roundTrips, reuse);
+    }
+
+    /** A class's reuse-time counts: an array of exactly {@link ReuseTimes#BUCKETS} whole numbers ≥ 0. */
+    private static long[] reuseCounts(JsonNode n, String at) {
+        if (n == null || !n.isArray() || n.size() != ReuseTimes.BUCKETS) {
+            throw new IllegalArgumentException(at + ": " + abbreviated(n) + " (expected: an array of "
+                    + ReuseTimes.BUCKETS + " whole numbers >= 0)");
+        }
+        long[] out = new long[ReuseTimes.BUCKETS];
+        for (int i = 0; i < out.length; i++) {
+            JsonNode v = n.get(i);
+            if (v == null || v.isNull()) {
+                throw new IllegalArgumentException(at + "[" + i + "]: null (expected: " + WHOLE + ")");
+            }
+            out[i] = count(v, at + "[" + i + "]");
+        }
+        return out;
     }
 
     private static String gateway(JsonNode n, Topology topology) {

@@ -99,6 +99,8 @@ final class Exchange {
     private Reporter.EngineStats stats; // the signal report's counters of statsOf's engine
     private Decision statsOf;
     private final long receivedNanos;
+    /** The request's conversation key (0: none): when its answer is complete, the conversation's next turn may come. */
+    private final long conversationKey;
     /** Request read → written to the engine, the first attempt's; −1 until then. */
     private long forwardNanos = -1;
     private long lastChunkNanos;
@@ -128,7 +130,8 @@ final class Exchange {
      */
     Exchange(Gateway gw, FrontHandler front, ChannelHandlerContext ctx, FullHttpRequest request, String path,
              boolean keepAlive, String requestId, long receivedNanos, boolean stream, int bodyEnd,
-             dev.sextant.server.tenants.Tenant tenant) {
+             dev.sextant.server.tenants.Tenant tenant, long conversationKey) {
+        this.conversationKey = conversationKey;
         this.gw = gw;
         this.front = front;
         this.ctx = ctx;
@@ -870,6 +873,9 @@ final class Exchange {
             gw.plane().onFinish(decision, outcome, firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos);
             // the failures were counted where they were decided; a complete answer and a cancel end here
             if (outcome == Outcome.SUCCESS || outcome == Outcome.CLIENT_ERROR) {
+                if (outcome == Outcome.SUCCESS) {
+                    gw.reporter.ended(conversationKey, now);
+                }
                 stats().attempt(outcome);
                 if (attemptNanos >= 0) {
                     stats().e2e.add(now - attemptNanos);

@@ -4,6 +4,7 @@ import dev.sextant.request.DataPlane;
 import dev.sextant.request.Decision;
 import dev.sextant.request.HttpFields;
 import dev.sextant.request.Refusal;
+import dev.sextant.request.RequestMeta;
 import dev.sextant.server.internal.HeadCheck;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.tenants.PresentedKey;
@@ -292,13 +293,14 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         }
         HttpFields fields = new HttpFields(body.model(), null, null, body.promptCacheKey(),
                 req.headers().get(HttpFields.SESSION_HEADER), body.user(), body.prompt(), ownId);
-        Decision d = plane.route(fields.toMeta().scoped(residency == null ? java.util.List.of() : residency, priority,
+        RequestMeta meta = fields.toMeta();
+        Decision d = plane.route(meta.scoped(residency == null ? java.util.List.of() : residency, priority,
                 tenantName, tenant == null ? 1 : tenant.weight()));
         gw.metrics.decision(d.reason());
         // demand is what arrives, counted on arrival: counted when answered, it would lag behind a surge by the
         // answers' latency and stay capped by what the engines complete, so the control plane would not see the
         // overload it has to shed
-        gw.reporter.request(d.classId());
+        gw.reporter.request(d.classId(), meta.affinityKey(), req.content().readableBytes());
         if (!d.routed()) {
             req.release();
             if (tenant != null) {
@@ -312,7 +314,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             gw.metrics.tenantAdmitted(tenantName, tokens);
         }
         Exchange x = new Exchange(gw, this, ctx, req, path, keepAlive, requestId, received, body.stream(),
-                body.end(), tenant);
+                body.end(), tenant, meta.affinityKey());
         current = x;
         gw.exchangeStarted();
         x.start(d);

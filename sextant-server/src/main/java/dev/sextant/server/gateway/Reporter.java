@@ -2,6 +2,7 @@ package dev.sextant.server.gateway;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sextant.request.Outcome;
+import dev.sextant.request.ReuseTimes;
 import dev.sextant.server.internal.Http;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -13,6 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.DoubleAdder;
 import java.util.concurrent.atomic.LongAccumulator;
 import java.util.concurrent.atomic.LongAdder;
@@ -155,6 +157,13 @@ final class Reporter implements AutoCloseable {
      */
     final String instance = newInstance();
     private final Map<String, LongAdder> demand = new ConcurrentHashMap<>();
+    /**
+     * The times between the end of a conversation's request and its next request, per class: what the control loop
+     * reads how long an engine's prefix cache must keep a context from (docs/control-loop.md, "The prefix cache's
+     * capacity"). 2^16 conversations in 512 KiB.
+     */
+    private final ReuseTimes reuse = new ReuseTimes(16);
+    private final Map<String, AtomicLongArray> reuseCounts = new ConcurrentHashMap<>();
     private final Map<String, EngineStats> engines = new ConcurrentHashMap<>();
     private final Map<String, RoundTrips> roundTrips = new ConcurrentHashMap<>();
     private final ScheduledExecutorService timer;
@@ -199,9 +208,30 @@ final class Reporter implements AutoCloseable {
 
     /** A request classified into {@code classId} arrived (null: not classified, not counted). */
     void request(String classId) {
+        request(classId, 0, 0);
+    }
+
+    /**
+     * A request classified into {@code classId} (null: not classified, not counted) arrived with conversation key
+     * {@code key} (0: none) and a body of {@code bytes}: counted in the class's demand and, with its key, in the time
+     * since its conversation's last request ended ({@link ReuseTimes}).
+     */
+    void request(String classId, long key, long bytes) {
         if (classId != null) {
             demand.computeIfAbsent(classId, k -> new LongAdder()).increment();
+            if (key != 0) {
+                AtomicLongArray c = reuseCounts.get(classId);
+                if (c == null) {
+                    c = reuseCounts.computeIfAbsent(classId, reuse::counts);
+                }
+                reuse.arrived(c, key, bytes, System.nanoTime());
+            }
         }
+    }
+
+    /** The request of conversation {@code key} (0: none) was answered whole at {@code nanos}. */
+    void ended(long key, long nanos) {
+        reuse.ended(key, nanos);
     }
 
     /** The counters of {@code engine}, made the first time. */
@@ -239,6 +269,13 @@ final class Reporter implements AutoCloseable {
         engines.forEach((id, s) -> s.drainInto(e.putObject(id)));
         ObjectNode rtt = root.putObject("rtt_ms");
         roundTrips.forEach((cluster, r) -> r.drainInto(rtt, cluster));
+        ObjectNode times = root.putObject("reuse");
+        reuse.drain().forEach((c, counts) -> {
+            com.fasterxml.jackson.databind.node.ArrayNode arr = times.putArray(c);
+            for (long n : counts) {
+                arr.add(n);
+            }
+        });
         return root.toString();
     }
 

@@ -8,6 +8,7 @@ import dev.sextant.control.GatewayReport;
 import dev.sextant.control.GatewayReport.EngineOutcomes;
 import dev.sextant.control.GatewayReport.Mean;
 import dev.sextant.control.GatewayReport.RoundTrip;
+import dev.sextant.request.ReuseTimes;
 import dev.sextant.server.internal.Http;
 import dev.sextant.topology.Topology;
 import java.nio.file.Path;
@@ -45,6 +46,17 @@ class ReportParserTest {
                 Map.of("east-1", new EngineOutcomes(120, 110, 1, 2, 1, 5, new Mean(9.7, 118), new Mean(8.4, 3500),
                         new Mean(310.0, 110), new Mean(0.4, 2), 3, 1)),
                 Map.of("gpu-east", new RoundTrip(2.1, 2.4, 3))));
+    }
+
+    @Test
+    void reuseTimes_areReadPerClassOfTheTopology_andOptional() throws Exception {
+        String counts = "[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]";
+        GatewayReport r = parse("{\"gateway\":\"east\",\"interval_seconds\":5,\"reuse\":{\"chat\":" + counts
+                + ",\"batch\":" + counts + "}}");
+
+        assertThat(r.reuse()).containsOnlyKeys("chat");
+        assertThat(r.reuse().get("chat")).hasSize(ReuseTimes.BUCKETS).startsWith(0, 1, 2).endsWith(16, 17);
+        assertThat(parse("{\"gateway\":\"east\",\"interval_seconds\":5}").reuse()).isEmpty();
     }
 
     @Test
@@ -107,6 +119,10 @@ class ReportParserTest {
             rtt mean below min   | {"gateway":"east","interval_seconds":5,"rtt_ms":{"gpu-east":{"min":3,"mean":2,"count":1}}} | rtt_ms.gpu-east.mean: 2 (expected: >= min 3)
             rtt count zero       | {"gateway":"east","interval_seconds":5,"rtt_ms":{"gpu-east":{"min":1,"mean":1,"count":0}}} | rtt_ms.gpu-east.count: 0 (expected: a whole number >= 1)
             rtt not an object    | {"gateway":"east","interval_seconds":5,"rtt_ms":{"gpu-east":2}}                     | rtt_ms.gpu-east: 2 (expected: an object of min, mean, count)
+            reuse not an object  | {"gateway":"east","interval_seconds":5,"reuse":[1]}                                 | reuse: [1] (expected: an object of class id → 18 counts)
+            reuse too short      | {"gateway":"east","interval_seconds":5,"reuse":{"chat":[1,2]}}                      | reuse.chat: [1,2] (expected: an array of 18 whole numbers >= 0)
+            reuse negative count | {"gateway":"east","interval_seconds":5,"reuse":{"chat":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,-3,0]}} | reuse.chat[16]: -3 (expected: a whole number >= 0)
+            reuse null count     | {"gateway":"east","interval_seconds":5,"reuse":{"chat":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,null,0]}} | reuse.chat[16]: null (expected: a whole number >= 0)
             """)
     void aBadField_isRefusedNamingIt(String name, String json, String says) {
         assertThatThrownBy(() -> parse(json)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining(says);

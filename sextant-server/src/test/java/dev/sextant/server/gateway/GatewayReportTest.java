@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.sun.net.httpserver.HttpServer;
+import dev.sextant.request.ReuseTimes;
 import dev.sextant.server.engine.EngineConfig;
 import dev.sextant.server.engine.EngineEmulator;
 import dev.sextant.server.engine.Faults;
@@ -106,7 +107,7 @@ class GatewayReportTest {
 
         JsonNode report = report();
         assertThat(fields(report)).containsExactly("gateway", "instance", "interval_seconds", "demand_rps", "arrivals",
-                "engines", "rtt_ms");
+                "engines", "rtt_ms", "reuse");
         assertThat(report.path("gateway").asText()).isEqualTo("gw");
         assertThat(report.path("instance").asText()).as("this gateway's own id").matches("[0-9a-f]{12}")
                 .isEqualTo(gw.reporter.instance);
@@ -135,6 +136,32 @@ class GatewayReportTest {
         assertKinds(quiet, Map.of());
         assertThat(fields(quiet)).as("no mean without a sample").doesNotContain("ttft_ms", "tbt_ms", "e2e_ms",
                 "connect_ms").contains("ttft_count", "tbt_count", "e2e_count", "connect_count");
+    }
+
+    /**
+     * The times between a conversation's requests, per class, weighted by the requests' body sizes: a conversation's
+     * first request is counted apart, its second in the bucket of the time since the first was answered whole.
+     */
+    @Test
+    void reuseTimes_countAConversationsFirstRequestApart_andItsNextByTheTimeBetween() throws Exception {
+        gatewayTo(emulator(Faults.NONE));
+        String first = Fleet.chat("conversation-1", false, 1);
+        assertThat(Fleet.post(gw.port(), "/v1/chat/completions", first).statusCode()).isEqualTo(200);
+        String second = Fleet.chat("conversation-1", true, 1);
+        assertThat(Fleet.post(gw.port(), "/v1/chat/completions", second).statusCode()).isEqualTo(200);
+
+        JsonNode counts = report().path("reuse").path("chat");
+        assertThat(counts.size()).isEqualTo(ReuseTimes.BUCKETS);
+        assertThat(counts.get(ReuseTimes.REQUESTS).asLong()).isEqualTo(2);
+        assertThat(counts.get(ReuseTimes.FIRST_SEEN).asLong()).as("the first request's body size")
+                .isEqualTo(first.getBytes(StandardCharsets.UTF_8).length);
+        long timed = 0;
+        for (int i = 0; i < ReuseTimes.FIRST_SEEN; i++) {
+            timed += counts.get(i).asLong();
+        }
+        assertThat(timed).as("the second's, in a bucket of the time since the first ended")
+                .isEqualTo(second.getBytes(StandardCharsets.UTF_8).length);
+        assertThat(report().path("reuse").isEmpty()).as("reset by the report").isTrue();
     }
 
     @Test
