@@ -1,7 +1,6 @@
 package dev.sextant.control;
 
 import dev.sextant.request.ReuseTimes;
-import java.util.Arrays;
 
 /**
  * The distribution of the times between the end of a conversation's request and its next request, from the
@@ -14,6 +13,8 @@ final class ReuseDistribution {
     private final double[] counts = new double[ReuseTimes.FIRST_SEEN];
     /** Requests counted. */
     private double requests;
+    /** The counts summed up to each bucket's end, made when first needed after a change (null: not made). */
+    private double[] below;
 
     /** Adds the counts of one report ({@link ReuseTimes#BUCKETS} of them). */
     void add(long[] c) {
@@ -23,6 +24,7 @@ final class ReuseDistribution {
         if (c.length == ReuseTimes.BUCKETS) {
             requests += c[ReuseTimes.REQUESTS];
         }
+        below = null;
     }
 
     /** Requests counted (decayed). */
@@ -36,6 +38,7 @@ final class ReuseDistribution {
             counts[i] += other.counts[i];
         }
         requests += other.requests;
+        below = null;
     }
 
     /** Forgets: every count times {@code f} in (0, 1]. */
@@ -44,11 +47,29 @@ final class ReuseDistribution {
             counts[i] *= f;
         }
         requests *= f;
+        below = null;
     }
 
     /** The prompt sizes counted of the requests that follow an earlier one of their conversation (decayed). */
     double weight() {
-        return Arrays.stream(counts).sum();
+        return sums()[counts.length];
+    }
+
+    /**
+     * {@link #below}, made if need be: entry i the counts of the buckets before i (i below the last), the last entry
+     * all of them.
+     */
+    private double[] sums() {
+        double[] b = below;
+        if (b == null) {
+            b = new double[counts.length + 1];
+            for (int i = 0; i < counts.length - 1; i++) {
+                b[i + 1] = b[i] + counts[i];
+            }
+            b[counts.length] = java.util.Arrays.stream(counts).sum(); // compensated summation
+            below = b;
+        }
+        return b;
     }
 
     /**
@@ -56,24 +77,22 @@ final class ReuseDistribution {
      * first bucket, from 0, evenly over the time), 1 at infinity. 0 without counts.
      */
     double cdf(double seconds) {
-        double all = weight();
+        double[] b = sums();
+        double all = b[counts.length];
         if (!(all > 0) || !(seconds > 0)) {
             return 0;
         }
         if (Double.isInfinite(seconds)) {
             return 1;
         }
-        double[] b = ReuseTimes.BOUNDS_SECONDS;
-        double below = 0;
-        for (int i = 0; i < b.length; i++) {
-            if (seconds < b[i]) {
-                double lo = i == 0 ? 0 : b[i - 1];
-                double part = i == 0 ? seconds / b[0] : Math.log(seconds / lo) / Math.log(b[i] / lo);
-                return (below + counts[i] * part) / all;
-            }
-            below += counts[i];
+        double[] bounds = ReuseTimes.BOUNDS_SECONDS;
+        int i = ReuseTimes.bucket(seconds);
+        if (i >= bounds.length) {
+            return b[bounds.length] / all;
         }
-        return below / all;
+        double lo = i == 0 ? 0 : bounds[i - 1];
+        double part = i == 0 ? seconds / bounds[0] : Math.log(seconds / lo) / Math.log(bounds[i] / lo);
+        return (b[i] + counts[i] * part) / all;
     }
 
     /** The median time, s (NaN without counts). */

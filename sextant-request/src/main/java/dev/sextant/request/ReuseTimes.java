@@ -109,7 +109,7 @@ public final class ReuseTimes {
     }
 
     /** The bucket of a time of {@code seconds} (never {@link #FIRST_SEEN}). */
-    static int bucket(double seconds) {
+    public static int bucket(double seconds) {
         for (int i = 0; i < BOUNDS_SECONDS.length; i++) {
             if (seconds < BOUNDS_SECONDS[i]) {
                 return i;
