@@ -1,5 +1,6 @@
 package dev.sextant.control;
 
+import dev.sextant.request.ReuseTimes;
 import java.util.Collections;
 import java.util.Map;
 import java.util.TreeMap;
@@ -19,7 +20,7 @@ import java.util.TreeMap;
  * @param engines         engine id → the attempts that ended on it in the interval
  * @param roundTrips      engine cluster id → round trips measured to it in the interval
  * @param reuse           class id → the times from the end of a conversation's request to its next request, counted
- *                        in the buckets of {@link dev.sextant.request.ReuseTimes} ({@code BUCKETS} counts ≥ 0)
+ *                        in the buckets of {@link ReuseTimes} ({@code BUCKETS} counts ≥ 0)
  */
 public record GatewayReport(String gateway, String instance, long atNanos, double intervalSeconds, Map<String, Long> arrivals,
                             Map<String, EngineOutcomes> engines, Map<String, RoundTrip> roundTrips,
@@ -52,9 +53,8 @@ public record GatewayReport(String gateway, String instance, long atNanos, doubl
         roundTrips = sorted(roundTrips);
         reuse = sorted(reuse);
         reuse.forEach((c, counts) -> {
-            if (counts == null || counts.length != dev.sextant.request.ReuseTimes.BUCKETS) {
-                throw new IllegalArgumentException("reuse." + c + ": expected " + dev.sextant.request.ReuseTimes.BUCKETS
-                        + " counts");
+            if (counts == null || counts.length != ReuseTimes.BUCKETS) {
+                throw new IllegalArgumentException("reuse." + c + ": expected " + ReuseTimes.BUCKETS + " counts");
             }
             for (int i = 0; i < counts.length; i++) {
                 if (counts[i] < 0) {

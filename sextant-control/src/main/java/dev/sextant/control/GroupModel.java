@@ -169,9 +169,8 @@ final class GroupModel {
         if (cachedNow / share <= prompt) {
             return new CacheReuse(prompt, cachedNow / share, kv, context, busyPerRps, slots, reuse, 1);
         }
-        double most = prompt;
-        // G(s·T) = cachedNow / most, for the scale s: G grows with its argument
-        double target = cachedNow / most;
+        // the whole prompt reusable, and G(s·T) = cachedNow / prompt for the scale s: G grows with its argument
+        double target = cachedNow / prompt;
         double lo = 1;
         double hi = 2;
         while (reuse.cdf(hi * kept) < target && hi < 1e9) {
@@ -188,7 +187,7 @@ final class GroupModel {
                 hi = mid;
             }
         }
-        return new CacheReuse(prompt, most, kv, context, busyPerRps, slots, reuse, hi);
+        return new CacheReuse(prompt, prompt, kv, context, busyPerRps, slots, reuse, hi);
     }
 
     /** Mean sequences in a member's batch, recently (0 without evidence). */

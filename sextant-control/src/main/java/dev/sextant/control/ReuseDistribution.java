@@ -16,14 +16,12 @@ final class ReuseDistribution {
     /** The counts summed up to each bucket's end, made when first needed after a change (null: not made). */
     private double[] below;
 
-    /** Adds the counts of one report ({@link ReuseTimes#BUCKETS} of them). */
+    /** Adds the counts of one report ({@link ReuseTimes#BUCKETS} of them, as {@link GatewayReport} holds them). */
     void add(long[] c) {
-        for (int i = 0; i < counts.length && i < c.length; i++) {
+        for (int i = 0; i < counts.length; i++) {
             counts[i] += c[i];
         }
-        if (c.length == ReuseTimes.BUCKETS) {
-            requests += c[ReuseTimes.REQUESTS];
-        }
+        requests += c[ReuseTimes.REQUESTS];
         below = null;
     }
 

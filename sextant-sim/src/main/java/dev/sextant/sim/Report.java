@@ -405,9 +405,9 @@ final class Report {
         }
         if (t.engines().size() <= 16) {
             b.add(new String[] {"h2", "By engine: share of the prompt tokens, cache hit"});
-            b.add(new String[] {"p", "Over the run, each engine's part of all prompt tokens admitted and the share of its "
-                    + "own served from its prefix cache: an engine given more conversations than its cache holds "
-                    + "between their turns keeps fewer of them."});
+            b.add(new String[] {"p", "Over the run, each engine's part of all prompt tokens admitted and the share "
+                    + "of its own served from its prefix cache: an engine given more conversations than its cache "
+                    + "holds between their turns keeps fewer of them."});
             List<String> h = new ArrayList<>();
             h.add("policy");
             t.engines().forEach(e -> h.add(e.id()));
@@ -436,8 +436,9 @@ final class Report {
                 + "interval: completions, sheds, failures, cache hit rate, mean TTFT), `engines-POLICY.csv` (per "
                 + "sample and engine: busy fraction, queue length, weight at the first gateway cluster for the "
                 + "first class, prompt tokens admitted and the share of them served from its prefix cache); for "
-                + "`sextant`, `control-sextant.csv` (every step of the control loop: published or not, and why), `estimates-sextant.csv` (at every step, each engine's condition, estimated "
-                + "capacity, slow-down and batch, with the evidence) and `demand-sextant.csv` (the demand it planned "
+                + "`sextant`, `control-sextant.csv` (every step of the control loop: published or not, and why), "
+                + "`estimates-sextant.csv` (at every step, each engine's condition, estimated capacity, slow-down "
+                + "and batch, with the evidence) and `demand-sextant.csv` (the demand it planned "
                 + "for, per gateway cluster and class)."});
         return b;
     }

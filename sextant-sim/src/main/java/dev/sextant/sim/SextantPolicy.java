@@ -10,14 +10,13 @@ import dev.sextant.control.Step;
 import dev.sextant.hashing.SplitMix64;
 import dev.sextant.request.DataPlane;
 import dev.sextant.request.DataPlaneOptions;
-import dev.sextant.request.ReuseTimes;
-import java.util.concurrent.atomic.AtomicLongArray;
 import dev.sextant.request.Decision;
 import dev.sextant.request.HttpFields;
 import dev.sextant.request.Outcome;
 import dev.sextant.request.PromptKeys;
 import dev.sextant.request.Refusal;
 import dev.sextant.request.RequestMeta;
+import dev.sextant.request.ReuseTimes;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Topology;
@@ -27,6 +26,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * {@code sextant}: the product as built. The control plane is the production control loop

@@ -206,11 +206,6 @@ final class Reporter implements AutoCloseable {
         timer.scheduleAtFixedRate(this::send, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
     }
 
-    /** A request classified into {@code classId} arrived (null: not classified, not counted). */
-    void request(String classId) {
-        request(classId, 0, 0);
-    }
-
     /**
      * A request classified into {@code classId} (null: not classified, not counted) arrived with conversation key
      * {@code key} (0: none) and a body of {@code bytes}: counted in the class's demand and, with its key, in the time
