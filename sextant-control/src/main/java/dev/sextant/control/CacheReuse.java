@@ -6,15 +6,17 @@ package dev.sextant.control;
  *
  * <p>Implementation note. The cache evicts the least recently used context first (vLLM's and SGLang's prefix caches
  * free their blocks so). In Che's approximation of an LRU cache a context stays for a characteristic time T after
- * its last use, the same for all of them, such that what came in within T fills the cache: at x requests per second
- * each leaving a context of {@code context} tokens, {@code T(x) = K(x) / (x · context)}, with K(x) the tokens the
- * cache has beside the running sequences (the KV space, less what the batch busy at x holds). A request finds its
- * conversation's context when the time since that conversation's previous request ended is below T: with G the
- * distribution of those times (what the gateways measure, {@link ReuseDistribution}), the prompt tokens served from the
- * cache are {@code reusable · G(T(x))}, and {@code reusable}, the tokens a request would find in a cache without
- * limit, is read off the engine's present hit rate: the cached tokens per request now over G(T) now. So the
- * uncached prompt is {@code prompt − reusable · G(T(x))}: as observed at the present load, larger above it, smaller
- * below it; it grows with x, since T falls with x and G grows with T.
+ * its last use, the same for all of them, such that what is held fills the cache. What is held is each conversation's
+ * latest context: a request's context counts from its end until T has passed or its conversation's next request
+ * replaces it by a longer one, so at x requests per second each leaving {@code context} tokens,
+ * {@code x · context · ∫₀ᵀ (1 − r·G(t)) dt = K(x)} ({@link ReuseDistribution#keptFor}), with G the distribution of
+ * the times between the end of a conversation's request and its next one (what the gateways measure), r the share of
+ * requests a later one follows, and K(x) the tokens the cache has beside the running sequences (the KV space, less
+ * what the batch busy at x holds). A request finds its conversation's context when that time is below T: the prompt
+ * tokens served from the cache are {@code reusable · G(T(x))}, and {@code reusable}, the tokens a request would find
+ * in a cache without limit, is read off the engine's present hit rate: the cached tokens per request now over G(T)
+ * now. So the uncached prompt is {@code prompt − reusable · G(T(x))}: as observed at the present load, larger above
+ * it, smaller below it; it grows with x, since T falls with x and G grows with T.
  *
  * @param prompt     prompt tokens per request, cached ones included, ≥ 0
  * @param reusable   prompt tokens per request a cache without limit would serve, in [0, prompt]
@@ -43,7 +45,7 @@ record CacheReuse(double prompt, double reusable, double kvTokens, double contex
             return Double.POSITIVE_INFINITY;
         }
         double free = Math.max(0, kvTokens - Math.min(slots, x * busyPerRps) * context);
-        return scale * free / (x * context);
+        return scale * reuse.keptFor(free / (x * context));
     }
 
     /** Uncached prompt tokens per request at load x. */

@@ -13,8 +13,12 @@ final class ReuseDistribution {
     private final double[] counts = new double[ReuseTimes.FIRST_SEEN];
     /** Requests counted. */
     private double requests;
+    /** The prompt sizes counted of the requests whose conversation was not seen before (decayed). */
+    private double firstSeen;
     /** The counts summed up to each bucket's end, made when first needed after a change (null: not made). */
     private double[] below;
+    /** The integrals of the counts below the time up to each bound, made when first needed after a change (null: not made). */
+    private double[] integral;
 
     /** Adds the counts of one report ({@link ReuseTimes#BUCKETS} of them, as {@link GatewayReport} holds them). */
     void add(long[] c) {
@@ -22,7 +26,9 @@ final class ReuseDistribution {
             counts[i] += c[i];
         }
         requests += c[ReuseTimes.REQUESTS];
+        firstSeen += c[ReuseTimes.FIRST_SEEN];
         below = null;
+        integral = null;
     }
 
     /** Requests counted (decayed). */
@@ -36,7 +42,9 @@ final class ReuseDistribution {
             counts[i] += other.counts[i];
         }
         requests += other.requests;
+        firstSeen += other.firstSeen;
         below = null;
+        integral = null;
     }
 
     /** Forgets: every count times {@code f} in (0, 1]. */
@@ -45,7 +53,9 @@ final class ReuseDistribution {
             counts[i] *= f;
         }
         requests *= f;
+        firstSeen *= f;
         below = null;
+        integral = null;
     }
 
     /** The prompt sizes counted of the requests that follow an earlier one of their conversation (decayed). */
@@ -91,6 +101,136 @@ final class ReuseDistribution {
         double lo = i == 0 ? 0 : bounds[i - 1];
         double part = i == 0 ? seconds / bounds[0] : Math.log(seconds / lo) / Math.log(bounds[i] / lo);
         return (b[i] + counts[i] * part) / all;
+    }
+
+    /**
+     * The share of requests that another request of their conversation follows, in [0, 1]: as many conversations end
+     * as start, so the requests followed by a later one weigh as much as those that follow an earlier one, and the
+     * rest as much as the conversations' first requests ({@link ReuseTimes#FIRST_SEEN}). 0 without counts.
+     */
+    double returning() {
+        double w = weight();
+        return w + firstSeen > 0 ? w / (w + firstSeen) : 0;
+    }
+
+    /**
+     * How long, on average, the context a request leaves stays its conversation's latest, counted up to {@code t}
+     * seconds after the request ended: ∫₀ᵗ (1 − r·G(u)) du, r = {@link #returning()}, G = {@link #cdf}. A cache that
+     * keeps contexts t seconds after their last use holds, per request per second, this many seconds of contexts: a
+     * conversation that comes back within t replaces its context by the longer one of its new request, and is not
+     * held twice.
+     */
+    double occupancy(double t) {
+        if (!(t > 0)) {
+            return 0;
+        }
+        return t - returning() * cdfIntegral(t);
+    }
+
+    /**
+     * The time t at which {@link #occupancy} reaches {@code seconds}: how long a cache with room for {@code seconds}
+     * of requests' contexts keeps each (infinite when it never does: every conversation comes back, and the cache
+     * holds them all).
+     *
+     * <p>Implementation note. The loop asks this at every load a law is evaluated at, so it costs a few logarithms:
+     * the bucket is found from the occupancy at the buckets' bounds (made with the sums), and the time within it by
+     * Newton's method (the occupancy's slope is 1 − r·G), bisecting where a step would leave the bucket.
+     */
+    double keptFor(double seconds) {
+        if (!(seconds > 0)) {
+            return 0;
+        }
+        double[] in = integrals();
+        double all = sums()[counts.length];
+        if (!(all > 0)) {
+            return seconds;
+        }
+        double r = returning();
+        double[] bounds = ReuseTimes.BOUNDS_SECONDS;
+        for (int i = 0; i < bounds.length; i++) {
+            if (bounds[i] - r * in[i] / all >= seconds) {
+                return within(i, seconds, r, all);
+            }
+        }
+        double last = bounds[bounds.length - 1];
+        double slope = 1 - r * sums()[bounds.length] / all;
+        if (!(slope > 1e-12)) {
+            return Double.POSITIVE_INFINITY;
+        }
+        return last + (seconds - (last - r * in[bounds.length - 1] / all)) / slope;
+    }
+
+    /** The t in bucket {@code i} at which the occupancy is {@code seconds}. */
+    private double within(int i, double seconds, double r, double all) {
+        double[] bounds = ReuseTimes.BOUNDS_SECONDS;
+        double lo = i == 0 ? 0 : bounds[i - 1];
+        double hi = bounds[i];
+        double t = 0.5 * (lo + hi);
+        for (int it = 0; it < 60; it++) {
+            double f = t - r * cdfIntegral(t) - seconds;
+            if (f < 0) {
+                lo = t;
+            } else {
+                hi = t;
+            }
+            double next = t - f / (1 - r * cdf(t));
+            if (!(next > lo && next < hi)) {
+                next = 0.5 * (lo + hi);
+            }
+            if (Math.abs(next - t) <= 1e-12 * hi) {
+                return next;
+            }
+            t = next;
+        }
+        return t;
+    }
+
+    /**
+     * {@link #integral}, made if need be: entry i the integral up to bound i of the counts below the time, unscaled
+     * (∫₀^bound_i G · all).
+     */
+    private double[] integrals() {
+        double[] in = integral;
+        if (in == null) {
+            double[] b = sums();
+            double[] bounds = ReuseTimes.BOUNDS_SECONDS;
+            in = new double[bounds.length];
+            in[0] = counts[0] * bounds[0] / 2;
+            for (int i = 1; i < bounds.length; i++) {
+                in[i] = in[i - 1] + part(b, i, bounds[i]);
+            }
+            integral = in;
+        }
+        return in;
+    }
+
+    /** ∫ from bucket i's lower bound to {@code u} of the counts below the time (unscaled); i ≥ 1. */
+    private double part(double[] b, int i, double u) {
+        double lo = ReuseTimes.BOUNDS_SECONDS[i - 1];
+        // G·all = b_i + c_i·ln(u/lo)/ln(hi/lo) on the bucket; ∫ ln(u/lo) du = u·ln(u/lo) − u + lo
+        return b[i] * (u - lo) + counts[i] * (u * Math.log(u / lo) - u + lo)
+                / Math.log(ReuseTimes.BOUNDS_SECONDS[i] / lo);
+    }
+
+    /** ∫₀ᵗ G(u) du for the G of {@link #cdf}, in closed form within t's bucket; t finite, &gt; 0. */
+    private double cdfIntegral(double t) {
+        double[] b = sums();
+        double all = b[counts.length];
+        if (!(all > 0)) {
+            return 0;
+        }
+        double[] in = integrals();
+        double[] bounds = ReuseTimes.BOUNDS_SECONDS;
+        int i = ReuseTimes.bucket(t);
+        double sum;
+        if (i == 0) {
+            sum = counts[0] * t * t / (2 * bounds[0]);
+        } else if (i < bounds.length) {
+            sum = in[i - 1] + part(b, i, t);
+        } else {
+            sum = in[bounds.length - 1] + b[bounds.length] * (t - bounds[bounds.length - 1]);
+        }
+        return sum / all;
     }
 
     /** The median time, s (NaN without counts). */

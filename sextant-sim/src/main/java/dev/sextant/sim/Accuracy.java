@@ -4,6 +4,8 @@ import dev.sextant.control.ControlLoop;
 import dev.sextant.control.ControlOptions;
 import dev.sextant.control.EngineEstimate;
 import dev.sextant.control.EngineScrape;
+import dev.sextant.control.GatewayReport;
+import dev.sextant.request.ReuseTimes;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.EngineCluster;
 import dev.sextant.topology.GatewayCluster;
@@ -109,6 +111,13 @@ public final class Accuracy {
         ControlLoop control = ControlLoop.create(t, ControlOptions.defaults(), () -> Math.round(loop.now() * 1e6), null);
         SplittableRandom rng = new SplittableRandom(seed);
         double[] rate = {fractions[0] * mu};
+        // what a gateway in front of the engine counts and reports: its arrivals and the times between a
+        // conversation's requests (the prefix cache's capacity, docs/control-loop.md), every scrape interval
+        ReuseTimes reuse = new ReuseTimes(16);
+        java.util.concurrent.atomic.AtomicLongArray reuseCounts = reuse.counts("c");
+        long[] arrivals = {0};
+        @SuppressWarnings("unchecked")
+        java.util.function.Consumer<SimRequest>[] gateway = new java.util.function.Consumer[1];
         EngineSim.Listener listener = new EngineSim.Listener() {
             @Override
             public void firstToken(EngineSim e, SimRequest r, double at) {
@@ -117,7 +126,8 @@ public final class Accuracy {
 
             @Override
             public void finished(EngineSim e, SimRequest r, double at) {
-                Calibration.nextTurn(loop, e, r, at, w, rng);
+                reuse.ended(r.conversation.id, Math.round(at * 1e6));
+                Calibration.nextTurn(loop, gateway[0], r, at, w, rng);
             }
 
             @Override
@@ -129,15 +139,25 @@ public final class Accuracy {
             }
         };
         EngineSim engine = new EngineSim(0, configured.id(), h, loop, listener, Double.POSITIVE_INFINITY);
+        gateway[0] = r -> {
+            arrivals[0]++;
+            reuse.arrived(reuseCounts, r.conversation.id, r.promptTokens, Math.round(loop.now() * 1e6));
+            engine.arrive(r);
+        };
         double end = fractions.length * stepMs;
-        Calibration.conversations(loop, engine, w, rng, () -> rate[0], end);
+        Calibration.conversations(loop, gateway[0], w, rng, () -> rate[0], end);
         for (int i = 1; i < fractions.length; i++) {
             double f = fractions[i];
             loop.at(i * stepMs, () -> rate[0] = f * mu);
         }
         for (double at = 5_000; at <= end; at += 5_000) {
-            loop.at(at, () -> control.observe(EngineScrape.of(configured.id(), Math.round(loop.now() * 1e6),
-                    engine.metrics())));
+            loop.at(at, () -> {
+                long nanos = Math.round(loop.now() * 1e6);
+                control.observe(EngineScrape.of(configured.id(), nanos, engine.metrics()));
+                control.observe(new GatewayReport("gw", "", nanos, 5, Map.of("c", arrivals[0]), Map.of(), Map.of(),
+                        reuse.drain()));
+                arrivals[0] = 0;
+            });
         }
         while (loop.step()) {
             if (loop.now() > end) {

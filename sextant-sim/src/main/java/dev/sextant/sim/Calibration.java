@@ -4,6 +4,7 @@ import dev.sextant.topology.MeasuredProfile;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.function.Consumer;
 import java.util.function.DoubleSupplier;
 
 /**
@@ -83,7 +84,7 @@ final class Calibration {
                 if (at >= warmupMs && at < endMs) {
                     sums[4]++;
                 }
-                nextTurn(loop, e, r, at, w, rng);
+                nextTurn(loop, e::arrive, r, at, w, rng);
             }
 
             @Override
@@ -95,7 +96,7 @@ final class Calibration {
             }
         };
         EngineSim engine = new EngineSim(0, "calibration", h, loop, listener, Double.POSITIVE_INFINITY);
-        conversations(loop, engine, w, rng, () -> rps, endMs);
+        conversations(loop, engine::arrive, w, rng, () -> rps, endMs);
         while (loop.step()) {
             if (loop.now() > endMs + 600_000) {
                 break;
@@ -110,8 +111,8 @@ final class Calibration {
      * {@code rps()} requests per second (read again at each arrival, so that the rate may change), a geometric number
      * of turns each.
      */
-    static void conversations(EventLoop loop, EngineSim engine, Scenario.ClassWorkload w, SplittableRandom rng,
-                              DoubleSupplier rps, double endMs) {
+    static void conversations(EventLoop loop, Consumer<SimRequest> engine, Scenario.ClassWorkload w,
+                              SplittableRandom rng, DoubleSupplier rps, double endMs) {
         long[] ids = {0};
         Runnable[] next = new Runnable[1];
         next[0] = () -> {
@@ -130,8 +131,8 @@ final class Calibration {
     }
 
     /** The turn {@code r} of its conversation ended at {@code at}: the next one after a think time, if any is left. */
-    static void nextTurn(EventLoop loop, EngineSim engine, SimRequest r, double at, Scenario.ClassWorkload w,
-                         SplittableRandom rng) {
+    static void nextTurn(EventLoop loop, Consumer<SimRequest> engine, SimRequest r, double at,
+                         Scenario.ClassWorkload w, SplittableRandom rng) {
         Conversation c = r.conversation;
         c.contextTokens = r.promptTokens + r.outputTokens;
         if (c.turnsLeft > 0) {
@@ -140,14 +141,14 @@ final class Calibration {
         }
     }
 
-    static void turn(EventLoop loop, EngineSim engine, Conversation c, Scenario.ClassWorkload w,
-                             SplittableRandom rng) {
+    static void turn(EventLoop loop, Consumer<SimRequest> engine, Conversation c, Scenario.ClassWorkload w,
+                     SplittableRandom rng) {
         boolean first = c.contextTokens == 0;
         int fresh = Math.max(1, (int) Math.round((first ? w.firstPromptTokens() : w.newTokensPerTurn())
                 * (0.5 + rng.nextDouble())));
         int out = Math.max(1, (int) Math.round(w.outputTokens() * (0.5 + rng.nextDouble())));
         c.turnsLeft--;
         SimRequest r = new SimRequest(c.id * 1000 + c.turnsLeft, c, 0, 0, loop.now(), c.contextTokens + fresh, out);
-        engine.arrive(r);
+        engine.accept(r);
     }
 }

@@ -59,7 +59,7 @@ class CalibrationTest {
                     decode[0] += at - r.firstTokenMs;
                     decode[1] += r.outputTokens - 1;
                 }
-                Calibration.nextTurn(loop, e, r, at, chat, rng);
+                Calibration.nextTurn(loop, e::arrive, r, at, chat, rng);
             }
 
             @Override
@@ -71,7 +71,7 @@ class CalibrationTest {
             }
         };
         EngineSim engine = new EngineSim(0, "steady", h, loop, l, Double.POSITIVE_INFINITY);
-        Calibration.conversations(loop, engine, chat, rng, () -> rps, to + 60_000);
+        Calibration.conversations(loop, engine::arrive, chat, rng, () -> rps, to + 60_000);
         while (loop.step() && loop.now() < to + 60_000) {
             // until well after the last request measured has finished, with new conversations still arriving
         }

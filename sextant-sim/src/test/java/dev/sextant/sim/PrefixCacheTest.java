@@ -1,27 +1,30 @@
 package dev.sextant.sim;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 /**
  * The approximation the control loop models an engine's prefix cache by (docs/control-loop.md, "The prefix cache's
- * capacity"), against the simulator's engine: a context stays about T = free KV / (load × context) seconds, so the
- * tokens the cache serves per request are R × G(T), G the distribution of the times between a conversation's turns
- * and R the same at every load.
+ * capacity"), against the simulator's engine: a context stays T seconds after its last use, where the contexts left
+ * within T, each counted until its conversation's next request replaces it, fill the free KV (load × context ×
+ * ∫₀ᵀ (1 − r·G) = free KV, r the share of requests a later turn follows); the tokens the cache serves per request are
+ * R × G(T), G the distribution of the times between a conversation's turns and R the same at every load.
  */
 class PrefixCacheTest {
 
-    /** Per request at {@code rps}: cached prompt tokens, and cached ÷ G(T) (what R the approximation reads there). */
-    private static double[] run(double rps) {
-        EngineParams h = new EngineParams(4.0, 0.004, 0.012, 32, 600_000, 8192);
-        Scenario.ClassWorkload w = new Scenario.ClassWorkload(4, 10_000, 600, 80, 60);
+    /**
+     * Per request at {@code rps} on engine {@code h} serving {@code w}: cached prompt tokens, and cached ÷ G(T) (what
+     * R the approximation reads there).
+     */
+    private static double[] run(EngineParams h, Scenario.ClassWorkload w, double rps) {
         EventLoop loop = new EventLoop();
         SplittableRandom rng = new SplittableRandom(3);
         double warm = 100_000;
         double end = 400_000;
-        double[] s = new double[4];
+        double[] s = new double[5];
         EngineSim.Listener l = new EngineSim.Listener() {
             @Override
             public void firstToken(EngineSim e, SimRequest r, double at) {
@@ -34,8 +37,9 @@ class PrefixCacheTest {
                     s[1] += r.cachedTokens;
                     s[2] += r.promptTokens + r.outputTokens;
                     s[3] += e.kvUsage();
+                    s[4] += r.conversation.turnsLeft > 0 ? 1 : 0;
                 }
-                Calibration.nextTurn(loop, e, r, at, w, rng);
+                Calibration.nextTurn(loop, e::arrive, r, at, w, rng);
             }
 
             @Override
@@ -47,28 +51,64 @@ class PrefixCacheTest {
             }
         };
         EngineSim engine = new EngineSim(0, "e", h, loop, l, Double.POSITIVE_INFINITY);
-        Calibration.conversations(loop, engine, w, rng, () -> rps, end);
+        Calibration.conversations(loop, engine::arrive, w, rng, () -> rps, end);
         while (loop.step() && loop.now() <= end) {
             // run
         }
         double cached = s[1] / s[0];
         double context = s[2] / s[0];
-        double free = 600_000 * (1 - s[3] / s[0]);
-        double kept = free / (rps * context) * 1000; // ms
-        double g = 1 - Math.exp(-kept / w.thinkMeanMs()); // the turns come an exponential think time apart
+        double free = h.kvCacheTokens() * (1 - s[3] / s[0]);
+        double room = free / (rps * context) * 1000; // ms of contexts the free KV holds
+        double back = s[4] / s[0];
+        double theta = w.thinkMeanMs(); // the turns come an exponential think time apart
+        // T with ∫₀ᵀ (1 − back·(1 − e^(−t/θ))) dt = (1 − back)·T + back·θ·(1 − e^(−T/θ)) = room
+        double lo = 0;
+        double hi = 1e9;
+        for (int i = 0; i < 200; i++) {
+            double mid = 0.5 * (lo + hi);
+            if ((1 - back) * mid + back * theta * (1 - Math.exp(-mid / theta)) < room) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        double g = 1 - Math.exp(-lo / theta);
         return new double[] {cached, cached / g};
     }
 
+    /** A cache too small for the conversations between their turns: it serves fewer of their tokens as load rises. */
     @Test
-    void theTokensACacheServes_fallWithLoad_asTheTimeAContextStaysSays() {
-        double[] at40 = run(40);
-        double[] at60 = run(60);
-        double[] at80 = run(80);
+    void aSmallCache_servesFewerTokensUnderLoad_asTheTimeAContextStaysSays() {
+        EngineParams h = new EngineParams(4.0, 0.004, 0.012, 32, 600_000, 8192);
+        Scenario.ClassWorkload w = new Scenario.ClassWorkload(4, 10_000, 600, 80, 60);
+        double[] at40 = run(h, w, 40);
+        double[] at60 = run(h, w, 60);
+        double[] at80 = run(h, w, 80);
         assertThat(at40[0]).isGreaterThan(at60[0] * 1.1);
         assertThat(at60[0]).isGreaterThan(at80[0] * 1.1);
-        double lo = Math.min(at40[1], Math.min(at60[1], at80[1]));
-        double hi = Math.max(at40[1], Math.max(at60[1], at80[1]));
-        // what a cache without limit would serve, read at each load: the same within 10% (1,015, 990, 971 tokens)
-        assertThat(hi / lo).isLessThan(1.10);
+        // what a cache without limit would serve, read at each load: the same within 5% (822, 801, 807 tokens;
+        // counting every request's context as held until evicted, 1,015, 990, 971)
+        assertSameWithin(0.05, at40[1], at60[1], at80[1]);
+    }
+
+    /**
+     * A cache with room for every conversation between its turns (wrong-ratings.yaml's h100 and its chat): it serves
+     * as much at 80% of the engine's saturation as at 20%, and the approximation says so, where counting every
+     * request's context as held until evicted had it keep 84% of them at 80%.
+     */
+    @Test
+    void aLargeCache_servesTheSameAtEveryLoad_andTheApproximationSaysSo() {
+        EngineParams h = new EngineParams(5, 0.006, 0.03, 64, 1_200_000, 4096);
+        Scenario.ClassWorkload w = new Scenario.ClassWorkload(4, 10_000, 400, 60, 100);
+        double[] at20 = run(h, w, 16);
+        double[] at80 = run(h, w, 64);
+        assertThat(at80[0]).isCloseTo(at20[0], within(0.03 * at20[0]));
+        assertSameWithin(0.05, at20[1], at80[1]);
+    }
+
+    private static void assertSameWithin(double tolerance, double... r) {
+        double lo = java.util.Arrays.stream(r).min().orElseThrow();
+        double hi = java.util.Arrays.stream(r).max().orElseThrow();
+        assertThat(hi / lo).as("R read at each load: %s", java.util.Arrays.toString(r)).isLessThan(1 + tolerance);
     }
 }
