@@ -467,14 +467,17 @@ final class DefaultControlLoop implements ControlLoop {
     }
 
     /** What the prefix cache model says, for an estimate's why ("" without one). */
-    private static String cacheWhy(CacheReuse c, double load, double capacity) {
+    static String cacheWhy(CacheReuse c, double load, double capacity) {
         if (c == null) {
             return "";
         }
+        double kept = c.keptSeconds(load);
         return String.format(Locale.ROOT, "; prefix cache serves %.0f%% of the prompt tokens at %s req/s, %.0f%% at "
-                        + "its capacity (a context kept %.1f s; conversations back after %.1f s, median)",
+                        + "its capacity (%s; conversations back after %.1f s, median)",
                 100 * (1 - c.uncached(load) / c.prompt()), rps(load), 100 * (1 - c.uncached(capacity) / c.prompt()),
-                c.keptSeconds(load), c.reuse().median());
+                Double.isInfinite(kept) ? "room for every conversation between its requests"
+                        : String.format(Locale.ROOT, "a context kept %.1f s", kept),
+                c.reuse().median());
     }
 
     /** Forgets the reuse times counted before {@code now} with the laws' half-life. */

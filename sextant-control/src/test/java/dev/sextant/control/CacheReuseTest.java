@@ -125,4 +125,15 @@ class CacheReuseTest {
         assertThat(limit * withCache.beta() * withCache.prompt(limit)).as("prefill alone fills the engine there")
                 .isCloseTo(1, within(1e-6));
     }
+
+    /** The explanation says how long a context stays, or that the cache has room for every conversation. */
+    @Test
+    void theExplanation_namesTheTimeAContextStays_orRoomForEveryConversation() {
+        CacheReuse small = new CacheReuse(900, 800, 600_000, 1_000, 0.5, 64, exponential(10), 1);
+        assertThat(DefaultControlLoop.cacheWhy(small, 60, 100)).contains("at 60.0 req/s")
+                .containsPattern("a context kept 1[56]\\.\\d s; conversations back after 6\\.\\d s, median");
+        CacheReuse roomy = new CacheReuse(900, 800, 600_000_000, 1_000, 0.5, 64, exponential(10, 0), 1);
+        assertThat(DefaultControlLoop.cacheWhy(roomy, 60, 100)).contains("room for every conversation between its "
+                + "requests").doesNotContain("Infinity");
+    }
 }
