@@ -1,0 +1,49 @@
+package dev.sextant.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import dev.sextant.request.ReuseTimes;
+import java.util.SplittableRandom;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.DoubleRange;
+import net.jqwik.api.constraints.LongRange;
+
+/**
+ * How long a context stays its conversation's latest, on any counts the gateways may report: the occupancy grows
+ * with the time, never faster than the time itself nor slower than the share that never comes back, and
+ * {@link ReuseDistribution#keptFor} inverts it.
+ */
+class ReuseDistributionProperties {
+
+    /** Random counts in random buckets (some empty), first requests included. */
+    private static ReuseDistribution random(long seed) {
+        SplittableRandom rng = new SplittableRandom(seed);
+        long[] c = new long[ReuseTimes.BUCKETS];
+        for (int i = 0; i < ReuseTimes.FIRST_SEEN; i++) {
+            c[i] = rng.nextDouble() < 0.4 ? 0 : rng.nextLong(1, 1_000_000);
+        }
+        c[ReuseTimes.FIRST_SEEN] = rng.nextDouble() < 0.2 ? 0 : rng.nextLong(1, 3_000_000);
+        c[ReuseTimes.REQUESTS] = 1_000;
+        ReuseDistribution d = new ReuseDistribution();
+        d.add(c);
+        return d;
+    }
+
+    @Property(tries = 300)
+    void theOccupancy_growsWithTheTime_andKeptForInvertsIt(@ForAll @LongRange(min = 1, max = 1_000_000_000) long seed,
+                                                          @ForAll @DoubleRange(min = 0.01, max = 20_000) double t) {
+        ReuseDistribution d = random(seed);
+        double r = d.returning();
+        double o = d.occupancy(t);
+        assertThat(o).isBetween((1 - r) * t - 1e-9 * t, t + 1e-9 * t);
+        assertThat(d.occupancy(1.5 * t)).isGreaterThanOrEqualTo(o);
+        double back = d.keptFor(o);
+        // where the occupancy is flat (every conversation back by then), any t of the flat stretch is an answer
+        assertThat(d.occupancy(back)).isCloseTo(o, within(1e-9 * Math.max(1, o) + 1e-12));
+        if (r < 1) {
+            assertThat(back).isCloseTo(t, within(1e-6 * t + 1e-9));
+        }
+    }
+}
