@@ -118,11 +118,19 @@ final class ReuseDistribution {
      * seconds after the request ended: ∫₀ᵗ (1 − r·G(u)) du, r = {@link #returning()}, G = {@link #cdf}. A cache that
      * keeps contexts t seconds after their last use holds, per request per second, this many seconds of contexts: a
      * conversation that comes back within t replaces its context by the longer one of its new request, and is not
-     * held twice.
+     * held twice. At infinity, infinite unless every conversation comes back (then the mean time to its return).
      */
     double occupancy(double t) {
         if (!(t > 0)) {
             return 0;
+        }
+        if (Double.isInfinite(t)) {
+            // beyond the last bound it grows at 1 − r·G there: without end unless every conversation is back by then
+            double[] bounds = ReuseTimes.BOUNDS_SECONDS;
+            double last = bounds[bounds.length - 1];
+            double all = sums()[counts.length];
+            double slope = all > 0 ? 1 - returning() * sums()[bounds.length] / all : 1;
+            return slope > 1e-12 ? Double.POSITIVE_INFINITY : occupancy(last);
         }
         return t - returning() * cdfIntegral(t);
     }
