@@ -125,12 +125,8 @@ final class ReuseDistribution {
             return 0;
         }
         if (Double.isInfinite(t)) {
-            // beyond the last bound it grows at 1 − r·G there: without end unless every conversation is back by then
             double[] bounds = ReuseTimes.BOUNDS_SECONDS;
-            double last = bounds[bounds.length - 1];
-            double all = sums()[counts.length];
-            double slope = all > 0 ? 1 - returning() * sums()[bounds.length] / all : 1;
-            return slope > 1e-12 ? Double.POSITIVE_INFINITY : occupancy(last);
+            return growsBeyondTheLastBound() ? Double.POSITIVE_INFINITY : occupancy(bounds[bounds.length - 1]);
         }
         return t - returning() * cdfIntegral(t);
     }
@@ -160,12 +156,22 @@ final class ReuseDistribution {
                 return within(i, seconds, r, all);
             }
         }
-        double last = bounds[bounds.length - 1];
-        double slope = 1 - r * sums()[bounds.length] / all;
-        if (!(slope > 1e-12)) {
+        if (!growsBeyondTheLastBound()) {
             return Double.POSITIVE_INFINITY;
         }
-        return last + (seconds - (last - r * in[bounds.length - 1] / all)) / slope;
+        double last = bounds[bounds.length - 1];
+        return last + (seconds - (last - r * in[bounds.length - 1] / all)) / slopeBeyondTheLastBound();
+    }
+
+    /** The occupancy's slope beyond the last bound, 1 − r·G there (1 without counts). */
+    private double slopeBeyondTheLastBound() {
+        double all = sums()[counts.length];
+        return all > 0 ? 1 - returning() * sums()[ReuseTimes.BOUNDS_SECONDS.length] / all : 1;
+    }
+
+    /** Whether the occupancy grows without end: some conversations are not back by the last bound. */
+    private boolean growsBeyondTheLastBound() {
+        return slopeBeyondTheLastBound() > 1e-12;
     }
 
     /** The t in bucket {@code i} at which the occupancy is {@code seconds}. */
