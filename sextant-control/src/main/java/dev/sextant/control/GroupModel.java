@@ -171,25 +171,12 @@ final class GroupModel {
         if (cachedNow / share <= prompt) {
             return new CacheReuse(prompt, cachedNow / share, kv, context, busyPerRps, slots, reuse, 1);
         }
-        // the whole prompt reusable, and G(s·T) = cachedNow / prompt for the scale s: G grows with its argument
-        double target = cachedNow / prompt;
-        double lo = 1;
-        double hi = 2;
-        while (reuse.cdf(hi * kept) < target && hi < 1e9) {
-            hi *= 2;
-        }
-        if (!(reuse.cdf(hi * kept) >= target) || !(kept > 0)) {
+        // the whole prompt reusable, and G(s·T) = cachedNow / prompt for the scale s
+        double scaled = reuse.quantile(cachedNow / prompt);
+        if (!Double.isFinite(scaled)) {
             return null;
         }
-        for (int it = 0; it < 60; it++) {
-            double mid = Math.sqrt(lo * hi);
-            if (reuse.cdf(mid * kept) < target) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        return new CacheReuse(prompt, prompt, kv, context, busyPerRps, slots, reuse, hi);
+        return new CacheReuse(prompt, prompt, kv, context, busyPerRps, slots, reuse, scaled / kept);
     }
 
     /** Mean sequences in a member's batch, recently (0 without evidence). */

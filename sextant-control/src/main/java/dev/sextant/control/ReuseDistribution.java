@@ -152,15 +152,15 @@ final class ReuseDistribution {
         double r = returning();
         double[] bounds = ReuseTimes.BOUNDS_SECONDS;
         for (int i = 0; i < bounds.length; i++) {
-            if (bounds[i] - r * in[i] / all >= seconds) {
-                return within(i, seconds, r, all);
+            if (bounds[i] - r * in[i] / all >= seconds) { // the occupancy at bound i
+                return within(i, seconds);
             }
         }
         if (!growsBeyondTheLastBound()) {
             return Double.POSITIVE_INFINITY;
         }
         double last = bounds[bounds.length - 1];
-        return last + (seconds - (last - r * in[bounds.length - 1] / all)) / slopeBeyondTheLastBound();
+        return last + (seconds - occupancy(last)) / slopeBeyondTheLastBound();
     }
 
     /** The occupancy's slope beyond the last bound, 1 − r·G there (1 without counts). */
@@ -175,13 +175,14 @@ final class ReuseDistribution {
     }
 
     /** The t in bucket {@code i} at which the occupancy is {@code seconds}. */
-    private double within(int i, double seconds, double r, double all) {
+    private double within(int i, double seconds) {
+        double r = returning();
         double[] bounds = ReuseTimes.BOUNDS_SECONDS;
         double lo = i == 0 ? 0 : bounds[i - 1];
         double hi = bounds[i];
         double t = 0.5 * (lo + hi);
         for (int it = 0; it < 60; it++) {
-            double f = t - r * cdfIntegral(t) - seconds;
+            double f = occupancy(t) - seconds;
             if (f < 0) {
                 lo = t;
             } else {
@@ -249,22 +250,32 @@ final class ReuseDistribution {
 
     /** The median time, s (NaN without counts). */
     double median() {
-        if (!(weight() > 0)) {
+        return quantile(0.5);
+    }
+
+    /**
+     * The least time t with {@link #cdf}(t) ≥ {@code p}, p in (0, 1]: the cdf inverted within its bucket (evenly over
+     * the logarithm of the time, the first bucket over the time); infinite where only the times beyond the last bound
+     * reach p; NaN without counts.
+     */
+    double quantile(double p) {
+        double[] b = sums();
+        double all = b[counts.length];
+        if (!(all > 0)) {
             return Double.NaN;
         }
-        double lo = 0;
-        double hi = ReuseTimes.BOUNDS_SECONDS[ReuseTimes.BOUNDS_SECONDS.length - 1];
-        if (cdf(hi) < 0.5) {
-            return Double.POSITIVE_INFINITY;
-        }
-        for (int i = 0; i < 60; i++) {
-            double mid = 0.5 * (lo + hi);
-            if (cdf(mid) < 0.5) {
-                lo = mid;
-            } else {
-                hi = mid;
+        double target = p * all;
+        double[] bounds = ReuseTimes.BOUNDS_SECONDS;
+        for (int i = 0; i < bounds.length; i++) {
+            if (counts[i] > 0 && b[i] + counts[i] >= target) {
+                double part = Math.max(0, (target - b[i]) / counts[i]);
+                if (i == 0) {
+                    return part * bounds[0];
+                }
+                double lo = bounds[i - 1];
+                return lo * Math.pow(bounds[i] / lo, part);
             }
         }
-        return hi;
+        return Double.POSITIVE_INFINITY;
     }
 }

@@ -9,6 +9,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.DoubleRange;
 import net.jqwik.api.constraints.LongRange;
+import net.jqwik.api.constraints.Scale;
 
 /**
  * How long a context stays its conversation's latest, on any counts the gateways may report: the occupancy grows
@@ -48,6 +49,21 @@ class ReuseDistributionProperties {
         } else {
             // where the occupancy is flat, any t of the flat stretch is an answer
             assertThat(d.occupancy(back)).isCloseTo(o, within(1e-9 * Math.max(1, o)));
+        }
+    }
+
+    /** The quantile inverts the cdf: the least time at which the share p of the times is reached. */
+    @Property(tries = 2_000)
+    void theQuantile_invertsTheCdf(@ForAll @LongRange(min = 1, max = 1_000_000_000) long seed,
+                                   @ForAll @DoubleRange(min = 0.001, max = 1) @Scale(6) double p) {
+        ReuseDistribution d = random(seed);
+        double t = d.quantile(p);
+        double[] bounds = ReuseTimes.BOUNDS_SECONDS;
+        if (Double.isInfinite(t)) {
+            assertThat(d.cdf(bounds[bounds.length - 1])).isLessThan(p);
+        } else {
+            assertThat(d.cdf(t)).isCloseTo(p, within(1e-9));
+            assertThat(d.cdf(t * (1 - 1e-6))).as("not reached before").isLessThan(p + 1e-9);
         }
     }
 }
