@@ -359,9 +359,11 @@ final class DefaultControlLoop implements ControlLoop {
         Map<GroupModel, Double> medians = medianSpeeds();
         Map<GroupModel, Batching> fitted = new HashMap<>();
         Map<GroupModel, Double> priorSaturation = new HashMap<>();
+        Map<GroupModel, ReuseDistribution> reuse = new HashMap<>();
         for (GroupModel g : groups.values()) {
             fitted.put(g, g.fitted(now));
             priorSaturation.put(g, g.prior().saturation());
+            reuse.put(g, reuseFor(g));
         }
         Map<String, EngineEstimate> est = new TreeMap<>();
         Map<String, EngineEstimate> byShape = new HashMap<>();
@@ -373,7 +375,7 @@ final class DefaultControlLoop implements ControlLoop {
                     g.configuredSlots()) + "\u0000" + t.batch.servedRps();
             EngineEstimate shared = byShape.get(shape);
             if (shared == null) {
-                shared = engineEstimate(t, g, fitted.get(g), priorSaturation.get(g), applied);
+                shared = engineEstimate(t, g, fitted.get(g), priorSaturation.get(g), reuse.get(g), applied);
                 byShape.put(shape, shared);
             }
             double health = t.condition.outOfService() ? 0 : t.config.health();
@@ -385,7 +387,8 @@ final class DefaultControlLoop implements ControlLoop {
                 affinityDiscount(fitted), affinityWhy(fitted));
     }
 
-    private EngineEstimate engineEstimate(EngineTracker t, GroupModel g, Batching fit, double muPrior, double applied) {
+    private EngineEstimate engineEstimate(EngineTracker t, GroupModel g, Batching fit, double muPrior,
+                                          ReuseDistribution reuse, double applied) {
         Engine c = t.config;
         double w = g.evidence();
         if (w == 0 && applied == 1 && !t.batch.fromEvidence(g.configuredSlots())) {
@@ -409,7 +412,7 @@ final class DefaultControlLoop implements ControlLoop {
                 b = b.slower(off);
             }
         }
-        CacheReuse cache = g.cacheReuse(b, reuseFor(g));
+        CacheReuse cache = g.cacheReuse(b, reuse);
         if (cache != null) {
             b = b.withCache(cache);
         }

@@ -116,8 +116,11 @@ public final class Accuracy {
         ReuseTimes reuse = new ReuseTimes(16);
         java.util.concurrent.atomic.AtomicLongArray reuseCounts = reuse.counts("c");
         long[] arrivals = {0};
-        @SuppressWarnings("unchecked")
-        java.util.function.Consumer<SimRequest>[] gateway = new java.util.function.Consumer[1];
+        java.util.function.BiConsumer<EngineSim, SimRequest> gateway = (e, r) -> {
+            arrivals[0]++;
+            reuse.arrived(reuseCounts, r.conversation.id, r.promptTokens, Math.round(loop.now() * 1e6));
+            e.arrive(r);
+        };
         EngineSim.Listener listener = new EngineSim.Listener() {
             @Override
             public void firstToken(EngineSim e, SimRequest r, double at) {
@@ -127,7 +130,7 @@ public final class Accuracy {
             @Override
             public void finished(EngineSim e, SimRequest r, double at) {
                 reuse.ended(r.conversation.id, Math.round(at * 1e6));
-                Calibration.nextTurn(loop, gateway[0], r, at, w, rng);
+                Calibration.nextTurn(loop, next -> gateway.accept(e, next), r, at, w, rng);
             }
 
             @Override
@@ -139,13 +142,8 @@ public final class Accuracy {
             }
         };
         EngineSim engine = new EngineSim(0, configured.id(), h, loop, listener, Double.POSITIVE_INFINITY);
-        gateway[0] = r -> {
-            arrivals[0]++;
-            reuse.arrived(reuseCounts, r.conversation.id, r.promptTokens, Math.round(loop.now() * 1e6));
-            engine.arrive(r);
-        };
         double end = fractions.length * stepMs;
-        Calibration.conversations(loop, gateway[0], w, rng, () -> rate[0], end);
+        Calibration.conversations(loop, r -> gateway.accept(engine, r), w, rng, () -> rate[0], end);
         for (int i = 1; i < fractions.length; i++) {
             double f = fractions[i];
             loop.at(i * stepMs, () -> rate[0] = f * mu);
