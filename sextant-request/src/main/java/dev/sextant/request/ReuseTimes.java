@@ -54,11 +54,13 @@ public final class ReuseTimes {
     }
 
     /**
-     * The counts of class {@code id}, made the first time: what {@link #arrived} adds to. Look it up once per class
-     * (it is a map lookup), not per request.
+     * The counts of class {@code id}, made the first time: what {@link #arrived} adds to. After the first time one
+     * map read, without the lock {@code computeIfAbsent} may take; where the classes are known ahead, look them up
+     * once.
      */
     public AtomicLongArray counts(String id) {
-        return counts.computeIfAbsent(id, k -> new AtomicLongArray(BUCKETS));
+        AtomicLongArray c = counts.get(id);
+        return c != null ? c : counts.computeIfAbsent(id, k -> new AtomicLongArray(BUCKETS));
     }
 
     /**

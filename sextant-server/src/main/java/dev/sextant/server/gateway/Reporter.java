@@ -14,7 +14,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.DoubleAdder;
 import java.util.concurrent.atomic.LongAccumulator;
 import java.util.concurrent.atomic.LongAdder;
@@ -163,7 +162,6 @@ final class Reporter implements AutoCloseable {
      * capacity"). 2^16 conversations in 512 KiB.
      */
     private final ReuseTimes reuse = new ReuseTimes(16);
-    private final Map<String, AtomicLongArray> reuseCounts = new ConcurrentHashMap<>();
     private final Map<String, EngineStats> engines = new ConcurrentHashMap<>();
     private final Map<String, RoundTrips> roundTrips = new ConcurrentHashMap<>();
     private final ScheduledExecutorService timer;
@@ -215,11 +213,7 @@ final class Reporter implements AutoCloseable {
         if (classId != null) {
             demand.computeIfAbsent(classId, k -> new LongAdder()).increment();
             if (key != 0) {
-                AtomicLongArray c = reuseCounts.get(classId);
-                if (c == null) {
-                    c = reuseCounts.computeIfAbsent(classId, reuse::counts);
-                }
-                reuse.arrived(c, key, bytes, System.nanoTime());
+                reuse.arrived(reuse.counts(classId), key, bytes, System.nanoTime());
             }
         }
     }
