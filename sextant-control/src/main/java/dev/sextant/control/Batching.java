@@ -330,9 +330,10 @@ record Batching(double alpha, double gamma, double beta, double base, double per
      */
     double saturation() {
         int n = servers();
-        double hi = Math.min(computeLimit(), 1e12);
+        double limit = computeLimit();
+        double hi = Math.min(limit, 1e12);
         double lo = 0;
-        if (Double.isInfinite(computeLimit())) {
+        if (Double.isInfinite(limit)) {
             hi = 1;
             while (busySlots(hi) < n && hi < 1e12) {
                 hi *= 2;
