@@ -46,6 +46,8 @@ final class SextantPolicy implements SimPolicy {
     /** Prompt and output tokens of a canary request. */
     static final int CANARY_PROMPT = 16;
     static final int CANARY_OUTPUT = 8;
+    /** The control plane's policy thread ticks every second: urgent steps and canaries wait for a tick. */
+    static final double DRIVER_TICK_MS = 1000;
 
     private Simulation sim;
     private Topology base;
@@ -160,6 +162,7 @@ final class SextantPolicy implements SimPolicy {
         s.onScrape(this::scraped);
         s.loop.at(s.scenario.control().scrapeMs(), this::report);
         s.loop.at(s.scenario.control().solveMs(), this::solveTick);
+        s.loop.at(DRIVER_TICK_MS, this::driverTick);
     }
 
     /** The engines' scrapes reach the control plane (unless it is down). */
@@ -173,7 +176,6 @@ final class SextantPolicy implements SimPolicy {
             loop.observe(scrape.metrics()[j] != null ? EngineScrape.of(id, at, scrape.metrics()[j])
                     : EngineScrape.failed(id, at, "connection refused"));
         }
-        afterSignals();
     }
 
     /** Every scrape interval each gateway cluster reports what it counted; the report arrives after the delay. */
@@ -213,16 +215,31 @@ final class SextantPolicy implements SimPolicy {
                 loop.observe(new GatewayReport(r.gateway(), r.instance(), at, r.intervalSeconds(), r.arrivals(),
                         r.engines(), r.roundTrips(), r.reuse()));
             }
-            afterSignals();
-        });
+            });
         double next = sim.loop.now() + sim.scenario.control().scrapeMs();
         if (next <= sim.scenario.durationMs() || sim.metrics.open() > 0) {
             sim.loop.at(next, this::report);
         }
     }
 
-    /** Canaries the loop asks for, and a solve at once when the signals changed something that matters. */
-    private void afterSignals() {
+    /**
+     * The control plane's policy thread, which ticks every second: a step at once when the signals changed something
+     * that matters ({@link ControlLoop#urgent()}), then the canaries the loop finds due. Signals only update the
+     * estimates; as in production, nothing acts on them before the next tick.
+     */
+    private void driverTick() {
+        if (sim.controlPlaneUp) {
+            if (sim.loop.now() - lastStepMs >= DRIVER_TICK_MS && loop.urgent()) {
+                solve();
+            }
+            sendCanaries();
+        }
+        if (sim.loop.now() < sim.scenario.durationMs() || sim.metrics.open() > 0) {
+            sim.loop.after(DRIVER_TICK_MS, this::driverTick);
+        }
+    }
+
+    private void sendCanaries() {
         for (Canary c : loop.canariesDue()) {
             int j = engineIndex.get(c.engine());
             sim.canary(j, CANARY_PROMPT, c.maxTokens(), new Simulation.CanaryListener() {
@@ -240,10 +257,6 @@ final class SextantPolicy implements SimPolicy {
                     }
                 }
             });
-        }
-        // the control plane checks for urgent changes every second
-        if (sim.loop.now() - lastStepMs >= 1000 && loop.urgent()) {
-            solve();
         }
     }
 

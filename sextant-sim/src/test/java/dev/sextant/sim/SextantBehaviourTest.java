@@ -3,6 +3,8 @@ package dev.sextant.sim;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sextant.control.Condition;
+import dev.sextant.control.Step;
 import org.junit.jupiter.api.Test;
 
 /** What docs/design.md promises of the product, checked on live simulated traffic. */
@@ -88,6 +90,34 @@ class SextantBehaviourTest {
         }
         // 6.6% of the prompt tokens in this run; priced at what the fast engines' caches serve now, 1.8%
         assertThat((double) slow / all).isGreaterThan(0.04);
+    }
+
+    /**
+     * An engine that fails 40% of its requests for 30 s is taken out of service, then back as soon as its canaries, which
+     * the control plane sends at its one-second tick (docs/control-loop.md, "Conditions"), succeed k times in a row:
+     * within k + a few seconds of the fault's end, not k scrape intervals.
+     */
+    @Test
+    void failingEngine_isBackWithinItsCanaryRunOfTheFaultsEnd() throws Exception {
+        String quiet = SimulationTest.FAULTY.replace("duration_s: 40", "duration_s: 80");
+        Scenario s = ScenarioLoader.parse("failing.yaml", quiet.replaceAll("(?s)faults:.*",
+                "faults:\n  - {kind: engine_errors, at_s: 5, duration_s: 30, engines: [us-2], factor: 0.4}\n"));
+        Simulator.Run run = Simulator.simulate(s, "sextant", 1, null);
+        double failingFrom = Double.NaN;
+        double backAt = Double.NaN;
+        for (Step step : ((SextantPolicy) run.simulation().policy).steps()) {
+            Condition c = step.estimates().engines().get("us-2").condition();
+            double at = step.atNanos() / 1e9;
+            if (c == Condition.FAILING && Double.isNaN(failingFrom)) {
+                failingFrom = at;
+            } else if (c == Condition.HEALTHY && !Double.isNaN(failingFrom) && Double.isNaN(backAt)) {
+                backAt = at;
+            }
+        }
+        // scrapes and reports every 2 s, seen 1 s later: failing within a few seconds of the fault
+        assertThat(failingFrom).isBetween(5.0, 12.0);
+        // 14 canaries in a row at one a second, from the fault's end at 35 s (a scrape interval of slack)
+        assertThat(backAt).isBetween(35.0 + 14, 35.0 + 14 + 4);
     }
 
     @Test
