@@ -352,7 +352,16 @@ final class DefaultControlLoop implements ControlLoop {
     public synchronized Estimates estimates() {
         long now = ticker.nanos();
         refresh(now);
-        return estimate(now);
+        Estimates est = estimate(now);
+        // the failing engines the published snapshot plans as capacity of last resort, at their share that succeeds
+        Map<String, Double> planned = new TreeMap<>();
+        for (EngineTracker t : engines.values()) {
+            dev.sextant.snapshot.EngineState st = published == null ? null : published.engines().get(t.id);
+            if (t.lastResort && t.condition == Condition.FAILING && st != null && st.penalty() < 1) {
+                planned.put(t.id, st.penalty());
+            }
+        }
+        return planned.isEmpty() ? est : lastResort(est, planned);
     }
 
     private Estimates estimate(long now) {
@@ -651,13 +660,26 @@ final class DefaultControlLoop implements ControlLoop {
         String unproven = "";
         try {
             candidate = optimizer.solve(solveFor, opts);
+            List<String> lastResort = new ArrayList<>();
+            Map<String, Double> succeeding = new TreeMap<>();
+            Topology withFailing = failingAsLastResort(solveFor, candidate, est, lastResort, succeeding);
+            if (!lastResort.isEmpty()) {
+                est = lastResort(est, succeeding);
+                opts = opts.withPenalties(succeeding);
+                candidate = optimizer.solve(withFailing, opts);
+                solveFor = withFailing;
+                unproven = "; failing engines planned again, priced with their retries, since without them the engines"
+                        + " in service would run beyond where their TTFT reaches "
+                        + BigDecimal.valueOf(options.overloadTtftFactor()).stripTrailingZeros().toPlainString()
+                        + "× idle (" + String.join(", ", lastResort) + ")";
+            }
             if (candidate.objective().shedRps() > 0) {
                 List<String> relaxed = new ArrayList<>();
                 Topology t = unprovenAsRated(solveFor, relaxed);
                 if (!relaxed.isEmpty()) {
                     candidate = optimizer.solve(t, opts);
                     solveFor = t;
-                    unproven = "; not shed on capacities below the rating that no queue has shown (" + String.join(", ",
+                    unproven += "; not shed on capacities below the rating that no queue has shown (" + String.join(", ",
                             relaxed) + " planned up to the rating until one does)";
                 }
             }
@@ -699,6 +721,100 @@ final class DefaultControlLoop implements ControlLoop {
             restored = null;
         }
         return last;
+    }
+
+    /** Below this strain a failing engine planned as a last resort leaves the plan again (1.2 / 1.5, as for slow ones). */
+    static final double LAST_RESORT_LEAVE = 0.8;
+
+    /**
+     * {@code t} with its failing engines back in service, each priced with what its failures add to a request sent
+     * there (its error rate times its idle TTFT: a fast error costs about a first token before the retry) and its
+     * capacity counted at the share of its attempts that succeed (its penalty in {@code succeeding}, which tells the
+     * gateways that its errors are expected, so they do not eject it for them), when
+     * {@code plan} (a solve of {@code t} without them) runs an engine in service beyond where its estimated TTFT
+     * reaches {@link ControlOptions#overloadTtftFactor()} times idle, or sheds (docs/control-loop.md, "Failing engines
+     * as a last resort"). Only engines that fail fast qualify: fewer than half their recent attempts fail and none
+     * timed out, so a request sent there more likely succeeds than not and a failure costs a retry, not a timeout. Once
+     * planned, they stay until the strain falls below {@link #LAST_RESORT_LEAVE} of that point. Their ids go to
+     * {@code planned}; {@code t} itself when there are none.
+     */
+    private Topology failingAsLastResort(Topology t, Snapshot plan, Estimates est, List<String> planned,
+                                         Map<String, Double> succeeding) {
+        List<EngineTracker> failing = new ArrayList<>();
+        for (EngineTracker tr : engines.values()) {
+            boolean fast = tr.attempts > 0 && tr.errors() < 0.5 * tr.attempts && tr.timeouts < 1;
+            if (tr.condition == Condition.FAILING && fast) {
+                failing.add(tr);
+            } else {
+                tr.lastResort = false;
+            }
+        }
+        if (failing.isEmpty()) {
+            return t;
+        }
+        double strain = strain(t, plan, est);
+        List<Engine> es = new ArrayList<>(t.engines().size());
+        for (Engine e : t.engines()) {
+            EngineTracker tr = engines.get(e.id());
+            if (failing.contains(tr)) {
+                tr.lastResort = strain >= 1 || tr.lastResort && strain >= LAST_RESORT_LEAVE;
+            }
+            if (failing.contains(tr) && tr.lastResort) {
+                double rate = tr.errors() / tr.attempts;
+                double addMs = rate * est.engines().get(e.id()).idleTtftMs();
+                es.add(e.rated(e.capacityRps(), withTtftAdded(e.profile(), addMs), tr.config.health()));
+                succeeding.put(e.id(), 1 - rate);
+                planned.add(String.format(Locale.ROOT, "%s: %.0f%% of its attempts fail, +%.1f ms a request", e.id(),
+                        100 * rate, addMs));
+            } else {
+                es.add(e);
+            }
+        }
+        return planned.isEmpty() ? t : t.withEngines(es);
+    }
+
+    /** {@code est} with the engines of {@code succeeding} (id → share of attempts that succeed) planned again. */
+    private Estimates lastResort(Estimates est, Map<String, Double> succeeding) {
+        Map<String, EngineEstimate> engines = new TreeMap<>(est.engines());
+        succeeding.forEach((id, share) -> engines.put(id, engines.get(id).planned(this.engines.get(id).config.health(),
+                String.format(Locale.ROOT, "; planned as capacity of last resort, at the %.0f%% of its attempts that "
+                        + "succeed: without it the others would run beyond where their TTFT reaches %s× idle",
+                        100 * share, BigDecimal.valueOf(options.overloadTtftFactor()).stripTrailingZeros()
+                                .toPlainString()))));
+        return new Estimates(est.atNanos(), engines, est.demand(), est.links(), est.models(), est.affinityDiscountMs(),
+                est.affinityWhy());
+    }
+
+    /**
+     * The largest ratio, over the engines in service, of {@code plan}'s load to the load at which the engine's TTFT
+     * reaches {@link ControlOptions#overloadTtftFactor()} times idle; infinite when {@code plan} sheds.
+     */
+    private double strain(Topology t, Snapshot plan, Estimates est) {
+        if (plan.objective().shedRps() > 0) {
+            return Double.POSITIVE_INFINITY;
+        }
+        double factor = options.overloadTtftFactor();
+        double worst = 0;
+        for (Engine e : t.engines()) {
+            dev.sextant.snapshot.EngineState st = plan.engines().get(e.id());
+            if (e.health() <= 0 || st == null || Double.isInfinite(factor)) {
+                continue;
+            }
+            EngineEstimate x = est.engines().get(e.id());
+            double idle = x == null ? e.profile().ttftMs(0) : x.idleTtftMs();
+            double atFactor = utilizationAtTtft(e.profile(), factor, idle) * e.capacityRps();
+            worst = Math.max(worst, st.loadRps() / Math.max(1e-9, atFactor));
+        }
+        return worst;
+    }
+
+    /** {@code p} with {@code ms} added to its TTFT at every load, sampled at {@link Batching#SAMPLES}. */
+    private static LatencyProfile withTtftAdded(LatencyProfile p, double ms) {
+        List<MeasuredProfile.Point> points = new ArrayList<>();
+        for (double rho : Batching.SAMPLES) {
+            points.add(new MeasuredProfile.Point(rho, p.ttftMs(rho) + ms, p.tbtMs(rho)));
+        }
+        return new MeasuredProfile(points);
     }
 
     /**
@@ -865,6 +981,9 @@ final class DefaultControlLoop implements ControlLoop {
             return new Step(now, candidate, true, why, Double.NaN, Double.NaN, solveFor, est);
         }
         String structural = structuralChange(publishedFor, solveFor);
+        if (structural == null) {
+            structural = lastResortChange(published, candidate);
+        }
         if (structural != null) {
             return new Step(now, candidate, true, structural, Double.POSITIVE_INFINITY, 0, solveFor, est);
         }
@@ -961,6 +1080,23 @@ final class DefaultControlLoop implements ControlLoop {
                 if (cutNow != cutBefore) {
                     return "link " + g.getKey() + " → " + c.getKey() + (cutNow ? " cut" : " restored");
                 }
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The first engine that {@code after} plans as a failing engine of last resort (a penalty below 1) and
+     * {@code before} does not, or the other way round, or null: the gateways must learn at once whether its errors
+     * are expected, since they eject it for them otherwise.
+     */
+    private static String lastResortChange(Snapshot before, Snapshot after) {
+        for (Map.Entry<String, dev.sextant.snapshot.EngineState> e : after.engines().entrySet()) {
+            dev.sextant.snapshot.EngineState was = before.engines().get(e.getKey());
+            boolean now = e.getValue().penalty() < 1;
+            if (now != (was != null && was.penalty() < 1)) {
+                return "engine " + e.getKey() + (now ? " failing, planned as capacity of last resort: its errors expected"
+                        : "'s errors no longer expected");
             }
         }
         return null;

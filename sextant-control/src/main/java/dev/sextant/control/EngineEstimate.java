@@ -8,7 +8,8 @@ import dev.sextant.topology.LatencyProfile;
  * @param engine             the engine's id
  * @param group              the group of identical engines whose laws it shares
  * @param condition          what the evidence says about its service
- * @param health             the health the optimizer gets, in [0, 1]: 0 out of service, else the configured health
+ * @param health             the health the optimizer gets, in [0, 1]: 0 out of service, else the configured health (a
+ *                           failing engine planned as capacity of last resort has its configured health)
  * @param capacityRps        the estimated capacity, req/s (where its queue would grow without bound), &gt; 0
  * @param configuredRps      the topology's capacity_rps
  * @param profile            the latency profile the optimizer prices it with (over ρ = load / capacityRps)
@@ -26,4 +27,9 @@ public record EngineEstimate(String engine, String group, Condition condition, d
                              double configuredRps, LatencyProfile profile, double idleTtftMs, double slowdown,
                              double batchSlots, double evidence, String capacityWhy, String speedWhy,
                              String conditionWhy) {
+    /** This estimate with the health {@code h} and {@code more} added to why its condition is what it is. */
+    EngineEstimate planned(double h, String more) {
+        return new EngineEstimate(engine, group, condition, h, capacityRps, configuredRps, profile, idleTtftMs, slowdown,
+                batchSlots, evidence, capacityWhy, speedWhy, conditionWhy + more);
+    }
 }

@@ -76,6 +76,8 @@ final class EngineTracker {
     Condition condition = Condition.HEALTHY;
     String conditionWhy = "as configured (no evidence yet)";
     private boolean failing;
+    /** Failing but planned as capacity of last resort (DefaultControlLoop#failingAsLastResort). */
+    boolean lastResort;
     private String failingWhy;
 
     EngineTracker(Engine config, GroupModel group, boolean joinedLater) {

@@ -231,6 +231,59 @@ class ControlLoopTest {
         assertThat(r.estimate("e3").condition()).as(r.estimate("e3").conditionWhy()).isEqualTo(Condition.FAILING);
     }
 
+    /**
+     * Demand at 85% of the fleet's saturation: without the engine that fails a quarter of its attempts, the others would
+     * run beyond where their TTFT doubles, so the loop plans it as capacity of last resort, its capacity counted at
+     * the share that succeeds (the snapshot's penalty, which tells the gateways not to eject it for those errors).
+     */
+    @Test
+    void failingEngine_isCapacityOfLastResort_whenTheOthersWouldRunHotWithoutIt() {
+        Rig r = quarterFailing(HOT, false);
+
+        assertThat(r.estimate("e3").condition()).isEqualTo(Condition.FAILING);
+        assertThat(r.loads().get("e3")).isPositive();
+        assertThat(r.loop.published().engines().get("e3").penalty()).isCloseTo(0.75, within(0.05));
+        assertThat(r.estimate("e3").health()).isEqualTo(1);
+        assertThat(r.estimate("e3").conditionWhy()).contains("planned as capacity of last resort, at the 75% of its"
+                + " attempts that succeed");
+        assertThat(r.steps.stream().map(Step::reason).toList()).anySatisfy(why -> assertThat(why)
+                .contains("e3 failing, planned as capacity of last resort").contains("priced with their retries"));
+
+        // fixed: back to full health once its canaries succeed, and the gateways told its errors are no longer expected
+        r.errorRate.remove("e3");
+        r.run(5 * (EngineTracker.canariesToRecover(0.2) + 2));
+        assertThat(r.estimate("e3").condition()).isEqualTo(Condition.HEALTHY);
+        assertThat(r.loop.published().engines().get("e3").penalty()).isEqualTo(1);
+    }
+
+    @Test
+    void failingEngine_staysOutOfService_whenTheOthersHaveRoom_orWhenItHangs() {
+        // at 150 req/s the other seven engines have room
+        Rig room = quarterFailing(150, false);
+        assertThat(room.estimate("e3").condition()).isEqualTo(Condition.FAILING);
+        assertThat(room.loads().get("e3")).isZero();
+
+        // a request sent to a hung engine waits the whole timeout: never worth planning, however hot the others run
+        Rig hung = quarterFailing(HOT, true);
+        assertThat(hung.estimate("e3").condition()).isEqualTo(Condition.FAILING);
+        assertThat(hung.loads().get("e3")).isZero();
+    }
+
+    /** 85% of the saturation of {@link #rig}'s eight engines, req/s. */
+    private static final double HOT = 0.85 * 8 * H100.saturation();
+
+    /** Engines as {@link #rig} at {@code demand}, a quarter of e3's attempts failing (timing out if it {@code hangs}). */
+    private static Rig quarterFailing(double demand, boolean hangs) {
+        Rig r = rig(Map.of(), Map.of(), demand, 7);
+        r.run(60);
+        if (hangs) {
+            r.hangs.add("e3");
+        }
+        r.errorRate.put("e3", 0.25);
+        r.run(20);
+        return r;
+    }
+
     /** Engines as {@link #rig} with half of e3's attempts failing for the last 20 s. */
     private static Rig failing() {
         Rig r = rig(Map.of(), Map.of(), 150, 7);

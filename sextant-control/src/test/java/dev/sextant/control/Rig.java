@@ -32,6 +32,8 @@ final class Rig {
     final java.util.Set<String> noMetrics = new java.util.HashSet<>();
     /** Engine id → fraction of its attempts that fail (server errors). */
     final Map<String, Double> errorRate = new TreeMap<>();
+    /** Engines whose failing attempts time out (hang) instead of answering a server error. */
+    final java.util.Set<String> hangs = new java.util.HashSet<>();
     /** Extra arrivals in the next report only (a burst), and an extra prompt on one engine's next interval. */
     int burstArrivals;
     String hugePromptEngine;
@@ -97,7 +99,9 @@ final class Rig {
                 long attempts = Math.round(x * scrapeSeconds);
                 if (attempts > 0) {
                     long errors = Math.round(attempts * errorRate.getOrDefault(id, 0.0));
-                    outcomes.put(id, new GatewayReport.EngineOutcomes(attempts, attempts - errors, 0, 0, errors, 0,
+                    boolean hung = hangs.contains(id);
+                    outcomes.put(id, new GatewayReport.EngineOutcomes(attempts, attempts - errors, 0,
+                            hung ? errors : 0, hung ? 0 : errors, 0,
                             new GatewayReport.Mean(20, attempts - errors), GatewayReport.Mean.NONE,
                             GatewayReport.Mean.NONE, GatewayReport.Mean.NONE, 0, 0));
                 }

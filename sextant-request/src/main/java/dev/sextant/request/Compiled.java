@@ -96,6 +96,7 @@ final class Compiled {
             pe.allowanceRps[j] = pe.rps[j] + (Double.isFinite(spare) ? spare : 0);
             pe.capacityRps[j] = e.effectiveCapacityRps() > 0 && Double.isFinite(e.capacityRps()) ? e.capacityRps() : 0;
             engines.cells[j].limit = engineLimit(e, pe.allowanceRps[j], engines.durationMs[j], options);
+            engines.cells[j].errorsExpected = e.penalty() < 1;
         }
 
         Map<String, ClassRoute> byId = new HashMap<>();

@@ -771,7 +771,9 @@ final class DefaultDataPlane implements DataPlane {
         attempt.pool.inFlight.decrementAndGet();
         prefilled(attempt);
         prefixes.release(attempt.prefixCell);
-        if (outcome.failure()) {
+        if (outcome == Outcome.SERVER_ERROR && cell.errorsExpected) {
+            // planned knowing that a share of its attempts fail: the retry is the price the plan accepted
+        } else if (outcome.failure()) {
             if (outcome == Outcome.TIMEOUT) {
                 cell.timedOut = true;
             }
@@ -923,6 +925,35 @@ final class DefaultDataPlane implements DataPlane {
         options.listener().onEjection(e);
     }
 
+    /**
+     * Ends the ejections for failing (errors, not timeouts) of the engines the new snapshot plans knowing that a share
+     * of their attempts fail ({@link EngineCell#errorsExpected}): the control plane, which sees every gateway's
+     * outcomes, chose to keep them as capacity of last resort, and this gateway's run of their errors is what it
+     * priced. A rare path: only on a swap.
+     */
+    private void endEjectionsForExpectedErrors(long now) {
+        List<Ejection> ended = new ArrayList<>(0);
+        while (!ejecting.compareAndSet(false, true)) {
+            Thread.onSpinWait(); // a failure path is deciding an ejection: it holds the flag for microseconds
+        }
+        try {
+            for (EngineCell cell : cells.values()) {
+                if (cell.errorsExpected && cell.ejectedFor == EngineCell.FAILING && cell.ejected(now)) {
+                    Ejection was = cell.ejection;
+                    cell.ejection = new Ejection(was.engineId(), was.reason(), was.sinceNanos(), now, was.multiplier());
+                    cell.lastEjectionEnd = now;
+                    cell.resetFailures();
+                    ended.add(cell.ejection);
+                }
+            }
+        } finally {
+            ejecting.set(false);
+        }
+        for (Ejection e : ended) {
+            options.listener().onEjectionEnded(e, "the policy plans it knowing that a share of its attempts fail");
+        }
+    }
+
     /** The engine of {@code k} ejected now for the least harm below {@code severity} (the first such), or null. */
     private static EngineCell ejectedForLess(ClassRoute k, int severity, long now) {
         EngineCell best = null;
@@ -1028,6 +1059,7 @@ final class DefaultDataPlane implements DataPlane {
             floors(next);
             compiled = next;
             cells.keySet().retainAll(snapshot.engines().keySet());
+            endEjectionsForExpectedErrors(now);
         }
         if (inFallback.compareAndSet(true, false)) {
             options.listener().onFallback(false, "snapshot " + snapshot.version() + " swapped in: routing by policy");

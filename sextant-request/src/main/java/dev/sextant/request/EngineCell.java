@@ -58,6 +58,13 @@ final class EngineCell {
      */
     volatile int limit = Integer.MAX_VALUE;
 
+    /**
+     * Whether the snapshot plans the engine knowing that a share of its attempts fail (a penalty below 1: a failing
+     * engine the control loop keeps as capacity of last resort, docs/control-loop.md): its server errors are then
+     * expected and do not count toward its ejection. Set from each snapshot ({@code Compiled}).
+     */
+    volatile boolean errorsExpected;
+
     EngineCell(String id) {
         this.id = id;
         this.hash = Hashing.mix(id.hashCode() * Hashing.GOLDEN);

@@ -381,6 +381,56 @@ class DataPlaneTest {
         assertThat(p.route(RequestMeta.of("m", key, 1)).engineId()).isEqualTo("e0");
     }
 
+    /** Two engines e0, e1 of class "k" half and half; e0 planned knowing that a quarter of its attempts fail. */
+    static Snapshot e0AtLastResort(long version) {
+        return new Fixtures.SnapshotBuilder("g").version(version).rtt("c", 1).engine("e0", "c", "r", 100, "m")
+                .engine("e1", "c", "r", 100, "m").penalty("e0", 0.75)
+                .route("k", "m", List.of(), 0, 0, Fixtures.weights(0.5, 0.5)).build();
+    }
+
+    @Test
+    void onFinish_serverErrorsOfAnEngineThePolicyPlansKnowingItFails_doNotEjectIt_timeoutsStillDo() {
+        DataPlane p = plane(e0AtLastResort(1));
+        long key = keyOn(p, "e0");
+        for (int i = 0; i < 10; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.SERVER_ERROR, -1);
+        }
+        assertThat(p.ejections()).isEmpty();
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.TIMEOUT, -1);
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e0");
+    }
+
+    @Test
+    void swap_toASnapshotThatPlansAFailingEngineAsLastResort_endsItsEjectionForErrors_notOneForHanging() {
+        List<String> ended = new ArrayList<>();
+        DataPlane p = DataPlane.create("g", Fixtures.simple(1, 0, 0.5, 0.5), ticker, DataPlaneOptions.builder()
+                .listener(new DataPlaneListener() {
+                    @Override
+                    public void onEjectionEnded(Ejection e, String why) {
+                        ended.add(e.engineId() + ": " + why);
+                    }
+                }).build());
+        long key = keyOn(p, "e0");
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.SERVER_ERROR, -1);
+        }
+        assertThat(p.ejections()).hasSize(1);
+
+        assertThat(p.swap(e0AtLastResort(2))).isTrue();
+        assertThat(p.ejections()).isEmpty();
+        assertThat(ended).containsExactly("e0: the policy plans it knowing that a share of its attempts fail");
+        assertThat(p.route(RequestMeta.of("m", key, 1)).engineId()).isEqualTo("e0");
+
+        DataPlane hung = plane(Fixtures.simple(1, 0, 0.5, 0.5));
+        for (int i = 0; i < 5; i++) {
+            hung.onFinish(hung.route(RequestMeta.of("m", key, i)), Outcome.TIMEOUT, -1);
+        }
+        hung.swap(e0AtLastResort(2));
+        assertThat(hung.ejections()).extracting(Ejection::engineId).containsExactly("e0");
+    }
+
     @Test
     void onFinish_repeatedEjections_growByBaseTimesKUpToTheCap_andDecayWhileHealthy() {
         DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5));

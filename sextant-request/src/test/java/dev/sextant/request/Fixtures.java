@@ -82,6 +82,15 @@ final class Fixtures {
             return this;
         }
 
+        /** Engine {@code id} (added before) with the outlier penalty {@code p}. */
+        SnapshotBuilder penalty(String id, double p) {
+            EngineState e = engines.get(id);
+            engines.put(id, new EngineState(e.cluster(), e.region(), e.endpoint(), e.models(), e.loadRps(),
+                    e.capacityRps(), e.effectiveCapacityRps(), e.utilization(), e.latencyMs(), e.marginalCostMs(),
+                    e.shadowPriceMs(), p));
+            return this;
+        }
+
         SnapshotBuilder rtt(String cluster, double ms) {
             rtt.put(cluster, ms);
             return this;
