@@ -706,6 +706,33 @@ final class DefaultControlLoop implements ControlLoop {
                             + "× idle while the fleet is short (" + String.join(", ", bounded) + ")";
                 }
             }
+            List<String[]> unreported = unreported(est, solveFor);
+            if (candidate.objective().shedRps() > 0 && options.observedDemand() && sheds(candidate, unreported)) {
+                // the largest share of the forecast that sheds none of it, by bisection (a few solves, only until the
+                // first reports: refusing requests on a forecast alone is what the loop must not do)
+                Snapshot best = null;
+                Topology bestFor = null;
+                double lo = 0;
+                double hi = 1;
+                double share = 0.5;
+                for (int i = 0; i < FORECAST_STEPS; i++, share = (lo + hi) / 2) {
+                    Topology t = scaled(solveFor, unreported, share);
+                    Snapshot c = optimizer.solve(t, opts);
+                    if (sheds(c, unreported)) {
+                        hi = share;
+                    } else {
+                        lo = share;
+                        best = c;
+                        bestFor = t;
+                    }
+                }
+                if (best != null) {
+                    candidate = best;
+                    solveFor = bestFor;
+                    unproven += String.format(Locale.ROOT, "; not shed on demand that no gateway has reported yet: "
+                            + "planned for %.0f%% of the topology's", 100 * lo);
+                }
+            }
         } catch (RuntimeException e) {
             last = new Step(now, null, false, "solve failed: " + e, Double.NaN, Double.NaN, solveFor, est);
             return last;
@@ -854,6 +881,56 @@ final class DefaultControlLoop implements ControlLoop {
             es.add(bound == null ? e : e.withHealth(e.health() - part * (e.health() - bound)));
         }
         return t.withEngines(es);
+    }
+
+    /** Solves of the bisection that finds how much of an unreported forecast the engines carry: to 1/256. */
+    private static final int FORECAST_STEPS = 8;
+
+    /**
+     * The (gateway cluster, class) pairs whose demand no gateway has reported yet (the topology's forecast), of the
+     * classes that {@code t} has an allowed engine in service for (a class without one is refused whatever its demand).
+     */
+    private static List<String[]> unreported(Estimates est, Topology t) {
+        Set<String> servable = new HashSet<>();
+        for (TrafficClass c : t.classes()) {
+            for (Engine e : t.engines()) {
+                if (e.health() > 0 && t.allowed(c, e)) {
+                    servable.add(c.id());
+                    break;
+                }
+            }
+        }
+        List<String[]> out = new ArrayList<>();
+        est.demand().forEach((g, row) -> row.forEach((k, d) -> {
+            if (Double.isNaN(d.standardError()) && d.rps() > 0 && servable.contains(k)) {
+                out.add(new String[] {g, k});
+            }
+        }));
+        return out;
+    }
+
+    /** True when {@code s} sheds any of {@code pairs}' demand, beyond the solver's precision. */
+    private static boolean sheds(Snapshot s, List<String[]> pairs) {
+        for (String[] p : pairs) {
+            Route r = s.route(p[0], p[1]);
+            if (r != null && r.shedFraction() > SHED_PRECISION) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@code t} with the demand of {@code pairs} times {@code share}. */
+    private static Topology scaled(Topology t, List<String[]> pairs, double share) {
+        Map<String, Map<String, Double>> d = new LinkedHashMap<>();
+        t.demandRps().forEach((g, row) -> d.put(g, new LinkedHashMap<>(row)));
+        for (String[] p : pairs) {
+            Map<String, Double> row = d.get(p[0]);
+            if (row != null) {
+                row.computeIfPresent(p[1], (k, v) -> v * share);
+            }
+        }
+        return t.withDemand(d);
     }
 
     /** A solve's load at or above this fraction of an engine's effective capacity fills it. */

@@ -171,6 +171,26 @@ class ControlLoopTest {
                 .isEqualTo(Condition.HEALTHY));
     }
 
+    /**
+     * A topology whose demand is twice what its engines carry: before any gateway reports, that demand is a forecast,
+     * and the first snapshot routes what the engines carry of it and refuses nothing; with {@code demand: configured}
+     * the operator's figure is the demand, and it sheds.
+     */
+    @Test
+    void demandNoGatewayHasReported_isNotShed_butConfiguredDemandIs() {
+        Topology t = Fleets.oneCluster(2, 50, 400);
+        Step forecast = ControlLoop.create(t, ControlOptions.defaults(), () -> 0L, null).step();
+        assertThat(forecast.published()).isTrue();
+        assertThat(forecast.snapshot().route("gw", "chat").shedFraction()).isZero();
+        // the four engines' effective capacity, 4 × 50 × 0.9, is 45% of the forecast
+        assertThat(forecast.reason()).contains("not shed on demand that no gateway has reported yet: planned for 45% of"
+                + " the topology's");
+
+        Step configured = ControlLoop.create(t, ControlOptions.defaults().withObservedDemand(false), () -> 0L, null)
+                .step();
+        assertThat(configured.snapshot().route("gw", "chat").shedFraction()).isGreaterThan(0.5);
+    }
+
     @Test
     void burstOfConcurrentStreams_penalizesNothing_andShedsNothingAfterwards() {
         Rig r = rig(Map.of(), Map.of(), 150, 6);

@@ -36,8 +36,9 @@ class OverloadPlanTest {
                 Map.of("gw", Map.of("premium", premiumRps, "batch", batchRps)), 0.1, 25);
     }
 
+    /** The first step with the topology's demand as the demand (as {@code demand: configured}): what is planned for it. */
     private static Snapshot firstStep(Topology t, ControlOptions options) {
-        ControlLoop loop = ControlLoop.create(t, options, () -> 0L, null);
+        ControlLoop loop = ControlLoop.create(t, options.withObservedDemand(false), () -> 0L, null);
         Step s = loop.step();
         assertThat(s.published()).as(s.reason()).isTrue();
         return s.snapshot();
