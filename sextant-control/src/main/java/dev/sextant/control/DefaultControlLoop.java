@@ -670,7 +670,7 @@ final class DefaultControlLoop implements ControlLoop {
                 solveFor = withFailing;
                 unproven = "; failing engines planned again, priced with their retries, since without them the engines"
                         + " in service would run beyond where their TTFT reaches "
-                        + BigDecimal.valueOf(options.overloadTtftFactor()).stripTrailingZeros().toPlainString()
+                        + overloadFactorText()
                         + "× idle (" + String.join(", ", lastResort) + ")";
             }
             if (candidate.objective().shedRps() > 0) {
@@ -702,12 +702,13 @@ final class DefaultControlLoop implements ControlLoop {
                 }
                 if (!bounded.isEmpty()) {
                     unproven += "; engines planned no fuller than where their TTFT reaches "
-                            + BigDecimal.valueOf(options.overloadTtftFactor()).stripTrailingZeros().toPlainString()
+                            + overloadFactorText()
                             + "× idle while the fleet is short (" + String.join(", ", bounded) + ")";
                 }
             }
-            List<String[]> unreported = unreported(est, solveFor);
-            if (candidate.objective().shedRps() > 0 && options.observedDemand() && sheds(candidate, unreported)) {
+            List<String[]> unreported = candidate.objective().shedRps() > 0 && options.observedDemand()
+                    ? unreported(est, solveFor) : List.of();
+            if (sheds(candidate, unreported)) {
                 // the largest share of the forecast that sheds none of it, by bisection (a few solves, only until the
                 // first reports: refusing requests on a forecast alone is what the loop must not do)
                 Snapshot best = null;
@@ -783,10 +784,11 @@ final class DefaultControlLoop implements ControlLoop {
         List<Engine> es = new ArrayList<>(t.engines().size());
         for (Engine e : t.engines()) {
             EngineTracker tr = engines.get(e.id());
-            if (failing.contains(tr)) {
+            boolean candidate = failing.contains(tr);
+            if (candidate) {
                 tr.lastResort = strain >= 1 || tr.lastResort && strain >= LAST_RESORT_LEAVE;
             }
-            if (failing.contains(tr) && tr.lastResort) {
+            if (candidate && tr.lastResort) {
                 double rate = tr.errors() / tr.attempts;
                 double addMs = rate * est.engines().get(e.id()).idleTtftMs();
                 es.add(e.rated(e.capacityRps(), withTtftAdded(e.profile(), addMs), tr.config.health()));
@@ -806,8 +808,7 @@ final class DefaultControlLoop implements ControlLoop {
         succeeding.forEach((id, share) -> engines.put(id, engines.get(id).planned(this.engines.get(id).config.health(),
                 String.format(Locale.ROOT, "; planned as capacity of last resort, at the %.0f%% of its attempts that "
                         + "succeed: without it the others would run beyond where their TTFT reaches %s× idle",
-                        100 * share, BigDecimal.valueOf(options.overloadTtftFactor()).stripTrailingZeros()
-                                .toPlainString()))));
+                        100 * share, overloadFactorText()))));
         return new Estimates(est.atNanos(), engines, est.demand(), est.links(), est.models(), est.affinityDiscountMs(),
                 est.affinityWhy());
     }
@@ -820,19 +821,33 @@ final class DefaultControlLoop implements ControlLoop {
         if (plan.objective().shedRps() > 0) {
             return Double.POSITIVE_INFINITY;
         }
-        double factor = options.overloadTtftFactor();
         double worst = 0;
+        if (Double.isInfinite(options.overloadTtftFactor())) {
+            return worst;
+        }
         for (Engine e : t.engines()) {
             dev.sextant.snapshot.EngineState st = plan.engines().get(e.id());
-            if (e.health() <= 0 || st == null || Double.isInfinite(factor)) {
-                continue;
+            if (e.health() > 0 && st != null) {
+                double atFactor = utilizationAtFactor(e, est) * e.capacityRps();
+                worst = Math.max(worst, st.loadRps() / Math.max(1e-9, atFactor));
             }
-            EngineEstimate x = est.engines().get(e.id());
-            double idle = x == null ? e.profile().ttftMs(0) : x.idleTtftMs();
-            double atFactor = utilizationAtTtft(e.profile(), factor, idle) * e.capacityRps();
-            worst = Math.max(worst, st.loadRps() / Math.max(1e-9, atFactor));
         }
         return worst;
+    }
+
+    /**
+     * The utilization at which {@code e}'s profile reaches {@link ControlOptions#overloadTtftFactor()} times the TTFT of
+     * a request that finds it idle (its estimate's, else the profile's at no load).
+     */
+    private double utilizationAtFactor(Engine e, Estimates est) {
+        EngineEstimate x = est.engines().get(e.id());
+        double idle = x == null ? e.profile().ttftMs(0) : x.idleTtftMs();
+        return utilizationAtTtft(e.profile(), options.overloadTtftFactor(), idle);
+    }
+
+    /** {@link ControlOptions#overloadTtftFactor()} as the step's reasons write it ("2"). */
+    private String overloadFactorText() {
+        return BigDecimal.valueOf(options.overloadTtftFactor()).stripTrailingZeros().toPlainString();
     }
 
     /** {@code p} with {@code ms} added to its TTFT at every load, sampled at {@link Batching#SAMPLES}. */
@@ -859,9 +874,7 @@ final class DefaultControlLoop implements ControlLoop {
         for (Engine e : t.engines()) {
             dev.sextant.snapshot.EngineState st = shedding.engines().get(e.id());
             if (st != null && st.effectiveCapacityRps() > 0 && st.loadRps() >= FULL * st.effectiveCapacityRps()) {
-                EngineEstimate x = est.engines().get(e.id());
-                double idle = x == null ? e.profile().ttftMs(0) : x.idleTtftMs();
-                double health = utilizationAtTtft(e.profile(), factor, idle) / (1 - t.headroom());
+                double health = utilizationAtFactor(e, est) / (1 - t.headroom());
                 if (health < e.health()) {
                     out.put(e.id(), health);
                 }

@@ -771,9 +771,10 @@ final class DefaultDataPlane implements DataPlane {
         attempt.pool.inFlight.decrementAndGet();
         prefilled(attempt);
         prefixes.release(attempt.prefixCell);
-        if (outcome == Outcome.SERVER_ERROR && cell.errorsExpected) {
-            // planned knowing that a share of its attempts fail: the retry is the price the plan accepted
-        } else if (outcome.failure()) {
+        // an engine planned knowing that a share of its attempts fail: its server errors are the retries the plan
+        // accepted, not a reason to eject it
+        boolean priced = outcome == Outcome.SERVER_ERROR && cell.errorsExpected;
+        if (outcome.failure() && !priced) {
             if (outcome == Outcome.TIMEOUT) {
                 cell.timedOut = true;
             }
@@ -886,11 +887,7 @@ final class DefaultDataPlane implements DataPlane {
             if (!makeRoom.isEmpty()) {
                 displaced = new ArrayList<>(makeRoom.size());
                 for (EngineCell s : makeRoom) {
-                    Ejection was = s.ejection;
-                    s.ejection = new Ejection(was.engineId(), was.reason(), was.sinceNanos(), now, was.multiplier());
-                    s.lastEjectionEnd = now;
-                    s.resetFailures();
-                    displaced.add(s.ejection);
+                    displaced.add(s.endEjection(now));
                 }
             }
             int k = cell.multiplier;
@@ -939,11 +936,7 @@ final class DefaultDataPlane implements DataPlane {
         try {
             for (EngineCell cell : cells.values()) {
                 if (cell.errorsExpected && cell.ejectedFor == EngineCell.FAILING && cell.ejected(now)) {
-                    Ejection was = cell.ejection;
-                    cell.ejection = new Ejection(was.engineId(), was.reason(), was.sinceNanos(), now, was.multiplier());
-                    cell.lastEjectionEnd = now;
-                    cell.resetFailures();
-                    ended.add(cell.ejection);
+                    ended.add(cell.endEjection(now));
                 }
             }
         } finally {

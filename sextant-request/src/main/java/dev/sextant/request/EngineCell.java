@@ -70,6 +70,18 @@ final class EngineCell {
         this.hash = Hashing.mix(id.hashCode() * Hashing.GOLDEN);
     }
 
+    /**
+     * Ends the current ejection at {@code now}, its failures counted afresh; returns the ejection as ended. Called
+     * only by the thread holding the data plane's ejection flag.
+     */
+    Ejection endEjection(long now) {
+        Ejection was = ejection;
+        ejection = new Ejection(was.engineId(), was.reason(), was.sinceNanos(), now, was.multiplier());
+        lastEjectionEnd = now;
+        resetFailures();
+        return ejection;
+    }
+
     /** Ends a run of consecutive failures. */
     void resetFailures() {
         failures.set(0);

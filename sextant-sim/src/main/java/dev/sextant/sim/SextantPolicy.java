@@ -215,7 +215,7 @@ final class SextantPolicy implements SimPolicy {
                 loop.observe(new GatewayReport(r.gateway(), r.instance(), at, r.intervalSeconds(), r.arrivals(),
                         r.engines(), r.roundTrips(), r.reuse()));
             }
-            });
+        });
         double next = sim.loop.now() + sim.scenario.control().scrapeMs();
         if (next <= sim.scenario.durationMs() || sim.metrics.open() > 0) {
             sim.loop.at(next, this::report);
