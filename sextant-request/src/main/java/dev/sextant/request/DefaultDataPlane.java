@@ -188,7 +188,7 @@ final class DefaultDataPlane implements DataPlane {
             boolean shedHere = k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks
                     && k.cells[i].queueing(QUEUE_SLACK_MS, k.enginePriority[i]);
             if (shedHere || Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) < excess) {
-                int s = spill(k, i, key, shedHere, now);
+                int s = spill(k, i, key, shedHere, null, now);
                 if (s >= 0 || shedHere) {
                     unacquire(k, k.cells[i]);
                 }
@@ -320,7 +320,7 @@ final class DefaultDataPlane implements DataPlane {
      * policy planned there (its allowance × planned duration): when the whole fleet is short, moving it only moves
      * the queue. Counted in flight, or -1.
      */
-    private int spill(ClassRoute k, int from, long key, boolean withinPlan, long now) {
+    private int spill(ClassRoute k, int from, long key, boolean withinPlan, EngineCell[] tried, long now) {
         EngineCell[] near = k.near;
         EngineCell fromCell = k.cells[from];
         double fromFill = withinPlan ? Double.NaN : estimatedFill(k, k.nearOf[from], 0);
@@ -330,7 +330,7 @@ final class DefaultDataPlane implements DataPlane {
             double fills = 0;
             int room = 0;
             for (int i = g; i < end; i++) {
-                double fill = spillFill(k, i, fromCell, withinPlan, now);
+                double fill = spillFill(k, i, fromCell, withinPlan, tried, now);
                 if (hasRoom(k, i, fill, fromFill)) {
                     fills += fill;
                     room++;
@@ -341,7 +341,7 @@ final class DefaultDataPlane implements DataPlane {
             long bestScore = 0;
             double meanFill = room == 0 ? 0 : fills / room;
             for (int i = g; i < end && room > 0; i++) {
-                double fill = spillFill(k, i, fromCell, withinPlan, now);
+                double fill = spillFill(k, i, fromCell, withinPlan, tried, now);
                 double holds = holds(k, i);
                 long score = Hashing.mix(key ^ near[i].hash);
                 if (hasRoom(k, i, fill, fromFill) && withinMean(fill * holds, meanFill * holds)
@@ -388,10 +388,11 @@ final class DefaultDataPlane implements DataPlane {
      * How full {@code k}'s fallback engine {@code i} would be with one more of this gateway's requests, relative to
      * what its whole capacity holds (capacity × planned duration); +∞ when it may not take a spill.
      */
-    private double spillFill(ClassRoute k, int i, EngineCell from, boolean withinPlan, long now) {
+    private double spillFill(ClassRoute k, int i, EngineCell from, boolean withinPlan, EngineCell[] tried, long now) {
         EngineCell cell = k.near[i];
         int inFlight = cell.inFlight.get();
         if (cell == from || inFlight >= k.limit(cell) || failing(cell, now)
+                || tried != null && ClassRoute.indexOf(tried, cell) >= 0
                 || cell.queueing(QUEUE_SLACK_MS, k.nearEnginePriority[i])
                 || withinPlan && inFlight + 1 > k.nearAllowanceRps[i] * k.nearPlannedMs[i] / 1000) {
             return Double.POSITIVE_INFINITY;
@@ -693,6 +694,23 @@ final class DefaultDataPlane implements DataPlane {
                 nearest = true;
                 cellsOf = k.near;
                 how = "nearest-healthy";
+            }
+        }
+        if (!nearest && i >= 0) {
+            // a retry needs a home as a first attempt does: it counts toward the offered rate of the engine its key's
+            // order gives it, and spills as a first attempt would when that engine is offered beyond its allowance
+            // (the share of a dead engine that the cap of ejections keeps in rotation lands here, on top of its own)
+            double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], now);
+            if (excess > 0 && Hashing.unit(Hashing.mix(failed.key ^ Hashing.SPILL_SALT)) < excess) {
+                int s = spill(k, i, failed.key, false, tried, now);
+                if (s >= 0) {
+                    unacquire(k, k.cells[i]);
+                    spills.increment();
+                    i = s;
+                    nearest = true;
+                    cellsOf = k.near;
+                    how = "spill:overload";
+                }
             }
         }
         long backoff = 0;

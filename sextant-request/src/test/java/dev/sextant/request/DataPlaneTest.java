@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.TreeMap;
 import java.util.Map;
 import java.util.SplittableRandom;
 
@@ -1234,6 +1235,43 @@ class DataPlaneTest {
         Decision retried = p.retry(next, Outcome.CONNECT_ERROR);
         assertThat(retried.engineId()).isEqualTo("m1");
         p.onFinish(retried, Outcome.SUCCESS, 1_000_000L);
+        assertThat(p.status().inFlight()).isZero();
+    }
+
+    @Test
+    void retry_landingOnAnEngineOfferedBeyondItsAllowance_countsTowardItsRate_andSpillsAsAFirstAttemptWould() {
+        // n1, n2, n3 share the class; n1 and n2 are dead (refused connections), and the cap of ejections (one of
+        // three) keeps one of them in rotation, so n3 takes its own keys, the walk from the ejected one, and the
+        // retries from the other. m1 is allowed and unweighted. n3's allowance from here: 10 × 1/3 planned + 80
+        // spare, spilling beyond 83 + 3·√(83/2) ≈ 103 req/s, about what its first attempts alone come to at 200 req/s
+        // (a third, and half of the ejected engine's third); the retries double it.
+        Snapshot s = new Fixtures.SnapshotBuilder("g").rtt("near", 2).rtt("mid", 30)
+                .engine("n1", "near", "r", 100, "m").engine("n2", "near", "r", 100, "m")
+                .engine("n3", "near", "r", 100, "m").engine("m1", "mid", "r", 100, "m")
+                .route("k", "m", List.of(), 0, 0, Map.of("n1", 1 / 3.0, "n2", 1 / 3.0, "n3", 1 / 3.0, "m1", 0.0))
+                .build();
+        DataPlane p = fixedLimit(s);
+        Map<String, Integer> served = new TreeMap<>();
+        List<Decision> open = new ArrayList<>();
+        int retriedAway = 0;
+        for (int i = 0; i < 600; i++) { // 3 s at 200 req/s, nothing finishing
+            ticker.advanceSeconds(1 / 200.0);
+            Decision d = p.route(RequestMeta.of("m", i, i));
+            while (d.routed() && (d.engineId().equals("n1") || d.engineId().equals("n2"))) {
+                d = p.retry(d, Outcome.CONNECT_ERROR);
+            }
+            assertThat(d.routed()).as("request %d: %s", i, d).isTrue();
+            if (d.attempt() > 1 && d.engineId().equals("m1")) {
+                retriedAway++;
+                assertThat(d.reason()).isEqualTo("retry:connect-error,spill:overload");
+            }
+            served.merge(d.engineId(), 1, Integer::sum);
+            open.add(d);
+        }
+        assertThat(p.ejections()).hasSize(1); // the cap: one of the two dead engines stays in rotation
+        assertThat(retriedAway).as("retries spilled to m1, of %s", served).isGreaterThan(30);
+        assertThat(p.status().spills()).isGreaterThanOrEqualTo(retriedAway);
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
         assertThat(p.status().inFlight()).isZero();
     }
 
