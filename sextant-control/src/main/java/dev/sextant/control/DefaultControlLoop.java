@@ -761,8 +761,9 @@ final class DefaultControlLoop implements ControlLoop {
      * gateways that its errors are expected, so they do not eject it for them), when
      * {@code plan} (a solve of {@code t} without them) runs an engine in service beyond where its estimated TTFT
      * reaches {@link ControlOptions#overloadTtftFactor()} times idle, or sheds (docs/control-loop.md, "Failing engines
-     * as a last resort"). Only engines that fail fast qualify: fewer than half their recent attempts fail and none
-     * timed out, so a request sent there more likely succeeds than not and a failure costs a retry, not a timeout. Once
+     * as a last resort"). Only engines that fail fast qualify: fewer than half their recent attempts fail, with
+     * confidence ({@link #errorRateUpper}), and none timed out, so a request sent there more likely succeeds than not
+     * and a failure costs a retry, not a timeout. Once
      * planned, they stay until the strain falls below {@link #LAST_RESORT_LEAVE} of that point. Their ids go to
      * {@code planned}; {@code t} itself when there are none.
      */
@@ -770,7 +771,7 @@ final class DefaultControlLoop implements ControlLoop {
                                          Map<String, Double> succeeding) {
         List<EngineTracker> failing = new ArrayList<>();
         for (EngineTracker tr : engines.values()) {
-            boolean fast = tr.attempts > 0 && tr.errors() < 0.5 * tr.attempts && tr.timeouts < 1;
+            boolean fast = tr.attempts > 0 && errorRateUpper(tr.errors(), tr.attempts) < 0.5 && tr.timeouts < 1;
             if (tr.condition == Condition.FAILING && fast) {
                 failing.add(tr);
             } else {
@@ -800,6 +801,20 @@ final class DefaultControlLoop implements ControlLoop {
             }
         }
         return planned.isEmpty() ? t : t.withEngines(es);
+    }
+
+    /**
+     * The upper end of the error rate that {@code errors} of {@code attempts} allow: Wilson's score interval at two
+     * standard deviations (about 98% one-sided). A last resort must fail less than half the time with that
+     * confidence: twenty recent attempts of which a third failed, some of them from before a fault, do not say that an
+     * engine failing every request since would serve most of what it is sent.
+     */
+    static double errorRateUpper(double errors, double attempts) {
+        double z2 = 4; // z = 2
+        double p = errors / attempts;
+        double centre = p + z2 / (2 * attempts);
+        double spread = 2 * Math.sqrt(p * (1 - p) / attempts + z2 / (4 * attempts * attempts));
+        return (centre + spread) / (1 + z2 / attempts);
     }
 
     /** {@code est} with the engines of {@code succeeding} (id → share of attempts that succeed) planned again. */

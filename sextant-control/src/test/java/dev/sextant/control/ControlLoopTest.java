@@ -289,6 +289,22 @@ class ControlLoopTest {
         assertThat(hung.loads().get("e3")).isZero();
     }
 
+    @Test
+    void lastResort_needsFewerThanHalfOfItsAttemptsFailing_withConfidence() {
+        // a third of 20 recent attempts, some from before a fault that fails every request since: not evidence
+        assertThat(DefaultControlLoop.errorRateUpper(7, 20)).isGreaterThan(0.5);
+        // a quarter of the hundreds an engine in the plan gets: a last resort
+        assertThat(DefaultControlLoop.errorRateUpper(75, 300)).isBetween(0.25, 0.5);
+        // the bound is above the rate seen, and narrows toward it with the evidence
+        for (int n : new int[] {1, 10, 100, 1_000, 10_000}) {
+            for (double p : new double[] {0, 0.2, 0.5, 1}) {
+                double upper = DefaultControlLoop.errorRateUpper(p * n, n);
+                assertThat(upper).as("%s of %d", p, n).isBetween(p, 1.0 + 1e-12);
+                assertThat(upper - p).isLessThanOrEqualTo(2.5 / Math.sqrt(n));
+            }
+        }
+    }
+
     /** 85% of the saturation of {@link #rig}'s eight engines, req/s. */
     private static final double HOT = 0.85 * 8 * H100.saturation();
 
