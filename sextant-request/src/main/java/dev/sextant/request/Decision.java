@@ -81,6 +81,9 @@ public final class Decision {
                            int enginePriority, int attempt, long backoffNanos, long key, long requestId,
                            double expectedTtftMs, EngineCell[] tried, Pool pool, long startNanos,
                            String reason) {
+        if (cell.trialOnReturn) {
+            cell.startTrial(startNanos); // an engine back from an ejection for unreachability: this attempt tries it
+        }
         return new Decision(classId, version, fallback, cell, endpoint, enginePriority, attempt, backoffNanos, key,
                 requestId, expectedTtftMs, tried, pool, startNanos, fallback ? reason + ",fallback" : reason, null,
                 null, 0);

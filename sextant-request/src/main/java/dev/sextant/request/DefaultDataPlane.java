@@ -167,6 +167,24 @@ final class DefaultDataPlane implements DataPlane {
         if (i < 0) {
             return engineLimit(c, k, stale);
         }
+        if (k.cells[i].ejected(now)) {
+            // every engine the weights give the class here is ejected (the walk's last resort): the nearest healthy
+            // allowed engine outside them, where a retry would go after the attempt failed
+            // the whole class moves: the engines' room counts what the plan sends them from the other gateways (their
+            // demand has not moved), and where none has room, the least full of them takes it
+            int n = spill(k, i, key, false, k.cells, true, now);
+            String how = "spill:ejected";
+            if (n < 0) {
+                n = leastFull(k, k.cells, now);
+                how = "least-full";
+            }
+            if (n >= 0) {
+                unacquire(k, k.cells[i]);
+                return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.near[n],
+                        k.nearEndpoints[n], k.nearEnginePriority[n], 1, 0, key, request.requestId(),
+                        k.nearExpectedTtftMs[n], null, k.pool, now, how), prefix);
+            }
+        }
         double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], now);
         boolean spaced = false;
         if (recent != null && excess == 0 && i == first && seen == RecentKeys.NEW && prefix < 0) {
@@ -188,7 +206,7 @@ final class DefaultDataPlane implements DataPlane {
             boolean shedHere = k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks
                     && k.cells[i].queueing(QUEUE_SLACK_MS, k.enginePriority[i]);
             if (shedHere || Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) < excess) {
-                int s = spill(k, i, key, shedHere, null, now);
+                int s = spill(k, i, key, shedHere, null, false, now);
                 if (s >= 0 || shedHere) {
                     unacquire(k, k.cells[i]);
                 }
@@ -320,7 +338,8 @@ final class DefaultDataPlane implements DataPlane {
      * policy planned there (its allowance × planned duration): when the whole fleet is short, moving it only moves
      * the queue. Counted in flight, or -1.
      */
-    private int spill(ClassRoute k, int from, long key, boolean withinPlan, EngineCell[] tried, long now) {
+    private int spill(ClassRoute k, int from, long key, boolean withinPlan, EngineCell[] tried, boolean others,
+                      long now) {
         EngineCell[] near = k.near;
         EngineCell fromCell = k.cells[from];
         double fromFill = withinPlan ? Double.NaN : estimatedFill(k, k.nearOf[from], 0);
@@ -330,7 +349,7 @@ final class DefaultDataPlane implements DataPlane {
             double fills = 0;
             int room = 0;
             for (int i = g; i < end; i++) {
-                double fill = spillFill(k, i, fromCell, withinPlan, tried, now);
+                double fill = spillFill(k, i, fromCell, withinPlan, tried, others, now);
                 if (hasRoom(k, i, fill, fromFill)) {
                     fills += fill;
                     room++;
@@ -341,7 +360,7 @@ final class DefaultDataPlane implements DataPlane {
             long bestScore = 0;
             double meanFill = room == 0 ? 0 : fills / room;
             for (int i = g; i < end && room > 0; i++) {
-                double fill = spillFill(k, i, fromCell, withinPlan, tried, now);
+                double fill = spillFill(k, i, fromCell, withinPlan, tried, others, now);
                 double holds = holds(k, i);
                 long score = Hashing.mix(key ^ near[i].hash);
                 if (hasRoom(k, i, fill, fromFill) && withinMean(fill * holds, meanFill * holds)
@@ -356,6 +375,30 @@ final class DefaultDataPlane implements DataPlane {
             g = end;
         }
         return -1;
+    }
+
+    /**
+     * Of {@code k}'s allowed engines not in {@code exclude}, healthy (neither ejected nor failing) and below the class's
+     * limit, the one estimated least full ({@link #estimatedFill}, with one more of this gateway's requests), the
+     * nearest on a tie; counted in flight, or -1. Where every allowed engine is full, the overload is spread where it
+     * is lightest rather than piled on the nearest.
+     */
+    private int leastFull(ClassRoute k, EngineCell[] exclude, long now) {
+        int best = -1;
+        double bestFill = Double.POSITIVE_INFINITY;
+        for (int i = 0; i < k.near.length; i++) {
+            EngineCell cell = k.near[i];
+            if (failing(cell, now) || cell.inFlight.get() >= k.limit(cell) || !(holds(k, i) > 0)
+                    || exclude != null && ClassRoute.indexOf(exclude, cell) >= 0) {
+                continue;
+            }
+            double fill = estimatedFill(k, i, 1);
+            if (fill < bestFill) {
+                best = i;
+                bestFill = fill;
+            }
+        }
+        return best >= 0 && acquire(k, k.near[best]) ? best : -1;
     }
 
     /**
@@ -388,7 +431,8 @@ final class DefaultDataPlane implements DataPlane {
      * How full {@code k}'s fallback engine {@code i} would be with one more of this gateway's requests, relative to
      * what its whole capacity holds (capacity × planned duration); +∞ when it may not take a spill.
      */
-    private double spillFill(ClassRoute k, int i, EngineCell from, boolean withinPlan, EngineCell[] tried, long now) {
+    private double spillFill(ClassRoute k, int i, EngineCell from, boolean withinPlan, EngineCell[] tried,
+                             boolean others, long now) {
         EngineCell cell = k.near[i];
         int inFlight = cell.inFlight.get();
         if (cell == from || inFlight >= k.limit(cell) || failing(cell, now)
@@ -397,7 +441,7 @@ final class DefaultDataPlane implements DataPlane {
                 || withinPlan && inFlight + 1 > k.nearAllowanceRps[i] * k.nearPlannedMs[i] / 1000) {
             return Double.POSITIVE_INFINITY;
         }
-        return (inFlight + 1) / holds(k, i);
+        return others ? estimatedFill(k, i, 1) : (inFlight + 1) / holds(k, i);
     }
 
     /** Requests fallback engine {@code i} holds at its capacity: capacity × planned duration (Little's law). */
@@ -702,7 +746,7 @@ final class DefaultDataPlane implements DataPlane {
             // (the share of a dead engine that the cap of ejections keeps in rotation lands here, on top of its own)
             double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], now);
             if (excess > 0 && Hashing.unit(Hashing.mix(failed.key ^ Hashing.SPILL_SALT)) < excess) {
-                int s = spill(k, i, failed.key, false, tried, now);
+                int s = spill(k, i, failed.key, false, tried, false, now);
                 if (s >= 0) {
                     unacquire(k, k.cells[i]);
                     spills.increment();
@@ -766,6 +810,9 @@ final class DefaultDataPlane implements DataPlane {
     @Override
     public void onFirstToken(Decision attempt) {
         if (attempt != null && attempt.routed()) {
+            if (attempt.cell.trialOnReturn) {
+                attempt.cell.endTrial(true);
+            }
             prefilled(attempt);
         }
     }
@@ -784,6 +831,9 @@ final class DefaultDataPlane implements DataPlane {
             return;
         }
         EngineCell cell = attempt.cell;
+        if (cell.trialOnReturn) {
+            cell.endTrial(outcome != Outcome.CONNECT_ERROR && outcome != Outcome.NOT_SENT);
+        }
         cell.inFlight.decrementAndGet();
         totalInFlight.decrementAndGet();
         attempt.pool.inFlight.decrementAndGet();
@@ -795,6 +845,9 @@ final class DefaultDataPlane implements DataPlane {
         if (outcome.failure() && !priced) {
             if (outcome == Outcome.TIMEOUT) {
                 cell.timedOut = true;
+            }
+            if (outcome != Outcome.CONNECT_ERROR) {
+                cell.reached = true;
             }
             failed(cell, outcome.toString(), false);
         } else if (outcome == Outcome.SUCCESS) {
@@ -860,14 +913,60 @@ final class DefaultDataPlane implements DataPlane {
     private void failed(EngineCell cell, String what, boolean slow) {
         if (!slow) {
             cell.failedHard = true;
+        } else {
+            cell.reached = true;
         }
         int n = cell.failures.incrementAndGet();
         if (n >= options.consecutiveFailures()) {
             // for slowness only when no failure of the run was an error: an engine refused for thousands of
             // connections whose last failure is a slow answer (it was just restarted) is not merely slow
             tryEject(cell, n + " consecutive failures (last: " + what + ")", !cell.failedHard ? EngineCell.SLOW
-                    : cell.timedOut ? EngineCell.HUNG : EngineCell.FAILING);
+                    : cell.timedOut ? EngineCell.HUNG : cell.reached ? EngineCell.FAILING : EngineCell.UNREACHABLE);
         }
+    }
+
+    /**
+     * Marks {@code cell}, just ejected because it could not be reached, half open on its return: one trial attempt at a
+     * time, and one more failed connection ejects it again. Called holding the ejection flag.
+     */
+    private void unreachableFromHere(EngineCell cell) {
+        cell.resetFailures();
+        cell.failures.set(Math.max(0, options.consecutiveFailures() - 1));
+        cell.failedHard = true;
+        cell.trialOnReturn = true;
+        cell.trialUntil.set(0);
+    }
+
+    /**
+     * How long an engine that could not be reached stays ejected past the cap before a request tries it again: about a
+     * health check's interval (Envoy's and Kubernetes' probes run every 5 to 10 s). Short, because past the cap the
+     * engines left may be few; a failed connection after it ejects the engine again at once.
+     */
+    static final long UNREACHABLE_RECHECK_NANOS = 5_000_000_000L;
+
+    /**
+     * Whether ejecting {@code cell} leaves at least half of the allowed engines of every class it serves in rotation
+     * (Envoy's panic threshold, over the allowed engines rather than the weighted ones: a class whose weighted engines
+     * are all unreachable is served by the nearest healthy ones). Below it a failure to connect may be this gateway's
+     * own (its descriptors spent, its network down for a moment), and ejecting more would pile the classes onto the
+     * few engines left.
+     */
+    private static boolean halfStayInRotation(Compiled c, EngineCell cell, long now) {
+        for (ClassRoute k : c.byId.values()) {
+            if (ClassRoute.indexOf(k.cells, cell) < 0 && ClassRoute.indexOf(k.near, cell) < 0) {
+                continue;
+            }
+            int in = 0;
+            for (EngineCell n : k.near) {
+                if (n != cell && !n.ejected(now)) {
+                    in++;
+                }
+            }
+            if (2 * in < k.near.length) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -882,7 +981,7 @@ final class DefaultDataPlane implements DataPlane {
         if (!ejecting.compareAndSet(false, true)) {
             return; // another thread is deciding; this engine's next failure tries again
         }
-        Ejection e;
+        Ejection e = null;
         List<Ejection> displaced = List.of();
         try {
             long now = ticker.nanos();
@@ -890,47 +989,34 @@ final class DefaultDataPlane implements DataPlane {
                 return;
             }
             Compiled c = compiled;
-            List<EngineCell> makeRoom = new ArrayList<>(1);
-            for (ClassRoute k : c.byId.values()) { // a rare path: scanning every class is fine
-                if (ClassRoute.indexOf(k.cells, cell) < 0
-                        || ejectedIn(k, now) - freedIn(k, makeRoom) + 1 <= k.maxEjected) {
-                    continue;
+            if (severity == EngineCell.UNREACHABLE) {
+                // under the cap where there is room, as an engine that fails fast; past it while half the allowed
+                // engines stay in rotation
+                e = underTheCap(c, cell, reason, EngineCell.FAILING, now, displaced = new ArrayList<>(1));
+                if (e != null) {
+                    unreachableFromHere(cell);
+                } else if (halfStayInRotation(c, cell, now)) {
+                    // past the cap: its requests go elsewhere anyway, each after a failed connection (a connect
+                    // timeout, where the link is cut), so ejecting it moves no load the cap guards against
+                    e = new Ejection(cell.id, reason + "; cannot be reached: ejected past the cap of ejected engines, "
+                            + "tried again in " + UNREACHABLE_RECHECK_NANOS / 1_000_000_000L + " s", now,
+                            now + UNREACHABLE_RECHECK_NANOS, cell.multiplier);
+                    cell.ejectedFor = severity;
+                    cell.pastTheCap = true;
+                    cell.lastEjectionEnd = now + UNREACHABLE_RECHECK_NANOS;
+                    cell.ejections++;
+                    unreachableFromHere(cell);
+                    cell.ejection = e;
                 }
-                EngineCell lesser = ejectedForLess(k, severity, now);
-                if (lesser == null) {
-                    return; // the class's cap: it keeps its engines, failures stay counted
-                }
-                makeRoom.add(lesser);
+                severity = EngineCell.FAILING;
+            } else {
+                e = underTheCap(c, cell, reason, severity, now, displaced = new ArrayList<>(1));
             }
-            if (!makeRoom.isEmpty()) {
-                displaced = new ArrayList<>(makeRoom.size());
-                for (EngineCell s : makeRoom) {
-                    displaced.add(s.endEjection(now));
-                }
-            }
-            int k = cell.multiplier;
-            if (cell.ejections > 0 && now - cell.lastEjectionEnd > 0) {
-                // k decays by one for every base interval the engine stayed healthy since.
-                long healthy = (now - cell.lastEjectionEnd) / ejectionBaseNanos;
-                k = (int) Math.max(0, k - healthy);
-            }
-            k++;
-            double u = Hashing.unit(Hashing.mix(options.seed() ^ Hashing.JITTER_SALT ^ Keys.of(cell.id)
-                    + cell.ejections * Hashing.GOLDEN));
-            long base = Math.min(ejectionMaxNanos, ejectionBaseNanos * k);
-            long duration = Math.min(ejectionMaxNanos, (long) (base * (1 + options.ejectionJitter() * u)));
-            String instead = displaced.isEmpty() ? "" : "; in place of " + String.join(", ",
-                    displaced.stream().map(Ejection::engineId).toList()) + " (ejected for "
-                    + (severity == EngineCell.HUNG ? "failing fast" : "slowness only") + ")";
-            e = new Ejection(cell.id, reason + instead, now, now + duration, k);
-            cell.ejectedFor = severity;
-            cell.multiplier = k;
-            cell.lastEjectionEnd = now + duration;
-            cell.ejections++;
-            cell.resetFailures();
-            cell.ejection = e;
         } finally {
             ejecting.set(false);
+        }
+        if (e == null) {
+            return;
         }
         for (Ejection d : displaced) {
             options.listener().onEjectionEnded(d, "its place went to " + cell.id + (severity == EngineCell.HUNG
@@ -938,6 +1024,54 @@ final class DefaultDataPlane implements DataPlane {
                     + ", at the cap of ejected engines");
         }
         options.listener().onEjection(e);
+    }
+
+    /**
+     * The ejection of {@code cell} under the cap of ejected engines of every class it serves, or null when a class is
+     * at its cap and holds no engine ejected for a lesser harm than {@code severity}; the ejections it ends to make room
+     * go to {@code displaced}. Called holding the ejection flag.
+     */
+    private Ejection underTheCap(Compiled c, EngineCell cell, String reason, int severity, long now,
+                                 List<Ejection> displaced) {
+        List<EngineCell> makeRoom = new ArrayList<>(1);
+        for (ClassRoute k : c.byId.values()) { // a rare path: scanning every class is fine
+            if (ClassRoute.indexOf(k.cells, cell) < 0
+                    || ejectedIn(k, now) - freedIn(k, makeRoom) + 1 <= k.maxEjected
+                    && ejectedIn(k, now) + pastTheCapIn(k, now) - freedIn(k, makeRoom) + 1 < k.cells.length) {
+                continue;
+            }
+            EngineCell lesser = ejectedForLess(k, severity, now);
+            if (lesser == null) {
+                return null; // the class's cap: it keeps its engines, failures stay counted
+            }
+            makeRoom.add(lesser);
+        }
+        for (EngineCell s : makeRoom) {
+            displaced.add(s.endEjection(now));
+        }
+        int k = cell.multiplier;
+        if (cell.ejections > 0 && now - cell.lastEjectionEnd > 0) {
+            // k decays by one for every base interval the engine stayed healthy since.
+            long healthy = (now - cell.lastEjectionEnd) / ejectionBaseNanos;
+            k = (int) Math.max(0, k - healthy);
+        }
+        k++;
+        double u = Hashing.unit(Hashing.mix(options.seed() ^ Hashing.JITTER_SALT ^ Keys.of(cell.id)
+                + cell.ejections * Hashing.GOLDEN));
+        long base = Math.min(ejectionMaxNanos, ejectionBaseNanos * k);
+        long duration = Math.min(ejectionMaxNanos, (long) (base * (1 + options.ejectionJitter() * u)));
+        String instead = displaced.isEmpty() ? "" : "; in place of " + String.join(", ",
+                displaced.stream().map(Ejection::engineId).toList()) + " (ejected for "
+                + (severity == EngineCell.HUNG ? "failing fast" : "slowness only") + ")";
+        Ejection e = new Ejection(cell.id, reason + instead, now, now + duration, k);
+        cell.ejectedFor = severity;
+        cell.pastTheCap = false;
+        cell.multiplier = k;
+        cell.lastEjectionEnd = now + duration;
+        cell.ejections++;
+        cell.resetFailures();
+        cell.ejection = e;
+        return e;
     }
 
     /**
@@ -987,10 +1121,22 @@ final class DefaultDataPlane implements DataPlane {
         return n;
     }
 
+    /** The engines of {@code k} ejected past the cap (unreachable), which take no place under it. */
+    private static int pastTheCapIn(ClassRoute k, long now) {
+        int n = 0;
+        for (EngineCell c : k.cells) {
+            if (c.ejected(now) && c.pastTheCap) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** The engines of {@code k} ejected under the cap. */
     private static int ejectedIn(ClassRoute k, long now) {
         int n = 0;
         for (EngineCell c : k.cells) {
-            if (c.ejected(now)) {
+            if (c.ejected(now) && !c.pastTheCap) {
                 n++;
             }
         }

@@ -28,6 +28,27 @@ final class EngineCell {
      * answered: hung); cleared with {@link #failures}.
      */
     volatile boolean timedOut;
+    /**
+     * Whether the current run of consecutive failures has one in which the engine was reached (it answered, with an
+     * error or slowly, or took the request and timed out), not only connections that could not be made; cleared with
+     * {@link #failures}. A run without it says the engine cannot be reached from here (crashed, or the link cut).
+     */
+    volatile boolean reached;
+    /**
+     * Whether the current or last ejection was past the cap of ejected engines, for an engine that could not be
+     * reached: it takes no place under the cap (docs/request-path.md §4, "Local outlier ejection").
+     */
+    volatile boolean pastTheCap;
+    /**
+     * Whether the engine was last ejected because it could not be reached, and no attempt has reached it since: once
+     * the ejection is over it is half open, one trial attempt at a time ({@link #trialUntil}), so that a cut link
+     * costs one request a failed connection, not every request of a connect timeout's window.
+     */
+    volatile boolean trialOnReturn;
+    /** Until when the current trial attempt holds the other requests off an engine {@link #trialOnReturn} (0: none). */
+    final java.util.concurrent.atomic.AtomicLong trialUntil = new java.util.concurrent.atomic.AtomicLong();
+    /** How long a trial holds the others off at most: its attempt may end without a word (a stream that runs long). */
+    static final long TRIAL_NANOS = 5_000_000_000L;
     /** The current or last ejection; null if never ejected. */
     volatile Ejection ejection;
     // Written only by the thread holding the data plane's ejection flag.
@@ -41,6 +62,8 @@ final class EngineCell {
     static final int SLOW = 0;
     static final int FAILING = 1;
     static final int HUNG = 2;
+    /** A run of connections that could not be made: ejected past the cap where half the allowed engines stay. */
+    static final int UNREACHABLE = 3;
     long lastEjectionEnd;
     int ejections;
     /** What every answer from the engine says of its queue. */
@@ -87,6 +110,7 @@ final class EngineCell {
         failures.set(0);
         failedHard = false;
         timedOut = false;
+        reached = false;
     }
 
     /** Over how long {@link #offered} counts the requests whose key chose this engine, s. */
@@ -193,7 +217,23 @@ final class EngineCell {
 
     boolean ejected(long now) {
         Ejection e = ejection;
-        return e != null && e.untilNanos() - now > 0;
+        return e != null && (e.untilNanos() - now > 0 || trialOnReturn && trialUntil.get() - now > 0);
+    }
+
+    /** Claims the trial of an engine {@link #trialOnReturn} whose ejection is over, unless one is under way. */
+    void startTrial(long now) {
+        long t = trialUntil.get();
+        if (!(t - now > 0)) {
+            trialUntil.compareAndSet(t, now + TRIAL_NANOS);
+        }
+    }
+
+    /** Ends the trial under way: {@code reached}, the engine is back in full. */
+    void endTrial(boolean reached) {
+        if (reached) {
+            trialOnReturn = false;
+        }
+        trialUntil.set(0);
     }
 
     /**

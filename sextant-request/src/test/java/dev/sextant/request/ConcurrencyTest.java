@@ -71,11 +71,13 @@ class ConcurrencyTest {
                         if (d.routed()) {
                             routed++;
                             Set<String> expected = d.snapshotVersion() % 2 == 1 ? odd : even;
-                            if (!expected.contains(d.engineId())) {
+                            // outside the weights only where the version's weighted engines are all ejected
+                            boolean allOut = d.reason().equals("spill:ejected") || d.reason().equals("nearest-healthy");
+                            if (!expected.contains(d.engineId()) && !allOut) {
                                 throw new AssertionError(d + " mixes snapshots");
                             }
                             if (rnd.nextInt(4) == 0) {
-                                Decision next = plane.retry(d, Outcome.CONNECT_ERROR);
+                                Decision next = plane.retry(d, Outcome.SERVER_ERROR); // under the cap: one engine of six
                                 if (next.routed()) {
                                     open.add(next);
                                 }

@@ -1240,12 +1240,11 @@ class DataPlaneTest {
 
     @Test
     void retry_landingOnAnEngineOfferedBeyondItsAllowance_countsTowardItsRate_andSpillsAsAFirstAttemptWould() {
-        // n1, n2, n3 share the class; n1 and n2 are dead (refused connections), and the cap of ejections (one of
-        // three) keeps one of them in rotation, so n3 takes its own keys, the walk from the ejected one, and the
-        // retries from the other. m1 is allowed and unweighted. n3's allowance from here: 10 × 1/3 planned + 80
-        // spare, spilling beyond 83 + 3·√(83/2) ≈ 103 req/s, about what its first attempts alone come to at 200 req/s
-        // (a third, and half of the ejected engine's third); the retries double it.
+        // n1, n2, n3 share the class; n1 and n2 answer "busy" (not a failure: never ejected), so n3 takes its own keys
+        // and the retries from both. m1 is allowed and unweighted. n3's allowance from here: 10 × 1/3 planned + 80
+        // spare, spilling beyond 83 + 3·√(83/2) ≈ 103 req/s; its first attempts alone come to a third of 200 req/s.
         Snapshot s = new Fixtures.SnapshotBuilder("g").rtt("near", 2).rtt("mid", 30)
+                .budget(new RetryBudget(List.of(new RetryBudget.Point(0.5, 1.0)), 1000))
                 .engine("n1", "near", "r", 100, "m").engine("n2", "near", "r", 100, "m")
                 .engine("n3", "near", "r", 100, "m").engine("m1", "mid", "r", 100, "m")
                 .route("k", "m", List.of(), 0, 0, Map.of("n1", 1 / 3.0, "n2", 1 / 3.0, "n3", 1 / 3.0, "m1", 0.0))
@@ -1258,21 +1257,89 @@ class DataPlaneTest {
             ticker.advanceSeconds(1 / 200.0);
             Decision d = p.route(RequestMeta.of("m", i, i));
             while (d.routed() && (d.engineId().equals("n1") || d.engineId().equals("n2"))) {
-                d = p.retry(d, Outcome.CONNECT_ERROR);
+                d = p.retry(d, Outcome.ENGINE_BUSY);
             }
             assertThat(d.routed()).as("request %d: %s", i, d).isTrue();
             if (d.attempt() > 1 && d.engineId().equals("m1")) {
                 retriedAway++;
-                assertThat(d.reason()).isEqualTo("retry:connect-error,spill:overload");
+                assertThat(d.reason()).isEqualTo("retry:engine-busy,spill:overload");
             }
             served.merge(d.engineId(), 1, Integer::sum);
             open.add(d);
         }
-        assertThat(p.ejections()).hasSize(1); // the cap: one of the two dead engines stays in rotation
+        assertThat(p.ejections()).isEmpty();
         assertThat(retriedAway).as("retries spilled to m1, of %s", served).isGreaterThan(30);
         assertThat(p.status().spills()).isGreaterThanOrEqualTo(retriedAway);
         open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
         assertThat(p.status().inFlight()).isZero();
+    }
+
+    @Test
+    void onFinish_enginesThatCannotBeReached_areEjectedPastTheCap_whileHalfTheAllowedEnginesStay() {
+        // the class's three weighted engines n1..n3 (a cap of one) are cut off from this gateway; m1..m3 are allowed
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("near", 2).rtt("mid", 30);
+        for (String e : List.of("n1", "n2", "n3")) {
+            b.engine(e, "near", "r", 100, "m");
+        }
+        for (String e : List.of("m1", "m2", "m3")) {
+            b.engine(e, "mid", "r", 100, "m");
+        }
+        Snapshot s = b.route("k", "m", List.of(), 0, 0, Map.of("n1", 1 / 3.0, "n2", 1 / 3.0, "n3", 1 / 3.0)).build();
+        DataPlane p = plane(s);
+        Map<String, Long> keys = new TreeMap<>();
+        for (String e : List.of("n1", "n2", "n3")) {
+            long key = keyOn(p, e);
+            keys.put(e, key);
+            for (int i = 0; i < 5; i++) {
+                p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
+            }
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactlyInAnyOrder("n1", "n2", "n3");
+        assertThat(p.ejections()).filteredOn(e -> e.reason().contains("past the cap")).hasSize(2)
+                .allSatisfy(e -> assertThat(e.untilNanos() - e.sinceNanos()).isEqualTo(5_000_000_000L));
+        // a first attempt goes where a retry would: the nearest healthy allowed engine
+        Decision d = p.route(RequestMeta.of("m", 7, 100));
+        assertThat(d.engineId()).startsWith("m");
+        assertThat(d.reason()).isEqualTo("spill:ejected");
+        p.onFinish(d, Outcome.SUCCESS, -1);
+
+        // past its 5 s, an engine ejected past the cap is half open: one request tries it while the others keep away,
+        // and one more failed connection ejects it again
+        String retried = p.ejections().stream().filter(e -> e.reason().contains("past the cap"))
+                .map(Ejection::engineId).findFirst().orElseThrow();
+        long key = keys.get(retried);
+        ticker.advanceSeconds(5.1);
+        Decision trial = p.route(RequestMeta.of("m", key, 101));
+        assertThat(trial.engineId()).isEqualTo(retried);
+        Decision meanwhile = p.route(RequestMeta.of("m", key, 102)); // the other half-open one's trial, or m1..m3
+        assertThat(meanwhile.engineId()).isNotEqualTo(retried);
+        p.onFinish(meanwhile, Outcome.SUCCESS, -1);
+        p.onFinish(trial, Outcome.CONNECT_ERROR, -1);
+        assertThat(p.ejections()).extracting(Ejection::engineId).contains(retried);
+
+        // an engine that answers with errors is under the cap as before
+        DataPlane q = plane(s);
+        for (String e : List.of("n1", "n2")) {
+            long k = keyOn(q, e);
+            for (int i = 0; i < 5; i++) {
+                q.onFinish(q.route(RequestMeta.of("m", k, i)), Outcome.SERVER_ERROR, -1);
+            }
+        }
+        assertThat(q.ejections()).hasSize(1);
+    }
+
+    @Test
+    void onFinish_enginesThatCannotBeReached_stayInRotation_whenEjectingThemWouldLeaveLessThanHalf() {
+        // a gateway whose own connections fail (its descriptors spent, say): every engine refuses it for a moment
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
+        for (int e = 0; e < 4; e++) {
+            long key = keyOn(p, "e" + e);
+            for (int i = 0; i < 5; i++) {
+                p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
+            }
+        }
+        // one under the cap, one past it; the other half stays
+        assertThat(p.ejections()).hasSize(2);
     }
 
     @Test
