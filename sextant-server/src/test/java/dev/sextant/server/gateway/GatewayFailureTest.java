@@ -78,6 +78,37 @@ class GatewayFailureTest {
     }
 
     @Test
+    void twoOfFourEnginesRefusing_areBothEjected_andEveryLaterRequestIsAnsweredAtItsFirstAttempt() throws Exception {
+        // one cluster of four: two answer, two refuse every connection (their ports closed). The cap ejects one of
+        // four; the second goes past it, since half of the class's engines stay in rotation
+        var up1 = Fleet.recordingEngine(ex -> { });
+        var up2 = Fleet.recordingEngine(ex -> { });
+        int[] dead = new int[2];
+        for (int i = 0; i < 2; i++) {
+            try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                dead[i] = s.getLocalPort();
+            }
+        }
+        Snapshot s = Fleet.standIns(up1.getAddress().getPort(), dead[0], up2.getAddress().getPort(), dead[1]);
+        try (Gateway g = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false), SnapshotSource.fixed(s), 1)) {
+            for (int i = 0; i < 60; i++) { // enough for five refused connections in a row at each dead engine
+                HttpResponse<String> r = Fleet.post(g.port(), "/v1/chat/completions", Fleet.chat("k" + i, false, 1));
+                assertThat(r.statusCode()).as("request %d", i).isEqualTo(200);
+            }
+            assertThat(g.plane().ejections()).extracting(Ejection::engineId).containsExactlyInAnyOrder("e2", "e4");
+            for (int i = 0; i < 40; i++) {
+                HttpResponse<String> r = Fleet.post(g.port(), "/v1/chat/completions", Fleet.chat("n" + i, false, 1));
+                assertThat(r.statusCode()).isEqualTo(200);
+                assertThat(r.headers().firstValue("x-sextant-engine").orElseThrow()).isIn("e1", "e3");
+                assertThat(r.headers().firstValue("x-sextant-attempts")).as("request n%d", i).hasValue("1");
+            }
+        } finally {
+            up1.stop(0);
+            up2.stop(0);
+        }
+    }
+
+    @Test
     void engineHangs_aStreamTimesOutOnItsFirstToken_andIsNotSentToAnotherEngine() throws Exception {
         String first = engineOf("hang");
         fleet.engines.get(first).setFaults(new Faults(0, 1, true, -1));
