@@ -168,10 +168,10 @@ final class DefaultDataPlane implements DataPlane {
             return engineLimit(c, k, stale);
         }
         if (k.cells[i].ejected(now)) {
-            // every engine the weights give the class here is ejected (the walk's last resort): the nearest healthy
-            // allowed engine outside them, where a retry would go after the attempt failed
-            // the whole class moves: the engines' room counts what the plan sends them from the other gateways (their
-            // demand has not moved), and where none has room, the least full of them takes it
+            // every engine the weights give the class here is ejected (this is the walk's last resort): go where a
+            // retry would go after the attempt failed, outside them. The whole class moves, so an engine's room counts
+            // what the plan sends it from the other gateways (their demand has not moved); where none has room, the
+            // least full takes it
             int n = spill(k, i, key, false, k.cells, true, now);
             String how = "spill:ejected";
             if (n < 0) {
