@@ -69,6 +69,23 @@ class SextantBehaviourTest {
     }
 
     /**
+     * With the control plane away, a gateway cut off from its own engines for 200 s (each attempt there waits the 1 s
+     * connect timeout): its gateways eject them past the cap of ejected engines, try each again once every few seconds,
+     * and send the class to the engines they can reach (docs/request-path.md §4, "Engines that cannot be reached").
+     * Before that, two thirds of the gateway's requests waited a connect timeout, 7% of all.
+     */
+    @Test
+    void partitionWhileTheControlPlaneIsAway_fewRequestsWaitAConnectTimeout() throws Exception {
+        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("variants/outage-partition.yaml"));
+        Metrics m = Simulator.simulate(s, "sextant", 1, null).metrics();
+        assertThat(m.failed).isZero();
+        assertThat(m.completed).isEqualTo(m.generated);
+        long waited = m.ttft.getCountBetweenValues(1_000_000, Long.MAX_VALUE); // µs: a connect timeout or more
+        assertThat((double) waited / m.ttft.getTotalCount()).as("%d of %d", waited, m.ttft.getTotalCount())
+                .isLessThan(0.005);
+    }
+
+    /**
      * Engines whose caches cannot keep every conversation they are given between its turns: the gateways count how
      * long conversations leave between requests, the control loop prices each engine's uncached prompt at the load it
      * plans (docs/control-loop.md, "The prefix cache's capacity"), and so gives the slow engines, whose caches keep
