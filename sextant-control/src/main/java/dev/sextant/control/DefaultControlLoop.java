@@ -761,8 +761,9 @@ final class DefaultControlLoop implements ControlLoop {
      * gateways that its errors are expected, so they do not eject it for them), when
      * {@code plan} (a solve of {@code t} without them) runs an engine in service beyond where its estimated TTFT
      * reaches {@link ControlOptions#overloadTtftFactor()} times idle, or sheds (docs/control-loop.md, "Failing engines
-     * as a last resort"). Only engines that fail fast qualify: fewer than half their recent attempts fail, with
-     * confidence ({@link #errorRateUpper}), and none timed out, so a request sent there more likely succeeds than not
+     * as a last resort"). Only engines that fail fast qualify: fewer than half their attempts since they were found
+     * failing fail (the gateways' and canaries; {@link EngineTracker#attemptsSinceFailing}), with confidence
+     * ({@link #errorRateUpper}), and none timed out, so a request sent there more likely succeeds than not
      * and a failure costs a retry, not a timeout. Once
      * planned, they stay until the strain falls below {@link #LAST_RESORT_LEAVE} of that point. Their ids go to
      * {@code planned}; {@code t} itself when there are none.
@@ -771,7 +772,8 @@ final class DefaultControlLoop implements ControlLoop {
                                          Map<String, Double> succeeding) {
         List<EngineTracker> failing = new ArrayList<>();
         for (EngineTracker tr : engines.values()) {
-            boolean fast = tr.attempts > 0 && errorRateUpper(tr.errors(), tr.attempts) < 0.5 && tr.timeouts < 1;
+            boolean fast = tr.attemptsSinceFailing > 0
+                    && errorRateUpper(tr.errorsSinceFailing, tr.attemptsSinceFailing) < 0.5 && tr.timeouts < 1;
             if (tr.condition == Condition.FAILING && fast) {
                 failing.add(tr);
             } else {
@@ -790,7 +792,7 @@ final class DefaultControlLoop implements ControlLoop {
                 tr.lastResort = strain >= 1 || tr.lastResort && strain >= LAST_RESORT_LEAVE;
             }
             if (candidate && tr.lastResort) {
-                double rate = tr.errors() / tr.attempts;
+                double rate = tr.errorsSinceFailing / tr.attemptsSinceFailing;
                 double addMs = rate * est.engines().get(e.id()).idleTtftMs();
                 es.add(e.rated(e.capacityRps(), withTtftAdded(e.profile(), addMs), tr.config.health()));
                 succeeding.put(e.id(), 1 - rate);
@@ -1085,9 +1087,10 @@ final class DefaultControlLoop implements ControlLoop {
                     + " of the state file" : "first snapshot";
             return new Step(now, candidate, true, why, Double.NaN, Double.NaN, solveFor, est);
         }
-        String structural = structuralChange(publishedFor, solveFor);
+        // a failing engine taken into the plan as a last resort is back in service for the solve; say why
+        String structural = lastResortChange(published, candidate);
         if (structural == null) {
-            structural = lastResortChange(published, candidate);
+            structural = structuralChange(publishedFor, solveFor);
         }
         if (structural != null) {
             return new Step(now, candidate, true, structural, Double.POSITIVE_INFINITY, 0, solveFor, est);
@@ -1203,9 +1206,19 @@ final class DefaultControlLoop implements ControlLoop {
                 return "engine " + e.getKey() + (now ? " failing, planned as capacity of last resort: its errors expected"
                         : "'s errors no longer expected");
             }
+            if (now && Math.abs(e.getValue().penalty() / was.penalty() - 1) > LAST_RESORT_SHARE_MOVED) {
+                return String.format(Locale.ROOT, "engine %s, a last resort, now succeeds in %.0f%% of its attempts "
+                        + "(planned at %.0f%%)", e.getKey(), 100 * e.getValue().penalty(), 100 * was.penalty());
+            }
         }
         return null;
     }
+
+    /**
+     * How far the share of a last resort's attempts that succeed may move before the change is published at once: the
+     * capacity it is counted at moves with it, and 10% is the accuracy the loop holds its capacity estimates to.
+     */
+    static final double LAST_RESORT_SHARE_MOVED = 0.1;
 
     @Override
     public synchronized Step lastStep() {

@@ -60,6 +60,24 @@ final class EngineTracker {
     double serverErrors;
     /** Answers that said the engine was full (429, 503), forgotten like the other outcomes. */
     double busy;
+    /**
+     * Attempts (the gateways' and canaries) since the engine was found failing after a healthy spell, and how many of
+     * them failed: what a last resort is judged on, since the recent attempts that found it failing straddle the fault's
+     * start and put its error rate near the limit whatever it is since (docs/control-loop.md). An engine that fails a
+     * share of its requests may pass its canaries and be found failing again within seconds: the count goes on across
+     * such a spell, shorter than {@link #FAULT_SPELL_NANOS}.
+     */
+    double attemptsSinceFailing;
+    double errorsSinceFailing;
+    /** When the engine was last failing (Long.MIN_VALUE: never). */
+    private long lastFailingAt = Long.MIN_VALUE;
+    /** A healthy spell shorter than this does not end the fault the counts since failing measure: a minute. */
+    static final long FAULT_SPELL_NANOS = 60_000_000_000L;
+
+    /** Whether {@code t} is within {@link #FAULT_SPELL_NANOS} of the engine's last failing. */
+    private boolean inFaultSpell(long t) {
+        return lastFailingAt != Long.MIN_VALUE && t - lastFailingAt < FAULT_SPELL_NANOS;
+    }
     private long lastSuccessAt = Long.MIN_VALUE;
     /** When a scrape or a canary last found it answering after it had been marked down. */
     private long backAt = Long.MIN_VALUE;
@@ -166,6 +184,10 @@ final class EngineTracker {
             scaleOutcomes(Math.max(0, 1 - counted / (double) RECENT_ATTEMPTS));
         }
         attempts += counted;
+        if (failing || inFaultSpell(at)) {
+            attemptsSinceFailing += counted;
+            errorsSinceFailing += (whileDown ? 0 : o.connectErrors()) + o.serverErrors() + o.timeouts();
+        }
         successes += o.successes();
         connectErrors += whileDown ? 0 : o.connectErrors();
         timeouts += o.timeouts();
@@ -232,6 +254,10 @@ final class EngineTracker {
                 adjustSpeed(Math.max(0.05, Math.min(20, r.tbtMs() / law)), o);
                 speedWhy = String.format(Locale.ROOT, "canary TBT %.1f ms (law of its group: %.1f ms)", r.tbtMs(), law);
             }
+        }
+        if (failing || inFaultSpell(r.atNanos())) {
+            attemptsSinceFailing++;
+            errorsSinceFailing += r.ok() ? 0 : 1;
         }
         if (r.ok()) {
             if (condition == Condition.DOWN) {
@@ -370,12 +396,19 @@ final class EngineTracker {
                 && (Double.isNaN(peerErrorRate) || rate >= 2 * peerErrorRate)) {
             failing = true;
             canaryOk = 0;
+            if (!inFaultSpell(now)) {
+                attemptsSinceFailing = 0;
+                errorsSinceFailing = 0;
+            }
             failingWhy = String.format(Locale.ROOT, "%.0f%% of %.0f recent attempts failed (limit %.0f%%; peers %s)",
                     100 * rate, attempts, 100 * o.errorRateLimit(),
                     Double.isNaN(peerErrorRate) ? "none" : String.format(Locale.ROOT, "%.0f%%", 100 * peerErrorRate));
         } else if (failing && canaryOk >= canariesToRecover(o.errorRateLimit())) {
             failing = false;
             clearOutcomes();
+        }
+        if (failing) {
+            lastFailingAt = now;
         }
         if (down) {
             condition = Condition.DOWN;
