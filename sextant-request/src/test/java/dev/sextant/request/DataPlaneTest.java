@@ -397,9 +397,7 @@ class DataPlaneTest {
             p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.SERVER_ERROR, -1);
         }
         assertThat(p.ejections()).isEmpty();
-        for (int i = 0; i < 5; i++) {
-            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.TIMEOUT, -1);
-        }
+        failRun(p, key, Outcome.TIMEOUT);
         assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e0");
     }
 
@@ -414,9 +412,7 @@ class DataPlaneTest {
                     }
                 }).build());
         long key = keyOn(p, "e0");
-        for (int i = 0; i < 5; i++) {
-            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.SERVER_ERROR, -1);
-        }
+        failRun(p, key, Outcome.SERVER_ERROR);
         assertThat(p.ejections()).hasSize(1);
 
         assertThat(p.swap(e0AtLastResort(2))).isTrue();
@@ -425,9 +421,7 @@ class DataPlaneTest {
         assertThat(p.route(RequestMeta.of("m", key, 1)).engineId()).isEqualTo("e0");
 
         DataPlane hung = plane(Fixtures.simple(1, 0, 0.5, 0.5));
-        for (int i = 0; i < 5; i++) {
-            hung.onFinish(hung.route(RequestMeta.of("m", key, i)), Outcome.TIMEOUT, -1);
-        }
+        failRun(hung, key, Outcome.TIMEOUT);
         hung.swap(e0AtLastResort(2));
         assertThat(hung.ejections()).extracting(Ejection::engineId).containsExactly("e0");
     }
@@ -438,9 +432,7 @@ class DataPlaneTest {
         long key = keyOn(p, "e0");
         List<Integer> ks = new ArrayList<>();
         for (int round = 0; round < 12; round++) {
-            for (int i = 0; i < 5; i++) {
-                p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
-            }
+            failRun(p, key, Outcome.CONNECT_ERROR);
             Ejection e = p.ejections().get(0);
             ks.add(e.multiplier());
             assertThat(e.untilNanos() - e.sinceNanos()).isLessThanOrEqualTo(Duration.ofSeconds(300).toNanos());
@@ -449,9 +441,7 @@ class DataPlaneTest {
         assertThat(ks).startsWith(1, 2, 3, 4);
         Ejection last = null;
         ticker.advanceSeconds(30 * 20); // healthy for twenty base intervals
-        for (int i = 0; i < 5; i++) {
-            p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
-        }
+        failRun(p, key, Outcome.CONNECT_ERROR);
         last = p.ejections().get(0);
         assertThat(last.multiplier()).isEqualTo(1);
     }
@@ -461,9 +451,7 @@ class DataPlaneTest {
         DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5));
         for (String engine : List.of("e0", "e1")) {
             long key = keyOn(p, engine);
-            for (int i = 0; i < 5; i++) {
-                p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
-            }
+            failRun(p, key, Outcome.CONNECT_ERROR);
         }
         assertThat(p.ejections()).hasSize(1);
     }
@@ -490,9 +478,7 @@ class DataPlaneTest {
             p.onFinish(p.route(RequestMeta.of("m", slowKey, i)), Outcome.SUCCESS, 600_000_000L); // > 5 × 101 ms
         }
         assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e0"); // the cap: one of three
-        for (int i = 0; i < 5; i++) {
-            p.onFinish(p.route(RequestMeta.of("m", deadKey, i)), Outcome.CONNECT_ERROR, -1);
-        }
+        failRun(p, deadKey, Outcome.CONNECT_ERROR);
         assertThat(p.ejections()).singleElement().satisfies(e -> {
             assertThat(e.engineId()).isEqualTo("e1");
             assertThat(e.reason()).contains("5 consecutive failures (last: CONNECT_ERROR)")
@@ -518,13 +504,9 @@ class DataPlaneTest {
         DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5));
         long failingKey = keyOn(p, "e0");
         long hungKey = keyOn(p, "e1");
-        for (int i = 0; i < 5; i++) {
-            p.onFinish(p.route(RequestMeta.of("m", failingKey, i)), Outcome.SERVER_ERROR, -1);
-        }
+        failRun(p, failingKey, Outcome.SERVER_ERROR);
         assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e0");
-        for (int i = 0; i < 5; i++) {
-            p.onFinish(p.route(RequestMeta.of("m", hungKey, i)), Outcome.TIMEOUT, -1);
-        }
+        failRun(p, hungKey, Outcome.TIMEOUT);
         // each request sent to the hung engine waits the whole timeout; one sent to the failing one costs a retry
         assertThat(p.ejections()).singleElement().satisfies(e -> {
             assertThat(e.engineId()).isEqualTo("e1");
@@ -549,9 +531,7 @@ class DataPlaneTest {
         }
         p.onFinish(p.route(RequestMeta.of("m", k0, 4)), Outcome.SUCCESS, 600_000_000L); // back, and slow
         assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("e0");
-        for (int i = 0; i < 5; i++) {
-            p.onFinish(p.route(RequestMeta.of("m", k1, i)), Outcome.CONNECT_ERROR, -1);
-        }
+        failRun(p, k1, Outcome.CONNECT_ERROR);
         assertThat(p.ejections()).as("e0 keeps the place: it failed, too").extracting(Ejection::engineId)
                 .containsExactly("e0");
     }
@@ -1290,9 +1270,7 @@ class DataPlaneTest {
         for (String e : List.of("n1", "n2", "n3")) {
             long key = keyOn(p, e);
             keys.put(e, key);
-            for (int i = 0; i < 5; i++) {
-                p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
-            }
+            failRun(p, key, Outcome.CONNECT_ERROR);
         }
         assertThat(p.ejections()).extracting(Ejection::engineId).containsExactlyInAnyOrder("n1", "n2", "n3");
         assertThat(p.ejections()).filteredOn(e -> e.reason().contains("past the cap")).hasSize(2)
@@ -1321,9 +1299,7 @@ class DataPlaneTest {
         DataPlane q = plane(s);
         for (String e : List.of("n1", "n2")) {
             long k = keyOn(q, e);
-            for (int i = 0; i < 5; i++) {
-                q.onFinish(q.route(RequestMeta.of("m", k, i)), Outcome.SERVER_ERROR, -1);
-            }
+            failRun(q, k, Outcome.SERVER_ERROR);
         }
         assertThat(q.ejections()).hasSize(1);
     }
@@ -1334,9 +1310,7 @@ class DataPlaneTest {
         DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
         for (int e = 0; e < 4; e++) {
             long key = keyOn(p, "e" + e);
-            for (int i = 0; i < 5; i++) {
-                p.onFinish(p.route(RequestMeta.of("m", key, i)), Outcome.CONNECT_ERROR, -1);
-            }
+            failRun(p, key, Outcome.CONNECT_ERROR);
         }
         // one under the cap, one past it; the other half stays
         assertThat(p.ejections()).hasSize(2);
@@ -1416,6 +1390,13 @@ class DataPlaneTest {
         assertThat(normal.routed()).isTrue(); // normal may fill up to 3: one more
         assertThat(high.routed()).isTrue();
         assertThat(p.route(new RequestMeta("m", List.of(), 0, 8, 6003L)).refusal()).isEqualTo(Refusal.ENGINE_LIMIT);
+    }
+
+    /** Five attempts of {@code key} (request ids 0 to 4) that end in {@code outcome}: the default run that ejects. */
+    static void failRun(DataPlane p, long key, Outcome outcome) {
+        for (int i = 0; i < 5; i++) {
+            p.onFinish(p.route(RequestMeta.of("m", key, i)), outcome, -1);
+        }
     }
 
     /** A key whose first choice is {@code engine}. */
