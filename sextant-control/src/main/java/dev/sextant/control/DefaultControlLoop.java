@@ -763,10 +763,9 @@ final class DefaultControlLoop implements ControlLoop {
      * reaches {@link ControlOptions#overloadTtftFactor()} times idle, or sheds (docs/control-loop.md, "Failing engines
      * as a last resort"). Only engines that fail fast qualify: fewer than half their attempts since they were found
      * failing fail (the gateways' and canaries; {@link EngineTracker#attemptsSinceFailing}), with confidence
-     * ({@link #errorRateUpper}), and none timed out, so a request sent there more likely succeeds than not
-     * and a failure costs a retry, not a timeout. Once
-     * planned, they stay until the strain falls below {@link #LAST_RESORT_LEAVE} of that point. Their ids go to
-     * {@code planned}; {@code t} itself when there are none.
+     * ({@link #errorRateUpper}), and none timed out, so a request sent there more likely succeeds than not and a
+     * failure costs a retry, not a timeout. Once planned, they stay until the strain falls below
+     * {@link #LAST_RESORT_LEAVE} of that point. Their ids go to {@code planned}; {@code t} itself when there are none.
      */
     private Topology failingAsLastResort(Topology t, Snapshot plan, Estimates est, List<String> planned,
                                          Map<String, Double> succeeding) {

@@ -73,11 +73,6 @@ final class EngineTracker {
     private long lastFailingAt = Long.MIN_VALUE;
     /** A healthy spell shorter than this does not end the fault the counts since failing measure: a minute. */
     static final long FAULT_SPELL_NANOS = 60_000_000_000L;
-
-    /** Whether {@code t} is within {@link #FAULT_SPELL_NANOS} of the engine's last failing. */
-    private boolean inFaultSpell(long t) {
-        return lastFailingAt != Long.MIN_VALUE && t - lastFailingAt < FAULT_SPELL_NANOS;
-    }
     private long lastSuccessAt = Long.MIN_VALUE;
     /** When a scrape or a canary last found it answering after it had been marked down. */
     private long backAt = Long.MIN_VALUE;
@@ -232,6 +227,11 @@ final class EngineTracker {
         connectErrors = 0;
         timeouts = 0;
         serverErrors = 0;
+    }
+
+    /** Whether {@code t} is within {@link #FAULT_SPELL_NANOS} of the engine's last failing. */
+    private boolean inFaultSpell(long t) {
+        return lastFailingAt != Long.MIN_VALUE && t - lastFailingAt < FAULT_SPELL_NANOS;
     }
 
     /** Failed attempts counted toward an error rate: timeouts of an engine whose last interval queued are load. */

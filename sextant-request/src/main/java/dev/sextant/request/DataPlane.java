@@ -67,8 +67,8 @@ public interface DataPlane {
      * the next engine of the key's order within the class's allowed set that is not ejected, not at
      * its limit and not tried yet, counted toward that engine's offered rate and spilled from it as a first
      * attempt would be when it is offered beyond its allowance; or, if none is left, the same engine after a
-     * full-jitter back-off. After {@link Outcome#NOT_SENT} the same engine again at once, when it may still take it. Refuses when
-     * the outcome may not be retried (e.g. {@link Outcome#SYSTEM_OVERLOADED}), after
+     * full-jitter back-off. After {@link Outcome#NOT_SENT} the same engine again at once, when it may still take
+     * it. Refuses when the outcome may not be retried (e.g. {@link Outcome#SYSTEM_OVERLOADED}), after
      * {@link DataPlaneOptions#maxAttempts()} attempts, or when the class's retry budget is spent. Call it
      * only for an attempt whose engine cannot have generated any of the request, and while no byte of the
      * response has reached the client; end any other failed attempt with {@link #onFinish}.

@@ -1001,12 +1001,8 @@ final class DefaultDataPlane implements DataPlane {
                     e = new Ejection(cell.id, reason + "; cannot be reached: ejected past the cap of ejected engines, "
                             + "tried again in " + UNREACHABLE_RECHECK_NANOS / 1_000_000_000L + " s", now,
                             now + UNREACHABLE_RECHECK_NANOS, cell.multiplier);
-                    cell.ejectedFor = severity;
-                    cell.pastTheCap = true;
-                    cell.lastEjectionEnd = now + UNREACHABLE_RECHECK_NANOS;
-                    cell.ejections++;
                     unreachableFromHere(cell);
-                    cell.ejection = e;
+                    eject(cell, e, severity, true);
                 }
                 severity = EngineCell.FAILING;
             } else {
@@ -1064,14 +1060,19 @@ final class DefaultDataPlane implements DataPlane {
                 displaced.stream().map(Ejection::engineId).toList()) + " (ejected for "
                 + (severity == EngineCell.HUNG ? "failing fast" : "slowness only") + ")";
         Ejection e = new Ejection(cell.id, reason + instead, now, now + duration, k);
-        cell.ejectedFor = severity;
-        cell.pastTheCap = false;
         cell.multiplier = k;
-        cell.lastEjectionEnd = now + duration;
-        cell.ejections++;
         cell.resetFailures();
-        cell.ejection = e;
+        eject(cell, e, severity, false);
         return e;
+    }
+
+    /** Puts {@code cell} under ejection {@code e}, for harm {@code severity}. Called holding the ejection flag. */
+    private static void eject(EngineCell cell, Ejection e, int severity, boolean pastTheCap) {
+        cell.ejectedFor = severity;
+        cell.pastTheCap = pastTheCap;
+        cell.lastEjectionEnd = e.untilNanos();
+        cell.ejections++;
+        cell.ejection = e;
     }
 
     /**
