@@ -307,6 +307,7 @@ final class Compiled {
                 rttMs[j] = ms == null ? Double.NaN : ms;
                 expectedTtftMs[j] = expectedTtft(e.getKey(), e.getValue(), ms == null ? 0 : ms, options);
                 cells[j] = cellOf.apply(e.getKey());
+                cells[j].planned(expectedTtftMs[j]);
                 for (String model : e.getValue().models()) {
                     servers.computeIfAbsent(model, m -> new boolean[n])[j] = true;
                 }

@@ -185,7 +185,7 @@ final class DefaultDataPlane implements DataPlane {
                         k.nearExpectedTtftMs[n], null, k.pool, now, how), prefix);
             }
         }
-        double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], now);
+        double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], k.plannedMs[i], now);
         boolean spaced = false;
         if (recent != null && excess == 0 && i == first && seen == RecentKeys.NEW && prefix < 0) {
             int s = spaced(k, key, first, now);
@@ -301,21 +301,37 @@ final class DefaultDataPlane implements DataPlane {
      * queue it drains would hand the engine back the three deviations, and a lasting surge would fill it, drain
      * and fill it again. The requests whose key hashes below the excess spill (the same conversations move, the
      * rest keep their engine and cache); where nothing nearby has room, lower priorities are shed in proportion (see
-     * {@link #route}). 0 while the bounded load's minimum or fewer are in flight there.
+     * {@link #route}). An engine offered no more than its allowance that does not keep up with it (its answers show a
+     * queue while it holds more of this gateway's requests than the allowance at the planned duration
+     * {@code plannedMs} would put there) has its allowance scaled by its {@link QueueSignal#pace}
+     * (docs/request-path.md §4, "An engine that does not keep up within its allowance"). 0 while the bounded load's
+     * minimum or fewer are in flight there.
      */
-    private double excess(EngineCell cell, int enginePriority, double allowanceRps, long now) {
+    private double excess(EngineCell cell, int enginePriority, double allowanceRps, double plannedMs, long now) {
         double rate = cell.offered(now);
         QueueSignal signal = cell.signal(enginePriority);
-        if (cell.inFlight.get() <= minInFlight || rate <= allowanceRps) {
+        if (cell.inFlight.get() <= minInFlight) {
             signal.spilling = false;
             return 0;
         }
-        double beyondChance = allowanceRps + NOISE_SIGMAS * Math.sqrt(allowanceRps / EngineCell.RATE_WINDOW_S);
         boolean queueing = cell.queueing(QUEUE_SLACK_MS, enginePriority);
+        // an engine offered no more than its allowance that holds more of this gateway's requests than it would at its
+        // whole allowance at the planned pace (Little's law), with its answers showing a queue, does not keep up: it
+        // is slow, or others fill it. Its first tokens k times later than at its floor say that it serves about k
+        // times fewer requests than the allowance assumed; the allowance scales by that pace, and holds so while the
+        // spill lasts
+        double allowance = rate <= allowanceRps && (signal.spilling
+                || queueing && cell.inFlight.get() > allowanceRps * plannedMs / 1000)
+                ? allowanceRps * signal.pace() : allowanceRps;
+        if (rate <= allowance) {
+            signal.spilling = false;
+            return 0;
+        }
+        double beyondChance = allowance + NOISE_SIGMAS * Math.sqrt(allowance / EngineCell.RATE_WINDOW_S);
         if (queueing && rate > beyondChance) {
             signal.spilling = true;
         }
-        double threshold = queueing || signal.spilling ? allowanceRps : beyondChance;
+        double threshold = queueing || signal.spilling ? allowance : beyondChance;
         if (rate > threshold) {
             return 1 - threshold / rate;
         }
@@ -744,7 +760,7 @@ final class DefaultDataPlane implements DataPlane {
             // a retry needs a home as a first attempt does: it counts toward the offered rate of the engine its key's
             // order gives it, and spills as a first attempt would when that engine is offered beyond its allowance
             // (the share of a dead engine that the cap of ejections keeps in rotation lands here, on top of its own)
-            double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], now);
+            double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], k.plannedMs[i], now);
             if (excess > 0 && Hashing.unit(Hashing.mix(failed.key ^ Hashing.SPILL_SALT)) < excess) {
                 int s = spill(k, i, failed.key, false, tried, false, now);
                 if (s >= 0) {

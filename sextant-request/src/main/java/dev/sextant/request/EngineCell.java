@@ -88,6 +88,12 @@ final class EngineCell {
      */
     volatile boolean errorsExpected;
 
+    /**
+     * The expected TTFT the current snapshot gives the engine from this gateway, ms (NaN without one): a new snapshot
+     * that changes it moves the floors of the engine's queue signals in proportion ({@link #planned}).
+     */
+    private double plannedTtftMs = Double.NaN;
+
     EngineCell(String id) {
         this.id = id;
         this.hash = Hashing.mix(id.hashCode() * Hashing.GOLDEN);
@@ -194,6 +200,27 @@ final class EngineCell {
         answers.spilling = false;
         levelSignals = next;
         levels = priorities.clone();
+    }
+
+    /**
+     * Takes the expected TTFT of a new snapshot, ms: where it and the last one are both known, every queue signal's
+     * floor moves by their ratio ({@link QueueSignal#rescaleFloor}). Called from each snapshot's compilation, under the
+     * data plane's swap lock.
+     */
+    void planned(double expectedTtftMs) {
+        double was = plannedTtftMs;
+        if (expectedTtftMs > 0 && Double.isFinite(expectedTtftMs)) {
+            if (was > 0 && was != expectedTtftMs) {
+                double factor = expectedTtftMs / was;
+                answers.rescaleFloor(factor);
+                for (QueueSignal s : levelSignals) {
+                    if (s != answers) {
+                        s.rescaleFloor(factor);
+                    }
+                }
+            }
+            plannedTtftMs = expectedTtftMs;
+        }
     }
 
     /** Folds one successful answer's time to first token, sent with {@code enginePriority}, into its signals. */

@@ -16,16 +16,17 @@ final class QueueSignal {
     volatile double recentTtftMs = Double.NaN;
     /**
      * The time to first token without a queue, as far as this gateway has seen, ms: {@link #recentTtftMs} at its
-     * lowest, following it down at once and up by {@link #FLOOR_RISE} of the difference per answer (so a lasting
-     * change of the prompts is followed within a few thousand answers, a queue of a few seconds is not). NaN before
-     * the first answer.
+     * lowest, following it down at once and up by {@link #FLOOR_RISE} of the difference per answer while no spill
+     * holds (so a lasting change of the prompts is followed within a few thousand answers, a queue of a few seconds
+     * is not, nor the slowness a spill holds against); moved with the snapshot's expected TTFT
+     * ({@link #rescaleFloor}). NaN before the first answer.
      */
     volatile double ttftFloorMs = Double.NaN;
     /**
      * Whether a spill from the engine is under way for the requests this signal judges: it started with the offered
-     * rate beyond chance of the allowance and these answers showing a queue, and holds the threshold at the allowance
-     * itself until the rate is back within it; cleared by each new snapshot, whose allowance is planned for what the
-     * control plane saw.
+     * rate beyond chance of the allowance (scaled by the {@link #pace} of an engine that does not keep up within it)
+     * and these answers showing a queue, and holds the threshold at that allowance itself until the rate is back
+     * within it; cleared by each new snapshot, whose allowance is planned for what the control plane saw.
      */
     volatile boolean spilling;
 
@@ -43,7 +44,7 @@ final class QueueSignal {
         double recent = Double.isNaN(m) ? ms : m + 0.1 * (ms - m);
         recentTtftMs = recent;
         double f = ttftFloorMs;
-        ttftFloorMs = Double.isNaN(f) || recent < f ? recent : f + FLOOR_RISE * (recent - f);
+        ttftFloorMs = Double.isNaN(f) || recent < f ? recent : spilling ? f : f + FLOOR_RISE * (recent - f);
     }
 
     /**
@@ -52,5 +53,29 @@ final class QueueSignal {
      */
     boolean queueing(double slackMs) {
         return recentTtftMs > QUEUEING * ttftFloorMs + slackMs;
+    }
+
+    /**
+     * The engine's pace against its floor: floor / recent TTFT, at most 1 (1 before the first answer). First tokens k
+     * times slower than without a queue say that the engine serves about k times fewer requests per second than the
+     * allowance assumed, whether it is slow (every step longer) or holds a queue (each request waits for the ones
+     * ahead): {@code DefaultDataPlane}'s spill scales the allowance by it while the answers show a queue.
+     */
+    double pace() {
+        double p = ttftFloorMs / recentTtftMs;
+        return p < 1 ? p : 1; // NaN (no answer yet) → 1
+    }
+
+    /**
+     * Moves the floor by {@code factor}: the snapshot's expected TTFT for the engine changed by it (the control loop
+     * priced a slower or faster engine, or planned it another load), so the first tokens without a queue are expected
+     * that much later or sooner. Without it, an engine the plan already prices slow would show a queue against the
+     * floor of its fast days and be spilled from twice, by the plan and by the gateway, until the floor caught up.
+     */
+    void rescaleFloor(double factor) {
+        double f = ttftFloorMs;
+        if (!Double.isNaN(f) && factor > 0 && Double.isFinite(factor)) {
+            ttftFloorMs = f * factor;
+        }
     }
 }

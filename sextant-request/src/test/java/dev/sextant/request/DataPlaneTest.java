@@ -816,6 +816,54 @@ class DataPlaneTest {
     }
 
     @Test
+    void route_spill_anEngineThatDoesNotKeepUpWithinItsAllowance_spillsWhatItsPaceDoesNotServe() {
+        DataPlane p = fixedLimit(farWeightedNearFree());
+        // f1: an allowance of 90 req/s, planned 150 ms a request from here (100 ms and the 50 ms round trip): at its
+        // whole allowance it would hold 13.5 of this gateway's requests. 60 req/s, within the allowance
+        List<Decision> open = new ArrayList<>();
+        assertThat(offer(p, 60, 4, open, 10)).isZero(); // first tokens at 10 ms: the floor
+        // first tokens four times later and a hundred held (more than the 13.5): f1 does not keep up; at a quarter of
+        // its pace it serves about 90 / 4 = 22.5 req/s of the 60, and the rest (about 62% of the keys) spills
+        offer(p, 60, 2, open, 40);
+        long spilled = offer(p, 60, 4, open, 40);
+        assertThat(spilled).isBetween(100L, 190L);
+        // the engine fast again: its pace back to 1, the spill ends
+        offer(p, 60, 2, open, 10);
+        assertThat(offer(p, 60, 4, open, 10)).isZero();
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
+    void route_spill_aQueueThatThePlanAllowsWithinTheAllowance_spillsNothing() {
+        DataPlane p = fixedLimit(farWeightedNearFree());
+        List<Decision> open = new ArrayList<>();
+        offer(p, 60, 4, open, 10, 12);
+        // first tokens four times later, but f1 holds no more of this gateway's requests than at its allowance at the
+        // planned pace (12 of 13.5): what the answers show is a queue the plan's load makes, not an engine behind
+        assertThat(offer(p, 60, 4, open, 40, 12)).isZero();
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
+    void route_spill_anEngineThePlanAlreadyPricesSlow_isNotSpilledFromAgain() {
+        DataPlane p = fixedLimit(farWeightedNearFree());
+        List<Decision> open = new ArrayList<>();
+        offer(p, 60, 4, open, 10);
+        // the control plane finds f1 slow and prices it so (350 ms, 400 with the round trip: first tokens expected
+        // 400 / 150 times later, the floor with them) before this gateway's answers show it
+        Fixtures.SnapshotBuilder slower = new Fixtures.SnapshotBuilder("g").version(2)
+                .rtt("near", 2).rtt("far", 50).rtt("eu", 1)
+                .engine("n1", "near", "us", 100, "chat").engine("n2", "near", "us", 100, "chat")
+                .engine("f1", "far", "us", 350, "chat").engine("x1", "eu", "eu", 100, "chat")
+                .route("k", "chat", List.of("us"), 0, 0, Map.of("f1", 1.0));
+        assertThat(p.swap(slower.build())).isTrue();
+        offer(p, 60, 2, open, 30);
+        // 30 ms is no queue against a floor of 26.7 ms (it would be against the 10 ms of before: beyond 2 × 10 + 5)
+        assertThat(offer(p, 60, 4, open, 30)).isZero();
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
     void route_spill_beyondChanceWithoutAQueue_endsWhereChanceWould() {
         DataPlane p = fixedLimit(farWeightedNearFree());
         List<Decision> open = new ArrayList<>();
@@ -869,6 +917,11 @@ class DataPlaneTest {
      * spilled finish at once, so that the engines they went to keep room. Returns how many spilled.
      */
     private long offer(DataPlane p, double rps, double seconds, List<Decision> open, long ttftMs) {
+        return offer(p, rps, seconds, open, ttftMs, 100);
+    }
+
+    /** {@link #offer} keeping {@code held} requests in flight at f1. */
+    private long offer(DataPlane p, double rps, double seconds, List<Decision> open, long ttftMs, int held) {
         long before = p.status().spills();
         int n = (int) Math.round(rps * seconds);
         for (int i = 0; i < n; i++) {
@@ -879,7 +932,7 @@ class DataPlaneTest {
             } else {
                 open.add(d);
             }
-            if (open.size() > 100) { // f1 keeps a hundred in flight: loaded, far from any limit
+            if (open.size() > held) { // f1 keeps a hundred in flight: loaded, far from any limit
                 p.onFinish(open.remove(0), Outcome.SUCCESS, ttftMs * 1_000_000L);
             }
         }

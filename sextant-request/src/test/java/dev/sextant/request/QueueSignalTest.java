@@ -26,6 +26,53 @@ class QueueSignalTest {
     }
 
     @Test
+    void pace_isTheFloorOverTheRecentTtft_andTheFloorStaysPutWhileASpillHolds() {
+        QueueSignal s = new QueueSignal();
+        assertThat(s.pace()).isEqualTo(1); // nothing seen: no evidence of a slow engine
+        for (int i = 0; i < 50; i++) {
+            s.observe(10);
+        }
+        assertThat(s.pace()).isEqualTo(1);
+        for (int i = 0; i < 100; i++) {
+            s.observe(40);
+        }
+        // first tokens four times later: about a quarter of the pace (the floor crept up by 0.1% of the difference an
+        // answer)
+        assertThat(s.pace()).isBetween(0.25, 0.35);
+        double before = s.ttftFloorMs;
+        s.spilling = true;
+        for (int i = 0; i < 2_000; i++) {
+            s.observe(40);
+        }
+        assertThat(s.ttftFloorMs).isEqualTo(before); // what a spill holds against does not become the floor
+        s.spilling = false;
+        for (int i = 0; i < 2_000; i++) {
+            s.observe(40);
+        }
+        assertThat(s.ttftFloorMs).isGreaterThan(30); // without one, a lasting change is followed
+        s.rescaleFloor(10); // a floor moved above the recent TTFT (the plan prices the engine slower): never above 1
+        assertThat(s.pace()).isEqualTo(1);
+    }
+
+    @Test
+    void aNewSnapshotsExpectedTtft_movesTheFloorsInProportion() {
+        EngineCell cell = new EngineCell("e");
+        cell.levels(new int[] {-3, 0});
+        cell.planned(150);
+        for (int i = 0; i < 50; i++) {
+            cell.observeTtft(10, -3);
+            cell.observeTtft(20, 0);
+        }
+        cell.planned(450); // the plan prices the engine three times slower
+        assertThat(cell.signal(-3).ttftFloorMs).isCloseTo(30, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(cell.signal(0).ttftFloorMs).isCloseTo(60, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(cell.answers.ttftFloorMs).isBetween(30.0, 60.0);
+        cell.planned(Double.NaN); // a snapshot without an expected TTFT moves nothing
+        cell.planned(450);
+        assertThat(cell.signal(-3).ttftFloorMs).isCloseTo(30, org.assertj.core.data.Offset.offset(1e-9));
+    }
+
+    @Test
     void anEngineSchedulingByPriority_judgesEachPrioritysQueueFromItsOwnAnswers() {
         EngineCell cell = new EngineCell("e");
         cell.levels(new int[] {-3, 0}); // vLLM's order: the higher class is sent -3, the lower 0
