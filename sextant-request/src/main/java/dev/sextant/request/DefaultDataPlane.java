@@ -57,6 +57,17 @@ final class DefaultDataPlane implements DataPlane {
     private final AtomicBoolean inFallback = new AtomicBoolean();
 
     private volatile Compiled compiled;
+    /**
+     * The last few intervals between the control plane's words (a new snapshot or the held one confirmed), ns, and how
+     * many have been seen; written under the swap lock. Their longest, twice, is how long the control plane may be
+     * silent before the gateway judges engines' capacity from its own answers ({@link #silent}).
+     */
+    private final long[] confirmGaps = new long[CONFIRM_GAPS];
+    private int confirmations;
+    private long lastConfirmed;
+    /** Silence longer than this says the control plane is away, ns; unknown (never) until three intervals are seen. */
+    private volatile long silentAfterNanos = Long.MAX_VALUE;
+    static final int CONFIRM_GAPS = 5;
     private final PrefixSpread prefixes = new PrefixSpread();
     /** Each class's tenants' demand, so that a class's shed falls first on tenants above their fair share. */
     private final FairShares fair = new FairShares();
@@ -87,6 +98,36 @@ final class DefaultDataPlane implements DataPlane {
                 this::pool, options);
         floors(first);
         this.compiled = first;
+        this.lastConfirmed = first.receivedAt;
+    }
+
+    /**
+     * Whether the control plane has been silent for longer than twice the longest of the last {@value #CONFIRM_GAPS}
+     * intervals between its words, or the snapshot is past its maximum age: then nothing but this gateway's own answers
+     * says what an engine can serve (docs/request-path.md §4, "An engine that does not keep up within its allowance").
+     * While the control plane speaks, an engine's capacity is its estimate: it finds a slow engine within a cycle, and a
+     * gateway second-guessing a live plan moved load that the plan had placed (and lost it its cache).
+     */
+    private boolean silent(Compiled c, long now) {
+        long age = now - c.receivedAt;
+        return age > silentAfterNanos || age > maxAgeNanos;
+    }
+
+    /** Counts one word of the control plane at {@code now} toward its cadence; under the swap lock. */
+    private void confirmed(long now) {
+        long gap = now - lastConfirmed;
+        lastConfirmed = now;
+        if (gap <= 0) {
+            return;
+        }
+        confirmGaps[confirmations++ % CONFIRM_GAPS] = gap;
+        if (confirmations >= 3) {
+            long longest = 0;
+            for (int i = 0; i < Math.min(confirmations, CONFIRM_GAPS); i++) {
+                longest = Math.max(longest, confirmGaps[i]);
+            }
+            silentAfterNanos = 2 * longest;
+        }
     }
 
     private EngineCell cell(String id) {
@@ -301,8 +342,8 @@ final class DefaultDataPlane implements DataPlane {
      * queue it drains would hand the engine back the three deviations, and a lasting surge would fill it, drain
      * and fill it again. The requests whose key hashes below the excess spill (the same conversations move, the
      * rest keep their engine and cache); where nothing nearby has room, lower priorities are shed in proportion (see
-     * {@link #route}). An engine offered no more than its allowance that does not keep up with it (its answers show a
-     * queue while it holds more of this gateway's requests than the allowance at the planned duration
+     * {@link #route}). While the control plane is {@link #silent}, an engine offered no more than its allowance that
+     * does not keep up with it (its answers show a queue while it holds more of this gateway's requests than the allowance at the planned duration
      * {@code plannedMs} would put there) has its allowance scaled by its {@link QueueSignal#pace}
      * (docs/request-path.md §4, "An engine that does not keep up within its allowance"). 0 while the bounded load's
      * minimum or fewer are in flight there.
@@ -312,24 +353,29 @@ final class DefaultDataPlane implements DataPlane {
         QueueSignal signal = cell.signal(enginePriority);
         if (cell.inFlight.get() <= minInFlight) {
             signal.spilling = false;
+            signal.pacing = false;
             return 0;
         }
         boolean queueing = cell.queueing(QUEUE_SLACK_MS, enginePriority);
-        // an engine offered no more than its allowance that holds more of this gateway's requests than it would at its
-        // whole allowance at the planned pace (Little's law), with its answers showing a queue, does not keep up: it
-        // is slow, or others fill it. Its first tokens k times later than at its floor say that it serves about k
+        // with the control plane silent, an engine offered no more than its allowance that holds more of this
+        // gateway's requests than it would at its whole allowance at the planned pace (Little's law), with its answers
+        // showing a queue, does not keep up: it is slow, or others fill it. Its first tokens k times later than at its floor say that it serves about k
         // times fewer requests than the allowance assumed; the allowance scales by that pace, and holds so while the
         // spill lasts
-        double allowance = rate <= allowanceRps && (signal.spilling
-                || queueing && cell.inFlight.get() > allowanceRps * plannedMs / 1000)
-                ? allowanceRps * signal.pace() : allowanceRps;
+        boolean behind = rate <= allowanceRps && silent(compiled, now) && (signal.spilling && signal.pacing
+                || queueing && cell.inFlight.get() > allowanceRps * plannedMs / 1000);
+        double allowance = behind ? allowanceRps * signal.pace() : allowanceRps;
         if (rate <= allowance) {
             signal.spilling = false;
+            signal.pacing = false;
             return 0;
         }
         double beyondChance = allowance + NOISE_SIGMAS * Math.sqrt(allowance / EngineCell.RATE_WINDOW_S);
         if (queueing && rate > beyondChance) {
             signal.spilling = true;
+        }
+        if (signal.spilling && behind) {
+            signal.pacing = true; // until the spill ends: a moment offered beyond the allowance does not end it
         }
         double threshold = queueing || signal.spilling ? allowance : beyondChance;
         if (rate > threshold) {
@@ -1223,6 +1269,7 @@ final class DefaultDataPlane implements DataPlane {
         if (snapshot.version() < current.snapshot.version()) {
             return false;
         }
+        confirmed(now);
         if (snapshot == current.snapshot || snapshot.equals(current.snapshot)) {
             compiled = current.refreshed(now);
         } else if (snapshot.version() == current.snapshot.version()) {

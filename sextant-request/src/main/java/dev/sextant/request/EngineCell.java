@@ -196,8 +196,10 @@ final class EngineCell {
             QueueSignal kept = signal(priorities[i]);
             next[i] = kept == answers ? new QueueSignal() : kept;
             next[i].spilling = false;
+            next[i].pacing = false;
         }
         answers.spilling = false;
+        answers.pacing = false;
         levelSignals = next;
         levels = priorities.clone();
     }

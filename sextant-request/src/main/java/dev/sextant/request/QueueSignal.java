@@ -16,9 +16,8 @@ final class QueueSignal {
     volatile double recentTtftMs = Double.NaN;
     /**
      * The time to first token without a queue, as far as this gateway has seen, ms: {@link #recentTtftMs} at its
-     * lowest, following it down at once and up by {@link #FLOOR_RISE} of the difference per answer while no spill
-     * holds (so a lasting change of the prompts is followed within a few thousand answers, a queue of a few seconds
-     * is not, nor the slowness a spill holds against); moved with the snapshot's expected TTFT
+     * lowest, following it down at once and up by {@link #FLOOR_RISE} of the difference per answer (so a lasting
+     * change of the prompts is followed within a few thousand answers, a queue of a few seconds is not); moved with the snapshot's expected TTFT
      * ({@link #rescaleFloor}). NaN before the first answer.
      */
     volatile double ttftFloorMs = Double.NaN;
@@ -29,6 +28,11 @@ final class QueueSignal {
      * within it; cleared by each new snapshot, whose allowance is planned for what the control plane saw.
      */
     volatile boolean spilling;
+    /**
+     * Whether {@link #spilling} is a spill from an engine offered no more than its allowance that does not keep up
+     * with it, which holds its allowance scaled by its {@link #pace}. Cleared with it.
+     */
+    volatile boolean pacing;
 
     /** How far {@link #ttftFloorMs} rises toward the recent TTFT per answer. */
     static final double FLOOR_RISE = 0.001;
@@ -44,7 +48,7 @@ final class QueueSignal {
         double recent = Double.isNaN(m) ? ms : m + 0.1 * (ms - m);
         recentTtftMs = recent;
         double f = ttftFloorMs;
-        ttftFloorMs = Double.isNaN(f) || recent < f ? recent : spilling ? f : f + FLOOR_RISE * (recent - f);
+        ttftFloorMs = Double.isNaN(f) || recent < f ? recent : f + FLOOR_RISE * (recent - f);
     }
 
     /**
@@ -59,7 +63,8 @@ final class QueueSignal {
      * The engine's pace against its floor: floor / recent TTFT, at most 1 (1 before the first answer). First tokens k
      * times slower than without a queue say that the engine serves about k times fewer requests per second than the
      * allowance assumed, whether it is slow (every step longer) or holds a queue (each request waits for the ones
-     * ahead): {@code DefaultDataPlane}'s spill scales the allowance by it while the answers show a queue.
+     * ahead): with the control plane silent, {@code DefaultDataPlane}'s spill scales the allowance of an engine that
+     * does not keep up within it by this.
      */
     double pace() {
         double p = ttftFloorMs / recentTtftMs;

@@ -815,9 +815,18 @@ class DataPlaneTest {
         open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
     }
 
+    /** The control plane confirms the held snapshot {@code times} times, one second apart: silence beyond 2 s is news. */
+    private void speaks(DataPlane p, int times) {
+        for (int i = 0; i < times; i++) {
+            ticker.advanceSeconds(1);
+            assertThat(p.swap(p.snapshot())).isTrue();
+        }
+    }
+
     @Test
     void route_spill_anEngineThatDoesNotKeepUpWithinItsAllowance_spillsWhatItsPaceDoesNotServe() {
         DataPlane p = fixedLimit(farWeightedNearFree());
+        speaks(p, 3); // then silent from here on: the control plane is away
         // f1: an allowance of 90 req/s, planned 150 ms a request from here (100 ms and the 50 ms round trip): at its
         // whole allowance it would hold 13.5 of this gateway's requests. 60 req/s, within the allowance
         List<Decision> open = new ArrayList<>();
@@ -834,8 +843,24 @@ class DataPlaneTest {
     }
 
     @Test
+    void route_spill_anEngineBehindWhileTheControlPlaneSpeaks_isLeftToThePlan() {
+        DataPlane p = fixedLimit(farWeightedNearFree());
+        speaks(p, 3);
+        List<Decision> open = new ArrayList<>();
+        offer(p, 60, 1, open, 10);
+        long spilled = 0;
+        for (int second = 0; second < 6; second++) { // first tokens four times later, the held snapshot confirmed
+            speaks(p, 1);
+            spilled += offer(p, 60, 1, open, 40);
+        }
+        assertThat(spilled).isZero(); // the control loop prices a slow engine within a cycle
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
     void route_spill_aQueueThatThePlanAllowsWithinTheAllowance_spillsNothing() {
         DataPlane p = fixedLimit(farWeightedNearFree());
+        speaks(p, 3);
         List<Decision> open = new ArrayList<>();
         offer(p, 60, 4, open, 10, 12);
         // first tokens four times later, but f1 holds no more of this gateway's requests than at its allowance at the
@@ -847,6 +872,7 @@ class DataPlaneTest {
     @Test
     void route_spill_anEngineThePlanAlreadyPricesSlow_isNotSpilledFromAgain() {
         DataPlane p = fixedLimit(farWeightedNearFree());
+        speaks(p, 3);
         List<Decision> open = new ArrayList<>();
         offer(p, 60, 4, open, 10);
         // the control plane finds f1 slow and prices it so (350 ms, 400 with the round trip: first tokens expected
@@ -857,6 +883,7 @@ class DataPlaneTest {
                 .engine("f1", "far", "us", 350, "chat").engine("x1", "eu", "eu", 100, "chat")
                 .route("k", "chat", List.of("us"), 0, 0, Map.of("f1", 1.0));
         assertThat(p.swap(slower.build())).isTrue();
+        ticker.advanceSeconds(10); // and falls silent
         offer(p, 60, 2, open, 30);
         // 30 ms is no queue against a floor of 26.7 ms (it would be against the 10 ms of before: beyond 2 × 10 + 5)
         assertThat(offer(p, 60, 4, open, 30)).isZero();

@@ -26,7 +26,7 @@ class QueueSignalTest {
     }
 
     @Test
-    void pace_isTheFloorOverTheRecentTtft_andTheFloorStaysPutWhileASpillHolds() {
+    void pace_isTheFloorOverTheRecentTtft_neverAbove1() {
         QueueSignal s = new QueueSignal();
         assertThat(s.pace()).isEqualTo(1); // nothing seen: no evidence of a slow engine
         for (int i = 0; i < 50; i++) {
@@ -39,17 +39,6 @@ class QueueSignalTest {
         // first tokens four times later: about a quarter of the pace (the floor crept up by 0.1% of the difference an
         // answer)
         assertThat(s.pace()).isBetween(0.25, 0.35);
-        double before = s.ttftFloorMs;
-        s.spilling = true;
-        for (int i = 0; i < 2_000; i++) {
-            s.observe(40);
-        }
-        assertThat(s.ttftFloorMs).isEqualTo(before); // what a spill holds against does not become the floor
-        s.spilling = false;
-        for (int i = 0; i < 2_000; i++) {
-            s.observe(40);
-        }
-        assertThat(s.ttftFloorMs).isGreaterThan(30); // without one, a lasting change is followed
         s.rescaleFloor(10); // a floor moved above the recent TTFT (the plan prices the engine slower): never above 1
         assertThat(s.pace()).isEqualTo(1);
     }

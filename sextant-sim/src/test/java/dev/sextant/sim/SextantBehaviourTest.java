@@ -86,6 +86,23 @@ class SextantBehaviourTest {
     }
 
     /**
+     * With the control plane away, every engine of one region three times slower for 200 s: each is offered no more
+     * than its allowance, so only its answers say that it does not keep up, and the region's gateway spills what the
+     * engines' pace does not serve (docs/request-path.md §4, "An engine that does not keep up within its allowance").
+     * Before that, the region's queues grew for the whole fault: more than 1% of all requests waited over 17 s for
+     * their first token.
+     */
+    @Test
+    void slowRegionWhileTheControlPlaneIsAway_itsQueuesStayShort() throws Exception {
+        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("variants/outage-slow-region.yaml"));
+        Metrics m = Simulator.simulate(s, "sextant", 1, null).metrics();
+        assertThat(m.completed).isEqualTo(m.generated);
+        long waited = m.ttft.getCountBetweenValues(3_000_000, Long.MAX_VALUE); // µs: 3 s or more
+        assertThat((double) waited / m.ttft.getTotalCount()).as("%d of %d", waited, m.ttft.getTotalCount())
+                .isLessThan(0.002);
+    }
+
+    /**
      * Engines whose caches cannot keep every conversation they are given between its turns: the gateways count how
      * long conversations leave between requests, the control loop prices each engine's uncached prompt at the load it
      * plans (docs/control-loop.md, "The prefix cache's capacity"), and so gives the slow engines, whose caches keep
