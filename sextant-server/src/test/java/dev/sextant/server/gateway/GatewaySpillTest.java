@@ -8,6 +8,7 @@ import dev.sextant.policy.SolveOptions;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.engine.EngineConfig;
 import dev.sextant.server.engine.EngineEmulator;
+import dev.sextant.server.engine.Faults;
 import dev.sextant.snapshot.Snapshot;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
@@ -16,7 +17,8 @@ import org.junit.jupiter.api.Test;
  * Spill under load on live sockets (docs/request-path.md, "Spill under load" and §6): a gateway holding a snapshot
  * that the control plane can no longer refresh, whose weights send class chat to engine a alone while engine b, an
  * allowed engine farther away, gets none. Offered far more than a's allowance, the gateway sends the excess to b;
- * offered less again, everything returns to a.
+ * offered less again, everything returns to a. Slowed down within its allowance, a sheds to b what its pace does not
+ * serve; fast again, it gets everything back.
  */
 class GatewaySpillTest {
     /** Output tokens per answer and the emulators' step: an answer takes about 20 × 25 ms = 0.5 s. */
@@ -78,6 +80,67 @@ class GatewaySpillTest {
                     assertThat(returned).as("at ~20 req/s, within a's allowance, the spill stops and requests land on "
                             + "a; spills %d; %s", spills(gw), quiet).isTrue();
                     assertThat(gw.plane().status().fallback()).isTrue();
+                    assertThat(gw.plane().status().ejectedEngines()).as("neither engine ejected").isZero();
+                    assertThat(quiet.unanswered.sum()).isZero();
+                }
+            }
+        }
+    }
+
+    /**
+     * The same held snapshot past its age (the control plane silent), a offered within its allowance. Made four times
+     * slower while more clients arrive, a holds more of the gateway's requests than its allowance at the planned pace
+     * would put there and answers four times later: the gateway spills what a's pace does not serve to b (request-path
+     * §4, "An engine that does not keep up within its allowance"); a fast again, everything returns to a.
+     */
+    @Test
+    void heldSnapshotPastItsAge_engineSlowWithinItsAllowance_spillsWhatItsPaceDoesNotServe_andLoadReturnsWhenFast()
+            throws Exception {
+        try (EngineEmulator a = EngineEmulator.start(engine("a"));
+             EngineEmulator b = EngineEmulator.start(engine("b"))) {
+            GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false)
+                    .withOptions(DataPlaneOptions.builder().maxSnapshotAge(Duration.ofSeconds(1)).build());
+            try (Gateway gw = Gateway.start(config, SnapshotSource.fixed(snapshot(a.port(), b.port())), 2)) {
+                assertThat(Fleet.await(() -> gw.plane().status().fallback(), DEADLINE)).as("past its age").isTrue();
+                // about 20 req/s at 0.5 s an answer, within a's allowance of 36 and below the 18 it holds there at
+                // the planned pace: a sets its floor, nothing spills
+                try (ClosedLoop calm = new ClosedLoop("calm", gw.port(), QUIET_WORKERS,
+                        (w, n) -> Fleet.chat("calm-" + w + "-" + n, false, TOKENS))) {
+                    assertThat(Fleet.await(() -> calm.servedBy("a") >= 200, DEADLINE)).as("%s", calm).isTrue();
+                }
+                assertThat(b.requestsReceived()).as("within its allowance at its pace: a alone").isZero();
+
+                a.setFaults(new Faults(0, 4, false, -1));
+                long spillsBefore = spills(gw);
+                // 40 clients at 2 s an answer: 20 req/s offered, within the allowance, but 40 held at a
+                ClosedLoop slow = new ClosedLoop("slow", gw.port(), 40,
+                        (w, n) -> Fleet.chat("slow-" + w + "-" + n, false, TOKENS));
+                boolean spilled;
+                try (slow) {
+                    spilled = Fleet.await(() -> b.requestsReceived() >= 100 && spills(gw) >= spillsBefore + 100,
+                            DEADLINE);
+                }
+                assertThat(spilled).as("a four times slower: b serves what its pace does not; spills %d, b received "
+                        + "%d; %s", spills(gw), b.requestsReceived(), slow).isTrue();
+                assertThat(slow.answered(200)).as("every request answered: %s", slow)
+                        .isEqualTo(slow.byStatus.values().stream().mapToLong(x -> x.sum()).sum());
+                assertThat(slow.servedBy("a")).as("a keeps the keys its pace serves: %s", slow).isPositive();
+                System.out.println("slow: spills " + spills(gw) + ", " + slow);
+
+                a.setFaults(Faults.NONE);
+                try (ClosedLoop quiet = new ClosedLoop("quiet", gw.port(), QUIET_WORKERS,
+                        (w, n) -> Fleet.chat("quiet-" + w + "-" + n, false, TOKENS))) {
+                    long deadline = System.nanoTime() + DEADLINE.toNanos();
+                    boolean returned = false;
+                    while (!returned && System.nanoTime() < deadline) {
+                        long s0 = spills(gw);
+                        long b0 = b.requestsReceived();
+                        long a0 = quiet.servedBy("a");
+                        returned = Fleet.await(() -> quiet.servedBy("a") >= a0 + 100, DEADLINE)
+                                && spills(gw) == s0 && b.requestsReceived() == b0;
+                    }
+                    assertThat(returned).as("a fast again: the spill stops and requests land on a; spills %d; %s",
+                            spills(gw), quiet).isTrue();
                     assertThat(gw.plane().status().ejectedEngines()).as("neither engine ejected").isZero();
                     assertThat(quiet.unanswered.sum()).isZero();
                 }
