@@ -343,10 +343,10 @@ final class DefaultDataPlane implements DataPlane {
      * and fill it again. The requests whose key hashes below the excess spill (the same conversations move, the
      * rest keep their engine and cache); where nothing nearby has room, lower priorities are shed in proportion (see
      * {@link #route}). While the control plane is {@link #silent}, an engine offered no more than its allowance that
-     * does not keep up with it (its answers show a queue while it holds more of this gateway's requests than the allowance at the planned duration
-     * {@code plannedMs} would put there) has its allowance scaled by its {@link QueueSignal#pace}
-     * (docs/request-path.md §4, "An engine that does not keep up within its allowance"). 0 while the bounded load's
-     * minimum or fewer are in flight there.
+     * does not keep up with it (its answers show a queue while it holds more of this gateway's requests than the
+     * allowance at the planned duration {@code plannedMs} would put there) has its allowance scaled by its
+     * {@link QueueSignal#pace} (docs/request-path.md §4, "An engine that does not keep up within its allowance"). 0
+     * while the bounded load's minimum or fewer are in flight there.
      */
     private double excess(EngineCell cell, int enginePriority, double allowanceRps, double plannedMs, long now) {
         double rate = cell.offered(now);
@@ -359,9 +359,9 @@ final class DefaultDataPlane implements DataPlane {
         boolean queueing = cell.queueing(QUEUE_SLACK_MS, enginePriority);
         // with the control plane silent, an engine offered no more than its allowance that holds more of this
         // gateway's requests than it would at its whole allowance at the planned pace (Little's law), with its answers
-        // showing a queue, does not keep up: it is slow, or others fill it. Its first tokens k times later than at its floor say that it serves about k
-        // times fewer requests than the allowance assumed; the allowance scales by that pace, and holds so while the
-        // spill lasts
+        // showing a queue, does not keep up: it is slow, or others fill it. Its first tokens k times later than at its
+        // floor say that it serves about k times fewer requests than the allowance assumed; the allowance scales by
+        // that pace, and holds so while the spill lasts
         boolean behind = rate <= allowanceRps && silent(compiled, now) && (signal.spilling && signal.pacing
                 || queueing && cell.inFlight.get() > allowanceRps * plannedMs / 1000);
         double allowance = behind ? allowanceRps * signal.pace() : allowanceRps;

@@ -17,8 +17,8 @@ final class QueueSignal {
     /**
      * The time to first token without a queue, as far as this gateway has seen, ms: {@link #recentTtftMs} at its
      * lowest, following it down at once and up by {@link #FLOOR_RISE} of the difference per answer (so a lasting
-     * change of the prompts is followed within a few thousand answers, a queue of a few seconds is not); moved with the snapshot's expected TTFT
-     * ({@link #rescaleFloor}). NaN before the first answer.
+     * change of the prompts is followed within a few thousand answers, a queue of a few seconds is not); moved with
+     * the snapshot's expected TTFT ({@link #rescaleFloor}). NaN before the first answer.
      */
     volatile double ttftFloorMs = Double.NaN;
     /**

@@ -815,7 +815,7 @@ class DataPlaneTest {
         open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
     }
 
-    /** The control plane confirms the held snapshot {@code times} times, one second apart: silence beyond 2 s is news. */
+    /** The control plane confirms the held snapshot {@code times} times, a second apart: beyond 2 s, silence. */
     private void speaks(DataPlane p, int times) {
         for (int i = 0; i < times; i++) {
             ticker.advanceSeconds(1);
