@@ -179,10 +179,7 @@ final class EngineTracker {
             scaleOutcomes(Math.max(0, 1 - counted / (double) RECENT_ATTEMPTS));
         }
         attempts += counted;
-        if (failing || inFaultSpell(at)) {
-            attemptsSinceFailing += counted;
-            errorsSinceFailing += (whileDown ? 0 : o.connectErrors()) + o.serverErrors() + o.timeouts();
-        }
+        countSinceFailing(at, counted, (whileDown ? 0 : o.connectErrors()) + o.serverErrors() + o.timeouts());
         successes += o.successes();
         connectErrors += whileDown ? 0 : o.connectErrors();
         timeouts += o.timeouts();
@@ -229,6 +226,17 @@ final class EngineTracker {
         serverErrors = 0;
     }
 
+    /**
+     * Counts {@code attempts} made at {@code at}, {@code errors} of them failed, toward {@link #attemptsSinceFailing}
+     * while the engine is failing or within a fault spell of it.
+     */
+    private void countSinceFailing(long at, double attempts, double errors) {
+        if (failing || inFaultSpell(at)) {
+            attemptsSinceFailing += attempts;
+            errorsSinceFailing += errors;
+        }
+    }
+
     /** Whether {@code t} is within {@link #FAULT_SPELL_NANOS} of the engine's last failing. */
     private boolean inFaultSpell(long t) {
         return lastFailingAt != Long.MIN_VALUE && t - lastFailingAt < FAULT_SPELL_NANOS;
@@ -255,10 +263,7 @@ final class EngineTracker {
                 speedWhy = String.format(Locale.ROOT, "canary TBT %.1f ms (law of its group: %.1f ms)", r.tbtMs(), law);
             }
         }
-        if (failing || inFaultSpell(r.atNanos())) {
-            attemptsSinceFailing++;
-            errorsSinceFailing += r.ok() ? 0 : 1;
-        }
+        countSinceFailing(r.atNanos(), 1, r.ok() ? 0 : 1);
         if (r.ok()) {
             if (condition == Condition.DOWN) {
                 backAt = r.atNanos();

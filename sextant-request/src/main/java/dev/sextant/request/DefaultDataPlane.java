@@ -1093,9 +1093,11 @@ final class DefaultDataPlane implements DataPlane {
                                  List<Ejection> displaced) {
         List<EngineCell> makeRoom = new ArrayList<>(1);
         for (ClassRoute k : c.byId.values()) { // a rare path: scanning every class is fine
-            if (ClassRoute.indexOf(k.cells, cell) < 0
-                    || ejectedIn(k, now) - freedIn(k, makeRoom) + 1 <= k.maxEjected
-                    && ejectedIn(k, now) + pastTheCapIn(k, now) - freedIn(k, makeRoom) + 1 < k.cells.length) {
+            if (ClassRoute.indexOf(k.cells, cell) < 0) {
+                continue;
+            }
+            int under = ejectedIn(k, now, false) - freedIn(k, makeRoom);
+            if (under + 1 <= k.maxEjected && under + ejectedIn(k, now, true) + 1 < k.cells.length) {
                 continue;
             }
             EngineCell lesser = ejectedForLess(k, severity, now);
@@ -1184,22 +1186,14 @@ final class DefaultDataPlane implements DataPlane {
         return n;
     }
 
-    /** The engines of {@code k} ejected past the cap (unreachable), which take no place under it. */
-    private static int pastTheCapIn(ClassRoute k, long now) {
+    /**
+     * The engines of {@code k} ejected under the cap, or with {@code pastTheCap} those ejected past it (unreachable),
+     * which take no place under it.
+     */
+    private static int ejectedIn(ClassRoute k, long now, boolean pastTheCap) {
         int n = 0;
         for (EngineCell c : k.cells) {
-            if (c.ejected(now) && c.pastTheCap) {
-                n++;
-            }
-        }
-        return n;
-    }
-
-    /** The engines of {@code k} ejected under the cap. */
-    private static int ejectedIn(ClassRoute k, long now) {
-        int n = 0;
-        for (EngineCell c : k.cells) {
-            if (c.ejected(now) && !c.pastTheCap) {
+            if (c.ejected(now) && c.pastTheCap == pastTheCap) {
                 n++;
             }
         }
