@@ -712,11 +712,16 @@ class DataPlaneTest {
 
     /** Class "k" (residency us) weighted on the far engine f1 only, shedding {@code shed}; n1, n2 near, x1 in the EU. */
     static Snapshot farWeightedNearFree(long version, double shed) {
+        return farWeightedNearFree(version, shed, 100);
+    }
+
+    /** {@link #farWeightedNearFree(long, double)} with f1's planned latency {@code farLatencyMs}. */
+    static Snapshot farWeightedNearFree(long version, double shed, double farLatencyMs) {
         return new Fixtures.SnapshotBuilder("g").version(version)
                 .rtt("near", 2).rtt("far", 50).rtt("eu", 1)
                 .engine("n1", "near", "us", 100, "chat")
                 .engine("n2", "near", "us", 100, "chat")
-                .engine("f1", "far", "us", 100, "chat")
+                .engine("f1", "far", "us", farLatencyMs, "chat")
                 .engine("x1", "eu", "eu", 100, "chat") // nearest of all, but outside the residency
                 .route("k", "chat", List.of("us"), 0, shed, Map.of("f1", 1 - shed))
                 .build();
@@ -877,12 +882,7 @@ class DataPlaneTest {
         offer(p, 60, 4, open, 10);
         // the control plane finds f1 slow and prices it so (350 ms, 400 with the round trip: first tokens expected
         // 400 / 150 times later, the floor with them) before this gateway's answers show it
-        Fixtures.SnapshotBuilder slower = new Fixtures.SnapshotBuilder("g").version(2)
-                .rtt("near", 2).rtt("far", 50).rtt("eu", 1)
-                .engine("n1", "near", "us", 100, "chat").engine("n2", "near", "us", 100, "chat")
-                .engine("f1", "far", "us", 350, "chat").engine("x1", "eu", "eu", 100, "chat")
-                .route("k", "chat", List.of("us"), 0, 0, Map.of("f1", 1.0));
-        assertThat(p.swap(slower.build())).isTrue();
+        assertThat(p.swap(farWeightedNearFree(2, 0, 350))).isTrue();
         ticker.advanceSeconds(10); // and falls silent
         offer(p, 60, 2, open, 30);
         // 30 ms is no queue against a floor of 26.7 ms (it would be against the 10 ms of before: beyond 2 × 10 + 5)

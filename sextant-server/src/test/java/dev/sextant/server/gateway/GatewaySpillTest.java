@@ -52,11 +52,7 @@ class GatewaySpillTest {
                 long spillsBefore = spills(gw);
                 ClosedLoop surge = new ClosedLoop("surge", gw.port(), SURGE_WORKERS,
                         (w, n) -> Fleet.chat("surge-" + w + "-" + n, false, TOKENS));
-                boolean spilled;
-                try (surge) {
-                    spilled = Fleet.await(() -> b.requestsReceived() >= 100 && spills(gw) >= spillsBefore + 100,
-                            DEADLINE);
-                }
+                boolean spilled = spillsToB(gw, b, spillsBefore, surge);
                 assertThat(spilled).as("a offered ~120 req/s against an allowance of 36: b serves the excess; "
                         + "spills %d, b received %d; %s", spills(gw), b.requestsReceived(), surge).isTrue();
                 assertThat(surge.answered(200)).as("the surge is served, not shed: %s", surge)
@@ -66,17 +62,8 @@ class GatewaySpillTest {
 
                 try (ClosedLoop quiet = new ClosedLoop("quiet", gw.port(), QUIET_WORKERS,
                         (w, n) -> Fleet.chat("quiet-" + w + "-" + n, false, TOKENS))) {
-                    // the offered rate's 2 s average still remembers the surge for a while: wait for a stretch of
-                    // 100 answers during which nothing spilled and b received nothing
-                    long deadline = System.nanoTime() + DEADLINE.toNanos();
-                    boolean returned = false;
-                    while (!returned && System.nanoTime() < deadline) {
-                        long s0 = spills(gw);
-                        long b0 = b.requestsReceived();
-                        long a0 = quiet.servedBy("a");
-                        returned = Fleet.await(() -> quiet.servedBy("a") >= a0 + 100, DEADLINE)
-                                && spills(gw) == s0 && b.requestsReceived() == b0;
-                    }
+                    // the offered rate's 2 s average still remembers the surge for a while
+                    boolean returned = returnsToA(gw, b, quiet);
                     assertThat(returned).as("at ~20 req/s, within a's allowance, the spill stops and requests land on "
                             + "a; spills %d; %s", spills(gw), quiet).isTrue();
                     assertThat(gw.plane().status().fallback()).isTrue();
@@ -115,11 +102,7 @@ class GatewaySpillTest {
                 // 40 clients at 2 s an answer: 20 req/s offered, within the allowance, but 40 held at a
                 ClosedLoop slow = new ClosedLoop("slow", gw.port(), 40,
                         (w, n) -> Fleet.chat("slow-" + w + "-" + n, false, TOKENS));
-                boolean spilled;
-                try (slow) {
-                    spilled = Fleet.await(() -> b.requestsReceived() >= 100 && spills(gw) >= spillsBefore + 100,
-                            DEADLINE);
-                }
+                boolean spilled = spillsToB(gw, b, spillsBefore, slow);
                 assertThat(spilled).as("a four times slower: b serves what its pace does not; spills %d, b received "
                         + "%d; %s", spills(gw), b.requestsReceived(), slow).isTrue();
                 assertThat(slow.answered(200)).as("every request answered: %s", slow)
@@ -130,15 +113,7 @@ class GatewaySpillTest {
                 a.setFaults(Faults.NONE);
                 try (ClosedLoop quiet = new ClosedLoop("quiet", gw.port(), QUIET_WORKERS,
                         (w, n) -> Fleet.chat("quiet-" + w + "-" + n, false, TOKENS))) {
-                    long deadline = System.nanoTime() + DEADLINE.toNanos();
-                    boolean returned = false;
-                    while (!returned && System.nanoTime() < deadline) {
-                        long s0 = spills(gw);
-                        long b0 = b.requestsReceived();
-                        long a0 = quiet.servedBy("a");
-                        returned = Fleet.await(() -> quiet.servedBy("a") >= a0 + 100, DEADLINE)
-                                && spills(gw) == s0 && b.requestsReceived() == b0;
-                    }
+                    boolean returned = returnsToA(gw, b, quiet);
                     assertThat(returned).as("a fast again: the spill stops and requests land on a; spills %d; %s",
                             spills(gw), quiet).isTrue();
                     assertThat(gw.plane().status().ejectedEngines()).as("neither engine ejected").isZero();
@@ -146,6 +121,34 @@ class GatewaySpillTest {
                 }
             }
         }
+    }
+
+    /**
+     * Runs {@code load} until b has received 100 requests and the gateway has counted 100 spills beyond
+     * {@code spillsBefore} (or the deadline passes), then closes it; whether both happened.
+     */
+    private static boolean spillsToB(Gateway gw, EngineEmulator b, long spillsBefore, ClosedLoop load)
+            throws Exception {
+        try (load) {
+            return Fleet.await(() -> b.requestsReceived() >= 100 && spills(gw) >= spillsBefore + 100, DEADLINE);
+        }
+    }
+
+    /**
+     * Whether, within the deadline, {@code quiet} gets a stretch of 100 answers from a during which nothing spilled
+     * and b received nothing.
+     */
+    private static boolean returnsToA(Gateway gw, EngineEmulator b, ClosedLoop quiet) throws Exception {
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        boolean returned = false;
+        while (!returned && System.nanoTime() < deadline) {
+            long s0 = spills(gw);
+            long b0 = b.requestsReceived();
+            long a0 = quiet.servedBy("a");
+            returned = Fleet.await(() -> quiet.servedBy("a") >= a0 + 100, DEADLINE)
+                    && spills(gw) == s0 && b.requestsReceived() == b0;
+        }
+        return returned;
     }
 
     private static EngineConfig engine(String id) {
