@@ -276,6 +276,17 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         return d <= 0 ? Double.POSITIVE_INFINITY : (alpha + gamma * running) / d;
     }
 
+    /**
+     * What one step of an engine of this law takes at a batch of {@code running} and a prefill load of {@code pi}
+     * tokens/s, when its steps are seen to take {@code tbt} ms: the decoding batch's time and the prefill work the
+     * step carries (β·π of every millisecond of steps). An engine {@code s} times slower than the law ({@link #slower})
+     * takes s times this work per step, so {@code tbt / stepWork} is its speed factor, at any prefill load: the ratio
+     * of {@code tbt} to {@link #stepTime} is not, since a slower engine's prefill takes a larger share of each step.
+     */
+    double stepWork(double running, double pi, double tbt) {
+        return alpha + gamma * running + beta * pi * tbt;
+    }
+
     /** Time to first token at load x without waiting for the batch, ms. */
     double firstTokenWithoutQueue(double x) {
         return first(x, tbt(x));

@@ -159,8 +159,16 @@ final class DefaultControlLoop implements ControlLoop {
         if (i != null) {
             t.queueEvidence(i);
             t.judge(i, options);
-            t.group.sample(i, t.lawFactor(medianSpeed(t.group), options), t.batch.slots(t.group.configuredSlots()));
+            double median = medianSpeed(t.group);
+            if (t.group.paceChanged(median, options)) {
+                // most of the group changed pace: its laws describe engines that are no longer there
+                t.group.forgetLaws();
+                rebase(t.group, t.group.fitted(i.atNanos()));
+                median = medianSpeed(t.group);
+            }
+            t.group.sample(i, t.lawFactor(median, options), t.batch.slots(t.group.configuredSlots()));
             Batching law = t.group.fitted(i.atNanos());
+            rebase(t.group, law);
             t.batch.sample(i, law.beta() * t.speed * i.prefillRate(), t.speed * law.waitWithoutFullBatch(i.load()),
                     t.speed * law.residence(i.load()));
         }
@@ -313,6 +321,15 @@ final class DefaultControlLoop implements ControlLoop {
             double peers = attempts >= options.minAttempts() ? Math.max(0, errors) / attempts : Double.NaN;
             if (t.update(now, options, peers, medians.get(t.group), started)) {
                 urgent = true;
+            }
+        }
+    }
+
+    /** Re-expresses the speed factors of group {@code g}'s engines against its law as fitted now. */
+    private void rebase(GroupModel g, Batching law) {
+        for (EngineTracker u : engines.values()) {
+            if (u.group == g) {
+                u.rebase(law);
             }
         }
     }

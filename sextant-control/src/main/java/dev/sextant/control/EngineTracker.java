@@ -49,6 +49,14 @@ final class EngineTracker {
     double speed = 1;
     boolean slow;
     String speedWhy = "not judged yet";
+    // where the speed was last judged: the batch, prefill load, batch limit and TBT, and the law's work per step
+    // there then (Batching.stepWork; NaN before the first judgement); see rebase
+    private double judgedRunning;
+    private double judgedPi;
+    private double judgedSlots;
+    private double judgedTbt;
+    private double judgedLaw;
+    private double judgedWork = Double.NaN;
 
     // gateway outcomes, forgotten with OUTCOME_HALF_LIFE_NANOS
     private long outcomesAt;
@@ -259,8 +267,18 @@ final class EngineTracker {
                     : Math.max(1, lastInterval.running());
             double law = group.lawTbt(r.atNanos(), running, 0, batch.slots(group.configuredSlots()));
             if (law > 0 && Double.isFinite(law)) {
-                adjustSpeed(Math.max(0.05, Math.min(20, r.tbtMs() / law)), o);
-                speedWhy = String.format(Locale.ROOT, "canary TBT %.1f ms (law of its group: %.1f ms)", r.tbtMs(), law);
+                double ratio = Math.max(0.05, Math.min(20, r.tbtMs() / law));
+                if (slow || ratio < speed / o.slowFactor()) {
+                    adjustSpeed(ratio, o);
+                    judgedAt(r.atNanos(), running, 0, batch.slots(group.configuredSlots()), r.tbtMs(), law, law);
+                    speedWhy = String.format(Locale.ROOT, "canary TBT %.1f ms (law of its group: %.1f ms)", r.tbtMs(),
+                            law);
+                } else {
+                    // an engine not judged slow is only lifted by a canary, never condemned by one: a canary is one
+                    // request, whose steps share the batch with other requests' prefill (on healthy engines of
+                    // large-fleet.yaml canaries read 0.84–3.5 times the law); slowness is judged on traffic
+                    judgedNanos = r.atNanos();
+                }
             }
         }
         countSinceFailing(r.atNanos(), 1, r.ok() ? 0 : 1);
@@ -281,11 +299,15 @@ final class EngineTracker {
 
     /**
      * True when a canary should go to this engine now; marks it sent. One every {@code interval} while the engine
-     * shows no sign of recovery; a failing engine whose last canary succeeded gets the next as soon as that one is
-     * back, so that the run of successes that lifts it takes a few seconds, not {@code k × interval}.
+     * is out of service, slow, or its speed stale ({@link #speedStale}) and shows no sign of recovery; a failing engine
+     * whose last canary succeeded gets the next as soon as that one is back, so that the run of successes that lifts
+     * it takes a few seconds, not {@code k × interval}.
      */
     boolean canaryDue(long now, long interval) {
-        boolean needs = condition.outOfService() || slow;
+        if (judgedNanos == Long.MIN_VALUE) {
+            judgedNanos = now; // the configured speed counts as judged when the loop first looks
+        }
+        boolean needs = condition.outOfService() || slow || speedStale(now);
         boolean recovering = failing && canaryOk > 0 && lastCanaryOkAt >= lastCanarySent;
         if (!needs || !recovering && lastCanarySent != Long.MIN_VALUE && now - lastCanarySent < interval) {
             return false;
@@ -295,9 +317,10 @@ final class EngineTracker {
     }
 
     /**
-     * Judges the engine's speed on one interval against its group's law: the ratio of its mean time between tokens
-     * to the law's at its own batch and prefill load. A ratio far from the current factor (beyond the slow factor)
-     * is taken at once, so that a sudden slow-down shows in the next solve; a ratio near it is averaged in.
+     * Judges the engine's speed on one interval against its group's law at its own batch and prefill load: the
+     * cautious {@link #reading} of its mean time between tokens against the law's. A ratio far from the current factor
+     * (beyond the slow factor) is taken at once, so that a sudden slow-down shows in the next solve; a ratio near it is
+     * averaged in.
      * Intervals with too few token gaps, or with a prefill load more than twice the busiest one the group has seen
      * (one huge prompt, a burst of new requests), are not evidence of speed.
      */
@@ -312,8 +335,12 @@ final class EngineTracker {
                     + "busiest seen (%.0f)", pi, group.largestPrefill());
             return;
         }
-        double law = group.lawTbt(i.atNanos(), r, pi, batch.slots(group.configuredSlots()));
-        if (!(law > 0) || !Double.isFinite(law)) {
+        double slots = batch.slots(group.configuredSlots());
+        Batching fitted = group.fitted(i.atNanos());
+        double seen = Batching.tokenBatch(r, Batching.places(slots));
+        double law = fitted.stepTime(seen, pi);
+        double work = fitted.stepWork(seen, pi, i.tbtMs());
+        if (!(law > 0) || !Double.isFinite(law) || !(work > 0)) {
             // a law that cannot explain the interval at all (saturated by a prefill load the engine served) says the
             // law is wrong, not the engine fast: it is refitted, and the engine is not judged on it
             return;
@@ -321,6 +348,7 @@ final class EngineTracker {
         // an engine with little traffic is judged on its intervals pooled until they hold enough requests
         pendingObserved += i.tbtMs() * i.tbtCount();
         pendingLaw += law * i.tbtCount();
+        pendingWork += work * i.tbtCount();
         pendingGaps += i.tbtCount();
         pendingRequests += i.completions();
         if (pendingGaps < o.minTokenGaps() || pendingRequests < MIN_REQUESTS_JUDGED) {
@@ -328,11 +356,13 @@ final class EngineTracker {
         }
         double observed = pendingObserved / pendingGaps;
         double predicted = pendingLaw / pendingGaps;
-        adjustSpeed(Math.max(0.05, Math.min(20, observed / predicted)), o);
+        adjustSpeed(Math.max(0.05, Math.min(20, reading(pendingObserved, pendingLaw, pendingWork))), o);
+        judgedAt(i.atNanos(), r, pi, slots, i.tbtMs(), law, work);
         speedWhy = String.format(Locale.ROOT, "TBT %.1f ms over %.0f requests at a batch of %.0f (law of its group: "
                 + "%.1f ms)", observed, pendingRequests, r, predicted);
         pendingObserved = 0;
         pendingLaw = 0;
+        pendingWork = 0;
         pendingGaps = 0;
         pendingRequests = 0;
     }
@@ -341,6 +371,7 @@ final class EngineTracker {
     static final int MIN_REQUESTS_JUDGED = 10;
     private double pendingObserved;
     private double pendingLaw;
+    private double pendingWork;
     private double pendingGaps;
     private double pendingRequests;
 
@@ -349,6 +380,68 @@ final class EngineTracker {
         double lnf = Math.log(speed);
         double lnr = Math.log(ratio);
         speed = Math.abs(lnr - lnf) > Math.log(o.slowFactor()) ? ratio : Math.exp(lnf + SPEED_GAIN * (lnr - lnf));
+    }
+
+    /**
+     * True when the speed factor has not been judged for {@link #SPEED_STALE_NANOS}: the engine has had too little
+     * traffic to show its pace (the plan gives it none, priced slow or far), so canaries show it instead. Without them
+     * an engine priced out of the plan by a pace it had once would keep that price after it is fast again, whether or
+     * not the factor makes it "slow" against its group.
+     */
+    boolean speedStale(long now) {
+        return judgedNanos != Long.MIN_VALUE && now - judgedNanos > SPEED_STALE_NANOS;
+    }
+
+    /** How long a speed judgement holds without another. A minute: about ten scrapes of a busy engine's evidence. */
+    static final long SPEED_STALE_NANOS = 60_000_000_000L;
+    private long judgedNanos = Long.MIN_VALUE;
+
+    private void judgedAt(long now, double running, double pi, double slots, double tbt, double law, double work) {
+        judgedNanos = now;
+        judgedRunning = running;
+        judgedPi = pi;
+        judgedSlots = slots;
+        judgedTbt = tbt;
+        judgedLaw = law;
+        judgedWork = work;
+    }
+
+    /**
+     * How many times slower than its group's law an engine is whose steps took {@code tbt} where the law predicts
+     * {@code law} ms, {@code work} being the law's work per step there ({@link Batching#stepWork}): the larger of
+     * {@code tbt / law} (the engine's steps that many times the law's) and {@code tbt / work} (the engine doing every
+     * part of a step, prefill included, that many times slower, as {@link Batching#slower} prices it). The two agree
+     * where the steps carry little prefill. Where they carry much, the law's prediction rises steeply toward the
+     * prefill load that would saturate it, and the first reading falls toward zero: an engine read as many times faster
+     * than its group is planned to serve that many times its load. The larger reading is the cautious one: a factor
+     * too large costs a little latency on the traffic moved, one too small fills the engine until it queues.
+     */
+    static double reading(double tbt, double law, double work) {
+        return Math.max(tbt / law, tbt / work);
+    }
+
+    /**
+     * Re-expresses the speed factor against the group's law as it is now. The factor is a ratio to the law, so when
+     * the law moves between two judgements of this engine (other engines' intervals refit it) the same factor would
+     * say something else: it is scaled by the law's change at the load where the engine was last judged, which keeps
+     * what was observed (its pace there) and compares it with the law of now. Without this an engine that gets no
+     * traffic keeps a factor of an old law; when most of a group's engines are such, their stale factors make the
+     * group's median, and the one engine still judged, set against that median, feeds the law a sample scaled by the
+     * median at every interval: the law drifts without end (a healthy engine priced 18× faster than it is).
+     */
+    void rebase(Batching law) {
+        if (!(judgedWork > 0)) {
+            return;
+        }
+        double batchSeen = Batching.tokenBatch(judgedRunning, Batching.places(judgedSlots));
+        double lawNow = law.stepTime(batchSeen, judgedPi);
+        double workNow = law.stepWork(batchSeen, judgedPi, judgedTbt);
+        if (lawNow > 0 && Double.isFinite(lawNow) && workNow > 0 && Double.isFinite(workNow)) {
+            double then = reading(judgedTbt, judgedLaw, judgedWork);
+            speed = Math.max(0.05, Math.min(20, speed * reading(judgedTbt, lawNow, workNow) / then));
+            judgedLaw = lawNow;
+            judgedWork = workNow;
+        }
     }
 
     /**

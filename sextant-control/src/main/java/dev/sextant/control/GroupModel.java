@@ -99,6 +99,37 @@ final class GroupModel {
         outputLengths.decay(f);
     }
 
+    /**
+     * Forgets the laws' evidence, not the workload's: called when the group's engines changed pace together, so that
+     * what the laws learned describes engines that are no longer there. The laws are the configuration again until
+     * new intervals come.
+     */
+    void forgetLaws() {
+        step.decay(0);
+        first.decay(0);
+        priorWeight = options.priorWeight();
+    }
+
+    // whether the median of the members' speed factors is beyond the slow factor of 1 (see paceChanged)
+    private boolean paceMoved;
+
+    /**
+     * True once when the median of the members' speed factors moves beyond {@link ControlOptions#slowFactor()} of the
+     * law, either way: most of the group runs at another pace than its law learned. Again only after the median has
+     * come back within {@link ControlOptions#recoveredFactor()}, as the law learns the new pace.
+     */
+    boolean paceChanged(double median, ControlOptions o) {
+        double off = Math.abs(Math.log(median));
+        if (!paceMoved && off > Math.log(o.slowFactor())) {
+            paceMoved = true;
+            return true;
+        }
+        if (paceMoved && off < Math.log(o.recoveredFactor())) {
+            paceMoved = false;
+        }
+        return false;
+    }
+
     /** Mean uncached prompt tokens per request, from the evidence (0 without any). */
     double promptTokens() {
         return promptWeight > 0 ? uncached / promptWeight : 0;

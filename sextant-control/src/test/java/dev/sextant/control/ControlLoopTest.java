@@ -159,6 +159,86 @@ class ControlLoopTest {
         assertThat(r.estimate("e1").profile().tbtMs(0.2)).isGreaterThan(3 * H100.tbt(0.2 * H100.saturation()));
     }
 
+    /**
+     * Three engines of a group of four slow down: their pace is now the group's median, and the one still fast is
+     * "clearly faster" than it. Its speed factor must stay its own pace against the law, not run away: stale factors
+     * of the slow engines (no traffic since they were priced out) once made the median, the law learned from the fast
+     * engine scaled by that median at every interval, and its capacity grew without end (to 18× the truth in the
+     * simulator), so the plan filled it until it queued.
+     */
+    @Test
+    void mostOfAGroupSlow_theEngineStillFast_isPricedAtItsOwnPace_notFaster() {
+        Rig r = rig(Map.of(), Map.of(), 150, 6);
+        r.run(120);
+        for (String e : List.of("e1", "e2", "e3")) {
+            r.engines.get(e).slowdown(4);
+        }
+        double mu = H100.saturation();
+        for (int s = 0; s < 300; s += 10) {
+            r.run(10);
+            assertThat(r.estimate("e4").capacityRps()).as("e4 at %d s: %s", s + 10, r.estimate("e4").speedWhy())
+                    .isLessThan(1.25 * mu);
+        }
+        assertThat(r.estimate("e4").capacityRps()).isCloseTo(mu, within(0.15 * mu));
+        for (String e : List.of("e1", "e2", "e3")) {
+            assertThat(r.estimate(e).capacityRps()).as(e).isLessThan(mu / 2.5);
+        }
+    }
+
+    /**
+     * A whole cluster slows down, its traffic moves to the other, and it is fast again. Nothing sends it traffic, so
+     * only canaries can show that it is: an engine whose speed has not been judged for a minute gets them, as a slow
+     * one does, and the cluster gets its traffic back.
+     */
+    @Test
+    void wholeClusterSlowThenFastAgain_getsItsTrafficBack() {
+        Rig r = rig(Map.of(), Map.of(), 150, 7);
+        r.run(120);
+        double near = nearLoad(r);
+        for (String e : List.of("e1", "e2", "e3", "e4")) {
+            r.engines.get(e).slowdown(4);
+        }
+        r.run(120);
+        assertThat(nearLoad(r)).as("slow: near before %.1f req/s", near).isLessThan(0.5 * near);
+        for (String e : List.of("e1", "e2", "e3", "e4")) {
+            r.engines.get(e).slowdown(1);
+        }
+        r.run(180);
+        assertThat(nearLoad(r)).as("fast again: near before %.1f req/s; %s", near, r.estimate("e1").speedWhy())
+                .isGreaterThan(0.7 * near);
+    }
+
+    /**
+     * Engines the plan sends nothing get a canary once their speed has gone a minute without a judgement. A canary
+     * can lift an engine's factor (here: found four times faster than its law) but never condemn it: one request's
+     * steps share the batch with other requests' prefill, and slowness is judged on traffic.
+     */
+    @Test
+    void anEngineWithoutTraffic_isLiftedByCanaries_butNotCondemnedByThem() {
+        Rig r = rig(Map.of(), Map.of(), 10, 8);
+        r.run(120);
+        assertThat(r.loads().get("f1")).as("light demand stays near").isZero();
+        assertThat(r.loads().get("f2")).isZero();
+        r.engines.get("f1").slowdown(4);
+        r.engines.get("f2").slowdown(0.25);
+        r.run(180);
+
+        EngineEstimate condemned = r.estimate("f1");
+        assertThat(condemned.condition()).as(condemned.speedWhy()).isEqualTo(Condition.HEALTHY);
+        assertThat(condemned.slowdown()).isLessThan(1.5);
+        EngineEstimate lifted = r.estimate("f2");
+        assertThat(lifted.slowdown()).as(lifted.speedWhy()).isLessThan(0.5);
+        assertThat(r.loads().get("f2")).as("lifted, it is planned, and its traffic judges it since").isPositive();
+    }
+
+    private static double nearLoad(Rig r) {
+        double near = 0;
+        for (String e : List.of("e1", "e2", "e3", "e4")) {
+            near += r.loads().get(e);
+        }
+        return near;
+    }
+
     @Test
     void hugePrompt_penalizesNothing() {
         Rig r = rig(Map.of(), Map.of(), 150, 5);
