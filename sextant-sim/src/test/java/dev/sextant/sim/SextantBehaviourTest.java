@@ -94,12 +94,45 @@ class SextantBehaviourTest {
      */
     @Test
     void slowRegionWhileTheControlPlaneIsAway_itsQueuesStayShort() throws Exception {
-        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("variants/outage-slow-region.yaml"));
-        Metrics m = Simulator.simulate(s, "sextant", 1, null).metrics();
+        assertThat(shareThatWaited("outage-slow-region.yaml", 1, 3_000)).isLessThan(0.002);
+    }
+
+    /**
+     * Runs a variant with Sextant at {@code seed}, checks that every request was answered, and returns the share of
+     * them that waited {@code ms} or more for the first token.
+     */
+    private static double shareThatWaited(String variant, long seed, long ms) throws Exception {
+        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("variants/" + variant));
+        Metrics m = Simulator.simulate(s, "sextant", seed, null).metrics();
         assertThat(m.completed).isEqualTo(m.generated);
-        long waited = m.ttft.getCountBetweenValues(3_000_000, Long.MAX_VALUE); // µs: 3 s or more
-        assertThat((double) waited / m.ttft.getTotalCount()).as("%d of %d", waited, m.ttft.getTotalCount())
-                .isLessThan(0.002);
+        return (double) m.ttft.getCountBetweenValues(ms * 1_000, Long.MAX_VALUE) / m.ttft.getTotalCount(); // µs
+    }
+
+    /**
+     * Two of a cluster's three engines three times slower with the control plane up: their pace is their group's
+     * median, so the engine still fast is "clearly faster" than it, and the slow ones soon get nothing. The speed
+     * factors must stay true to the engines (docs/control-loop.md, "Speed factor"). At this seed the code before that
+     * priced the fast engine at several times its capacity and queued: 4.9% of all requests waited 1 s or more.
+     */
+    @Test
+    void mostOfAClusterSlow_theEngineStillFastIsNotOverfilled() throws Exception {
+        assertThat(shareThatWaited("most-of-a-cluster-slow.yaml", 2, 1_000)).isLessThan(0.002);
+    }
+
+    /**
+     * A whole region three times slower for 200 s with the control plane up, then fast again: its traffic leaves,
+     * and comes back. Priced by its group's refitted law, the region is never "SLOW", so before canaries went to
+     * engines whose speed had not been judged for a minute nothing ever tried it again, and its gateway sent it
+     * nothing to the end.
+     */
+    @Test
+    void regionSlowThenFastAgain_getsItsGatewaysTrafficBack() throws Exception {
+        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("variants/region-slow-and-back.yaml"));
+        Metrics m = Simulator.simulate(s, "sextant", 1, null).metrics();
+        float[] slow = m.weights.get(m.weights.size() * 200 / 700); // 200 s in
+        float[] end = m.weights.get(m.weights.size() - 1);
+        assertThat(slow[0] + slow[1] + slow[2]).as("while slow: us-east's share of its own region").isLessThan(0.1f);
+        assertThat(end[0] + end[1] + end[2]).as("fast again: us-east's share of its own region").isGreaterThan(0.5f);
     }
 
     /**
