@@ -19,7 +19,7 @@ final class NearestPolicy extends BaselinePolicy {
     /** The engine of the lowest-round-trip usable tier that the conversation hashes to, or −1. */
     static int nearest(Simulation sim, SimRequest r, int exclude) {
         int[] allowed = sim.allowed[r.trafficClass];
-        double[] rtt = sim.rttMs[r.gateway];
+        double[] rtt = sim.knownRttMs[r.gateway];
         double nearest = Double.POSITIVE_INFINITY;
         for (int j : allowed) {
             if (rtt[j] < nearest && (j != exclude && sim.usable(r.gateway, j))) {

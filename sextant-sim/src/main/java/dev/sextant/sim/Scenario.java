@@ -147,8 +147,8 @@ record Scenario(String name, String description, Topology topology, List<EngineP
     }
 
     /** Kinds of faults. */
-    enum FaultKind { ENGINE_CRASH, ENGINE_SLOWDOWN, ENGINE_ERRORS, PARTITION, CONTROL_PLANE_OUTAGE, DEMAND_SURGE,
-        REQUEST_BURST }
+    enum FaultKind { ENGINE_CRASH, ENGINE_SLOWDOWN, ENGINE_ERRORS, PARTITION, LINK_SLOWDOWN, CONTROL_PLANE_OUTAGE,
+        DEMAND_SURGE, REQUEST_BURST }
 
     /**
      * A fault on the timeline, undone at {@code atMs + durationMs}.
@@ -157,9 +157,10 @@ record Scenario(String name, String description, Topology topology, List<EngineP
      * @param atMs      when, ms
      * @param durationMs how long, ms
      * @param engines   engine indices hit (crash, slowdown, errors)
-     * @param gateway   gateway index (partition, burst; surge: -1 = every gateway)
-     * @param cluster   engine cluster id (partition)
-     * @param factor    slowdown factor, demand multiplier, or fraction of requests answered with an error
+     * @param gateway   gateway index (partition, link slowdown, burst; -1 = every gateway)
+     * @param cluster   engine cluster id (partition, link slowdown)
+     * @param factor    slowdown factor, round-trip multiplier, demand multiplier, or fraction of requests answered
+     *                  with an error
      * @param burst     for a request burst: how many requests at once and their size; null otherwise
      */
     record Fault(FaultKind kind, double atMs, double durationMs, List<Integer> engines, int gateway, String cluster,

@@ -488,7 +488,7 @@ final class ScenarioLoader {
                 kind = Scenario.FaultKind.valueOf(kindName.toUpperCase(java.util.Locale.ROOT).replace('-', '_'));
             } catch (IllegalArgumentException e) {
                 throw error(p + "kind", "'" + kindName + "' (expected one of [engine_crash, engine_slowdown, "
-                        + "engine_errors, partition, control_plane_outage, demand_surge, request_burst])");
+                        + "engine_errors, partition, link_slowdown, control_plane_outage, demand_surge, request_burst])");
             }
             List<Integer> engines = new ArrayList<>();
             if (f.has("engines")) {
@@ -520,6 +520,9 @@ final class ScenarioLoader {
             }
             if (kind == Scenario.FaultKind.PARTITION && cluster.isEmpty()) {
                 throw error(p + "engine_cluster", "missing (expected: the engine cluster cut off)");
+            }
+            if (kind == Scenario.FaultKind.LINK_SLOWDOWN && cluster.isEmpty()) {
+                throw error(p + "engine_cluster", "missing (expected: the engine cluster whose round trip grows)");
             }
             String gw = str(f, "gateway", p, "");
             int g = gw.isEmpty() ? -1 : gatewayIds.indexOf(gw);

@@ -194,12 +194,11 @@ final class SextantPolicy implements SimPolicy {
                     e.put(base.engines().get(j).id(), outcomes[g][j].drain());
                 }
             }
-            // the gateway's probes: one round trip per engine cluster it can reach
+            // the gateway's probes: one round trip per engine cluster it can reach, as it is now
             Map<String, GatewayReport.RoundTrip> rtt = new LinkedHashMap<>();
-            Map<String, Double> row = base.networkRttMs().getOrDefault(base.gatewayClusters().get(g).id(), Map.of());
             for (int c = 0; c < sim.clusterIds.size(); c++) {
-                Double ms = row.get(sim.clusterIds.get(c));
-                if (ms != null && !sim.cut[g][c]) {
+                double ms = sim.roundTripMs(g, c);
+                if (Double.isFinite(ms) && !sim.cut[g][c]) {
                     rtt.put(sim.clusterIds.get(c), new GatewayReport.RoundTrip(ms, ms, 1));
                 }
             }

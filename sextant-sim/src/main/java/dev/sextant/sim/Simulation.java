@@ -33,6 +33,8 @@ final class Simulation implements EngineSim.Listener {
     final boolean[][] allowedMask;
     /** Gateway → engine → round trip ms. */
     final double[][] rttMs;
+    /** The round trips as the baselines' health checks last measured them ({@code health_check_s} behind a change). */
+    final double[][] knownRttMs;
     /** Engine → engine cluster index. */
     final int[] clusterOf;
     final List<String> clusterIds = new ArrayList<>();
@@ -138,6 +140,10 @@ final class Simulation implements EngineSim.Listener {
                 Double ms = row.get(topology.engines().get(j).cluster());
                 rttMs[g][j] = ms == null ? Double.POSITIVE_INFINITY : ms;
             }
+        }
+        knownRttMs = new double[gatewayCount][];
+        for (int g = 0; g < gatewayCount; g++) {
+            knownRttMs[g] = rttMs[g].clone();
         }
         cut = new boolean[gatewayCount][clusterIds.size()];
         knownUp = new boolean[engineCount];
@@ -492,6 +498,20 @@ final class Simulation implements EngineSim.Listener {
         end(r, SimRequest.End.FAILED, atMs);
     }
 
+    /**
+     * The round trip from gateway {@code g} to engine cluster {@code c} now, ms (a link slowdown included): what the
+     * gateway's probes of that cluster measure; infinite where the topology has no route.
+     */
+    double roundTripMs(int g, int c) {
+        double ms = Double.POSITIVE_INFINITY;
+        for (int j = 0; j < engineCount; j++) {
+            if (clusterOf[j] == c) {
+                ms = Math.min(ms, rttMs[g][j]);
+            }
+        }
+        return ms;
+    }
+
     // ---- faults
 
     private void applyFault(Scenario.Fault f, boolean begin) {
@@ -529,6 +549,22 @@ final class Simulation implements EngineSim.Listener {
                         int gg = g;
                         cut[g][c] = begin;
                         loop.after(detect, () -> knownReachable[gg][c] = !cut[gg][c]);
+                    }
+                }
+            }
+            case LINK_SLOWDOWN -> {
+                int c = clusterIds.indexOf(f.cluster());
+                double by = begin ? f.factor() : 1 / f.factor();
+                for (int g = 0; g < gatewayCount; g++) {
+                    if (f.gateway() < 0 || f.gateway() == g) {
+                        for (int j = 0; j < engineCount; j++) {
+                            if (clusterOf[j] == c) {
+                                rttMs[g][j] *= by;
+                                int gg = g;
+                                int jj = j;
+                                loop.after(detect, () -> knownRttMs[gg][jj] = rttMs[gg][jj]);
+                            }
+                        }
                     }
                 }
             }

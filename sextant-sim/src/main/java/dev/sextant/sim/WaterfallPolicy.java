@@ -78,7 +78,7 @@ final class WaterfallPolicy extends BaselinePolicy {
 
     /** The engine the key hashes to among the nearest usable engines the last scrape did not show full, or −1. */
     private int spill(SimRequest r, int exclude) {
-        double[] rtt = sim.rttMs[r.gateway];
+        double[] rtt = sim.knownRttMs[r.gateway];
         int best = -1;
         double bestRtt = Double.POSITIVE_INFINITY;
         double bestScore = Double.POSITIVE_INFINITY;

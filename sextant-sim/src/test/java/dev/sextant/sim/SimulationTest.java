@@ -6,6 +6,7 @@ import java.util.List;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.LongRange;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -106,6 +107,35 @@ class SimulationTest {
         long other = Simulator.simulate(calm, policy, 5, null).metrics().generated;
         // later turns depend on completion times; counts stay within a few percent
         assertThat((double) other).isCloseTo(first, org.assertj.core.data.Percentage.withPercentage(5));
+    }
+
+    /**
+     * eu's round trip to its own engine cluster grows from 2 to 100 ms for the whole run, while gpu-eu2 is 15 ms away:
+     * requests sent there pay the longer round trip, the gateways' probes measure it, and Sextant's control loop,
+     * planning with what they measure, moves eu's traffic to gpu-eu2. Before the simulated probes reported the
+     * topology's round trips, it never did.
+     */
+    @Test
+    void linkSlowdown_requestsPayTheLongerRoundTrip_andTheLoopPlansWithWhatTheProbesMeasure() throws Exception {
+        String calm = FAULTY.replaceAll("(?s)faults:.*", "");
+        Scenario normal = ScenarioLoader.parse("calm.yaml", calm);
+        Scenario slowLink = ScenarioLoader.parse("slow-link.yaml", calm + """
+                faults:
+                  - {kind: link_slowdown, at_s: 0, duration_s: 40, gateway: eu, engine_cluster: gpu-eu, factor: 50}
+                """);
+        int eu = 1;
+        int eu1 = 2;
+        Metrics before = Simulator.simulate(normal, "sextant", 4, null).metrics();
+        Metrics after = Simulator.simulate(slowLink, "sextant", 4, null).metrics();
+        assertThat(after.attemptsTo[eu][eu1]).as("eu's attempts at eu-1, %d with the link as configured",
+                before.attemptsTo[eu][eu1]).isLessThan(before.attemptsTo[eu][eu1] / 3);
+        assertThat(after.attemptsTo[0][eu1]).as("us's link to gpu-eu is as configured")
+                .isGreaterThanOrEqualTo(before.attemptsTo[0][eu1] / 2);
+
+        double nearestBefore = Simulator.simulate(normal, "nearest", 4, null).metrics().ttft.getValueAtPercentile(99);
+        double nearestAfter = Simulator.simulate(slowLink, "nearest", 4, null).metrics().ttft.getValueAtPercentile(99);
+        assertThat(nearestAfter - nearestBefore).as("µs: nearest goes to gpu-eu2, 13 ms farther than gpu-eu was")
+                .isGreaterThan(5_000);
     }
 
     @ParameterizedTest
