@@ -162,7 +162,7 @@ final class DefaultControlLoop implements ControlLoop {
             double median = medianSpeed(t.group);
             if (t.group.paceChanged(median, options)) {
                 // most of the group changed pace: its laws describe engines that are no longer there
-                t.group.forgetLaws();
+                t.group.forgetLaws(i.atNanos(), median);
                 rebase(t.group, t.group.fitted(i.atNanos()));
                 median = medianSpeed(t.group);
             }

@@ -104,11 +104,17 @@ final class GroupModel {
      * what the laws learned describes engines that are no longer there. The laws are the configuration again until
      * new intervals come.
      */
-    void forgetLaws() {
+    void forgetLaws(long now, double median) {
         step.decay(0);
         first.decay(0);
         priorWeight = options.priorWeight();
+        restartedNanos = now;
+        restartedMedian = median;
     }
+
+    // when the laws last started again (forgetLaws), and the median speed factor that made them; MIN_VALUE: never
+    private long restartedNanos = Long.MIN_VALUE;
+    private double restartedMedian;
 
     // whether the median of the members' speed factors is beyond the slow factor of 1 (see paceChanged)
     private boolean paceMoved;
@@ -432,8 +438,11 @@ final class GroupModel {
         if (intervals == 0) {
             return "no evidence yet";
         }
-        return String.format(java.util.Locale.ROOT, "%.0f requests over %s (%d intervals of its engines)",
+        String why = String.format(java.util.Locale.ROOT, "%.0f requests over %s (%d intervals of its engines)",
                 totalCompletions, Durations.human(lastNanos - firstNanos), intervals);
+        return restartedNanos == Long.MIN_VALUE ? why : why + String.format(java.util.Locale.ROOT,
+                "; its laws started again %s before the last of them, when most of its engines took %.1f× the step time "
+                + "they had learned", Durations.human(Math.max(0, lastNanos - restartedNanos)), restartedMedian);
     }
 
     long intervals() {

@@ -206,6 +206,8 @@ class ControlLoopTest {
         r.run(180);
         assertThat(nearLoad(r)).as("fast again: near before %.1f req/s; %s", near, r.estimate("e1").speedWhy())
                 .isGreaterThan(0.7 * near);
+        assertThat(r.estimate("e1").capacityWhy()).as("the explanation says the laws started again")
+                .contains("its laws started again").contains("the step time they had learned");
     }
 
     /**
