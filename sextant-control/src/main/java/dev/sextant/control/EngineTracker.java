@@ -262,6 +262,10 @@ final class EngineTracker {
      * traffic is, so that an engine that lost its traffic for being slow recovers on evidence.
      */
     void canary(CanaryResult r, ControlOptions o) {
+        if (r.ok() && judgedNanos != Long.MIN_VALUE) {
+            // an answer renews the clock of a stale engine's canaries (one a minute), whatever its speed says below
+            judgedNanos = Math.max(judgedNanos, r.atNanos());
+        }
         if (r.ok() && !Double.isNaN(r.tbtMs()) && r.tbtMs() > 0) {
             double running = lastInterval == null || Double.isNaN(lastInterval.running()) ? 1
                     : Math.max(1, lastInterval.running());
@@ -273,12 +277,10 @@ final class EngineTracker {
                     judgedAt(r.atNanos(), running, 0, batch.slots(group.configuredSlots()), r.tbtMs(), law, law);
                     speedWhy = String.format(Locale.ROOT, "canary TBT %.1f ms (law of its group: %.1f ms)", r.tbtMs(),
                             law);
-                } else {
-                    // an engine not judged slow is only lifted by a canary, never condemned by one: a canary is one
-                    // request, whose steps share the batch with other requests' prefill (on healthy engines of
-                    // large-fleet.yaml canaries read 0.84–3.5 times the law); slowness is judged on traffic
-                    judgedNanos = r.atNanos();
                 }
+                // otherwise, an engine not judged slow is only lifted by a canary, never condemned by one: a canary is
+                // one request, whose steps share the batch with other requests' prefill (on healthy engines of
+                // large-fleet.yaml canaries read 0.84–3.5 times the law); slowness is judged on traffic
             }
         }
         countSinceFailing(r.atNanos(), 1, r.ok() ? 0 : 1);
