@@ -55,6 +55,8 @@ final class DefaultControlLoop implements ControlLoop {
     private Topology topology;
     private final Map<String, EngineTracker> engines = new TreeMap<>();
     private final Map<String, GroupModel> groups = new LinkedHashMap<>();
+    /** Each group's engines, rebuilt with the topology: what a scrape's median and rebase go through, not the fleet. */
+    private final Map<GroupModel, List<EngineTracker>> members = new HashMap<>();
     /** gateway cluster → instance → class → demand. */
     private final Map<String, Map<String, Map<String, DemandTracker>>> demand = new HashMap<>();
     /** gateway cluster → engine cluster → link. */
@@ -120,6 +122,8 @@ final class DefaultControlLoop implements ControlLoop {
             }
         }
         engines.keySet().retainAll(ids);
+        members.clear();
+        engines.values().forEach(tr -> members.computeIfAbsent(tr.group, k -> new ArrayList<>()).add(tr));
         scrapedOnce.retainAll(ids);
         for (GatewayCluster g : t.gatewayClusters()) {
             Map<String, LinkTracker> row = links.computeIfAbsent(g.id(), k -> new HashMap<>());
@@ -327,37 +331,25 @@ final class DefaultControlLoop implements ControlLoop {
 
     /** Re-expresses the speed factors of group {@code g}'s engines against its law as fitted now. */
     private void rebase(GroupModel g, Batching law) {
-        for (EngineTracker u : engines.values()) {
-            if (u.group == g) {
-                u.rebase(law);
-            }
+        for (EngineTracker u : members.getOrDefault(g, List.of())) {
+            u.rebase(law);
         }
     }
 
     /** The median speed factor of group {@code g}'s engines (see {@link #median}). */
     private double medianSpeed(GroupModel g) {
-        List<Double> speeds = new ArrayList<>();
-        for (EngineTracker t : engines.values()) {
-            if (t.group == g) {
-                speeds.add(t.speed);
-            }
-        }
-        return median(speeds);
+        return median(members.getOrDefault(g, List.of()));
     }
 
     private Map<GroupModel, Double> medianSpeeds() {
-        Map<GroupModel, List<Double>> speeds = new HashMap<>();
-        for (EngineTracker t : engines.values()) {
-            speeds.computeIfAbsent(t.group, k -> new ArrayList<>()).add(t.speed);
-        }
         Map<GroupModel, Double> out = new HashMap<>();
-        speeds.forEach((g, l) -> out.put(g, median(l)));
+        members.forEach((g, l) -> out.put(g, median(l)));
         return out;
     }
 
     /** The median of a group's speed factors; 1 for a group of one or two. */
-    private static double median(List<Double> speeds) {
-        double[] a = speeds.stream().mapToDouble(Double::doubleValue).toArray();
+    private static double median(List<EngineTracker> group) {
+        double[] a = group.stream().mapToDouble(t -> t.speed).toArray();
         Arrays.sort(a);
         // a group of one or two has no majority to tell "this engine" from "the group": its law is the engine's
         return a.length < 3 ? 1.0 : a[a.length / 2];
