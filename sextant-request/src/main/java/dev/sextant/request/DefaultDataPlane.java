@@ -352,8 +352,7 @@ final class DefaultDataPlane implements DataPlane {
         double rate = cell.offered(now);
         QueueSignal signal = cell.signal(enginePriority);
         if (cell.inFlight.get() <= minInFlight) {
-            signal.spilling = false;
-            signal.pacing = false;
+            signal.endSpill();
             return 0;
         }
         boolean queueing = cell.queueing(QUEUE_SLACK_MS, enginePriority);
@@ -366,8 +365,7 @@ final class DefaultDataPlane implements DataPlane {
                 || queueing && cell.inFlight.get() > allowanceRps * plannedMs / 1000);
         double allowance = behind ? allowanceRps * signal.pace() : allowanceRps;
         if (rate <= allowance) {
-            signal.spilling = false;
-            signal.pacing = false;
+            signal.endSpill();
             return 0;
         }
         double beyondChance = allowance + NOISE_SIGMAS * Math.sqrt(allowance / EngineCell.RATE_WINDOW_S);

@@ -195,11 +195,9 @@ final class EngineCell {
         for (int i = 0; i < priorities.length; i++) {
             QueueSignal kept = signal(priorities[i]);
             next[i] = kept == answers ? new QueueSignal() : kept;
-            next[i].spilling = false;
-            next[i].pacing = false;
+            next[i].endSpill();
         }
-        answers.spilling = false;
-        answers.pacing = false;
+        answers.endSpill();
         levelSignals = next;
         levels = priorities.clone();
     }

@@ -34,6 +34,12 @@ final class QueueSignal {
      */
     volatile boolean pacing;
 
+    /** Ends a spill, and with it the pace it held ({@link #spilling}, {@link #pacing}). */
+    void endSpill() {
+        spilling = false;
+        pacing = false;
+    }
+
     /** How far {@link #ttftFloorMs} rises toward the recent TTFT per answer. */
     static final double FLOOR_RISE = 0.001;
     /**
