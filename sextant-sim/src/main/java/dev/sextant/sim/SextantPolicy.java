@@ -196,8 +196,9 @@ final class SextantPolicy implements SimPolicy {
             }
             // the gateway's probes: one round trip per engine cluster it can reach, as it is now
             Map<String, GatewayReport.RoundTrip> rtt = new LinkedHashMap<>();
+            double[] roundTrips = sim.roundTripsMs(g);
             for (int c = 0; c < sim.clusterIds.size(); c++) {
-                double ms = sim.roundTripMs(g, c);
+                double ms = roundTrips[c];
                 if (Double.isFinite(ms) && !sim.cut[g][c]) {
                     rtt.put(sim.clusterIds.get(c), new GatewayReport.RoundTrip(ms, ms, 1));
                 }

@@ -499,15 +499,14 @@ final class Simulation implements EngineSim.Listener {
     }
 
     /**
-     * The round trip from gateway {@code g} to engine cluster {@code c} now, ms (a link slowdown included): what the
-     * gateway's probes of that cluster measure; infinite where the topology has no route.
+     * The round trips from gateway {@code g} to each engine cluster now, ms, by cluster index (a link slowdown
+     * included): what the gateway's probes measure; infinite where the topology has no route.
      */
-    double roundTripMs(int g, int c) {
-        double ms = Double.POSITIVE_INFINITY;
+    double[] roundTripsMs(int g) {
+        double[] ms = new double[clusterIds.size()];
+        java.util.Arrays.fill(ms, Double.POSITIVE_INFINITY);
         for (int j = 0; j < engineCount; j++) {
-            if (clusterOf[j] == c) {
-                ms = Math.min(ms, rttMs[g][j]);
-            }
+            ms[clusterOf[j]] = Math.min(ms[clusterOf[j]], rttMs[g][j]);
         }
         return ms;
     }
