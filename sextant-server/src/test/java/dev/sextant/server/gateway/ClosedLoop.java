@@ -94,6 +94,11 @@ final class ClosedLoop implements AutoCloseable {
         return a == null ? 0 : a.sum();
     }
 
+    /** Answers of any status so far. */
+    long answered() {
+        return byStatus.values().stream().mapToLong(LongAdder::sum).sum();
+    }
+
     /** Answers with {@code status} so far. */
     long answered(int status) {
         LongAdder a = byStatus.get(status);
