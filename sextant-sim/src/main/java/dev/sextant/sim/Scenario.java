@@ -148,7 +148,7 @@ record Scenario(String name, String description, Topology topology, List<EngineP
 
     /** Kinds of faults. */
     enum FaultKind { ENGINE_CRASH, ENGINE_SLOWDOWN, ENGINE_ERRORS, PARTITION, LINK_SLOWDOWN, CONTROL_PLANE_OUTAGE,
-        DEMAND_SURGE, REQUEST_BURST }
+        DEMAND_SURGE, REQUEST_BURST, WORKLOAD_SHIFT }
 
     /**
      * A fault on the timeline, undone at {@code atMs + durationMs}.
@@ -157,14 +157,16 @@ record Scenario(String name, String description, Topology topology, List<EngineP
      * @param atMs      when, ms
      * @param durationMs how long, ms
      * @param engines   engine indices hit (crash, slowdown, errors)
-     * @param gateway   gateway index (partition, link slowdown, burst; -1 = every gateway)
+     * @param gateway   gateway index (partition, link slowdown, burst, demand surge, workload shift; -1 = every
+     *                  gateway)
      * @param cluster   engine cluster id (partition, link slowdown)
      * @param factor    slowdown factor, round-trip multiplier, demand multiplier, or fraction of requests answered
-     *                  with an error
+     *                  with an error, or for a workload shift the multiplier of every new turn's output tokens
+     * @param promptFactor for a workload shift, the multiplier of every new turn's new prompt tokens; 1 otherwise
      * @param burst     for a request burst: how many requests at once and their size; null otherwise
      */
     record Fault(FaultKind kind, double atMs, double durationMs, List<Integer> engines, int gateway, String cluster,
-                 double factor, Burst burst) {
+                 double factor, double promptFactor, Burst burst) {
         Fault {
             engines = List.copyOf(engines);
         }

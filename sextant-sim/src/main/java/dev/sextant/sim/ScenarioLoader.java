@@ -488,7 +488,8 @@ final class ScenarioLoader {
                 kind = Scenario.FaultKind.valueOf(kindName.toUpperCase(java.util.Locale.ROOT).replace('-', '_'));
             } catch (IllegalArgumentException e) {
                 throw error(p + "kind", "'" + kindName + "' (expected one of [engine_crash, engine_slowdown, "
-                        + "engine_errors, partition, link_slowdown, control_plane_outage, demand_surge, request_burst])");
+                        + "engine_errors, partition, link_slowdown, control_plane_outage, demand_surge, request_burst, "
+                        + "workload_shift])");
             }
             List<Integer> engines = new ArrayList<>();
             if (f.has("engines")) {
@@ -530,7 +531,7 @@ final class ScenarioLoader {
                 throw error(p + "gateway", "unknown gateway cluster '" + gw + "' (expected one of " + gatewayIds + ")");
             }
             double factor = num(f, "factor", p, switch (kind) {
-                case DEMAND_SURGE -> 2;
+                case DEMAND_SURGE, WORKLOAD_SHIFT -> 2;
                 case ENGINE_ERRORS -> 1;
                 default -> 3;
             });
@@ -539,6 +540,10 @@ final class ScenarioLoader {
             }
             if (kind == Scenario.FaultKind.ENGINE_ERRORS && factor > 1) {
                 throw error(p + "factor", factor + " (expected: the fraction of requests answered with an error, in (0, 1])");
+            }
+            double promptFactor = kind == Scenario.FaultKind.WORKLOAD_SHIFT ? num(f, "prompt_factor", p, 1) : 1;
+            if (!(promptFactor > 0) || Double.isInfinite(promptFactor)) {
+                throw error(p + "prompt_factor", promptFactor + " (expected: > 0)");
             }
             Scenario.Burst burst = null;
             double duration;
@@ -562,7 +567,8 @@ final class ScenarioLoader {
             } else {
                 duration = 1000 * req(f, "duration_s", p);
             }
-            out.add(new Scenario.Fault(kind, 1000 * req(f, "at_s", p), duration, engines, g, cluster, factor, burst));
+            out.add(new Scenario.Fault(kind, 1000 * req(f, "at_s", p), duration, engines, g, cluster, factor,
+                    promptFactor, burst));
         }
         return out;
     }

@@ -50,6 +50,9 @@ final class Simulation implements EngineSim.Listener {
     boolean controlPlaneUp = true;
     /** Gateway → demand multiplier from surges. */
     final double[] surge;
+    /** Gateway → multipliers of a new turn's output tokens and new prompt tokens from workload shifts. */
+    private final double[] outputShift;
+    private final double[] promptShift;
 
     // signals: per engine, accumulated since the last scrape
     private final double[] ttftSum;
@@ -162,6 +165,10 @@ final class Simulation implements EngineSim.Listener {
         inFlight = new int[gatewayCount][engineCount];
         surge = new double[gatewayCount];
         java.util.Arrays.fill(surge, 1.0);
+        outputShift = new double[gatewayCount];
+        promptShift = new double[gatewayCount];
+        java.util.Arrays.fill(outputShift, 1.0);
+        java.util.Arrays.fill(promptShift, 1.0);
         ttftSum = new double[engineCount];
         ttftCount = new int[engineCount];
         tbtSum = new double[engineCount];
@@ -352,11 +359,16 @@ final class Simulation implements EngineSim.Listener {
         return Math.max(1, (int) Math.round(mean * (0.5 + rng.nextDouble())));
     }
 
+    private static int scaled(int tokens, double factor) {
+        return factor == 1 ? tokens : (int) Math.max(1, Math.min(Integer.MAX_VALUE / 4, Math.round(tokens * factor)));
+    }
+
     private void turn(Conversation c, boolean first) {
         Scenario.ClassWorkload w = scenario.workload().get(c.trafficClass);
         SplittableRandom rng = convRandom.get(c.id);
-        int fresh = around(rng, first ? w.firstPromptTokens() : w.newTokensPerTurn());
-        int out = around(rng, w.outputTokens());
+        // drawn as without a shift, then scaled: every policy still sees the same conversations
+        int fresh = scaled(around(rng, first ? w.firstPromptTokens() : w.newTokensPerTurn()), promptShift[c.gateway]);
+        int out = scaled(around(rng, w.outputTokens()), outputShift[c.gateway]);
         c.turnsLeft--;
         int system = first ? c.systemTokens : 0; // later turns carry it in their context
         SimRequest r = new SimRequest(requestIds++, c, c.gateway, c.trafficClass, loop.now(),
@@ -572,6 +584,14 @@ final class Simulation implements EngineSim.Listener {
                 for (int g = 0; g < gatewayCount; g++) {
                     if (f.gateway() < 0 || f.gateway() == g) {
                         surge[g] = begin ? f.factor() : 1.0;
+                    }
+                }
+            }
+            case WORKLOAD_SHIFT -> {
+                for (int g = 0; g < gatewayCount; g++) {
+                    if (f.gateway() < 0 || f.gateway() == g) {
+                        outputShift[g] = begin ? f.factor() : 1.0;
+                        promptShift[g] = begin ? f.promptFactor() : 1.0;
                     }
                 }
             }

@@ -22,6 +22,7 @@ class ScenarioLoaderTest {
         "turns_mean: 3|turns_mean: 3, system_prompts: 0|workload.default.system_prompts: 0 (expected: an integer >= 1)",
         "turns_mean: 3|turns_mean: 3, system_prompt_tokens: -5|workload.default.system_prompt_tokens: -5.0 (expected: >= 0)",
         "gateway: eu, engine_cluster: gpu-eu2|gateway: mars, engine_cluster: gpu-eu2|faults[2].gateway: unknown gateway cluster 'mars'",
+        "kind: demand_surge, at_s: 20, duration_s: 8, factor: 3|kind: workload_shift, at_s: 20, duration_s: 8, prompt_factor: 0|faults[3].prompt_factor: 0.0 (expected: > 0)",
     })
     void badField_isNamedWithTheFile(String from, String to, String message) {
         String yaml = SimulationTest.FAULTY.replaceFirst(java.util.regex.Pattern.quote(from), to);

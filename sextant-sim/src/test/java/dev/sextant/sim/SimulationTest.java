@@ -59,6 +59,12 @@ class SimulationTest {
         return ScenarioLoader.parse("faulty.yaml", FAULTY);
     }
 
+    /** The faulty scenario without its faults, and with {@code fault} alone if not null. */
+    static Scenario calm(String fault) throws ScenarioException {
+        String calm = FAULTY.replaceAll("(?s)faults:.*", "");
+        return ScenarioLoader.parse("calm.yaml", fault == null ? calm : calm + "faults:\n  - " + fault + "\n");
+    }
+
     static List<String> policies() {
         return SimPolicies.ALL;
     }
@@ -117,12 +123,9 @@ class SimulationTest {
      */
     @Test
     void linkSlowdown_requestsPayTheLongerRoundTrip_andTheLoopPlansWithWhatTheProbesMeasure() throws Exception {
-        String calm = FAULTY.replaceAll("(?s)faults:.*", "");
-        Scenario normal = ScenarioLoader.parse("calm.yaml", calm);
-        Scenario slowLink = ScenarioLoader.parse("slow-link.yaml", calm + """
-                faults:
-                  - {kind: link_slowdown, at_s: 0, duration_s: 40, gateway: eu, engine_cluster: gpu-eu, factor: 50}
-                """);
+        Scenario normal = calm(null);
+        Scenario slowLink = calm("{kind: link_slowdown, at_s: 0, duration_s: 40, gateway: eu, engine_cluster: gpu-eu, "
+                + "factor: 50}");
         int eu = 1;
         int eu1 = 2;
         Metrics before = Simulator.simulate(normal, "sextant", 4, null).metrics();
@@ -136,6 +139,28 @@ class SimulationTest {
         double nearestAfter = Simulator.simulate(slowLink, "nearest", 4, null).metrics().ttft.getValueAtPercentile(99);
         assertThat(nearestAfter - nearestBefore).as("µs: nearest goes to gpu-eu2, 13 ms farther than gpu-eu was")
                 .isGreaterThan(5_000);
+    }
+
+    @Test
+    void workloadShift_scalesTheTokensOfTheTurnsItsGatewaySends_andNoOtherGatewaysTurns() throws Exception {
+        Scenario normal = calm(null);
+        Scenario shifted = calm("{kind: workload_shift, at_s: 0, duration_s: 40, gateway: us, factor: 3, prompt_factor: 2}");
+        // nearest keeps each gateway's turns in its own region: us on us-1 and us-2, eu on eu-1
+        Simulation before = Simulator.simulate(normal, "nearest", 5, null).simulation();
+        Simulation after = Simulator.simulate(shifted, "nearest", 5, null).simulation();
+        double[] output = new double[2];
+        double[] prompt = new double[2];
+        for (int j : new int[] {0, 2}) {
+            dev.sextant.signal.EngineMetrics b = before.engines.get(j).metrics();
+            dev.sextant.signal.EngineMetrics a = after.engines.get(j).metrics();
+            output[j / 2] = (a.generationTokens() / a.successCount()) / (b.generationTokens() / b.successCount());
+            prompt[j / 2] = (a.promptTokens() / a.successCount()) / (b.promptTokens() / b.successCount());
+        }
+        assertThat(output[0]).as("us-1: output tokens per request against the calm run").isBetween(2.7, 3.3);
+        assertThat(prompt[0]).as("us-1: prompt tokens per request (the context holds the longer answers too)")
+                .isGreaterThan(1.8);
+        assertThat(output[1]).as("eu-1: output tokens per request against the calm run").isBetween(0.9, 1.1);
+        assertThat(prompt[1]).as("eu-1: prompt tokens per request against the calm run").isBetween(0.9, 1.1);
     }
 
     @ParameterizedTest
