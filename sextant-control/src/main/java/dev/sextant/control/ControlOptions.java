@@ -9,6 +9,9 @@ import java.time.Duration;
  * @param priorWeight        how many scrape intervals of evidence the configured profile and capacity of an engine
  *                           group count for, &gt; 0 (20)
  * @param lawHalfLife        how fast old evidence about an engine group's laws is forgotten, &gt; 0 (10 min)
+ * @param workloadRequests   how many of a group's latest requests the evidence of what its engines are sent (output
+ *                           and prompt tokens per request, the spread of output lengths, batch and load) is about, as
+ *                           an exponential memory counted in requests, ≥ 1 (1,000)
  * @param slowFactor         an engine decoding this many times slower than its group's law at the same batch and
  *                           prefill load is slow, &gt; 1 (1.5)
  * @param recoveredFactor    a slow engine has recovered when it is back within this factor, in (1, slowFactor]
@@ -33,7 +36,7 @@ import java.time.Duration;
  *                           TTFT, so that lower priorities are refused instead of every priority queueing; never at
  *                           the cost of shedding more of the highest priority, &gt; 1, or infinite for no such bound (2)
  */
-public record ControlOptions(double priorWeight, Duration lawHalfLife, double slowFactor, double recoveredFactor,
+public record ControlOptions(double priorWeight, Duration lawHalfLife, double workloadRequests, double slowFactor, double recoveredFactor,
                              int minTokenGaps, double errorRateLimit, int minAttempts, int missedScrapes,
                              Duration demandWindow, double publishGain, double publishGainMs, Duration canaryInterval,
                              double probeMargin, boolean observedDemand, double overloadTtftFactor) {
@@ -43,6 +46,10 @@ public record ControlOptions(double priorWeight, Duration lawHalfLife, double sl
             throw new IllegalArgumentException("prior_weight: " + priorWeight + " (expected: a finite number > 0)");
         }
         positive("law_half_life", lawHalfLife);
+        if (!(workloadRequests >= 1) || Double.isInfinite(workloadRequests)) {
+            throw new IllegalArgumentException("workload_requests: " + workloadRequests
+                    + " (expected: a finite number >= 1)");
+        }
         positive("demand_window", demandWindow);
         positive("canary_interval", canaryInterval);
         if (!(slowFactor > 1) || Double.isInfinite(slowFactor)) {
@@ -87,55 +94,55 @@ public record ControlOptions(double priorWeight, Duration lawHalfLife, double sl
 
     /** The defaults above. */
     public static ControlOptions defaults() {
-        return new ControlOptions(20, Duration.ofMinutes(10), 1.5, 1.2, 30, 0.2, 20, 3, Duration.ofSeconds(60), 0.0025,
+        return new ControlOptions(20, Duration.ofMinutes(10), 1000, 1.5, 1.2, 30, 0.2, 20, 3, Duration.ofSeconds(60), 0.0025,
                 0.5, Duration.ofSeconds(5), 0.15, true, 2);
     }
 
     /** These options with another number of missed scrapes before an engine is down. */
     public ControlOptions withMissedScrapes(int n) {
-        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
                 minAttempts, n, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin, observedDemand,
                 overloadTtftFactor);
     }
 
     /** These options with another error rate limit. */
     public ControlOptions withErrorRateLimit(double limit) {
-        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, limit,
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, limit,
                 minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
                 observedDemand, overloadTtftFactor);
     }
 
     /** These options with demand from the reports ({@code true}) or from the topology only. */
     public ControlOptions withObservedDemand(boolean observed) {
-        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
                 minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
                 observed, overloadTtftFactor);
     }
 
     /** These options with another publication threshold. */
     public ControlOptions withPublishGain(double relative, double ms) {
-        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
                 minAttempts, missedScrapes, demandWindow, relative, ms, canaryInterval, probeMargin, observedDemand,
                 overloadTtftFactor);
     }
 
     /** These options with another canary interval. */
     public ControlOptions withCanaryInterval(Duration interval) {
-        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
                 minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, interval, probeMargin,
                 observedDemand, overloadTtftFactor);
     }
 
     /** These options with another weight of the configuration as a prior, in intervals. */
     public ControlOptions withPriorWeight(double weight) {
-        return new ControlOptions(weight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+        return new ControlOptions(weight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
                 minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
                 observedDemand, overloadTtftFactor);
     }
 
     /** These options with another bound on how full the engines are planned while the policy sheds. */
     public ControlOptions withOverloadTtftFactor(double factor) {
-        return new ControlOptions(priorWeight, lawHalfLife, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
                 minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
                 observedDemand, factor);
     }

@@ -27,8 +27,9 @@ final class GroupModel {
     private long decayedAt;
     private boolean started;
 
-    // the workload, forgotten like the laws
+    /** Requests finished, forgotten with the laws only: the group's traffic against other groups'. */
     private double completions;
+    // the workload: what the engines are sent, forgotten with the laws and by the requests that come
     private double running;
     private double runningWeight;
     private double generated;
@@ -83,20 +84,25 @@ final class GroupModel {
         decayedAt = now;
         step.decay(f);
         first.decay(f);
-        completions *= f;
-        running *= f;
-        runningWeight *= f;
-        generated *= f;
-        generatedWeight *= f;
-        uncached *= f;
-        cached *= f;
         kvTokens *= f;
         kvWeight *= f;
-        memberSeconds *= f;
-        memberCompletions *= f;
-        promptWeight *= f;
         largestPrefill *= f;
-        outputLengths.decay(f);
+        completions *= f;
+        forgetWorkload(f);
+    }
+
+    /** Forgets the workload's evidence by the factor {@code w} in (0, 1]. */
+    private void forgetWorkload(double w) {
+        running *= w;
+        runningWeight *= w;
+        generated *= w;
+        generatedWeight *= w;
+        uncached *= w;
+        cached *= w;
+        promptWeight *= w;
+        memberSeconds *= w;
+        memberCompletions *= w;
+        outputLengths.decay(w);
     }
 
     /**
@@ -232,9 +238,15 @@ final class GroupModel {
         return Math.max(1, (generated + configuredOutputTokens * c0) / (generatedWeight + c0));
     }
 
-    /** Output tokens generated and requests finished, forgotten like the rest: for a model's estimate. */
+    /**
+     * For a model's estimate: the group's mean output tokens per request weighted by its requests finished recently
+     * (forgotten with the laws' half-life only, so that groups weigh as their traffic does), and that weight.
+     */
     double[] outputEvidence() {
-        return new double[] {generated, generatedWeight};
+        if (!(generatedWeight > 0)) {
+            return new double[] {0, 0};
+        }
+        return new double[] {generated / generatedWeight * completions, completions};
     }
 
     /** The requests per second finished, recently (for weighting groups against each other). */
@@ -364,6 +376,8 @@ final class GroupModel {
                     : Math.max(0, i.prompt() - (Double.isNaN(i.cached()) ? 0 : i.cached())) / i.ttftCount();
             first.add(new double[] {1, perRequest, i.tbtMs() / speed}, ttft0 / speed, 1);
         }
+        // the workload is about the latest workloadRequests requests, however fast they come
+        forgetWorkload(Math.exp(-Math.max(0, i.completions()) / options.workloadRequests()));
         outputLengths.add(i.outputLengths());
         completions += i.completions();
         if (!Double.isNaN(r)) {

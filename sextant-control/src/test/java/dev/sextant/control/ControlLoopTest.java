@@ -610,6 +610,30 @@ class ControlLoopTest {
         }
     }
 
+    /**
+     * The clients start asking for answers twice as long: the same engines now carry about half the requests. What the
+     * engines are sent is evidence about the clients, not about the hardware, and follows them within some thousand
+     * requests; the laws keep their ten minutes.
+     */
+    @Test
+    void outputsTwiceAsLong_capacityFollowsWithinAMinute_andTheLawsStay() {
+        Rig r = rig(Map.of(), Map.of(), 150, 16);
+        r.run(300);
+        double before = r.estimate("e1").capacityRps();
+        double tbt = r.estimate("e1").profile().tbtMs(0.5);
+        assertThat(before).isCloseTo(H100.saturation(), within(0.1 * H100.saturation()));
+        r.engines.values().forEach(e -> e.outputTokens(240));
+        r.run(60);
+
+        double mu = r.engines.get("e1").saturation();
+        assertThat(mu).as("the truth: %.1f req/s at 120 tokens", H100.saturation()).isLessThan(0.6 * before);
+        EngineEstimate e = r.estimate("e1");
+        assertThat(e.capacityRps()).as(e.capacityWhy()).isCloseTo(mu, within(0.15 * mu));
+        assertThat(r.loop.estimates().models().get("m").outputTokens()).isCloseTo(240, within(24));
+        assertThat(e.profile().tbtMs(0.5)).as("the step law is the engine's, whatever it is sent")
+                .isCloseTo(tbt, within(0.15 * tbt));
+    }
+
     @Test
     void ratedTooLow_capacityRisesAsTheEngineShowsItsRoom_neverPastTheTruth() {
         Rig r = rig(Map.of(), Map.of("e1", 0.4, "e2", 0.4, "e3", 0.4, "e4", 0.4), 200, 14);

@@ -12,7 +12,8 @@ import java.util.SplittableRandom;
  * the estimator should find is {@link #truth}.
  */
 final class FakeEngine {
-    final Batching truth;
+    /** Its laws and what it is sent; only {@link #outputTokens} changes it. */
+    Batching truth;
     private final SplittableRandom rng;
     private double slowdown = 1;
     private double successes;
@@ -42,6 +43,13 @@ final class FakeEngine {
         this.rng = new SplittableRandom(seed);
         this.kvTokensPerRequest = kvTokensPerRequest;
         this.kvTotal = kvTotal;
+    }
+
+    /** Its clients ask for {@code n} output tokens per request from now on: the same engine, another workload. */
+    void outputTokens(double n) {
+        Batching t = truth;
+        truth = new Batching(t.alpha(), t.gamma(), t.beta(), t.base(), t.perToken(), t.perStep(), t.slots(), n,
+                t.promptTokens(), t.outputCv2(), t.cache());
     }
 
     void slowdown(double factor) {
