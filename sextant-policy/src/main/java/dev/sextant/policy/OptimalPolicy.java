@@ -6,8 +6,11 @@ import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Topology;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * The optimizer of docs/design.md §3: minimizes expected end-to-end latency over all routings that place
@@ -334,6 +337,94 @@ final class OptimalPolicy implements RoutingPolicy {
         return p;
     }
 
+    /**
+     * Gives the higher priorities the engine groups that answer first, where the objective does not mind which class
+     * goes where: classes of one gateway cluster, one model and the same allowed groups cost the same per request on
+     * each group (the same round trip, the same engines), so the objective depends only on what they send to each
+     * group together, and the solve, which smooths by entropy, splits every such class alike. Their flows are pooled
+     * per group and handed out again, highest priority first, from the group with the lowest round trip plus TTFT at
+     * its planned load; one priority's classes share each group in proportion to what they send. Every group's load,
+     * every class's shed and the mean latency stay as solved; a premium class no longer sends its share of requests
+     * across a region when a batch class of the same gateway can take them instead. Returns new flows; the solved
+     * ones are left as they are.
+     */
+    static double[][] byPriority(Instance inst, Group[] groups, double[][] engineLoads, double[][] solved) {
+        double[][] groupFlow = solved.clone();
+        Map<String, List<Integer>> alike = new HashMap<>();
+        for (int k = 0; k < inst.sourceCount; k++) {
+            if (inst.sourceGroups[k].length > 1) {
+                alike.computeIfAbsent(inst.sourceGatewayIndex[k] + "|" + inst.sourceClass[k].model() + "|"
+                        + Arrays.toString(inst.sourceGroups[k]), x -> new ArrayList<>()).add(k);
+            }
+        }
+        for (List<Integer> set : alike.values()) {
+            if (set.stream().map(k -> inst.sourceClass[k].priority()).distinct().count() < 2) {
+                continue;
+            }
+            for (int k : set) {
+                groupFlow[k] = solved[k].clone();
+            }
+            int k0 = set.get(0);
+            int[] sg = inst.sourceGroups[k0];
+            double[] pooled = new double[sg.length];
+            for (int k : set) {
+                for (int a = 0; a < sg.length; a++) {
+                    pooled[a] += groupFlow[k][a];
+                }
+            }
+            Integer[] order = new Integer[sg.length];
+            double[] first = new double[sg.length];
+            for (int a = 0; a < sg.length; a++) {
+                order[a] = a;
+                first[a] = inst.sourceRtt[k0][a] + firstTokenMs(groups[sg[a]], engineLoads[sg[a]]);
+            }
+            Arrays.sort(order, Comparator.comparingDouble((Integer a) -> first[a]).thenComparingInt(a -> a));
+            TreeMap<Integer, List<Integer>> levels = new TreeMap<>(Comparator.reverseOrder());
+            for (int k : set) {
+                levels.computeIfAbsent(inst.sourceClass[k].priority(), x -> new ArrayList<>()).add(k);
+            }
+            int next = 0;
+            for (List<Integer> level : levels.values()) {
+                double[] sent = new double[level.size()];
+                double total = 0;
+                for (int i = 0; i < sent.length; i++) {
+                    for (double f : groupFlow[level.get(i)]) {
+                        sent[i] += f;
+                    }
+                    total += sent[i];
+                    Arrays.fill(groupFlow[level.get(i)], 0);
+                }
+                double left = total;
+                while (left > 0 && next < order.length) {
+                    int a = order[next];
+                    double take = Math.min(left, pooled[a]);
+                    for (int i = 0; i < sent.length; i++) {
+                        groupFlow[level.get(i)][a] += take * sent[i] / total;
+                    }
+                    pooled[a] -= take;
+                    left -= take;
+                    if (pooled[a] <= 1e-12 * Math.max(1, take)) {
+                        next++;
+                    }
+                }
+            }
+        }
+        return groupFlow;
+    }
+
+    /** A group's TTFT at its planned load: its engines' mean, weighted by their loads (at no load, the idle TTFT). */
+    private static double firstTokenMs(Group g, double[] loads) {
+        double sum = 0;
+        double weight = 0;
+        for (int i = 0; i < g.engines.length; i++) {
+            EngineCost c = g.engines[i];
+            double x = loads[i];
+            sum += Math.max(x, 1e-9) * c.profile.ttftMs(Math.min(EngineCost.MAX_UTILIZATION, x / c.capacity));
+            weight += Math.max(x, 1e-9);
+        }
+        return sum / weight;
+    }
+
     private static Snapshot assemble(Instance inst, SolveOptions options, Group[] groups, double[] price,
                                      double[][] groupFlow, double[] shed, double[][] engineLoads, double objective,
                                      double bound, int iterations) {
@@ -365,6 +456,7 @@ final class OptimalPolicy implements RoutingPolicy {
                         : inst.costs[j].effectiveCapacity / groups[h].capacity;
             }
         }
+        double[][] flow = byPriority(inst, groups, engineLoads, groupFlow);
         double[] shedFraction = new double[inst.sourceCount];
         double[] sourcePrice = new double[inst.sourceCount];
         int[] bestSlot = new int[inst.sourceCount];
@@ -396,7 +488,7 @@ final class OptimalPolicy implements RoutingPolicy {
             double lambda = inst.demand[k];
             fraction[k] = new double[sg.length];
             for (int a = 0; a < sg.length; a++) {
-                fraction[k][a] = lambda > 0 ? Math.min(1, Math.max(0, groupFlow[k][a] / lambda))
+                fraction[k][a] = lambda > 0 ? Math.min(1, Math.max(0, flow[k][a] / lambda))
                         : a == bestSlot[k] ? 1 : 0;
             }
         }

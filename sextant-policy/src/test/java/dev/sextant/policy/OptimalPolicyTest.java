@@ -39,6 +39,33 @@ class OptimalPolicyTest {
         assertThat(s.objective().gapRelative()).isLessThanOrEqualTo(SolveOptions.DEFAULT_GAP_TOLERANCE);
     }
 
+    /**
+     * East's 120 req/s as two classes of one model, 60 premium and 60 chat: the objective cannot tell them apart, so the
+     * solve splits both alike; what crosses to the west goes as chat, and premium stays near. The engines' loads and
+     * the mean latency are those of one class of 120.
+     */
+    @Test
+    void solve_classesTheObjectiveCannotTellApart_higherPriorityGetsTheNearerEngines() {
+        Topology one = Topologies.talk();
+        Topology two = new Topology(one.gatewayClusters(), one.engineClusters(), one.networkRttMs(), one.models(),
+                one.engines(), List.of(new TrafficClass("chat", "llama-3.1-70b", List.of(), 0),
+                        new TrafficClass("premium", "llama-3.1-70b", List.of(), 1)),
+                Map.of("east", Map.of("chat", 60.0, "premium", 60.0), "west", Map.of("chat", 40.0)),
+                one.headroom(), one.affinityDiscountMs());
+        Snapshot alone = OPTIMAL.solve(one, SolveOptions.defaults());
+        Snapshot s = OPTIMAL.solve(two, SolveOptions.defaults());
+
+        double crossing = alone.engines().get("west-1").loadRps() - 40 * alone.route("west", "chat").weights()
+                .getOrDefault("west-1", 0.0);
+        assertThat(crossing).as("east's requests the plan sends west").isBetween(5.0, 50.0);
+        assertThat(s.route("east", "premium").weights().getOrDefault("west-1", 0.0)).isZero();
+        assertThat(s.route("east", "chat").weights().get("west-1") * 60).isCloseTo(crossing, within(0.01 * crossing));
+        for (String e : List.of("east-1", "west-1")) {
+            assertThat(s.engines().get(e).loadRps()).isCloseTo(alone.engines().get(e).loadRps(), within(1e-6));
+        }
+        assertThat(s.objective().meanLatencyMs()).isCloseTo(alone.objective().meanLatencyMs(), within(1e-6));
+    }
+
     @Test
     void solve_talkExample_beatsNearestAndWaterfall() {
         Topology t = Topologies.talk();
