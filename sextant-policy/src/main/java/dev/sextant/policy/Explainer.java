@@ -89,8 +89,10 @@ public final class Explainer {
             double enginePrice = s.marginalCostMs() + s.shadowPriceMs();
             double marginal = ms + enginePrice;
             double use = s.effectiveCapacityRps() > 0 ? s.loadRps() / s.effectiveCapacityRps() : Double.NaN;
+            String why = weight <= 0 && Math.abs(marginal - price) < 0.5 ? leftTo(snapshot, g.id(), c, e.id()) : null;
             lines.add(new Explanation.EngineLine(e.id(), weight, ms, s.latencyMs(), marginal, use,
-                    s.shadowPriceMs(), s.penalty(), reason(weight, ms, marginal, price, s, nearestUsed, usedFull)));
+                    s.shadowPriceMs(), s.penalty(),
+                    why != null ? why : reason(weight, ms, marginal, price, s, nearestUsed, usedFull)));
         }
         lines.sort(Comparator.comparingDouble((Explanation.EngineLine l) -> -l.weight())
                 .thenComparingDouble(Explanation.EngineLine::marginalCostMs).thenComparing(Explanation.EngineLine::engine));
@@ -122,6 +124,22 @@ public final class Explainer {
         summary.addAll(alternatives(baseline, snapshot, g.id(), c.id()));
         return new Explanation(g.id(), c.id(), route.demandRps(), price, route.shedFraction(), lines, disallowed,
                 summary);
+    }
+
+    /**
+     * Why an engine at the class price carries none of this class: the classes of lower priority at the same gateway
+     * cluster and model that it carries instead (the optimizer gives the higher priorities the engines that answer
+     * first, docs/optimizer.md), or null when there are none.
+     */
+    private static String leftTo(Snapshot snapshot, String gateway, TrafficClass c, String engine) {
+        List<String> lower = new ArrayList<>();
+        snapshot.routes().getOrDefault(gateway, Map.of()).forEach((id, r) -> {
+            if (r.model().equals(c.model()) && r.priority() < c.priority() && r.weights().getOrDefault(engine, 0.0) > 0) {
+                lower.add(id + " (priority " + r.priority() + ")");
+            }
+        });
+        return lower.isEmpty() ? null : "at the class price, and left to lower priorities of this gateway cluster: "
+                + String.join(", ", lower) + " (higher priorities get the engines that answer first)";
     }
 
     private static String reason(double weight, double rttMs, double marginal, double price, EngineState s,

@@ -37,4 +37,18 @@ class ExplainerTest {
                         + "gap tolerance asked\\)"));
         assertThat(lines).anySatisfy(line -> assertThat(line.reason()).contains(" ms above the class price"));
     }
+
+    /** An engine premium leaves to chat at the same price says so, not that it is farther than needed. */
+    @Test
+    void engineLeftToALowerPriority_saysSo() {
+        Topology t = Topologies.talkWithPremium();
+        Snapshot s = Policies.optimal().solve(t, SolveOptions.defaults());
+        Explanation premium = Explainer.explain(t, s, "east", "premium");
+        assertThat(premium.engines()).anySatisfy(line -> {
+            assertThat(line.engine()).isEqualTo("west-1");
+            assertThat(line.weight()).isZero();
+            assertThat(line.reason()).isEqualTo("at the class price, and left to lower priorities of this gateway "
+                    + "cluster: chat (priority 0) (higher priorities get the engines that answer first)");
+        });
+    }
 }

@@ -47,11 +47,7 @@ class OptimalPolicyTest {
     @Test
     void solve_classesTheObjectiveCannotTellApart_higherPriorityGetsTheNearerEngines() {
         Topology one = Topologies.talk();
-        Topology two = new Topology(one.gatewayClusters(), one.engineClusters(), one.networkRttMs(), one.models(),
-                one.engines(), List.of(new TrafficClass("chat", "llama-3.1-70b", List.of(), 0),
-                        new TrafficClass("premium", "llama-3.1-70b", List.of(), 1)),
-                Map.of("east", Map.of("chat", 60.0, "premium", 60.0), "west", Map.of("chat", 40.0)),
-                one.headroom(), one.affinityDiscountMs());
+        Topology two = Topologies.talkWithPremium();
         Snapshot alone = OPTIMAL.solve(one, SolveOptions.defaults());
         Snapshot s = OPTIMAL.solve(two, SolveOptions.defaults());
 

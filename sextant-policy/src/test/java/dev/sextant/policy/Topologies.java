@@ -41,6 +41,16 @@ final class Topologies {
                 0.1, Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
     }
 
+    /** The talk example with east's 120 req/s as two classes of one model: 60 chat (priority 0), 60 premium (1). */
+    static Topology talkWithPremium() {
+        Topology one = talk();
+        return new Topology(one.gatewayClusters(), one.engineClusters(), one.networkRttMs(), one.models(),
+                one.engines(), List.of(new TrafficClass("chat", "llama-3.1-70b", List.of(), 0),
+                        new TrafficClass("premium", "llama-3.1-70b", List.of(), 1)),
+                Map.of("east", Map.of("chat", 60.0, "premium", 60.0), "west", Map.of("chat", 40.0)),
+                one.headroom(), one.affinityDiscountMs());
+    }
+
     /**
      * A random topology: 1–4 gateway clusters, 1–4 engine clusters in 1–3 regions, 1–3 models,
      * 1–12 engines, classes with residency and priorities, demand from 10% to 150% of capacity.
