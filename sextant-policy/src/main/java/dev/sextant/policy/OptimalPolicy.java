@@ -342,8 +342,10 @@ final class OptimalPolicy implements RoutingPolicy {
      * goes where: classes of one gateway cluster, one model and the same allowed groups cost the same per request on
      * each group (the same round trip, the same engines), so the objective depends only on what they send to each
      * group together, and the solve, which smooths by entropy, splits every such class alike. Their flows are pooled
-     * per group and handed out again, highest priority first, from the group with the lowest round trip plus TTFT at
-     * its planned load; one priority's classes share each group in proportion to what they send. Every group's load,
+     * per group and handed out again, highest priority first, from the nearest group (the lowest round trip, then the
+     * lowest TTFT at its planned load: round trips are what a request crossing a region pays, and they do not wander
+     * with the estimates, so the order does not flip from solve to solve); one priority's classes share each group in
+     * proportion to what they send. Every group's load,
      * every class's shed and the mean latency stay as solved; a premium class no longer sends its share of requests
      * across a region when a batch class of the same gateway can take them instead. Returns new flows; the solved
      * ones are left as they are.
@@ -376,9 +378,11 @@ final class OptimalPolicy implements RoutingPolicy {
             double[] first = new double[sg.length];
             for (int a = 0; a < sg.length; a++) {
                 order[a] = a;
-                first[a] = inst.sourceRtt[k0][a] + firstTokenMs(groups[sg[a]], engineLoads[sg[a]]);
+                first[a] = firstTokenMs(groups[sg[a]], engineLoads[sg[a]]);
             }
-            Arrays.sort(order, Comparator.comparingDouble((Integer a) -> first[a]).thenComparingInt(a -> a));
+            double[] rtt = inst.sourceRtt[k0];
+            Arrays.sort(order, Comparator.comparingDouble((Integer a) -> rtt[a]).thenComparingDouble(a -> first[a])
+                    .thenComparingInt(a -> a));
             TreeMap<Integer, List<Integer>> levels = new TreeMap<>(Comparator.reverseOrder());
             for (int k : set) {
                 levels.computeIfAbsent(inst.sourceClass[k].priority(), x -> new ArrayList<>()).add(k);
