@@ -328,6 +328,7 @@ final class Compiled {
             for (int i = 0; i < n; i++) {
                 double ms = states[i].latencyMs() + (Double.isNaN(rttMs[i]) ? 0 : rttMs[i]);
                 durationMs[i] = Double.isFinite(ms) && states[i].latencyMs() > 0 ? ms : Double.NaN;
+                cells[i].plannedDurationMs = durationMs[i];
                 if (durationMs[i] > longest) {
                     longest = durationMs[i];
                 }

@@ -361,9 +361,13 @@ final class DefaultDataPlane implements DataPlane {
         // showing a queue, does not keep up: it is slow, or others fill it. Its first tokens k times later than at its
         // floor say that it serves about k times fewer requests than the allowance assumed; the allowance scales by
         // that pace, and holds so while the spill lasts
+        // (or its answers take longer than the held plan says by the slow factor: the floor follows a lasting
+        // slow-down up, the held plan does not)
+        boolean slow = signal.behindThePlan();
         boolean behind = rate <= allowanceRps && silent(compiled, now) && (signal.spilling && signal.pacing
-                || queueing && cell.inFlight.get() > allowanceRps * plannedMs / 1000);
+                || (queueing || slow) && cell.inFlight.get() > allowanceRps * plannedMs / 1000);
         double allowance = behind ? allowanceRps * signal.pace() : allowanceRps;
+        queueing |= behind && slow;
         if (rate <= allowance) {
             signal.endSpill();
             return 0;
@@ -925,6 +929,7 @@ final class DefaultDataPlane implements DataPlane {
             if (ttftNanos >= 0) {
                 cell.observeTtft(ttftMs, attempt.enginePriority());
             }
+            cell.observeDuration((ticker.nanos() - attempt.startNanos) / 1e6, attempt.enginePriority());
         }
     }
 

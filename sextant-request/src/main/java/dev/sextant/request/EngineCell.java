@@ -223,6 +223,25 @@ final class EngineCell {
         }
     }
 
+    /**
+     * The duration the held snapshot plans for a request to this engine from this gateway, ms (its latency at the
+     * planned load plus the round trip); NaN where the snapshot gives none. Set by each snapshot's compilation.
+     */
+    volatile double plannedDurationMs = Double.NaN;
+
+    /** Folds one successful answer's duration, sent with {@code enginePriority}, into its signals' slowness. */
+    void observeDuration(double ms, int enginePriority) {
+        double planned = plannedDurationMs;
+        if (!(planned > 0)) {
+            return;
+        }
+        answers.observeDuration(ms / planned);
+        QueueSignal own = signal(enginePriority);
+        if (own != answers) {
+            own.observeDuration(ms / planned);
+        }
+    }
+
     /** Folds one successful answer's time to first token, sent with {@code enginePriority}, into its signals. */
     void observeTtft(double ms, int enginePriority) {
         answers.observe(ms);

@@ -34,10 +34,40 @@ final class QueueSignal {
      */
     volatile boolean pacing;
 
+    /**
+     * How much longer this gateway's answers take than the held snapshot plans: an exponentially weighted mean (about
+     * the last twenty answers) of each successful answer's time from its placing to its end over the duration the
+     * snapshot plans for the engine from here (its latency at the planned load plus the round trip). NaN before the
+     * first. Unlike the TTFT floor it does not drift toward a lasting slow-down: while the control plane is away the
+     * held plan is the anchor, and a three times slower engine stays three times slower against it.
+     */
+    volatile double slowness = Double.NaN;
+
     /** Ends a spill, and with it the pace it held ({@link #spilling}, {@link #pacing}). */
     void endSpill() {
         spilling = false;
         pacing = false;
+    }
+
+    /**
+     * Answers this many times longer than planned mean an engine behind the plan, not noise: twenty answers' mean of
+     * lengths with exponential spread (c² = 1) stays within about ±25% of its own mean, and the plan's latency
+     * estimate is within about 10–20% ({@code docs/control-loop.md}, "Accuracy"); the control loop's slow factor.
+     */
+    static final double BEHIND_THE_PLAN = 1.5;
+
+    /** Folds one successful answer's duration over its planned duration into {@link #slowness}. */
+    void observeDuration(double ratio) {
+        if (!(ratio > 0) || Double.isInfinite(ratio)) {
+            return;
+        }
+        double m = slowness;
+        slowness = Double.isNaN(m) ? ratio : m + 0.05 * (ratio - m);
+    }
+
+    /** True when the answers take {@link #BEHIND_THE_PLAN} times what the held snapshot plans, or longer. */
+    boolean behindThePlan() {
+        return slowness >= BEHIND_THE_PLAN;
     }
 
     /** How far {@link #ttftFloorMs} rises toward the recent TTFT per answer. */
@@ -66,15 +96,18 @@ final class QueueSignal {
     }
 
     /**
-     * The engine's pace against its floor: floor / recent TTFT, at most 1 (1 before the first answer). First tokens k
-     * times slower than without a queue say that the engine serves about k times fewer requests per second than the
-     * allowance assumed, whether it is slow (every step longer) or holds a queue (each request waits for the ones
-     * ahead): with the control plane silent, {@code DefaultDataPlane}'s spill scales the allowance of an engine that
-     * does not keep up within it by this.
+     * The engine's pace: floor / recent TTFT, at most 1 (1 before the first answer), or where the answers are
+     * {@link #behindThePlan} the planned duration over theirs if that is less. First tokens (or answers) k times
+     * slower than without a queue (than planned) say that the engine serves about k times fewer requests per second
+     * than the allowance assumed, whether it is slow (every step longer) or holds a queue (each request waits for the
+     * ones ahead): with the control plane silent, {@code DefaultDataPlane}'s spill scales the allowance of an engine
+     * that does not keep up within it by this. The floor follows a lasting slow-down up within a thousand answers or
+     * so; the plan does not move while the control plane is away.
      */
     double pace() {
         double p = ttftFloorMs / recentTtftMs;
-        return p < 1 ? p : 1; // NaN (no answer yet) → 1
+        double against = p < 1 ? p : 1; // NaN (no answer yet) → 1
+        return behindThePlan() ? Math.min(against, 1 / slowness) : against;
     }
 
     /**

@@ -835,15 +835,34 @@ class DataPlaneTest {
         // f1: an allowance of 90 req/s, planned 150 ms a request from here (100 ms and the 50 ms round trip): at its
         // whole allowance it would hold 13.5 of this gateway's requests. 60 req/s, within the allowance
         List<Decision> open = new ArrayList<>();
-        assertThat(offer(p, 60, 4, open, 10)).isZero(); // first tokens at 10 ms: the floor
-        // first tokens four times later and a hundred held (more than the 13.5): f1 does not keep up; at a quarter of
-        // its pace it serves about 90 / 4 = 22.5 req/s of the 60, and the rest (about 62% of the keys) spills
-        offer(p, 60, 2, open, 40);
-        long spilled = offer(p, 60, 4, open, 40);
+        assertThat(offerLasting(p, 60, 4, open, 10, 150)).isZero(); // first tokens at 10 ms: the floor; as planned
+        // first tokens and answers four times later, 36 held (more than the 13.5): f1 does not keep up; at a quarter
+        // of its pace it serves about 90 / 4 = 22.5 req/s of the 60, and the rest (about 62% of the keys) spills
+        offerLasting(p, 60, 2, open, 40, 600);
+        long spilled = offerLasting(p, 60, 4, open, 40, 600);
         assertThat(spilled).isBetween(100L, 190L);
         // the engine fast again: its pace back to 1, the spill ends
-        offer(p, 60, 2, open, 10);
-        assertThat(offer(p, 60, 4, open, 10)).isZero();
+        offerLasting(p, 60, 2, open, 10, 150);
+        assertThat(offerLasting(p, 60, 4, open, 10, 150)).isZero();
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    /**
+     * A lasting slow-down: the TTFT floor follows it up within a thousand answers or so, and the queue it showed is
+     * gone from the first tokens; the answers still take three times what the held plan says, and the plan does not
+     * move while the control plane is away, so the engine is still behind it and its excess still spills.
+     */
+    @Test
+    void route_spill_anEngineSlowSoLongThatItsFloorCaughtUp_isStillBehindThePlan() {
+        DataPlane p = fixedLimit(farWeightedNearFree());
+        speaks(p, 3);
+        List<Decision> open = new ArrayList<>();
+        offerLasting(p, 60, 4, open, 10, 150);
+        // first tokens steady at 30 ms (the floor long since there: no queue in them), answers 450 ms against the
+        // planned 150: 27 held, more than the 13.5; at a third of its pace f1 serves 30 req/s of the 60
+        offerLasting(p, 60, 2, open, 10, 450);
+        long spilled = offerLasting(p, 60, 4, open, 10, 450);
+        assertThat(spilled).isBetween(60L, 160L);
         open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
     }
 
@@ -879,14 +898,15 @@ class DataPlaneTest {
         DataPlane p = fixedLimit(farWeightedNearFree());
         speaks(p, 3);
         List<Decision> open = new ArrayList<>();
-        offer(p, 60, 4, open, 10);
+        offerLasting(p, 60, 4, open, 10, 150);
         // the control plane finds f1 slow and prices it so (350 ms, 400 with the round trip: first tokens expected
         // 400 / 150 times later, the floor with them) before this gateway's answers show it
         assertThat(p.swap(farWeightedNearFree(2, 0, 350))).isTrue();
         ticker.advanceSeconds(10); // and falls silent
-        offer(p, 60, 2, open, 30);
-        // 30 ms is no queue against a floor of 26.7 ms (it would be against the 10 ms of before: beyond 2 × 10 + 5)
-        assertThat(offer(p, 60, 4, open, 30)).isZero();
+        offerLasting(p, 60, 2, open, 30, 400);
+        // 30 ms is no queue against a floor of 26.7 ms (it would be against the 10 ms of before: beyond 2 × 10 + 5),
+        // and answers of 400 ms are what the new plan says
+        assertThat(offerLasting(p, 60, 4, open, 30, 400)).isZero();
         open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
     }
 
@@ -945,6 +965,29 @@ class DataPlaneTest {
      */
     private long offer(DataPlane p, double rps, double seconds, List<Decision> open, long ttftMs) {
         return offer(p, rps, seconds, open, ttftMs, 100);
+    }
+
+    /**
+     * {@link #offer}, each request answered {@code lastingMs} after it was placed (first token {@code ttftMs}): in flight
+     * at f1 as many as its rate times that.
+     */
+    private long offerLasting(DataPlane p, double rps, double seconds, List<Decision> open, long ttftMs,
+                              double lastingMs) {
+        long before = p.status().spills();
+        int n = (int) Math.round(rps * seconds);
+        for (int i = 0; i < n; i++) {
+            ticker.advanceSeconds(1 / rps);
+            while (!open.isEmpty() && ticker.nanos() - open.get(0).startNanos >= lastingMs * 1e6) {
+                p.onFinish(open.remove(0), Outcome.SUCCESS, ttftMs * 1_000_000L);
+            }
+            Decision d = p.route(RequestMeta.of("chat", i, 1_000_000L + open.size() + i));
+            if (d.routed() && "spill:overload".equals(d.reason())) {
+                p.onFinish(d, Outcome.SUCCESS, -1);
+            } else {
+                open.add(d);
+            }
+        }
+        return p.status().spills() - before;
     }
 
     /** {@link #offer} keeping {@code held} requests in flight at f1. */

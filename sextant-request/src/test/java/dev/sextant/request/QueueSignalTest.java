@@ -44,6 +44,26 @@ class QueueSignalTest {
     }
 
     @Test
+    void pace_isThePlannedDurationOverTheAnswers_onceTheyAreBehindThePlan() {
+        QueueSignal s = new QueueSignal();
+        for (int i = 0; i < 50; i++) {
+            s.observe(10);
+            s.observeDuration(1.3); // 30% longer than planned: within the estimates' error, not behind
+        }
+        assertThat(s.behindThePlan()).isFalse();
+        assertThat(s.pace()).isEqualTo(1);
+        for (int i = 0; i < 100; i++) {
+            s.observe(10); // no queue in the first tokens (the floor has caught up with a lasting slow-down)
+            s.observeDuration(3);
+        }
+        assertThat(s.behindThePlan()).isTrue();
+        assertThat(s.pace()).isBetween(0.33, 0.35);
+        s.observeDuration(Double.NaN); // no planned duration: nothing
+        s.observeDuration(0);
+        assertThat(s.pace()).isBetween(0.33, 0.35);
+    }
+
+    @Test
     void aNewSnapshotsExpectedTtft_movesTheFloorsInProportion() {
         EngineCell cell = new EngineCell("e");
         cell.levels(new int[] {-3, 0});

@@ -90,11 +90,13 @@ class SextantBehaviourTest {
      * than its allowance, so only its answers say that it does not keep up, and the region's gateway spills what the
      * engines' pace does not serve (docs/request-path.md §4, "An engine that does not keep up within its allowance").
      * Before that, the region's queues grew for the whole fault: more than 1% of all requests waited over 17 s for
-     * their first token.
+     * their first token; with the pace read against the TTFT floor alone, which follows a lasting slow-down up, the
+     * queues came back shorter and more than 1% waited over a second. Against the held plan, which does not move
+     * while the control plane is away, they stay short.
      */
     @Test
     void slowRegionWhileTheControlPlaneIsAway_itsQueuesStayShort() throws Exception {
-        assertThat(shareThatWaited("outage-slow-region.yaml", 1, 3_000)).isLessThan(0.002);
+        assertThat(shareThatWaited("outage-slow-region.yaml", 1, 500)).isLessThan(0.002);
     }
 
     /**
