@@ -62,6 +62,26 @@ class OptimalPolicyTest {
         assertThat(s.objective().meanLatencyMs()).isCloseTo(alone.objective().meanLatencyMs(), within(1e-6));
     }
 
+    /**
+     * Re-solved with each snapshot as the previous one (as the control plane does), the order holds: the affinity credit
+     * is per (class, group), and after the first reorder each class's kept flow is where the order put it.
+     */
+    @Test
+    void solve_priorityOrderReSolvedOnItsOwnSnapshot_movesNothing() {
+        Topology t = Topologies.talkWithPremium();
+        Snapshot first = OPTIMAL.solve(t, SolveOptions.defaults());
+        Snapshot s = first;
+        for (int i = 0; i < 3; i++) {
+            s = OPTIMAL.solve(t, SolveOptions.defaults().after(s));
+            for (String c : List.of("chat", "premium")) {
+                Map<String, Double> was = first.route("east", c).weights();
+                s.route("east", c).weights().forEach((e, w) ->
+                        assertThat(w).as("%s on %s", c, e).isCloseTo(was.getOrDefault(e, 0.0), within(1e-3)));
+            }
+        }
+        assertThat(s.route("east", "premium").weights().getOrDefault("west-1", 0.0)).isZero();
+    }
+
     @Test
     void solve_talkExample_beatsNearestAndWaterfall() {
         Topology t = Topologies.talk();
