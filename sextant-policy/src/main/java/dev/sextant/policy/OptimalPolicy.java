@@ -422,11 +422,14 @@ final class OptimalPolicy implements RoutingPolicy {
         double weight = 0;
         for (int i = 0; i < g.engines.length; i++) {
             EngineCost c = g.engines[i];
-            double x = loads[i];
-            sum += Math.max(x, 1e-9) * c.profile.ttftMs(Math.min(EngineCost.MAX_UTILIZATION, x / c.capacity));
-            weight += Math.max(x, 1e-9);
+            if (!(c.capacity > 0)) {
+                continue;
+            }
+            double x = Math.max(loads[i], 1e-9);
+            sum += x * c.profile.ttftMs(Math.min(EngineCost.MAX_UTILIZATION, x / c.capacity));
+            weight += x;
         }
-        return sum / weight;
+        return weight > 0 ? sum / weight : Double.POSITIVE_INFINITY;
     }
 
     private static Snapshot assemble(Instance inst, SolveOptions options, Group[] groups, double[] price,
