@@ -1,5 +1,8 @@
 package dev.sextant.request;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
 /**
  * What this gateway's answers from one engine say of its queue: the recent time to first token against its floor,
  * and whether a spill from the engine is under way ({@link DefaultDataPlane}'s "Spill under load"). An engine that
@@ -36,12 +39,32 @@ final class QueueSignal {
 
     /**
      * How much longer this gateway's answers take than the held snapshot plans: an exponentially weighted mean (about
-     * the last twenty answers) of each successful answer's time from its placing to its end over the duration the
+     * twenty answers, one in four of them measured: about the last eighty) of a successful answer's time from its
+     * placing to its end over the duration the
      * snapshot plans for the engine from here (its latency at the planned load plus the round trip). NaN before the
      * first. Unlike the TTFT floor it does not drift toward a lasting slow-down: while the control plane is away the
      * held plan is the anchor, and a three times slower engine stays three times slower against it.
      */
-    volatile double slowness = Double.NaN;
+    private double slowness = Double.NaN;
+    /**
+     * {@link #slowness} read and written opaquely: atomic and seen by other threads soon, without the fence of a
+     * volatile write on every answer (the request path's cost, BENCHMARKS.md); a lost update only delays the mean by one
+     * answer.
+     */
+    private static final VarHandle SLOWNESS;
+
+    static {
+        try {
+            SLOWNESS = MethodHandles.lookup().findVarHandle(QueueSignal.class, "slowness", double.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** {@link #slowness}, opaquely. */
+    double slowness() {
+        return (double) SLOWNESS.getOpaque(this);
+    }
 
     /** Ends a spill, and with it the pace it held ({@link #spilling}, {@link #pacing}). */
     void endSpill() {
@@ -61,13 +84,13 @@ final class QueueSignal {
         if (!(ratio > 0) || Double.isInfinite(ratio)) {
             return;
         }
-        double m = slowness;
-        slowness = Double.isNaN(m) ? ratio : m + 0.05 * (ratio - m);
+        double m = slowness();
+        SLOWNESS.setOpaque(this, Double.isNaN(m) ? ratio : m + 0.05 * (ratio - m));
     }
 
     /** True when the answers take {@link #BEHIND_THE_PLAN} times what the held snapshot plans, or longer. */
     boolean behindThePlan() {
-        return slowness >= BEHIND_THE_PLAN;
+        return slowness() >= BEHIND_THE_PLAN;
     }
 
     /** How far {@link #ttftFloorMs} rises toward the recent TTFT per answer. */
@@ -107,7 +130,8 @@ final class QueueSignal {
     double pace() {
         double p = ttftFloorMs / recentTtftMs;
         double against = p < 1 ? p : 1; // NaN (no answer yet) → 1
-        return behindThePlan() ? Math.min(against, 1 / slowness) : against;
+        double slow = slowness();
+        return slow >= BEHIND_THE_PLAN ? Math.min(against, 1 / slow) : against;
     }
 
     /**
