@@ -36,10 +36,11 @@ import java.time.Duration;
  *                           TTFT, so that lower priorities are refused instead of every priority queueing; never at
  *                           the cost of shedding more of the highest priority, &gt; 1, or infinite for no such bound (2)
  */
-public record ControlOptions(double priorWeight, Duration lawHalfLife, double workloadRequests, double slowFactor, double recoveredFactor,
-                             int minTokenGaps, double errorRateLimit, int minAttempts, int missedScrapes,
-                             Duration demandWindow, double publishGain, double publishGainMs, Duration canaryInterval,
-                             double probeMargin, boolean observedDemand, double overloadTtftFactor) {
+public record ControlOptions(double priorWeight, Duration lawHalfLife, double workloadRequests, double slowFactor,
+                             double recoveredFactor, int minTokenGaps, double errorRateLimit, int minAttempts,
+                             int missedScrapes, Duration demandWindow, double publishGain, double publishGainMs,
+                             Duration canaryInterval, double probeMargin, boolean observedDemand,
+                             double overloadTtftFactor) {
 
     public ControlOptions {
         if (!(priorWeight > 0) || Double.isInfinite(priorWeight)) {
@@ -94,56 +95,56 @@ public record ControlOptions(double priorWeight, Duration lawHalfLife, double wo
 
     /** The defaults above. */
     public static ControlOptions defaults() {
-        return new ControlOptions(20, Duration.ofMinutes(10), 1000, 1.5, 1.2, 30, 0.2, 20, 3, Duration.ofSeconds(60), 0.0025,
-                0.5, Duration.ofSeconds(5), 0.15, true, 2);
+        return new ControlOptions(20, Duration.ofMinutes(10), 1000, 1.5, 1.2, 30, 0.2, 20, 3, Duration.ofSeconds(60),
+                0.0025, 0.5, Duration.ofSeconds(5), 0.15, true, 2);
     }
 
     /** These options with another number of missed scrapes before an engine is down. */
     public ControlOptions withMissedScrapes(int n) {
-        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
-                minAttempts, n, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin, observedDemand,
-                overloadTtftFactor);
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
+                errorRateLimit, minAttempts, n, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
+                observedDemand, overloadTtftFactor);
     }
 
     /** These options with another error rate limit. */
     public ControlOptions withErrorRateLimit(double limit) {
-        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, limit,
-                minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
-                observedDemand, overloadTtftFactor);
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
+                limit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
+                probeMargin, observedDemand, overloadTtftFactor);
     }
 
     /** These options with demand from the reports ({@code true}) or from the topology only. */
     public ControlOptions withObservedDemand(boolean observed) {
-        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
-                minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
-                observed, overloadTtftFactor);
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
+                errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
+                probeMargin, observed, overloadTtftFactor);
     }
 
     /** These options with another publication threshold. */
     public ControlOptions withPublishGain(double relative, double ms) {
-        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
-                minAttempts, missedScrapes, demandWindow, relative, ms, canaryInterval, probeMargin, observedDemand,
-                overloadTtftFactor);
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
+                errorRateLimit, minAttempts, missedScrapes, demandWindow, relative, ms, canaryInterval, probeMargin,
+                observedDemand, overloadTtftFactor);
     }
 
     /** These options with another canary interval. */
     public ControlOptions withCanaryInterval(Duration interval) {
-        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
-                minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, interval, probeMargin,
-                observedDemand, overloadTtftFactor);
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
+                errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, interval,
+                probeMargin, observedDemand, overloadTtftFactor);
     }
 
     /** These options with another weight of the configuration as a prior, in intervals. */
     public ControlOptions withPriorWeight(double weight) {
-        return new ControlOptions(weight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
-                minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
-                observedDemand, overloadTtftFactor);
+        return new ControlOptions(weight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
+                errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
+                probeMargin, observedDemand, overloadTtftFactor);
     }
 
     /** These options with another bound on how full the engines are planned while the policy sheds. */
     public ControlOptions withOverloadTtftFactor(double factor) {
-        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps, errorRateLimit,
-                minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
-                observedDemand, factor);
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
+                errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
+                probeMargin, observedDemand, factor);
     }
 }

@@ -134,7 +134,8 @@ public final class Explainer {
     private static String leftTo(Snapshot snapshot, String gateway, TrafficClass c, String engine) {
         List<String> lower = new ArrayList<>();
         snapshot.routes().getOrDefault(gateway, Map.of()).forEach((id, r) -> {
-            if (r.model().equals(c.model()) && r.priority() < c.priority() && r.weights().getOrDefault(engine, 0.0) > 0) {
+            if (r.model().equals(c.model()) && r.priority() < c.priority()
+                    && r.weights().getOrDefault(engine, 0.0) > 0) {
                 lower.add(id + " (priority " + r.priority() + ")");
             }
         });

@@ -345,10 +345,9 @@ final class OptimalPolicy implements RoutingPolicy {
      * per group and handed out again, highest priority first, from the nearest group (the lowest round trip, then the
      * lowest TTFT at its planned load: round trips are what a request crossing a region pays, and they do not wander
      * with the estimates, so the order does not flip from solve to solve); one priority's classes share each group in
-     * proportion to what they send. Every group's load,
-     * every class's shed and the mean latency stay as solved; a premium class no longer sends its share of requests
-     * across a region when a batch class of the same gateway can take them instead. Returns new flows; the solved
-     * ones are left as they are.
+     * proportion to what they send. Every group's load, every class's shed and the mean latency stay as solved; a
+     * premium class no longer sends its share of requests across a region when a batch class of the same gateway can
+     * take them instead. Returns new flows; the solved ones are left as they are.
      */
     static double[][] byPriority(Instance inst, Group[] groups, double[][] engineLoads, double[][] solved) {
         double[][] groupFlow = solved.clone();

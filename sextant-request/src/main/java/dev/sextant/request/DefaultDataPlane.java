@@ -935,7 +935,8 @@ final class DefaultDataPlane implements DataPlane {
             if (ttftNanos >= 0) {
                 cell.observeTtft(ttftMs, attempt.enginePriority());
             }
-            if ((attempt.requestId & DURATION_SAMPLE) == 0) { // one answer in four: a clock read is a tenth of this path
+            // one answer in four: a clock read is a tenth of this path
+            if ((attempt.requestId & DURATION_SAMPLE) == 0) {
                 cell.observeDuration((ticker.nanos() - attempt.startNanos) / 1e6, attempt.enginePriority());
             }
         }

@@ -235,10 +235,11 @@ final class EngineCell {
         if (!(planned > 0)) {
             return;
         }
-        answers.observeDuration(ms / planned);
+        double ratio = ms / planned;
+        answers.observeDuration(ratio);
         QueueSignal own = signal(enginePriority);
         if (own != answers) {
-            own.observeDuration(ms / planned);
+            own.observeDuration(ratio);
         }
     }
 

@@ -40,16 +40,15 @@ final class QueueSignal {
     /**
      * How much longer this gateway's answers take than the held snapshot plans: an exponentially weighted mean (about
      * twenty answers, one in four of them measured: about the last eighty) of a successful answer's time from its
-     * placing to its end over the duration the
-     * snapshot plans for the engine from here (its latency at the planned load plus the round trip). NaN before the
-     * first. Unlike the TTFT floor it does not drift toward a lasting slow-down: while the control plane is away the
+     * placing to its end over the duration the snapshot plans for the engine from here (its latency at the planned
+     * load plus the round trip). NaN before the first. Unlike the TTFT floor it does not drift toward a lasting slow-down: while the control plane is away the
      * held plan is the anchor, and a three times slower engine stays three times slower against it.
      */
     private double slowness = Double.NaN;
     /**
      * {@link #slowness} read and written opaquely: atomic and seen by other threads soon, without the fence of a
-     * volatile write on every answer (the request path's cost, BENCHMARKS.md); a lost update only delays the mean by one
-     * answer.
+     * volatile write on every answer (the request path's cost, BENCHMARKS.md); a lost update only delays the mean by
+     * one answer.
      */
     private static final VarHandle SLOWNESS;
 

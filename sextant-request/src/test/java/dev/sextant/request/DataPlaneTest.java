@@ -973,6 +973,20 @@ class DataPlaneTest {
      */
     private long offerLasting(DataPlane p, double rps, double seconds, List<Decision> open, long ttftMs,
                               double lastingMs) {
+        return offer(p, rps, seconds, open, ttftMs, Integer.MAX_VALUE, lastingMs);
+    }
+
+    /** {@link #offer} keeping {@code held} requests in flight at f1. */
+    private long offer(DataPlane p, double rps, double seconds, List<Decision> open, long ttftMs, int held) {
+        return offer(p, rps, seconds, open, ttftMs, held, Double.POSITIVE_INFINITY);
+    }
+
+    /**
+     * {@link #offer}: each request still in flight {@code lastingMs} after it was placed is answered before the next is
+     * placed, and beyond {@code held} in flight the oldest is answered after it.
+     */
+    private long offer(DataPlane p, double rps, double seconds, List<Decision> open, long ttftMs, int held,
+                       double lastingMs) {
         long before = p.status().spills();
         int n = (int) Math.round(rps * seconds);
         for (int i = 0; i < n; i++) {
@@ -986,23 +1000,7 @@ class DataPlaneTest {
             } else {
                 open.add(d);
             }
-        }
-        return p.status().spills() - before;
-    }
-
-    /** {@link #offer} keeping {@code held} requests in flight at f1. */
-    private long offer(DataPlane p, double rps, double seconds, List<Decision> open, long ttftMs, int held) {
-        long before = p.status().spills();
-        int n = (int) Math.round(rps * seconds);
-        for (int i = 0; i < n; i++) {
-            ticker.advanceSeconds(1 / rps);
-            Decision d = p.route(RequestMeta.of("chat", i, 1_000_000L + open.size() + i));
-            if (d.routed() && "spill:overload".equals(d.reason())) {
-                p.onFinish(d, Outcome.SUCCESS, -1);
-            } else {
-                open.add(d);
-            }
-            if (open.size() > held) { // f1 keeps a hundred in flight: loaded, far from any limit
+            if (open.size() > held) { // by default f1 keeps a hundred in flight: loaded, far from any limit
                 p.onFinish(open.remove(0), Outcome.SUCCESS, ttftMs * 1_000_000L);
             }
         }

@@ -144,7 +144,8 @@ class SimulationTest {
     @Test
     void workloadShift_scalesTheTokensOfTheTurnsItsGatewaySends_andNoOtherGatewaysTurns() throws Exception {
         Scenario normal = calm(null);
-        Scenario shifted = calm("{kind: workload_shift, at_s: 0, duration_s: 40, gateway: us, factor: 3, prompt_factor: 2}");
+        Scenario shifted = calm("{kind: workload_shift, at_s: 0, duration_s: 40, gateway: us, factor: 3, "
+                + "prompt_factor: 2}");
         // nearest keeps each gateway's turns in its own region: us on us-1 and us-2, eu on eu-1
         Simulation before = Simulator.simulate(normal, "nearest", 5, null).simulation();
         Simulation after = Simulator.simulate(shifted, "nearest", 5, null).simulation();
