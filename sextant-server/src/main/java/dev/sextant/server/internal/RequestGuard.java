@@ -60,6 +60,8 @@ public final class RequestGuard extends ChannelDuplexHandler {
     private boolean bytesSeen;
     /** Requests whose head arrived and whose final answer has not been written yet. */
     private int owed;
+    /** A read asked for while an answer was still owed: the head clock starts when that answer is written. */
+    private boolean readWhileOwed;
 
     private long deadline = Long.MAX_VALUE;
     private ScheduledFuture<?> timer;
@@ -155,13 +157,28 @@ public final class RequestGuard extends ChannelDuplexHandler {
         deadline = Long.MAX_VALUE;
     }
 
+    /**
+     * A read while nothing is owed means the server is ready for the next request: its head clock starts. A read while
+     * an answer is still owed does not (the engine emulator keeps one pending as it generates, to see a client that goes
+     * away): the clock starts when that answer is written. Started at the read, it closed every answer that took longer
+     * than the head timeout to write, a non-streaming one before it was sent, a stream in the middle.
+     */
     @Override
     public void read(ChannelHandlerContext c) {
-        if (phase == Phase.HANDLING) { // the server is ready for the next request
-            phase = Phase.WAITING;
-            arm(now() + headNanos);
+        if (phase == Phase.HANDLING) {
+            if (owed > 0) {
+                readWhileOwed = true;
+            } else {
+                startHeadClock();
+            }
         }
         c.read();
+    }
+
+    private void startHeadClock() {
+        readWhileOwed = false;
+        phase = Phase.WAITING;
+        arm(now() + headNanos);
     }
 
     @Override
@@ -169,6 +186,9 @@ public final class RequestGuard extends ChannelDuplexHandler {
         if (msg instanceof LastHttpContent && !(msg instanceof HttpResponse r && r.status().codeClass()
                 == io.netty.handler.codec.http.HttpStatusClass.INFORMATIONAL)) {
             owed = Math.max(0, owed - 1);
+            if (owed == 0 && readWhileOwed && phase == Phase.HANDLING) {
+                startHeadClock(); // the answer is out and a read is already pending: the server waits for a head
+            }
         }
         if (!promise.isVoid()) {
             if (pendingWrites++ == 0) {

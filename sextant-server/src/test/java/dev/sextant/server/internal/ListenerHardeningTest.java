@@ -174,6 +174,30 @@ public class ListenerHardeningTest {
         }
     }
 
+    /**
+     * The head clock waits for the next request, not for the answer: an engine keeps a read pending while it
+     * generates (to see a client that goes away), and when that read started the clock every answer that took longer
+     * than the head timeout was cut, a non-streaming one before it was sent, a stream in the middle.
+     */
+    @ParameterizedTest(name = "stream: {0}")
+    @ValueSource(booleans = {false, true})
+    void anAnswerLongerThanTheHeadTimeout_isWrittenWhole(boolean stream) throws Exception {
+        int port = listener("engine", ListenerLimits.engine().withRequestHeaderTimeout(HEAD));
+        // 100 tokens of 8 ms steps: about 0.8 s, over twice the head timeout
+        String body = "{\"model\":\"m\",\"max_tokens\":100,\"stream\":" + stream
+                + ",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+        try (Socket s = socket(port)) {
+            send(s, "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: "
+                    + "application/json\r\ncontent-length: " + body.length() + "\r\n\r\n" + body);
+            String answer = readToClose(s);
+            assertThat(answer).startsWith("HTTP/1.1 200 ");
+            assertThat(answer).contains(stream ? "data: [DONE]" : "\"completion_tokens\":100");
+        }
+        try (Socket idle = socket(port)) {
+            assertThat(readToClose(idle)).as("an idle connection is still closed").isEmpty();
+        }
+    }
+
     @Test
     void aHeadOverTheLimit_is431AndTheConnectionCloses() throws Exception {
         int port = controlPlane(ListenerLimits.controlPlane()).port();
