@@ -46,6 +46,12 @@ final class BatchLimit {
      * such margin: a count above the laws is served throughput, and too high it queues again.
      */
     static final double SERVED_SIGMAS = 2;
+    /**
+     * Completions under a backlog before their count is taken for the throughput: fewer are one request's luck (as for
+     * a speed judgement), and none is no measurement at all, not a rate of zero (it once set an engine's saturation to
+     * nothing, and the loop's step failed for the whole fleet).
+     */
+    static final int MIN_SERVED = 10;
 
     private double saturated = Double.NaN;
     /** The throughput measured with the batch kept full by a queue, req/s (NaN: none). */
@@ -73,6 +79,8 @@ final class BatchLimit {
     private int fullIntervals;
     private double fullCompletions;
     private double fullSeconds;
+    /** How long the present backlog has lasted, s (0: none). */
+    private double backlogSeconds;
     private long lastAt;
 
     /**
@@ -143,10 +151,16 @@ final class BatchLimit {
                 && !Double.isNaN(i.waitingEnd()) && i.waitingEnd() >= backlog
                 && (!slotBound || !Double.isNaN(i.runningStart()) && i.runningStart() >= largestEver);
         fullIntervals = backlogged ? fullIntervals + 1 : 0;
-        if (fullIntervals >= QUEUED_INTERVALS) {
+        // and only once a residence has passed under it: requests that started together (a burst of long answers)
+        // finish together, so a backlog's first residence may complete none of them, then all at once
+        boolean turnedOver = backlogSeconds * 1000 >= residenceMs;
+        backlogSeconds = backlogged ? backlogSeconds + i.seconds() : 0;
+        if (fullIntervals >= QUEUED_INTERVALS && turnedOver) {
             fullCompletions += i.completions();
             fullSeconds += i.seconds();
-            servedRps = fullCompletions / fullSeconds;
+            if (fullCompletions >= MIN_SERVED) {
+                servedRps = fullCompletions / fullSeconds;
+            }
         }
         double r = i.running();
         queueEvidence(i, r, prefillShare, otherWaitMs, residenceMs);

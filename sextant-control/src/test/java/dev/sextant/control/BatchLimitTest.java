@@ -1,6 +1,7 @@
 package dev.sextant.control;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import org.junit.jupiter.api.Test;
 
@@ -36,5 +37,33 @@ class BatchLimitTest {
         b.sample(noWait(60, 420, 10), 0.05, 0, 700);
 
         assertThat(b.slots(40)).isEqualTo(60);
+    }
+
+    /**
+     * Long requests (3.2 s each) that all started together, a burst of long answers, keep a full batch and a queue
+     * while none of them finishes: intervals with a backlog and no completion measure no throughput. Taken as a rate
+     * of 0 it lowered the engine's saturation to nothing, and the control loop's step failed for the whole fleet.
+     * Counted from a residence into the backlog, the completions measure the rate the engine serves.
+     */
+    @Test
+    void aBacklogWhileNothingFinishes_measuresNoThroughputYet_thenTheRateServed() {
+        BatchLimit b = new BatchLimit();
+        for (int t = 1; t <= 3; t++) {
+            b.sample(backlogged(0, t), 0.01, 0, 3_200);
+        }
+        assertThat(b.servedRps()).as("no throughput measured from no completion").isNaN();
+        assertThat(b.servedSaturation(40)).isEqualTo(40);
+
+        for (int t = 4; t <= 12; t++) {
+            b.sample(backlogged(20, t), 0.01, 0, 3_200);
+        }
+        assertThat(b.servedRps()).as("20 a second, from a residence into the backlog").isCloseTo(20, within(1e-9));
+        assertThat(b.servedSaturation(40)).isGreaterThan(20).isLessThan(25);
+    }
+
+    /** One second with a full batch of 64 and 200 waiting at both ends, {@code completions} finished. */
+    private static Interval backlogged(double completions, long atSeconds) {
+        return new Interval(atSeconds * 1_000_000_000L, 1, completions, completions * 400, Double.NaN, Double.NaN,
+                Double.NaN, 0, 8, 64 * 125, Double.NaN, 64, 64, 200, 200, Double.NaN, Double.NaN);
     }
 }

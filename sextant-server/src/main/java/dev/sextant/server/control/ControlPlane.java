@@ -351,7 +351,12 @@ public final class ControlPlane implements AutoCloseable {
         return CompletableFuture.supplyAsync(() -> {
             dev.sextant.policy.Explanation x = dev.sextant.policy.Explainer.explain(t, snapshot, gateway, classId,
                     name -> baseline(t, name));
-            Estimates e = loop.estimates();
+            Estimates e;
+            try {
+                e = loop.estimates();
+            } catch (RuntimeException failed) { // the loop's failure, not the request's: a 500, never a 400
+                throw new IllegalStateException("the control loop's estimates failed: " + failed.getMessage(), failed);
+            }
             Step last = loop.lastStep();
             return text ? dev.sextant.policy.Explainer.toText(x) + ExplainEstimates.text(x, e, last)
                     : ExplainEstimates.json(x, e, last);
