@@ -19,8 +19,11 @@ import java.util.logging.Logger;
  * <p>A step starts by admitting waiting sequences while the batch has room and prefilling them; it lasts
  * {@code (a + c · batch + p · prefillTokens) · slowdown} ms; at its end every running sequence that can write
  * gets one token. The next step starts at once while work remains. Waiting sequences are admitted in arrival order,
- * or with priority scheduling lowest {@code priority} first, ties by arrival (vLLM's {@code priority} policy, without
- * its preemption of running sequences: the emulator's KV cache never runs out mid-request).
+ * or with priority scheduling lowest {@code priority} first, ties by arrival (vLLM's {@code priority} policy), each
+ * only while its prompt fits in the KV cache the running sequences leave (their prompts and the tokens they generated
+ * so far), as vLLM admits a request only when it can allocate its prompt's blocks; the first that does not fit waits,
+ * and those behind it with it. A lone request is admitted whatever its size. Without vLLM's preemption: a running
+ * sequence keeps its place as it grows, so the cache can be over-full for a while (its usage gauge then reads 1).
  */
 final class BatchScheduler {
     private static final Logger LOG = Logger.getLogger(BatchScheduler.class.getName());
@@ -135,11 +138,17 @@ final class BatchScheduler {
     private void startStep() {
         admittedThisStep.clear();
         int prefillTokens = 0;
+        long kv = kvInUse();
         while (running.size() < config.maxSequences() && !waiting.isEmpty()) {
-            Sequence s = waiting.poll();
+            Sequence s = waiting.peek();
+            if (!s.cancelled && !running.isEmpty() && kv + s.promptTokens > config.kvCacheTokens()) {
+                break; // its prompt does not fit in the KV cache left: it waits, and so does everyone behind it
+            }
+            waiting.poll();
             if (s.cancelled) {
                 continue;
             }
+            kv += s.promptTokens;
             s.queuedMs = (nanoTime.getAsLong() - s.arrivalNanos) / 1e6;
             if (s.crashAfterTokens == 0) {
                 s.done = true;
@@ -238,11 +247,16 @@ final class BatchScheduler {
     }
 
     private void updateKv() {
+        kvTokens = kvInUse();
+    }
+
+    /** The KV cache the running sequences hold, tokens: each its prompt and what it generated so far. */
+    private long kvInUse() {
         long tokens = 0;
         for (Sequence s : running) {
             tokens += s.promptTokens + s.generated;
         }
-        kvTokens = tokens;
+        return tokens;
     }
 
     private static List<Sequence> add(List<Sequence> list, Sequence s) {

@@ -26,7 +26,8 @@ import java.util.TreeMap;
  * @param decodeBaseMs        fixed part {@code a} of a step, milliseconds, ≥ 0
  * @param decodeMsPerSequence per-sequence part {@code c} of a step, milliseconds, ≥ 0
  * @param defaultMaxTokens    output tokens of a request that gives no {@code max_tokens}, ≥ 1
- * @param kvCacheTokens       KV-cache size in tokens, ≥ 1; {@code vllm:kv_cache_usage_perc} is the tokens of
+ * @param kvCacheTokens       KV-cache size in tokens, ≥ 1: a waiting request is admitted only while its prompt fits in
+ *                            what the running sequences leave; {@code vllm:kv_cache_usage_perc} is the tokens of
  *                            running sequences over this
  * @param prefixCacheEntries  conversations whose prefix stays cached (least recently used evicted), ≥ 0
  * @param embeddingDimensions length of {@code /v1/embeddings} vectors, ≥ 1
@@ -141,6 +142,13 @@ public record EngineConfig(String engineId, String host, int port, List<String> 
     public EngineConfig withDefaultMaxTokens(int tokens) {
         return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
                 decodeMsPerSequence, tokens, kvCacheTokens, prefixCacheEntries, embeddingDimensions, seed, faults,
+                networkRttMs, priorityScheduling);
+    }
+
+    /** This configuration with another KV-cache size, tokens. */
+    public EngineConfig withKvCacheTokens(int tokens) {
+        return new EngineConfig(engineId, host, port, models, maxSequences, prefillMsPerToken, decodeBaseMs,
+                decodeMsPerSequence, defaultMaxTokens, tokens, prefixCacheEntries, embeddingDimensions, seed, faults,
                 networkRttMs, priorityScheduling);
     }
 

@@ -42,6 +42,49 @@ class EngineEmulatorTest {
         return "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hello there\"}]" + extra + "}";
     }
 
+    /**
+     * A request waits while its prompt does not fit in the KV cache the running ones leave, as vLLM admits a request
+     * only when it can allocate its prompt's blocks: two prompts of 800 tokens in a cache of 1,000, the second waits
+     * for the first, with places free in the batch. The usage gauge reads what the running one holds.
+     */
+    @Test
+    void aPromptThatDoesNotFitInTheKvCacheLeft_waits_withPlacesFree() throws Exception {
+        try (EngineEmulator small = EngineEmulator.start(FAST.withKvCacheTokens(1_000))) {
+            Client c = new Client(small);
+            String prompt = "x".repeat(3_200 - 9); // "user: …\n" at four characters a token: 800 tokens
+            String first = "{\"model\":\"m\",\"max_tokens\":400,\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt
+                    + "\"}]}";
+            String second = "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"y"
+                    + prompt.substring(1) + "\"}]}";
+            java.util.concurrent.CompletableFuture<HttpResponse<String>> a = c.http.sendAsync(c.request(
+                    "/v1/chat/completions").header("content-type", "application/json").POST(
+                    java.net.http.HttpRequest.BodyPublishers.ofString(first)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            Client.await("the first to run", () -> metric(c, "vllm:num_requests_running") == 1);
+            java.util.concurrent.CompletableFuture<HttpResponse<String>> b = c.http.sendAsync(c.request(
+                    "/v1/chat/completions").header("content-type", "application/json").POST(
+                    java.net.http.HttpRequest.BodyPublishers.ofString(second)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            Client.await("the second to wait", () -> metric(c, "vllm:num_requests_waiting") == 1);
+            assertThat(metric(c, "vllm:num_requests_running")).as("with 7 places free").isEqualTo(1);
+            assertThat(metric(c, "vllm:kv_cache_usage_perc")).isGreaterThanOrEqualTo(0.8);
+
+            assertThat(a.get().statusCode()).isEqualTo(200);
+            assertThat(b.get().statusCode()).isEqualTo(200);
+            assertThat(Client.json(b.get()).get("usage").get("prompt_tokens").asInt()).isEqualTo(800);
+        }
+    }
+
+    /** The value of the metric line that starts with {@code name} (its labels whatever they are). */
+    private static double metric(Client c, String name) {
+        for (String line : c.get("/metrics").body().split("\n")) {
+            if (line.startsWith(name + "{")) {
+                return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+            }
+        }
+        return Double.NaN;
+    }
+
     @Test
     void chatCompletion_notStreaming_answersOneCompletionInOpenAisShape() {
         HttpResponse<String> response = client.post("/v1/chat/completions", chat(",\"max_tokens\":5"));
