@@ -136,8 +136,11 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     } else if (path.equals("/readyz")) {
                         answer(ctx, gw.readiness().response(), keepAlive); // a probe's 503 is no refused request
                     } else if (path.equals("/v1/models")) {
-                        reply(ctx, gw.plane() == null ? noSnapshot() : Http.json(HttpResponseStatus.OK, gw.modelsJson()),
-                                keepAlive);
+                        if (listingRefused(ctx, req, path, keepAlive)) {
+                            return;
+                        }
+                        reply(ctx, gw.plane() == null ? noSnapshot() : Http.json(HttpResponseStatus.OK,
+                                gw.modelsJson(listingTenant(req))), keepAlive);
                     } else if (path.equals("/metrics")) {
                         reply(ctx, Http.response(HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
                                 gw.metrics.scrape()), keepAlive);
@@ -149,7 +152,9 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     String method = req.method().name();
                     req.release();
                     if (path.startsWith(MODELS_PREFIX) && path.length() > MODELS_PREFIX.length()) {
-                        retrieveModel(ctx, req.method(), path, keepAlive);
+                        if (!listingRefused(ctx, req, path, keepAlive)) {
+                            retrieveModel(ctx, req.method(), path, listingTenant(req), keepAlive);
+                        }
                         return;
                     }
                     gw.metrics.request(null, null, 404);
@@ -398,11 +403,31 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     private static final String MODELS_PREFIX = "/v1/models/";
 
     /**
+     * On a closed gateway the model list is a tenant's, as OpenAI's is a key's and vLLM's with {@code --api-key}: a
+     * request without a valid key gets the 401 a model request gets (true: answered), one with a key the models its
+     * tenant may use ({@link #listingTenant}). An open gateway lists every model it routes to anyone.
+     */
+    private boolean listingRefused(ChannelHandlerContext ctx, FullHttpRequest req, String path, boolean keepAlive) {
+        if (!gw.tenancy.closed() || listingTenant(req) != null) {
+            return false;
+        }
+        reply(ctx, unauthorized(gw, ctx.channel(), path, requestId(gw, req.headers().get("x-request-id")),
+                PresentedKey.of(req.headers()).ambiguous()), keepAlive);
+        return true;
+    }
+
+    /** The tenant whose key a listing request presents; null on an open gateway or without a valid key. */
+    private Tenant listingTenant(FullHttpRequest req) {
+        return gw.tenancy.closed() ? gw.tenancy.find(PresentedKey.of(req.headers())) : null;
+    }
+
+    /**
      * OpenAI's "retrieve model", {@code GET /v1/models/{model}}: the model's entry when this gateway routes it, else
      * 404 {@code model_not_found}. A model id may hold a {@code /} (Hugging Face names such as
      * {@code meta-llama/Llama-3.1-8B-Instruct}), sent as is or percent-encoded: both are accepted.
      */
-    private void retrieveModel(ChannelHandlerContext ctx, HttpMethod method, String path, boolean keepAlive) {
+    private void retrieveModel(ChannelHandlerContext ctx, HttpMethod method, String path, Tenant tenant,
+                               boolean keepAlive) {
         if (!Http.reads(method)) {
             notAllowed(ctx, method, path, "GET, HEAD", keepAlive);
             return;
@@ -419,7 +444,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             reply(ctx, noSnapshot(), keepAlive);
             return;
         }
-        String json = gw.modelJson(id);
+        String json = gw.modelJson(id, tenant);
         if (json == null) {
             reply(ctx, Http.error(HttpResponseStatus.NOT_FOUND, "invalid_request_error", Refusal.UNKNOWN_MODEL.code(),
                     "model", "The model '" + id + "' is not routed by this gateway (GET /v1/models lists those it routes)",

@@ -466,16 +466,25 @@ public final class Gateway implements AutoCloseable {
     }
 
     String modelsJson() {
+        return modelsJson(null);
+    }
+
+    /** {@link #modelsJson()}, of the models {@code tenant} may use (all of them for null: an open gateway). */
+    String modelsJson(dev.sextant.server.tenants.Tenant tenant) {
         ObjectNode root = Http.JSON.createObjectNode();
         root.put("object", "list");
         ArrayNode data = root.putArray("data");
-        routedModels().forEach(m -> model(data.addObject(), m));
+        routedModels().stream().filter(m -> tenant == null || tenant.allows(m)).forEach(m -> model(data.addObject(), m));
         return root.toString();
     }
 
-    /** OpenAI's "retrieve model": the model's entry of {@link #modelsJson()}, or null when it is not routed here. */
-    String modelJson(String id) {
-        return routedModels().contains(id) ? model(Http.JSON.createObjectNode(), id).toString() : null;
+    /**
+     * OpenAI's "retrieve model": the model's entry of {@link #modelsJson()}, or null when it is not routed here or
+     * {@code tenant} (null: anyone) may not use it.
+     */
+    String modelJson(String id, dev.sextant.server.tenants.Tenant tenant) {
+        return routedModels().contains(id) && (tenant == null || tenant.allows(id))
+                ? model(Http.JSON.createObjectNode(), id).toString() : null;
     }
 
     private static ObjectNode model(ObjectNode o, String id) {

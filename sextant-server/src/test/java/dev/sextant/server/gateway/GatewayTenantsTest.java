@@ -11,6 +11,8 @@ import dev.sextant.policy.Policies;
 import dev.sextant.policy.SolveOptions;
 import dev.sextant.server.tenants.ApiKeys;
 import dev.sextant.snapshot.Snapshot;
+import java.net.URI;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -282,6 +284,41 @@ class GatewayTenantsTest {
         assertThat(code(us)).isEqualTo("residency_not_allowed");
         assertThat(us.body()).contains("this gateway cluster keeps everything it receives in [eu-west]");
         assertThat(priorities.get("us")).isEmpty();
+    }
+
+    /**
+     * On a closed gateway the model list is a tenant's, as OpenAI's is a key's: without a valid key 401, with one the
+     * models its tenant may use (a tenant restricted to a model the gateway does not route sees none, and retrieving
+     * the routed one is 404, as for a model it does not have). An open gateway lists every routed model to anyone.
+     */
+    @Test
+    void theModelList_isATenantsOwn_andNeedsAKey() throws Exception {
+        start(GatewayConfig.builder("gw").tenantsFile(tenants(tenantsYaml(EU_KEY))));
+        HttpResponse<String> none = Fleet.get(gw.port(), "/v1/models");
+        assertThat(none.statusCode()).isEqualTo(401);
+        assertThat(code(none)).isEqualTo("invalid_api_key");
+        assertThat(Fleet.get(gw.port(), "/v1/models/m").statusCode()).isEqualTo(401);
+
+        assertThat(models(FREE_KEY, "/v1/models").path("data")).extracting(n -> n.path("id").asText())
+                .containsExactly("m");
+        assertThat(models(OTHER_MODEL_KEY, "/v1/models").path("data")).as("may use only not-m, not routed here")
+                .isEmpty();
+        assertThat(models(FREE_KEY, "/v1/models/m").path("id").asText()).isEqualTo("m");
+        assertThat(Fleet.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port()
+                + "/v1/models/m")).header("authorization", "Bearer " + OTHER_MODEL_KEY).GET().build(),
+                HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(404);
+
+        gw.close();
+        start(GatewayConfig.builder("gw"));
+        assertThat(Fleet.get(gw.port(), "/v1/models").statusCode()).as("open: anyone").isEqualTo(200);
+    }
+
+    private JsonNode models(String key, String path) throws Exception {
+        HttpResponse<String> r = Fleet.send(HttpRequest.newBuilder(URI.create(
+                "http://127.0.0.1:" + gw.port() + path)).header("authorization", "Bearer " + key).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as(path).isEqualTo(200);
+        return JSON.readTree(r.body());
     }
 
     @Test
