@@ -148,7 +148,6 @@ final class BatchScheduler {
             if (s.cancelled) {
                 continue;
             }
-            kv += s.promptTokens;
             s.queuedMs = (nanoTime.getAsLong() - s.arrivalNanos) / 1e6;
             if (s.crashAfterTokens == 0) {
                 s.done = true;
@@ -159,12 +158,13 @@ final class BatchScheduler {
             s.cachedTokens = prefixCache.hit(s.conversationKey, s.promptTokens);
             meters.admitted(s.promptTokens, s.cachedTokens, s.queuedMs / 1e3);
             prefillTokens += s.promptTokens - s.cachedTokens;
+            kv += s.promptTokens;
             running.add(s);
             admittedThisStep.add(s);
         }
         waitingCount = waiting.size();
         runningCount = running.size();
-        updateKv();
+        kvTokens = kv;
         if (running.isEmpty()) {
             stepping = false;
             return;
@@ -244,10 +244,6 @@ final class BatchScheduler {
         if (finishedThisStep != null) {
             running.removeAll(finishedThisStep);
         }
-    }
-
-    private void updateKv() {
-        kvTokens = kvInUse();
     }
 
     /** The KV cache the running sequences hold, tokens: each its prompt and what it generated so far. */
