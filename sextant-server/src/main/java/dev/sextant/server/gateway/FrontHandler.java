@@ -136,11 +136,12 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     } else if (path.equals("/readyz")) {
                         answer(ctx, gw.readiness().response(), keepAlive); // a probe's 503 is no refused request
                     } else if (path.equals("/v1/models")) {
-                        if (listingRefused(ctx, req, path, keepAlive)) {
+                        Tenant tenant = listingTenant(req);
+                        if (listingRefused(ctx, req, path, tenant, keepAlive)) {
                             return;
                         }
                         reply(ctx, gw.plane() == null ? noSnapshot() : Http.json(HttpResponseStatus.OK,
-                                gw.modelsJson(listingTenant(req))), keepAlive);
+                                gw.modelsJson(tenant)), keepAlive);
                     } else if (path.equals("/metrics")) {
                         reply(ctx, Http.response(HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
                                 gw.metrics.scrape()), keepAlive);
@@ -152,8 +153,9 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     String method = req.method().name();
                     req.release();
                     if (path.startsWith(MODELS_PREFIX) && path.length() > MODELS_PREFIX.length()) {
-                        if (!listingRefused(ctx, req, path, keepAlive)) {
-                            retrieveModel(ctx, req.method(), path, listingTenant(req), keepAlive);
+                        Tenant tenant = listingTenant(req);
+                        if (!listingRefused(ctx, req, path, tenant, keepAlive)) {
+                            retrieveModel(ctx, req.method(), path, tenant, keepAlive);
                         }
                         return;
                     }
@@ -404,11 +406,12 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
 
     /**
      * On a closed gateway the model list is a tenant's, as OpenAI's is a key's and vLLM's with {@code --api-key}: a
-     * request without a valid key gets the 401 a model request gets (true: answered), one with a key the models its
-     * tenant may use ({@link #listingTenant}). An open gateway lists every model it routes to anyone.
+     * request without a valid key ({@code tenant} null) gets the 401 a model request gets (true: answered), one with a
+     * key the models its tenant may use ({@link #listingTenant}). An open gateway lists every model it routes to anyone.
      */
-    private boolean listingRefused(ChannelHandlerContext ctx, FullHttpRequest req, String path, boolean keepAlive) {
-        if (!gw.tenancy.closed() || listingTenant(req) != null) {
+    private boolean listingRefused(ChannelHandlerContext ctx, FullHttpRequest req, String path, Tenant tenant,
+                                   boolean keepAlive) {
+        if (!gw.tenancy.closed() || tenant != null) {
             return false;
         }
         reply(ctx, unauthorized(gw, ctx.channel(), path, requestId(gw, req.headers().get("x-request-id")),
@@ -418,7 +421,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
 
     /** The tenant whose key a listing request presents; null on an open gateway or without a valid key. */
     private Tenant listingTenant(FullHttpRequest req) {
-        return gw.tenancy.closed() ? gw.tenancy.find(PresentedKey.of(req.headers())) : null;
+        return gw.tenancy.closed() ? keys.tenantOf(req) : null;
     }
 
     /**

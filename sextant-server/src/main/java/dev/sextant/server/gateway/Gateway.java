@@ -14,6 +14,7 @@ import dev.sextant.server.internal.Listen;
 import dev.sextant.server.internal.ListenException;
 import dev.sextant.server.internal.StartException;
 import dev.sextant.server.internal.Transport;
+import dev.sextant.server.tenants.Tenant;
 import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
@@ -465,12 +466,8 @@ public final class Gateway implements AutoCloseable {
         return models;
     }
 
-    String modelsJson() {
-        return modelsJson(null);
-    }
-
-    /** {@link #modelsJson()}, of the models {@code tenant} may use (all of them for null: an open gateway). */
-    String modelsJson(dev.sextant.server.tenants.Tenant tenant) {
+    /** OpenAI's model list: the models this gateway routes that {@code tenant} may use (all of them for null). */
+    String modelsJson(Tenant tenant) {
         ObjectNode root = Http.JSON.createObjectNode();
         root.put("object", "list");
         ArrayNode data = root.putArray("data");
@@ -479,10 +476,10 @@ public final class Gateway implements AutoCloseable {
     }
 
     /**
-     * OpenAI's "retrieve model": the model's entry of {@link #modelsJson()}, or null when it is not routed here or
+     * OpenAI's "retrieve model": the model's entry of {@link #modelsJson}, or null when it is not routed here or
      * {@code tenant} (null: anyone) may not use it.
      */
-    String modelJson(String id, dev.sextant.server.tenants.Tenant tenant) {
+    String modelJson(String id, Tenant tenant) {
         return routedModels().contains(id) && (tenant == null || tenant.allows(id))
                 ? model(Http.JSON.createObjectNode(), id).toString() : null;
     }
