@@ -233,7 +233,8 @@ final class BatchLimit {
     /**
      * The saturation throughput, req/s, given the laws' {@code law}: the count served under a backlog where it is
      * above the laws; the laws lowered to the count's upper end ({@link #SERVED_SIGMAS}) where they are above that;
-     * {@code law} itself where nothing was measured or the count allows it.
+     * {@code law} itself where nothing was measured or the count allows it. Positive for a positive {@code law}: a
+     * count is taken only from {@link #MIN_SERVED} completions on.
      */
     double servedSaturation(double law) {
         if (Double.isNaN(servedRps)) {

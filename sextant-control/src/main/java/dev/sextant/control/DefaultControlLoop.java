@@ -419,7 +419,7 @@ final class DefaultControlLoop implements ControlLoop {
         Batching b = (applied == 1 ? fit : fit.slower(applied)).withSlots(t.batch.slots(configuredSlots));
         double law = b.saturation();
         double served = t.batch.servedSaturation(law);
-        if (served > 0 && Math.abs(served / law - 1) > 0.001 && served < 0.999 * b.computeLimit()) {
+        if (Math.abs(served / law - 1) > 0.001 && served < 0.999 * b.computeLimit()) {
             // measured where its queue starts (what it served while its batch stayed full): above the laws, that is its
             // capacity; below them, as low as the count requires (BatchLimit.servedSaturation)
             b = b.saturatingAt(served);
