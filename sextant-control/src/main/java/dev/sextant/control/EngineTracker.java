@@ -274,6 +274,7 @@ final class EngineTracker {
                 double ratio = Math.max(0.05, Math.min(20, r.tbtMs() / law));
                 if (slow || ratio < speed / o.slowFactor()) {
                     adjustSpeed(ratio, o);
+                    speedFromCanary = true;
                     judgedAt(r.atNanos(), running, 0, batch.slots(group.configuredSlots()), r.tbtMs(), law, law);
                     speedWhy = String.format(Locale.ROOT, "canary TBT %.1f ms (law of its group: %.1f ms)", r.tbtMs(),
                             law);
@@ -359,6 +360,7 @@ final class EngineTracker {
         double observed = pendingObserved / pendingGaps;
         double predicted = pendingLaw / pendingGaps;
         adjustSpeed(Math.max(0.05, Math.min(20, reading(pendingObserved, pendingLaw, pendingWork))), o);
+        speedFromCanary = false;
         judgedAt(i.atNanos(), r, pi, slots, i.tbtMs(), law, work);
         speedWhy = String.format(Locale.ROOT, "TBT %.1f ms over %.0f requests at a batch of %.0f (law of its group: "
                 + "%.1f ms)", observed, pendingRequests, r, predicted);
@@ -368,6 +370,14 @@ final class EngineTracker {
         pendingGaps = 0;
         pendingRequests = 0;
     }
+
+    /**
+     * True while the speed factor was last set by a canary, not by traffic. Such a factor never makes the engine slow:
+     * a canary lifts an engine against its own factor, and its one client-timed answer read against peers judged on
+     * traffic is not evidence that it is slower than they are (an engine of a group without traffic whose canary read
+     * 1.6 times its peers' was held slow for good, getting canaries that kept it so).
+     */
+    private boolean speedFromCanary;
 
     /** Requests one judgement of speed needs: a mean over fewer is one request's luck. */
     static final int MIN_REQUESTS_JUDGED = 10;
@@ -477,7 +487,7 @@ final class EngineTracker {
         Condition before = condition;
         // slow: relative to its group, so that a group that is slow as a whole is priced by its law, not "penalized"
         double rel = speed / groupMedian;
-        if (!slow && rel >= o.slowFactor()) {
+        if (!slow && rel >= o.slowFactor() && !speedFromCanary) {
             slow = true;
         } else if (slow && rel < o.recoveredFactor()) {
             slow = false;

@@ -233,6 +233,29 @@ class ControlLoopTest {
         assertThat(r.loads().get("f2")).as("lifted, it is planned, and its traffic judges it since").isPositive();
     }
 
+    /**
+     * Every engine runs three times faster than configured, and the far group gets no traffic: its engines are judged
+     * by canaries alone, against the law it was configured with, and one reads 1.6 times slower than its steps are
+     * (one client-timed answer). Its canary lifts its factor from the configured 1 to about 0.5, 1.6 times its peers'
+     * 0.33: not evidence that it is slower than they are, since a canary never condemns.
+     */
+    @Test
+    void anEngineLiftedByACanary_isNotSlowerThanItsGroupForIt() {
+        Rig r = rig(Map.of(), Map.of(), 10, 8);
+        r.engines.values().forEach(e -> e.slowdown(1 / 3.0));
+        r.engines.get("f1").canaryReads(1.6);
+        for (int t = 0; t < 300; t += 5) {
+            r.run(5);
+            EngineEstimate f1 = r.estimate("f1");
+            assertThat(f1.condition()).as("at %d s: %s", t + 5, f1.conditionWhy()).isEqualTo(Condition.HEALTHY);
+        }
+        assertThat(r.loads().get("f1")).as("light demand stays near").isZero();
+        EngineEstimate f1 = r.estimate("f1");
+        assertThat(f1.speedWhy()).as("judged by its canaries").startsWith("canary TBT");
+        assertThat(f1.slowdown()).as("lifted").isLessThan(0.6);
+        assertThat(r.estimate("f2").slowdown()).as("its peers, lifted by theirs").isLessThan(0.4);
+    }
+
     private static double nearLoad(Rig r) {
         double near = 0;
         for (String e : List.of("e1", "e2", "e3", "e4")) {

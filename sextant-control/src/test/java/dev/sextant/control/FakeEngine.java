@@ -130,10 +130,24 @@ final class FakeEngine {
         kv = Double.isNaN(kvTokensPerRequest) ? Double.NaN : Math.min(1, running * kvTokensPerRequest / kvTotal);
     }
 
-    /** The time between tokens a canary would see now, ms: one more sequence in the current batch. */
+    /**
+     * The time between tokens a canary would see now, ms: one more sequence in the current batch, times what the
+     * canary's own reading adds ({@link #canaryReads}).
+     */
     double canaryTbt() {
-        return now().stepTime(running + 1, 0);
+        return now().stepTime(running + 1, 0) * canaryReads;
     }
+
+    /**
+     * Makes canaries read times between tokens {@code factor} times what the engine's steps take: one short answer's
+     * gaps as a client times them (chunks coalesced, the first gaps after the prefill), which traffic's gaps do not
+     * show.
+     */
+    void canaryReads(double factor) {
+        canaryReads = factor;
+    }
+
+    private double canaryReads = 1;
 
     EngineMetrics metrics() {
         return new EngineMetrics(EngineMetrics.Flavor.VLLM, running, waiting, kv, histogram(ttftCount, ttftSum),
