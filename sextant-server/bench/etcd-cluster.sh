@@ -70,8 +70,9 @@ if [ "$smoke" = 1 ]; then
   done
   exit 0
 fi
-echo "control planes on 7071 and 7072; the leader's URL: ETCDCTL_API=3 etcdctl --endpoints=$endpoints get /sextant/leader" >&2
-echo "kill the leader's process to see the other take over (its log says 'took over as leader')" >&2
+echo "control planes on 7071 and 7072; the leader's /healthz says \"role\":\"leader\" (curl -s localhost:7071/healthz)" >&2
+echo "kill the leader's process to see the other take over (its log says 'leads the control planes', then" \
+  "'published snapshot N (takeover; ...)')" >&2
 echo "east-2 registers: curl -s localhost:7071/healthz shows it under engines; stop its registrar" \
   "(kill \$(cat $work/register-east-2.pid)) and it leaves the topology at once" >&2
 wait

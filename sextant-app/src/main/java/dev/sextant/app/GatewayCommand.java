@@ -141,9 +141,8 @@ final class GatewayCommand implements Callable<Integer> {
         if (check) {
             f.tlsContexts(c.tls(), c.clientTls());
             readableSnapshot(f, snapshotFile);
-            String from = etcdOptions != null ? "etcd " + etcdOptions.endpoints() + " under " + etcdOptions.prefix()
-                    : cp != null ? "control plane " + cp : "snapshot file " + snapshotFile + " (version "
-                    + SnapshotJson.read(snapshotFile).version() + ")";
+            String from = sourceName(etcdOptions, cp, snapshotFile) + (snapshotFile == null ? ""
+                    : " (version " + SnapshotJson.read(snapshotFile).version() + ")");
             out.println(config + ": ok: gateway cluster " + cluster + " on " + (c.tls() == null ? "http" : "https")
                     + "://" + c.host() + ":" + c.port() + ", snapshots from " + from
                     + (warmUp.isZero() ? "" : ", a warm-up of " + warmUp.toMillis() / 1000.0 + " s before listening")
@@ -166,11 +165,17 @@ final class GatewayCommand implements Callable<Integer> {
         Path cache = gw.startedFromCache();
         out.println("gateway " + cluster + " on " + (c.tls() == null ? "http" : "https") + "://" + c.host() + ":"
                 + gw.port() + " (snapshot " + gw.plane().snapshot().version() + " from " + (cache != null
-                ? "the snapshot cache " + cache + ": control plane " + cp + " sent none in time" : cp != null ? cp
-                : snapshotFile) + ")");
+                ? "the snapshot cache " + cache + ": " + sourceName(etcdOptions, cp, snapshotFile) + " sent none in time"
+                : sourceName(etcdOptions, cp, snapshotFile)) + ")");
         out.flush();
         Running.untilStopped(out, run.duration, gw);
         return 0;
+    }
+
+    /** Where this gateway's snapshots come from, as its start and {@code --check} say it: one of the three sources. */
+    static String sourceName(dev.sextant.etcd.EtcdOptions etcd, URI controlPlane, Path snapshotFile) {
+        return etcd != null ? "etcd " + etcd.endpoints() + " under " + etcd.prefix()
+                : controlPlane != null ? "control plane " + controlPlane : "snapshot file " + snapshotFile;
     }
 
     /**

@@ -7,9 +7,11 @@ import dev.sextant.server.gateway.GatewayConfig;
 import dev.sextant.server.gateway.RequestTimeouts;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -224,7 +226,17 @@ class ServerCommandsTest {
         Files.writeString(dir.resolve("tok"), "engine-key\n");
         assertThat(run("gateway", "--config", config.toString(), "--duration", "0.2")).isZero();
         assertThat(dir.resolve("kept.json")).as("the snapshot cache, beside the config").isNotEmptyFile();
-        assertThat(stdout).contains("gateway east on http://127.0.0.1:").contains("(snapshot 1 from ").contains("stopped");
+        assertThat(stdout).contains("gateway east on http://127.0.0.1:").contains("(snapshot 1 from snapshot file ")
+                .contains("stopped");
+    }
+
+    @Test
+    void aGatewaysSnapshotSource_isNamed_whicheverItIs() {
+        assertThat(GatewayCommand.sourceName(dev.sextant.etcd.EtcdOptions.of(List.of(URI.create("http://h1:2379"))),
+                null, null)).isEqualTo("etcd [http://h1:2379] under /sextant");
+        assertThat(GatewayCommand.sourceName(null, URI.create("http://cp:7070"), null))
+                .isEqualTo("control plane http://cp:7070");
+        assertThat(GatewayCommand.sourceName(null, null, Path.of("s.json"))).isEqualTo("snapshot file s.json");
     }
 
     @Test

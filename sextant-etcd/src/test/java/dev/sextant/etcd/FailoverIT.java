@@ -47,6 +47,8 @@ class FailoverIT {
                     assertThat(EtcdCluster.await(() -> source.controlPlanes().size() == 2, Duration.ofSeconds(30)))
                             .isTrue();
                     assertThat(source.controlPlanes()).containsExactly(a.uri(), b.uri());
+                    assertThat(role(a)).isEqualTo("leader");
+                    assertThat(role(b)).isEqualTo("standby");
                     long before = source.last();
 
                     long killed = System.nanoTime();
@@ -62,6 +64,7 @@ class FailoverIT {
                     System.out.printf("failover %d: leader killed -> version %d at the gateway in %d ms%n", round,
                             source.last(), (System.nanoTime() - killed) / 1_000_000);
                     assertThat(standbyElection.leading()).isTrue();
+                    assertThat(role(b)).as("what the new leader's /healthz says").isEqualTo("leader");
                     assertThat(source.versions).as("versions monotone across leaders").isSorted();
                     // the new leader writes to etcd before it swaps its own long-poll's snapshot: the gateway may be first
                     assertThat(EtcdCluster.await(() -> b.current().version() > before, Duration.ofSeconds(10)))
@@ -81,5 +84,13 @@ class FailoverIT {
                 standby.close();
             }
         }
+    }
+
+    /** The {@code role} that a control plane's {@code /healthz} gives. */
+    private static String role(ControlPlane cp) throws Exception {
+        java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(
+                java.net.http.HttpRequest.newBuilder(java.net.URI.create(cp.uri() + "/healthz")).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        return dev.sextant.server.internal.Http.JSON.readTree(r.body()).path("role").asText();
     }
 }

@@ -383,6 +383,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         } else {
             root.put("policy_error", failing);
         }
+        root.put("role", cp.role());
         root.put("snapshot_version", s.version());
         root.put("snapshot_hash", s.hash());
         root.put("topology_file", cp.config.topologyFile().toString());

@@ -385,6 +385,15 @@ public final class ControlPlane implements AutoCloseable {
         return topologies.registered().keySet();
     }
 
+    /**
+     * This replica's part in its fleet, for {@code /healthz}: {@code alone} (no other control plane), {@code leader}
+     * (it steps the loop and publishes) or {@code standby} (it takes signals and waits; its snapshot is its own start
+     * snapshot, not the fleet's).
+     */
+    String role() {
+        return leadership == Leadership.alone() ? "alone" : leadership.leading() ? "leader" : "standby";
+    }
+
     /** The last reload error, or null when the file in force is the file on disk. */
     String topologyError() {
         return topologies.error();
@@ -486,7 +495,8 @@ public final class ControlPlane implements AutoCloseable {
         }
         Snapshot next = s.snapshot();
         steps.get("published").increment();
-        LOG.info("published snapshot " + next.version() + " (" + trigger + "; " + s.reason() + ")");
+        LOG.info((publication.led() ? "published snapshot " : "made snapshot ") + next.version() + " (" + trigger + "; "
+                + s.reason() + ")" + (publication.led() ? "" : ": this replica's own, not the fleet's, until it leads"));
         if (next.objective().shedRps() > 0) {
             LOG.warning(shedWhy(next, s.estimates()));
         }

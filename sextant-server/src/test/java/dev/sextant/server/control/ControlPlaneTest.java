@@ -156,6 +156,7 @@ class ControlPlaneTest {
         assertThat(cp.current().version()).isEqualTo(1);
         assertThat(metric("sextant_control_steps_total", "outcome", "kept")).as("steps that kept snapshot 1")
                 .isGreaterThanOrEqualTo(5);
+        assertThat(health().path("role").asText()).as("a control plane without etcd").isEqualTo("alone");
         JsonNode last = health().path("last_step");
         assertThat(last.path("published").asBoolean()).isFalse();
         assertThat(last.path("reason").asText()).contains("not above the threshold").contains("snapshot 1 stays");
