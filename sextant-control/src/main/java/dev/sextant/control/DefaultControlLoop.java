@@ -452,7 +452,8 @@ final class DefaultControlLoop implements ControlLoop {
         LatencyProfile profile = points.isEmpty() ? configured : new MeasuredProfile(lightLoad(points));
         String why = String.format(Locale.ROOT, "capacity %s req/s, estimated from %s; %s%s; configured %s; %s%s",
                 rps(capacity), g.evidenceWhy(), t.batch.why(configuredSlots, options.probeMargin()),
-                applied == 1 ? "" : String.format(Locale.ROOT, "; %.1f× slower than its group's law", applied),
+                applied == 1 ? "" : applied > 1 ? String.format(Locale.ROOT, "; %.1f× slower than its group's law",
+                        applied) : String.format(Locale.ROOT, "; %.1f× faster than its group's law", 1 / applied),
                 rps(c.capacityRps()), g.outputLengthsWhy(), cacheWhy(cache, g.memberLoad(), mu));
         return new EngineEstimate(t.id, g.id, t.condition, c.health(), capacity, c.capacityRps(), profile, idle,
                 applied, b.slots(), w, why, t.speedWhy, t.conditionWhy);

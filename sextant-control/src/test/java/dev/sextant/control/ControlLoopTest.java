@@ -254,6 +254,8 @@ class ControlLoopTest {
         assertThat(f1.speedWhy()).as("judged by its canaries").startsWith("canary TBT");
         assertThat(f1.slowdown()).as("lifted").isLessThan(0.6);
         assertThat(r.estimate("f2").slowdown()).as("its peers, lifted by theirs").isLessThan(0.4);
+        assertThat(r.estimate("f2").capacityWhy()).as("a factor below 1 said as what it is")
+                .containsPattern("; [0-9.]+× faster than its group's law;").doesNotContain("slower");
     }
 
     private static double nearLoad(Rig r) {
