@@ -78,26 +78,29 @@ final class ControlPlaneCommand implements Callable<Integer> {
      * problem at its line ({@code control-plane.yaml:7: overload_ttft_factor: 0.5 (expected: …)}).
      */
     static ControlPlaneConfig config(ServerFile f, Path topology, CredentialsFile credentials, int port) {
+        return config(f, topology, credentials, () -> port);
+    }
+
+    /** As {@link #config(ServerFile, Path, CredentialsFile, int)}, the port read again when a check refused one. */
+    static ControlPlaneConfig config(ServerFile f, Path topology, CredentialsFile credentials,
+                                     java.util.function.IntSupplier port) {
         ControlPlaneConfig d = ControlPlaneConfig.defaults(topology, "x");
-        try {
-            return ControlPlaneConfig.builder(topology, null).host(f.string("host", d.host())).port(port)
-                    .credentials(credentials).token(credentials == null ? f.token(true) : null)
-                    .solveInterval(f.duration("solve_interval", d.solveInterval()))
-                    .watchInterval(f.duration("watch_interval", d.watchInterval()))
-                    .scrapeInterval(f.duration("scrape_interval", d.scrapeInterval()))
-                    .scrapeTimeout(f.duration("scrape_timeout", d.scrapeTimeout()))
-                    .missedScrapes(f.integer("missed_scrapes", d.missedScrapes()))
-                    .errorRateLimit(f.number("error_rate_limit", d.errorRateLimit()))
-                    .demand(f.string("demand", d.demand())).publishGain(f.number("publish_gain", d.publishGain()))
-                    .publishGainMs(f.number("publish_gain_ms", d.publishGainMs()))
-                    .overloadTtftFactor(f.number("overload_ttft_factor", d.overloadTtftFactor()))
-                    .canaryInterval(f.duration("canary_interval", d.canaryInterval()))
-                    .maxWait(f.duration("max_wait", d.maxWait())).tls(f.serverTls()).engineTls(f.clientTls())
-                    .stateFile(f.path("state_file")).limits(limits(f, d.limits()))
-                    .engineToken(f.tokenFile("engine_token_file")).build();
-        } catch (IllegalArgumentException e) {
-            throw new UsageException(f.located(e.getMessage()));
-        }
+        return f.build(() -> ControlPlaneConfig.builder(topology, null).host(f.string("host", d.host()))
+                .port(port.getAsInt())
+                .credentials(credentials).token(credentials == null ? f.token(true) : null)
+                .solveInterval(f.duration("solve_interval", d.solveInterval()))
+                .watchInterval(f.duration("watch_interval", d.watchInterval()))
+                .scrapeInterval(f.duration("scrape_interval", d.scrapeInterval()))
+                .scrapeTimeout(f.duration("scrape_timeout", d.scrapeTimeout()))
+                .missedScrapes(f.integer("missed_scrapes", d.missedScrapes()))
+                .errorRateLimit(f.number("error_rate_limit", d.errorRateLimit()))
+                .demand(f.string("demand", d.demand())).publishGain(f.number("publish_gain", d.publishGain()))
+                .publishGainMs(f.number("publish_gain_ms", d.publishGainMs()))
+                .overloadTtftFactor(f.number("overload_ttft_factor", d.overloadTtftFactor()))
+                .canaryInterval(f.duration("canary_interval", d.canaryInterval()))
+                .maxWait(f.duration("max_wait", d.maxWait())).tls(f.serverTls()).engineTls(f.clientTls())
+                .stateFile(f.path("state_file")).limits(limits(f, d.limits()))
+                .engineToken(f.tokenFile("engine_token_file")).build());
     }
 
     @Override
@@ -109,7 +112,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
             throw f.problem("topology", "missing (expected: the topology YAML file)");
         }
         CredentialsFile credentials = credentials(f);
-        ControlPlaneConfig c = config(f, topology, credentials, run.port(f, 7070));
+        ControlPlaneConfig c = config(f, topology, credentials, () -> run.port(f, 7070));
         f.readable("topology", topology); // a missing topology is this file's problem, at its line
         dev.sextant.etcd.EtcdOptions etcdOptions = f.etcd(etcd);
         if (check) {

@@ -56,17 +56,23 @@ final class EngineCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        List<String> args = new ArrayList<>();
         ServerFile file = config == null ? null : ServerFile.load(config, KEYS);
-        if (file != null) {
-            args.addAll(options(file));
-        }
-        args.addAll(options);
+        List<String> args = new ArrayList<>();
         String configures;
-        try {
-            configures = EngineEmulator.check(args.toArray(new String[0]));
-        } catch (IllegalArgumentException e) {
-            throw new UsageException(located(file, options, e.getMessage()));
+        if (file == null) {
+            args.addAll(options);
+            try {
+                configures = EngineEmulator.check(args.toArray(new String[0]));
+            } catch (IllegalArgumentException e) {
+                throw new UsageException(e.getMessage());
+            }
+        } else {
+            configures = file.build(() -> {
+                args.clear();
+                args.addAll(options(file));
+                args.addAll(options);
+                return EngineEmulator.check(args.toArray(new String[0]));
+            }, problem -> fileWording(file, options, problem));
         }
         if (check) {
             out.println((config == null ? "" : config + ": ") + "ok: " + configures);
@@ -82,23 +88,23 @@ final class EngineCommand implements Callable<Integer> {
             "decode_ms_per_sequence", "decode_ms_per_seq");
 
     /**
-     * The emulator's problem with a setting the file gives (and the command line does not) at the file's line under
-     * the file's key ({@code engine.yaml:3: max_seqs: 0 (expected: >= 1)}), as the other servers' files say theirs;
-     * any other as the emulator words it.
+     * The emulator's problem with a setting the file gives (and the command line does not) worded with the file's key
+     * ({@code max_seqs: 0 (expected: >= 1)}), to be said at the file's line as the other servers' files say theirs;
+     * null for any other, said as the emulator words it.
      */
-    static String located(ServerFile file, List<String> commandLine, String problem) {
+    static String fileWording(ServerFile file, List<String> commandLine, String problem) {
         int colon = problem.indexOf(": ");
-        if (file == null || colon <= 0) {
-            return problem;
+        if (colon <= 0) {
+            return null;
         }
         String name = problem.substring(0, colon).split(", ", 2)[0];
         String key = name.startsWith("--") ? name.substring(2).replace('-', '_') : FILE_KEYS.getOrDefault(name, name);
         String option = key.equals("models") ? "--model" : "--" + key.replace('_', '-');
         boolean onCommandLine = commandLine.stream().anyMatch(o -> o.equals(option) || o.startsWith(option + "="));
         if (!KEYS.contains(key) || !file.has(key) || onCommandLine) {
-            return problem;
+            return null;
         }
-        return file.located(key + problem.substring(name.length()));
+        return key + problem.substring(name.length());
     }
 
     /** Settings whose value is an integer, a number, a string, or a file that must be readable, by kind. */
@@ -120,7 +126,10 @@ final class EngineCommand implements Callable<Integer> {
         List<String> args = new ArrayList<>();
         for (String k : INTEGERS) {
             if (f.has(k)) {
-                args.add(option(k) + f.integer(k, 0));
+                int v = f.integer(k, 0);
+                if (f.ok(k)) {
+                    args.add(option(k) + v);
+                }
             }
         }
         for (String k : NUMBERS) {
@@ -129,12 +138,17 @@ final class EngineCommand implements Callable<Integer> {
                 if (k.equals("seed") && v != Math.rint(v)) {
                     throw f.problem(k, v + " (expected: an integer)");
                 }
-                args.add(option(k) + (k.equals("seed") ? Long.toString((long) v) : Double.toString(v)));
+                if (f.ok(k)) {
+                    args.add(option(k) + (k.equals("seed") ? Long.toString((long) v) : Double.toString(v)));
+                }
             }
         }
         for (String k : STRINGS) {
             if (f.has(k)) {
-                args.add(option(k) + f.string(k, null));
+                String v = f.string(k, null);
+                if (f.ok(k)) {
+                    args.add(option(k) + v);
+                }
             }
         }
         for (String k : FILES) {
@@ -143,7 +157,10 @@ final class EngineCommand implements Callable<Integer> {
             }
         }
         if (f.has("hang")) {
-            args.add("--hang=" + f.bool("hang", false));
+            boolean hang = f.bool("hang", false);
+            if (f.ok("hang")) {
+                args.add("--hang=" + hang);
+            }
         }
         if (f.has("scheduling_policy")) {
             String policy = f.string("scheduling_policy", null);
@@ -173,7 +190,7 @@ final class EngineCommand implements Callable<Integer> {
         try {
             EngineConfig.defaults("check", "check").withNetworkRttMs(rtts);
         } catch (IllegalArgumentException e) {
-            throw new UsageException(f.located(e.getMessage()));
+            throw f.fail(e.getMessage());
         }
         StringBuilder out = new StringBuilder();
         rtts.forEach((cluster, ms) -> out.append(out.length() == 0 ? "" : ",").append(cluster).append('=').append(ms));

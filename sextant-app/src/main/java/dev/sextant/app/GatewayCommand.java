@@ -88,11 +88,10 @@ final class GatewayCommand implements Callable<Integer> {
         }
         URI cp = cpText == null ? null : controlPlane(f, cpText);
         BearerToken token = f.token(cp != null || etcdOptions != null);
-        GatewayConfig c;
-        Duration longPollWait = f.duration("long_poll_wait", Duration.ofSeconds(30));
-        int threads = f.integer("threads", Math.max(2, Runtime.getRuntime().availableProcessors()));
-        Duration warmUp = f.duration("warm_up", Duration.ZERO);
-        try {
+        Settings settings = f.build(() -> {
+            Duration longPollWait = f.duration("long_poll_wait", Duration.ofSeconds(30));
+            int threads = f.integer("threads", Math.max(2, Runtime.getRuntime().availableProcessors()));
+            Duration warmUp = f.duration("warm_up", Duration.ZERO);
             if (warmUp.compareTo(MAX_WARM_UP) > 0) {
                 throw new IllegalArgumentException("warm_up: " + warmUp.toSeconds() + "s (expected: 0s, off, to "
                         + MAX_WARM_UP.toMinutes() + "m)");
@@ -102,7 +101,7 @@ final class GatewayCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("threads: " + threads + " (expected: 1.." + MAX_THREADS + ")");
             }
             ClientLimits limits = f.clientLimits(d.clientLimits());
-            c = GatewayConfig.builder(cluster).host(f.string("host", d.host())).port(run.port(f, 8080))
+            GatewayConfig c = GatewayConfig.builder(cluster).host(f.string("host", d.host())).port(run.port(f, 8080))
                     .maxBodyBytes(f.integer("max_body_bytes", d.maxBodyBytes()))
                     .connectTimeout(f.duration("connect_timeout", d.connectTimeout()))
                     .firstTokenTimeout(f.duration("first_token_timeout", d.firstTokenTimeout()))
@@ -132,10 +131,12 @@ final class GatewayCommand implements Callable<Integer> {
                     .tenantsFile(tenantsFile(f)).residency(f.strings("residency"))
                     .maxConnections(f.integer("max_connections", d.maxConnections()))
                     .maxBufferedBodyBytes(f.integer("max_buffered_body_bytes", (int) d.maxBufferedBodyBytes())).build();
-            c = c.withClassTimeouts(classTimeouts(f, c));
-        } catch (IllegalArgumentException e) {
-            throw new UsageException(f.located(e.getMessage()));
-        }
+            return new Settings(c.withClassTimeouts(classTimeouts(f, c)), longPollWait, threads, warmUp);
+        });
+        GatewayConfig c = settings.config();
+        Duration longPollWait = settings.longPollWait();
+        int threads = settings.threads();
+        Duration warmUp = settings.warmUp();
         // said here, by --check and the start alike, and once: a warm-up's throwaway gateway has the same loops
         warnIfBusyPollOnEveryCpu(f, c, threads);
         if (check) {
@@ -170,6 +171,10 @@ final class GatewayCommand implements Callable<Integer> {
         out.flush();
         Running.untilStopped(out, run.duration, gw);
         return 0;
+    }
+
+    /** What a gateway's file configures beyond its {@link GatewayConfig}. */
+    private record Settings(GatewayConfig config, Duration longPollWait, int threads, Duration warmUp) {
     }
 
     /** Where this gateway's snapshots come from, as its start and {@code --check} say it: one of the three sources. */

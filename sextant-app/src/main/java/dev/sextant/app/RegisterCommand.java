@@ -81,7 +81,9 @@ final class RegisterCommand implements Callable<Integer> {
         }
         EtcdOptions options;
         if (config != null) {
-            options = ServerFile.load(config, KEYS).etcd(etcd);
+            ServerFile f = ServerFile.load(config, KEYS);
+            options = f.etcd(etcd);
+            f.check();
         } else {
             try {
                 options = etcd == null ? null : EtcdOptions.of(List.of(etcd.split(",")).stream().map(String::trim)

@@ -18,11 +18,18 @@ import java.util.stream.Collectors;
 /**
  * A server's YAML configuration file (docs/servers.md): a map of settings, read with the one config reader
  * ({@link ConfigReader}: anchors, aliases and merge keys; a duplicate key, a tab or an unknown setting refused). Every
- * problem is a {@link UsageException} naming the file, the line and the setting ({@code gateway.yaml:4: port: …}).
+ * problem names the file, the line and the setting ({@code gateway.yaml:4: port: …}), and a file's problems are
+ * reported together, one a line, in a {@link UsageException}: a setting that is not of its type reads as its default
+ * and is reported, and {@link #build} takes every setting a server's own checks refuse (a value out of its range) out
+ * of the file and builds again, so that each of those is reported too.
  */
 final class ServerFile {
     private final ConfigReader reader;
     private final Mapping root;
+    /** Problems found outside the reader: those a server's checks word as {@code field: message}. */
+    private final java.util.Set<ConfigProblem> found = new java.util.LinkedHashSet<>();
+    /** Settings a check refused: read as absent (their default) from then on. */
+    private final java.util.Set<String> refused = new java.util.HashSet<>();
 
     private ServerFile(ConfigReader reader, Mapping root) {
         this.reader = reader;
@@ -52,22 +59,101 @@ final class ServerFile {
             r.keys(new Mapping(root.line(), known), "", new TreeSet<>(keys));
         }
         ServerFile f = new ServerFile(r, root);
-        f.check();
+        if (root == null) {
+            f.check(); // nothing to read: not a map, or not readable
+        }
         return f;
     }
 
-    /** Throws the problems found so far. */
-    private void check() {
-        if (!reader.ok()) {
-            throw new UsageException(reader.sorted().stream().map(ConfigProblem::toString)
-                    .collect(Collectors.joining("\n")));
+    /** Throws every problem found so far, in file order; does nothing when there is none. */
+    void check() {
+        if (!reader.ok() || !found.isEmpty()) {
+            throw all();
         }
     }
 
-    /** {@code value}, after throwing any problem its read found. */
-    private <T> T checked(T value) {
-        check();
-        return value;
+    /** Every problem found so far, one a line in file order, each once. */
+    private UsageException all() {
+        java.util.List<ConfigProblem> problems = new java.util.ArrayList<>(new java.util.LinkedHashSet<>(reader.problems()));
+        found.stream().filter(p -> !problems.contains(p)).forEach(problems::add);
+        problems.sort(java.util.Comparator.comparingInt(ConfigProblem::line));
+        return new UsageException(problems.stream().map(ConfigProblem::toString).collect(Collectors.joining("\n")));
+    }
+
+    /** How many problems were found so far: a part of the file that adds to it has problems of its own. */
+    private int count() {
+        return reader.count() + found.size();
+    }
+
+    /**
+     * What {@code settings} builds from this file. A server's check that refuses a setting ({@link
+     * IllegalArgumentException} worded {@code field: message}, {@code field} a setting of the file) is recorded at the
+     * setting's line, the setting is read as absent from then on, and {@code settings} runs again, until it builds or
+     * its refusal names no setting left to take out; then every problem found is thrown. Returns only when the file
+     * has no problem at all.
+     */
+    <T> T build(java.util.function.Supplier<T> settings) {
+        return build(settings, java.util.function.UnaryOperator.identity());
+    }
+
+    /**
+     * As {@link #build(java.util.function.Supplier)}, a refusal worded by {@code wording} as the file words it ({@code
+     * field: message}, the field a setting of the file), or null when it is not about the file: then it is thrown as
+     * it is worded, after the file's problems found before it.
+     */
+    <T> T build(java.util.function.Supplier<T> settings, java.util.function.UnaryOperator<String> wording) {
+        while (true) {
+            try {
+                T built = settings.get();
+                check();
+                return built;
+            } catch (IllegalArgumentException e) {
+                String raw = String.valueOf(e.getMessage());
+                String message = wording.apply(raw);
+                if (message == null) {
+                    UsageException before = reader.ok() && found.isEmpty() ? null : all();
+                    throw new UsageException(before == null ? raw : before.getMessage() + "\n" + raw);
+                }
+                found.add(locatedProblem(message));
+                int colon = message.indexOf(": ");
+                java.util.Set<String> keys = new java.util.TreeSet<>();
+                if (colon > 0) {
+                    for (String field : message.substring(0, colon).split(", ")) {
+                        String key = field.split("[.\\[]", 2)[0];
+                        if (!refused.contains(key) && reader.value(root, "", key, "", false) != null) {
+                            keys.add(key);
+                        }
+                    }
+                }
+                if (keys.isEmpty()) {
+                    throw all();
+                }
+                refused.addAll(keys);
+            }
+        }
+    }
+
+    /** Records {@code message} (worded {@code field: message}) as a problem at the field's line, and returns them all. */
+    UsageException fail(String message) {
+        found.add(locatedProblem(message));
+        return all();
+    }
+
+    /** True when no problem was found at {@code key}: its value, if any, is the one the file gives. */
+    boolean ok(String key) {
+        return !refused.contains(key) && reader.problems().stream().noneMatch(p -> p.path().equals(key))
+                && found.stream().noneMatch(p -> p.path().equals(key));
+    }
+
+    /** A problem worded {@code field: message} at the line of its field (the first of {@code a, b: …}). */
+    private ConfigProblem locatedProblem(String message) {
+        int colon = message.indexOf(": ");
+        if (colon <= 0) {
+            return new ConfigProblem(reader.source(), reader.lineOf(""), "", message);
+        }
+        String path = message.substring(0, colon);
+        return new ConfigProblem(reader.source(), reader.lineOf(path.split(", ", 2)[0]), path,
+                message.substring(colon + 2));
     }
 
     /** {@code request_header_timeout}, {@code request_body_timeout} and {@code max_header_bytes} over {@code d}. */
@@ -88,23 +174,34 @@ final class ServerFile {
     }
 
     boolean has(String key) {
-        return reader.value(root, "", key, "", false) != null;
+        return !refused.contains(key) && reader.value(root, "", key, "", false) != null;
     }
 
+    /** The string at {@code key}, or {@code dflt} when it is absent or not a string (a problem, recorded). */
     String string(String key, String dflt) {
-        return checked(reader.string(root, "", key, dflt));
+        if (!has(key)) {
+            return dflt;
+        }
+        String v = reader.string(root, "", key, dflt);
+        return v == null ? dflt : v;
     }
 
+    /** The integer at {@code key}, or {@code dflt} when it is absent or not an integer (a problem, recorded). */
     int integer(String key, int dflt) {
-        return checked(reader.integer(root, "", key, dflt));
+        Integer v = has(key) ? reader.integer(root, "", key, dflt) : null;
+        return v == null ? dflt : v;
     }
 
+    /** The number at {@code key}, or {@code dflt} when it is absent or not a number (a problem, recorded). */
     double number(String key, double dflt) {
-        return checked(reader.number(root, "", key, dflt));
+        Double v = has(key) ? reader.number(root, "", key, dflt) : null;
+        return v == null ? dflt : v;
     }
 
+    /** The boolean at {@code key}, or {@code dflt} when it is absent or not a boolean (a problem, recorded). */
     boolean bool(String key, boolean dflt) {
-        return checked(reader.bool(root, "", key, dflt));
+        Boolean v = has(key) ? reader.bool(root, "", key, dflt) : null;
+        return v == null ? dflt : v;
     }
 
     /** A list of strings, or one string standing for a list of one; empty when absent. */
@@ -113,8 +210,15 @@ final class ServerFile {
         if (n == null) {
             return java.util.List.of();
         }
-        return n instanceof YamlTree.Sequence ? checked(reader.stringList(root, "", key, null))
-                : java.util.List.of(string(key, null));
+        if (refused.contains(key)) {
+            return java.util.List.of();
+        }
+        if (n instanceof YamlTree.Sequence) {
+            java.util.List<String> l = reader.stringList(root, "", key, null);
+            return l == null ? java.util.List.of() : l;
+        }
+        String one = string(key, null);
+        return one == null ? java.util.List.of() : java.util.List.of(one);
     }
 
     /**
@@ -123,12 +227,19 @@ final class ServerFile {
      * the numbers' range is the caller's to check.
      */
     Map<String, Double> numbers(String key, String mapExpected, String eachExpected) {
-        Mapping m = checked(reader.optionalMapping(root, "", key, mapExpected));
         Map<String, Double> out = new LinkedHashMap<>();
-        m.entries().forEach((k, e) -> out.put(k, e.value() instanceof YamlTree.Scalar s
-                && (s.kind() == YamlTree.Kind.INTEGER || s.kind() == YamlTree.Kind.FLOAT) ? s.number()
-                : reader.wrongType(key, k, e.value(), eachExpected + ", a number")));
-        check();
+        Mapping m = refused.contains(key) ? null : reader.optionalMapping(root, "", key, mapExpected);
+        if (m == null) {
+            return out;
+        }
+        m.entries().forEach((k, e) -> {
+            if (e.value() instanceof YamlTree.Scalar s
+                    && (s.kind() == YamlTree.Kind.INTEGER || s.kind() == YamlTree.Kind.FLOAT)) {
+                out.put(k, s.number());
+            } else {
+                reader.wrongType(key, k, e.value(), eachExpected + ", a number");
+            }
+        });
         return out;
     }
 
@@ -138,39 +249,56 @@ final class ServerFile {
      * ({@code key.batch.total_timeout: 'soon' (expected: …)}). The durations' range is the caller's to check.
      */
     Map<String, Map<String, Duration>> durationsByEntry(String key, String mapExpected, Set<String> fields) {
-        Mapping m = checked(reader.optionalMapping(root, "", key, mapExpected));
         Map<String, Map<String, Duration>> out = new LinkedHashMap<>();
+        Mapping m = refused.contains(key) ? null : reader.optionalMapping(root, "", key, mapExpected);
+        if (m == null) {
+            return out;
+        }
         for (String entry : m.entries().keySet()) {
             String at = YamlTree.child(key, entry);
-            Mapping e = checked(reader.mapping(m, key, entry, "a map of " + new TreeSet<>(fields) + " to durations"));
+            Mapping e = reader.mapping(m, key, entry, "a map of " + new TreeSet<>(fields) + " to durations");
+            if (e == null) {
+                continue;
+            }
             reader.keys(e, at, new TreeSet<>(fields));
-            check();
             Map<String, Duration> durations = new LinkedHashMap<>();
             for (String field : e.entries().keySet()) {
-                durations.put(field, duration(e, at, field));
+                Duration d = fields.contains(field) ? duration(e, at, field) : null;
+                if (d != null) {
+                    durations.put(field, d);
+                }
             }
             out.put(entry, durations);
         }
         return out;
     }
 
+    /** The duration at {@code key}, or {@code dflt} when it is absent or not a duration (a problem, recorded). */
     Duration duration(String key, Duration dflt) {
-        return has(key) ? duration(root, "", key) : dflt;
+        if (!has(key)) {
+            return dflt;
+        }
+        Duration d = duration(root, "", key);
+        return d == null ? dflt : d;
     }
 
+    /** The duration at {@code path}.{@code key}; null when it is not one (a problem, recorded). */
     private Duration duration(Mapping m, String path, String key) {
-        String s = checked(reader.string(m, path, key, null));
-        String name = YamlTree.child(path, key);
+        String s = reader.string(m, path, key, null);
+        if (s == null) {
+            return null;
+        }
         try {
-            return dev.sextant.server.internal.Http.duration(name, s == null ? "" : s);
+            return dev.sextant.server.internal.Http.duration(YamlTree.child(path, key), s);
         } catch (IllegalArgumentException e) {
-            throw new UsageException(located(e.getMessage()));
+            found.add(locatedProblem(e.getMessage()));
+            return null;
         }
     }
 
     /** A path relative to the file's directory; not read here (see {@link #readable}). */
     Path path(String key) {
-        return checked(reader.path(root, "", key));
+        return has(key) ? reader.path(root, "", key) : null;
     }
 
     /**
@@ -178,8 +306,10 @@ final class ServerFile {
      * ({@code control-plane.yaml:1: topology: t.yaml: cannot read: no such file}).
      */
     Path readable(String key, Path target) {
-        reader.readable(key, target);
-        return checked(target);
+        if (!reader.readable(key, target)) {
+            throw all(); // a file the server needs and cannot read: said now, with what was found before
+        }
+        return target;
     }
 
     /**
@@ -243,7 +373,7 @@ final class ServerFile {
         try {
             return new dev.sextant.server.tls.ServerTls(cert, key, clientCa);
         } catch (IllegalArgumentException e) {
-            throw new UsageException(located(e.getMessage()));
+            throw fail(e.getMessage());
         }
     }
 
@@ -253,7 +383,7 @@ final class ServerFile {
             return new dev.sextant.server.tls.ClientTls(path("tls_ca_file"), path("tls_client_cert_file"),
                     path("tls_client_key_file"));
         } catch (IllegalArgumentException e) {
-            throw new UsageException(located(e.getMessage()));
+            throw fail(e.getMessage());
         }
     }
 
@@ -268,7 +398,7 @@ final class ServerFile {
             }
             dev.sextant.server.tls.TlsContexts.client(client);
         } catch (IllegalArgumentException e) {
-            throw new UsageException(located(e.getMessage()));
+            throw fail(e.getMessage());
         }
     }
 
@@ -282,32 +412,48 @@ final class ServerFile {
      * {@code flag} (the command's {@code --etcd URL[,URL…]}) when set; null when neither configures etcd.
      */
     dev.sextant.etcd.EtcdOptions etcd(String flag) {
-        Mapping m = checked(reader.optionalMapping(root, "", "etcd", "a map of etcd settings (docs/etcd.md)"));
+        int before = count();
+        Mapping m = reader.optionalMapping(root, "", "etcd", "a map of etcd settings (docs/etcd.md)");
+        if (m == null) {
+            throw all(); // etcd or not decides what else the file must say: nothing more is worth reading
+        }
         if (m.entries().isEmpty() && flag == null) {
             return null;
         }
         reader.keys(m, "etcd", new TreeSet<>(ETCD_KEYS));
-        check();
         java.util.List<String> endpoints = flag != null ? java.util.List.of(flag.split(","))
                 : m.entries().get("endpoints") != null && !(m.entries().get("endpoints").value()
-                        instanceof YamlTree.Sequence) ? java.util.List.of(checked(reader.string(m, "etcd", "endpoints")))
-                : checked(reader.stringList(m, "etcd", "endpoints", java.util.List.of()));
-        String advertise = checked(reader.string(m, "etcd", "advertise", null));
+                        instanceof YamlTree.Sequence) ? java.util.Arrays.asList(reader.string(m, "etcd", "endpoints"))
+                : reader.stringList(m, "etcd", "endpoints", java.util.List.of());
+        String advertise = reader.string(m, "etcd", "advertise", null);
+        String prefix = reader.string(m, "etcd", "prefix", "/sextant");
+        String user = reader.string(m, "etcd", "user", null);
+        Path password = reader.path(m, "etcd", "password_file");
+        Path ca = reader.path(m, "etcd", "ca_file");
+        Path cert = reader.path(m, "etcd", "cert_file");
+        Path key = reader.path(m, "etcd", "key_file");
+        Duration leaseTtl = m.entries().containsKey("lease_ttl") ? duration(m, "etcd", "lease_ttl")
+                : dev.sextant.etcd.EtcdOptions.DEFAULT_LEASE_TTL;
+        if (count() > before) {
+            throw all();
+        }
         try {
             return new dev.sextant.etcd.EtcdOptions(endpoints.stream().map(String::trim).map(java.net.URI::create)
-                    .toList(), checked(reader.string(m, "etcd", "prefix", "/sextant")),
-                    checked(reader.string(m, "etcd", "user", null)), checked(reader.path(m, "etcd", "password_file")),
-                    checked(reader.path(m, "etcd", "ca_file")), checked(reader.path(m, "etcd", "cert_file")),
-                    checked(reader.path(m, "etcd", "key_file")), m.entries().containsKey("lease_ttl")
-                            ? duration(m, "etcd", "lease_ttl") : dev.sextant.etcd.EtcdOptions.DEFAULT_LEASE_TTL,
+                    .toList(), prefix, user, password, ca, cert, key, leaseTtl,
                     advertise == null ? null : java.net.URI.create(advertise));
         } catch (IllegalArgumentException e) {
-            throw new UsageException(located(e.getMessage()));
+            throw fail(e.getMessage());
         }
     }
 
-    /** A problem of this file at {@code key}'s line (the file's top when the key is absent). */
+    /**
+     * Records a problem of this file at {@code key}'s line (the file's top when the key is absent), unless one is
+     * already recorded there, and returns every problem found so far, to throw.
+     */
     UsageException problem(String key, String message) {
-        return new UsageException(reader.at(key, message).toString());
+        if (ok(key)) {
+            found.add(reader.at(key, message));
+        }
+        return all();
     }
 }

@@ -230,6 +230,44 @@ class ServerCommandsTest {
                 .contains("stopped");
     }
 
+    /**
+     * A file with a problem of each kind — a value out of range, a word that is not a duration, an unknown key, a
+     * number that is not one — has every one said, one a line in the file's order, not the first alone.
+     */
+    @Test
+    void aServersFile_withSeveralProblems_hasThemAllSaid_oneALine() throws Exception {
+        Files.writeString(dir.resolve("tok"), "secret\n");
+        Path gateway = Files.writeString(dir.resolve("g.yaml"), "gateway_cluster: east\nport: 99999\n"
+                + "control_plane: http://127.0.0.1:7070\ntoken_file: tok\nfirst_token_timeout: soon\n"
+                + "max_in_flight_per_engine: 0\nthreads: 0\nbogus: 1\npriority_reserve: high\n");
+        assertThat(run("gateway", "--config", gateway.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr.lines().map(l -> l.replaceFirst("^gateway: ", "")).toList()).containsExactly(
+                gateway + ":2: port: 99999 (expected: 0..65535)",
+                gateway + ":5: first_token_timeout: 'soon' (expected: a duration >= 0 such as 30s or 500ms)",
+                gateway + ":6: max_in_flight_per_engine: 0 (expected: >= 1)",
+                gateway + ":7: threads: 0 (expected: 1..256)",
+                gateway + ":8: bogus: unknown key 'bogus' (expected one of: " + String.join(", ",
+                        new java.util.TreeSet<>(GatewayCommand.KEYS)) + ")",
+                gateway + ":9: priority_reserve: 'high' (expected: a number)");
+
+        Path topology = Path.of("..", "examples", "talk.yaml").toAbsolutePath();
+        Path controlPlane = Files.writeString(dir.resolve("c.yaml"), "topology: " + topology + "\nport: -1\n"
+                + "token_file: tok\nsolve_interval: 0s\nscrape_interval: abc\n");
+        assertThat(run("control-plane", "--config", controlPlane.toString(), "--check"))
+                .isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr.lines().map(l -> l.replaceFirst("^control-plane: ", "")).toList()).containsExactly(
+                controlPlane + ":2: port: -1 (expected: 0..65535)",
+                controlPlane + ":4: solve_interval: 0ms (expected: > 0)",
+                controlPlane + ":5: scrape_interval: 'abc' (expected: a duration >= 0 such as 30s or 500ms)");
+
+        Path engine = Files.writeString(dir.resolve("e.yaml"), "id: e1\nport: 99999\nmax_seqs: 0\nslowdown: x\n");
+        assertThat(run("engine", "--config", engine.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr.lines().map(l -> l.replaceFirst("^engine: ", "")).toList()).containsExactly(
+                engine + ":2: port: 99999 (expected: 0..65535)",
+                engine + ":3: max_seqs: 0 (expected: >= 1)",
+                engine + ":4: slowdown: 'x' (expected: a number)");
+    }
+
     @Test
     void aGatewaysSnapshotSource_isNamed_whicheverItIs() {
         assertThat(GatewayCommand.sourceName(dev.sextant.etcd.EtcdOptions.of(List.of(URI.create("http://h1:2379"))),
