@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sextant.config.ConfigProblem;
 import dev.sextant.config.ConfigReader;
 import dev.sextant.config.YamlTree.Mapping;
 import dev.sextant.config.YamlTree.Node;
@@ -126,66 +127,48 @@ final class ScenarioLoader {
         String name = str(root, "name", "", Path.of(reader.source()).getFileName().toString()
                 .replaceFirst("\\.ya?ml$", ""));
         String description = str(root, "description", "", "").trim();
-        Map<String, EngineParams> hw = hardware(root.get("hardware"));
+        // each part on its own, so that a file's problems are said together: a part's first problem, then the next
+        // part's; a part that others need (hardware for the topology, the topology for faults) skips them when wrong
+        Map<String, EngineParams> hw = part(() -> hardware(root.get("hardware")), null);
         Map<String, Scenario.ClassWorkload> wl = new LinkedHashMap<>();
         JsonNode w = root.get("workload");
-        Scenario.ClassWorkload dflt = classWorkload(w == null ? null : w.get("default"), "workload.default.",
-                new Scenario.ClassWorkload(4, 20_000, 1000, 100, 200));
+        Scenario.ClassWorkload builtIn = new Scenario.ClassWorkload(4, 20_000, 1000, 100, 200);
+        Scenario.ClassWorkload dflt = part(() -> classWorkload(w == null ? null : w.get("default"), "workload.default.",
+                builtIn), builtIn);
         if (w != null && w.has("classes")) {
             for (Map.Entry<String, JsonNode> e : w.get("classes").properties()) {
-                wl.put(e.getKey(), classWorkload(e.getValue(), "workload.classes." + e.getKey() + ".", dflt));
+                Scenario.ClassWorkload cw = part(() -> classWorkload(e.getValue(), "workload.classes." + e.getKey()
+                        + ".", dflt), null);
+                if (cw != null) {
+                    wl.put(e.getKey(), cw);
+                }
             }
         }
         List<String> engineHardware = new ArrayList<>();
         List<Boolean> engineMetrics = new ArrayList<>();
-        Topology topology;
-        if (root.has("fleet")) {
-            topology = new FleetGenerator(this).generate(root.get("fleet"), hw, dflt, engineHardware);
-            engineHardware.forEach(h -> engineMetrics.add(true));
-        } else if (root.has("topology")) {
-            topology = topology(root.get("topology"), hw, wl, dflt, engineHardware, engineMetrics);
-        } else {
-            throw error("topology", "missing (expected: a topology mapping or a fleet block)");
-        }
-        List<EngineParams> hardware = new ArrayList<>();
-        for (String h : engineHardware) {
-            hardware.add(hw.get(h));
+        Topology topology = null;
+        if (!root.has("fleet") && !root.has("topology")) {
+            problems.addAll(error("topology", "missing (expected: a topology mapping or a fleet block)").problems());
+        } else if (hw != null) {
+            topology = part(() -> root.has("fleet")
+                    ? new FleetGenerator(this).generate(root.get("fleet"), hw, dflt, engineHardware)
+                    : topology(root.get("topology"), hw, wl, dflt, engineHardware, engineMetrics), null);
+            if (root.has("fleet")) {
+                engineHardware.forEach(h -> engineMetrics.add(true));
+            }
         }
         String profiles = str(root, "profiles", "", "derived");
-        if (profiles.equals("measured")) {
-            topology = measured(topology, engineHardware, hw, wl, dflt);
-        } else if (!profiles.equals("derived")) {
-            throw error("profiles", "'" + profiles + "' (expected one of [derived, measured])");
+        if (!profiles.equals("measured") && !profiles.equals("derived")) {
+            problems.addAll(error("profiles", "'" + profiles + "' (expected one of [derived, measured])").problems());
         }
-        List<Scenario.ClassWorkload> workload = new ArrayList<>();
-        for (TrafficClass c : topology.classes()) {
-            workload.add(wl.getOrDefault(c.id(), dflt));
-        }
-        List<Scenario.Arrivals> arrivals = new ArrayList<>();
         JsonNode a = root.get("arrivals");
-        Scenario.Arrivals da = arrivals(a == null ? null : a.get("default"), "arrivals.default.");
-        for (GatewayCluster g : topology.gatewayClusters()) {
-            JsonNode n = a == null || !a.has("gateways") ? null : a.get("gateways").get(g.id());
-            arrivals.add(n == null ? da : arrivals(n, "arrivals.gateways." + g.id() + "."));
-        }
-        JsonNode c = root.get("control");
-        known(c, "control", CONTROL_KEYS);
-        Scenario.Control d = Scenario.Control.DEFAULT;
-        Scenario.Control control = new Scenario.Control(
-                1000 * num(c, "scrape_s", "control.", d.scrapeMs() / 1000),
-                1000 * num(c, "signal_delay_s", "control.", d.signalDelayMs() / 1000),
-                1000 * num(c, "solve_s", "control.", d.solveMs() / 1000),
-                1000 * num(c, "propagation_s", "control.", d.propagationMs() / 1000),
-                1000 * num(c, "health_check_s", "control.", d.healthCheckMs() / 1000),
-                1000 * num(c, "connect_timeout_s", "control.", d.connectTimeoutMs() / 1000));
-        if (!(control.scrapeMs() > 0 && control.solveMs() > 0)) {
-            throw error("control.scrape_s", "scrape_s and solve_s must be > 0");
-        }
+        Scenario.Arrivals da = part(() -> arrivals(a == null ? null : a.get("default"), "arrivals.default."), null);
+        Scenario.Control control = part(() -> control(root.get("control")), null);
         JsonNode l = root.get("legacy");
         Scenario.LegacyParams ld = Scenario.LegacyParams.DEFAULT;
-        Scenario.LegacyParams legacy = new Scenario.LegacyParams(num(l, "gain", "legacy.", ld.gain()),
+        Scenario.LegacyParams legacy = part(() -> new Scenario.LegacyParams(num(l, "gain", "legacy.", ld.gain()),
                 1000 * num(l, "period_s", "legacy.", ld.periodMs() / 1000),
-                num(l, "smoothing", "legacy.", ld.smoothing()), num(l, "min_weight", "legacy.", ld.minWeight()));
+                num(l, "smoothing", "legacy.", ld.smoothing()), num(l, "min_weight", "legacy.", ld.minWeight())), null);
         List<Double> sweep = new ArrayList<>();
         if (l != null && l.has("gain_sweep")) {
             for (JsonNode g : l.get("gain_sweep")) {
@@ -200,22 +183,86 @@ final class ScenarioLoader {
         }
         for (int i = 0; i < policies.size(); i++) {
             if (!SimPolicies.ALL.contains(policies.get(i))) {
-                throw error("policies[" + i + "]", "unknown policy '" + policies.get(i) + "' (expected one of "
-                        + SimPolicies.ALL + ")");
-            }
-            if (policies.subList(0, i).contains(policies.get(i))) {
-                throw error("policies[" + i + "]", "'" + policies.get(i) + "' twice (expected: each policy once)");
+                problems.addAll(error("policies[" + i + "]", "unknown policy '" + policies.get(i)
+                        + "' (expected one of " + SimPolicies.ALL + ")").problems());
+            } else if (policies.subList(0, i).contains(policies.get(i))) {
+                problems.addAll(error("policies[" + i + "]", "'" + policies.get(i)
+                        + "' twice (expected: each policy once)").problems());
             }
         }
-        List<Scenario.Fault> faults = faults(root.get("faults"), topology);
+        Double duration = part(() -> {
+            double ms = 1000 * req(root, "duration_s", "");
+            if (!(ms > 0)) {
+                throw error("duration_s", ms / 1000 + " (expected: > 0)");
+            }
+            return ms;
+        }, null);
+        Double clientTimeout = part(() -> 1000 * num(root, "client_timeout_s", "", 60), null);
+        Double sample = part(() -> 1000 * num(root, "sample_s", "", 10), null);
+        List<Scenario.Fault> faults = null;
+        List<Scenario.Arrivals> arrivals = new ArrayList<>();
+        if (topology != null) {
+            Topology t = topology;
+            faults = part(() -> faults(root.get("faults"), t), null);
+            for (GatewayCluster g : topology.gatewayClusters()) {
+                JsonNode n = a == null || !a.has("gateways") ? null : a.get("gateways").get(g.id());
+                arrivals.add(n == null ? da : part(() -> arrivals(n, "arrivals.gateways." + g.id() + "."), null));
+            }
+        }
+        if (!problems.isEmpty()) {
+            List<ConfigProblem> sorted = new ArrayList<>(problems);
+            sorted.sort(java.util.Comparator.comparingInt(ConfigProblem::line));
+            throw new ScenarioException(sorted);
+        }
+        if (profiles.equals("measured")) {
+            topology = measured(topology, engineHardware, hw, wl, dflt);
+        }
+        List<EngineParams> hardware = new ArrayList<>();
+        for (String h : engineHardware) {
+            hardware.add(hw.get(h));
+        }
+        List<Scenario.ClassWorkload> workload = new ArrayList<>();
+        for (TrafficClass c : topology.classes()) {
+            workload.add(wl.getOrDefault(c.id(), dflt));
+        }
+        return new Scenario(name, description, topology, hardware, workload, arrivals, duration, clientTimeout,
+                control, faults, policies, legacy, sweep, sample, engineMetrics);
+    }
 
-        double duration = 1000 * req(root, "duration_s", "");
-        if (!(duration > 0)) {
-            throw error("duration_s", duration / 1000 + " (expected: > 0)");
+    /** Problems of the parts read so far (see {@link #part}). */
+    private final List<ConfigProblem> problems = new ArrayList<>();
+
+    /** One part of a scenario that stops at its first problem: {@code fallback}, the problem kept, when it has one. */
+    private <T> T part(Part<T> p, T fallback) {
+        try {
+            return p.read();
+        } catch (ScenarioException e) {
+            problems.addAll(e.problems());
+            return fallback;
         }
-        return new Scenario(name, description, topology, hardware, workload, arrivals, duration,
-                1000 * num(root, "client_timeout_s", "", 60), control, faults, policies, legacy, sweep,
-                1000 * num(root, "sample_s", "", 10), engineMetrics);
+    }
+
+    /** A part of the scenario's reading (see {@link #part}). */
+    @FunctionalInterface
+    private interface Part<T> {
+        T read() throws ScenarioException;
+    }
+
+    /** The {@code control} block: the simulated control plane's periods and delays. */
+    private Scenario.Control control(JsonNode c) throws ScenarioException {
+        known(c, "control", CONTROL_KEYS);
+        Scenario.Control d = Scenario.Control.DEFAULT;
+        Scenario.Control control = new Scenario.Control(
+                1000 * num(c, "scrape_s", "control.", d.scrapeMs() / 1000),
+                1000 * num(c, "signal_delay_s", "control.", d.signalDelayMs() / 1000),
+                1000 * num(c, "solve_s", "control.", d.solveMs() / 1000),
+                1000 * num(c, "propagation_s", "control.", d.propagationMs() / 1000),
+                1000 * num(c, "health_check_s", "control.", d.healthCheckMs() / 1000),
+                1000 * num(c, "connect_timeout_s", "control.", d.connectTimeoutMs() / 1000));
+        if (!(control.scrapeMs() > 0 && control.solveMs() > 0)) {
+            throw error("control.scrape_s", "scrape_s and solve_s must be > 0");
+        }
+        return control;
     }
 
     /** The keys of the {@code control} block. */

@@ -33,6 +33,27 @@ class ScenarioLoaderTest {
                 .hasMessageContaining(message);
     }
 
+    /**
+     * Problems in separate parts of a scenario are said together, in the file's order, each at its line; a part that
+     * the others need (the topology, for the faults) skips them when it is wrong.
+     */
+    @Test
+    void problemsInSeveralParts_areAllSaid_inTheFilesOrder() {
+        String yaml = SimulationTest.FAULTY.replace("duration_s: 40", "duration_s: -1")
+                .replace("turns_mean: 3", "turns_mean: 0.5").replace("kind: engine_crash", "kind: meteor");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml))
+                .isInstanceOfSatisfying(ScenarioException.class, e -> {
+                    assertThat(e.problems()).extracting(dev.sextant.config.ConfigProblem::path).containsExactlyInAnyOrder(
+                            "duration_s", "workload.default.turns_mean", "faults[0].kind");
+                    assertThat(e.problems()).extracting(dev.sextant.config.ConfigProblem::line).isSorted();
+                });
+        String noTopology = yaml.replace("hardware: small}", "hardware: tiny}");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", noTopology))
+                .isInstanceOfSatisfying(ScenarioException.class, e -> assertThat(e.problems())
+                        .extracting(dev.sextant.config.ConfigProblem::path).containsExactlyInAnyOrder(
+                                "duration_s", "workload.default.turns_mean", "topology.engines[0].hardware"));
+    }
+
     @Test
     void badField_namesItsLine() {
         String yaml = SimulationTest.FAULTY.replace("{id: eu-2, cluster: gpu-eu2, models: [m], hardware: small}",
