@@ -128,8 +128,8 @@ final class ScenarioLoader {
                 .replaceFirst("\\.ya?ml$", ""));
         String description = str(root, "description", "", "").trim();
         // each part on its own, so that a file's problems are said together: a part's first problem, then the next
-        // part's; a part that others need (hardware for the topology, the topology for faults) skips them when wrong
-        Map<String, EngineParams> hw = part(() -> hardware(root.get("hardware")), null);
+        // part's; a part that others need (the topology, for the faults) skips them when wrong
+        Map<String, EngineParams> hw = hardware(root.get("hardware"));
         Map<String, Scenario.ClassWorkload> wl = new LinkedHashMap<>();
         JsonNode w = root.get("workload");
         Scenario.ClassWorkload builtIn = new Scenario.ClassWorkload(4, 20_000, 1000, 100, 200);
@@ -149,7 +149,7 @@ final class ScenarioLoader {
         Topology topology = null;
         if (!root.has("fleet") && !root.has("topology")) {
             problems.addAll(error("topology", "missing (expected: a topology mapping or a fleet block)").problems());
-        } else if (hw != null) {
+        } else {
             topology = part(() -> root.has("fleet")
                     ? new FleetGenerator(this).generate(root.get("fleet"), hw, dflt, engineHardware)
                     : topology(root.get("topology"), hw, wl, dflt, engineHardware, engineMetrics), null);
@@ -311,22 +311,30 @@ final class ScenarioLoader {
         return t.withEngines(engines);
     }
 
-    private Map<String, EngineParams> hardware(JsonNode n) throws ScenarioException {
+    /**
+     * The {@code hardware} kinds by name, {@code default} among them. A kind with a problem is recorded (see
+     * {@link #part}) and kept under its name with the default's parameters, so that the topology naming it is still
+     * checked and no engine is said to name an unknown kind because its kind was wrong.
+     */
+    private Map<String, EngineParams> hardware(JsonNode n) {
         Map<String, EngineParams> out = new LinkedHashMap<>();
-        out.put("default", new EngineParams(8, 0.05, 0.25, 64, 400_000, 2048));
+        EngineParams builtIn = new EngineParams(8, 0.05, 0.25, 64, 400_000, 2048);
+        out.put("default", builtIn);
         if (n == null) {
             return out;
         }
         for (Map.Entry<String, JsonNode> e : n.properties()) {
             String p = "hardware." + e.getKey() + ".";
             JsonNode h = e.getValue();
-            try {
-                out.put(e.getKey(), new EngineParams(req(h, "step_ms", p), req(h, "prefill_ms_per_token", p),
-                        req(h, "decode_ms_per_seq", p), (int) req(h, "max_seqs", p),
-                        (long) req(h, "kv_cache_tokens", p), (int) num(h, "chunk_tokens", p, 2048)));
-            } catch (IllegalArgumentException ex) {
-                throw error("hardware." + e.getKey(), ex.getMessage());
-            }
+            out.put(e.getKey(), part(() -> {
+                try {
+                    return new EngineParams(req(h, "step_ms", p), req(h, "prefill_ms_per_token", p),
+                            req(h, "decode_ms_per_seq", p), (int) req(h, "max_seqs", p),
+                            (long) req(h, "kv_cache_tokens", p), (int) num(h, "chunk_tokens", p, 2048));
+                } catch (IllegalArgumentException ex) {
+                    throw error("hardware." + e.getKey(), ex.getMessage());
+                }
+            }, builtIn));
         }
         return out;
     }

@@ -52,6 +52,14 @@ class ScenarioLoaderTest {
                 .isInstanceOfSatisfying(ScenarioException.class, e -> assertThat(e.problems())
                         .extracting(dev.sextant.config.ConfigProblem::path).containsExactlyInAnyOrder(
                                 "duration_s", "workload.default.turns_mean", "topology.engines[0].hardware"));
+        // a kind of hardware that is wrong is said, and its engines are not said to name an unknown kind
+        String badKind = SimulationTest.FAULTY.replaceFirst("step_ms: [0-9.]+", "step_ms: fast")
+                .replace("duration_s: 40", "duration_s: 0");
+        assertThat(badKind).isNotEqualTo(SimulationTest.FAULTY);
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", badKind))
+                .isInstanceOfSatisfying(ScenarioException.class, e -> assertThat(e.problems())
+                        .extracting(dev.sextant.config.ConfigProblem::path).containsExactly(
+                                "duration_s", "hardware.small.step_ms"));
     }
 
     @Test
