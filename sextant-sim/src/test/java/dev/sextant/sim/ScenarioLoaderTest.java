@@ -33,6 +33,20 @@ class ScenarioLoaderTest {
                 .hasMessageContaining(message);
     }
 
+    /** Every scenario the project ships, variants included, loads: the docs give a command for each. */
+    @Test
+    void everyShippedScenario_loads() throws Exception {
+        java.util.List<Path> files;
+        try (java.util.stream.Stream<Path> s = java.nio.file.Files.walk(SCENARIOS)) {
+            files = s.filter(f -> f.toString().endsWith(".yaml")).sorted().toList();
+        }
+        assertThat(files).hasSizeGreaterThan(30);
+        for (Path f : files) {
+            Scenario scenario = ScenarioLoader.load(f);
+            assertThat(scenario.topology().engines()).as(f.toString()).isNotEmpty();
+        }
+    }
+
     /**
      * Problems in separate parts of a scenario are said together, in the file's order, each at its line; a part that
      * the others need (the topology, for the faults) skips them when it is wrong.
