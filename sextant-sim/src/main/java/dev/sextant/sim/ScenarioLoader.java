@@ -129,14 +129,15 @@ final class ScenarioLoader {
         String description = str(root, "description", "", "").trim();
         // each part on its own, so that a file's problems are said together: a part's first problem, then the next
         // part's; a part that others need (the topology, for the faults) skips them when wrong
-        Map<String, EngineParams> hw = hardware(root.get("hardware"));
+        Map<String, EngineParams> hw = part(() -> hardware(object(root, "hardware", "")), null);
         Map<String, Scenario.ClassWorkload> wl = new LinkedHashMap<>();
-        JsonNode w = root.get("workload");
+        JsonNode w = part(() -> object(root, "workload", ""), null);
         Scenario.ClassWorkload builtIn = new Scenario.ClassWorkload(4, 20_000, 1000, 100, 200);
-        Scenario.ClassWorkload dflt = part(() -> classWorkload(w == null ? null : w.get("default"), "workload.default.",
+        Scenario.ClassWorkload dflt = part(() -> classWorkload(object(w, "default", "workload."), "workload.default.",
                 builtIn), builtIn);
-        if (w != null && w.has("classes")) {
-            for (Map.Entry<String, JsonNode> e : w.get("classes").properties()) {
+        JsonNode classes = part(() -> object(w, "classes", "workload."), null);
+        if (classes != null) {
+            for (Map.Entry<String, JsonNode> e : classes.properties()) {
                 Scenario.ClassWorkload cw = part(() -> classWorkload(e.getValue(), "workload.classes." + e.getKey()
                         + ".", dflt), null);
                 if (cw != null) {
@@ -149,7 +150,7 @@ final class ScenarioLoader {
         Topology topology = null;
         if (!root.has("fleet") && !root.has("topology")) {
             problems.addAll(error("topology", "missing (expected: a topology mapping or a fleet block)").problems());
-        } else {
+        } else if (hw != null) {
             topology = part(() -> root.has("fleet")
                     ? new FleetGenerator(this).generate(root.get("fleet"), hw, dflt, engineHardware)
                     : topology(root.get("topology"), hw, wl, dflt, engineHardware, engineMetrics), null);
@@ -161,22 +162,18 @@ final class ScenarioLoader {
         if (!profiles.equals("measured") && !profiles.equals("derived")) {
             problems.addAll(error("profiles", "'" + profiles + "' (expected one of [derived, measured])").problems());
         }
-        JsonNode a = root.get("arrivals");
-        Scenario.Arrivals da = part(() -> arrivals(a == null ? null : a.get("default"), "arrivals.default."), null);
-        Scenario.Control control = part(() -> control(root.get("control")), null);
-        JsonNode l = root.get("legacy");
-        Scenario.LegacyParams ld = Scenario.LegacyParams.DEFAULT;
-        Scenario.LegacyParams legacy = part(() -> new Scenario.LegacyParams(num(l, "gain", "legacy.", ld.gain()),
-                1000 * num(l, "period_s", "legacy.", ld.periodMs() / 1000),
-                num(l, "smoothing", "legacy.", ld.smoothing()), num(l, "min_weight", "legacy.", ld.minWeight())), null);
-        List<Double> sweep = new ArrayList<>();
-        if (l != null && l.has("gain_sweep")) {
-            for (JsonNode g : l.get("gain_sweep")) {
-                sweep.add(g.asDouble());
-            }
-        }
+        JsonNode a = part(() -> object(root, "arrivals", ""), null);
+        Scenario.Arrivals da = part(() -> arrivals(object(a, "default", "arrivals."), "arrivals.default."), null);
+        JsonNode byGateway = part(() -> object(a, "gateways", "arrivals."), null);
+        Scenario.Control control = part(() -> control(object(root, "control", "")), null);
+        JsonNode l = part(() -> object(root, "legacy", ""), null);
+        Scenario.LegacyParams legacy = part(() -> legacy(l), null);
+        List<Double> sweep = part(() -> gainSweep(l), List.of());
         List<String> policies = new ArrayList<>();
-        if (root.has("policies")) {
+        if (root.has("policies") && !root.get("policies").isArray()) {
+            problems.addAll(error("policies", shown(root.get("policies")) + " (expected: a list of policies)")
+                    .problems());
+        } else if (root.has("policies")) {
             root.get("policies").forEach(p -> policies.add(p.asText()));
         } else {
             policies.addAll(SimPolicies.DEFAULT);
@@ -197,15 +194,16 @@ final class ScenarioLoader {
             }
             return ms;
         }, null);
-        Double clientTimeout = part(() -> 1000 * num(root, "client_timeout_s", "", 60), null);
-        Double sample = part(() -> 1000 * num(root, "sample_s", "", 10), null);
+        Double clientTimeout = part(() -> 1000 * positive(num(root, "client_timeout_s", "", 60), "client_timeout_s"),
+                null);
+        Double sample = part(() -> 1000 * positive(num(root, "sample_s", "", 10), "sample_s"), null);
         List<Scenario.Fault> faults = null;
         List<Scenario.Arrivals> arrivals = new ArrayList<>();
         if (topology != null) {
             Topology t = topology;
             faults = part(() -> faults(root.get("faults"), t), null);
             for (GatewayCluster g : topology.gatewayClusters()) {
-                JsonNode n = a == null || !a.has("gateways") ? null : a.get("gateways").get(g.id());
+                JsonNode n = byGateway == null ? null : byGateway.get(g.id());
                 arrivals.add(n == null ? da : part(() -> arrivals(n, "arrivals.gateways." + g.id() + "."), null));
             }
         }
@@ -262,7 +260,85 @@ final class ScenarioLoader {
         if (!(control.scrapeMs() > 0 && control.solveMs() > 0)) {
             throw error("control.scrape_s", "scrape_s and solve_s must be > 0");
         }
+        atLeastZero(control.signalDelayMs() / 1000, "control.signal_delay_s");
+        atLeastZero(control.propagationMs() / 1000, "control.propagation_s");
+        positive(control.healthCheckMs() / 1000, "control.health_check_s");
+        positive(control.connectTimeoutMs() / 1000, "control.connect_timeout_s");
         return control;
+    }
+
+    /** The {@code legacy} block: the legacy feedback controller's gain, period, smoothing and weight floor. */
+    private Scenario.LegacyParams legacy(JsonNode l) throws ScenarioException {
+        Scenario.LegacyParams d = Scenario.LegacyParams.DEFAULT;
+        Scenario.LegacyParams p = new Scenario.LegacyParams(positive(num(l, "gain", "legacy.", d.gain()), "legacy.gain"),
+                1000 * positive(num(l, "period_s", "legacy.", d.periodMs() / 1000), "legacy.period_s"),
+                num(l, "smoothing", "legacy.", d.smoothing()), num(l, "min_weight", "legacy.", d.minWeight()));
+        if (!(p.smoothing() > 0 && p.smoothing() <= 1)) {
+            throw error("legacy.smoothing", p.smoothing() + " (expected: in (0, 1])");
+        }
+        if (!(p.minWeight() > 0 && p.minWeight() <= 1)) {
+            throw error("legacy.min_weight", p.minWeight() + " (expected: in (0, 1])");
+        }
+        return p;
+    }
+
+    /** {@code legacy.gain_sweep}: the gains the legacy controller also runs with, each > 0. */
+    private List<Double> gainSweep(JsonNode l) throws ScenarioException {
+        List<Double> sweep = new ArrayList<>();
+        if (l == null || !l.has("gain_sweep")) {
+            return sweep;
+        }
+        JsonNode g = l.get("gain_sweep");
+        if (!g.isArray()) {
+            throw error("legacy.gain_sweep", shown(g) + " (expected: a list of gains)");
+        }
+        for (int i = 0; i < g.size(); i++) {
+            if (!g.get(i).isNumber()) {
+                throw error("legacy.gain_sweep[" + i + "]", "'" + g.get(i).asText() + "' (expected: a number)");
+            }
+            sweep.add(positive(g.get(i).asDouble(), "legacy.gain_sweep[" + i + "]"));
+        }
+        return sweep;
+    }
+
+    /** The mapping at {@code key} of {@code parent} (null when either is absent), refused when it is not one. */
+    private JsonNode object(JsonNode parent, String key, String path) throws ScenarioException {
+        JsonNode n = parent == null ? null : parent.get(key);
+        if (n == null || n.isNull()) {
+            return null;
+        }
+        if (!n.isObject()) {
+            throw error(path + key, shown(n) + " (expected: a mapping)");
+        }
+        return n;
+    }
+
+    /** Refuses {@code n}, read at {@code path} (ending in '.'), when it is there and not a mapping. */
+    private void mappingOrAbsent(JsonNode n, String path) throws ScenarioException {
+        if (n != null && !n.isNull() && !n.isObject()) {
+            throw error(path.substring(0, path.length() - 1), shown(n) + " (expected: a mapping)");
+        }
+    }
+
+    /** A value as a problem shows it: a scalar as written, quoted; a list or a mapping by its kind. */
+    private static String shown(JsonNode n) {
+        return n.isArray() ? "a list" : n.isObject() ? "a mapping" : "'" + n.asText() + "'";
+    }
+
+    /** {@code v}, refused at {@code field} unless it is a finite number > 0. */
+    private double positive(double v, String field) throws ScenarioException {
+        if (!(v > 0) || Double.isInfinite(v)) {
+            throw error(field, v + " (expected: > 0)");
+        }
+        return v;
+    }
+
+    /** {@code v}, refused at {@code field} unless it is a finite number ≥ 0. */
+    private double atLeastZero(double v, String field) throws ScenarioException {
+        if (!(v >= 0) || Double.isInfinite(v)) {
+            throw error(field, v + " (expected: >= 0)");
+        }
+        return v;
     }
 
     /** The keys of the {@code control} block. */
@@ -341,8 +417,9 @@ final class ScenarioLoader {
 
     private Scenario.ClassWorkload classWorkload(JsonNode n, String p, Scenario.ClassWorkload d)
             throws ScenarioException {
+        mappingOrAbsent(n, p);
         Scenario.ClassWorkload w = new Scenario.ClassWorkload(num(n, "turns_mean", p, d.turnsMean()),
-                1000 * num(n, "think_s", p, d.thinkMeanMs() / 1000),
+                1000 * atLeastZero(num(n, "think_s", p, d.thinkMeanMs() / 1000), p + "think_s"),
                 num(n, "first_prompt_tokens", p, d.firstPromptTokens()),
                 num(n, "new_tokens_per_turn", p, d.newTokensPerTurn()), num(n, "output_tokens", p, d.outputTokens()),
                 num(n, "system_prompt_tokens", p, d.systemPromptTokens()),
@@ -369,6 +446,7 @@ final class ScenarioLoader {
         if (n == null) {
             return Scenario.Arrivals.POISSON;
         }
+        mappingOrAbsent(n, p);
         String shape = str(n, "shape", p, "poisson");
         return switch (shape) {
             case "poisson" -> Scenario.Arrivals.POISSON;
@@ -386,7 +464,8 @@ final class ScenarioLoader {
                 if (!(f >= 0 && f < 1)) {
                     throw error(p + "amplitude", f + " (expected: in [0, 1))");
                 }
-                yield new Scenario.Arrivals(Scenario.Shape.DIURNAL, f, 1000 * num(n, "period_s", p, 600), 0);
+                yield new Scenario.Arrivals(Scenario.Shape.DIURNAL, f,
+                        1000 * positive(num(n, "period_s", p, 600), p + "period_s"), 0);
             }
             default -> throw error(p + "shape", "'" + shape + "' (expected one of [poisson, bursty, diurnal])");
         };
@@ -531,6 +610,9 @@ final class ScenarioLoader {
         if (n == null) {
             return out;
         }
+        if (!n.isArray()) {
+            throw error("faults", shown(n) + " (expected: a list of faults)");
+        }
         List<String> engineIds = t.engines().stream().map(Engine::id).toList();
         List<String> gatewayIds = t.gatewayClusters().stream().map(GatewayCluster::id).toList();
         List<String> clusterIds = t.engineClusters().stream().map(EngineCluster::id).toList();
@@ -622,8 +704,9 @@ final class ScenarioLoader {
             } else {
                 duration = 1000 * req(f, "duration_s", p);
             }
-            out.add(new Scenario.Fault(kind, 1000 * req(f, "at_s", p), duration, engines, g, cluster, factor,
-                    promptFactor, burst));
+            atLeastZero(duration / 1000, p + "duration_s");
+            out.add(new Scenario.Fault(kind, 1000 * atLeastZero(req(f, "at_s", p), p + "at_s"), duration, engines, g,
+                    cluster, factor, promptFactor, burst));
         }
         return out;
     }

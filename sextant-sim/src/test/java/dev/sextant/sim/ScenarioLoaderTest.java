@@ -23,9 +23,25 @@ class ScenarioLoaderTest {
         "turns_mean: 3|turns_mean: 3, system_prompt_tokens: -5|workload.default.system_prompt_tokens: -5.0 (expected: >= 0)",
         "gateway: eu, engine_cluster: gpu-eu2|gateway: mars, engine_cluster: gpu-eu2|faults[2].gateway: unknown gateway cluster 'mars'",
         "kind: demand_surge, at_s: 20, duration_s: 8, factor: 3|kind: workload_shift, at_s: 20, duration_s: 8, prompt_factor: 0|faults[3].prompt_factor: 0.0 (expected: > 0)",
+        "sample_s: 5|sample_s: 0|sample_s: 0.0 (expected: > 0)",
+        "client_timeout_s: 20|client_timeout_s: -1|client_timeout_s: -1.0 (expected: > 0)",
+        "think_s: 2|think_s: -1|workload.default.think_s: -1.0 (expected: >= 0)",
+        "propagation_s: 0.5|propagation_s: -1|control.propagation_s: -1.0 (expected: >= 0)",
+        "signal_delay_s: 1|signal_delay_s: -1|control.signal_delay_s: -1.0 (expected: >= 0)",
+        "health_check_s: 2|health_check_s: 0|control.health_check_s: 0.0 (expected: > 0)",
+        "legacy: {gain: 1.0, period_s: 2}|legacy: {gain: -1, period_s: 2}|legacy.gain: -1.0 (expected: > 0)",
+        "legacy: {gain: 1.0, period_s: 2}|legacy: {gain: 1, period_s: 0}|legacy.period_s: 0.0 (expected: > 0)",
+        "legacy: {gain: 1.0, period_s: 2}|legacy: {gain: 1, smoothing: 2}|legacy.smoothing: 2.0 (expected: in (0, 1])",
+        "legacy: {gain: 1.0, period_s: 2}|legacy: {gain: 1, gain_sweep: 2}|legacy.gain_sweep: '2' (expected: a list of gains)",
+        "legacy: {gain: 1.0, period_s: 2}|legacy: [1]|legacy: a list (expected: a mapping)",
+        "control: {scrape_s|control: 5↵x-control: {scrape_s|control: '5' (expected: a mapping)",
+        "workload:|workload: 5↵x-workload:|workload: '5' (expected: a mapping)",
+        "at_s: 8,|at_s: -8,|faults[0].at_s: -8.0 (expected: >= 0)",
+        "faults:|faults: {a: 1}↵x-faults:|faults: a mapping (expected: a list of faults)",
     })
     void badField_isNamedWithTheFile(String from, String to, String message) {
-        String yaml = SimulationTest.FAULTY.replaceFirst(java.util.regex.Pattern.quote(from), to);
+        String yaml = SimulationTest.FAULTY.replaceFirst(java.util.regex.Pattern.quote(from),
+                java.util.regex.Matcher.quoteReplacement(to.replace("↵", "\n"))); // ↵: a new line
         assertThat(yaml).isNotEqualTo(SimulationTest.FAULTY);
         assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml))
                 .isInstanceOf(ScenarioException.class)
