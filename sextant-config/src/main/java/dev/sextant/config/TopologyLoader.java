@@ -49,6 +49,10 @@ public final class TopologyLoader {
     private static final List<String> ENGINE_KEYS = List.of("id", "cluster", "endpoint", "models", "capacity_rps",
             "profile", "health", "priority_scheduling", "hardware");
     private static final List<String> HARDWARE_KEYS = List.of("capacity_rps", "profile");
+    /** The largest rate a file may give (a capacity, a demand): a billion requests a second. */
+    static final double MAX_RPS = 1e9;
+    /** The longest time a file may give (a round trip, a profile's TTFT or TBT): 1e8 ms, about 28 hours. */
+    static final double MAX_MS = 1e8;
     private static final List<String> CLASS_KEYS = List.of("id", "model", "residency", "priority");
     private static final List<String> PARAMETRIC_KEYS = List.of("ttft_ms", "tbt_ms", "tbt_slope");
     private static final List<String> MEASURED_KEYS = List.of("points");
@@ -117,14 +121,14 @@ public final class TopologyLoader {
             r.keys(root, "", ROOT_KEYS);
             List<GatewayCluster> gateways = list(root, "gateway_clusters", this::gatewayCluster, CLUSTER_KEYS, true);
             List<EngineCluster> clusters = list(root, "engine_clusters", this::engineCluster, CLUSTER_KEYS, true);
-            Map<String, Map<String, Double>> rtt = table(root, "network_rtt_ms");
+            Map<String, Map<String, Double>> rtt = table(root, "network_rtt_ms", MAX_MS, "ms");
             List<Model> models = list(root, "models", this::model, MODEL_KEYS, false);
             hardwareKinds(root);
             // engines may all register instead (docs/etcd.md): the list may be absent
             List<Engine> engines = r.value(root, "", "engines", "a list", false) == null ? List.of()
                     : list(root, "engines", this::engine, ENGINE_KEYS, false);
             List<TrafficClass> classes = list(root, "classes", this::trafficClass, CLASS_KEYS, false);
-            Map<String, Map<String, Double>> demand = table(root, "demand_rps");
+            Map<String, Map<String, Double>> demand = table(root, "demand_rps", MAX_RPS, "req/s");
             Double headroom = r.number(root, "", "headroom", Topology.DEFAULT_HEADROOM);
             Double discount = r.number(root, "", "affinity_discount_ms", Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
             RetryBudget retryBudget = retryBudget(root);
@@ -256,7 +260,7 @@ public final class TopologyLoader {
                     return;
                 }
                 r.keys(m, p, HARDWARE_KEYS);
-                Double capacity = r.number(m, p, "capacity_rps", null);
+                Double capacity = atMost(r.number(m, p, "capacity_rps", null), p, "capacity_rps", MAX_RPS, "req/s");
                 LatencyProfile profile = profile(m, p);
                 HardwareKind k = capacity == null || profile == null ? null
                         : r.build(p, () -> new HardwareKind(id, capacity, profile));
@@ -280,8 +284,8 @@ public final class TopologyLoader {
                 r.problem(YamlTree.child(p, "hardware"), "unknown hardware kind '" + kind + "' (expected one of "
                         + new java.util.TreeSet<>(hardware.keySet()) + ")");
             }
-            Double capacity = r.number(m, p, "capacity_rps", kind == null ? null
-                    : hw == null ? Double.NaN : hw.capacityRps());
+            Double capacity = atMost(r.number(m, p, "capacity_rps", kind == null ? null
+                    : hw == null ? Double.NaN : hw.capacityRps()), p, "capacity_rps", MAX_RPS, "req/s");
             LatencyProfile profile = kind == null || r.value(m, p, "profile", "a profile", false) != null
                     ? profile(m, p) : hw == null ? null : hw.profile();
             Double health = r.number(m, p, "health", 1.0);
@@ -326,8 +330,8 @@ public final class TopologyLoader {
                 return r.count() > before ? null : r.build(p, () -> new MeasuredProfile(points));
             }
             r.keys(m, p, PARAMETRIC_KEYS);
-            Double ttft = r.number(m, p, "ttft_ms", null);
-            Double tbt = r.number(m, p, "tbt_ms", null);
+            Double ttft = atMost(r.number(m, p, "ttft_ms", null), p, "ttft_ms", MAX_MS, "ms");
+            Double tbt = atMost(r.number(m, p, "tbt_ms", null), p, "tbt_ms", MAX_MS, "ms");
             Double slope = r.number(m, p, "tbt_slope", ParametricProfile.DEFAULT_TBT_SLOPE);
             if (ttft == null || tbt == null || slope == null) {
                 return null;
@@ -338,8 +342,8 @@ public final class TopologyLoader {
         private MeasuredProfile.Point point(Mapping m, String p) {
             r.keys(m, p, POINT_KEYS);
             Double utilization = r.number(m, p, "utilization", null);
-            Double ttft = r.number(m, p, "ttft_ms", null);
-            Double tbt = r.number(m, p, "tbt_ms", null);
+            Double ttft = atMost(r.number(m, p, "ttft_ms", null), p, "ttft_ms", MAX_MS, "ms");
+            Double tbt = atMost(r.number(m, p, "tbt_ms", null), p, "tbt_ms", MAX_MS, "ms");
             if (utilization == null || ttft == null || tbt == null) {
                 return null;
             }
@@ -404,7 +408,7 @@ public final class TopologyLoader {
         }
 
         /** {@code key: {row: {column: number}}}; null when the mapping is missing. */
-        private Map<String, Map<String, Double>> table(Mapping root, String key) {
+        private Map<String, Map<String, Double>> table(Mapping root, String key, double max, String unit) {
             Mapping m = r.mapping(root, "", key, "a mapping of gateway cluster id to a mapping");
             if (m == null) {
                 return null;
@@ -420,12 +424,26 @@ public final class TopologyLoader {
                 // A malformed cell is reported here and kept as 0, so that the cross-reference stage
                 // does not also call the pair missing.
                 cellsOfRow.entries().forEach((column, c) -> {
-                    Double v = r.number(cellsOfRow, rowPath, column, null);
+                    Double v = atMost(r.number(cellsOfRow, rowPath, column, null), rowPath, column, max, unit);
                     cells.put(column, v == null ? 0.0 : v);
                 });
                 out.put(row, cells);
             });
             return out;
+        }
+
+        /**
+         * {@code v}, the number at {@code path}.{@code key}, or null with a problem there when it is above {@code max}:
+         * beyond anything a fleet has, a mistake of unit or of digits, and beyond where the optimizer's arithmetic
+         * keeps its certificate (a demand of 1e200 req/s overflowed it, a TTFT of 1e15 ms left it no solution).
+         */
+        private Double atMost(Double v, String path, String key, double max, String unit) {
+            if (v != null && v > max && !v.isInfinite()) {
+                r.problem(YamlTree.child(path, key), v + " (expected: at most " + String.format(java.util.Locale.ROOT,
+                        "%.0e", max).replace("e+0", "e") + " " + unit + ")");
+                return null;
+            }
+            return v;
         }
 
         // ---- paths and lines ----

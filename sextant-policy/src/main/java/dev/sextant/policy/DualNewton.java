@@ -157,7 +157,8 @@ final class DualNewton {
         // previous gap, shrunk in proportion to τ, is within it
         boolean stopEarly = gapTolerance >= STOP_EARLY_FROM;
         boolean mayMeet = stopEarly;
-        for (stages = 1; stages <= 40 && tau >= 1e-15 * maxShedCost; stages++) {
+        // at least one stage, whatever τ: a solution is owed even where the costs' scale leaves τ below the floor
+        for (stages = 1; stages <= 40 && (stages == 1 || tau >= 1e-15 * maxShedCost); stages++) {
             // a stage need not be solved to rounding: the certificate holds at any prices. Stop at a flow
             // imbalance of a millionth of the demand, and go on to rounding when that left the gap just short
             // of the tolerance, or no better than the best stage's (a stall is judged on stages solved to

@@ -23,6 +23,24 @@ class OptimalPolicyTest {
 
     private static final RoutingPolicy OPTIMAL = Policies.optimal();
 
+    /**
+     * Profiles far beyond any engine's (a TTFT of 1e15 ms, which an estimate gone wrong could give) put the barrier's
+     * first τ below its floor: the solver still returns its best routing, with its certificate saying how far it is,
+     * rather than none (it threw a NullPointerException).
+     */
+    @Test
+    void absurdProfiles_stillGetARouting_withACertificateThatSaysSo() {
+        Topology t = Topologies.talk();
+        List<Engine> slow = new java.util.ArrayList<>(t.engines());
+        Engine east = slow.get(0);
+        slow.set(0, east.rated(east.capacityRps(), new ParametricProfile(1e15, 20, 1.0), east.health()));
+        Snapshot s = OPTIMAL.solve(t.withEngines(slow), SolveOptions.defaults());
+        Route route = s.route("east", "chat");
+        assertThat(route.weights().values().stream().mapToDouble(Double::doubleValue).sum() + route.shedFraction())
+                .isCloseTo(1.0, within(1e-9));
+        assertThat(s.objective().gapRelative()).as("certified or not, said").isNotNaN();
+    }
+
     @Test
     void solve_talkExample_spillsPartOfEastToFartherEngineWithinCapacity() {
         Snapshot s = OPTIMAL.solve(Topologies.talk(), SolveOptions.defaults());
