@@ -9,6 +9,8 @@ import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.databind.exc.ValueInstantiationException;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sextant.snapshot.EngineGroup;
+import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -61,6 +63,12 @@ public final class SnapshotJson {
             if (s == null) {
                 throw new SnapshotException(List.of(new ConfigProblem(source, 1, "", "null (expected: a snapshot object)")));
             }
+            String unknown = unknownEngine(s);
+            if (unknown != null) {
+                YamlTree.Located at = fieldLines(json).get(unknown);
+                throw new SnapshotException(List.of(new ConfigProblem(source, at == null ? 1 : at.line(), unknown,
+                        "not an engine of the snapshot (expected: a key of engines)")));
+            }
             return s;
         } catch (JsonProcessingException e) {
             throw new SnapshotException(List.of(problem(source, e, json)));
@@ -95,6 +103,30 @@ public final class SnapshotJson {
             }
         }
         return tree;
+    }
+
+    /**
+     * The field of the first engine a route weights, or a group holds, that the snapshot's {@code engines} lack; null
+     * when there is none. A gateway has no address for such an engine and would drop its weight without a word.
+     */
+    private static String unknownEngine(Snapshot s) {
+        for (Map.Entry<String, EngineGroup> g : s.groups().entrySet()) {
+            for (String engine : g.getValue().shares().keySet()) {
+                if (!s.engines().containsKey(engine)) {
+                    return "groups." + g.getKey() + ".shares." + engine;
+                }
+            }
+        }
+        for (Map.Entry<String, Map<String, Route>> byClass : s.routes().entrySet()) {
+            for (Map.Entry<String, Route> r : byClass.getValue().entrySet()) {
+                for (String engine : r.getValue().weights().keySet()) {
+                    if (!s.engines().containsKey(engine)) {
+                        return "routes." + byClass.getKey() + "." + r.getKey() + ".weights." + engine;
+                    }
+                }
+            }
+        }
+        return null;
     }
 
     /** Reads the snapshot in {@code file}; messages name the file as given. */

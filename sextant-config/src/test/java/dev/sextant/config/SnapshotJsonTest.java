@@ -146,6 +146,27 @@ class SnapshotJsonTest {
         assertThat(e.getMessage()).startsWith(bad + ":");
     }
 
+    /**
+     * A route weighting an engine the snapshot does not list (a hand-edited snapshot file, a producer's bug) is refused
+     * at the weight's line: a gateway has no address for it and dropped its weight, three quarters of east's traffic,
+     * without a word.
+     */
+    @Test
+    void read_aWeightOnAnEngineTheSnapshotLacks_isRefusedAtItsLine() throws Exception {
+        com.fasterxml.jackson.databind.node.ObjectNode tree = (com.fasterxml.jackson.databind.node.ObjectNode)
+                Json.MAPPER.readTree(SnapshotJson.write(sample(5200, 4100)));
+        ((com.fasterxml.jackson.databind.node.ObjectNode) tree.get("engines")).remove("east-1");
+        String text = Json.MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(tree);
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));
+
+        assertThat(e.problems()).singleElement().satisfies(p -> {
+            assertThat(p.path()).isEqualTo("routes.east.chat.weights.east-1");
+            assertThat(p.message()).isEqualTo("not an engine of the snapshot (expected: a key of engines)");
+            assertThat(text.lines().toList().get(p.line() - 1)).contains("\"east-1\"");
+        });
+    }
+
     @Test
     void read_syntaxError_namesLine() {
         String text = SnapshotJson.write(sample(5200, 4100)).replaceFirst("\"policy\" : \"optimal\",", "\"policy\" : optimal,");
