@@ -164,10 +164,10 @@ final class GatewayCommand implements Callable<Integer> {
         }
         Gateway gw = Gateway.start(c, source, threads);
         Path cache = gw.startedFromCache();
+        String from = sourceName(etcdOptions, cp, snapshotFile);
         out.println("gateway " + cluster + " on " + (c.tls() == null ? "http" : "https") + "://" + c.host() + ":"
                 + gw.port() + " (snapshot " + gw.plane().snapshot().version() + " from " + (cache != null
-                ? "the snapshot cache " + cache + ": " + sourceName(etcdOptions, cp, snapshotFile) + " sent none in time"
-                : sourceName(etcdOptions, cp, snapshotFile)) + ")");
+                ? "the snapshot cache " + cache + ": " + from + " sent none in time" : from) + ")");
         out.flush();
         Running.untilStopped(out, run.duration, gw);
         return 0;

@@ -74,8 +74,9 @@ final class ServerFile {
 
     /** Every problem found so far, one a line in file order, each once. */
     private UsageException all() {
-        java.util.List<ConfigProblem> problems = new java.util.ArrayList<>(new java.util.LinkedHashSet<>(reader.problems()));
-        found.stream().filter(p -> !problems.contains(p)).forEach(problems::add);
+        java.util.Set<ConfigProblem> each = new java.util.LinkedHashSet<>(reader.problems());
+        each.addAll(found);
+        java.util.List<ConfigProblem> problems = new java.util.ArrayList<>(each);
         problems.sort(java.util.Comparator.comparingInt(ConfigProblem::line));
         return new UsageException(problems.stream().map(ConfigProblem::toString).collect(Collectors.joining("\n")));
     }
@@ -111,8 +112,7 @@ final class ServerFile {
                 String raw = String.valueOf(e.getMessage());
                 String message = wording.apply(raw);
                 if (message == null) {
-                    UsageException before = reader.ok() && found.isEmpty() ? null : all();
-                    throw new UsageException(before == null ? raw : before.getMessage() + "\n" + raw);
+                    throw new UsageException(count() == 0 ? raw : all().getMessage() + "\n" + raw);
                 }
                 found.add(locatedProblem(message));
                 int colon = message.indexOf(": ");
@@ -120,7 +120,7 @@ final class ServerFile {
                 if (colon > 0) {
                     for (String field : message.substring(0, colon).split(", ")) {
                         String key = field.split("[.\\[]", 2)[0];
-                        if (!refused.contains(key) && reader.value(root, "", key, "", false) != null) {
+                        if (has(key)) {
                             keys.add(key);
                         }
                     }
@@ -145,7 +145,10 @@ final class ServerFile {
                 && found.stream().noneMatch(p -> p.path().equals(key));
     }
 
-    /** A problem worded {@code field: message} at the line of its field (the first of {@code a, b: …}). */
+    /**
+     * A problem worded {@code field: message} at the line of its field: {@code tls_cert_file, tls_key_file: …} is about
+     * both settings and is placed at the first.
+     */
     private ConfigProblem locatedProblem(String message) {
         int colon = message.indexOf(": ");
         if (colon <= 0) {
@@ -167,10 +170,7 @@ final class ServerFile {
      * line of the setting it begins with ({@code class_timeouts.batch.total_timeout: …} at that entry's line).
      */
     String located(String message) {
-        int colon = message.indexOf(": ");
-        // "tls_cert_file, tls_key_file: …" is about both settings: it is placed at the first
-        String path = colon > 0 ? message.substring(0, colon).split(", ", 2)[0] : "";
-        return reader.source() + ":" + reader.lineOf(path) + ": " + message;
+        return locatedProblem(message).toString();
     }
 
     boolean has(String key) {
@@ -206,13 +206,10 @@ final class ServerFile {
 
     /** A list of strings, or one string standing for a list of one; empty when absent. */
     java.util.List<String> strings(String key) {
+        if (!has(key)) {
+            return java.util.List.of();
+        }
         Node n = reader.value(root, "", key, "", false);
-        if (n == null) {
-            return java.util.List.of();
-        }
-        if (refused.contains(key)) {
-            return java.util.List.of();
-        }
         if (n instanceof YamlTree.Sequence) {
             java.util.List<String> l = reader.stringList(root, "", key, null);
             return l == null ? java.util.List.of() : l;

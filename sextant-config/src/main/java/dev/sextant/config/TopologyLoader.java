@@ -260,7 +260,7 @@ public final class TopologyLoader {
                     return;
                 }
                 r.keys(m, p, HARDWARE_KEYS);
-                Double capacity = atMost(r.number(m, p, "capacity_rps", null), p, "capacity_rps", MAX_RPS, "req/s");
+                Double capacity = number(m, p, "capacity_rps", null, MAX_RPS, "req/s");
                 LatencyProfile profile = profile(m, p);
                 HardwareKind k = capacity == null || profile == null ? null
                         : r.build(p, () -> new HardwareKind(id, capacity, profile));
@@ -284,8 +284,8 @@ public final class TopologyLoader {
                 r.problem(YamlTree.child(p, "hardware"), "unknown hardware kind '" + kind + "' (expected one of "
                         + new java.util.TreeSet<>(hardware.keySet()) + ")");
             }
-            Double capacity = atMost(r.number(m, p, "capacity_rps", kind == null ? null
-                    : hw == null ? Double.NaN : hw.capacityRps()), p, "capacity_rps", MAX_RPS, "req/s");
+            Double capacity = number(m, p, "capacity_rps", kind == null ? null
+                    : hw == null ? Double.NaN : hw.capacityRps(), MAX_RPS, "req/s");
             LatencyProfile profile = kind == null || r.value(m, p, "profile", "a profile", false) != null
                     ? profile(m, p) : hw == null ? null : hw.profile();
             Double health = r.number(m, p, "health", 1.0);
@@ -330,8 +330,8 @@ public final class TopologyLoader {
                 return r.count() > before ? null : r.build(p, () -> new MeasuredProfile(points));
             }
             r.keys(m, p, PARAMETRIC_KEYS);
-            Double ttft = atMost(r.number(m, p, "ttft_ms", null), p, "ttft_ms", MAX_MS, "ms");
-            Double tbt = atMost(r.number(m, p, "tbt_ms", null), p, "tbt_ms", MAX_MS, "ms");
+            Double ttft = number(m, p, "ttft_ms", null, MAX_MS, "ms");
+            Double tbt = number(m, p, "tbt_ms", null, MAX_MS, "ms");
             Double slope = r.number(m, p, "tbt_slope", ParametricProfile.DEFAULT_TBT_SLOPE);
             if (ttft == null || tbt == null || slope == null) {
                 return null;
@@ -342,8 +342,8 @@ public final class TopologyLoader {
         private MeasuredProfile.Point point(Mapping m, String p) {
             r.keys(m, p, POINT_KEYS);
             Double utilization = r.number(m, p, "utilization", null);
-            Double ttft = atMost(r.number(m, p, "ttft_ms", null), p, "ttft_ms", MAX_MS, "ms");
-            Double tbt = atMost(r.number(m, p, "tbt_ms", null), p, "tbt_ms", MAX_MS, "ms");
+            Double ttft = number(m, p, "ttft_ms", null, MAX_MS, "ms");
+            Double tbt = number(m, p, "tbt_ms", null, MAX_MS, "ms");
             if (utilization == null || ttft == null || tbt == null) {
                 return null;
             }
@@ -424,7 +424,7 @@ public final class TopologyLoader {
                 // A malformed cell is reported here and kept as 0, so that the cross-reference stage
                 // does not also call the pair missing.
                 cellsOfRow.entries().forEach((column, c) -> {
-                    Double v = atMost(r.number(cellsOfRow, rowPath, column, null), rowPath, column, max, unit);
+                    Double v = number(cellsOfRow, rowPath, column, null, max, unit);
                     cells.put(column, v == null ? 0.0 : v);
                 });
                 out.put(row, cells);
@@ -433,11 +433,13 @@ public final class TopologyLoader {
         }
 
         /**
-         * {@code v}, the number at {@code path}.{@code key}, or null with a problem there when it is above {@code max}:
-         * beyond anything a fleet has, a mistake of unit or of digits, and beyond where the optimizer's arithmetic
-         * keeps its certificate (a demand of 1e200 req/s overflowed it, a TTFT of 1e15 ms left it no solution).
+         * The number at {@code path}.{@code key} as {@link ConfigReader#number} reads it, or null with a problem there
+         * when it is above {@code max}: beyond anything a fleet has, a mistake of unit or of digits, and beyond where the
+         * optimizer's arithmetic keeps its certificate (a demand of 1e200 req/s overflowed it, a TTFT of 1e15 ms left it
+         * no solution).
          */
-        private Double atMost(Double v, String path, String key, double max, String unit) {
+        private Double number(Mapping m, String path, String key, Double dflt, double max, String unit) {
+            Double v = r.number(m, path, key, dflt);
             if (v != null && v > max && !v.isInfinite()) {
                 r.problem(YamlTree.child(path, key), v + " (expected: at most " + String.format(java.util.Locale.ROOT,
                         "%.0e", max).replace("e+0", "e") + " " + unit + ")");

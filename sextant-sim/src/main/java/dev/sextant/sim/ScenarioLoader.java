@@ -149,7 +149,7 @@ final class ScenarioLoader {
         List<Boolean> engineMetrics = new ArrayList<>();
         Topology topology = null;
         if (!root.has("fleet") && !root.has("topology")) {
-            problems.addAll(error("topology", "missing (expected: a topology mapping or a fleet block)").problems());
+            record("topology", "missing (expected: a topology mapping or a fleet block)");
         } else if (hw != null) {
             topology = part(() -> root.has("fleet")
                     ? new FleetGenerator(this).generate(root.get("fleet"), hw, dflt, engineHardware)
@@ -160,7 +160,7 @@ final class ScenarioLoader {
         }
         String profiles = str(root, "profiles", "", "derived");
         if (!profiles.equals("measured") && !profiles.equals("derived")) {
-            problems.addAll(error("profiles", "'" + profiles + "' (expected one of [derived, measured])").problems());
+            record("profiles", "'" + profiles + "' (expected one of [derived, measured])");
         }
         JsonNode a = part(() -> object(root, "arrivals", ""), null);
         Scenario.Arrivals da = part(() -> arrivals(object(a, "default", "arrivals."), "arrivals.default."), null);
@@ -171,8 +171,7 @@ final class ScenarioLoader {
         List<Double> sweep = part(() -> gainSweep(l), List.of());
         List<String> policies = new ArrayList<>();
         if (root.has("policies") && !root.get("policies").isArray()) {
-            problems.addAll(error("policies", shown(root.get("policies")) + " (expected: a list of policies)")
-                    .problems());
+            record("policies", shown(root.get("policies")) + " (expected: a list of policies)");
         } else if (root.has("policies")) {
             root.get("policies").forEach(p -> policies.add(p.asText()));
         } else {
@@ -180,20 +179,13 @@ final class ScenarioLoader {
         }
         for (int i = 0; i < policies.size(); i++) {
             if (!SimPolicies.ALL.contains(policies.get(i))) {
-                problems.addAll(error("policies[" + i + "]", "unknown policy '" + policies.get(i)
-                        + "' (expected one of " + SimPolicies.ALL + ")").problems());
+                record("policies[" + i + "]", "unknown policy '" + policies.get(i) + "' (expected one of "
+                        + SimPolicies.ALL + ")");
             } else if (policies.subList(0, i).contains(policies.get(i))) {
-                problems.addAll(error("policies[" + i + "]", "'" + policies.get(i)
-                        + "' twice (expected: each policy once)").problems());
+                record("policies[" + i + "]", "'" + policies.get(i) + "' twice (expected: each policy once)");
             }
         }
-        Double duration = part(() -> {
-            double ms = 1000 * req(root, "duration_s", "");
-            if (!(ms > 0)) {
-                throw error("duration_s", ms / 1000 + " (expected: > 0)");
-            }
-            return ms;
-        }, null);
+        Double duration = part(() -> 1000 * positive(req(root, "duration_s", ""), "duration_s"), null);
         Double clientTimeout = part(() -> 1000 * positive(num(root, "client_timeout_s", "", 60), "client_timeout_s"),
                 null);
         Double sample = part(() -> 1000 * positive(num(root, "sample_s", "", 10), "sample_s"), null);
@@ -238,6 +230,11 @@ final class ScenarioLoader {
             problems.addAll(e.problems());
             return fallback;
         }
+    }
+
+    /** Records a problem of the field at {@code field}, at its line, among the parts' (see {@link #part}). */
+    private void record(String field, String message) {
+        problems.addAll(error(field, message).problems());
     }
 
     /** A part of the scenario's reading (see {@link #part}). */
@@ -303,21 +300,18 @@ final class ScenarioLoader {
 
     /** The mapping at {@code key} of {@code parent} (null when either is absent), refused when it is not one. */
     private JsonNode object(JsonNode parent, String key, String path) throws ScenarioException {
-        JsonNode n = parent == null ? null : parent.get(key);
+        return mapping(parent == null ? null : parent.get(key), path + key);
+    }
+
+    /** {@code n}, read at {@code field}: null when absent, refused when it is there and not a mapping. */
+    private JsonNode mapping(JsonNode n, String field) throws ScenarioException {
         if (n == null || n.isNull()) {
             return null;
         }
         if (!n.isObject()) {
-            throw error(path + key, shown(n) + " (expected: a mapping)");
+            throw error(field, shown(n) + " (expected: a mapping)");
         }
         return n;
-    }
-
-    /** Refuses {@code n}, read at {@code path} (ending in '.'), when it is there and not a mapping. */
-    private void mappingOrAbsent(JsonNode n, String path) throws ScenarioException {
-        if (n != null && !n.isNull() && !n.isObject()) {
-            throw error(path.substring(0, path.length() - 1), shown(n) + " (expected: a mapping)");
-        }
     }
 
     /** A value as a problem shows it: a scalar as written, quoted; a list or a mapping by its kind. */
@@ -417,7 +411,7 @@ final class ScenarioLoader {
 
     private Scenario.ClassWorkload classWorkload(JsonNode n, String p, Scenario.ClassWorkload d)
             throws ScenarioException {
-        mappingOrAbsent(n, p);
+        mapping(n, p.substring(0, p.length() - 1));
         Scenario.ClassWorkload w = new Scenario.ClassWorkload(num(n, "turns_mean", p, d.turnsMean()),
                 1000 * atLeastZero(num(n, "think_s", p, d.thinkMeanMs() / 1000), p + "think_s"),
                 num(n, "first_prompt_tokens", p, d.firstPromptTokens()),
@@ -446,7 +440,7 @@ final class ScenarioLoader {
         if (n == null) {
             return Scenario.Arrivals.POISSON;
         }
-        mappingOrAbsent(n, p);
+        mapping(n, p.substring(0, p.length() - 1));
         String shape = str(n, "shape", p, "poisson");
         return switch (shape) {
             case "poisson" -> Scenario.Arrivals.POISSON;

@@ -495,8 +495,9 @@ public final class ControlPlane implements AutoCloseable {
         }
         Snapshot next = s.snapshot();
         steps.get("published").increment();
-        LOG.info((publication.led() ? "published snapshot " : "made snapshot ") + next.version() + " (" + trigger + "; "
-                + s.reason() + ")" + (publication.led() ? "" : ": this replica's own, not the fleet's, until it leads"));
+        boolean fleets = publication.led();
+        LOG.info((fleets ? "published snapshot " : "made snapshot ") + next.version() + " (" + trigger + "; "
+                + s.reason() + ")" + (fleets ? "" : ": this replica's own, not the fleet's, until it leads"));
         if (next.objective().shedRps() > 0) {
             LOG.warning(shedWhy(next, s.estimates()));
         }
