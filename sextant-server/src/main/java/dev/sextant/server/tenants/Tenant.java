@@ -2,6 +2,7 @@ package dev.sextant.server.tenants;
 
 import dev.sextant.request.Narrowing;
 import dev.sextant.request.RequestMeta;
+import dev.sextant.server.internal.Numbers;
 import java.util.List;
 import java.util.Set;
 
@@ -19,8 +20,9 @@ import java.util.Set;
  *                          {@link Narrowing#NO_CEILING} for no ceiling
  * @param defaultPriority   the priority of a request that names none; {@link RequestMeta#NO_PRIORITY} for the
  *                          gateway's default
- * @param weight            its weight in fair shares within a class, &gt; 0 (default 1)
- * @param requestsPerSecond most requests a second, sustained, with a burst of one second's worth; 0 for no limit
+ * @param weight            its weight in fair shares within a class, &gt; 0 and at most {@link #MAX_WEIGHT} (default 1)
+ * @param requestsPerSecond most requests a second, sustained, with a burst of one second's worth; 0 for no limit, else
+ *                          at least {@link #MIN_REQUESTS_PER_SECOND}
  * @param tokensPerMinute   most tokens a minute (prompt estimated at admission, plus the output asked for), with a
  *                          burst of one minute's worth; 0 for no limit
  * @param concurrentRequests most requests in flight at once, streaming or not; 0 for no limit
@@ -28,6 +30,20 @@ import java.util.Set;
 public record Tenant(String name, Set<String> models, List<String> residency, List<String> defaultResidency,
                      int maxPriority, int defaultPriority, double weight, double requestsPerSecond,
                      long tokensPerMinute, int concurrentRequests) {
+    /**
+     * The largest weight: weights only compare tenants, and a million to one is beyond any share a shed can honour,
+     * while sums of a few larger ones could overflow to infinity and make every tenant look above its share.
+     */
+    public static final double MAX_WEIGHT = 1e6;
+    /**
+     * The smallest limit of requests per second but 0: one a day. A slower one is a ban (take the tenant's keys or
+     * models away instead), and a client would be told to retry in years.
+     */
+    public static final double MIN_REQUESTS_PER_SECOND = 1.0 / 86_400;
+    /** What {@code limits.requests_per_second} may be, as a problem with it says. */
+    static final String REQUESTS_PER_SECOND_EXPECTED = " (expected: 0 for no limit, or a number of at least 1/86400, one"
+            + " a day)";
+
     public Tenant {
         if (name == null || !name.matches("[A-Za-z0-9._-]{1,64}")) {
             throw new IllegalArgumentException("name: '" + name + "' (expected: 1 to 64 letters, digits, '.', '_' or"
@@ -44,12 +60,14 @@ public record Tenant(String name, Set<String> models, List<String> residency, Li
             throw new IllegalArgumentException("default_priority: " + defaultPriority + " (expected: <= max_priority "
                     + maxPriority + ")");
         }
-        if (!(weight > 0) || Double.isInfinite(weight)) {
-            throw new IllegalArgumentException("weight: " + weight + " (expected: a number > 0)");
+        if (!(weight > 0) || weight > MAX_WEIGHT) {
+            throw new IllegalArgumentException("weight: " + weight + " (expected: a number > 0, at most "
+                    + Numbers.plain(MAX_WEIGHT) + ")");
         }
-        if (!(requestsPerSecond >= 0) || Double.isInfinite(requestsPerSecond)) {
+        if (!(requestsPerSecond == 0 || requestsPerSecond >= MIN_REQUESTS_PER_SECOND)
+                || Double.isInfinite(requestsPerSecond)) {
             throw new IllegalArgumentException("limits.requests_per_second: " + requestsPerSecond
-                    + " (expected: a number >= 0, 0 for no limit)");
+                    + REQUESTS_PER_SECOND_EXPECTED);
         }
         if (tokensPerMinute < 0) {
             throw new IllegalArgumentException("limits.tokens_per_minute: " + tokensPerMinute

@@ -105,6 +105,7 @@ public final class Tenants {
     }
 
     private static Tenant tenant(ConfigReader r, String path, String name, Mapping m) {
+        int before = r.count();
         r.keys(m, path, TENANT_KEYS);
         List<String> models = optionalList(r, m, path, "models");
         List<String> residency = optionalList(r, m, path, "residency");
@@ -123,8 +124,8 @@ public final class Tenants {
             rps = r.number(limits, lp, "requests_per_second", 0.0);
             tpm = r.integer(limits, lp, "tokens_per_minute", 0);
             concurrent = r.integer(limits, lp, "concurrent_requests", 0);
-            if (rps != null && (rps < 0 || rps.isInfinite())) {
-                r.problem(lp + ".requests_per_second", rps + " (expected: a number >= 0, 0 for no limit)");
+            if (rps != null && (!(rps == 0 || rps >= Tenant.MIN_REQUESTS_PER_SECOND) || rps.isInfinite())) {
+                r.problem(lp + ".requests_per_second", rps + Tenant.REQUESTS_PER_SECOND_EXPECTED);
             }
             if (tpm != null && tpm < 0) {
                 r.problem(lp + ".tokens_per_minute", tpm + " (expected: >= 0, 0 for no limit)");
@@ -134,8 +135,8 @@ public final class Tenants {
             }
         }
         if (maxPriority == null || defaultPriority == null || weight == null || rps == null || tpm == null
-                || concurrent == null || !r.ok()) {
-            return null; // the problem is recorded; the tenant is not built
+                || concurrent == null || r.count() > before) {
+            return null; // the problem is recorded; the tenant is not built (the next ones are, for their problems)
         }
         Set<String> modelSet = models == null ? null : new LinkedHashSet<>(models);
         double perSecond = rps;

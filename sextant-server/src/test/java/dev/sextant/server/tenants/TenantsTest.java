@@ -62,6 +62,29 @@ class TenantsTest {
     }
 
     @Test
+    void limitsAndWeights_beyondWhatAClientCanBeToldOrASumHolds_areProblems() {
+        String yaml = "tenants:\n"
+                + "  a:\n"
+                + "    keys: [" + ApiKeys.hash("a") + "]\n"
+                + "    limits: {requests_per_second: 1e-300}\n"
+                + "  b:\n"
+                + "    keys: [" + ApiKeys.hash("b") + "]\n"
+                + "    weight: 1e300\n"
+                + "  c:\n"
+                + "    keys: [" + ApiKeys.hash("c") + "]\n"
+                + "    weight: 1e6\n"
+                + "    limits: {requests_per_second: 0.0001}\n";
+        assertThatThrownBy(() -> Tenants.parse(yaml, "tenants.yaml")).isInstanceOfSatisfying(ConfigException.class, e -> {
+            List<String> lines = e.problems().stream().map(ConfigProblem::toString).toList();
+            assertThat(lines).hasSize(2)
+                    .anySatisfy(l -> assertThat(l).startsWith("tenants.yaml:4: tenants.a.limits.requests_per_second: "
+                            + "1.0E-300 (expected: 0 for no limit, or a number of at least 1/86400"))
+                    .anySatisfy(l -> assertThat(l).startsWith("tenants.yaml:7: tenants.b.weight: 1.0E300 (expected: a"
+                            + " number > 0, at most 1000000)"));
+        });
+    }
+
+    @Test
     void limits_refuseTheExcessAtOnce_andRefillWithTime() {
         AtomicLong now = new AtomicLong(1_000_000_000L);
         Ticker ticker = now::get;
