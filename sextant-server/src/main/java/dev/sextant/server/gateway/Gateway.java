@@ -421,10 +421,11 @@ public final class Gateway implements AutoCloseable {
     /**
      * Says loudly when a snapshot gives this gateway's cluster no routes: every model request would be refused (404
      * unknown model), which usually means {@code gateway_cluster} names a cluster the topology does not have. Once per
-     * change, not per snapshot.
+     * change, not per snapshot. Gives each class it routes its shed counter.
      */
     private void checkOwnRoutes(Snapshot s) {
         Map<String, Route> own = ownRoutes(s);
+        metrics.routes(own.keySet());
         boolean none = own.isEmpty();
         if (none && !withoutRoutes) {
             java.util.List<String> clusters = s.routes().keySet().stream().limit(8).toList();

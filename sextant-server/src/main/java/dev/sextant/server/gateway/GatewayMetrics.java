@@ -154,9 +154,21 @@ final class GatewayMetrics {
     }
 
     void shed(String classId) {
-        sheds.computeIfAbsent(classId == null ? "none" : classId, c -> Counter.builder("sextant.gateway.sheds")
-                .description("requests refused by admission or the engine limit").tag("class", c).register(registry))
-                .increment();
+        shedCounter(classId == null ? "none" : classId).increment();
+    }
+
+    /**
+     * Registers the shed counter of each class a snapshot routes here, at 0 until its first shed: a shed rate (and an
+     * alert on it) has a series from the start, as the decisions' have. A class the next snapshots drop keeps its
+     * counter, as a class that shed before does: the label's values are bounded by the topology's classes.
+     */
+    void routes(java.util.Collection<String> classIds) {
+        classIds.forEach(this::shedCounter);
+    }
+
+    private Counter shedCounter(String classId) {
+        return sheds.computeIfAbsent(classId, c -> Counter.builder("sextant.gateway.sheds")
+                .description("requests refused by admission or the engine limit").tag("class", c).register(registry));
     }
 
     // per tenant: the tenants file bounds the label's values (and "(unknown)" for requests without a valid key)

@@ -55,7 +55,10 @@ class GatewayDecisionReasonTest {
         assertThat(logged("attempts=1 reason=key ttft_ms=", "id=" + id)).as("%s", log.lines()).isTrue();
         assertThat(decisions("key")).isEqualTo(1);
         assertThat(gw.metrics.scrape()).contains("sextant_gateway_decisions_total{reason=\"key\"} 1.0")
-                .as("every label from the start, at 0").contains("sextant_gateway_decisions_total{reason=\"refused:shed\"} 0.0");
+                .as("every label from the start, at 0").contains("sextant_gateway_decisions_total{reason=\"refused:shed\"} 0.0")
+                .as("each routed class's sheds from the start, at 0")
+                .contains("sextant_gateway_sheds_total{class=\"chat\"} 0.0",
+                        "sextant_gateway_sheds_total{class=\"chat-eu\"} 0.0");
     }
 
     @Test
