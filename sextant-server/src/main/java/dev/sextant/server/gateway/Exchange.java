@@ -453,6 +453,7 @@ final class Exchange {
                 firstChunkNanos = now;
                 gw.plane().onFirstToken(decision);
                 gw.metrics.ttft(decision.engineId(), now - startNanos);
+                gw.metrics.classTtft(decision.classId(), now - startNanos);
                 if (tenant != null) {
                     gw.metrics.tenantTtft(tenant.name(), now - startNanos);
                 }

@@ -126,6 +126,7 @@ final class GatewayMetrics {
     private final Map<RequestKey, Counter> requests = new ConcurrentHashMap<>();
     private final Map<String, Counter> sheds = new ConcurrentHashMap<>();
     private final Map<String, Timer> ttft = new ConcurrentHashMap<>();
+    private final Map<String, Timer> classTtft = new ConcurrentHashMap<>();
     private final Map<String, Timer> tbt = new ConcurrentHashMap<>();
     private final Map<String, Timer> latency = new ConcurrentHashMap<>();
 
@@ -239,6 +240,15 @@ final class GatewayMetrics {
     void ttft(String engine, long nanos) {
         ttft.computeIfAbsent(engine == null ? "none" : engine,
                 e -> timer("sextant.gateway.ttft", "time to first content chunk", e)).record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Time to first token of a request of class {@code classId}: what a class's objective is stated in (a priority's
+     * TTFT under overload), which the engines' histograms mix. Bounded by the topology's classes.
+     */
+    void classTtft(String classId, long nanos) {
+        classTtft.computeIfAbsent(classId == null ? "none" : classId, k -> timer("sextant.gateway.class.ttft",
+                "time to first content chunk, by class", "class", k)).record(nanos, TimeUnit.NANOSECONDS);
     }
 
     void tbt(String engine, long nanos) {

@@ -148,6 +148,10 @@ class PrometheusMonitoringTest {
                 String p99 = "instance:sextant_gateway_ttft_seconds:p99_5m{instance=\"" + east + "\"}";
                 assertThat(Fleet.await(() -> query(prometheus, p99 + " > 0").size() == 1, Duration.ofSeconds(30)))
                         .as("the p99 TTFT of the east gateway recorded: %s", query(prometheus, p99)).isTrue();
+                String classP99 = "instance_class:sextant_gateway_class_ttft_seconds:p99_5m{instance=\"" + east
+                        + "\",class=\"chat\"}";
+                assertThat(Fleet.await(() -> query(prometheus, classP99 + " > 0").size() == 1, Duration.ofSeconds(30)))
+                        .as("the p99 TTFT of class chat at east recorded: %s", query(prometheus, classP99)).isTrue();
 
                 assertThat(query(prometheus, "ALERTS")).as("no alert on the healthy demo").isEmpty();
                 Files.writeString(demo.topologyFile(), "engines: [\n"); // what a half-saved edit leaves

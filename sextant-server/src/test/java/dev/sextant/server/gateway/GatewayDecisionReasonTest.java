@@ -58,7 +58,8 @@ class GatewayDecisionReasonTest {
                 .as("every label from the start, at 0").contains("sextant_gateway_decisions_total{reason=\"refused:shed\"} 0.0")
                 .as("each routed class's sheds from the start, at 0")
                 .contains("sextant_gateway_sheds_total{class=\"chat\"} 0.0",
-                        "sextant_gateway_sheds_total{class=\"chat-eu\"} 0.0");
+                        "sextant_gateway_sheds_total{class=\"chat-eu\"} 0.0")
+                .as("its class's time to first token").contains("sextant_gateway_class_ttft_seconds_count{class=\"chat\"} 1");
     }
 
     @Test
