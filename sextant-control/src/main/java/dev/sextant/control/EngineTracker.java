@@ -24,6 +24,14 @@ final class EngineTracker {
     static final double FALSE_RECOVERY = 0.05;
     /** Failed attempts since a missed scrape that, with no success, take an engine out at once. */
     static final int FAILURES_FOR_FAST_DOWN = 3;
+    /**
+     * Failed attempts in a row, with no success between them however far apart, that judge an engine's error rate
+     * without {@code minAttempts}: the gateways eject an engine after as many consecutive failures (their default, and
+     * Envoy's {@code consecutive_5xx}) and then send it one attempt per ejection, so an engine that fails everything
+     * never reaches {@code minAttempts} recent attempts. Five in a row come once in 10⁸ attempts of an engine at a 2%
+     * error rate, and the error rate must still be at the limit and twice its peers'.
+     */
+    static final int FAILED_IN_A_ROW = 5;
     /** Gain of the speed factor's average when the new interval agrees with it. */
     static final double SPEED_GAIN = 0.3;
 
@@ -68,6 +76,11 @@ final class EngineTracker {
     double serverErrors;
     /** Answers that said the engine was full (429, 503), forgotten like the other outcomes. */
     double busy;
+    /**
+     * Failed attempts since the gateways last reported a success, not forgotten with time ({@link #FAILED_IN_A_ROW}); a
+     * report with a success ends the run (its failures may all have come before it).
+     */
+    long failedInARow;
     /**
      * Attempts (the gateways' and canaries) since the engine was found failing after a healthy spell, and how many of
      * them failed: what a last resort is judged on, since the recent attempts that found it failing straddle the fault's
@@ -193,6 +206,9 @@ final class EngineTracker {
         timeouts += o.timeouts();
         serverErrors += o.serverErrors();
         busy += o.busy();
+        boolean queueing = lastInterval != null && lastInterval.saturated();
+        failedInARow = o.successes() > 0 ? 0
+                : failedInARow + (whileDown ? 0 : o.connectErrors()) + o.serverErrors() + (queueing ? 0 : o.timeouts());
         if (o.successes() > 0) {
             lastSuccessAt = Math.max(lastSuccessAt, at - Math.round(seconds * 1e9));
             failuresSinceMiss = 0;
@@ -227,6 +243,7 @@ final class EngineTracker {
     }
 
     private void clearOutcomes() {
+        failedInARow = 0;
         attempts = 0;
         successes = 0;
         connectErrors = 0;
@@ -500,9 +517,11 @@ final class EngineTracker {
             failing = false;
             clearOutcomes();
         }
-        // failing: too many attempts fail, and more than its peers'
-        double rate = attempts >= o.minAttempts() ? errors() / attempts : 0;
-        if (!down && !failing && attempts >= o.minAttempts() && rate >= o.errorRateLimit()
+        // failing: too many attempts fail, and more than its peers'; judged on minAttempts recent attempts, or on fewer
+        // that failed in a row
+        boolean judged = attempts >= o.minAttempts() || failedInARow >= FAILED_IN_A_ROW && attempts > 0;
+        double rate = judged ? errors() / attempts : 0;
+        if (!down && !failing && judged && rate >= o.errorRateLimit()
                 && (Double.isNaN(peerErrorRate) || rate >= 2 * peerErrorRate)) {
             failing = true;
             canaryOk = 0;
@@ -510,8 +529,9 @@ final class EngineTracker {
                 attemptsSinceFailing = 0;
                 errorsSinceFailing = 0;
             }
-            failingWhy = String.format(Locale.ROOT, "%.0f%% of %.0f recent attempts failed (limit %.0f%%; peers %s)",
-                    100 * rate, attempts, 100 * o.errorRateLimit(),
+            failingWhy = String.format(Locale.ROOT, "%.0f%% of %.0f recent attempts failed%s (limit %.0f%%; peers %s)",
+                    100 * rate, attempts, failedInARow >= FAILED_IN_A_ROW ? ", the last " + failedInARow + " in a row" : "",
+                    100 * o.errorRateLimit(),
                     Double.isNaN(peerErrorRate) ? "none" : String.format(Locale.ROOT, "%.0f%%", 100 * peerErrorRate));
         } else if (failing && canaryOk >= canariesToRecover(o.errorRateLimit())) {
             failing = false;

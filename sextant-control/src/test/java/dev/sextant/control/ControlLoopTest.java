@@ -327,6 +327,54 @@ class ControlLoopTest {
     }
 
     @Test
+    void anEngineFailingEverything_thatTheGatewaysEject_isFailing_onTheFewAttemptsTheySendIt() {
+        Rig r = rig(Map.of(), Map.of(), 150, 7);
+        r.run(60);
+        // the fault starts within a report: its successes end any run of failures, and the gateway ejects the engine
+        outcomes(r, "e3", 20, 5);
+        r.ejected.add("e3");
+        r.run(30);
+        assertThat(r.estimate("e3").condition()).as("5 failures among 100 recent attempts").isEqualTo(Condition.HEALTHY);
+        // the ejection ends; five more failures, none answered: a run of five, and its recent attempts a third failed
+        outcomes(r, "e3", 0, 5);
+        assertThat(r.estimate("e3").condition()).as(r.estimate("e3").conditionWhy()).isEqualTo(Condition.FAILING);
+        assertThat(r.estimate("e3").conditionWhy()).contains("the last 5 in a row");
+    }
+
+    @Test
+    void failuresInARow_judgeNothing_whenASuccessCameBetween_orThePeersFailAlike() {
+        // ejected for a minute: its older attempts forgotten, fewer than minAttempts recent ones from then on
+        Rig between = rig(Map.of(), Map.of(), 150, 7);
+        between.run(60);
+        between.ejected.add("e3");
+        between.run(60);
+        outcomes(between, "e3", 0, 4);
+        outcomes(between, "e3", 1, 0);
+        outcomes(between, "e3", 0, 4);
+        assertThat(between.estimate("e3").condition()).as("runs of 4 and 4").isEqualTo(Condition.HEALTHY);
+        outcomes(between, "e3", 0, 1);
+        assertThat(between.estimate("e3").condition()).as("then a run of 5").isEqualTo(Condition.FAILING);
+
+        Rig alike = rig(Map.of(), Map.of(), 150, 7);
+        alike.run(60);
+        alike.ejected.addAll(alike.engines.keySet());
+        alike.run(30);
+        for (String e : alike.engines.keySet()) {
+            outcomes(alike, e, 0, 5);
+        }
+        assertThat(alike.estimate("e3").condition()).as("every engine fails alike: upstream, not the engine")
+                .isEqualTo(Condition.HEALTHY);
+    }
+
+    /** A gateway's report of the last 5 s on {@code engine} alone: {@code ok} answers and {@code failed} HTTP 500s. */
+    private static void outcomes(Rig r, String engine, long ok, long failed) {
+        GatewayReport.Mean none = GatewayReport.Mean.NONE;
+        r.loop.observe(new GatewayReport("gw", "", r.ticker.nanos(), 5, Map.of("chat", 750L), Map.of(engine,
+                new GatewayReport.EngineOutcomes(ok + failed, ok, 0, 0, failed, 0, none, none, none, none, 0, 0)),
+                Map.of()));
+    }
+
+    @Test
     void failingEngine_recoversWithinSecondsOnceItsCanariesSucceed_whenTheDriverAsksOften() {
         Rig r = failing();
         assertThat(r.estimate("e3").condition()).isEqualTo(Condition.FAILING);

@@ -30,6 +30,8 @@ final class Rig {
     double solveSeconds = 10;
     /** Engines whose scrapes fail (no /metrics, or down). */
     final java.util.Set<String> noMetrics = new java.util.HashSet<>();
+    /** Engines the gateway has ejected: it reports no attempt on them (their scrapes still answer). */
+    final java.util.Set<String> ejected = new java.util.HashSet<>();
     /** Engine id → fraction of its attempts that fail (server errors). */
     final Map<String, Double> errorRate = new TreeMap<>();
     /** Engines whose failing attempts time out (hang) instead of answering a server error. */
@@ -96,7 +98,7 @@ final class Rig {
                 EngineScrape scrape = noMetrics.contains(id) ? EngineScrape.failed(id, takenAt, "connection refused")
                         : EngineScrape.of(id, takenAt, e.getValue().metrics());
                 signals.add(() -> loop.observe(scrape));
-                long attempts = Math.round(x * scrapeSeconds);
+                long attempts = ejected.contains(id) ? 0 : Math.round(x * scrapeSeconds);
                 if (attempts > 0) {
                     long errors = Math.round(attempts * errorRate.getOrDefault(id, 0.0));
                     boolean hung = hangs.contains(id);
