@@ -129,6 +129,14 @@ public final class Decision {
         return backoffNanos;
     }
 
+    /**
+     * The time to first token the data plane expects of this attempt, engine-side plus the round trip, ms (NaN or 0
+     * when none): what its latency outlier rule compares a first token with.
+     */
+    public double expectedTtftMs() {
+        return expectedTtftMs;
+    }
+
     /** The class the request was classified into, or null when the model is unknown. */
     public String classId() {
         return classId;

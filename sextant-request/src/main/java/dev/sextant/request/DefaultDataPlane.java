@@ -920,13 +920,20 @@ final class DefaultDataPlane implements DataPlane {
                 cell.reached = true;
             }
             failed(cell, outcome.toString(), false);
+        } else if (outcome == Outcome.CANCELLED && ttftNanos < 0) {
+            // the client gave up before the first token: its TTFT is at least what it waited, and a wait beyond the
+            // outlier bound is a slow answer as surely as one that came that late; otherwise a hung engine whose
+            // clients time out before the gateway does is never ejected, every one of its requests a 499
+            double waitedMs = (ticker.nanos() - attempt.startNanos) / 1e6;
+            if (ttftOutlier(attempt, cell, waitedMs)) {
+                failed(cell, "no first token after " + Math.round(waitedMs) + " ms, when the client went away > "
+                        + options.ttftOutlierFactor() + " × expected " + Math.round(attempt.expectedTtftMs) + " ms", true);
+            }
         } else if (outcome == Outcome.SUCCESS) {
             double expected = attempt.expectedTtftMs;
             double factor = options.ttftOutlierFactor();
             double ttftMs = ttftNanos / 1e6;
-            if (ttftNanos >= 0 && factor > 0 && expected > 0 && ttftMs > factor * expected
-                    && !(ttftMs <= factor * peersTtftMs(attempt.classId(), cell))
-                    && !offeredBeyondPlan(attempt.classId(), cell)) {
+            if (ttftNanos >= 0 && ttftOutlier(attempt, cell, ttftMs)) {
                 failed(cell, "TTFT " + Math.round(ttftMs) + " ms > " + factor + " × expected "
                         + Math.round(expected) + " ms", true);
             } else if (cell.failures.get() != 0) {
@@ -943,6 +950,19 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     // ---------------------------------------------------------------- outlier ejection (failure path)
+
+    /**
+     * Whether a first token {@code ttftMs} after the attempt's start (or not yet there after that long) makes it a latency
+     * outlier: beyond the factor times its expected TTFT, beyond the factor times its peers' recent TTFT, and the engine
+     * not offered more than its plan.
+     */
+    private boolean ttftOutlier(Decision attempt, EngineCell cell, double ttftMs) {
+        double expected = attempt.expectedTtftMs;
+        double factor = options.ttftOutlierFactor();
+        return factor > 0 && expected > 0 && ttftMs > factor * expected
+                && !(ttftMs <= factor * peersTtftMs(attempt.classId(), cell))
+                && !offeredBeyondPlan(attempt.classId(), cell);
+    }
 
     /**
      * True when {@code cell} is offered more than its allowance in class {@code classId}'s route (what the policy

@@ -564,6 +564,25 @@ class DataPlaneTest {
     }
 
     @Test
+    void onFinish_aClientGoneBeforeTheFirstToken_afterWaitingBeyondTheOutlierBound_countsAsASlowAnswer() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5)); // engine latency 100 ms, rtt 1 ms
+        long key = keyOn(p, "e0");
+        for (int i = 0; i < 5; i++) {
+            Decision d = p.route(RequestMeta.of("m", key, i));
+            ticker.advanceMillis(400); // 4×: a client that gives up this soon says nothing of the engine
+            p.onFinish(d, Outcome.CANCELLED, -1);
+        }
+        assertThat(p.ejections()).isEmpty();
+        for (int i = 0; i < 5; i++) {
+            Decision d = p.route(RequestMeta.of("m", key, i));
+            ticker.advanceMillis(600); // > 5 × 101 ms, and no first token: a hung engine's clients time out first
+            p.onFinish(d, Outcome.CANCELLED, -1);
+        }
+        assertThat(p.ejections()).singleElement().satisfies(e -> assertThat(e.reason())
+                .contains("no first token after 600 ms, when the client went away > 5.0 × expected 101 ms"));
+    }
+
+    @Test
     void onFinish_ttftSlowOnEveryEngineOfTheClass_isNoOnesFault_butSlowerThanItsPeersIs() {
         DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5)); // expected TTFT 101 ms on both engines
         long k0 = keyOn(p, "e0");

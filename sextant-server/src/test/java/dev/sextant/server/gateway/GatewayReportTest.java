@@ -1,6 +1,7 @@
 package dev.sextant.server.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.sun.net.httpserver.HttpServer;
@@ -13,6 +14,7 @@ import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.SocketTimeoutException;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -247,6 +249,25 @@ class GatewayReportTest {
         assertThat(Fleet.await(() -> gw.inFlight() == 0, Duration.ofSeconds(10))).isTrue();
 
         assertKinds(report().path("engines").path("e1"), Map.of("cancelled", 1));
+    }
+
+    @Test
+    void aClientThatGivesUpOnAHungEngine_pastTheOutlierBound_reportsItATimeout() throws Exception {
+        int port = emulator(new Faults(0, 1, true, -1));
+        // the gateway would wait 20 s for the first token; its client gives up after 3 s, beyond 5 × the expected TTFT
+        gw = Gateway.start(GatewayConfig.defaults("gw").withAccessLog(false)
+                        .withTimeouts(Duration.ofSeconds(2), Duration.ofSeconds(20), Duration.ofSeconds(20),
+                                Duration.ofSeconds(60)),
+                SnapshotSource.fixed(Fleet.standIns(port)), 1);
+        gw.reporter.drain();
+        try (RawHttp c = new RawHttp(gw.port(), 3_000)) {
+            c.send(RawHttp.chatRequest(Fleet.chat("k", true, 3)));
+            InputStream in = c.socket.getInputStream();
+            assertThatThrownBy(in::read).as("nothing within the client's 3 s").isInstanceOf(SocketTimeoutException.class);
+        } // gone before its first token
+        assertThat(Fleet.await(() -> gw.inFlight() == 0, Duration.ofSeconds(10))).isTrue();
+
+        assertKinds(report().path("engines").path("e1"), Map.of("timeouts", 1));
     }
 
     @Test
