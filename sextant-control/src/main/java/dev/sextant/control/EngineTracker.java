@@ -27,8 +27,8 @@ final class EngineTracker {
     /**
      * Failed attempts in a row, with no success between them however far apart, that judge an engine's error rate
      * without {@code minAttempts}: the gateways eject an engine after as many consecutive failures (their default, and
-     * Envoy's {@code consecutive_5xx}) and then send it one attempt per ejection, so an engine that fails everything
-     * never reaches {@code minAttempts} recent attempts. Five in a row come once in 10⁸ attempts of an engine at a 2%
+     * Envoy's {@code consecutive_5xx}) for 30 s and longer, so an engine that fails everything has a handful of attempts
+     * per ejection, forgotten before the next, and never reaches {@code minAttempts} recent attempts. Five in a row come once in 10⁸ attempts of an engine at a 2%
      * error rate, and the error rate must still be at the limit and twice its peers'.
      */
     static final int FAILED_IN_A_ROW = 5;
@@ -206,9 +206,8 @@ final class EngineTracker {
         timeouts += o.timeouts();
         serverErrors += o.serverErrors();
         busy += o.busy();
-        boolean queueing = lastInterval != null && lastInterval.saturated();
         failedInARow = o.successes() > 0 ? 0
-                : failedInARow + (whileDown ? 0 : o.connectErrors()) + o.serverErrors() + (queueing ? 0 : o.timeouts());
+                : failedInARow + (whileDown ? 0 : o.connectErrors()) + o.serverErrors() + (queued() ? 0 : o.timeouts());
         if (o.successes() > 0) {
             lastSuccessAt = Math.max(lastSuccessAt, at - Math.round(seconds * 1e9));
             failuresSinceMiss = 0;
@@ -269,8 +268,12 @@ final class EngineTracker {
 
     /** Failed attempts counted toward an error rate: timeouts of an engine whose last interval queued are load. */
     double errors() {
-        boolean queueing = lastInterval != null && lastInterval.saturated();
-        return connectErrors + serverErrors + (queueing ? 0 : timeouts);
+        return connectErrors + serverErrors + (queued() ? 0 : timeouts);
+    }
+
+    /** Whether requests queued in the engine's last interval: its timeouts then are load, not faults. */
+    private boolean queued() {
+        return lastInterval != null && lastInterval.saturated();
     }
 
     /**

@@ -17,6 +17,8 @@ public final class Decision {
     private static final int FINISHED = 1;
     /** {@link #ends}: the attempt no longer awaits its first token (the token came, or the attempt ended). */
     private static final int PREFILLED = 2;
+    /** {@link #ends}: its client went away before its first token, and the data plane blamed the engine for the wait. */
+    private static final int STALLED = 4;
 
     private final String classId;
     private final long snapshotVersion;
@@ -47,7 +49,7 @@ public final class Decision {
     private final String message;
     private final long retryAfterNanos;
 
-    /** What has ended of the attempt: {@link #FINISHED} and {@link #PREFILLED}, set once each. */
+    /** What has ended of the attempt: {@link #FINISHED}, {@link #PREFILLED} and {@link #STALLED}, set once each. */
     private volatile int ends;
 
     /** {@link #enginePriority()} of an engine that is sent no priority. */
@@ -130,11 +132,17 @@ public final class Decision {
     }
 
     /**
-     * The time to first token the data plane expects of this attempt, engine-side plus the round trip, ms (NaN or 0
-     * when none): what its latency outlier rule compares a first token with.
+     * Whether the data plane, told that the client went away before the attempt's first token, counted the wait against
+     * the engine (its latency outlier rule: docs/request-path.md §4): the engine timed out as far as that client is
+     * concerned. Set by {@link DataPlane#onFinish}, so read it after that.
      */
-    public double expectedTtftMs() {
-        return expectedTtftMs;
+    public boolean stalled() {
+        return (ends & STALLED) != 0;
+    }
+
+    /** Marks the attempt {@link #stalled()}. */
+    void stall() {
+        end(STALLED);
     }
 
     /** The class the request was classified into, or null when the model is unknown. */

@@ -926,6 +926,7 @@ final class DefaultDataPlane implements DataPlane {
             // clients time out before the gateway does is never ejected, every one of its requests a 499
             double waitedMs = (ticker.nanos() - attempt.startNanos) / 1e6;
             if (ttftOutlier(attempt, cell, waitedMs)) {
+                attempt.stall();
                 failed(cell, "no first token after " + Math.round(waitedMs) + " ms, when the client went away > "
                         + options.ttftOutlierFactor() + " × expected " + Math.round(attempt.expectedTtftMs) + " ms", true);
             }

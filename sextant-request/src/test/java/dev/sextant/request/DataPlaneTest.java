@@ -571,12 +571,14 @@ class DataPlaneTest {
             Decision d = p.route(RequestMeta.of("m", key, i));
             ticker.advanceMillis(400); // 4×: a client that gives up this soon says nothing of the engine
             p.onFinish(d, Outcome.CANCELLED, -1);
+            assertThat(d.stalled()).isFalse();
         }
         assertThat(p.ejections()).isEmpty();
         for (int i = 0; i < 5; i++) {
             Decision d = p.route(RequestMeta.of("m", key, i));
             ticker.advanceMillis(600); // > 5 × 101 ms, and no first token: a hung engine's clients time out first
             p.onFinish(d, Outcome.CANCELLED, -1);
+            assertThat(d.stalled()).as("what the gateway reports a timeout").isTrue();
         }
         assertThat(p.ejections()).singleElement().satisfies(e -> assertThat(e.reason())
                 .contains("no first token after 600 ms, when the client went away > 5.0 × expected 101 ms"));

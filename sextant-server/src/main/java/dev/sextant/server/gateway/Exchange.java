@@ -853,13 +853,6 @@ final class Exchange {
         return keepAlive && !closeDelimited && !gw.draining();
     }
 
-    /** Whether {@code nanos} without a first token is beyond the data plane's latency outlier bound for this attempt. */
-    private boolean stalled(long nanos) {
-        double factor = gw.config.options().ttftOutlierFactor();
-        double expected = decision.expectedTtftMs();
-        return factor > 0 && expected > 0 && nanos / 1e6 > factor * expected;
-    }
-
     /** The client went away: cancel the engine request. */
     void cancel() {
         if (ended) {
@@ -889,11 +882,10 @@ final class Exchange {
                     stats().e2e.add(now - attemptNanos);
                 }
             } else if (outcome == Outcome.CANCELLED) {
-                // a client gone before the first token, after waiting beyond the latency outlier bound, saw the
-                // engine time out: so the control plane hears it (the data plane counts it a slow answer), or a hung
-                // engine whose clients give up before the gateway's timeouts looks idle to it
-                stats().attempt(firstChunkNanos < 0 && attemptNanos >= 0 && stalled(now - attemptNanos)
-                        ? Outcome.TIMEOUT : outcome);
+                // a client gone before the first token whose wait the data plane blamed on the engine saw it time out:
+                // so the control plane hears it, or a hung engine whose clients give up before the gateway's timeouts
+                // looks idle to it
+                stats().attempt(decision.stalled() ? Outcome.TIMEOUT : outcome);
             }
         }
         gw.metrics.request(decision.classId(), decision.engineId(), finalStatus);

@@ -64,8 +64,7 @@ public record Tenant(String name, Set<String> models, List<String> residency, Li
             throw new IllegalArgumentException("weight: " + weight + " (expected: a number > 0, at most "
                     + Numbers.plain(MAX_WEIGHT) + ")");
         }
-        if (!(requestsPerSecond == 0 || requestsPerSecond >= MIN_REQUESTS_PER_SECOND)
-                || Double.isInfinite(requestsPerSecond)) {
+        if (!validRequestsPerSecond(requestsPerSecond)) {
             throw new IllegalArgumentException("limits.requests_per_second: " + requestsPerSecond
                     + REQUESTS_PER_SECOND_EXPECTED);
         }
@@ -77,6 +76,11 @@ public record Tenant(String name, Set<String> models, List<String> residency, Li
             throw new IllegalArgumentException("limits.concurrent_requests: " + concurrentRequests
                     + " (expected: >= 0, 0 for no limit)");
         }
+    }
+
+    /** Whether {@code rps} may be a tenant's {@code limits.requests_per_second}: 0, or finite and at least one a day. */
+    static boolean validRequestsPerSecond(double rps) {
+        return (rps == 0 || rps >= MIN_REQUESTS_PER_SECOND) && !Double.isInfinite(rps);
     }
 
     /** A tenant without restrictions or limits (tests, and the open gateway's view of its clients). */

@@ -124,7 +124,7 @@ public final class Tenants {
             rps = r.number(limits, lp, "requests_per_second", 0.0);
             tpm = r.integer(limits, lp, "tokens_per_minute", 0);
             concurrent = r.integer(limits, lp, "concurrent_requests", 0);
-            if (rps != null && (!(rps == 0 || rps >= Tenant.MIN_REQUESTS_PER_SECOND) || rps.isInfinite())) {
+            if (rps != null && !Tenant.validRequestsPerSecond(rps)) {
                 r.problem(lp + ".requests_per_second", rps + Tenant.REQUESTS_PER_SECOND_EXPECTED);
             }
             if (tpm != null && tpm < 0) {
