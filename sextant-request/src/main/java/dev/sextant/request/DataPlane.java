@@ -87,9 +87,21 @@ public interface DataPlane {
      * Ends an attempt: releases its in-flight slot and feeds the outcome to outlier detection.
      * Idempotent per decision; ignored for refusals.
      *
-     * @param ttftNanos time to first token seen at the gateway, ns; negative when unknown (no token)
+     * @param ttftNanos time to first token seen at the gateway, ns; {@link #NO_TOKEN_YET} (or any other negative value
+     *                  but {@link #NOT_STREAMED}) when no token came; {@link #NOT_STREAMED} for an answer that was not
+     *                  streamed
      */
     void onFinish(Decision attempt, Outcome outcome, long ttftNanos);
+
+    /** {@link #onFinish}'s {@code ttftNanos} when the attempt ended before its first token. */
+    long NO_TOKEN_YET = -1;
+
+    /**
+     * {@link #onFinish}'s {@code ttftNanos} for an answer that was not streamed: the engine sends it whole, so its first
+     * byte comes after its last token and says nothing of the time to first token. Such an attempt is judged by its
+     * outcome alone, never as a latency outlier: a long generation is not a slow engine (docs/request-path.md §4).
+     */
+    long NOT_STREAMED = Long.MIN_VALUE;
 
     /**
      * Holds {@code snapshot} from now on, precomputing the per-class tables off the request path.

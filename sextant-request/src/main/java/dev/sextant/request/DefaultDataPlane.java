@@ -920,7 +920,7 @@ final class DefaultDataPlane implements DataPlane {
                 cell.reached = true;
             }
             failed(cell, outcome.toString(), false);
-        } else if (outcome == Outcome.CANCELLED && ttftNanos < 0) {
+        } else if (outcome == Outcome.CANCELLED && ttftNanos < 0 && ttftNanos != NOT_STREAMED) {
             // the client gave up before the first token: its TTFT is at least what it waited, and a wait beyond the
             // outlier bound is a slow answer as surely as one that came that late; otherwise a hung engine whose
             // clients time out before the gateway does is never ejected, every one of its requests a 499

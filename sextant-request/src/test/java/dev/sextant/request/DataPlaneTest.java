@@ -585,6 +585,35 @@ class DataPlaneTest {
     }
 
     @Test
+    void onFinish_anAnswerNotStreamed_isNeverALatencyOutlier_howeverLongItsGeneration() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5)); // expected TTFT 101 ms on both engines
+        long k0 = keyOn(p, "e0");
+        long k1 = keyOn(p, "e1");
+        for (int i = 0; i < 10; i++) { // the peer answers streams at the profile's pace
+            p.onFinish(p.route(RequestMeta.of("m", k1, i)), Outcome.SUCCESS, 100_000_000L);
+        }
+        for (int i = 0; i < 10; i++) {
+            Decision d = p.route(RequestMeta.of("m", k0, i));
+            ticker.advanceSeconds(3); // 300 tokens, sent whole: its first byte came with its last token
+            p.onFinish(d, Outcome.SUCCESS, DataPlane.NOT_STREAMED);
+        }
+        for (int i = 0; i < 10; i++) {
+            Decision d = p.route(RequestMeta.of("m", k0, i));
+            ticker.advanceSeconds(3); // a client that stopped waiting for a whole answer
+            p.onFinish(d, Outcome.CANCELLED, DataPlane.NOT_STREAMED);
+            assertThat(d.stalled()).as("not reported as a timeout").isFalse();
+        }
+        assertThat(p.ejections()).isEmpty();
+        // the control: the same waits for streams eject the engine
+        for (int i = 0; i < 5; i++) {
+            Decision d = p.route(RequestMeta.of("m", k0, i));
+            ticker.advanceSeconds(3);
+            p.onFinish(d, Outcome.SUCCESS, 3_000_000_000L);
+        }
+        assertThat(p.ejections()).singleElement().satisfies(e -> assertThat(e.engineId()).isEqualTo("e0"));
+    }
+
+    @Test
     void onFinish_ttftSlowOnEveryEngineOfTheClass_isNoOnesFault_butSlowerThanItsPeersIs() {
         DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5)); // expected TTFT 101 ms on both engines
         long k0 = keyOn(p, "e0");

@@ -1,5 +1,6 @@
 package dev.sextant.server.gateway;
 
+import dev.sextant.request.DataPlane;
 import dev.sextant.request.Decision;
 import dev.sextant.request.Outcome;
 import dev.sextant.request.Refusal;
@@ -452,13 +453,16 @@ final class Exchange {
             if (firstChunkNanos < 0) {
                 firstChunkNanos = now;
                 gw.plane().onFirstToken(decision);
-                gw.metrics.ttft(decision.engineId(), now - startNanos);
-                gw.metrics.classTtft(decision.classId(), now - startNanos);
-                if (tenant != null) {
-                    gw.metrics.tenantTtft(tenant.name(), now - startNanos);
+                // a whole answer's first byte follows its last token: it says nothing of the time to first token
+                if (stream) {
+                    gw.metrics.ttft(decision.engineId(), now - startNanos);
+                    gw.metrics.classTtft(decision.classId(), now - startNanos);
+                    if (tenant != null) {
+                        gw.metrics.tenantTtft(tenant.name(), now - startNanos);
+                    }
+                    stats().ttft.add(now - attemptNanos);
                 }
-                stats().ttft.add(now - attemptNanos);
-            } else {
+            } else if (stream) {
                 gw.metrics.tbt(decision.engineId(), now - lastChunkNanos);
                 stats().tbt.add(now - lastChunkNanos);
             }
@@ -871,7 +875,7 @@ final class Exchange {
         }
         long now = System.nanoTime();
         if (outcome != null) {
-            gw.plane().onFinish(decision, outcome, firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos);
+            gw.plane().onFinish(decision, outcome, ttftNanos());
             // the failures were counted where they were decided; a complete answer and a cancel end here
             if (outcome == Outcome.SUCCESS || outcome == Outcome.CLIENT_ERROR) {
                 if (outcome == Outcome.SUCCESS) {
@@ -891,13 +895,19 @@ final class Exchange {
         gw.metrics.request(decision.classId(), decision.engineId(), finalStatus);
         gw.metrics.latency(decision.engineId(), now - startNanos);
         gw.accessLog(ctx.channel(), request.method().name(), path, finalStatus, decision.classId(), decision.engineId(),
-                decision.attempt(), reason(), firstChunkNanos < 0 ? -1 : firstChunkNanos - startNanos,
+                decision.attempt(), reason(), stream ? ttftNanos() : -1,
                 now - startNanos, bytes, sse, requestId, error);
         request.release();
         if (tenant != null) {
             gw.tenancy.limits.release(tenant);
         }
         front.exchangeEnded(this);
+    }
+
+    /** The attempt's time to first token for {@link DataPlane#onFinish}: none for an answer that is not streamed. */
+    private long ttftNanos() {
+        return !stream ? DataPlane.NOT_STREAMED : firstChunkNanos < 0 ? DataPlane.NO_TOKEN_YET
+                : firstChunkNanos - startNanos;
     }
 
     private Channel detachUpstream() {

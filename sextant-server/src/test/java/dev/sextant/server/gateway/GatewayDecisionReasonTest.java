@@ -47,7 +47,7 @@ class GatewayDecisionReasonTest {
 
     @Test
     void anAnswer_saysItsKeysEngineChoseIt_inTheHeader_theAccessLog_andTheCounter() throws Exception {
-        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("why-1", false, 1));
+        HttpResponse<String> r = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("why-1", true, 1));
 
         assertThat(r.statusCode()).isEqualTo(200);
         assertThat(r.headers().firstValue("x-sextant-reason")).hasValue("key");
