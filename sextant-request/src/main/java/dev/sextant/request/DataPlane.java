@@ -84,6 +84,18 @@ public interface DataPlane {
     void onFirstToken(Decision attempt);
 
     /**
+     * Asks whether a streamed attempt still awaiting its first token has waited long enough to count against its
+     * engine: beyond the latency outlier bound, while the engine sent this gateway no first token at all
+     * (docs/request-path.md §4, "A stream without a first token"). Counting it changes nothing for the attempt itself,
+     * which waits on until its token or the gateway's timeouts; it keeps the next requests off an engine that hangs.
+     * Call it when the attempt's request is written to the engine, then again each time it says.
+     *
+     * @return ns after which to ask again; −1 when there is nothing more to ask (the token came, the attempt ended
+     *         or was counted, or the rule does not apply to it)
+     */
+    long awaitingFirstToken(Decision attempt);
+
+    /**
      * Ends an attempt: releases its in-flight slot and feeds the outcome to outlier detection.
      * Idempotent per decision; ignored for refusals.
      *

@@ -17,7 +17,10 @@ public final class Decision {
     private static final int FINISHED = 1;
     /** {@link #ends}: the attempt no longer awaits its first token (the token came, or the attempt ended). */
     private static final int PREFILLED = 2;
-    /** {@link #ends}: its client went away before its first token, and the data plane blamed the engine for the wait. */
+    /**
+     * {@link #ends}: the attempt waited for its first token beyond the latency outlier bound, and the data plane
+     * counted the wait against the engine.
+     */
     private static final int STALLED = 4;
 
     private final String classId;
@@ -42,6 +45,8 @@ public final class Decision {
     int prefixCell = -1;
     /** When the data plane placed the attempt, on its ticker, ns. */
     final long startNanos;
+    /** The engine's {@link EngineCell#firstTokens} when the attempt was placed. */
+    final int firstTokensBefore;
     /** Why this engine, in a few stable words (see {@link #reason()}). */
     private final String reason;
     // refused
@@ -73,6 +78,7 @@ public final class Decision {
         this.tried = tried;
         this.pool = pool;
         this.startNanos = startNanos;
+        this.firstTokensBefore = cell == null ? 0 : cell.firstTokens;
         this.reason = reason;
         this.refusal = refusal;
         this.message = message;
@@ -132,17 +138,22 @@ public final class Decision {
     }
 
     /**
-     * Whether the data plane, told that the client went away before the attempt's first token, counted the wait against
-     * the engine (its latency outlier rule: docs/request-path.md §4): the engine timed out as far as that client is
-     * concerned. Set by {@link DataPlane#onFinish}, so read it after that.
+     * Whether the data plane counted the attempt's wait for its first token against the engine (its latency outlier
+     * rule: docs/request-path.md §4), while it waited ({@link DataPlane#awaitingFirstToken}) or when its client went
+     * away before the token ({@link DataPlane#onFinish}). A client gone after such a wait saw the engine time out.
      */
     public boolean stalled() {
         return (ends & STALLED) != 0;
     }
 
-    /** Marks the attempt {@link #stalled()}. */
-    void stall() {
-        end(STALLED);
+    /** Marks the attempt {@link #stalled()}; true only the first time. */
+    boolean stall() {
+        return end(STALLED);
+    }
+
+    /** Whether the attempt still awaits its first token, not counted as stalled yet, and has not ended. */
+    boolean stillAwaiting() {
+        return (ends & (FINISHED | PREFILLED | STALLED)) == 0;
     }
 
     /** The class the request was classified into, or null when the model is unknown. */

@@ -883,16 +883,46 @@ final class DefaultDataPlane implements DataPlane {
             if (attempt.cell.trialOnReturn) {
                 attempt.cell.endTrial(true);
             }
-            prefilled(attempt);
+            if (prefilled(attempt)) {
+                attempt.cell.firstTokens++; // racy on purpose: only whether it moves is read
+            }
         }
     }
 
-    /** Counts {@code attempt} out of the prompts awaiting their first token, once. */
-    private static void prefilled(Decision attempt) {
+    @Override
+    public long awaitingFirstToken(Decision attempt) {
+        if (attempt == null || !attempt.routed() || !attempt.stillAwaiting()) {
+            return -1;
+        }
+        double boundMs = options.ttftOutlierFactor() * attempt.expectedTtftMs;
+        if (!(boundMs > 0) || Double.isInfinite(boundMs)) {
+            return -1;
+        }
+        long waited = ticker.nanos() - attempt.startNanos;
+        long bound = (long) Math.ceil(boundMs * 1e6);
+        if (waited <= bound) {
+            return bound - waited + 1; // an outlier waits beyond the bound
+        }
+        EngineCell cell = attempt.cell;
+        double waitedMs = waited / 1e6;
+        // the engine sent a first token since: it works, only slowly or behind a queue, and the answer's own TTFT
+        // will be judged when it comes; nothing from it at all is what a hung engine looks like
+        if (cell.firstTokens == attempt.firstTokensBefore && ttftOutlier(attempt, cell, waitedMs) && attempt.stall()) {
+            failed(cell, "no first token after " + Math.round(waitedMs) + " ms, none from the engine meanwhile > "
+                    + options.ttftOutlierFactor() + " × expected " + Math.round(attempt.expectedTtftMs) + " ms", true);
+            return -1;
+        }
+        return waited; // when it has waited twice as long: its peers may have slowed too, or its load gone
+    }
+
+    /** Counts {@code attempt} out of the prompts awaiting their first token, once: true that time. */
+    private static boolean prefilled(Decision attempt) {
         if (attempt.prefilled()) {
             attempt.cell.awaiting.decrementAndGet();
             attempt.pool.awaiting.decrementAndGet();
+            return true;
         }
+        return false;
     }
 
     @Override
@@ -925,7 +955,7 @@ final class DefaultDataPlane implements DataPlane {
             // outlier bound is a slow answer as surely as one that came that late; otherwise a hung engine whose
             // clients time out before the gateway does is never ejected, every one of its requests a 499
             double waitedMs = (ticker.nanos() - attempt.startNanos) / 1e6;
-            if (ttftOutlier(attempt, cell, waitedMs)) {
+            if (!attempt.stalled() && ttftOutlier(attempt, cell, waitedMs)) {
                 attempt.stall();
                 failed(cell, "no first token after " + Math.round(waitedMs) + " ms, when the client went away > "
                         + options.ttftOutlierFactor() + " × expected " + Math.round(attempt.expectedTtftMs) + " ms", true);
@@ -934,10 +964,13 @@ final class DefaultDataPlane implements DataPlane {
             double expected = attempt.expectedTtftMs;
             double factor = options.ttftOutlierFactor();
             double ttftMs = ttftNanos / 1e6;
-            if (ttftNanos >= 0 && ttftOutlier(attempt, cell, ttftMs)) {
+            // an attempt whose wait was counted while it lasted (stalled) counts once, and as a slow answer it resets
+            // nothing
+            boolean stalled = attempt.stalled();
+            if (!stalled && ttftNanos >= 0 && ttftOutlier(attempt, cell, ttftMs)) {
                 failed(cell, "TTFT " + Math.round(ttftMs) + " ms > " + factor + " × expected "
                         + Math.round(expected) + " ms", true);
-            } else if (cell.failures.get() != 0) {
+            } else if (!stalled && cell.failures.get() != 0) {
                 cell.resetFailures();
             }
             if (ttftNanos >= 0) {

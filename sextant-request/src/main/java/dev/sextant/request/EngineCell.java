@@ -17,6 +17,11 @@ final class EngineCell {
      * prefill queue, as far as this gateway can tell (a non-streaming answer shows its first token only as it ends).
      */
     final AtomicInteger awaiting = new AtomicInteger();
+    /**
+     * First tokens that reached this gateway from the engine, counted by unguarded increments: only whether it moved
+     * while an attempt waited matters (a stream without a first token, docs/request-path.md §4).
+     */
+    volatile int firstTokens;
     final AtomicInteger failures = new AtomicInteger();
     /**
      * Whether the current run of consecutive failures has an error, refused connection or timeout in it, not only

@@ -585,6 +585,73 @@ class DataPlaneTest {
     }
 
     @Test
+    void awaitingFirstToken_pastTheBound_withNothingFromTheEngine_countsOnce_andFiveEjectIt() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5)); // expected TTFT 101 ms: the bound is 505 ms
+        long key = keyOn(p, "e0");
+        List<Decision> waiting = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            Decision d = p.route(RequestMeta.of("m", key, i));
+            assertThat(p.awaitingFirstToken(d)).as("ask again past the bound").isEqualTo(505_000_001L);
+            waiting.add(d);
+        }
+        ticker.advanceMillis(400);
+        assertThat(p.awaitingFirstToken(waiting.get(0))).isEqualTo(105_000_001L);
+        ticker.advanceMillis(106);
+        for (Decision d : waiting.subList(0, 4)) {
+            assertThat(p.awaitingFirstToken(d)).as("counted: nothing more to ask").isEqualTo(-1);
+            assertThat(d.stalled()).isTrue();
+            assertThat(p.awaitingFirstToken(d)).isEqualTo(-1);
+        }
+        assertThat(p.ejections()).as("four of the five the rule needs").isEmpty();
+        // each counted once: an answer that comes after all, or a client that leaves, counts nothing more
+        p.onFinish(waiting.get(0), Outcome.SUCCESS, 900_000_000L);
+        p.onFinish(waiting.get(1), Outcome.CANCELLED, DataPlane.NO_TOKEN_YET);
+        assertThat(p.ejections()).isEmpty();
+        assertThat(p.awaitingFirstToken(waiting.get(4))).isEqualTo(-1);
+        assertThat(p.ejections()).singleElement().satisfies(e -> {
+            assertThat(e.engineId()).isEqualTo("e0");
+            assertThat(e.reason()).contains("5 consecutive failures (last: no first token after 506 ms, none from the "
+                    + "engine meanwhile > 5.0 × expected 101 ms)");
+        });
+    }
+
+    @Test
+    void awaitingFirstToken_anEngineThatSentAFirstTokenMeanwhile_isAskedAgainLater_notCounted() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5));
+        long key = keyOn(p, "e0");
+        Decision waiting = p.route(RequestMeta.of("m", key, 1));
+        Decision other = p.route(RequestMeta.of("m", key, 2));
+        ticker.advanceMillis(300);
+        p.onFirstToken(other); // the engine works: behind a queue or a long prompt, this one will be judged by its TTFT
+        ticker.advanceMillis(300);
+        assertThat(p.awaitingFirstToken(waiting)).as("asked again when it has waited twice as long")
+                .isEqualTo(600_000_000L);
+        assertThat(waiting.stalled()).isFalse();
+        p.onFirstToken(waiting);
+        assertThat(p.awaitingFirstToken(waiting)).as("its token came").isEqualTo(-1);
+        p.onFinish(p.route(RequestMeta.of("m", key, 3)), Outcome.SUCCESS, DataPlane.NOT_STREAMED);
+        Decision ended = p.route(RequestMeta.of("m", key, 4));
+        p.onFinish(ended, Outcome.CANCELLED, DataPlane.NO_TOKEN_YET);
+        assertThat(p.awaitingFirstToken(ended)).as("it ended").isEqualTo(-1);
+    }
+
+    @Test
+    void awaitingFirstToken_isNoOutlierWhereThePeersAreAsSlow() {
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5));
+        long k0 = keyOn(p, "e0");
+        long k1 = keyOn(p, "e1");
+        for (int i = 0; i < 10; i++) { // the peer's first tokens come after 400 ms, within the profile's bound
+            p.onFinish(p.route(RequestMeta.of("m", k1, i)), Outcome.SUCCESS, 400_000_000L);
+        }
+        Decision d = p.route(RequestMeta.of("m", k0, 1));
+        ticker.advanceMillis(600);
+        assertThat(p.awaitingFirstToken(d)).as("within 5 × the peers' 400 ms: asked again").isEqualTo(600_000_000L);
+        ticker.advanceMillis(1_500);
+        assertThat(p.awaitingFirstToken(d)).as("beyond it").isEqualTo(-1);
+        assertThat(d.stalled()).isTrue();
+    }
+
+    @Test
     void onFinish_anAnswerNotStreamed_isNeverALatencyOutlier_howeverLongItsGeneration() {
         DataPlane p = plane(Fixtures.simple(1, 0, 0.5, 0.5)); // expected TTFT 101 ms on both engines
         long k0 = keyOn(p, "e0");

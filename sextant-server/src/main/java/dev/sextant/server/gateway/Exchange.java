@@ -116,6 +116,8 @@ final class Exchange {
     private long totalDeadline;
     private long phaseDeadline = Long.MAX_VALUE;
     private Channel phaseChannel;
+    /** When to ask the data plane about a stream still awaiting its first token ({@link DataPlane#awaitingFirstToken}). */
+    private long watchDeadline = Long.MAX_VALUE;
     private ScheduledFuture<?> timer;
     private long timerAt;
     /** Where the request body's object closes, -1 if unknown: where an engine's {@code priority} is written. */
@@ -266,6 +268,7 @@ final class Exchange {
         HttpUtil.setContentLength(r, body.readableBytes());
         HttpUtil.setKeepAlive(r, true);
         written = false;
+        watchDeadline = Long.MAX_VALUE;
         armPhase(limits.idle()); // an engine that does not take the request makes no progress
         attemptNanos = System.nanoTime();
         writeRequest(c, r, body).addListener((ChannelFutureListener) f -> {
@@ -280,6 +283,7 @@ final class Exchange {
                         attemptNanos = writtenAt;
                         if (stream) {
                             armPhase(limits.firstToken());
+                            watchFirstToken(gw.plane().awaitingFirstToken(decision), writtenAt);
                         } else {
                             cancelPhase(); // a whole answer shows no progress: only the total timeout bounds it
                         }
@@ -452,6 +456,7 @@ final class Exchange {
             long now = System.nanoTime();
             if (firstChunkNanos < 0) {
                 firstChunkNanos = now;
+                watchDeadline = Long.MAX_VALUE;
                 gw.plane().onFirstToken(decision);
                 // a whole answer's first byte follows its last token: it says nothing of the time to first token
                 if (stream) {
@@ -889,7 +894,7 @@ final class Exchange {
                 // a client gone before the first token whose wait the data plane blamed on the engine saw it time out:
                 // so the control plane hears it, or a hung engine whose clients give up before the gateway's timeouts
                 // looks idle to it
-                stats().attempt(decision.stalled() ? Outcome.TIMEOUT : outcome);
+                stats().attempt(decision.stalled() && firstChunkNanos < 0 ? Outcome.TIMEOUT : outcome);
             }
         }
         gw.metrics.request(decision.classId(), decision.engineId(), finalStatus);
@@ -947,8 +952,14 @@ final class Exchange {
         phaseChannel = null;
     }
 
+    /** Asks the data plane again {@code in} ns after {@code now}, or never when {@code in} is negative. */
+    private void watchFirstToken(long in, long now) {
+        watchDeadline = in < 0 ? Long.MAX_VALUE : now + in;
+        ensureTimer();
+    }
+
     private void ensureTimer() {
-        long at = Math.min(phaseDeadline, totalDeadline);
+        long at = Math.min(Math.min(phaseDeadline, totalDeadline), watchDeadline);
         if (timer != null && timerAt <= at) {
             return; // fires earlier and re-schedules itself then
         }
@@ -969,6 +980,8 @@ final class Exchange {
             onTotalTimeout();
         } else if (now >= phaseDeadline) {
             onPhaseTimeout(phaseChannel);
+        } else if (now >= watchDeadline) {
+            watchFirstToken(gw.plane().awaitingFirstToken(decision), now);
         } else {
             ensureTimer();
         }
