@@ -78,8 +78,8 @@ public interface DataPlane {
     Decision retry(Decision failed, Outcome outcome);
 
     /**
-     * The attempt's first token reached the gateway: its prompt is no longer in the engine's prefill queue, for
-     * prefill spacing (docs/request-path.md §4). Idempotent; ignored for refusals and after the attempt ended.
+     * The attempt's first token reached the gateway: the engine works (what {@link #awaitingFirstToken} reads), and an
+     * engine on trial after an ejection is back. Idempotent; ignored for refusals and after the attempt ended.
      */
     void onFirstToken(Decision attempt);
 
@@ -136,7 +136,4 @@ public interface DataPlane {
 
     /** Requests this gateway has in flight on {@code engineId}, ≥ 0. */
     int inFlight(String engineId);
-
-    /** Of {@link #inFlight}, the attempts whose first token has not reached the gateway yet, ≥ 0. */
-    int awaiting(String engineId);
 }

@@ -48,9 +48,9 @@ import java.time.Duration;
  *                                conversation key; off by default (docs/request-path.md §4, "Shared prefixes")
  * @param spacePrefills           place a new conversation (a key this gateway has not sent recently) on another
  *                                engine of its key's order when its own engine holds more than its share of this
- *                                gateway's prompts awaiting their first token and the other would hold fewer per unit
- *                                of share, within the plan; on by default (docs/request-path.md §4, "Prefill
- *                                spacing"); off, the table of {@code recentKeys} is not kept
+ *                                gateway's requests in flight and the other would hold fewer per unit of share, within
+ *                                the plan; on by default (docs/request-path.md §4, "Spacing new conversations"); off,
+ *                                the table of {@code recentKeys} is not kept
  * @param recentKeys              slots of the table of recently placed conversation keys that spacing reads, 8 bytes
  *                                each, a power of two in [2^10, 2^24]: a conversation's next turn finds its slot
  *                                still its own with probability e^(−n/recentKeys), n the new conversations placed in

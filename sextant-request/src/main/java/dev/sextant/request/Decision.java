@@ -177,8 +177,8 @@ public final class Decision {
      * was over its bounded load: the next of the key's order), {@code skip:ejected} and {@code skip:limit} (the key's
      * engine was ejected, or at its concurrency limit), {@code spill:overload} (the key's engine was offered beyond
      * what the policy planned: the nearest allowed engine with room), {@code spaced:prefill} (a new conversation
-     * whose engine held more than its share of this gateway's prompts awaiting their first token: an engine of the
-     * key's order that held fewer), {@code recent} (where spacing put the conversation before), {@code nearest} (no
+     * whose engine held more than its share of this gateway's requests in flight: an engine of the key's order that
+     * held fewer), {@code recent} (where spacing put the conversation before), {@code nearest} (no
      * weights to follow: the nearest allowed engine with the fewest in flight); a retry starts with {@code retry:}
      * and the failed attempt's outcome ({@code retry:connect-error,key}, {@code …,nearest-healthy},
      * {@code …,same-engine}); {@code fallback} is added while the snapshot is older than its limit; a refusal is

@@ -43,7 +43,7 @@ final class DefaultDataPlane implements DataPlane {
     private final java.util.concurrent.ConcurrentHashMap<String, Pool> pools =
             new java.util.concurrent.ConcurrentHashMap<>();
     /**
-     * Which conversations this gateway placed recently, and where prefill spacing moved any of them; null when
+     * Which conversations this gateway placed recently, and where spacing moved any of them; null when
      * spacing is off, since nothing else reads it.
      */
     private final RecentKeys recent;
@@ -273,7 +273,7 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     /**
-     * The engine {@code place} of {@code k}'s table, where prefill spacing moved the conversation (its cache is
+     * The engine {@code place} of {@code k}'s table, where spacing moved the conversation (its cache is
      * there), if it still has a share of the class, is not ejected, is within bounded load and below its limit; -1
      * otherwise (the conversation then follows its key's order).
      */
@@ -284,19 +284,19 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     /**
-     * Prefill spacing (docs/request-path.md §4): where a new conversation goes instead of its own engine {@code first},
-     * where it is placed already, or -1 to stay there. It moves only while {@code first} holds more than its share of
-     * this gateway's prompts awaiting their first token (bounded load's ⌈(1+ε)·μ⌉, μ its share of the pool's, this
-     * one counted) and is offered no more than its allowance; then to the first of the key's next
-     * {@link DataPlaneOptions#maxWalk()} engines that would hold fewer such prompts per unit of share than
-     * {@code first} does, is not ejected, is within bounded load, is offered less than its allowance, and whose
-     * planned latency is at most {@code first}'s plus a times {@code first}'s expected TTFT, a the prompts ahead of it
-     * there: a move the snapshot's own figures say lengthens the request is not made.
+     * Spacing (docs/request-path.md §4, "Spacing new conversations"): where a new conversation goes instead of its own
+     * engine {@code first}, where it is placed already, or -1 to stay there. It moves only while {@code first} holds
+     * more than its share of this gateway's requests in flight (bounded load's ⌈(1+ε)·μ⌉ without its noise term, μ
+     * its share of the pool's, this one counted) and is offered no more than its allowance; then to the first of the
+     * key's next {@link DataPlaneOptions#maxWalk()} engines that would hold fewer per unit of share than {@code first}
+     * does, is not ejected, is within bounded load, is offered less than its allowance, and whose planned latency is
+     * at most {@code first}'s plus a times {@code first}'s expected TTFT, a the requests ahead of it there: a move the
+     * snapshot's own figures say lengthens the request is not made.
      */
     private int spaced(ClassRoute k, long key, int first, long now) {
         EngineCell own = k.cells[first];
-        int ahead = own.awaiting.get() - 1;
-        if (ahead <= 0 || ahead + 1 <= Math.ceil(loadFactor * k.share[first] * k.pool.awaiting.get())
+        int ahead = own.inFlight.get() - 1;
+        if (ahead <= 0 || ahead + 1 <= Math.ceil(loadFactor * k.share[first] * k.pool.inFlight.get())
                 || !(own.offeredRps(now) <= k.allowanceRps[first])) {
             return -1;
         }
@@ -312,7 +312,7 @@ final class DefaultDataPlane implements DataPlane {
             }
             distinct++;
             EngineCell cell = k.cells[e];
-            if (e != first && (cell.awaiting.get() + 1) * k.share[first] < (ahead + 1) * k.share[e]
+            if (e != first && (cell.inFlight.get() + 1) * k.share[first] < (ahead + 1) * k.share[e]
                     && k.plannedMs[e] <= within && !cell.ejected(now)
                     && withinBound(k, cell.inFlight.get(), k.share[e]) && cell.offeredRps(now) < k.allowanceRps[e]
                     && acquire(k, cell)) {
@@ -589,17 +589,14 @@ final class DefaultDataPlane implements DataPlane {
         }
         totalInFlight.incrementAndGet();
         k.pool.inFlight.incrementAndGet();
-        k.pool.awaiting.incrementAndGet();
         return true;
     }
 
     /** Undoes an {@link #acquire} of {@code cell} whose attempt was not sent. */
     private void unacquire(ClassRoute k, EngineCell cell) {
         cell.inFlight.decrementAndGet();
-        cell.awaiting.decrementAndGet();
         totalInFlight.decrementAndGet();
         k.pool.inFlight.decrementAndGet();
-        k.pool.awaiting.decrementAndGet();
     }
 
     private Pool pool(String name) {
@@ -883,7 +880,7 @@ final class DefaultDataPlane implements DataPlane {
             if (attempt.cell.trialOnReturn) {
                 attempt.cell.endTrial(true);
             }
-            if (prefilled(attempt)) {
+            if (attempt.prefilled()) {
                 attempt.cell.firstTokens++; // racy on purpose: only whether it moves is read
             }
         }
@@ -915,16 +912,6 @@ final class DefaultDataPlane implements DataPlane {
         return waited; // when it has waited twice as long: its peers may have slowed too, or its load gone
     }
 
-    /** Counts {@code attempt} out of the prompts awaiting their first token, once: true that time. */
-    private static boolean prefilled(Decision attempt) {
-        if (attempt.prefilled()) {
-            attempt.cell.awaiting.decrementAndGet();
-            attempt.pool.awaiting.decrementAndGet();
-            return true;
-        }
-        return false;
-    }
-
     @Override
     public void onFinish(Decision attempt, Outcome outcome, long ttftNanos) {
         if (attempt == null || !attempt.routed() || !attempt.finish()) {
@@ -937,7 +924,6 @@ final class DefaultDataPlane implements DataPlane {
         cell.inFlight.decrementAndGet();
         totalInFlight.decrementAndGet();
         attempt.pool.inFlight.decrementAndGet();
-        prefilled(attempt);
         prefixes.release(attempt.prefixCell);
         // an engine planned knowing that a share of its attempts fail: its server errors are the retries the plan
         // accepted, not a reason to eject it
@@ -1391,9 +1377,4 @@ final class DefaultDataPlane implements DataPlane {
         return c == null ? 0 : c.inFlight.get();
     }
 
-    @Override
-    public int awaiting(String engineId) {
-        EngineCell c = cells.get(engineId);
-        return c == null ? 0 : c.awaiting.get();
-    }
 }

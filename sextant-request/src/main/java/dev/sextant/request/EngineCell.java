@@ -13,11 +13,6 @@ final class EngineCell {
     final long hash;
     final AtomicInteger inFlight = new AtomicInteger();
     /**
-     * Of {@link #inFlight}, the attempts whose first token has not reached the gateway yet: prompts in the engine's
-     * prefill queue, as far as this gateway can tell (a non-streaming answer shows its first token only as it ends).
-     */
-    final AtomicInteger awaiting = new AtomicInteger();
-    /**
      * First tokens that reached this gateway from the engine, counted by unguarded increments: only whether it moved
      * while an attempt waited matters (a stream without a first token, docs/request-path.md §4).
      */
@@ -288,10 +283,7 @@ final class EngineCell {
         trialUntil.set(0);
     }
 
-    /**
-     * Counts one more request in flight, awaiting its first token, unless {@code limit} are in flight already; false
-     * when at the limit.
-     */
+    /** Counts one more request in flight unless {@code limit} are in flight already; false when at the limit. */
     boolean tryAcquire(int limit) {
         for (;;) {
             int v = inFlight.get();
@@ -299,7 +291,6 @@ final class EngineCell {
                 return false;
             }
             if (inFlight.compareAndSet(v, v + 1)) {
-                awaiting.incrementAndGet();
                 return true;
             }
         }

@@ -4,8 +4,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * The conversation keys this gateway placed recently: whether a key is new (a conversation's first turn, with nothing
- * cached anywhere to lose) and, for a conversation prefill spacing moved off its key's own engine, which engine took
- * it, so that its later turns go where its cache is (docs/request-path.md §4, "Prefill spacing").
+ * cached anywhere to lose) and, for a conversation spacing moved off its key's own engine, which engine took
+ * it, so that its later turns go where its cache is (docs/request-path.md §4, "Spacing new conversations").
  *
  * <p>Direct-mapped: one slot per hash of the key, the newest key wins. Its memory is fixed (8 bytes a slot),
  * and a lookup or a record is one atomic read or write of a long, with no lock and no allocation. A key pushed out

@@ -9,8 +9,10 @@ import dev.sextant.control.GatewayReport;
 import dev.sextant.control.Step;
 import dev.sextant.hashing.SplitMix64;
 import dev.sextant.request.DataPlane;
+import dev.sextant.request.DataPlaneListener;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.request.Decision;
+import dev.sextant.request.Ejection;
 import dev.sextant.request.HttpFields;
 import dev.sextant.request.Outcome;
 import dev.sextant.request.PromptKeys;
@@ -155,8 +157,14 @@ final class SextantPolicy implements SimPolicy {
         planes = new DataPlane[s.gatewayCount];
         held = new Snapshot[s.gatewayCount];
         for (int g = 0; g < s.gatewayCount; g++) {
+            int gateway = g;
             planes[g] = DataPlane.create(base.gatewayClusters().get(g).id(), latest, this::nanos,
-                    options.toBuilder().seed(SplitMix64.mix(s.seed + g)).build());
+                    options.toBuilder().seed(SplitMix64.mix(s.seed + g)).listener(new DataPlaneListener() {
+                        @Override
+                        public void onEjection(Ejection e) {
+                            ejections.add(new SimEjection(gateway, sim.loop.now(), e));
+                        }
+                    }).build());
             held[g] = latest;
         }
         s.onScrape(this::scraped);
@@ -384,11 +392,45 @@ final class SextantPolicy implements SimPolicy {
             r.decision = d;
             r.backoffMs = d.backoffNanos() / 1e6;
             r.enginePriority = d.enginePriority(); // as the gateway writes it into the body (NO_PRIORITY alike)
+            watchFirstToken(r.gateway, d, planes[r.gateway].awaitingFirstToken(d));
             return engineIndex.get(d.engineId());
         }
         r.decision = null;
         Refusal why = d.refusal();
         return why == Refusal.SHED || why == Refusal.ENGINE_LIMIT ? SHED : NO_ENGINE;
+    }
+
+    /**
+     * Asks gateway {@code gateway}'s data plane about attempt {@code d} again {@code inNanos} from now, as the
+     * production gateway does while a stream awaits its first token ({@link DataPlane#awaitingFirstToken}); every
+     * simulated request streams.
+     */
+    private void watchFirstToken(int gateway, Decision d, long inNanos) {
+        if (inNanos >= 0) {
+            sim.loop.at(sim.loop.now() + inNanos / 1e6,
+                    () -> watchFirstToken(gateway, d, planes[gateway].awaitingFirstToken(d)));
+        }
+    }
+
+    /** An ejection by gateway {@code gateway}'s data plane at {@code atMs} of simulated time. */
+    record SimEjection(int gateway, double atMs, Ejection ejection) {
+    }
+
+    /** The gateways' ejections so far, in the order they happened. */
+    final List<SimEjection> ejections = new ArrayList<>();
+
+    /** Gateway {@code gateway}'s data plane. */
+    DataPlane plane(int gateway) {
+        return planes[gateway];
+    }
+
+    @Override
+    public void firstToken(SimRequest r, int engine) {
+        Decision d = (Decision) r.decision;
+        if (d != null) { // it reaches the gateway half a round trip later
+            sim.loop.at(sim.loop.now() + sim.rttMs[r.gateway][engine] / 2,
+                    () -> planes[r.gateway].onFirstToken(d));
+        }
     }
 
     @Override

@@ -9,6 +9,28 @@ import org.junit.jupiter.api.Test;
 
 /** What docs/design.md promises of the product, checked on live simulated traffic. */
 class SextantBehaviourTest {
+    /**
+     * The simulated gateways tell their data planes what the production gateway does: each first token as it arrives,
+     * and a stream's wait while it lasts. An engine that stops sending first tokens (slowed 1,000×: hung, as far as a
+     * client can tell) is ejected by the streams waiting there within two seconds, not at their clients' 20 s timeout;
+     * the engines that keep answering are never taken for hung.
+     */
+    @Test
+    void aHungEngine_isEjectedByTheStreamsWaitingThere_andNoOtherEngine() throws Exception {
+        Scenario s = ScenarioLoader.parse("hung.yaml", SimulationTest.FAULTY.replace("us: {chat: 12}", "us: {chat: 40}")
+                .replaceAll("(?s)faults:.*", "faults:\n  - {kind: engine_slowdown, at_s: 10, duration_s: 30, "
+                        + "engines: [us-2], factor: 1000}\n")).withDuration(16_000);
+        SextantPolicy sextant = (SextantPolicy) Simulator.simulate(s, "sextant", 1, null).simulation().policy;
+        assertThat(sextant.ejections).as("the us gateway ejects us-2 within 2 s of the fault").anySatisfy(e -> {
+            assertThat(e.gateway()).isZero();
+            assertThat(e.ejection().engineId()).isEqualTo("us-2");
+            assertThat(e.atMs()).isBetween(10_000.0, 12_000.0);
+            assertThat(e.ejection().reason()).contains("none from the engine meanwhile");
+        });
+        assertThat(sextant.ejections).as("only us-2").allSatisfy(e -> assertThat(e.ejection().engineId())
+                .isEqualTo("us-2"));
+    }
+
     @Test
     void talkExample_sextantSpillsPartOfEastToTheFartherEngine_nearestDoesNot() throws Exception {
         Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("talk-example.yaml")).withDuration(60_000);

@@ -10,11 +10,12 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * Prefill spacing (docs/request-path.md §4): a new conversation does not queue behind this gateway's prompts on its
- * engine while another engine of its order holds fewer for its share, within the weights and the plan; a conversation already placed
- * keeps its engine; and the count of prompts awaiting their first token is exact whatever ends an attempt.
+ * Spacing new conversations (docs/request-path.md §4): a new conversation does not queue behind this gateway's
+ * requests on its engine while another engine of its order holds fewer for its share, within the weights and the
+ * plan; a conversation already placed keeps its engine; and the count of requests in flight is exact whatever ends an
+ * attempt.
  */
-class PrefillSpacingTest {
+class SpacingTest {
     final Fixtures.ManualTicker ticker = new Fixtures.ManualTicker();
     /** Four engines of one weight each. */
     static final Snapshot EVEN = Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25);
@@ -103,13 +104,17 @@ class PrefillSpacingTest {
     }
 
     @Test
-    void afterTheFirstToken_aNewConversationStaysOnItsEngine() {
+    void aRequestPastItsFirstToken_stillCounts_untilItsAnswerEnds() {
         DataPlane p = plane(EVEN);
         long held = newKeyOn(EVEN, "e0", 1);
-        p.onFirstToken(p.route(conversation(held))); // decoding now: nothing waits behind it
+        Decision decoding = p.route(conversation(held));
+        p.onFirstToken(decoding); // decoding: it still takes its part of the engine's batch
 
-        Decision fresh = p.route(conversation(newKeyOn(EVEN, "e0", held + 1)));
-        assertThat(fresh.engineId()).isEqualTo("e0");
+        long second = newKeyOn(EVEN, "e0", held + 1);
+        assertThat(p.route(conversation(second)).engineId()).as("spaced while the other runs").isNotEqualTo("e0");
+        p.onFinish(decoding, Outcome.SUCCESS, 1);
+        Decision fresh = p.route(conversation(newKeyOn(EVEN, "e0", second + 1)));
+        assertThat(fresh.engineId()).as("nothing in flight there now").isEqualTo("e0");
         assertThat(fresh.reason()).isEqualTo("key");
     }
 
@@ -119,7 +124,7 @@ class PrefillSpacingTest {
         long known = newKeyOn(EVEN, "e0", 1);
         p.onFinish(p.route(conversation(known)), Outcome.SUCCESS, 1);
         hold(p, EVEN, "e0", 3, known + 1);
-        assertThat(p.awaiting("e0")).isEqualTo(3);
+        assertThat(p.inFlight("e0")).isEqualTo(3);
 
         Decision turn = p.route(conversation(known));
         assertThat(turn.engineId()).as("its cache is there").isEqualTo("e0");
@@ -182,13 +187,13 @@ class PrefillSpacingTest {
     }
 
     @Test
-    void everyEndOfAnAttempt_countsItOutOfTheAwaitedPromptsOnce() {
+    void everyEndOfAnAttempt_countsItOutOfFlightOnce_whateverCameBefore() {
         DataPlane p = plane(EVEN);
         List<Decision> open = new ArrayList<>();
         for (long key = 1; key <= 40; key++) {
             open.add(p.route(conversation(key)));
         }
-        assertThat(sum(p, DataPlane::awaiting)).isEqualTo(40);
+        assertThat(sum(p, DataPlane::inFlight)).isEqualTo(40);
         for (int i = 0; i < open.size(); i++) {
             Decision d = open.get(i);
             switch (i % 4) {
@@ -212,7 +217,6 @@ class PrefillSpacingTest {
             }
         }
         assertThat(sum(p, DataPlane::inFlight)).isZero();
-        assertThat(sum(p, DataPlane::awaiting)).isZero();
     }
 
     private interface PerEngine {
