@@ -162,12 +162,13 @@ class PrometheusMonitoringTest {
         }
     }
 
-    /** One small chat completion through {@code gateway}, answered 200. */
+    /** One small streamed chat completion through {@code gateway} (only a streamed answer has a TTFT), answered 200. */
     private static void chat(URI gateway, int i) {
         try {
             HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(gateway.resolve("/v1/chat/completions"))
                     .timeout(Duration.ofSeconds(20)).header("content-type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"" + Demo.MODEL + "\",\"max_tokens\":2,"
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"" + Demo.MODEL
+                            + "\",\"max_tokens\":2,\"stream\":true,"
                             + "\"messages\":[{\"role\":\"user\",\"content\":\"hi " + i + "\"}]}"))
                     .build(), HttpResponse.BodyHandlers.ofString());
             assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
