@@ -901,10 +901,13 @@ final class DefaultDataPlane implements DataPlane {
             return bound - waited + 1; // an outlier waits beyond the bound
         }
         EngineCell cell = attempt.cell;
+        if (cell.firstTokens != attempt.firstTokensBefore) {
+            // the engine sent a first token since: it works, only slowly or behind a queue, and this answer's own TTFT
+            // is judged when it comes; nothing from it at all is what a hung engine looks like
+            return -1;
+        }
         double waitedMs = waited / 1e6;
-        // the engine sent a first token since: it works, only slowly or behind a queue, and the answer's own TTFT
-        // will be judged when it comes; nothing from it at all is what a hung engine looks like
-        if (cell.firstTokens == attempt.firstTokensBefore && ttftOutlier(attempt, cell, waitedMs) && attempt.stall()) {
+        if (ttftOutlier(attempt, cell, waitedMs) && attempt.stall()) {
             failed(cell, "no first token after " + Math.round(waitedMs) + " ms, none from the engine meanwhile > "
                     + options.ttftOutlierFactor() + " × expected " + Math.round(attempt.expectedTtftMs) + " ms", true);
             return -1;
