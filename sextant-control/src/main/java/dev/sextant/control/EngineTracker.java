@@ -28,8 +28,9 @@ final class EngineTracker {
      * Failed attempts in a row, with no success between them however far apart, that judge an engine's error rate
      * without {@code minAttempts}: the gateways eject an engine after as many consecutive failures (their default, and
      * Envoy's {@code consecutive_5xx}) for 30 s and longer, so an engine that fails everything has a handful of attempts
-     * per ejection, forgotten before the next, and never reaches {@code minAttempts} recent attempts. Five in a row come once in 10⁸ attempts of an engine at a 2%
-     * error rate, and the error rate must still be at the limit and twice its peers'.
+     * per ejection, forgotten before the next, and never reaches {@code minAttempts} recent attempts. Five in a row come
+     * once in 10⁸ attempts of an engine at a 2% error rate, and the error rate must still be at the limit and twice its
+     * peers'.
      */
     static final int FAILED_IN_A_ROW = 5;
     /** Gain of the speed factor's average when the new interval agrees with it. */

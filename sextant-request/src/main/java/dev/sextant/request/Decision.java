@@ -15,8 +15,8 @@ public final class Decision {
             AtomicIntegerFieldUpdater.newUpdater(Decision.class, "ends");
     /** {@link #ends}: the attempt ended. */
     private static final int FINISHED = 1;
-    /** {@link #ends}: the attempt no longer awaits its first token (the token came, or the attempt ended). */
-    private static final int PREFILLED = 2;
+    /** {@link #ends}: the attempt's first token reached the gateway. */
+    private static final int FIRST_TOKEN = 2;
     /**
      * {@link #ends}: the attempt waited for its first token beyond the latency outlier bound, and the data plane
      * counted the wait against the engine.
@@ -54,7 +54,7 @@ public final class Decision {
     private final String message;
     private final long retryAfterNanos;
 
-    /** What has ended of the attempt: {@link #FINISHED}, {@link #PREFILLED} and {@link #STALLED}, set once each. */
+    /** What has ended of the attempt: {@link #FINISHED}, {@link #FIRST_TOKEN} and {@link #STALLED}, set once each. */
     private volatile int ends;
 
     /** {@link #enginePriority()} of an engine that is sent no priority. */
@@ -153,7 +153,7 @@ public final class Decision {
 
     /** Whether the attempt still awaits its first token, not counted as stalled yet, and has not ended. */
     boolean stillAwaiting() {
-        return (ends & (FINISHED | PREFILLED | STALLED)) == 0;
+        return (ends & (FINISHED | FIRST_TOKEN | STALLED)) == 0;
     }
 
     /** The class the request was classified into, or null when the model is unknown. */
@@ -203,9 +203,9 @@ public final class Decision {
         return retryAfterNanos;
     }
 
-    /** Marks the attempt as no longer awaiting its first token; true only the first time. */
-    boolean prefilled() {
-        return end(PREFILLED);
+    /** Marks the attempt's first token come; true only the first time. */
+    boolean firstTokenCame() {
+        return end(FIRST_TOKEN);
     }
 
     /** Marks the attempt finished; true only the first time. */

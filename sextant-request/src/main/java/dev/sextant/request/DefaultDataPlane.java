@@ -880,7 +880,7 @@ final class DefaultDataPlane implements DataPlane {
             if (attempt.cell.trialOnReturn) {
                 attempt.cell.endTrial(true);
             }
-            if (attempt.prefilled()) {
+            if (attempt.firstTokenCame()) {
                 attempt.cell.firstTokens++; // racy on purpose: only whether it moves is read
             }
         }
@@ -907,9 +907,8 @@ final class DefaultDataPlane implements DataPlane {
             return -1;
         }
         double waitedMs = waited / 1e6;
-        if (ttftOutlier(attempt, cell, waitedMs) && attempt.stall()) {
-            failed(cell, "no first token after " + Math.round(waitedMs) + " ms, none from the engine meanwhile > "
-                    + options.ttftOutlierFactor() + " × expected " + Math.round(attempt.expectedTtftMs) + " ms", true);
+        if (ttftOutlier(attempt, cell, waitedMs)) {
+            stall(attempt, cell, waitedMs, "none from the engine meanwhile");
             return -1;
         }
         return waited; // when it has waited twice as long: its peers may have slowed too, or its load gone
@@ -945,9 +944,7 @@ final class DefaultDataPlane implements DataPlane {
             // clients time out before the gateway does is never ejected, every one of its requests a 499
             double waitedMs = (ticker.nanos() - attempt.startNanos) / 1e6;
             if (!attempt.stalled() && ttftOutlier(attempt, cell, waitedMs)) {
-                attempt.stall();
-                failed(cell, "no first token after " + Math.round(waitedMs) + " ms, when the client went away > "
-                        + options.ttftOutlierFactor() + " × expected " + Math.round(attempt.expectedTtftMs) + " ms", true);
+                stall(attempt, cell, waitedMs, "when the client went away");
             }
         } else if (outcome == Outcome.SUCCESS) {
             double expected = attempt.expectedTtftMs;
@@ -973,6 +970,17 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     // ---------------------------------------------------------------- outlier ejection (failure path)
+
+    /**
+     * Counts {@code attempt}, still without its first token after {@code waitedMs}, as one slow answer of {@code cell},
+     * once ({@link Decision#stalled()}); {@code when} says what the wait was seen with.
+     */
+    private void stall(Decision attempt, EngineCell cell, double waitedMs, String when) {
+        if (attempt.stall()) {
+            failed(cell, "no first token after " + Math.round(waitedMs) + " ms, " + when + " > "
+                    + options.ttftOutlierFactor() + " × expected " + Math.round(attempt.expectedTtftMs) + " ms", true);
+        }
+    }
 
     /**
      * Whether a first token {@code ttftMs} after the attempt's start (or not yet there after that long) makes it a latency

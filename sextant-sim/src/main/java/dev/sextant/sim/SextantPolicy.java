@@ -419,11 +419,6 @@ final class SextantPolicy implements SimPolicy {
     /** The gateways' ejections so far, in the order they happened. */
     final List<SimEjection> ejections = new ArrayList<>();
 
-    /** Gateway {@code gateway}'s data plane. */
-    DataPlane plane(int gateway) {
-        return planes[gateway];
-    }
-
     @Override
     public void firstToken(SimRequest r, int engine) {
         Decision d = (Decision) r.decision;
