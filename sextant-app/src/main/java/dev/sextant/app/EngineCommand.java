@@ -24,8 +24,9 @@ import picocli.CommandLine.Unmatched;
 final class EngineCommand implements Callable<Integer> {
     static final java.util.Set<String> KEYS = java.util.Set.of("id", "host", "port", "models", "max_seqs",
             "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq", "default_max_tokens", "kv_cache_tokens",
-            "prefix_cache_entries", "seed", "error_rate", "slowdown", "hang", "crash_after_tokens", "corrupt_stream",
-            "tls_cert_file", "tls_key_file", "admin_token_file", "api_key_file", "network_rtt_ms", "scheduling_policy",
+            "prefix_cache_entries", "seed", "error_rate", "slowdown", "hang", "stall", "crash_after_tokens",
+            "corrupt_stream", "tls_cert_file", "tls_key_file", "admin_token_file", "api_key_file", "network_rtt_ms",
+            "scheduling_policy",
             "request_header_timeout", "request_body_timeout", "max_header_bytes", "max_connections",
             "max_buffered_body_bytes");
 
@@ -156,10 +157,12 @@ final class EngineCommand implements Callable<Integer> {
                 args.add(option(k) + f.readable(k, f.path(k)));
             }
         }
-        if (f.has("hang")) {
-            boolean hang = f.bool("hang", false);
-            if (f.ok("hang")) {
-                args.add("--hang=" + hang);
+        for (String k : List.of("hang", "stall")) {
+            if (f.has(k)) {
+                boolean on = f.bool(k, false);
+                if (f.ok(k)) {
+                    args.add("--" + k + "=" + on);
+                }
             }
         }
         if (f.has("scheduling_policy")) {

@@ -135,7 +135,20 @@ final class BatchScheduler {
         stepEnd = executor.schedule(this::endStep, Math.max(1, left), TimeUnit.NANOSECONDS);
     }
 
+    /** Starts the batch again after a stall ({@link Faults#stall()}) was lifted. Any thread. */
+    void resume() {
+        executor.execute(() -> {
+            if (!stepping) {
+                startStep();
+            }
+        });
+    }
+
     private void startStep() {
+        if (faults.get().stall()) {
+            stepping = false; // the engine core stands still: its batch, queue and counters stay as they are
+            return;
+        }
         admittedThisStep.clear();
         int prefillTokens = 0;
         long kv = kvInUse();

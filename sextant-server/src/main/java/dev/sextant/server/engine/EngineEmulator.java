@@ -228,7 +228,10 @@ public final class EngineEmulator implements AutoCloseable {
         if (newFaults == null) {
             throw new IllegalArgumentException("faults: missing (expected: a Faults value)");
         }
-        faults.set(newFaults);
+        Faults before = faults.getAndSet(newFaults);
+        if (before.stall() && !newFaults.stall()) {
+            scheduler.resume();
+        }
     }
 
     /** Output tokens produced since start over all requests, ≥ 0 (what the batch model has generated). */

@@ -289,7 +289,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
 
     /** The fields of {@code POST /admin/faults}, as {@code GET} shows them. */
     private static final java.util.Set<String> FAULT_FIELDS = java.util.Set.of("error_rate", "slowdown", "hang",
-            "crash_after_tokens", "corrupt_stream");
+            "crash_after_tokens", "corrupt_stream", "stall");
 
     private Faults faultsFrom(JsonNode body, Faults now) {
         if (body == null || !body.isObject()) {
@@ -313,9 +313,10 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             return new Faults(
                     number(body, "error_rate", now.errorRate()),
                     number(body, "slowdown", now.slowdown()),
-                    body.has("hang") ? bool(body.get("hang")) : now.hang(),
+                    body.has("hang") ? bool(body, "hang") : now.hang(),
                     (int) number(body, "crash_after_tokens", now.crashAfterTokens()),
-                    corruption(body.get("corrupt_stream"), now.corruptStream()));
+                    corruption(body.get("corrupt_stream"), now.corruptStream()),
+                    body.has("stall") ? bool(body, "stall") : now.stall());
         } catch (IllegalArgumentException e) {
             throw OpenAiErrors.badRequest(e.getMessage());
         }
@@ -348,9 +349,10 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         return Faults.Corruption.parse(n.asText());
     }
 
-    private static boolean bool(JsonNode n) {
+    private static boolean bool(JsonNode body, String field) {
+        JsonNode n = body.get(field);
         if (!n.isBoolean()) {
-            throw OpenAiErrors.badRequest("'hang' must be a boolean.");
+            throw OpenAiErrors.badRequest("'" + field + "' must be a boolean.");
         }
         return n.asBoolean();
     }
@@ -358,7 +360,7 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
     private ObjectNode faultsJson(Faults f) {
         return json.createObjectNode().put("error_rate", f.errorRate()).put("slowdown", f.slowdown())
                 .put("hang", f.hang()).put("crash_after_tokens", f.crashAfterTokens())
-                .put("corrupt_stream", f.corruptStream().label());
+                .put("corrupt_stream", f.corruptStream().label()).put("stall", f.stall());
     }
 
     // ---- endpoints ----

@@ -45,6 +45,8 @@ final class EngineOptions {
                 "--error-rate X                 fraction of requests answered 500 at once, in [0, 1] (default: 0)",
                 "--slowdown X                   factor on prefill and decode step times, > 0 (default: 1)",
                 "--hang                         accept requests and never answer (default: off)",
+                "--stall                        the engine core stands still: requests queue, no step runs, /metrics"
+                        + " answers unchanged (default: off)",
                 "--crash-after-tokens N         close the connection after N output tokens, -1 for never (default: -1)",
                 "--corrupt-stream none|truncate|malformed  what becomes of a stream after its first token"
                         + " (default: none)",
@@ -210,6 +212,7 @@ final class EngineOptions {
         double errorRate = 0;
         double slowdown = 1;
         boolean hang = false;
+        boolean stall = false;
         int crash = -1;
         Faults.Corruption corrupt = Faults.Corruption.NONE;
         java.util.Map<String, Double> rtts = java.util.Map.of();
@@ -226,8 +229,12 @@ final class EngineOptions {
                 hang = value == null || Boolean.parseBoolean(value);
                 continue;
             }
+            if (option.equals("--stall")) {
+                stall = value == null || Boolean.parseBoolean(value);
+                continue;
+            }
             if (!VALUE_OPTIONS.contains(option)) { // before looking for its value, which an unknown one may not have
-                throw new IllegalArgumentException(option + ": unknown option (expected one of --hang, "
+                throw new IllegalArgumentException(option + ": unknown option (expected one of --hang, --stall, "
                         + String.join(", ", new java.util.TreeSet<>(VALUE_OPTIONS)) + ")");
             }
             if (value == null) {
@@ -264,7 +271,7 @@ final class EngineOptions {
         }
         return new EngineConfig(id, host, port, models.isEmpty() ? d.models() : models, maxSeqs, prefill, base,
                 perSeq, defaultMax, kv, prefixEntries, d.embeddingDimensions(), seed,
-                new Faults(errorRate, slowdown, hang, crash, corrupt), rtts, byPriority);
+                new Faults(errorRate, slowdown, hang, crash, corrupt, stall), rtts, byPriority);
     }
 
     /** {@code --scheduling-policy fcfs|priority}, as vLLM names its scheduling policies: true for priority. */

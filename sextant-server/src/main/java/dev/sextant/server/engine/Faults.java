@@ -16,8 +16,13 @@ package dev.sextant.server.engine;
  *                         middle of a stream (0: before the first token); negative = off
  * @param corruptStream    what happens to a streaming answer after its first token: {@link Corruption#NONE}, or
  *                         it is cut short or broken ({@link Corruption}); non-streaming answers are untouched
+ * @param stall            when true, the engine core stands still: requests are accepted and queued, no step runs (the
+ *                         batch keeps its sequences, no token is generated), and {@code /metrics} answers with gauges
+ *                         and counters that do not move, as a vLLM whose engine core hangs in a collective; lifting it
+ *                         lets the batch go on where it stopped
  */
-public record Faults(double errorRate, double slowdown, boolean hang, int crashAfterTokens, Corruption corruptStream) {
+public record Faults(double errorRate, double slowdown, boolean hang, int crashAfterTokens, Corruption corruptStream,
+                     boolean stall) {
     /** No fault: every request is served normally. */
     public static final Faults NONE = new Faults(0, 1, false, -1);
 
@@ -55,6 +60,11 @@ public record Faults(double errorRate, double slowdown, boolean hang, int crashA
     /** Faults without stream corruption. */
     public Faults(double errorRate, double slowdown, boolean hang, int crashAfterTokens) {
         this(errorRate, slowdown, hang, crashAfterTokens, Corruption.NONE);
+    }
+
+    /** Faults without a stalled engine core. */
+    public Faults(double errorRate, double slowdown, boolean hang, int crashAfterTokens, Corruption corruptStream) {
+        this(errorRate, slowdown, hang, crashAfterTokens, corruptStream, false);
     }
 
     public Faults {

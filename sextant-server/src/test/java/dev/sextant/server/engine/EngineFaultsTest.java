@@ -156,6 +156,34 @@ class EngineFaultsTest {
     }
 
     @Test
+    void stall_queuesRequestsWithoutWorkingOnThem_metricsStandStill_andLiftingItAnswersThem() throws Exception {
+        try (EngineEmulator engine = EngineEmulator.start(FAST)) {
+            Client client = new Client(engine);
+            assertThat(Client.json(client.post("/admin/faults", "{\"stall\":true}")).get("stall").asBoolean())
+                    .isTrue();
+            List<CompletableFuture<HttpResponse<String>>> held = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                held.add(client.http.sendAsync(client.request("/v1/chat/completions")
+                        .header("content-type", "application/json").POST(HttpRequest.BodyPublishers.ofString(CHAT))
+                        .build(), HttpResponse.BodyHandlers.ofString()));
+            }
+            Client.await("both requests queued", () -> client.get("/metrics").body()
+                    .matches("(?s).*vllm:num_requests_waiting\\{[^}]*} 2\\.0.*"));
+            assertThat(held).noneMatch(CompletableFuture::isDone);
+            assertThat(engine.generatedTokens()).isZero();
+            assertThat(client.get("/metrics").body()).containsPattern("vllm:num_requests_running\\{[^}]*} 0\\.0")
+                    .containsPattern("vllm:generation_tokens_total\\{[^}]*} 0\\.0");
+
+            assertThat(Client.json(client.post("/admin/faults", "{\"stall\":false}")).get("stall").asBoolean())
+                    .isFalse();
+            for (CompletableFuture<HttpResponse<String>> r : held) {
+                assertThat(r.get(20, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+            }
+            assertThat(engine.generatedTokens()).isEqualTo(12);
+        }
+    }
+
+    @Test
     void crashAfterTokens_streaming_closesTheConnectionMidStream() throws IOException {
         try (EngineEmulator engine = EngineEmulator.start(FAST.withFaults(new Faults(0, 1, false, 3), 1))) {
             Client client = new Client(engine);
