@@ -10,11 +10,16 @@ public enum Condition {
     UNPROVEN,
     /** Its gateways see too many of its attempts fail: no traffic until canaries succeed again. */
     FAILING,
+    /**
+     * Its metrics answer, but it holds requests and shows no sign of working on them (a hung engine core): no traffic
+     * until it works or answers again.
+     */
+    STALLED,
     /** Neither its metrics nor anything else answers: no traffic until it does. */
     DOWN;
 
     /** True when the engine gets no planned traffic in this condition. */
     public boolean outOfService() {
-        return this == UNPROVEN || this == FAILING || this == DOWN;
+        return this == UNPROVEN || this == FAILING || this == STALLED || this == DOWN;
     }
 }

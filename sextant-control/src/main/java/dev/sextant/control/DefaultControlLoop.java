@@ -160,7 +160,9 @@ final class DefaultControlLoop implements ControlLoop {
             return;
         }
         Interval i = t.scraped(s.metrics(), s.atNanos());
-        if (i != null) {
+        // an interval in which the engine held requests and did nothing, or of a stalled engine, tells nothing of its
+        // pace, batch or queue
+        if (i != null && !t.inert()) {
             t.queueEvidence(i);
             t.judge(i, options);
             double median = medianSpeed(t.group);
@@ -170,7 +172,9 @@ final class DefaultControlLoop implements ControlLoop {
                 rebase(t.group, t.group.fitted(i.atNanos()));
                 median = medianSpeed(t.group);
             }
-            t.group.sample(i, t.lawFactor(median, options), t.batch.slots(t.group.configuredSlots()));
+            if (t.teachesLaws()) {
+                t.group.sample(i, t.lawFactor(median, options), t.batch.slots(t.group.configuredSlots()));
+            }
             Batching law = t.group.fitted(i.atNanos());
             rebase(t.group, law);
             t.batch.sample(i, law.beta() * t.speed * i.prefillRate(), t.speed * law.waitWithoutFullBatch(i.load()),

@@ -33,6 +33,20 @@ final class EngineTracker {
      * peers'.
      */
     static final int FAILED_IN_A_ROW = 5;
+    /**
+     * How long an engine that holds requests may go without any sign of work before it is {@link Condition#STALLED}:
+     * no token generated, no prompt prefilled, no request finished and no change of its KV-cache use across at least
+     * two scrape intervals. A working engine shows one of them at every step, and a step lasts well under a second on
+     * any GPU when prefill is chunked (vLLM's V1 engine budgets 2,048–8,192 tokens per step; SGLang's chunked prefill
+     * 8,192), and a long prefill moves the KV-cache gauge chunk by chunk. Ten seconds is many steps of silence, short
+     * beside the minute a gateway waits for a first token and the ten a client waits for a whole answer.
+     */
+    static final long STALL_NANOS = 10_000_000_000L;
+    /**
+     * The largest speed factor the model expresses (and 1/this the smallest): a ratio beyond it is one more
+     * reading of "not working", not a pace to price.
+     */
+    static final double SLOWEST = 20;
     /** Gain of the speed factor's average when the new interval agrees with it. */
     static final double SPEED_GAIN = 0.3;
 
@@ -50,6 +64,21 @@ final class EngineTracker {
     private long firstMissAt;
     String scrapeError;
     Interval lastInterval;
+    /**
+     * Start of the run of scrape intervals in which the engine held requests and showed no sign of work (Long.MIN_VALUE:
+     * the last interval showed some), how many intervals the run holds, and the requests held in the last of them.
+     */
+    private long stillSince = Long.MIN_VALUE;
+    private int stillIntervals;
+    private double stillHeld;
+    /**
+     * Start of the silence for which the engine was judged stalled (Long.MIN_VALUE: it is not), and how long that
+     * silence was then. A stalled engine is back when a canary is answered in full after that start, not when its
+     * metrics move: an engine core that crawls (a step in tens of seconds) moves them now and then, and is no more fit
+     * for traffic in between.
+     */
+    private long stalledSince = Long.MIN_VALUE;
+    private double stalledForSeconds;
 
     /** How many requests its batch holds. */
     final BatchLimit batch = new BatchLimit();
@@ -141,6 +170,19 @@ final class EngineTracker {
         if (lastMetrics != null && at > lastScrapeAt) {
             i = Interval.between(lastMetrics, m, (at - lastScrapeAt) / 1e9, at);
             lastInterval = i;
+            double kvBefore = lastMetrics.kvCacheUsage();
+            double kvAfter = m.kvCacheUsage();
+            boolean kvMoved = !Double.isNaN(kvBefore) && !Double.isNaN(kvAfter) && kvBefore != kvAfter;
+            if (i.held() >= 1 && i.noTokens() && !kvMoved) {
+                if (stillIntervals == 0) {
+                    stillSince = lastScrapeAt;
+                }
+                stillIntervals++;
+                stillHeld = i.held();
+            } else {
+                stillSince = Long.MIN_VALUE;
+                stillIntervals = 0;
+            }
         }
         if (condition == Condition.DOWN) {
             backAt = at;
@@ -272,9 +314,20 @@ final class EngineTracker {
         return connectErrors + serverErrors + (queued() ? 0 : timeouts);
     }
 
-    /** Whether requests queued in the engine's last interval: its timeouts then are load, not faults. */
+    /**
+     * Whether requests queued in the engine's last interval, and it worked through them: its timeouts then are load, not
+     * faults. A queue that does not move is not load.
+     */
     private boolean queued() {
-        return lastInterval != null && lastInterval.saturated();
+        return lastInterval != null && lastInterval.saturated() && stillIntervals == 0;
+    }
+
+    /**
+     * True when the engine's last scrape interval is no evidence of its pace, its batch or its queue: it held requests
+     * and showed no sign of work, or the engine is stalled.
+     */
+    boolean inert() {
+        return stillIntervals > 0 || stalledSince != Long.MIN_VALUE;
     }
 
     /**
@@ -292,7 +345,7 @@ final class EngineTracker {
                     : Math.max(1, lastInterval.running());
             double law = group.lawTbt(r.atNanos(), running, 0, batch.slots(group.configuredSlots()));
             if (law > 0 && Double.isFinite(law)) {
-                double ratio = Math.max(0.05, Math.min(20, r.tbtMs() / law));
+                double ratio = Math.max(1 / SLOWEST, Math.min(SLOWEST, r.tbtMs() / law));
                 if (slow || ratio < speed / o.slowFactor()) {
                     adjustSpeed(ratio, o);
                     speedFromCanary = true;
@@ -349,6 +402,7 @@ final class EngineTracker {
      * (one huge prompt, a burst of new requests), are not evidence of speed.
      */
     void judge(Interval i, ControlOptions o) {
+        lastReading = Double.NaN;
         double r = i.decoding();
         if (Double.isNaN(i.tbtMs()) || Double.isNaN(r) || i.tbtCount() <= 0) {
             return;
@@ -369,6 +423,7 @@ final class EngineTracker {
             // law is wrong, not the engine fast: it is refitted, and the engine is not judged on it
             return;
         }
+        lastReading = reading(i.tbtMs(), law, work);
         // an engine with little traffic is judged on its intervals pooled until they hold enough requests
         pendingObserved += i.tbtMs() * i.tbtCount();
         pendingLaw += law * i.tbtCount();
@@ -380,7 +435,7 @@ final class EngineTracker {
         }
         double observed = pendingObserved / pendingGaps;
         double predicted = pendingLaw / pendingGaps;
-        adjustSpeed(Math.max(0.05, Math.min(20, reading(pendingObserved, pendingLaw, pendingWork))), o);
+        adjustSpeed(Math.max(1 / SLOWEST, Math.min(SLOWEST, reading(pendingObserved, pendingLaw, pendingWork))), o);
         speedFromCanary = false;
         judgedAt(i.atNanos(), r, pi, slots, i.tbtMs(), law, work);
         speedWhy = String.format(Locale.ROOT, "TBT %.1f ms over %.0f requests at a batch of %.0f (law of its group: "
@@ -399,6 +454,20 @@ final class EngineTracker {
      * 1.6 times its peers' was held slow for good, getting canaries that kept it so).
      */
     private boolean speedFromCanary;
+
+    /** The last interval's own reading of the engine's pace against its group's law ({@link #reading}); NaN: none. */
+    private double lastReading = Double.NaN;
+
+    /**
+     * True when the engine's last interval may teach its group's laws: neither its speed factor nor the interval's own
+     * reading is at the end of the factor's range ({@link #SLOWEST}). Beyond it the engine is slower than any factor
+     * says (a crawling engine core, or the first interval after one, whose gaps span the crawl), and its interval,
+     * divided by a factor that lags it, would teach the laws a pace no healthy engine has: a crawl of one engine priced
+     * its three healthy peers at a hundredth of their capacity for minutes.
+     */
+    boolean teachesLaws() {
+        return speed < SLOWEST && !(lastReading >= SLOWEST);
+    }
 
     /** Requests one judgement of speed needs: a mean over fewer is one request's luck. */
     static final int MIN_REQUESTS_JUDGED = 10;
@@ -471,7 +540,7 @@ final class EngineTracker {
         double workNow = law.stepWork(batchSeen, judgedPi, judgedTbt);
         if (lawNow > 0 && Double.isFinite(lawNow) && workNow > 0 && Double.isFinite(workNow)) {
             double then = reading(judgedTbt, judgedLaw, judgedWork);
-            speed = Math.max(0.05, Math.min(20, speed * reading(judgedTbt, lawNow, workNow) / then));
+            speed = Math.max(1 / SLOWEST, Math.min(SLOWEST, speed * reading(judgedTbt, lawNow, workNow) / then));
             judgedLaw = lawNow;
             judgedWork = workNow;
         }
@@ -516,8 +585,19 @@ final class EngineTracker {
         long alive = Math.max(lastSuccessAt, lastCanaryOkAt);
         boolean down = everScraped && misses > 0 && alive < firstMissAt
                 && (misses >= o.missedScrapes() || failuresSinceMiss >= FAILURES_FOR_FAST_DOWN);
-        if (down) {
-            // its attempts fail because it is down: that is not evidence of failing once it is back
+        // stalled: holding requests without a sign of work for STALL_NANOS, and nothing seen to answer meanwhile (an
+        // answer says the engine works and its metrics are what stand still); back when a canary is answered in full,
+        // not on a gateway's success, which may be the last tokens of a request begun long before
+        if (stalledSince != Long.MIN_VALUE && lastCanaryOkAt >= stalledSince) {
+            stalledSince = Long.MIN_VALUE;
+        } else if (stalledSince == Long.MIN_VALUE && stillIntervals >= 2 && lastScrapeAt - stillSince >= STALL_NANOS
+                && alive < stillSince) {
+            stalledSince = stillSince;
+            stalledForSeconds = (lastScrapeAt - stillSince) / 1e9;
+        }
+        boolean stalled = !down && stalledSince != Long.MIN_VALUE;
+        if (down || stalled) {
+            // its attempts fail because it is down or stalled: that is not evidence of failing once it works again
             failing = false;
             clearOutcomes();
         }
@@ -549,6 +629,11 @@ final class EngineTracker {
             conditionWhy = misses + " scrapes missed (" + scrapeError + ")"
                     + (failuresSinceMiss > 0 ? " and " + failuresSinceMiss + " attempts failed since" : "")
                     + "; back when a scrape or a canary answers";
+        } else if (stalled) {
+            condition = Condition.STALLED;
+            conditionWhy = String.format(Locale.ROOT, "held %.0f requests and showed no sign of work for %.0f s (no token "
+                    + "generated, no prompt prefilled, no request finished, its KV cache unchanged); back when a canary "
+                    + "is answered", stillHeld, stalledForSeconds);
         } else if (failing) {
             condition = Condition.FAILING;
             conditionWhy = failingWhy + "; lifted after " + canariesToRecover(o.errorRateLimit())

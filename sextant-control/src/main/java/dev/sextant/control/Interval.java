@@ -72,6 +72,25 @@ record Interval(long atNanos, double seconds, double completions, double generat
         return later - earlier;
     }
 
+    /**
+     * Requests the engine held through the interval: in its batch or its queue at both scrapes (0 when it exports
+     * neither gauge).
+     */
+    double held() {
+        return Math.min(nonNaN(runningStart) + nonNaN(waitingStart), nonNaN(runningEnd) + nonNaN(waitingEnd));
+    }
+
+    /**
+     * True when none of the interval's counters moved: no token generated, no prompt prefilled, no request finished,
+     * no first token, no token gap. False when the engine exports neither token counter: its silence then says nothing.
+     */
+    boolean noTokens() {
+        if (Double.isNaN(generated) && Double.isNaN(prompt)) {
+            return false;
+        }
+        return !(generated > 0) && !(prompt > 0) && !(completions > 0) && !(ttftCount > 0) && !(tbtCount > 0);
+    }
+
     /** Requests per second the engine finished. */
     double load() {
         return completions / seconds;

@@ -576,6 +576,48 @@ class ControlLoopTest {
     }
 
     @Test
+    void stalledEngine_isOutOfServiceAfterTenSecondsOfSilence_teachesItsGroupNothing_andIsBackWhenItWorks() {
+        Rig r = rig(Map.of(), Map.of(), 150, 21);
+        r.run(120);
+        double peerBefore = r.estimate("e1").capacityRps();
+        double before = r.estimate("e2").capacityRps();
+        r.stalled.add("e2");
+        r.run(5);
+        assertThat(r.estimate("e2").condition()).as("one silent interval is not enough").isEqualTo(Condition.HEALTHY);
+
+        r.run(5);
+        EngineEstimate stalled = r.estimate("e2");
+        assertThat(stalled.condition()).isEqualTo(Condition.STALLED);
+        assertThat(stalled.conditionWhy()).contains("no sign of work for 10 s").contains("back when a canary");
+        assertThat(r.loads().get("e2")).isZero();
+
+        r.run(120);
+        assertThat(r.estimate("e2").condition()).as("its canaries time out: it stays out")
+                .isEqualTo(Condition.STALLED);
+        assertThat(r.estimate("e1").capacityRps()).as("its silence is no evidence about its group")
+                .isCloseTo(peerBefore, within(0.1 * peerBefore));
+
+        r.stalled.remove("e2");
+        r.engines.get("e2").frozen = false;
+        r.run(5);
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.HEALTHY);
+        r.run(20);
+        assertThat(r.loads().get("e2")).isPositive();
+        assertThat(r.estimate("e2").capacityRps()).isCloseTo(before, within(0.15 * before));
+    }
+
+    @Test
+    void metricsThatStandStill_whileTheGatewaysSeeTheEngineAnswer_stallNothing() {
+        Rig r = rig(Map.of(), Map.of(), 150, 22);
+        r.run(120);
+        r.engines.get("e2").frozen = true; // its exporter is stuck; the engine serves on
+
+        r.run(60);
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.HEALTHY);
+        assertThat(r.loads().get("e2")).isPositive();
+    }
+
+    @Test
     void newEngine_startsUnproven_untilItAnswers() {
         Rig r = rig(Map.of(), Map.of(), 150, 10);
         r.run(30);

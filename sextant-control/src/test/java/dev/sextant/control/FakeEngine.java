@@ -52,6 +52,9 @@ final class FakeEngine {
                 t.promptTokens(), t.outputCv2(), t.cache());
     }
 
+    /** While true the engine does nothing and its metrics stand still (a hung engine core, or a stale exporter). */
+    boolean frozen;
+
     void slowdown(double factor) {
         slowdown = factor;
     }
@@ -98,6 +101,9 @@ final class FakeEngine {
      * huge prompt) and {@code burst} extra requests arriving at the start.
      */
     void run(double x, double seconds, double extraPrompt, int burst) {
+        if (frozen) {
+            return; // a hung engine core: its counters and gauges stay where its last step left them
+        }
         Batching b = now();
         double mu = b.saturation();
         double offered = x * seconds + burst;

@@ -36,6 +36,11 @@ final class Rig {
     final Map<String, Double> errorRate = new TreeMap<>();
     /** Engines whose failing attempts time out (hang) instead of answering a server error. */
     final java.util.Set<String> hangs = new java.util.HashSet<>();
+    /**
+     * Engines whose core hangs: their metrics stand still, their gateways' requests stay in flight (nothing reported)
+     * and their canaries time out.
+     */
+    final java.util.Set<String> stalled = new java.util.HashSet<>();
     /** Extra arrivals in the next report only (a burst), and an extra prompt on one engine's next interval. */
     int burstArrivals;
     String hugePromptEngine;
@@ -94,11 +99,12 @@ final class Rig {
                 String id = e.getKey();
                 double x = load.get(id);
                 boolean huge = id.equals(hugePromptEngine);
+                e.getValue().frozen |= stalled.contains(id);
                 e.getValue().run(x, scrapeSeconds, huge ? hugePromptTokens : 0, 0);
                 EngineScrape scrape = noMetrics.contains(id) ? EngineScrape.failed(id, takenAt, "connection refused")
                         : EngineScrape.of(id, takenAt, e.getValue().metrics());
                 signals.add(() -> loop.observe(scrape));
-                long attempts = ejected.contains(id) ? 0 : Math.round(x * scrapeSeconds);
+                long attempts = ejected.contains(id) || stalled.contains(id) ? 0 : Math.round(x * scrapeSeconds);
                 if (attempts > 0) {
                     long errors = Math.round(attempts * errorRate.getOrDefault(id, 0.0));
                     boolean hung = hangs.contains(id);
@@ -119,6 +125,10 @@ final class Rig {
             }
             for (Canary c : loop.canariesDue()) {
                 double rate = errorRate.getOrDefault(c.engine(), 0.0);
+                if (stalled.contains(c.engine())) {
+                    loop.observe(CanaryResult.failed(c.engine(), ticker.nanos(), "no answer within 10 s"));
+                    continue;
+                }
                 loop.observe(noMetrics.contains(c.engine()) && rate >= 1 || rng.nextDouble() < rate
                         ? CanaryResult.failed(c.engine(), ticker.nanos(), "HTTP 500")
                         : CanaryResult.ok(c.engine(), ticker.nanos(), 10, engines.get(c.engine()).canaryTbt()));

@@ -48,6 +48,8 @@ final class SextantPolicy implements SimPolicy {
     /** Prompt and output tokens of a canary request. */
     static final int CANARY_PROMPT = 16;
     static final int CANARY_OUTPUT = 8;
+    /** The longest a canary may take, as the control plane ends its canaries (docs/servers.md, "Canaries"). */
+    static final double CANARY_TIMEOUT_MS = 10_000;
     /** The control plane's policy thread ticks every second: urgent steps and canaries wait for a tick. */
     static final double DRIVER_TICK_MS = 1000;
 
@@ -250,18 +252,29 @@ final class SextantPolicy implements SimPolicy {
     private void sendCanaries() {
         for (Canary c : loop.canariesDue()) {
             int j = engineIndex.get(c.engine());
+            boolean[] ended = new boolean[1];
             sim.canary(j, CANARY_PROMPT, c.maxTokens(), new Simulation.CanaryListener() {
                 @Override
                 public void ok(double ttftMs, double tbtMs) {
-                    if (sim.controlPlaneUp) {
+                    if (!ended[0] && sim.controlPlaneUp) {
                         loop.observe(CanaryResult.ok(c.engine(), nanos(), ttftMs, tbtMs));
                     }
+                    ended[0] = true;
                 }
 
                 @Override
                 public void failed(String why) {
-                    if (sim.controlPlaneUp) {
+                    if (!ended[0] && sim.controlPlaneUp) {
                         loop.observe(CanaryResult.failed(c.engine(), nanos(), why));
+                    }
+                    ended[0] = true;
+                }
+            });
+            sim.loop.after(CANARY_TIMEOUT_MS, () -> {
+                if (!ended[0]) {
+                    ended[0] = true;
+                    if (sim.controlPlaneUp) {
+                        loop.observe(CanaryResult.failed(c.engine(), nanos(), "no complete answer within 10 s"));
                     }
                 }
             });

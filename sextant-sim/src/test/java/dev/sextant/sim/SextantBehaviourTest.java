@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sextant.control.Condition;
+import dev.sextant.control.EngineEstimate;
 import dev.sextant.control.Step;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** What docs/design.md promises of the product, checked on live simulated traffic. */
@@ -29,6 +31,28 @@ class SextantBehaviourTest {
         });
         assertThat(sextant.ejections).as("only us-2").allSatisfy(e -> assertThat(e.ejection().engineId())
                 .isEqualTo("us-2"));
+    }
+
+    @Test
+    void anEngineCoreThatCrawls_isStalledWithinHalfAMinute_andTeachesItsPeersNothing() throws Exception {
+        // east-2's steps take 1,000 times as long from 60 s: its metrics answer, and stand still between steps
+        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("variants/hung-engine.yaml"))
+                .withDuration(300_000);
+        SextantPolicy sextant = (SextantPolicy) Simulator.simulate(s, "sextant", 1, null).simulation().policy;
+        Step out = sextant.steps().stream().filter(st -> st.estimates().engines().get("east-2").condition()
+                == Condition.STALLED).findFirst().orElseThrow();
+        assertThat(out.atNanos() / 1e9).isBetween(60.0, 90.0);
+        assertThat(out.snapshot().routes().get("east").values()).allSatisfy(r ->
+                assertThat(r.weights().getOrDefault("east-2", 0.0)).isZero());
+        for (Step st : sextant.steps()) {
+            for (String peer : List.of("east-1", "east-3", "east-4")) {
+                EngineEstimate e = st.estimates().engines().get(peer);
+                assertThat(e.capacityRps()).as("%s at %.0f s", peer, st.atNanos() / 1e9)
+                        .isGreaterThan(0.8 * e.configuredRps());
+            }
+        }
+        assertThat(sextant.steps().get(sextant.steps().size() - 1).estimates().engines().get("east-2").condition())
+                .as("back after the fault ends at 240 s").isEqualTo(Condition.HEALTHY);
     }
 
     @Test

@@ -3,6 +3,7 @@ package dev.sextant.server.control;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sextant.server.engine.Faults;
 import dev.sextant.server.gateway.Fleet;
 import dev.sextant.server.gateway.LogCapture;
 import dev.sextant.server.internal.Http;
@@ -13,7 +14,10 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -313,6 +317,44 @@ class ControlPlaneTest {
         assertThat(cp.current().version()).isEqualTo(3);
         assertThat(weight("us-1")).isPositive();
         assertThat(health().path("last_step").path("reason").asText()).isEqualTo("engine us-1 back in service");
+    }
+
+    @Test
+    void anEngineWhoseCoreStandsStill_whileItsMetricsAnswer_isStalled_andBackWhenItsCanariesAreAnswered()
+            throws Exception {
+        cp.tickNow();
+        assertThat(weight("us-1")).isPositive();
+        var us1 = fleet.engines.get("us-1");
+        us1.setFaults(new Faults(0, 1, false, -1, Faults.Corruption.NONE, true));
+        // requests it accepts and never works on: its batch and queue hold them, its counters stand still
+        List<CompletableFuture<HttpResponse<String>>> held = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            held.add(Fleet.HTTP.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + us1.port()
+                    + "/v1/completions")).header("content-type", "application/json").POST(HttpRequest.BodyPublishers
+                    .ofString("{\"model\":\"m\",\"prompt\":\"held\",\"max_tokens\":4}")).build(),
+                    HttpResponse.BodyHandlers.ofString()));
+        }
+        long start = System.nanoTime();
+        assertThat(Fleet.await(() -> tick() && condition("us-1").equals("stalled"), Duration.ofSeconds(60))).isTrue();
+        assertThat(System.nanoTime() - start).as("ten seconds of silence, not one scrape").isGreaterThan(9_000_000_000L);
+        JsonNode stalled = engine("us-1");
+        assertThat(stalled.path("healthy").asBoolean()).isFalse();
+        assertThat(stalled.path("why").asText()).contains("showed no sign of work").contains("back when a canary");
+        assertThat(metric("sextant_control_engine_condition", "engine", "us-1", "condition", "stalled")).isEqualTo(1);
+        cp.tickNow();
+        for (Route r : cp.current().routes().get("gw").values()) {
+            assertThat(r.weights().getOrDefault("us-1", 0.0)).isZero();
+        }
+        assertThat(held).noneMatch(CompletableFuture::isDone);
+
+        // its core moves again: what it held is answered, and its canaries bring it back
+        us1.setFaults(Faults.NONE);
+        for (var f : held) {
+            assertThat(f.get(30, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+        }
+        assertThat(Fleet.await(() -> tick() && condition("us-1").equals("healthy"), Duration.ofSeconds(30))).isTrue();
+        cp.tickNow();
+        assertThat(weight("us-1")).isPositive();
     }
 
     /** A gateway's report that 60 of eu-1's last 100 attempts failed: enough to make it failing. */
