@@ -43,6 +43,13 @@ final class EngineTracker {
      */
     static final long STALL_NANOS = 10_000_000_000L;
     /**
+     * The same for an engine exporting SGLang's metrics, whose scheduler sets its gauges (running, queued, KV-cache use)
+     * when it logs a prefill batch or every 40th decode batch, and once idle only every 30 s: for up to 30 s after its
+     * last request ends, its gauges may still show requests it no longer holds while nothing moves. Forty seconds of
+     * silence outlasts that refresh by a scrape interval or more.
+     */
+    static final long SGLANG_STALL_NANOS = 40_000_000_000L;
+    /**
      * The largest speed factor the model expresses (and 1/this the smallest): a ratio beyond it is one more
      * reading of "not working", not a pace to price.
      */
@@ -71,6 +78,8 @@ final class EngineTracker {
     private long stillSince = Long.MIN_VALUE;
     private int stillIntervals;
     private double stillHeld;
+    /** How long a silence must last to stall the engine, by the metrics it exports. */
+    private long stallNanos = STALL_NANOS;
     /**
      * Start of the silence for which the engine was judged stalled (Long.MIN_VALUE: it is not), and how long that
      * silence was then. A stalled engine is back when a canary is answered in full after that start, not when its
@@ -173,6 +182,7 @@ final class EngineTracker {
             double kvBefore = lastMetrics.kvCacheUsage();
             double kvAfter = m.kvCacheUsage();
             boolean kvMoved = !Double.isNaN(kvBefore) && !Double.isNaN(kvAfter) && kvBefore != kvAfter;
+            stallNanos = m.flavor() == EngineMetrics.Flavor.SGLANG ? SGLANG_STALL_NANOS : STALL_NANOS;
             if (i.held() >= 1 && i.noTokens() && !kvMoved) {
                 if (stillIntervals == 0) {
                     stillSince = lastScrapeAt;
@@ -590,7 +600,7 @@ final class EngineTracker {
         // not on a gateway's success, which may be the last tokens of a request begun long before
         if (stalledSince != Long.MIN_VALUE && lastCanaryOkAt >= stalledSince) {
             stalledSince = Long.MIN_VALUE;
-        } else if (stalledSince == Long.MIN_VALUE && stillIntervals >= 2 && lastScrapeAt - stillSince >= STALL_NANOS
+        } else if (stalledSince == Long.MIN_VALUE && stillIntervals >= 2 && lastScrapeAt - stillSince >= stallNanos
                 && alive < stillSince) {
             stalledSince = stillSince;
             stalledForSeconds = (lastScrapeAt - stillSince) / 1e9;

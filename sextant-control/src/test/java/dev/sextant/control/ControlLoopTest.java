@@ -607,6 +607,20 @@ class ControlLoopTest {
     }
 
     @Test
+    void anSglangEngine_whoseGaugesLagUpToThirtySecondsWhenIdle_isStalledOnlyAfterFortySecondsOfSilence() {
+        Rig r = rig(Map.of(), Map.of(), 150, 23);
+        r.engines.get("e2").flavor = dev.sextant.signal.EngineMetrics.Flavor.SGLANG;
+        r.run(120);
+        r.stalled.add("e2");
+        r.run(35);
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.HEALTHY);
+
+        r.run(10);
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.STALLED);
+        assertThat(r.estimate("e2").conditionWhy()).contains("no sign of work for 40 s");
+    }
+
+    @Test
     void metricsThatStandStill_whileTheGatewaysSeeTheEngineAnswer_stallNothing() {
         Rig r = rig(Map.of(), Map.of(), 150, 22);
         r.run(120);

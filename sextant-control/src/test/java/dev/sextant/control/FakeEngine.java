@@ -52,6 +52,9 @@ final class FakeEngine {
                 t.promptTokens(), t.outputCv2(), t.cache());
     }
 
+    /** The names it exports its metrics under: what the loop knows of how they are refreshed. */
+    EngineMetrics.Flavor flavor = EngineMetrics.Flavor.VLLM;
+
     /** While true the engine does nothing and its metrics stand still (a hung engine core, or a stale exporter). */
     boolean frozen;
 
@@ -156,7 +159,7 @@ final class FakeEngine {
     private double canaryReads = 1;
 
     EngineMetrics metrics() {
-        return new EngineMetrics(EngineMetrics.Flavor.VLLM, running, waiting, kv, histogram(ttftCount, ttftSum),
+        return new EngineMetrics(flavor, running, waiting, kv, histogram(ttftCount, ttftSum),
                 histogram(tbtCount, tbtSum), successes, prompt, generated, prompt, cached, Double.NaN,
                 histogram(queueCount, queueSum), Double.NaN);
     }
