@@ -213,6 +213,12 @@ final class DefaultControlLoop implements ControlLoop {
                 }
             }
         }
+        if (r.inFlight() != null) {
+            String from = r.gateway() + "\u0000" + r.instance();
+            for (EngineTracker t : engines.values()) {
+                t.inFlight(from, r.inFlight().getOrDefault(t.id, 0L), r.atNanos(), r.intervalSeconds());
+            }
+        }
         Map<String, long[]> byCluster = new HashMap<>();
         r.engines().forEach((id, o) -> {
             EngineTracker t = engines.get(id);

@@ -78,8 +78,18 @@ final class EngineTracker {
     private long stillSince = Long.MIN_VALUE;
     private int stillIntervals;
     private double stillHeld;
+    /** Whether the engine's gauges held requests through its last interval while nothing in it moved. */
+    private boolean idleWithWork;
+    /** Whether the gateways had requests in flight on it at every interval of the run (their word, not a gauge's). */
+    private boolean stillByGateways;
     /** How long a silence must last to stall the engine, by the metrics it exports. */
     private long stallNanos = STALL_NANOS;
+    /**
+     * Gateway process → the requests it had in flight on this engine at its last report that listed any, and until when
+     * that report stands (two of its intervals after it came): evidence that the engine was sent requests it has not
+     * answered, whatever its own gauges say.
+     */
+    private final java.util.Map<String, long[]> inFlightBy = new java.util.HashMap<>();
     /**
      * Start of the silence for which the engine was judged stalled (Long.MIN_VALUE: it is not), and how long that
      * silence was then. A stalled engine is back when a canary is answered in full after that start, not when its
@@ -182,13 +192,23 @@ final class EngineTracker {
             double kvBefore = lastMetrics.kvCacheUsage();
             double kvAfter = m.kvCacheUsage();
             boolean kvMoved = !Double.isNaN(kvBefore) && !Double.isNaN(kvAfter) && kvBefore != kvAfter;
-            stallNanos = m.flavor() == EngineMetrics.Flavor.SGLANG ? SGLANG_STALL_NANOS : STALL_NANOS;
-            if (i.held() >= 1 && i.noTokens() && !kvMoved) {
+            long byGateways = inFlight(at);
+            boolean silent = i.noTokens() && !kvMoved;
+            // what the engine's own gauges say decides what the interval teaches; the gateways' word counts toward a
+            // stall only (a report stands for two of its intervals, and the requests it counted may have ended since)
+            idleWithWork = silent && i.held() >= 1;
+            double held = Math.max(i.held(), byGateways);
+            if (held >= 1 && silent) {
                 if (stillIntervals == 0) {
                     stillSince = lastScrapeAt;
+                    stillByGateways = true;
                 }
                 stillIntervals++;
-                stillHeld = i.held();
+                stillHeld = held;
+                stillByGateways &= byGateways > 0;
+                // the gateways' word needs no allowance for gauges that lag; SGLang's gauges alone do
+                stallNanos = stillByGateways || m.flavor() != EngineMetrics.Flavor.SGLANG ? STALL_NANOS
+                        : SGLANG_STALL_NANOS;
             } else {
                 stillSince = Long.MIN_VALUE;
                 stillIntervals = 0;
@@ -204,6 +224,28 @@ final class EngineTracker {
         failuresSinceMiss = 0;
         scrapeError = null;
         return i;
+    }
+
+    /**
+     * Gateway process {@code from} reported at {@code at} that it had {@code n} requests in flight on this engine, in a
+     * report covering {@code intervalSeconds}.
+     */
+    void inFlight(String from, long n, long at, double intervalSeconds) {
+        if (n <= 0) {
+            inFlightBy.remove(from);
+        } else {
+            inFlightBy.put(from, new long[] {n, at + Math.round(2 * intervalSeconds * 1e9)});
+        }
+    }
+
+    /** The requests the gateways' reports standing at {@code now} had in flight on this engine. */
+    private long inFlight(long now) {
+        inFlightBy.values().removeIf(v -> v[1] < now);
+        long n = 0;
+        for (long[] v : inFlightBy.values()) {
+            n += v[0];
+        }
+        return n;
     }
 
     void scrapeFailed(String why, long at) {
@@ -329,7 +371,7 @@ final class EngineTracker {
      * faults. A queue that does not move is not load.
      */
     private boolean queued() {
-        return lastInterval != null && lastInterval.saturated() && stillIntervals == 0;
+        return lastInterval != null && lastInterval.saturated() && !idleWithWork;
     }
 
     /**
@@ -337,7 +379,7 @@ final class EngineTracker {
      * and showed no sign of work, or the engine is stalled.
      */
     boolean inert() {
-        return stillIntervals > 0 || stalledSince != Long.MIN_VALUE;
+        return idleWithWork || stalledSince != Long.MIN_VALUE;
     }
 
     /**

@@ -21,16 +21,25 @@ import java.util.TreeMap;
  * @param roundTrips      engine cluster id → round trips measured to it in the interval
  * @param reuse           class id → the times from the end of a conversation's request to its next request, counted
  *                        in the buckets of {@link ReuseTimes} ({@code BUCKETS} counts ≥ 0)
+ * @param inFlight        engine id → requests this gateway had placed on it and not seen end when it made the report,
+ *                        ≥ 0 (an engine it lists nothing for: none); null when the gateway does not report them
  */
 public record GatewayReport(String gateway, String instance, long atNanos, double intervalSeconds, Map<String, Long> arrivals,
                             Map<String, EngineOutcomes> engines, Map<String, RoundTrip> roundTrips,
-                            Map<String, long[]> reuse) {
+                            Map<String, long[]> reuse, Map<String, Long> inFlight) {
+
+    /** A report without requests in flight. */
+    public GatewayReport(String gateway, String instance, long atNanos, double intervalSeconds,
+                         Map<String, Long> arrivals, Map<String, EngineOutcomes> engines,
+                         Map<String, RoundTrip> roundTrips, Map<String, long[]> reuse) {
+        this(gateway, instance, atNanos, intervalSeconds, arrivals, engines, roundTrips, reuse, null);
+    }
 
     /** A report without reuse times. */
     public GatewayReport(String gateway, String instance, long atNanos, double intervalSeconds,
                          Map<String, Long> arrivals, Map<String, EngineOutcomes> engines,
                          Map<String, RoundTrip> roundTrips) {
-        this(gateway, instance, atNanos, intervalSeconds, arrivals, engines, roundTrips, Map.of());
+        this(gateway, instance, atNanos, intervalSeconds, arrivals, engines, roundTrips, Map.of(), null);
     }
 
     public GatewayReport {
@@ -52,6 +61,14 @@ public record GatewayReport(String gateway, String instance, long atNanos, doubl
         engines = sorted(engines);
         roundTrips = sorted(roundTrips);
         reuse = sorted(reuse);
+        if (inFlight != null) {
+            inFlight = sorted(inFlight);
+            inFlight.forEach((e, n) -> {
+                if (n == null || n < 0) {
+                    throw new IllegalArgumentException("in_flight." + e + ": " + n + " (expected: a whole number >= 0)");
+                }
+            });
+        }
         reuse.forEach((c, counts) -> {
             if (counts == null || counts.length != ReuseTimes.BUCKETS) {
                 throw new IllegalArgumentException("reuse." + c + ": expected " + ReuseTimes.BUCKETS + " counts");

@@ -621,6 +621,32 @@ class ControlLoopTest {
     }
 
     @Test
+    void anEngineThatTakesRequestsAndNeverStartsThem_isStalledOnItsGatewaysWord_whileItsGaugesReadIdle() {
+        Rig r = rig(Map.of(), Map.of(), 150, 24);
+        r.inFlight = new java.util.TreeMap<>();
+        r.run(120);
+        r.engines.get("e2").hangBeforeTheBatch();
+        r.stalled.add("e2");
+        r.inFlight.put("e2", 7L);
+
+        r.run(15);
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.STALLED);
+        assertThat(r.estimate("e2").conditionWhy()).contains("held 7 requests");
+        assertThat(r.loads().get("e2")).isZero();
+    }
+
+    @Test
+    void anEngineThatTakesRequestsAndNeverStartsThem_looksIdle_withoutItsGatewaysWord() {
+        Rig r = rig(Map.of(), Map.of(), 150, 24);
+        r.run(120);
+        r.engines.get("e2").hangBeforeTheBatch();
+        r.stalled.add("e2");
+
+        r.run(30);
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.HEALTHY);
+    }
+
+    @Test
     void metricsThatStandStill_whileTheGatewaysSeeTheEngineAnswer_stallNothing() {
         Rig r = rig(Map.of(), Map.of(), 150, 22);
         r.run(120);

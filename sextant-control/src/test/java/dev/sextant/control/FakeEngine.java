@@ -58,6 +58,16 @@ final class FakeEngine {
     /** While true the engine does nothing and its metrics stand still (a hung engine core, or a stale exporter). */
     boolean frozen;
 
+    /**
+     * Hangs before its batch: it takes requests and never starts them, so its gauges read an idle engine and nothing
+     * moves.
+     */
+    void hangBeforeTheBatch() {
+        running = 0;
+        waiting = 0;
+        frozen = true;
+    }
+
     void slowdown(double factor) {
         slowdown = factor;
     }

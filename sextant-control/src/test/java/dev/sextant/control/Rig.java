@@ -41,6 +41,8 @@ final class Rig {
      * and their canaries time out.
      */
     final java.util.Set<String> stalled = new java.util.HashSet<>();
+    /** Engine → requests the gateway reports in flight on it; null: its reports say nothing of them. */
+    Map<String, Long> inFlight;
     /** Extra arrivals in the next report only (a burst), and an extra prompt on one engine's next interval. */
     int burstArrivals;
     String hugePromptEngine;
@@ -117,8 +119,9 @@ final class Rig {
             hugePromptEngine = null;
             long arrivals = poisson(demand * scrapeSeconds) + burstArrivals;
             burstArrivals = 0;
+            Map<String, Long> held = inFlight == null ? null : new TreeMap<>(inFlight);
             signals.add(() -> loop.observe(new GatewayReport("gw", "", ticker.nanos(), scrapeSeconds,
-                    Map.of("chat", arrivals), outcomes, Map.of())));
+                    Map.of("chat", arrivals), outcomes, Map.of(), Map.of(), held)));
             inTransit.add(signals);
             while (inTransit.size() > signalDelayIntervals) {
                 inTransit.poll().forEach(Runnable::run);

@@ -21,6 +21,7 @@ import dev.sextant.request.RequestMeta;
 import dev.sextant.request.ReuseTimes;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.Engine;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
 import java.util.ArrayList;
@@ -213,8 +214,18 @@ final class SextantPolicy implements SimPolicy {
                     rtt.put(sim.clusterIds.get(c), new GatewayReport.RoundTrip(ms, ms, 1));
                 }
             }
+            // the requests it has in flight per engine, as the data plane counts them when the report is made
+            Map<String, Long> held = new LinkedHashMap<>();
+            if (planes[g] != null) {
+                for (Engine engine : base.engines()) {
+                    int n = planes[g].inFlight(engine.id());
+                    if (n > 0) {
+                        held.put(engine.id(), (long) n);
+                    }
+                }
+            }
             reports.add(new GatewayReport(base.gatewayClusters().get(g).id(), "", 0, interval, a, e, rtt,
-                    reuse[g].drain()));
+                    reuse[g].drain(), held));
         }
         sim.loop.after(sim.scenario.control().signalDelayMs(), () -> {
             if (!sim.controlPlaneUp) {
@@ -223,7 +234,7 @@ final class SextantPolicy implements SimPolicy {
             long at = nanos();
             for (GatewayReport r : reports) {
                 loop.observe(new GatewayReport(r.gateway(), r.instance(), at, r.intervalSeconds(), r.arrivals(),
-                        r.engines(), r.roundTrips(), r.reuse()));
+                        r.engines(), r.roundTrips(), r.reuse(), r.inFlight()));
             }
         });
         double next = sim.loop.now() + sim.scenario.control().scrapeMs();

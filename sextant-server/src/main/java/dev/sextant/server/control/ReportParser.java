@@ -90,7 +90,22 @@ final class ReportParser {
                 reuse.put(e.getKey(), counts);
             }
         }
-        return new GatewayReport(gateway, instance, atNanos, interval, arrivals, engines, roundTrips, reuse);
+        Map<String, Long> inFlight = null;
+        if (body.get("in_flight") != null && !body.get("in_flight").isNull()) {
+            inFlight = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : entries(body.get("in_flight"), "in_flight",
+                    "an object of engine id → requests in flight")) {
+                JsonNode v = e.getValue();
+                if (v == null || v.isNull()) {
+                    throw new IllegalArgumentException("in_flight." + e.getKey() + ": null (expected: " + WHOLE + ")");
+                }
+                long n = count(v, "in_flight." + e.getKey());
+                if (engineIds.contains(e.getKey())) {
+                    inFlight.put(e.getKey(), n);
+                }
+            }
+        }
+        return new GatewayReport(gateway, instance, atNanos, interval, arrivals, engines, roundTrips, reuse, inFlight);
     }
 
     /** A class's reuse-time counts: an array of exactly {@link ReuseTimes#BUCKETS} whole numbers ≥ 0. */

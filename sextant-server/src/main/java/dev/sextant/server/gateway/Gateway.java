@@ -114,6 +114,7 @@ public final class Gateway implements AutoCloseable {
         this.reporter = Reporter.toEach(config.gatewayCluster(), config.controlPlane() != null
                         ? () -> java.util.List.of(config.controlPlane()) : source.findsControlPlanes()
                         ? source::controlPlanes : null, config.token(), config.reportInterval(), config.clientTls());
+        reporter.inFlightFrom(this::inFlightByEngine);
         this.metrics = new GatewayMetrics(plane::get, inFlight::get, http2Connections::get,
                 () -> refusedSnapshots.sum() + source.refusals(), this::ownClasses);
         metrics.tenants(tenancy.watch());
@@ -358,6 +359,22 @@ public final class Gateway implements AutoCloseable {
     }
 
     /** The held snapshot, or null before the first. */
+    /** Engine id → requests this gateway has in flight on it, for the engines of the held snapshot that have any. */
+    private java.util.Map<String, Integer> inFlightByEngine() {
+        DataPlane p = plane.get();
+        if (p == null) {
+            return java.util.Map.of();
+        }
+        java.util.Map<String, Integer> out = new java.util.HashMap<>();
+        for (String id : p.snapshot().engines().keySet()) {
+            int n = p.inFlight(id);
+            if (n > 0) {
+                out.put(id, n);
+            }
+        }
+        return out;
+    }
+
     private Snapshot heldSnapshot() {
         DataPlane p = plane.get();
         return p == null ? null : p.snapshot();

@@ -171,6 +171,8 @@ final class Reporter implements AutoCloseable {
     private final dev.sextant.server.auth.BearerToken token;
     private long lastNanos = System.nanoTime();
     private volatile boolean failing;
+    /** Engine id → requests placed on it and not ended, as the data plane counts them now (only those above 0). */
+    private volatile java.util.function.Supplier<Map<String, Integer>> inFlight = Map::of;
 
     Reporter(String gatewayCluster, URI controlPlane, dev.sextant.server.auth.BearerToken token, Duration interval,
              dev.sextant.server.tls.ClientTls tls) {
@@ -223,6 +225,14 @@ final class Reporter implements AutoCloseable {
         reuse.ended(key, nanos);
     }
 
+    /**
+     * Where each report reads the requests in flight per engine when it is made: what tells the control loop that an
+     * engine was sent requests it has not answered, whatever its own gauges say (docs/control-loop.md, "STALLED").
+     */
+    void inFlightFrom(java.util.function.Supplier<Map<String, Integer>> source) {
+        inFlight = source;
+    }
+
     /** The counters of {@code engine}, made the first time. */
     EngineStats engine(String engine) {
         EngineStats s = engines.get(engine);
@@ -256,6 +266,8 @@ final class Reporter implements AutoCloseable {
         });
         ObjectNode e = root.putObject("engines");
         engines.forEach((id, s) -> s.drainInto(e.putObject(id)));
+        ObjectNode held = root.putObject("in_flight");
+        new java.util.TreeMap<>(inFlight.get()).forEach(held::put);
         ObjectNode rtt = root.putObject("rtt_ms");
         roundTrips.forEach((cluster, r) -> r.drainInto(rtt, cluster));
         ObjectNode times = root.putObject("reuse");

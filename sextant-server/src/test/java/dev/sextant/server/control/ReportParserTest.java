@@ -60,6 +60,16 @@ class ReportParserTest {
     }
 
     @Test
+    void requestsInFlight_areReadPerEngineOfTheTopology_andAbsentMeansNotReported() throws Exception {
+        GatewayReport r = parse("{\"gateway\":\"east\",\"interval_seconds\":5,\"in_flight\":{\"east-1\":7,"
+                + "\"gone-7\":2}}");
+
+        assertThat(r.inFlight()).containsExactly(Map.entry("east-1", 7L));
+        assertThat(parse("{\"gateway\":\"east\",\"interval_seconds\":5,\"in_flight\":{}}").inFlight()).isEmpty();
+        assertThat(parse("{\"gateway\":\"east\",\"interval_seconds\":5}").inFlight()).isNull();
+    }
+
+    @Test
     void withoutArrivals_theyFollowFromDemandAndInterval_rounded() throws Exception {
         GatewayReport r = parse("{\"gateway\":\"west\",\"interval_seconds\":2.5,\"demand_rps\":{\"chat\":10.3}}");
 
@@ -123,6 +133,10 @@ class ReportParserTest {
             reuse too short      | {"gateway":"east","interval_seconds":5,"reuse":{"chat":[1,2]}}                      | reuse.chat: [1,2] (expected: an array of 18 whole numbers >= 0)
             reuse negative count | {"gateway":"east","interval_seconds":5,"reuse":{"chat":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,-3,0]}} | reuse.chat[16]: -3 (expected: a whole number >= 0)
             reuse null count     | {"gateway":"east","interval_seconds":5,"reuse":{"chat":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,null,0]}} | reuse.chat[16]: null (expected: a whole number >= 0)
+            in flight negative   | {"gateway":"east","interval_seconds":5,"in_flight":{"east-1":-1}}                   | in_flight.east-1: -1 (expected: a whole number >= 0)
+            in flight fraction   | {"gateway":"east","interval_seconds":5,"in_flight":{"east-1":1.5}}                  | in_flight.east-1: 1.5 (expected: a whole number >= 0)
+            in flight null       | {"gateway":"east","interval_seconds":5,"in_flight":{"east-1":null}}                 | in_flight.east-1: null (expected: a whole number >= 0)
+            in flight not object | {"gateway":"east","interval_seconds":5,"in_flight":[3]}                             | in_flight: [3] (expected: an object of engine id → requests in flight)
             """)
     void aBadField_isRefusedNamingIt(String name, String json, String says) {
         assertThatThrownBy(() -> parse(json)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining(says);

@@ -18,6 +18,60 @@ class GatewayControlPlaneTest {
     @TempDir
     Path dir;
 
+    /**
+     * An engine that takes requests and never starts them (the emulator's hang fault) has the gauges of an idle engine
+     * and counters that do not move; only its gateway knows it holds requests. Its reports say so, and the control plane
+     * judges it stalled.
+     */
+    @Test
+    void anEngineThatTakesRequestsAndNeverStartsThem_isStalledOnItsGatewaysReports() throws Exception {
+        try (Fleet fleet = new Fleet(1)) {
+            Path file = dir.resolve("topology.yaml");
+            Files.writeString(file, fleet.yaml(150));
+            ControlPlane cp = ControlPlane.start(ControlPlaneConfig.defaults(file, "tok").withIntervals(
+                    Duration.ofSeconds(1), Duration.ofMillis(200), Duration.ofMillis(500), Duration.ofSeconds(1), 3));
+            GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false)
+                    .withTimeouts(Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(60),
+                            Duration.ofSeconds(60))
+                    .withControlPlane(cp.uri(), "tok", Duration.ofSeconds(1));
+            try (cp; Gateway gw = Gateway.start(config, SnapshotSource.longPoll(cp.uri(), "gw", "tok",
+                    Duration.ofSeconds(20)), 2)) {
+                fleet.engines.get("eu-1").setFaults(new dev.sextant.server.engine.Faults(0, 1, true, -1));
+                java.util.List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> sent =
+                        new java.util.ArrayList<>();
+                for (int i = 0; i < 40; i++) { // whole answers: no stream for the gateway to watch
+                    sent.add(Fleet.HTTP.sendAsync(java.net.http.HttpRequest.newBuilder(java.net.URI.create(
+                            "http://127.0.0.1:" + gw.port() + "/v1/chat/completions")).timeout(Duration.ofSeconds(90))
+                            .header("content-type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers
+                                    .ofString(Fleet.chat("c" + i, false, 1))).build(), HttpResponse.BodyHandlers.ofString()));
+                }
+                assertThat(Fleet.await(() -> fleet.engines.get("eu-1").hungRequests() > 0, Duration.ofSeconds(20)))
+                        .as("some of them placed on eu-1").isTrue();
+
+                assertThat(Fleet.await(() -> condition(cp, "eu-1").equals("stalled"), Duration.ofSeconds(60))).isTrue();
+                assertThat(engine(cp, "eu-1").path("why").asText()).contains("showed no sign of work");
+                assertThat(Fleet.await(() -> cp.current().route("gw", "chat").weights().getOrDefault("eu-1", 0.0)
+                        == 0.0, Duration.ofSeconds(10))).isTrue();
+                assertThat(condition(cp, "eu-2")).isEqualTo("healthy");
+            }
+        }
+    }
+
+    /** The control plane's view of {@code engine} in its {@code /healthz}. */
+    private static JsonNode engine(ControlPlane cp, String engine) {
+        try {
+            return Http.JSON.readTree(Fleet.HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(
+                    cp.uri() + "/healthz")).build(), HttpResponse.BodyHandlers.ofString()).body()).path("engines")
+                    .path(engine);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static String condition(ControlPlane cp, String engine) {
+        return engine(cp, engine).path("condition").asText();
+    }
+
     @Test
     void gatewayFollowsNewSnapshots_andKeepsServingWhenTheControlPlaneStops() throws Exception {
         try (Fleet fleet = new Fleet(1)) {

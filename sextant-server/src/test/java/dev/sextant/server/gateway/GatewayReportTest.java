@@ -109,7 +109,8 @@ class GatewayReportTest {
 
         JsonNode report = report();
         assertThat(fields(report)).containsExactly("gateway", "instance", "interval_seconds", "demand_rps", "arrivals",
-                "engines", "rtt_ms", "reuse");
+                "engines", "in_flight", "rtt_ms", "reuse");
+        assertThat(report.path("in_flight").isEmpty()).as("nothing in flight once answered").isTrue();
         assertThat(report.path("gateway").asText()).isEqualTo("gw");
         assertThat(report.path("instance").asText()).as("this gateway's own id").matches("[0-9a-f]{12}")
                 .isEqualTo(gw.reporter.instance);
@@ -193,6 +194,33 @@ class GatewayReportTest {
         JsonNode e = report().path("engines").path("e1");
         assertKinds(e, Map.of("timeouts", attempts(r)));
         assertThat(e.path("connect_count").asLong()).as("a timed-out connection is not reused").isEqualTo(attempts(r));
+    }
+
+    @Test
+    void requestsAnEngineHasNotAnswered_areReportedInFlight_andGoneOnceTheyEnd() throws Exception {
+        EngineEmulator engine = EngineEmulator.start(EngineConfig.defaults("e1", "m").withFaults(new Faults(0, 1, true,
+                -1), 1));
+        open.add(engine);
+        gatewayTo(engine.port());
+        assertThat(report().path("in_flight").size()).as("nothing in flight yet").isZero();
+        java.util.concurrent.CompletableFuture<HttpResponse<String>> held = java.util.concurrent.CompletableFuture
+                .supplyAsync(() -> {
+                    try {
+                        return Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("k", false, 1));
+                    } catch (Exception e) {
+                        throw new java.util.concurrent.CompletionException(e);
+                    }
+                });
+        assertThat(Fleet.await(() -> gw.inFlight() == 1, Duration.ofSeconds(10))).isTrue();
+
+        JsonNode during = report();
+        assertThat(during.path("in_flight").path("e1").asLong()).isEqualTo(1);
+        assertThat(during.path("engines").path("e1").path("requests").asLong()).as("not ended: no outcome yet")
+                .isZero();
+        engine.close(); // the hung attempt ends with its connection
+        assertThat(Fleet.await(() -> gw.inFlight() == 0, Duration.ofSeconds(10))).isTrue();
+        assertThat(report().path("in_flight").has("e1")).isFalse();
+        assertThat(held).succeedsWithin(Duration.ofSeconds(10));
     }
 
     @Test
