@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Engines that answer badly: never (a black hole that accepts connections and reads nothing, an engine that takes
- * requests and hangs), slowly (10× the time between tokens), with 500s for 30% of requests, or with a truncated or
+ * requests and hangs, an engine core that stands still with requests in its batch), slowly (10× the time between tokens), with 500s for 30% of requests, or with a truncated or
  * malformed event stream. A request its engine may have started is never sent to another (docs/request-path.md §5).
  */
 class EngineMisbehaviourFaultsTest extends FaultCase {
@@ -47,6 +47,25 @@ class EngineMisbehaviourFaultsTest extends FaultCase {
             assertThat(tally.served("eu-1")).isZero();
             assertThat(tally.statusCount("504")).as("the requests it took time out").isPositive()
                     .isEqualTo(tally.failedCount()).isLessThanOrEqualTo((int) rig.engines.get("eu-1").hungRequests());
+            assertThat(rig.gateway.plane().ejections()).as("eu-1 is ejected").anyMatch(e -> e.engineId().equals("eu-1"));
+        }
+    }
+
+    @Test
+    void stalledEngineCore_itsRequestsTimeOut_withoutARetry_andNothingItHeldIsGeneratedTwiceWhenItMovesAgain()
+            throws Exception {
+        try (Rig rig = new Rig(2); Traffic traffic = new Traffic(rig.startGateway(Rig.options()).port(),
+                Rig.CLIENT_DEADLINE)) {
+            rig.warmUp(traffic);
+            long before = rig.resentTotal();
+            var eu1 = rig.engines.get("eu-1");
+            eu1.setFaults(new Faults(0, 1, false, -1, Faults.Corruption.NONE, true)); // holds requests, /metrics answers
+            Tally tally = new Tally("engine core stalls (eu-1 holds requests, its /metrics answering)");
+            traffic.run(tally, N, CONCURRENCY, i -> { });
+            eu1.setFaults(Faults.NONE); // moves again: whatever it still holds was given up by the gateway
+            assertSound(rig, tally, before, Rig.WARM_UP + N);
+            assertThat(tally.statusCount("504")).as("the requests it held time out").isPositive()
+                    .isEqualTo(tally.failedCount());
             assertThat(rig.gateway.plane().ejections()).as("eu-1 is ejected").anyMatch(e -> e.engineId().equals("eu-1"));
         }
     }
