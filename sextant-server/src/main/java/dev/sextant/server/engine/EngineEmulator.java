@@ -71,6 +71,7 @@ public final class EngineEmulator implements AutoCloseable {
     private final EventLoopGroup group;
     private final Channel serverChannel;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
     private final AtomicReference<Faults> faults;
     private final AtomicLong requestsDrawn = new AtomicLong();
     private final AtomicLong received = new AtomicLong();
@@ -327,6 +328,11 @@ public final class EngineEmulator implements AutoCloseable {
     /** Stops listening, closes every connection (hung ones included) and stops its threads. Idempotent. */
     @Override
     public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            // a second close must not wait on the channel group again: its event loops are gone, and a close scheduled
+            // on them never completes (a test that closed its engine, then closed it again in its clean-up, hung there)
+            return;
+        }
         serverChannel.close().awaitUninterruptibly();
         channels.close().awaitUninterruptibly();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
