@@ -57,6 +57,11 @@ final class EngineTracker {
     /** Gain of the speed factor's average when the new interval agrees with it. */
     static final double SPEED_GAIN = 0.3;
 
+    /** {@code factor} held within the range the model expresses, [1/{@link #SLOWEST}, {@link #SLOWEST}]. */
+    private static double withinRange(double factor) {
+        return Math.max(1 / SLOWEST, Math.min(SLOWEST, factor));
+    }
+
     final String id;
     Engine config;
     GroupModel group;
@@ -82,8 +87,6 @@ final class EngineTracker {
     private boolean idleWithWork;
     /** Whether the gateways had requests in flight on it at every interval of the run (their word, not a gauge's). */
     private boolean stillByGateways;
-    /** How long a silence must last to stall the engine, by the metrics it exports. */
-    private long stallNanos = STALL_NANOS;
     /**
      * Gateway process → the requests it had in flight on this engine at its last report that listed any, and until when
      * that report stands (two of its intervals after it came): evidence that the engine was sent requests it has not
@@ -206,9 +209,6 @@ final class EngineTracker {
                 stillIntervals++;
                 stillHeld = held;
                 stillByGateways &= byGateways > 0;
-                // the gateways' word needs no allowance for gauges that lag; SGLang's gauges alone do
-                stallNanos = stillByGateways || m.flavor() != EngineMetrics.Flavor.SGLANG ? STALL_NANOS
-                        : SGLANG_STALL_NANOS;
             } else {
                 stillSince = Long.MIN_VALUE;
                 stillIntervals = 0;
@@ -236,6 +236,15 @@ final class EngineTracker {
         } else {
             inFlightBy.put(from, new long[] {n, at + Math.round(2 * intervalSeconds * 1e9)});
         }
+    }
+
+    /**
+     * How long the current silence must last to stall the engine: the gateways' word needs no allowance for gauges that
+     * lag; SGLang's gauges alone do.
+     */
+    private long stallNanos() {
+        return stillByGateways || lastMetrics.flavor() != EngineMetrics.Flavor.SGLANG ? STALL_NANOS
+                : SGLANG_STALL_NANOS;
     }
 
     /** The requests the gateways' reports standing at {@code now} had in flight on this engine. */
@@ -397,7 +406,7 @@ final class EngineTracker {
                     : Math.max(1, lastInterval.running());
             double law = group.lawTbt(r.atNanos(), running, 0, batch.slots(group.configuredSlots()));
             if (law > 0 && Double.isFinite(law)) {
-                double ratio = Math.max(1 / SLOWEST, Math.min(SLOWEST, r.tbtMs() / law));
+                double ratio = withinRange(r.tbtMs() / law);
                 if (slow || ratio < speed / o.slowFactor()) {
                     adjustSpeed(ratio, o);
                     speedFromCanary = true;
@@ -487,7 +496,7 @@ final class EngineTracker {
         }
         double observed = pendingObserved / pendingGaps;
         double predicted = pendingLaw / pendingGaps;
-        adjustSpeed(Math.max(1 / SLOWEST, Math.min(SLOWEST, reading(pendingObserved, pendingLaw, pendingWork))), o);
+        adjustSpeed(withinRange(reading(pendingObserved, pendingLaw, pendingWork)), o);
         speedFromCanary = false;
         judgedAt(i.atNanos(), r, pi, slots, i.tbtMs(), law, work);
         speedWhy = String.format(Locale.ROOT, "TBT %.1f ms over %.0f requests at a batch of %.0f (law of its group: "
@@ -592,7 +601,7 @@ final class EngineTracker {
         double workNow = law.stepWork(batchSeen, judgedPi, judgedTbt);
         if (lawNow > 0 && Double.isFinite(lawNow) && workNow > 0 && Double.isFinite(workNow)) {
             double then = reading(judgedTbt, judgedLaw, judgedWork);
-            speed = Math.max(1 / SLOWEST, Math.min(SLOWEST, speed * reading(judgedTbt, lawNow, workNow) / then));
+            speed = withinRange(speed * reading(judgedTbt, lawNow, workNow) / then);
             judgedLaw = lawNow;
             judgedWork = workNow;
         }
@@ -642,7 +651,7 @@ final class EngineTracker {
         // not on a gateway's success, which may be the last tokens of a request begun long before
         if (stalledSince != Long.MIN_VALUE && lastCanaryOkAt >= stalledSince) {
             stalledSince = Long.MIN_VALUE;
-        } else if (stalledSince == Long.MIN_VALUE && stillIntervals >= 2 && lastScrapeAt - stillSince >= stallNanos
+        } else if (stalledSince == Long.MIN_VALUE && stillIntervals >= 2 && lastScrapeAt - stillSince >= stallNanos()
                 && alive < stillSince) {
             stalledSince = stillSince;
             stalledForSeconds = (lastScrapeAt - stillSince) / 1e9;

@@ -52,22 +52,12 @@ public record GatewayReport(String gateway, String instance, long atNanos, doubl
         if (!(intervalSeconds > 0) || Double.isInfinite(intervalSeconds)) {
             throw new IllegalArgumentException("interval_seconds: " + intervalSeconds + " (expected: a finite number > 0)");
         }
-        arrivals = sorted(arrivals);
-        arrivals.forEach((c, n) -> {
-            if (n == null || n < 0) {
-                throw new IllegalArgumentException("arrivals." + c + ": " + n + " (expected: a whole number >= 0)");
-            }
-        });
+        arrivals = counts(arrivals, "arrivals");
         engines = sorted(engines);
         roundTrips = sorted(roundTrips);
         reuse = sorted(reuse);
         if (inFlight != null) {
-            inFlight = sorted(inFlight);
-            inFlight.forEach((e, n) -> {
-                if (n == null || n < 0) {
-                    throw new IllegalArgumentException("in_flight." + e + ": " + n + " (expected: a whole number >= 0)");
-                }
-            });
+            inFlight = counts(inFlight, "in_flight");
         }
         reuse.forEach((c, counts) -> {
             if (counts == null || counts.length != ReuseTimes.BUCKETS) {
@@ -80,6 +70,17 @@ public record GatewayReport(String gateway, String instance, long atNanos, doubl
                 }
             }
         });
+    }
+
+    /** {@code m} sorted, each of its counts checked to be a whole number ≥ 0 ({@code field} names them in the error). */
+    private static Map<String, Long> counts(Map<String, Long> m, String field) {
+        Map<String, Long> out = sorted(m);
+        out.forEach((k, n) -> {
+            if (n == null || n < 0) {
+                throw new IllegalArgumentException(field + "." + k + ": " + n + " (expected: a whole number >= 0)");
+            }
+        });
+        return out;
     }
 
     private static <V> Map<String, V> sorted(Map<String, V> m) {

@@ -2,7 +2,9 @@ package dev.sextant.request;
 
 import dev.sextant.snapshot.Snapshot;
 
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The data plane of one gateway cluster: answers every request from a locally held snapshot, never
@@ -136,4 +138,19 @@ public interface DataPlane {
 
     /** Requests this gateway has in flight on {@code engineId}, ≥ 0. */
     int inFlight(String engineId);
+
+    /**
+     * Engine id → requests this gateway has in flight on it ({@link #inFlight}), for the engines of the held snapshot
+     * that have any: what a gateway's report tells the control loop an engine was sent and has not answered.
+     */
+    default Map<String, Integer> inFlightByEngine() {
+        Map<String, Integer> out = new HashMap<>();
+        for (String id : snapshot().engines().keySet()) {
+            int n = inFlight(id);
+            if (n > 0) {
+                out.put(id, n);
+            }
+        }
+        return out;
+    }
 }

@@ -21,7 +21,6 @@ import dev.sextant.request.RequestMeta;
 import dev.sextant.request.ReuseTimes;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
-import dev.sextant.topology.Engine;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
 import java.util.ArrayList;
@@ -217,12 +216,7 @@ final class SextantPolicy implements SimPolicy {
             // the requests it has in flight per engine, as the data plane counts them when the report is made
             Map<String, Long> held = new LinkedHashMap<>();
             if (planes[g] != null) {
-                for (Engine engine : base.engines()) {
-                    int n = planes[g].inFlight(engine.id());
-                    if (n > 0) {
-                        held.put(engine.id(), (long) n);
-                    }
-                }
+                planes[g].inFlightByEngine().forEach((id, n) -> held.put(id, (long) n));
             }
             reports.add(new GatewayReport(base.gatewayClusters().get(g).id(), "", 0, interval, a, e, rtt,
                     reuse[g].drain(), held));

@@ -313,10 +313,10 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
             return new Faults(
                     number(body, "error_rate", now.errorRate()),
                     number(body, "slowdown", now.slowdown()),
-                    body.has("hang") ? bool(body, "hang") : now.hang(),
+                    bool(body, "hang", now.hang()),
                     (int) number(body, "crash_after_tokens", now.crashAfterTokens()),
                     corruption(body.get("corrupt_stream"), now.corruptStream()),
-                    body.has("stall") ? bool(body, "stall") : now.stall());
+                    bool(body, "stall", now.stall()));
         } catch (IllegalArgumentException e) {
             throw OpenAiErrors.badRequest(e.getMessage());
         }
@@ -349,8 +349,11 @@ final class EngineHttpHandler extends SimpleChannelInboundHandler<FullHttpReques
         return Faults.Corruption.parse(n.asText());
     }
 
-    private static boolean bool(JsonNode body, String field) {
+    private static boolean bool(JsonNode body, String field, boolean current) {
         JsonNode n = body.get(field);
+        if (n == null) {
+            return current;
+        }
         if (!n.isBoolean()) {
             throw OpenAiErrors.badRequest("'" + field + "' must be a boolean.");
         }

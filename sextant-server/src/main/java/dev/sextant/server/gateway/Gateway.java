@@ -358,23 +358,13 @@ public final class Gateway implements AutoCloseable {
         return plane.get();
     }
 
-    /** The held snapshot, or null before the first. */
-    /** Engine id → requests this gateway has in flight on it, for the engines of the held snapshot that have any. */
+    /** Engine id → requests this gateway has in flight on it (none before the first snapshot). */
     private java.util.Map<String, Integer> inFlightByEngine() {
         DataPlane p = plane.get();
-        if (p == null) {
-            return java.util.Map.of();
-        }
-        java.util.Map<String, Integer> out = new java.util.HashMap<>();
-        for (String id : p.snapshot().engines().keySet()) {
-            int n = p.inFlight(id);
-            if (n > 0) {
-                out.put(id, n);
-            }
-        }
-        return out;
+        return p == null ? java.util.Map.of() : p.inFlightByEngine();
     }
 
+    /** The held snapshot, or null before the first. */
     private Snapshot heldSnapshot() {
         DataPlane p = plane.get();
         return p == null ? null : p.snapshot();
