@@ -35,8 +35,9 @@ import org.junit.jupiter.api.io.TempDir;
  * receive a single request, counted on the engines themselves (failed and hung requests included).
  *
  * <p>A seeded loop rather than a jqwik property: each try costs seconds of real servers. Seed and size from
- * {@code -Dsextant.residency.seed=N} (default 6) and {@code -Dsextant.residency.rounds=N} (default 10, about
- * 15 s on an idle 2-core machine).
+ * {@code -Dsextant.residency.seed=N} (default 6) and {@code -Dsextant.residency.rounds=N} (default 6: a
+ * failover in the first round, the control plane gone from the fourth, an EU engine gone for good from the fifth; 15-25 s
+ * a case on an idle 2-core machine, three cases).
  */
 class ResidencyStackProperties {
     private static final String[] EU = {"x-sextant-residency", "eu-west"};
@@ -56,7 +57,7 @@ class ResidencyStackProperties {
     void euOnlyRequests_areNeverAnsweredOrSeenOutsideEu_underRandomFaultsFailoverAndFallback(String from)
             throws Exception {
         long seed = Long.getLong("sextant.residency.seed", 6);
-        int rounds = Integer.getInteger("sextant.residency.rounds", 10);
+        int rounds = Integer.getInteger("sextant.residency.rounds", 6);
         SplittableRandom rnd = new SplittableRandom(seed);
         LeakWatch leaks = LeakWatch.paranoid();
         Map<String, Integer> statuses = new TreeMap<>();
