@@ -64,6 +64,7 @@ public final class Sextant implements Callable<Integer> {
                 .addSubcommand(new HashKeyCommand(out))
                 .addSubcommand(new RegisterCommand(out))
                 .addSubcommand(new SimulateCommand(out, System.err))
+                .addSubcommand(new SweepCommand(out, System.err))
                 .addSubcommand(new AccuracyCommand(out, System.err))
                 .addSubcommand(new CommandLine.HelpCommand());
         cl.setOut(out).setErr(err);

@@ -86,7 +86,7 @@ class SextantTest {
 
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.ValueSource(strings = {"solve", "explain", "compare", "demo", "gateway",
-        "control-plane", "engine", "register", "simulate"})
+        "control-plane", "engine", "register", "simulate", "sweep"})
     void everyCommand_answersHelp_bothWays(String command) {
         // "Try 'sextant solve --help'" is what a usage error says: it must work
         assertThat(run(fakes(), command, "--help")).as(stderr).isZero();
@@ -134,7 +134,7 @@ class SextantTest {
         assertThat(run(fakes(), "x")).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr.lines().toList()).containsExactly(
                 "sextant: unknown command 'x' (expected one of: solve, explain, compare, demo, gateway, control-plane,"
-                        + " engine, hash-key, register, simulate, accuracy, help)",
+                        + " engine, hash-key, register, simulate, sweep, accuracy, help)",
                 "Try 'sextant --help'.");
         assertThat(stdout).isEmpty();
     }
