@@ -47,19 +47,13 @@ final class SweepCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (fleets < 1) {
-            throw new UsageException("--fleets: " + fleets + " (expected: at least 1)");
-        }
-        if (first < 0) {
-            throw new UsageException("--first: " + first + " (expected: 0 or more)");
-        }
         List<Sweep.Row> rows;
         try {
             rows = Sweep.run(first, fleets, policies, seed, outDir, progress);
         } catch (ScenarioException | IllegalArgumentException e) {
             throw new UsageException(e.getMessage());
         }
-        out.println(Sweep.totalsLine(rows));
+        out.println(Sweep.totals(rows));
         out.println("Report: " + outDir.resolve("sweep.md"));
         out.flush();
         return 0;

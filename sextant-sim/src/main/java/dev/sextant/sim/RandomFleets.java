@@ -16,11 +16,6 @@ import java.util.SplittableRandom;
  */
 public final class RandomFleets {
     /** The kinds of GPU, as in the hand-written scenarios: an H100-, an A100- and an L4-like engine. */
-    static final String HARDWARE = """
-              h100: {step_ms: 5.0, prefill_ms_per_token: 0.006, decode_ms_per_seq: 0.030, max_seqs: 64, kv_cache_tokens: 1200000, chunk_tokens: 4096}
-              a100: {step_ms: 7.0, prefill_ms_per_token: 0.009, decode_ms_per_seq: 0.045, max_seqs: 48, kv_cache_tokens: 800000, chunk_tokens: 4096}
-              l4: {step_ms: 9.0, prefill_ms_per_token: 0.012, decode_ms_per_seq: 0.060, max_seqs: 32, kv_cache_tokens: 500000, chunk_tokens: 4096}
-            """;
     private static final String[] KINDS = {"h100", "a100", "l4"};
     private static final EngineParams[] PARAMS = {
         new EngineParams(5.0, 0.006, 0.030, 64, 1_200_000, 4096),
@@ -33,8 +28,17 @@ public final class RandomFleets {
     private RandomFleets() {
     }
 
+    /** A fleet: its scenario file (YAML) and the description written in it. */
+    record Fleet(String description, String yaml) {
+    }
+
     /** Fleet {@code i}'s scenario file, YAML. */
     public static String scenario(long i) {
+        return draw(i).yaml();
+    }
+
+    /** Fleet {@code i}. */
+    static Fleet draw(long i) {
         SplittableRandom r = new SplittableRandom(0x5EC7A17L * 31 + i);
         int regions = pick(r, 2, 2, 3);
         int turns = pick(r, 2, 3, 4, 6);
@@ -70,7 +74,7 @@ public final class RandomFleets {
             int count = pick(r, 1, 2);
             for (int c = 0; c < count; c++) {
                 int e = r.nextInt(engines.size());
-                double factor = pickD(r, 1 / 3.0, 0.5, 2, 3);
+                double factor = any(r, 1 / 3.0, 0.5, 2.0, 3.0);
                 engines.get(e)[3] = fmt(capacities.get(e) * factor);
                 wrong.add(engines.get(e)[0] + " rated " + fmt(factor) + "×");
             }
@@ -82,7 +86,7 @@ public final class RandomFleets {
             shares[g] = 0.5 + r.nextDouble();
             sum += shares[g];
         }
-        String arrivals = pickS(r, "{shape: poisson}", "{shape: poisson}",
+        String arrivals = any(r, "{shape: poisson}", "{shape: poisson}",
                 "{shape: bursty, factor: 3, period_s: 60, burst_s: 10}",
                 "{shape: diurnal, amplitude: 0.5, period_s: 300}");
         List<String> faults = new ArrayList<>();
@@ -94,16 +98,23 @@ public final class RandomFleets {
             }
         }
 
+        String description = regions + " regions, " + engines.size() + " engines; demand "
+                + Math.round(100 * utilization) + "% of what they carry; " + arrivals.replaceAll("[{}]", "")
+                + (wrong.isEmpty() ? "" : "; " + String.join(", ", wrong))
+                + (faults.isEmpty() ? "; no fault" : "; " + String.join(", ", faults.stream()
+                        .map(f -> f.substring("{kind: ".length(), f.indexOf(','))).toList()));
         StringBuilder y = new StringBuilder();
         y.append("# Random fleet ").append(i).append(" (bin/sextant sweep; docs/evaluation.md, \"Random fleets\")\n");
         y.append("name: fleet-").append(i).append('\n');
-        y.append("description: >\n  ").append(regions).append(" regions, ").append(engines.size())
-                .append(" engines; demand ").append(Math.round(100 * utilization)).append("% of what they carry; ")
-                .append(arrivals.replaceAll("[{}]", "")).append(wrong.isEmpty() ? "" : "; " + String.join(", ", wrong))
-                .append(faults.isEmpty() ? "; no fault" : "; " + String.join(", ", faults.stream()
-                        .map(f -> f.substring("{kind: ".length(), f.indexOf(','))).toList())).append('\n');
+        y.append("description: >\n  ").append(description).append('\n');
         y.append("duration_s: ").append(DURATION_S).append("\nclient_timeout_s: 60\nsample_s: 10\n");
-        y.append("hardware:\n").append(HARDWARE);
+        y.append("hardware:\n");
+        for (int k = 0; k < KINDS.length; k++) {
+            EngineParams h = PARAMS[k];
+            y.append(String.format(Locale.ROOT, "  %s: {step_ms: %.1f, prefill_ms_per_token: %.3f, decode_ms_per_seq: "
+                            + "%.3f, max_seqs: %d, kv_cache_tokens: %d, chunk_tokens: %d}%n", KINDS[k], h.stepMs(),
+                    h.prefillMsPerToken(), h.decodeMsPerSeq(), h.maxSeqs(), h.kvCacheTokens(), h.chunkTokens()));
+        }
         y.append(String.format(Locale.ROOT, "workload:%n  default: {turns_mean: %d, think_s: %d, first_prompt_tokens: "
                 + "%d, new_tokens_per_turn: %d, output_tokens: %d}%n", turns, think, firstPrompt, newTokens, output));
         y.append("arrivals:\n  default: ").append(arrivals).append('\n');
@@ -138,7 +149,7 @@ public final class RandomFleets {
             y.append("faults:\n");
             faults.forEach(f -> y.append("  - ").append(f).append('\n'));
         }
-        return y.toString();
+        return new Fleet(description, y.toString());
     }
 
     /** One fault, or null for none. */
@@ -153,14 +164,14 @@ public final class RandomFleets {
             case 0 -> "{kind: engine_slowdown, " + when + ", engines: [" + engine + "], factor: " + pick(r, 2, 4, 8, 30)
                     + "}";
             case 1 -> "{kind: engine_errors, " + when + ", engines: [" + engine + "], factor: "
-                    + pickS(r, "0.2", "0.5", "1.0") + "}";
+                    + any(r, "0.2", "0.5", "1.0") + "}";
             case 2 -> r.nextDouble() < 0.3 ? "{kind: engine_crash, " + when + ", engine_cluster: gpu-r" + g + "}"
                     : "{kind: engine_crash, " + when + ", engines: [" + engine + "]}";
             case 3 -> "{kind: partition, " + when + ", gateway: r" + g + ", engine_cluster: gpu-r" + other + "}";
             case 4 -> "{kind: link_slowdown, " + when + ", gateway: r" + g + ", engine_cluster: gpu-r" + other
                     + ", factor: 4}";
             case 5 -> "{kind: control_plane_outage, " + when + "}";
-            case 6 -> "{kind: demand_surge, " + when + ", gateway: r" + g + ", factor: " + pickS(r, "1.5", "2") + "}";
+            case 6 -> "{kind: demand_surge, " + when + ", gateway: r" + g + ", factor: " + any(r, "1.5", "2") + "}";
             case 7 -> "{kind: request_burst, at_s: " + at + ", gateway: r" + g + ", requests: " + pick(r, 300, 1000)
                     + ", prompt_tokens: 300, output_tokens: 100}";
             default -> null;
@@ -171,11 +182,8 @@ public final class RandomFleets {
         return options[r.nextInt(options.length)];
     }
 
-    private static double pickD(SplittableRandom r, double... options) {
-        return options[r.nextInt(options.length)];
-    }
-
-    private static String pickS(SplittableRandom r, String... options) {
+    @SafeVarargs
+    private static <T> T any(SplittableRandom r, T... options) {
         return options[r.nextInt(options.length)];
     }
 

@@ -48,15 +48,19 @@ public final class Sweep {
         if (count < 1) {
             throw new IllegalArgumentException("--fleets: " + count + " (expected: at least 1)");
         }
+        if (first < 0) {
+            throw new IllegalArgumentException("--first: " + first + " (expected: 0 or more)");
+        }
         List<Row> rows = new ArrayList<>();
         try {
             Files.createDirectories(outDir);
             for (long i = first; i < first + count; i++) {
-                Path file = Files.writeString(outDir.resolve("fleet-" + i + ".yaml"), RandomFleets.scenario(i));
+                RandomFleets.Fleet fleet = RandomFleets.draw(i);
+                Path file = Files.writeString(outDir.resolve("fleet-" + i + ".yaml"), fleet.yaml());
                 progress.println("fleet " + i + " (" + (i - first + 1) + " of " + count + "): " + file);
                 Map<String, Summary> results = Simulator.run(file, policies, seed, outDir.resolve("fleet-" + i),
                         progress);
-                Row row = row(i, ScenarioLoader.load(file).description().strip(), results);
+                Row row = row(i, fleet.description(), results);
                 if (row != null) {
                     rows.add(row);
                 }
@@ -75,29 +79,35 @@ public final class Sweep {
         if (s == null || results.size() < 2) {
             return null;
         }
-        String bestTtft = null;
-        String bestE2e = null;
-        String bestHit = null;
-        for (Map.Entry<String, Summary> e : results.entrySet()) {
-            if (e.getKey().equals("sextant")) {
-                continue;
-            }
-            Summary o = e.getValue();
-            if (!Double.isNaN(o.ttftP99Ms()) && (bestTtft == null || o.ttftP99Ms() < results.get(bestTtft).ttftP99Ms())) {
-                bestTtft = e.getKey();
-            }
-            if (!Double.isNaN(o.e2eP99Ms()) && (bestE2e == null || o.e2eP99Ms() < results.get(bestE2e).e2eP99Ms())) {
-                bestE2e = e.getKey();
-            }
-            if (AFFINITY_KEEPING.stream().anyMatch(p -> e.getKey().equals(p) || e.getKey().startsWith(p + "["))
-                    && (bestHit == null || o.cacheHitRate() > results.get(bestHit).cacheHitRate())) {
-                bestHit = e.getKey();
-            }
-        }
+        String bestTtft = best(results, p -> true, Summary::ttftP99Ms, false);
+        String bestE2e = best(results, p -> true, Summary::e2eP99Ms, false);
+        String bestHit = best(results, p -> AFFINITY_KEEPING.stream().anyMatch(a -> p.equals(a) || p.startsWith(a + "[")),
+                Summary::cacheHitRate, true);
         return new Row(fleet, description, s.ttftP99Ms(), figure(results, bestTtft, Summary::ttftP99Ms),
                 bestTtft == null ? "" : bestTtft, s.e2eP99Ms(), figure(results, bestE2e, Summary::e2eP99Ms),
                 bestE2e == null ? "" : bestE2e, s.cacheHitRate(), figure(results, bestHit, Summary::cacheHitRate),
                 bestHit == null ? "" : bestHit, s.shedFraction(), s.failed());
+    }
+
+    /**
+     * Of the policies other than Sextant that {@code which} admits, the one with the lowest figure {@code f} (the
+     * highest with {@code highest}), NaN figures passed over; null when none.
+     */
+    private static String best(Map<String, Summary> results, java.util.function.Predicate<String> which,
+                               java.util.function.ToDoubleFunction<Summary> f, boolean highest) {
+        String best = null;
+        double bestFigure = Double.NaN;
+        for (Map.Entry<String, Summary> e : results.entrySet()) {
+            double v = f.applyAsDouble(e.getValue());
+            if (e.getKey().equals("sextant") || !which.test(e.getKey()) || Double.isNaN(v)) {
+                continue;
+            }
+            if (best == null || (highest ? v > bestFigure : v < bestFigure)) {
+                best = e.getKey();
+                bestFigure = v;
+            }
+        }
+        return best;
     }
 
     private static double figure(Map<String, Summary> results, String policy,
@@ -130,11 +140,7 @@ public final class Sweep {
     }
 
     /** The sweep's totals: on how many fleets each target is met, and the median and range of the ratios. */
-    public static String totalsLine(List<Row> rows) {
-        return totals(rows);
-    }
-
-    static String totals(List<Row> rows) {
+    public static String totals(List<Row> rows) {
         if (rows.isEmpty()) {
             return "No fleet ran Sextant beside another policy.";
         }
