@@ -1,5 +1,6 @@
 package dev.sextant.server.control;
 
+import dev.sextant.server.internal.AcceptedConnections;
 import dev.sextant.config.TopologyException;
 import dev.sextant.control.Condition;
 import dev.sextant.control.ControlLoop;
@@ -34,13 +35,10 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.group.ChannelGroup;
-import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.ssl.SslContext;
-import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -99,7 +97,7 @@ public final class ControlPlane implements AutoCloseable {
     private final EventLoopGroup group;
     private final Channel serverChannel;
     private final JvmMeters jvm;
-    private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    private final AcceptedConnections channels = new AcceptedConnections();
     /** Hashes the gateway clusters' views of each publication, remembering the engines' texts between them. */
     private final Snapshot.Hasher viewHasher = new Snapshot.Hasher();
     private final Counter solves;
@@ -562,7 +560,7 @@ public final class ControlPlane implements AutoCloseable {
         explainer.shutdownNow();
         viewMaker.shutdownNow();
         serverChannel.close().awaitUninterruptibly();
-        channels.close().awaitUninterruptibly();
+        channels.close();
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly();
         jvm.close();
     }

@@ -2,6 +2,7 @@ package dev.sextant.server.engine;
 
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sextant.server.internal.AcceptedConnections;
 import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.internal.ConnectionCap;
 import dev.sextant.server.internal.HeadCheck;
@@ -19,14 +20,11 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
-import io.netty.channel.group.ChannelGroup;
-import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.ssl.SslContext;
-import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -70,7 +68,7 @@ public final class EngineEmulator implements AutoCloseable {
     final BatchScheduler scheduler;
     private final EventLoopGroup group;
     private final Channel serverChannel;
-    private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    private final AcceptedConnections channels = new AcceptedConnections();
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
     private final AtomicReference<Faults> faults;
     private final AtomicLong requestsDrawn = new AtomicLong();
@@ -334,7 +332,7 @@ public final class EngineEmulator implements AutoCloseable {
             return;
         }
         serverChannel.close().awaitUninterruptibly();
-        channels.close().awaitUninterruptibly();
+        channels.close();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
     }
 

@@ -2,6 +2,7 @@ package dev.sextant.server.gateway;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sextant.server.internal.AcceptedConnections;
 import dev.sextant.request.DataPlane;
 import dev.sextant.request.DataPlaneListener;
 import dev.sextant.request.DataPlaneOptions;
@@ -23,14 +24,11 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.group.ChannelGroup;
-import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http2.DefaultHttp2GoAwayFrame;
 import io.netty.handler.codec.http2.Http2Error;
 import io.netty.handler.codec.http2.Http2FrameCodec;
 import io.netty.handler.ssl.SslContext;
-import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Map;
@@ -82,7 +80,7 @@ public final class Gateway implements AutoCloseable {
     private final EventLoopGroup group;
     private final Channel serverChannel;
     private final JvmMeters jvm;
-    private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    private final AcceptedConnections channels = new AcceptedConnections();
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicInteger http2Connections = new AtomicInteger();
     private final java.util.concurrent.atomic.LongAdder refusedSnapshots = new java.util.concurrent.atomic.LongAdder();
@@ -590,7 +588,7 @@ public final class Gateway implements AutoCloseable {
         if (inFlight.get() > 0) {
             LOG.warning("drain timeout: closing " + inFlight.get() + " in-flight requests");
         }
-        channels.close().awaitUninterruptibly();
+        channels.close();
         source.close();
         if (prober != null) {
             prober.close();

@@ -211,7 +211,9 @@ class GatewayReportTest {
                         throw new java.util.concurrent.CompletionException(e);
                     }
                 });
-        assertThat(Fleet.await(() -> gw.inFlight() == 1, Duration.ofSeconds(10))).isTrue();
+        // held by the engine, not merely started: closed before it accepts, the engine would refuse the attempts
+        assertThat(Fleet.await(() -> engine.hungRequests() == 1, Duration.ofSeconds(10))).isTrue();
+        assertThat(gw.inFlight()).isEqualTo(1);
 
         JsonNode during = report();
         assertThat(during.path("in_flight").path("e1").asLong()).isEqualTo(1);
