@@ -43,6 +43,8 @@ final class ClassRoute {
      * here plus its planned spare capacity, req/s (Compiled).
      */
     final double[] allowanceRps;
+    /** What the policy sends an engine from this gateway over all its classes, req/s (Compiled). */
+    final double[] plannedRps;
     /** How long a request stays in flight at the engine by the snapshot (latency + round trip), ms. */
     final double[] plannedMs;
     /** At most this many of {@link #cells} ejected at once. */
@@ -101,7 +103,7 @@ final class ClassRoute {
     ClassRoute(String id, Route route, String[] residency, KeyOrder table, String localTable, EngineCell[] cells,
                String[] endpoints, int[] enginePriority, double[] share,
                Pool pool,
-               double[] expectedTtftMs, double[] allowanceRps, double[] plannedMs, int maxEjected,
+               double[] expectedTtftMs, double[] allowanceRps, double[] plannedRps, double[] plannedMs, int maxEjected,
                EngineCell[] near, String[] nearEndpoints, int[] nearEnginePriority, double[] nearExpectedTtftMs, double[] nearCapacityRps,
                double[] nearAllowanceRps, double[] nearPlannedMs, double[] nearOthersRps, int[] nearOf,
                int[] nearGroupEnd,
@@ -121,6 +123,7 @@ final class ClassRoute {
         this.pool = pool;
         this.expectedTtftMs = expectedTtftMs;
         this.allowanceRps = allowanceRps;
+        this.plannedRps = plannedRps;
         this.plannedMs = plannedMs;
         this.maxEjected = maxEjected;
         this.near = near;

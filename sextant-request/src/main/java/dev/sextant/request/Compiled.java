@@ -449,6 +449,7 @@ final class Compiled {
         double[] share = new double[n];
         double[] ttft = new double[n];
         double[] allowance = new double[n];
+        double[] plannedRps = new double[n];
         double[] plannedMs = new double[n];
         for (int i = 0; i < n; i++) {
             int j = idx[i];
@@ -458,6 +459,7 @@ final class Compiled {
             share[i] = pe.poolTotal[j] > 0 ? pe.load[j] / pe.poolTotal[j] : 1.0 / n;
             ttft[i] = engines.expectedTtftMs[j];
             allowance[i] = pe.allowanceRps[j];
+            plannedRps[i] = pe.rps[j];
             plannedMs[i] = engines.durationMs[j];
         }
         int maxEjected = n <= 1 ? 0 : Math.min(n - 1, Math.max(1, (int) Math.floor(options.maxEjectedFraction() * n)));
@@ -498,7 +500,7 @@ final class Compiled {
         String[] residency = r.residency().toArray(new String[0]);
         Arrays.sort(residency);
         ClassRoute k = new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, enginePriority, share,
-                pool, ttft, allowance, plannedMs, maxEjected, near, nearEndpoints, nearEnginePriority, nearTtft, nearCapacity, nearAllowance, nearPlannedMs,
+                pool, ttft, allowance, plannedRps, plannedMs, maxEjected, near, nearEndpoints, nearEnginePriority, nearTtft, nearCapacity, nearAllowance, nearPlannedMs,
                 nearOthers, nearOf, groupEnd,
                 retryTokens, depositMicro);
         for (int j : nearIdx) {

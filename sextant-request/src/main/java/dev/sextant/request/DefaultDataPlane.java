@@ -1130,7 +1130,7 @@ final class DefaultDataPlane implements DataPlane {
                     eject(cell, e, severity, true);
                 }
                 severity = EngineCell.FAILING;
-            } else {
+            } else if (severity != EngineCell.SLOW || othersTakeItsPlan(c, cell, now)) {
                 e = underTheCap(c, cell, reason, severity, now, displaced = new ArrayList<>(1));
             }
         } finally {
@@ -1145,6 +1145,33 @@ final class DefaultDataPlane implements DataPlane {
                     + ", at the cap of ejected engines");
         }
         options.listener().onEjection(e);
+    }
+
+    /**
+     * Whether, in every class {@code cell} serves, the class's other engines in rotation have the planned spare capacity
+     * to take what the policy sends {@code cell} from this gateway: what ejecting it would move onto them. An engine
+     * that is slow but still answers, whose share of the plan its peers cannot carry, stays: ejecting it would queue
+     * its load on engines planned for less, and the control plane, which prices a slow engine, moves it instead. Its
+     * failures stay counted. (An engine rated above what it serves queues within its allowance and looks slow: ejected
+     * with most of a gateway's plan, it left a cheaper engine a queue of hundreds, docs/request-path.md §4.)
+     */
+    private static boolean othersTakeItsPlan(Compiled c, EngineCell cell, long now) {
+        for (ClassRoute k : c.byId.values()) { // a rare path: scanning every class is fine
+            int i = ClassRoute.indexOf(k.cells, cell);
+            if (i < 0) {
+                continue;
+            }
+            double room = 0;
+            for (int m = 0; m < k.cells.length; m++) {
+                if (m != i && !k.cells[m].ejected(now)) {
+                    room += Math.max(0, k.allowanceRps[m] - k.plannedRps[m]);
+                }
+            }
+            if (k.plannedRps[i] > room) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -1203,27 +1230,41 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     /**
-     * Ends the ejections for failing (errors, not timeouts) of the engines the new snapshot plans knowing that a share
-     * of their attempts fail ({@link EngineCell#errorsExpected}): the control plane, which sees every gateway's
-     * outcomes, chose to keep them as capacity of last resort, and this gateway's run of their errors is what it
-     * priced. A rare path: only on a swap.
+     * Ends the ejections the new snapshot {@code c} overrules, each with its reason (a rare path: only on a swap):
+     * <ul>
+     * <li>for failing (errors, not timeouts), of the engines it plans knowing that a share of their attempts fail
+     * ({@link EngineCell#errorsExpected}): the control plane, which sees every gateway's outcomes, chose to keep them
+     * as capacity of last resort, and this gateway's run of their errors is what it priced;
+     * <li>for slowness only, of the engines it sends more from this gateway than the others in rotation have the spare
+     * capacity to take ({@link #othersTakeItsPlan}): kept out, the plan's load on it would queue on engines planned
+     * for less. The control plane, which prices a slow engine, planned it so after the gateways' reports of its
+     * answers; if it is slow still, its load moves by the next plan, not by this gateway alone.
+     * </ul>
      */
-    private void endEjectionsForExpectedErrors(long now) {
+    private void endEjectionsThePolicyOverrules(Compiled c, long now) {
         List<Ejection> ended = new ArrayList<>(0);
+        List<String> why = new ArrayList<>(0);
         while (!ejecting.compareAndSet(false, true)) {
             Thread.onSpinWait(); // a failure path is deciding an ejection: it holds the flag for microseconds
         }
         try {
             for (EngineCell cell : cells.values()) {
-                if (cell.errorsExpected && cell.ejectedFor == EngineCell.FAILING && cell.ejected(now)) {
+                if (!cell.ejected(now)) {
+                    continue;
+                }
+                if (cell.errorsExpected && cell.ejectedFor == EngineCell.FAILING) {
                     ended.add(cell.endEjection(now));
+                    why.add("the policy plans it knowing that a share of its attempts fail");
+                } else if (cell.ejectedFor == EngineCell.SLOW && !othersTakeItsPlan(c, cell, now)) {
+                    ended.add(cell.endEjection(now));
+                    why.add("the policy sends it more from here than the engines in rotation have room for");
                 }
             }
         } finally {
             ejecting.set(false);
         }
-        for (Ejection e : ended) {
-            options.listener().onEjectionEnded(e, "the policy plans it knowing that a share of its attempts fail");
+        for (int i = 0; i < ended.size(); i++) {
+            options.listener().onEjectionEnded(ended.get(i), why.get(i));
         }
     }
 
@@ -1337,7 +1378,7 @@ final class DefaultDataPlane implements DataPlane {
             floors(next);
             compiled = next;
             cells.keySet().retainAll(snapshot.engines().keySet());
-            endEjectionsForExpectedErrors(now);
+            endEjectionsThePolicyOverrules(next, now);
         }
         if (inFallback.compareAndSet(true, false)) {
             options.listener().onFallback(false, "snapshot " + snapshot.version() + " swapped in: routing by policy");

@@ -1125,12 +1125,8 @@ class DataPlaneTest {
 
     @Test
     void onFinish_slowAnswersOfAnEngineOfferedBeyondItsPlan_areItsLoad_notAnOutlier() {
-        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
-        for (String id : List.of("a", "b")) { // planned 5 req/s each from here, 2 req/s spare: an allowance of 7
-            b.engines.put(id, new dev.sextant.snapshot.EngineState("c", "r", "http://" + id + ".invalid", List.of("m"),
-                    10, 13, 12, 0.8, 100, 100, 0, 1));
-        }
-        DataPlane p = fixedLimit(b.route("k", "m", List.of(), 0, 0, Map.of("a", 0.5, "b", 0.5)).build());
+        // planned 5 req/s each from here, 6 req/s spare: an allowance of 11, and room on each for the other's plan
+        DataPlane p = fixedLimit(twoEngines(1, 16, 0.5));
         List<Decision> open = new ArrayList<>();
         for (int i = 0; i < 120; i++) { // 40 req/s for 3 s: far beyond the plan
             ticker.advanceSeconds(1 / 40.0);
@@ -1151,6 +1147,79 @@ class DataPlaneTest {
         }
         assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("a");
         open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
+    void onFinish_aSlowEngineWhosePlanItsPeersCannotTake_staysInRotation() {
+        // planned 5 req/s each from here, 2 req/s spare each: ejecting a would put 10 req/s on b, planned to hold 7
+        DataPlane p = fixedLimit(twoEngines(1, 12, 0.5));
+        ticker.advanceSeconds(60);
+        List<Long> keys = slowAnswersOfA(p);
+        assertThat(p.ejections()).as("5 s answers at the planned load, but its peer has no room for its plan").isEmpty();
+        assertThat(p.route(RequestMeta.of("m", keys.get(0), 1)).engineId()).isEqualTo("a");
+
+        // a plan that sends it a fifth as much: its peer has the room, and the same answers eject it
+        DataPlane q = fixedLimit(twoEngines(1, 12, 0.1));
+        ticker.advanceSeconds(60);
+        slowAnswersOfA(q);
+        assertThat(q.ejections()).extracting(Ejection::engineId).containsExactly("a");
+    }
+
+    @Test
+    void swap_toASnapshotThatSendsASlowEngineMoreThanItsPeersHaveRoomFor_endsItsEjection() {
+        List<String> ended = new ArrayList<>();
+        DataPlane p = DataPlane.create("g", twoEngines(1, 12, 0.1), ticker, DataPlaneOptions.builder()
+                .inFlightPerCapacity(Double.POSITIVE_INFINITY).listener(new DataPlaneListener() {
+                    @Override
+                    public void onEjectionEnded(Ejection e, String why) {
+                        ended.add(e.engineId() + ": " + why);
+                    }
+                }).build());
+        ticker.advanceSeconds(60);
+        List<Long> keys = slowAnswersOfA(p);
+        assertThat(p.ejections()).hasSize(1);
+
+        assertThat(p.swap(twoEngines(2, 16, 0.2))).as("its peer has room for 2 req/s").isTrue();
+        assertThat(p.ejections()).hasSize(1);
+        assertThat(p.swap(twoEngines(3, 12, 0.5))).isTrue();
+        assertThat(p.ejections()).isEmpty();
+        assertThat(ended).containsExactly("a: the policy sends it more from here than the engines in rotation have room"
+                + " for");
+        assertThat(p.route(RequestMeta.of("m", keys.get(0), 1)).engineId()).isEqualTo("a");
+    }
+
+    /**
+     * Engines a and b, 10 req/s of planned load each over all gateways and {@code effective} req/s of effective capacity;
+     * this gateway's class k (10 req/s) sends {@code toA} of its requests to a and the rest to b.
+     */
+    private static Snapshot twoEngines(long version, double effective, double toA) {
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
+        b.version = version;
+        for (String id : List.of("a", "b")) {
+            b.engines.put(id, new dev.sextant.snapshot.EngineState("c", "r", "http://" + id + ".invalid", List.of("m"),
+                    10, effective + 1, effective, 0.8, 100, 100, 0, 1));
+        }
+        return b.route("k", "m", List.of(), 0, 0, Map.of("a", toA, "b", 1 - toA)).build();
+    }
+
+    /** Six requests whose key chose a, each answered in 5 s (50 × expected) while b answers in 20 ms; their keys. */
+    private List<Long> slowAnswersOfA(DataPlane p) {
+        List<Decision> onA = new ArrayList<>();
+        List<Long> keys = new ArrayList<>();
+        for (long key = 0; onA.size() < 6; key++) {
+            ticker.advanceSeconds(1); // at about the planned rate: a slow answer is an outlier only within the plan
+            Decision d = p.route(RequestMeta.of("m", key, key));
+            if ("a".equals(d.engineId())) {
+                onA.add(d);
+                keys.add(key);
+            } else {
+                p.onFinish(d, Outcome.SUCCESS, 20_000_000L);
+            }
+        }
+        for (Decision d : onA) {
+            p.onFinish(d, Outcome.SUCCESS, 5_000_000_000L);
+        }
+        return keys;
     }
 
     @Test
