@@ -28,8 +28,13 @@ final class SimulateCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "SCENARIO.yaml", description = "Scenario file (examples/scenarios/).")
     Path scenario;
 
-    // a comma inside brackets belongs to the policy: sextant[space_prefills=false,spread_shared_prefixes=true]
-    @Option(names = "--policies", split = ",(?![^\\[]*\\])", splitSynopsisLabel = ",", paramLabel = "NAME",
+    /**
+     * How a list of policies is split: at commas outside brackets, since a comma inside them belongs to the policy
+     * ({@code sextant[space_prefills=false,spread_shared_prefixes=true]}). Also {@code sweep}'s.
+     */
+    static final String POLICY_LIST = ",(?![^\\[]*\\])";
+
+    @Option(names = "--policies", split = POLICY_LIST, splitSynopsisLabel = ",", paramLabel = "NAME",
             description = "Policies to run, comma-separated (default: the scenario's own list): sextant, "
                     + "legacy-feedback, nearest, waterfall, round-robin, least-request, prefix-aware, random, "
                     + "legacy-feedback[gain=G], sextant[space_prefills=B,spread_shared_prefixes=B] (B: true or "

@@ -32,7 +32,7 @@ final class SweepCommand implements Callable<Integer> {
             + "${DEFAULT-VALUE}).")
     long seed = 1;
 
-    @Option(names = "--policies", split = ",(?![^\\[]*\\])", splitSynopsisLabel = ",", paramLabel = "NAME",
+    @Option(names = "--policies", split = SimulateCommand.POLICY_LIST, splitSynopsisLabel = ",", paramLabel = "NAME",
             description = "Policies to run, comma-separated (default: all seven); a fleet's row needs sextant and "
                     + "one other.")
     List<String> policies = List.of();

@@ -1,6 +1,5 @@
 package dev.sextant.server.control;
 
-import dev.sextant.server.internal.AcceptedConnections;
 import dev.sextant.config.TopologyException;
 import dev.sextant.control.Condition;
 import dev.sextant.control.ControlLoop;
@@ -11,6 +10,7 @@ import dev.sextant.control.Step;
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.SolveOptions;
 import dev.sextant.request.Ticker;
+import dev.sextant.server.internal.AcceptedConnections;
 import dev.sextant.server.internal.ConnectionCap;
 import dev.sextant.server.internal.HeadCheck;
 import dev.sextant.server.internal.JvmMeters;

@@ -2,8 +2,8 @@ package dev.sextant.server.engine;
 
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.sextant.server.internal.AcceptedConnections;
 import dev.sextant.server.auth.BearerToken;
+import dev.sextant.server.internal.AcceptedConnections;
 import dev.sextant.server.internal.ConnectionCap;
 import dev.sextant.server.internal.HeadCheck;
 import dev.sextant.server.internal.Http;

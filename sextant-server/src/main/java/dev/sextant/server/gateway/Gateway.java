@@ -2,13 +2,13 @@ package dev.sextant.server.gateway;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.sextant.server.internal.AcceptedConnections;
 import dev.sextant.request.DataPlane;
 import dev.sextant.request.DataPlaneListener;
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.request.DataPlaneStatus;
 import dev.sextant.request.Ejection;
 import dev.sextant.request.Ticker;
+import dev.sextant.server.internal.AcceptedConnections;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.JvmMeters;
 import dev.sextant.server.internal.Listen;
