@@ -32,15 +32,18 @@ final class FleetGenerator {
         if (regions == null || !regions.isArray() || regions.isEmpty()) {
             throw loader.fail(p + "regions", "missing (expected: a list of {id, continent, gateways, engine_clusters})");
         }
-        int perCluster = (int) loader.number(f, "engines_per_cluster", p, 8);
-        int modelCount = (int) loader.number(f, "models", p, 1);
-        double share = loader.number(f, "residency_share", p, 0.25);
-        double perGateway = loader.number(f, "demand_rps_per_gateway", p, 10);
+        int perCluster = loader.wholeNumber(f, "engines_per_cluster", p, 8, 1, ScenarioLoader.MAX_FLEET);
+        int modelCount = loader.wholeNumber(f, "models", p, 1, 1, ScenarioLoader.MAX_COUNT);
+        double share = loader.number(f, "residency_share", p, 0.25, 0, 1);
+        double perGateway = loader.number(f, "demand_rps_per_gateway", p, 10, 0, 1e9);
         JsonNode rtt = f.get("rtt_ms");
-        double sameRegion = loader.number(rtt, "same_region", p + "rtt_ms.", 4);
-        double sameContinent = loader.number(rtt, "same_continent", p + "rtt_ms.", 40);
-        double other = loader.number(rtt, "other", p + "rtt_ms.", 150);
+        double sameRegion = loader.number(rtt, "same_region", p + "rtt_ms.", 4, 0, 1e6);
+        double sameContinent = loader.number(rtt, "same_continent", p + "rtt_ms.", 40, 0, 1e6);
+        double other = loader.number(rtt, "other", p + "rtt_ms.", 150, 0, 1e6);
         List<String> kinds = new ArrayList<>();
+        if (f.has("hardware") && (!f.get("hardware").isArray() || f.get("hardware").isEmpty())) {
+            throw loader.fail(p + "hardware", "not a list of hardware kinds (expected: e.g. [h100, a100])");
+        }
         if (f.has("hardware")) {
             f.get("hardware").forEach(h -> kinds.add(h.asText()));
         } else {
@@ -55,13 +58,21 @@ final class FleetGenerator {
         List<EngineCluster> clusters = new ArrayList<>();
         Map<String, String> continentOf = new LinkedHashMap<>();
         Map<String, List<String>> regionsOf = new LinkedHashMap<>();
+        int index = 0;
         for (JsonNode r : regions) {
-            String id = r.get("id").asText();
-            String cont = r.has("continent") ? r.get("continent").asText() : id;
+            String q = p + "regions[" + index++ + "].";
+            String id = loader.string(r, "id", q, null);
+            String cont = loader.string(r, "continent", q, id);
             continentOf.put(id, cont);
             regionsOf.computeIfAbsent(cont, c -> new ArrayList<>()).add(id);
-            int gw = (int) loader.number(r, "gateways", p + "regions." + id + ".", 1);
-            int ec = (int) loader.number(r, "engine_clusters", p + "regions." + id + ".", 1);
+            int gw = loader.wholeNumber(r, "gateways", q, 1, 1, ScenarioLoader.MAX_FLEET);
+            int ec = loader.wholeNumber(r, "engine_clusters", q, 1, 1, ScenarioLoader.MAX_FLEET);
+            if (gateways.size() + gw > ScenarioLoader.MAX_FLEET || clusters.size() + ec > ScenarioLoader.MAX_FLEET
+                    || (double) (clusters.size() + ec) * perCluster > ScenarioLoader.MAX_FLEET) {
+                throw loader.fail(q.substring(0, q.length() - 1), "more than " + (long) ScenarioLoader.MAX_FLEET
+                        + " gateway clusters, engine clusters or engines in the fleet (expected: at most that many of"
+                        + " each)");
+            }
             for (int i = 0; i < gw; i++) {
                 gateways.add(new GatewayCluster(id + "-gw" + i, id));
             }
@@ -73,7 +84,7 @@ final class FleetGenerator {
         List<TrafficClass> classes = new ArrayList<>();
         for (int m = 0; m < modelCount; m++) {
             String model = "model-" + m;
-            models.add(new Model(model, (int) Math.round(w.outputTokens())));
+            models.add(new Model(model, (int) Math.max(1, Math.round(w.outputTokens()))));
             classes.add(new TrafficClass(model, model, List.of(), 0));
             for (var cont : regionsOf.entrySet()) {
                 classes.add(new TrafficClass(model + "-" + cont.getKey(), model, cont.getValue(), 1));
@@ -108,8 +119,8 @@ final class FleetGenerator {
         }
         try {
             return new Topology(gateways, clusters, net, models, engines, classes, demand,
-                    loader.number(f, "headroom", p, Topology.DEFAULT_HEADROOM),
-                    loader.number(f, "affinity_discount_ms", p, Topology.DEFAULT_AFFINITY_DISCOUNT_MS));
+                    loader.number(f, "headroom", p, Topology.DEFAULT_HEADROOM, 0, 1),
+                    loader.number(f, "affinity_discount_ms", p, Topology.DEFAULT_AFFINITY_DISCOUNT_MS, 0, 1e6));
         } catch (IllegalArgumentException e) {
             throw loader.fail("fleet", e.getMessage());
         }

@@ -25,6 +25,8 @@ final class Metrics {
     long completed;
     long shed;
     long failed;
+    /** Requests still in flight when the drain's limit ended the run (among {@link #failed}). */
+    private long unfinished;
     long timeouts;
     long attempts;
     long retries;
@@ -198,6 +200,17 @@ final class Metrics {
 
     void finish(double now) {
         endMs = now;
+    }
+
+    /** Ends the requests still open as failed: the drain's limit has passed (see {@link Simulation#MAX_DRAIN_MS}). */
+    void endUnfinished() {
+        unfinished = open();
+        failed += unfinished;
+    }
+
+    /** Requests still in flight when the drain's limit ended the run, counted among the failed. */
+    long unfinished() {
+        return unfinished;
     }
 
     /** Prompt tokens served from prefix caches / prompt tokens admitted, over all engines. */

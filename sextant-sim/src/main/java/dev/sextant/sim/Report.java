@@ -384,6 +384,13 @@ final class Report {
                 + "requests. Cache hit = prompt tokens served from prefix caches / prompt tokens admitted. "
                 + "Churn = Σ|Δw| per minute per gateway cluster (0 for policies without weights). Failed = errors "
                 + "the client saw (crash mid-stream, unreachable after retries, client timeout)."});
+        for (Simulator.Run r : runs) {
+            if (r.metrics().unfinished() > 0) {
+                b.add(new String[] {"p", String.format(Locale.ROOT, "`%s`: %,d requests were still in flight %.0f s "
+                        + "after the traffic ended; the run stopped there and counts them as failed.", r.policy(),
+                        r.metrics().unfinished(), Simulation.MAX_DRAIN_MS / 1000)});
+            }
+        }
         if (t.classes().size() > 1 && t.classes().size() <= 16) {
             b.add(new String[] {"h2", "By class: TTFT p50 / p99 ms, shed"});
             List<String> h = new ArrayList<>();

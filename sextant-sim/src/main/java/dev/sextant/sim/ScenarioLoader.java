@@ -34,6 +34,32 @@ import java.util.Map;
  * generated from a {@code fleet:} block for large fleets.
  */
 final class ScenarioLoader {
+    /*
+     * Ranges. Every number of a scenario is finite, and the ones that set how much a run simulates are bounded, so
+     * that no file makes the simulator run out of memory or run for years: a file with a mistake in it (a step of
+     * 1e15 ms, a sample every nanosecond, a burst of two billion requests) is refused at its line instead. The
+     * bounds are far beyond any fleet the simulator is for (large-fleet.yaml: 1,024 engines, 30 minutes, about a
+     * million requests), not tuned to the examples.
+     */
+    /** Longest traffic a run simulates, s: a week. */
+    static final double MAX_DURATION_S = 7 * 86_400;
+    /** Most samples of the series over the traffic (sample_s is at least duration_s over this). */
+    static final double MAX_SAMPLES = 100_000;
+    /** Shortest sample, scrape, solve or controller period, s. */
+    static final double MIN_PERIOD_S = 0.1;
+    /** Most requests a run's demand may ask for (Σ demand_rps × duration_s): a hundred times large-fleet's. */
+    static final double MAX_REQUESTS = 100_000_000;
+    /** Most tokens in a prompt, an answer or a system prompt: the longest context windows there are. */
+    static final double MAX_TOKENS = 10_000_000;
+    /** Longest a step, a token's prefill or a sequence's decode may take, ms: an hour. */
+    static final double MAX_STEP_MS = 3_600_000;
+    /** Most engines, gateway clusters or engine clusters a fleet block may generate. */
+    static final double MAX_FLEET = 100_000;
+    /** Most of anything else counted: sequences in a batch, system prompts, requests in a burst, models. */
+    static final double MAX_COUNT = 1_000_000;
+    /** Largest factor of a slow-down, a surge or a burst's shape. */
+    static final double MAX_FACTOR = 1_000;
+
     private final ConfigReader reader;
 
     private ScenarioLoader(ConfigReader reader) {
@@ -98,7 +124,42 @@ final class ScenarioLoader {
         if (!v.isNumber()) {
             throw error(path + key, "'" + v.asText() + "' (expected: a number)");
         }
+        if (!Double.isFinite(v.asDouble())) {
+            throw error(path + key, v.asDouble() + " (expected: a finite number)");
+        }
         return v.asDouble();
+    }
+
+    /** {@link #num}, refused unless in [lo, hi]. */
+    private double num(JsonNode n, String key, String path, double dflt, double lo, double hi)
+            throws ScenarioException {
+        return within(num(n, key, path, dflt), lo, hi, path + key);
+    }
+
+    /** A whole number in [lo, hi] at {@code key} ({@code dflt} when absent). */
+    private int count(JsonNode n, String key, String path, int dflt, double lo, double hi) throws ScenarioException {
+        return whole(num(n, key, path, dflt), lo, hi, path + key);
+    }
+
+    /** {@code v}, refused at {@code field} unless a whole number in [lo, hi]. */
+    private int whole(double v, double lo, double hi, String field) throws ScenarioException {
+        if (v != Math.rint(v)) {
+            throw error(field, shownNumber(v) + " (expected: a whole number)");
+        }
+        return (int) within(v, lo, hi, field);
+    }
+
+    /** {@code v}, refused at {@code field} unless in [lo, hi]. */
+    private double within(double v, double lo, double hi, String field) throws ScenarioException {
+        if (!(v >= lo && v <= hi)) {
+            throw error(field, shownNumber(v) + " (expected: " + shownNumber(lo) + " to " + shownNumber(hi) + ")");
+        }
+        return v;
+    }
+
+    private static String shownNumber(double v) {
+        return v == Math.rint(v) && Math.abs(v) < 1e15 ? String.format(Locale.ROOT, "%,d", (long) v)
+                : String.valueOf(v);
     }
 
     private double req(JsonNode n, String key, String path) throws ScenarioException {
@@ -185,10 +246,25 @@ final class ScenarioLoader {
                 record("policies[" + i + "]", "'" + policies.get(i) + "' twice (expected: each policy once)");
             }
         }
-        Double duration = part(() -> 1000 * positive(req(root, "duration_s", ""), "duration_s"), null);
-        Double clientTimeout = part(() -> 1000 * positive(num(root, "client_timeout_s", "", 60), "client_timeout_s"),
-                null);
-        Double sample = part(() -> 1000 * positive(num(root, "sample_s", "", 10), "sample_s"), null);
+        Double duration = part(() -> 1000 * within(positive(req(root, "duration_s", ""), "duration_s"), 0,
+                MAX_DURATION_S, "duration_s"), null);
+        Double clientTimeout = part(() -> 1000 * positive(num(root, "client_timeout_s", "", 60, 0, 86_400),
+                "client_timeout_s"), null);
+        double shortestSample = Math.max(MIN_PERIOD_S, duration == null ? 0 : duration / 1000 / MAX_SAMPLES);
+        Double sample = part(() -> 1000 * num(root, "sample_s", "", 10, shortestSample, MAX_DURATION_S), null);
+        if (duration != null && topology != null) {
+            double perSecond = 0;
+            for (Map<String, Double> row : topology.demandRps().values()) {
+                for (double rps : row.values()) {
+                    perSecond += rps;
+                }
+            }
+            if (perSecond * duration / 1000 > MAX_REQUESTS) {
+                record("duration_s", shownNumber(duration / 1000) + " s at " + shownNumber(Math.round(perSecond))
+                        + " req/s of demand: about " + shownNumber(Math.round(perSecond * duration / 1000))
+                        + " requests (expected: at most " + shownNumber(MAX_REQUESTS) + ")");
+            }
+        }
         List<Scenario.Fault> faults = null;
         List<Scenario.Arrivals> arrivals = new ArrayList<>();
         if (topology != null) {
@@ -254,13 +330,13 @@ final class ScenarioLoader {
                 1000 * num(c, "propagation_s", "control.", d.propagationMs() / 1000),
                 1000 * num(c, "health_check_s", "control.", d.healthCheckMs() / 1000),
                 1000 * num(c, "connect_timeout_s", "control.", d.connectTimeoutMs() / 1000));
-        if (!(control.scrapeMs() > 0 && control.solveMs() > 0)) {
-            throw error("control.scrape_s", "scrape_s and solve_s must be > 0");
-        }
-        atLeastZero(control.signalDelayMs() / 1000, "control.signal_delay_s");
-        atLeastZero(control.propagationMs() / 1000, "control.propagation_s");
-        positive(control.healthCheckMs() / 1000, "control.health_check_s");
-        positive(control.connectTimeoutMs() / 1000, "control.connect_timeout_s");
+        within(control.scrapeMs() / 1000, MIN_PERIOD_S, MAX_DURATION_S, "control.scrape_s");
+        within(control.solveMs() / 1000, MIN_PERIOD_S, MAX_DURATION_S, "control.solve_s");
+        within(control.signalDelayMs() / 1000, 0, MAX_DURATION_S, "control.signal_delay_s");
+        within(control.propagationMs() / 1000, 0, MAX_DURATION_S, "control.propagation_s");
+        within(control.healthCheckMs() / 1000, MIN_PERIOD_S, MAX_DURATION_S, "control.health_check_s");
+        positive(within(control.connectTimeoutMs() / 1000, 0, MAX_DURATION_S, "control.connect_timeout_s"),
+                "control.connect_timeout_s");
         return control;
     }
 
@@ -268,7 +344,7 @@ final class ScenarioLoader {
     private Scenario.LegacyParams legacy(JsonNode l) throws ScenarioException {
         Scenario.LegacyParams d = Scenario.LegacyParams.DEFAULT;
         Scenario.LegacyParams p = new Scenario.LegacyParams(positive(num(l, "gain", "legacy.", d.gain()), "legacy.gain"),
-                1000 * positive(num(l, "period_s", "legacy.", d.periodMs() / 1000), "legacy.period_s"),
+                1000 * num(l, "period_s", "legacy.", d.periodMs() / 1000, MIN_PERIOD_S, MAX_DURATION_S),
                 num(l, "smoothing", "legacy.", d.smoothing()), num(l, "min_weight", "legacy.", d.minWeight()));
         if (!(p.smoothing() > 0 && p.smoothing() <= 1)) {
             throw error("legacy.smoothing", p.smoothing() + " (expected: in (0, 1])");
@@ -398,9 +474,12 @@ final class ScenarioLoader {
             JsonNode h = e.getValue();
             out.put(e.getKey(), part(() -> {
                 try {
-                    return new EngineParams(req(h, "step_ms", p), req(h, "prefill_ms_per_token", p),
-                            req(h, "decode_ms_per_seq", p), (int) req(h, "max_seqs", p),
-                            (long) req(h, "kv_cache_tokens", p), (int) num(h, "chunk_tokens", p, 2048));
+                    return new EngineParams(within(req(h, "step_ms", p), 0, MAX_STEP_MS, p + "step_ms"),
+                            within(req(h, "prefill_ms_per_token", p), 0, MAX_STEP_MS, p + "prefill_ms_per_token"),
+                            within(req(h, "decode_ms_per_seq", p), 0, MAX_STEP_MS, p + "decode_ms_per_seq"),
+                            whole(req(h, "max_seqs", p), 1, MAX_COUNT, p + "max_seqs"),
+                            (long) within(req(h, "kv_cache_tokens", p), 1, 1e15, p + "kv_cache_tokens"),
+                            count(h, "chunk_tokens", p, 2048, 1, MAX_TOKENS));
                 } catch (IllegalArgumentException ex) {
                     throw error("hardware." + e.getKey(), ex.getMessage());
                 }
@@ -412,12 +491,13 @@ final class ScenarioLoader {
     private Scenario.ClassWorkload classWorkload(JsonNode n, String p, Scenario.ClassWorkload d)
             throws ScenarioException {
         mapping(n, p.substring(0, p.length() - 1));
-        Scenario.ClassWorkload w = new Scenario.ClassWorkload(num(n, "turns_mean", p, d.turnsMean()),
-                1000 * atLeastZero(num(n, "think_s", p, d.thinkMeanMs() / 1000), p + "think_s"),
-                num(n, "first_prompt_tokens", p, d.firstPromptTokens()),
-                num(n, "new_tokens_per_turn", p, d.newTokensPerTurn()), num(n, "output_tokens", p, d.outputTokens()),
-                num(n, "system_prompt_tokens", p, d.systemPromptTokens()),
-                (int) num(n, "system_prompts", p, d.systemPrompts()), num(n, "keyed_share", p, d.keyedShare()));
+        Scenario.ClassWorkload w = new Scenario.ClassWorkload(num(n, "turns_mean", p, d.turnsMean(), 1, MAX_COUNT),
+                1000 * num(n, "think_s", p, d.thinkMeanMs() / 1000, 0, MAX_DURATION_S),
+                num(n, "first_prompt_tokens", p, d.firstPromptTokens(), 1, MAX_TOKENS),
+                num(n, "new_tokens_per_turn", p, d.newTokensPerTurn(), 1, MAX_TOKENS),
+                num(n, "output_tokens", p, d.outputTokens(), 1, MAX_TOKENS),
+                num(n, "system_prompt_tokens", p, d.systemPromptTokens(), 0, MAX_TOKENS),
+                count(n, "system_prompts", p, d.systemPrompts(), 1, MAX_COUNT), num(n, "keyed_share", p, d.keyedShare()));
         if (!(w.systemPromptTokens() >= 0)) {
             throw error(p + "system_prompt_tokens", w.systemPromptTokens() + " (expected: >= 0)");
         }
@@ -445,9 +525,9 @@ final class ScenarioLoader {
         return switch (shape) {
             case "poisson" -> Scenario.Arrivals.POISSON;
             case "bursty" -> {
-                double f = num(n, "factor", p, 3);
-                double period = 1000 * num(n, "period_s", p, 60);
-                double burst = 1000 * num(n, "burst_s", p, 10);
+                double f = num(n, "factor", p, 3, 1, MAX_FACTOR);
+                double period = 1000 * num(n, "period_s", p, 60, 0, MAX_DURATION_S);
+                double burst = 1000 * num(n, "burst_s", p, 10, 0, MAX_DURATION_S);
                 if (!(f >= 1 && burst > 0 && burst < period)) {
                     throw error(p + "factor", "bursty needs factor >= 1 and 0 < burst_s < period_s");
                 }
@@ -459,7 +539,7 @@ final class ScenarioLoader {
                     throw error(p + "amplitude", f + " (expected: in [0, 1))");
                 }
                 yield new Scenario.Arrivals(Scenario.Shape.DIURNAL, f,
-                        1000 * positive(num(n, "period_s", p, 600), p + "period_s"), 0);
+                        1000 * positive(num(n, "period_s", p, 600, 0, MAX_DURATION_S), p + "period_s"), 0);
             }
             default -> throw error(p + "shape", "'" + shape + "' (expected one of [poisson, bursty, diurnal])");
         };
@@ -508,7 +588,8 @@ final class ScenarioLoader {
             i = 0;
             for (JsonNode m : list(t, "models", p)) {
                 String q = p + "models[" + i++ + "].";
-                models.add(new Model(str(m, "id", q, null), (int) num(m, "output_tokens", q, dflt.outputTokens())));
+                models.add(new Model(str(m, "id", q, null), count(m, "output_tokens", q,
+                        (int) Math.round(dflt.outputTokens()), 1, MAX_TOKENS)));
             }
             i = 0;
             for (JsonNode c : list(t, "classes", p)) {
@@ -518,7 +599,7 @@ final class ScenarioLoader {
                     c.get("residency").forEach(r -> res.add(r.asText()));
                 }
                 classes.add(new TrafficClass(str(c, "id", q, null), str(c, "model", q, null), res,
-                        (int) num(c, "priority", q, 0)));
+                        count(c, "priority", q, 0, -MAX_COUNT, MAX_COUNT)));
             }
             i = 0;
             for (JsonNode e : list(t, "engines", p)) {
@@ -540,7 +621,7 @@ final class ScenarioLoader {
                     }
                 }
                 Engine derived = derive(id, str(e, "cluster", q, null), ms, hw.get(h), w,
-                        num(e, "capacity_rps", q, Double.NaN));
+                        e.has("capacity_rps") ? num(e, "capacity_rps", q, 0, 0, 1e9) : Double.NaN);
                 LatencyProfile profile = e.has("profile") ? profile(e.get("profile"), q + "profile.") : derived.profile();
                 String word = str(e, "priority_scheduling", q, "none");
                 PriorityScheduling scheduling = PriorityScheduling.of(word);
@@ -665,14 +746,15 @@ final class ScenarioLoader {
                 case DEMAND_SURGE, WORKLOAD_SHIFT -> 2;
                 case ENGINE_ERRORS -> 1;
                 default -> 3;
-            });
+            }, 0, MAX_FACTOR);
             if (!(factor > 0)) {
                 throw error(p + "factor", factor + " (expected: > 0)");
             }
             if (kind == Scenario.FaultKind.ENGINE_ERRORS && factor > 1) {
                 throw error(p + "factor", factor + " (expected: the fraction of requests answered with an error, in (0, 1])");
             }
-            double promptFactor = kind == Scenario.FaultKind.WORKLOAD_SHIFT ? num(f, "prompt_factor", p, 1) : 1;
+            double promptFactor = kind == Scenario.FaultKind.WORKLOAD_SHIFT
+                    ? num(f, "prompt_factor", p, 1, 0, MAX_FACTOR) : 1;
             if (!(promptFactor > 0) || Double.isInfinite(promptFactor)) {
                 throw error(p + "prompt_factor", promptFactor + " (expected: > 0)");
             }
@@ -687,27 +769,35 @@ final class ScenarioLoader {
                 if (k < 0) {
                     throw error(p + "class", "unknown class '" + cls + "'");
                 }
-                int requests = (int) num(f, "requests", p, 1);
-                int prompt = (int) num(f, "prompt_tokens", p, 1000);
-                int output = (int) num(f, "output_tokens", p, 100);
-                if (requests < 1 || prompt < 1 || output < 1) {
-                    throw error(p + "requests", "(expected: requests, prompt_tokens, output_tokens >= 1)");
-                }
+                int requests = count(f, "requests", p, 1, 1, MAX_COUNT);
+                int prompt = count(f, "prompt_tokens", p, 1000, 1, MAX_TOKENS);
+                int output = count(f, "output_tokens", p, 100, 1, MAX_TOKENS);
                 burst = new Scenario.Burst(requests, k, prompt, output);
-                duration = 1000 * num(f, "duration_s", p, 0);
+                duration = 1000 * num(f, "duration_s", p, 0, 0, MAX_DURATION_S);
             } else {
-                duration = 1000 * req(f, "duration_s", p);
+                duration = 1000 * within(req(f, "duration_s", p), 0, MAX_DURATION_S, p + "duration_s");
             }
             atLeastZero(duration / 1000, p + "duration_s");
-            out.add(new Scenario.Fault(kind, 1000 * atLeastZero(req(f, "at_s", p), p + "at_s"), duration, engines, g,
+            out.add(new Scenario.Fault(kind, 1000 * within(req(f, "at_s", p), 0, MAX_DURATION_S, p + "at_s"), duration,
+                    engines, g,
                     cluster, factor, promptFactor, burst));
         }
         return out;
     }
 
-    /** Field access for the fleet generator. */
-    double number(JsonNode n, String key, String path, double dflt) throws ScenarioException {
-        return num(n, key, path, dflt);
+    /** Field access for the fleet generator: a finite number in [lo, hi]. */
+    double number(JsonNode n, String key, String path, double dflt, double lo, double hi) throws ScenarioException {
+        return num(n, key, path, dflt, lo, hi);
+    }
+
+    /** Field access for the fleet generator: a whole number in [lo, hi]. */
+    int wholeNumber(JsonNode n, String key, String path, int dflt, double lo, double hi) throws ScenarioException {
+        return count(n, key, path, dflt, lo, hi);
+    }
+
+    /** Field access for the fleet generator: a string; {@code dflt} null for a required one. */
+    String string(JsonNode n, String key, String path, String dflt) throws ScenarioException {
+        return str(n, key, path, dflt);
     }
 
     ScenarioException fail(String field, String message) {

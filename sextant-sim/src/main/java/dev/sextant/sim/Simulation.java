@@ -187,7 +187,14 @@ final class Simulation implements EngineSim.Listener {
         scrapeListeners.add(l);
     }
 
-    /** Runs the whole simulation: generates traffic for the scenario's duration, then drains. */
+    /**
+     * How long the run waits, once the traffic has ended, for the requests still in flight, ms: ten minutes, several
+     * times the longest generation of any scenario, so that an engine whose step takes hours (a mistake, or a hung
+     * engine modelled as one) ends the run instead of keeping it going; what is still in flight then counts as failed.
+     */
+    static final double MAX_DRAIN_MS = 600_000;
+
+    /** Runs the whole simulation: generates traffic for the scenario's duration, then drains (at most {@link #MAX_DRAIN_MS}). */
     Metrics run() {
         policy.start(this);
         for (int g = 0; g < gatewayCount; g++) {
@@ -214,6 +221,10 @@ final class Simulation implements EngineSim.Listener {
                 nextReport = loop.now() + end / 100;
             }
             if (loop.now() > end && metrics.open() == 0) {
+                break;
+            }
+            if (loop.now() > end + MAX_DRAIN_MS) {
+                metrics.endUnfinished();
                 break;
             }
         }

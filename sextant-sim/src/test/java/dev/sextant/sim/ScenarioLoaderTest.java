@@ -17,27 +17,37 @@ class ScenarioLoaderTest {
         "kind: engine_crash|kind: meteor|faults[0].kind: 'meteor'",
         "engines: [eu-1]}|engines: [nope]}|faults[0].engines: unknown engine 'nope'",
         "hardware: small}|hardware: tiny}|topology.engines[0].hardware: unknown hardware 'tiny'",
-        "turns_mean: 3|turns_mean: 0.5|workload.default.turns_mean: 0.5 (expected: >= 1)",
+        "turns_mean: 3|turns_mean: 0.5|workload.default.turns_mean: 0.5 (expected: 1 to 1,000,000)",
         "turns_mean: 3|turns_mean: 3, keyed_share: 1.5|workload.default.keyed_share: 1.5 (expected: in [0, 1])",
-        "turns_mean: 3|turns_mean: 3, system_prompts: 0|workload.default.system_prompts: 0 (expected: an integer >= 1)",
-        "turns_mean: 3|turns_mean: 3, system_prompt_tokens: -5|workload.default.system_prompt_tokens: -5.0 (expected: >= 0)",
+        "turns_mean: 3|turns_mean: 3, system_prompts: 0|workload.default.system_prompts: 0 (expected: 1 to 1,000,000)",
+        "turns_mean: 3|turns_mean: 3, system_prompts: 2.5|workload.default.system_prompts: 2.5 (expected: a whole number)",
+        "turns_mean: 3|turns_mean: 3, system_prompt_tokens: -5|workload.default.system_prompt_tokens: -5 (expected: 0 to 10,000,000)",
+        "new_tokens_per_turn: 50, output_tokens: 40}|new_tokens_per_turn: 50, output_tokens: 1e15}|workload.default.output_tokens: 1.0E15 (expected: 1 to 10,000,000)",
         "gateway: eu, engine_cluster: gpu-eu2|gateway: mars, engine_cluster: gpu-eu2|faults[2].gateway: unknown gateway cluster 'mars'",
         "kind: demand_surge, at_s: 20, duration_s: 8, factor: 3|kind: workload_shift, at_s: 20, duration_s: 8, prompt_factor: 0|faults[3].prompt_factor: 0.0 (expected: > 0)",
-        "sample_s: 5|sample_s: 0|sample_s: 0.0 (expected: > 0)",
-        "client_timeout_s: 20|client_timeout_s: -1|client_timeout_s: -1.0 (expected: > 0)",
-        "think_s: 2|think_s: -1|workload.default.think_s: -1.0 (expected: >= 0)",
-        "propagation_s: 0.5|propagation_s: -1|control.propagation_s: -1.0 (expected: >= 0)",
-        "signal_delay_s: 1|signal_delay_s: -1|control.signal_delay_s: -1.0 (expected: >= 0)",
-        "health_check_s: 2|health_check_s: 0|control.health_check_s: 0.0 (expected: > 0)",
+        "sample_s: 5|sample_s: 0|sample_s: 0 (expected: 0.1 to 604,800)",
+        "sample_s: 5|sample_s: .nan|sample_s: NaN (expected: a finite number)",
+        "duration_s: 40|duration_s: 1e7|duration_s: 10,000,000 (expected: 0 to 604,800)",
+        "client_timeout_s: 20|client_timeout_s: -1|client_timeout_s: -1 (expected: 0 to 86,400)",
+        "think_s: 2|think_s: -1|workload.default.think_s: -1 (expected: 0 to 604,800)",
+        "propagation_s: 0.5|propagation_s: -1|control.propagation_s: -1 (expected: 0 to 604,800)",
+        "signal_delay_s: 1|signal_delay_s: -1|control.signal_delay_s: -1 (expected: 0 to 604,800)",
+        "scrape_s: 2|scrape_s: 0.000001|control.scrape_s: 1.0E-6 (expected: 0.1 to 604,800)",
+        "health_check_s: 2|health_check_s: 0|control.health_check_s: 0 (expected: 0.1 to 604,800)",
         "legacy: {gain: 1.0, period_s: 2}|legacy: {gain: -1, period_s: 2}|legacy.gain: -1.0 (expected: > 0)",
-        "legacy: {gain: 1.0, period_s: 2}|legacy: {gain: 1, period_s: 0}|legacy.period_s: 0.0 (expected: > 0)",
+        "legacy: {gain: 1.0, period_s: 2}|legacy: {gain: 1, period_s: 0}|legacy.period_s: 0 (expected: 0.1 to 604,800)",
         "legacy: {gain: 1.0, period_s: 2}|legacy: {gain: 1, smoothing: 2}|legacy.smoothing: 2.0 (expected: in (0, 1])",
         "legacy: {gain: 1.0, period_s: 2}|legacy: {gain: 1, gain_sweep: 2}|legacy.gain_sweep: '2' (expected: a list of gains)",
         "legacy: {gain: 1.0, period_s: 2}|legacy: [1]|legacy: a list (expected: a mapping)",
         "control: {scrape_s|control: 5↵x-control: {scrape_s|control: '5' (expected: a mapping)",
         "workload:|workload: 5↵x-workload:|workload: '5' (expected: a mapping)",
-        "at_s: 8,|at_s: -8,|faults[0].at_s: -8.0 (expected: >= 0)",
+        "at_s: 8,|at_s: -8,|faults[0].at_s: -8 (expected: 0 to 604,800)",
         "faults:|faults: {a: 1}↵x-faults:|faults: a mapping (expected: a list of faults)",
+        "{step_ms: 5,|{step_ms: 1e15,|hardware.small.step_ms: 1.0E15 (expected: 0 to 3,600,000)",
+        "max_seqs: 16,|max_seqs: 16.5,|hardware.small.max_seqs: 16.5 (expected: a whole number)",
+        "us: {chat: 12}|us: {chat: 1e9}|duration_s: 40 s at 1,000,000,014 req/s of demand: about 40,000,000,560 requests (expected: at most 100,000,000)",
+        "{id: m, output_tokens: 40}|{id: m, output_tokens: 3e9}|topology.models[0].output_tokens: 3,000,000,000 (expected: 1 to 10,000,000)",
+        "kind: demand_surge, at_s: 20, duration_s: 8, factor: 3|kind: demand_surge, at_s: 20, duration_s: 8, factor: 1e6|faults[3].factor: 1,000,000 (expected: 0 to 1,000)",
     })
     void badField_isNamedWithTheFile(String from, String to, String message) {
         String yaml = SimulationTest.FAULTY.replaceFirst(java.util.regex.Pattern.quote(from),
@@ -46,6 +56,36 @@ class ScenarioLoaderTest {
         assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml))
                 .isInstanceOf(ScenarioException.class)
                 .hasMessageStartingWith("faulty.yaml:")
+                .hasMessageContaining(message);
+    }
+
+    /** The series' samples are bounded by the traffic's length: at most 100,000 of them, whatever sample_s asks. */
+    @Test
+    void sampleShorterThanTheTrafficAllows_isRefused() throws Exception {
+        String yaml = SimulationTest.FAULTY.replace("duration_s: 40", "duration_s: 600000").replace("sample_s: 5",
+                "sample_s: 1");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml))
+                .hasMessage("faulty.yaml:4: sample_s: 1 (expected: 6 to 604,800)");
+        assertThat(ScenarioLoader.parse("faulty.yaml", yaml.replace("sample_s: 1", "sample_s: 6"))
+                .sampleMs()).isEqualTo(6000);
+    }
+
+    /** A fleet block with a mistake is refused at its line, as a topology is, never with an exception of its own. */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "- {id: us-east, continent: na,|- {continent: na,|fleet.regions[0].id: missing (expected: a string)",
+        "hardware: [h100, a100]|hardware: h100|fleet.hardware: not a list of hardware kinds",
+        "engines_per_cluster: 64|engines_per_cluster: 1e9|fleet.engines_per_cluster: 1,000,000,000 (expected: 1 to 100,000)",
+        "engines_per_cluster: 64|engines_per_cluster: 50000|fleet.regions[0]: more than 100000 gateway clusters, engine clusters or engines",
+        "residency_share: 0.3|residency_share: 2|fleet.residency_share: 2 (expected: 0 to 1)",
+    })
+    void badFleet_isNamedWithTheFile(String from, String to, String message) throws Exception {
+        String large = java.nio.file.Files.readString(SCENARIOS.resolve("large-fleet.yaml"));
+        String yaml = large.replaceFirst(java.util.regex.Pattern.quote(from), java.util.regex.Matcher.quoteReplacement(to));
+        assertThat(yaml).isNotEqualTo(large);
+        assertThatThrownBy(() -> ScenarioLoader.parse("fleet.yaml", yaml))
+                .isInstanceOf(ScenarioException.class)
+                .hasMessageStartingWith("fleet.yaml:")
                 .hasMessageContaining(message);
     }
 

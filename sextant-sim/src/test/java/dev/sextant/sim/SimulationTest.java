@@ -9,6 +9,7 @@ import net.jqwik.api.constraints.LongRange;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class SimulationTest {
     /** Two regions, an EU-only class, a crash, a slow engine, a cut link and a surge, all within 40 s. */
@@ -67,6 +68,26 @@ class SimulationTest {
 
     static List<String> policies() {
         return SimPolicies.ALL;
+    }
+
+    /**
+     * Engines whose every step takes an hour (a mistake in a file, or an engine that hangs) do not keep the run going:
+     * it waits {@link Simulation#MAX_DRAIN_MS} after the traffic for what is in flight, then ends it as failed, and
+     * the report says how many.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"nearest", "least-request"}) // Sextant sheds it all: the engines' derived capacity is nil
+    void enginesThatNeverFinish_endTheRunAfterTheDrainLimit_withTheirRequestsFailed(String policy) throws Exception {
+        Scenario s = ScenarioLoader.parse("stuck.yaml", FAULTY.replaceAll("(?s)faults:.*", "")
+                .replace("step_ms: 5,", "step_ms: 3600000,"));
+        Simulator.Run run = Simulator.simulate(s, policy, 7, null);
+        Metrics m = run.metrics();
+        assertThat(m.generated).isPositive();
+        assertThat(m.completed).isZero();
+        assertThat(m.unfinished()).isPositive().isLessThanOrEqualTo(m.failed);
+        assertThat(m.completed + m.shed + m.failed).isEqualTo(m.generated);
+        assertThat(m.open()).isZero();
+        assertThat(m.endMs).isLessThanOrEqualTo(s.durationMs() + Simulation.MAX_DRAIN_MS + s.sampleMs());
     }
 
     @ParameterizedTest
