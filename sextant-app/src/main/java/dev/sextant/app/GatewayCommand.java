@@ -72,8 +72,9 @@ final class GatewayCommand implements Callable<Integer> {
         run.check();
         ServerFile f = ServerFile.load(config, KEYS, REMOVED);
         String cluster = f.string("gateway_cluster", null);
-        if (cluster == null) {
-            throw f.problem("gateway_cluster", "missing (expected: the gateway cluster id this gateway serves)");
+        if (cluster == null || cluster.isBlank()) {
+            throw f.problem("gateway_cluster", (cluster == null ? "missing" : "'" + cluster + "'")
+                    + " (expected: the gateway cluster id this gateway serves)");
         }
         GatewayConfig d = GatewayConfig.defaults(cluster);
         String cpText = f.string("control_plane", null);

@@ -38,6 +38,7 @@ class ServerCommandsTest {
     @CsvSource(delimiter = '|', textBlock = """
             unknown key            | gateway       | gateway_cluster: east\\ncolour: blue\\nsnapshot_file: s.json | server.yaml:2: colour: unknown key 'colour' (expected one of: access_log,
             no gateway cluster     | gateway       | port: 8080\\nsnapshot_file: s.json                         | gateway_cluster: missing
+            blank gateway cluster  | gateway       | gateway_cluster: " "\\nsnapshot_file: s.json                 | server.yaml:1: gateway_cluster: ' ' (expected: the gateway cluster id
             neither source         | gateway       | gateway_cluster: east                                     | exactly one of control_plane
             bad duration           | gateway       | gateway_cluster: east\\ncontrol_plane: http://x:1\\ntoken_file: tok\\nidle_timeout: soon | idle_timeout
             bad port type          | gateway       | gateway_cluster: east\\nport: eighty\\nsnapshot_file: s.json | server.yaml:2: port: 'eighty' (expected: an integer)
