@@ -130,7 +130,8 @@ public final class TopologyLoader {
             List<TrafficClass> classes = list(root, "classes", this::trafficClass, CLASS_KEYS, false);
             Map<String, Map<String, Double>> demand = table(root, "demand_rps", MAX_RPS, "req/s");
             Double headroom = r.number(root, "", "headroom", Topology.DEFAULT_HEADROOM);
-            Double discount = r.number(root, "", "affinity_discount_ms", Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
+            Double discount = number(root, "", "affinity_discount_ms", Topology.DEFAULT_AFFINITY_DISCOUNT_MS, MAX_MS,
+                    "ms");
             RetryBudget retryBudget = retryBudget(root);
             if (gateways == null || clusters == null || rtt == null || models == null || engines == null
                     || classes == null || demand == null || headroom == null || discount == null
