@@ -186,7 +186,7 @@ final class BatchLimit {
         }
         double step = Double.isNaN(i.tbtMs()) ? 1 : Math.max(1, i.tbtMs());
         double excess = i.queueMs() - otherWaitMs;
-        int cap = 100_000;
+        int cap = Batching.MAX_SLOTS;
         if (excess <= 0.5 * step) {
             if (i.ttftCount() < MIN_NO_WAIT_SAMPLES) {
                 return; // too few requests for their not waiting to say the queue would make them wait little

@@ -94,6 +94,20 @@ record Batching(double alpha, double gamma, double beta, double base, double per
                 c);
     }
 
+    /**
+     * The most places a batch is taken to have, whatever an engine's gauges or its rating say: beyond any engine's
+     * (vLLM's and SGLang's limits run to a few thousand sequences, a data-parallel group behind one endpoint to some
+     * eight thousand), and what keeps the queue's arithmetic, linear in the places, bounded: an exporter that said a
+     * billion requests were running once made one solve run for minutes.
+     */
+    static final int MAX_SLOTS = 16_384;
+
+    /**
+     * The longest TTFT or TBT a profile takes, ms: a topology file's own bound (about 28 hours). A law fitted on an
+     * exporter's nonsense once said 1.8e14 ms, and the optimizer's arithmetic on it gave NaN.
+     */
+    static final double MAX_PROFILE_MS = 1e8;
+
     /** Utilizations (load / saturation) at which {@link #profile()} samples the curves. */
     static final double[] SAMPLES = {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95,
         0.97, 0.985};
@@ -108,6 +122,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
         if (!(slots >= 1) || Double.isInfinite(slots)) {
             throw new IllegalArgumentException("slots: " + slots + " (expected: a finite number >= 1)");
         }
+        slots = Math.min(slots, MAX_SLOTS);
         if (!(outputTokens >= 1) || Double.isInfinite(outputTokens)) {
             throw new IllegalArgumentException("output_tokens: " + outputTokens + " (expected: a finite number >= 1)");
         }
@@ -451,12 +466,35 @@ record Batching(double alpha, double gamma, double beta, double base, double per
      * batch has (the wait falls as n grows). At most {@code cap}.
      */
     static int serversForWait(double a, double serviceMs, double waitMs, int cap) {
+        cap = Math.min(cap, MAX_SLOTS);
         int n = Math.max(1, (int) Math.floor(a) + 1);
-        while (n < cap && erlangC(n, a) * serviceMs / (n - a) > waitMs) {
+        if (n >= cap) {
+            return n;
+        }
+        // one place at a time near the load, where the answer is for any engine; beyond, the wait falls with every
+        // place added, so the fewest places that make it short enough are found by halving
+        int linearEnd = Math.min(cap, n + SCAN);
+        while (n < linearEnd && erlangC(n, a) * serviceMs / (n - a) > waitMs) {
             n++;
         }
-        return n;
+        if (n < linearEnd || n >= cap) {
+            return n;
+        }
+        int lo = n;
+        int hi = cap;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (erlangC(mid, a) * serviceMs / (mid - a) > waitMs) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
     }
+
+    /** Places {@link #serversForWait} tries one by one above the load before it halves. */
+    private static final int SCAN = 256;
 
     /**
      * Erlang's C formula: the probability that an arrival to an M/M/n queue with offered load a (&lt; n) waits. From
@@ -465,7 +503,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
      */
     static double erlangC(int n, double a) {
         double b = 1;
-        for (int k = 1; k <= n; k++) {
+        for (int k = 1; k <= n && b > 0; k++) { // once B underflows to 0 it stays there
             b = a * b / (k + a * b);
         }
         return b / (1 - (a / n) * (1 - b));
@@ -482,7 +520,8 @@ record Batching(double alpha, double gamma, double beta, double base, double per
             if (!Double.isFinite(ttft) || !Double.isFinite(tbt)) {
                 break;
             }
-            points.add(new MeasuredProfile.Point(rho, Math.max(1e-3, ttft), tbt));
+            points.add(new MeasuredProfile.Point(rho, Math.min(MAX_PROFILE_MS, Math.max(1e-3, ttft)),
+                    Math.min(MAX_PROFILE_MS, tbt)));
         }
         return new MeasuredProfile(points);
     }

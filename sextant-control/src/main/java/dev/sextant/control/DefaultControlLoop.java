@@ -446,7 +446,7 @@ final class DefaultControlLoop implements ControlLoop {
         }
         double mu = Math.max(1e-6, b.saturation());
         double wCap = t.batch.fromEvidence(configuredSlots) ? 1 : w;
-        double capacity = mu * Math.pow(c.capacityRps() / Math.max(1e-6, muPrior), 1 - wCap);
+        double capacity = Math.min(MAX_RPS, mu * Math.pow(c.capacityRps() / Math.max(1e-6, muPrior), 1 - wCap));
         LatencyProfile configured = c.profile();
         List<MeasuredProfile.Point> points = new ArrayList<>();
         for (double rho : Batching.SAMPLES) {
@@ -456,7 +456,9 @@ final class DefaultControlLoop implements ControlLoop {
             if (!Double.isFinite(ttft) || !Double.isFinite(tbt)) {
                 break;
             }
-            points.add(new MeasuredProfile.Point(rho, Math.max(1e-3, ttft), Math.max(0, tbt)));
+            // at most a topology file's longest time: laws fitted on an exporter's nonsense once said 1.8e14 ms
+            points.add(new MeasuredProfile.Point(rho, Math.min(Batching.MAX_PROFILE_MS, Math.max(1e-3, ttft)),
+                    Math.min(Batching.MAX_PROFILE_MS, Math.max(0, tbt))));
         }
         double idle = points.isEmpty() ? configured.ttftMs(0) : points.get(0).ttftMs();
         LatencyProfile profile = points.isEmpty() ? configured : new MeasuredProfile(lightLoad(points));
@@ -577,9 +579,10 @@ final class DefaultControlLoop implements ControlLoop {
                     e = new DemandEstimate(conf, conf, Double.NaN, options.observedDemand()
                             ? "configured (no report yet)" : "configured (demand from reports is off)");
                 } else {
-                    e = new DemandEstimate(rate, conf, Math.sqrt(var), String.format(Locale.ROOT,
-                            "observed: %d requests in %.0f s of reports from %d gateway process%s; configured %s",
-                            count, seconds, live, live == 1 ? "" : "es", rps(conf)));
+                    e = new DemandEstimate(Math.min(MAX_RPS, rate), conf, Math.sqrt(var), String.format(Locale.ROOT,
+                            "observed: %d requests in %.0f s of reports from %d gateway process%s; configured %s%s",
+                            count, seconds, live, live == 1 ? "" : "es", rps(conf), rate > MAX_RPS
+                                    ? "; taken as " + rps(MAX_RPS) + ", the most a topology may say" : ""));
                 }
                 if (e.rps() > 0 || configured.containsKey(c.id())) {
                     row.put(c.id(), e);
@@ -601,6 +604,15 @@ final class DefaultControlLoop implements ControlLoop {
         return out;
     }
 
+    /**
+     * The largest rate an estimate takes (a capacity, a demand), req/s: a topology file's own bound. Counts as large
+     * as a report may carry over a millisecond's interval once said 1e15, and the solve's arithmetic failed on it.
+     */
+    static final double MAX_RPS = 1e9;
+
+    /** The most output tokens per request a model's estimate takes: ten million, beyond any context window. */
+    static final int MAX_OUTPUT_TOKENS = 10_000_000;
+
     private Map<String, ModelEstimate> modelEstimates() {
         Map<String, ModelEstimate> out = new TreeMap<>();
         for (Model m : topology.models()) {
@@ -614,7 +626,10 @@ final class DefaultControlLoop implements ControlLoop {
                 }
             }
             double c0 = options.priorWeight();
-            int n = (int) Math.max(1, Math.round((gen + m.outputTokens() * c0) / (weight + c0)));
+            // at most the longest answers any model gives: engines that report more tokens than that per request
+            // (a broken exporter) must not turn the mean into a count no model can have
+            int n = (int) Math.max(1, Math.min(MAX_OUTPUT_TOKENS, Math.round((gen + m.outputTokens() * c0)
+                    / (weight + c0))));
             out.put(m.id(), new ModelEstimate(n, m.outputTokens(), weight < 1 ? "as configured (no evidence yet)"
                     : String.format(Locale.ROOT, "%d tokens per request from %.0f recent requests; configured %d", n,
                     weight, m.outputTokens())));
@@ -634,13 +649,17 @@ final class DefaultControlLoop implements ControlLoop {
         double weight = 0;
         for (GroupModel g : groups.values()) {
             double c = g.completionsWeight();
-            if (c > 0 && g.cachedTokens() > 0) {
-                sum += c * fitted.get(g).perToken() * g.cachedTokens() * (1 + g.meanBatch());
+            double saved = c * fitted.get(g).perToken() * g.cachedTokens() * (1 + g.meanBatch());
+            if (c > 0 && g.cachedTokens() > 0 && Double.isFinite(saved)) { // not finite: a broken exporter's
+                sum += saved;
                 weight += c;
             }
         }
         double c0 = options.priorWeight();
-        return (sum + topology.affinityDiscountMs() * c0) / (weight + c0);
+        double discount = (sum + topology.affinityDiscountMs() * c0) / (weight + c0);
+        // and at most a topology file's longest time: a discount of 1e40 ms, finite, once made the solve's arithmetic
+        // on the kept slots NaN
+        return Double.isFinite(discount) ? Math.min(Batching.MAX_PROFILE_MS, discount) : topology.affinityDiscountMs();
     }
 
     private String affinityWhy(Map<GroupModel, Batching> fitted) {

@@ -426,7 +426,9 @@ final class GroupModel {
         double[] s = step.solve(new double[] {p.alpha, p.gamma, p.beta});
         first.prior(firstPrior, firstWeight, new double[] {1, Math.max(1, prompt), Math.max(1e-3, p.alpha + p.gamma)});
         double[] f = first.solve(new double[] {p.base, p.perToken, p.perStep});
-        if (s[0] + s[1] + f[0] + f[1] + f[2] <= 0) {
+        // a fit the intervals cannot make (no time at all, or coefficients beyond any number: an exporter's
+        // nonsense that got through) is no fit, and the prior stands
+        if (!(s[0] + s[1] + f[0] + f[1] + f[2] > 0) || !Double.isFinite(s[0] + s[1] + s[2] + f[0] + f[1] + f[2])) {
             s = new double[] {p.alpha, p.gamma, p.beta};
             f = new double[] {p.base, p.perToken, p.perStep};
         }

@@ -69,11 +69,64 @@ public record EngineMetrics(Flavor flavor, double running, double waiting, doubl
         UNKNOWN
     }
 
+    /**
+     * A value outside its field's domain (a gauge or counter negative, not finite or beyond {@link #MAX_GAUGE} or
+     * {@link #MAX_COUNTER}, a fraction outside [0, 1], more prefix-cache hits than queries, a histogram whose count or
+     * sum is negative, not finite or beyond {@link #MAX_COUNTER}) is taken as absent, as if the engine did not export
+     * it: an engine's broken or hostile exporter must not poison its group's laws or stop the fleet's solve (hostile
+     * values once made the loop's step throw, and kept it throwing while that engine answered so).
+     */
     public EngineMetrics {
         if (flavor == null || ttft == null || tbt == null || queueTime == null || outputLengths == null) {
             throw new IllegalArgumentException("flavor, ttft, tbt, queue_time, output_lengths: missing (expected: "
                     + "non-null)");
         }
+        running = gauge(running);
+        waiting = gauge(waiting);
+        kvCacheUsage = fraction(kvCacheUsage);
+        successCount = atLeastZero(successCount);
+        promptTokens = atLeastZero(promptTokens);
+        generationTokens = atLeastZero(generationTokens);
+        prefixCacheQueries = atLeastZero(prefixCacheQueries);
+        prefixCacheHits = atLeastZero(prefixCacheHits);
+        if (prefixCacheHits > prefixCacheQueries) {
+            prefixCacheQueries = Double.NaN;
+            prefixCacheHits = Double.NaN;
+        }
+        cacheHitRate = fraction(cacheHitRate);
+        maxRunning = gauge(maxRunning);
+        ttft = ttft.sane();
+        tbt = tbt.sane();
+        queueTime = queueTime.sane();
+        outputLengths = outputLengths.sane();
+    }
+
+    /**
+     * The largest gauge taken (requests running, waiting, the batch limit): far beyond any engine, and low enough
+     * that products of the estimates made from it stay finite.
+     */
+    public static final double MAX_GAUGE = 1e9;
+    /**
+     * The largest counter or histogram count and sum taken: a million tokens a second for thirty years, and low
+     * enough that products of the estimates made from it stay finite.
+     */
+    public static final double MAX_COUNTER = 1e15;
+
+    /** {@code v} if in [0, {@link #MAX_COUNTER}], else NaN (absent). */
+    private static double atLeastZero(double v) {
+        return v >= 0 && v <= MAX_COUNTER ? v : Double.NaN;
+    }
+
+    /** {@code v} if in [0, {@link #MAX_GAUGE}], else NaN (absent). */
+    private static double gauge(double v) {
+        return v >= 0 && v <= MAX_GAUGE ? v : Double.NaN;
+    }
+
+    /**
+     * {@code v} if in [0, 1], up to 1% above 1 taken as 1 (rounding in an exporter's arithmetic), else NaN (absent).
+     */
+    private static double fraction(double v) {
+        return v >= 0 && v <= 1 ? v : v > 1 && v <= 1.01 ? 1 : Double.NaN;
     }
 
     /** Metrics without the output-length histogram. */

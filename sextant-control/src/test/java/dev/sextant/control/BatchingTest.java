@@ -174,4 +174,35 @@ class BatchingTest {
         assertThat(tbt / b.stepTime(mean, x * 800)).isBetween(1.03, 1.08);
         assertThat(b.tbt(0)).as("a lone sequence's step").isCloseTo(12 + 1.5, within(1e-9));
     }
+
+    /**
+     * The places an observed wait implies are the fewest that make the M/M/n wait that short, as a scan one place at
+     * a time finds them (the search halves beyond 256 places above the load, where the wait only falls).
+     */
+    @Test
+    void serversForWait_isTheFewestPlacesThatWaitNoLonger_asAScanFindsThem() {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(7);
+        for (int i = 0; i < 300; i++) {
+            double a = r.nextDouble() * (i % 3 == 0 ? 2000 : 60);
+            double serviceMs = 1 + r.nextDouble() * 5000;
+            double waitMs = Math.pow(10, r.nextDouble() * 8 - 6);
+            int cap = 1 + r.nextInt(3000);
+            int n = Math.max(1, (int) Math.floor(a) + 1);
+            while (n < cap && Batching.erlangC(n, a) * serviceMs / (n - a) > waitMs) {
+                n++;
+            }
+            assertThat(Batching.serversForWait(a, serviceMs, waitMs, cap)).as("a %s, service %s, wait %s, cap %d", a,
+                    serviceMs, waitMs, cap).isEqualTo(n);
+        }
+    }
+
+    /** A batch said to be a billion places (a rating or a gauge no engine has) is taken as MAX_SLOTS places. */
+    @Test
+    void slotsBeyondAnyEngine_areCapped_andTheWaitStaysComputable() {
+        Batching b = new Batching(5, 0.03, 6e-6, 0, 0.006, 1, 1e9, 120, 300);
+        assertThat(b.slots()).isEqualTo(Batching.MAX_SLOTS);
+        assertThat(b.servers()).isEqualTo(Batching.MAX_SLOTS);
+        assertThat(b.ttft(0.5 * b.saturation())).isFinite().isPositive();
+        assertThat(Batching.erlangC(Batching.MAX_SLOTS, 3)).isZero();
+    }
 }

@@ -34,6 +34,47 @@ class EngineMetricsTest {
         assertThat(m.maxRunning()).isNaN();
     }
 
+    /**
+     * What an exporter cannot mean is absent, as if not exported: gauges and counters negative, not finite or beyond
+     * any engine, a fraction outside [0, 1] (1% over taken as 1), more cache hits than queries, histograms whose count
+     * or sum cannot be, and buckets that fall or exceed the count (the histogram's count and sum kept).
+     */
+    @Test
+    void from_valuesNoEngineCanHave_areAbsent() {
+        String hostile = """
+                vllm:num_requests_running{model_name="m"} -3
+                vllm:num_requests_waiting{model_name="m"} 2e9
+                vllm:kv_cache_usage_perc{model_name="m"} 1.005
+                vllm:request_success_total{model_name="m",finished_reason="stop"} +Inf
+                vllm:prompt_tokens_total{model_name="m"} NaN
+                vllm:generation_tokens_total{model_name="m"} 1e16
+                vllm:prefix_cache_queries_total{model_name="m"} 10
+                vllm:prefix_cache_hits_total{model_name="m"} 11
+                vllm:time_to_first_token_seconds_bucket{le="0.1",model_name="m"} 5
+                vllm:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} 4
+                vllm:time_to_first_token_seconds_count{model_name="m"} 4
+                vllm:time_to_first_token_seconds_sum{model_name="m"} 0.2
+                vllm:inter_token_latency_seconds_bucket{le="+Inf",model_name="m"} 9
+                vllm:inter_token_latency_seconds_count{model_name="m"} 9
+                vllm:inter_token_latency_seconds_sum{model_name="m"} -1
+                """;
+
+        EngineMetrics m = EngineMetrics.from(PrometheusText.parse(hostile));
+
+        assertThat(m.running()).isNaN();
+        assertThat(m.waiting()).isNaN();
+        assertThat(m.kvCacheUsage()).isEqualTo(1.0);
+        assertThat(m.successCount()).isNaN();
+        assertThat(m.promptTokens()).isNaN();
+        assertThat(m.generationTokens()).isNaN();
+        assertThat(m.prefixCacheQueries()).isNaN();
+        assertThat(m.prefixCacheHits()).isNaN();
+        assertThat(m.ttft()).isEqualTo(new Histogram(java.util.List.of(), 4, 0.2));
+        assertThat(m.tbt()).isEqualTo(Histogram.EMPTY);
+        assertThat(EngineMetrics.from(PrometheusText.parse("vllm:kv_cache_usage_perc 1.5\n")).kvCacheUsage()).isNaN();
+        assertThat(EngineMetrics.from(PrometheusText.parse("vllm:num_requests_running 37\n")).running()).isEqualTo(37);
+    }
+
     @Test
     void from_vllmOutputLengths_readInTokens_absentElsewhere() {
         String vllm = """
