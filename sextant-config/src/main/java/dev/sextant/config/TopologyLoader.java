@@ -49,10 +49,10 @@ public final class TopologyLoader {
     private static final List<String> ENGINE_KEYS = List.of("id", "cluster", "endpoint", "models", "capacity_rps",
             "profile", "health", "priority_scheduling", "hardware");
     private static final List<String> HARDWARE_KEYS = List.of("capacity_rps", "profile");
-    /** The largest rate a file may give (a capacity, a demand): a billion requests a second. */
-    static final double MAX_RPS = 1e9;
-    /** The longest time a file may give (a round trip, a profile's TTFT or TBT): 1e8 ms, about 28 hours. */
-    static final double MAX_MS = 1e8;
+    /** The largest rate a file may give (a capacity, a demand). */
+    static final double MAX_RPS = Topology.MAX_RPS;
+    /** The longest time a file may give (a round trip, a profile's TTFT or TBT, the affinity discount). */
+    static final double MAX_MS = Topology.MAX_MS;
     private static final List<String> CLASS_KEYS = List.of("id", "model", "residency", "priority");
     private static final List<String> PARAMETRIC_KEYS = List.of("ttft_ms", "tbt_ms", "tbt_slope");
     private static final List<String> MEASURED_KEYS = List.of("points");

@@ -102,12 +102,6 @@ record Batching(double alpha, double gamma, double beta, double base, double per
      */
     static final int MAX_SLOTS = 16_384;
 
-    /**
-     * The longest TTFT or TBT a profile takes, ms: a topology file's own bound (about 28 hours). A law fitted on an
-     * exporter's nonsense once said 1.8e14 ms, and the optimizer's arithmetic on it gave NaN.
-     */
-    static final double MAX_PROFILE_MS = 1e8;
-
     /** Utilizations (load / saturation) at which {@link #profile()} samples the curves. */
     static final double[] SAMPLES = {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95,
         0.97, 0.985};
@@ -520,8 +514,7 @@ record Batching(double alpha, double gamma, double beta, double base, double per
             if (!Double.isFinite(ttft) || !Double.isFinite(tbt)) {
                 break;
             }
-            points.add(new MeasuredProfile.Point(rho, Math.min(MAX_PROFILE_MS, Math.max(1e-3, ttft)),
-                    Math.min(MAX_PROFILE_MS, tbt)));
+            points.add(new MeasuredProfile.Point(rho, Math.max(1e-3, ttft), tbt));
         }
         return new MeasuredProfile(points);
     }

@@ -457,8 +457,8 @@ final class DefaultControlLoop implements ControlLoop {
                 break;
             }
             // at most a topology file's longest time: laws fitted on an exporter's nonsense once said 1.8e14 ms
-            points.add(new MeasuredProfile.Point(rho, Math.min(Batching.MAX_PROFILE_MS, Math.max(1e-3, ttft)),
-                    Math.min(Batching.MAX_PROFILE_MS, Math.max(0, tbt))));
+            points.add(new MeasuredProfile.Point(rho, Math.min(Topology.MAX_MS, Math.max(1e-3, ttft)),
+                    Math.min(Topology.MAX_MS, Math.max(0, tbt))));
         }
         double idle = points.isEmpty() ? configured.ttftMs(0) : points.get(0).ttftMs();
         LatencyProfile profile = points.isEmpty() ? configured : new MeasuredProfile(lightLoad(points));
@@ -605,10 +605,10 @@ final class DefaultControlLoop implements ControlLoop {
     }
 
     /**
-     * The largest rate an estimate takes (a capacity, a demand), req/s: a topology file's own bound. Counts as large
-     * as a report may carry over a millisecond's interval once said 1e15, and the solve's arithmetic failed on it.
+     * The largest rate an estimate takes (a capacity, a demand), req/s: a topology's own bound. Counts as large as a
+     * report may carry over a millisecond's interval once said 1e15, and the solve's arithmetic failed on it.
      */
-    static final double MAX_RPS = 1e9;
+    private static final double MAX_RPS = Topology.MAX_RPS;
 
     /** The most output tokens per request a model's estimate takes: ten million, beyond any context window. */
     static final int MAX_OUTPUT_TOKENS = 10_000_000;
@@ -659,7 +659,7 @@ final class DefaultControlLoop implements ControlLoop {
         double discount = (sum + topology.affinityDiscountMs() * c0) / (weight + c0);
         // and at most a topology file's longest time: a discount of 1e40 ms, finite, once made the solve's arithmetic
         // on the kept slots NaN
-        return Double.isFinite(discount) ? Math.min(Batching.MAX_PROFILE_MS, discount) : topology.affinityDiscountMs();
+        return Double.isFinite(discount) ? Math.min(Topology.MAX_MS, discount) : topology.affinityDiscountMs();
     }
 
     private String affinityWhy(Map<GroupModel, Batching> fitted) {

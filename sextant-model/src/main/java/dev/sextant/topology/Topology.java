@@ -38,6 +38,17 @@ public record Topology(List<GatewayCluster> gatewayClusters, List<EngineCluster>
     public static final double DEFAULT_HEADROOM = 0.1;
     /** The default of {@code affinity_discount_ms}. */
     public static final double DEFAULT_AFFINITY_DISCOUNT_MS = 25.0;
+    /**
+     * The largest rate a topology is given (a capacity, a demand): a billion requests a second. Its file says no more
+     * (the loader refuses it), and the control loop's estimates take no more.
+     */
+    public static final double MAX_RPS = 1e9;
+    /**
+     * The longest time a topology is given (a round trip, a profile's TTFT or TBT, the affinity discount): 1e8 ms, about
+     * 28 hours. Its file says no more, and the control loop's estimates take no more: the solve's arithmetic on
+     * 1e14 ms or a discount of 1e40 ms gave NaN.
+     */
+    public static final double MAX_MS = 1e8;
 
     /** A topology with the default retry budget, {@link RetryBudget#DEFAULT}. */
     public Topology(List<GatewayCluster> gatewayClusters, List<EngineCluster> engineClusters,

@@ -35,16 +35,16 @@ final class FleetGenerator {
         int perCluster = loader.wholeNumber(f, "engines_per_cluster", p, 8, 1, ScenarioLoader.MAX_FLEET);
         int modelCount = loader.wholeNumber(f, "models", p, 1, 1, ScenarioLoader.MAX_COUNT);
         double share = loader.number(f, "residency_share", p, 0.25, 0, 1);
-        double perGateway = loader.number(f, "demand_rps_per_gateway", p, 10, 0, 1e9);
+        double perGateway = loader.number(f, "demand_rps_per_gateway", p, 10, 0, Topology.MAX_RPS);
         JsonNode rtt = f.get("rtt_ms");
         double sameRegion = loader.number(rtt, "same_region", p + "rtt_ms.", 4, 0, 1e6);
         double sameContinent = loader.number(rtt, "same_continent", p + "rtt_ms.", 40, 0, 1e6);
         double other = loader.number(rtt, "other", p + "rtt_ms.", 150, 0, 1e6);
         List<String> kinds = new ArrayList<>();
-        if (f.has("hardware") && (!f.get("hardware").isArray() || f.get("hardware").isEmpty())) {
-            throw loader.fail(p + "hardware", "not a list of hardware kinds (expected: e.g. [h100, a100])");
-        }
         if (f.has("hardware")) {
+            if (!f.get("hardware").isArray() || f.get("hardware").isEmpty()) {
+                throw loader.fail(p + "hardware", "not a list of hardware kinds (expected: e.g. [h100, a100])");
+            }
             f.get("hardware").forEach(h -> kinds.add(h.asText()));
         } else {
             kinds.add("default");
@@ -84,7 +84,7 @@ final class FleetGenerator {
         List<TrafficClass> classes = new ArrayList<>();
         for (int m = 0; m < modelCount; m++) {
             String model = "model-" + m;
-            models.add(new Model(model, (int) Math.max(1, Math.round(w.outputTokens()))));
+            models.add(new Model(model, (int) Math.round(w.outputTokens())));
             classes.add(new TrafficClass(model, model, List.of(), 0));
             for (var cont : regionsOf.entrySet()) {
                 classes.add(new TrafficClass(model + "-" + cont.getKey(), model, cont.getValue(), 1));
