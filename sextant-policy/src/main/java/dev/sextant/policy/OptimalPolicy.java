@@ -98,7 +98,7 @@ final class OptimalPolicy implements RoutingPolicy {
                 localGroups[i] = groups[compGroups[i]];
             }
             double[] warm = options.previous() == null ? null
-                    : warmPrices(inst, compGroups, options.previous(), routePrices);
+                    : warmPrices(inst, compGroups, options.previous(), routePrices, shedCost);
             DualNewton.Solution sol = null;
             if (warm != null) {
                 DualNewton solver = new DualNewton(lambda, shedCost, slotGroup, slotRtt, slotKept, inst.discount,
@@ -106,7 +106,7 @@ final class OptimalPolicy implements RoutingPolicy {
                 sol = solver.solve(warm, 1e-4 * scale, options.gapTolerance());
                 iterations += solver.iterations;
             }
-            if (sol == null || Math.max(sol.gap(), sol.fullGap()) > options.gapTolerance()) {
+            if (sol == null || gap(sol) > options.gapTolerance()) {
                 // No previous snapshot, or its prices led the small-τ Newton steps astray (seen when the demand
                 // change moves which classes shed): start again from the cold guess at a large τ.
                 DualNewton solver = new DualNewton(lambda, shedCost, slotGroup, slotRtt, slotKept, inst.discount,
@@ -114,7 +114,7 @@ final class OptimalPolicy implements RoutingPolicy {
                 DualNewton.Solution cold = solver.solve(coldPrices(lambda, shedCost, slotGroup, slotRtt, localGroups),
                         0.05 * scale, options.gapTolerance());
                 iterations += solver.iterations;
-                if (sol == null || Math.max(cold.gap(), cold.fullGap()) < Math.max(sol.gap(), sol.fullGap())) {
+                if (sol == null || gap(cold) < gap(sol)) {
                     sol = cold;
                 }
             }
@@ -138,6 +138,21 @@ final class OptimalPolicy implements RoutingPolicy {
         int steps = iterations;
         return new CertifiedSolution(cost, lower, steps, shedTotal,
                 () -> assemble(inst, options, groups, price, groupFlow, shed, engineLoads, cost, lower, steps));
+    }
+
+    /**
+     * A solution's duality gap, the larger of its two; infinite when it or a shed amount is not a number. A NaN compares
+     * false with everything: a warm start that went astray (see {@link #warmPrices}) once certified a gap of 0 with
+     * shed amounts of NaN, and was kept.
+     */
+    private static double gap(DualNewton.Solution sol) {
+        double g = Math.max(sol.gap(), sol.fullGap());
+        for (double v : sol.shed()) {
+            if (Double.isNaN(v)) {
+                return Double.POSITIVE_INFINITY;
+            }
+        }
+        return Double.isNaN(g) ? Double.POSITIVE_INFINITY : g;
     }
 
     /** Groups ever touched by a source with demand, joined into components through shared sources. */
@@ -310,12 +325,24 @@ final class OptimalPolicy implements RoutingPolicy {
      * Prices from the previous snapshot, or null: each group's as its routes imply it ({@link #routePrices}), else
      * the largest marginal cost plus shadow price among its loaded engines, else its price floor.
      */
-    private static double[] warmPrices(Instance inst, int[] compGroups, Snapshot previous, double[] routePrices) {
+    private static double[] warmPrices(Instance inst, int[] compGroups, Snapshot previous, double[] routePrices,
+                                       double[] shedCost) {
+        double maxShed = 0;
+        for (double c : shedCost) {
+            maxShed = Math.max(maxShed, c);
+        }
         double[] p = new double[compGroups.length];
         for (int i = 0; i < compGroups.length; i++) {
+            double floor = inst.groupPriceFloor(compGroups[i]);
+            // no price the sources would pay is above what shedding costs them (a group whose floor is above it is
+            // used by none): a previous snapshot's price above it is no guide. One priced in the trillions of ms
+            // (outputs of 200,000 tokens on an engine read as slow), for a fleet whose costs were now a millionth of
+            // that, once needed more Newton steps than a solve takes to come down, at a τ below the prices' last
+            // place: they ran to -6e12 ms, every flow to zero and the shed fractions to NaN
+            double ceiling = Math.max(maxShed, floor);
             double fromRoutes = routePrices[compGroups[i]];
             if (!Double.isNaN(fromRoutes)) {
-                p[i] = Math.max(fromRoutes, inst.groupPriceFloor(compGroups[i]));
+                p[i] = Math.min(ceiling, Math.max(fromRoutes, floor));
                 continue;
             }
             double best = Double.NaN;
@@ -332,7 +359,7 @@ final class OptimalPolicy implements RoutingPolicy {
             if (!Double.isFinite(best)) {
                 return null;
             }
-            p[i] = best;
+            p[i] = Math.min(ceiling, best);
         }
         return p;
     }

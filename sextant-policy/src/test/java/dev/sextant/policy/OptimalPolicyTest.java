@@ -278,6 +278,61 @@ class OptimalPolicyTest {
         assertThat(west.weights().values().stream().mapToDouble(Double::doubleValue).sum()).isCloseTo(1, within(1e-9));
     }
 
+    /**
+     * A previous snapshot priced in the trillions of ms (one engine's outputs of 200,000 tokens at half a second a
+     * token, a million requests a second), then the same fleet with that engine well, five of eight out of service
+     * and 12.8 req/s: the warm start's prices come down to what shedding costs now, and the solve is the cold one's.
+     * Taken as they were, they needed more Newton steps than a solve takes, at a τ below their last place: they ran to
+     * −6e12 ms, every flow to zero and the shed fractions to NaN.
+     */
+    @Test
+    void solve_afterASnapshotPricedFarAboveWhatSheddingNowCosts_isTheColdSolve() {
+        ParametricProfile well = new ParametricProfile(6.83, 5.03, 0.56);
+        Topology dear = twoClusters(well, Map.of("e3", new Engine("e3", "gpu", "http://e3:8000", List.of("m"), 67.7,
+                new ParametricProfile(1e5, 5e5, 0.56), 1.0)), 1.185e6);
+        Snapshot before = OPTIMAL.solve(dear, SolveOptions.defaults());
+        assertThat(before.routes().get("gw").get("chat").priceMs()).isGreaterThan(1e13);
+        Map<String, Engine> changed = new HashMap<>();
+        for (String id : List.of("e1", "e2", "f2", "f3", "f4")) {
+            changed.put(id, new Engine(id, id.substring(0, 1).equals("e") ? "gpu" : "far", "http://" + id + ":8000",
+                    List.of("m"), 67.7, well, 0));
+        }
+        changed.put("e3", new Engine("e3", "gpu", "http://e3:8000", List.of("m"), 0.03, well, 1.0));
+        changed.put("f1", new Engine("f1", "far", "http://f1:8000", List.of("m"), 262, well, 1.0));
+        Topology cheap = twoClusters(well, changed, 12.8);
+
+        Snapshot after = OPTIMAL.solve(cheap, new SolveOptions(before.version() + 1, before, Map.of(),
+                SolveOptions.DEFAULT_GAP_TOLERANCE));
+        Snapshot cold = Policies.optimal().solve(cheap, SolveOptions.defaults());
+
+        Route r = after.route("gw", "chat");
+        assertThat(r.shedFraction()).isZero();
+        assertThat(r.weights().values().stream().mapToDouble(Double::doubleValue).sum()).isCloseTo(1, within(1e-9));
+        assertThat(after.objective().gapRelative()).isLessThanOrEqualTo(SolveOptions.DEFAULT_GAP_TOLERANCE);
+        assertThat(after.objective().meanLatencyMs()).isCloseTo(cold.objective().meanLatencyMs(),
+                within(1e-5 * cold.objective().meanLatencyMs()));
+    }
+
+    /**
+     * One gateway, four engines near it (e1–e4) and four 40 ms away (f1–f4), listed e1, f1, e2, …, each rated 67.7 req/s with {@code profile}
+     * unless {@code instead} has it; outputs of 217,646 tokens.
+     */
+    private static Topology twoClusters(ParametricProfile profile, Map<String, Engine> instead, double demand) {
+        List<Engine> engines = new java.util.ArrayList<>();
+        for (int i = 1; i <= 4; i++) {
+            for (String c : List.of("e", "f")) {
+                String id = c + i;
+                engines.add(instead.getOrDefault(id, new Engine(id, c.equals("e") ? "gpu" : "far",
+                        "http://" + id + ":8000", List.of("m"), 67.7, profile, 1.0)));
+            }
+        }
+        return new Topology(List.of(new GatewayCluster("gw", "r1")),
+                List.of(new EngineCluster("gpu", "r1"), new EngineCluster("far", "r2")),
+                Map.of("gw", Map.of("gpu", 2.0, "far", 40.0)), List.of(new Model("m", 217_646)), engines,
+                List.of(new TrafficClass("chat", "m", List.of(), 0)), Map.of("gw", Map.of("chat", demand)), 0.1,
+                Topology.DEFAULT_AFFINITY_DISCOUNT_MS);
+    }
+
     static Topology withDiscount(Topology t, double ms) {
         return new Topology(t.gatewayClusters(), t.engineClusters(), t.networkRttMs(), t.models(), t.engines(),
                 t.classes(), t.demandRps(), t.headroom(), ms);
