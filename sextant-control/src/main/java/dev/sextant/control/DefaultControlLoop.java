@@ -610,8 +610,8 @@ final class DefaultControlLoop implements ControlLoop {
      */
     private static final double MAX_RPS = Topology.MAX_RPS;
 
-    /** The most output tokens per request a model's estimate takes: ten million, beyond any context window. */
-    static final int MAX_OUTPUT_TOKENS = 10_000_000;
+    /** The most tokens per request (prompt or output) an estimate takes: ten million, beyond any context window. */
+    static final int MAX_TOKENS = 10_000_000;
 
     private Map<String, ModelEstimate> modelEstimates() {
         Map<String, ModelEstimate> out = new TreeMap<>();
@@ -628,7 +628,7 @@ final class DefaultControlLoop implements ControlLoop {
             double c0 = options.priorWeight();
             // at most the longest answers any model gives: engines that report more tokens than that per request
             // (a broken exporter) must not turn the mean into a count no model can have
-            int n = (int) Math.max(1, Math.min(MAX_OUTPUT_TOKENS, Math.round((gen + m.outputTokens() * c0)
+            int n = (int) Math.max(1, Math.min(MAX_TOKENS, Math.round((gen + m.outputTokens() * c0)
                     / (weight + c0))));
             out.put(m.id(), new ModelEstimate(n, m.outputTokens(), weight < 1 ? "as configured (no evidence yet)"
                     : String.format(Locale.ROOT, "%d tokens per request from %.0f recent requests; configured %d", n,

@@ -479,7 +479,7 @@ final class EngineTracker {
         double seen = Batching.tokenBatch(r, Batching.places(slots));
         double law = fitted.stepTime(seen, pi);
         double work = fitted.stepWork(seen, pi, i.tbtMs());
-        if (!(law > 0) || !Double.isFinite(law) || !(work > 0)) {
+        if (!(law > 0) || !Double.isFinite(law) || !(work > 0) || !Double.isFinite(work)) {
             // a law that cannot explain the interval at all (saturated by a prefill load the engine served) says the
             // law is wrong, not the engine fast: it is refitted, and the engine is not judged on it
             return;
@@ -540,6 +540,9 @@ final class EngineTracker {
 
     /** A new ratio of observed to predicted time between tokens: taken at once when far off, averaged in when near. */
     private void adjustSpeed(double ratio, ControlOptions o) {
+        if (Double.isNaN(ratio)) {
+            return; // sums beyond any number (an exporter's nonsense) say nothing about the engine's pace
+        }
         double lnf = Math.log(speed);
         double lnr = Math.log(ratio);
         speed = Math.abs(lnr - lnf) > Math.log(o.slowFactor()) ? ratio : Math.exp(lnf + SPEED_GAIN * (lnr - lnf));
@@ -601,7 +604,8 @@ final class EngineTracker {
         double workNow = law.stepWork(batchSeen, judgedPi, judgedTbt);
         if (lawNow > 0 && Double.isFinite(lawNow) && workNow > 0 && Double.isFinite(workNow)) {
             double then = reading(judgedTbt, judgedLaw, judgedWork);
-            speed = withinRange(speed * reading(judgedTbt, lawNow, workNow) / then);
+            double rebased = speed * reading(judgedTbt, lawNow, workNow) / then;
+            speed = Double.isNaN(rebased) ? speed : withinRange(rebased);
             judgedLaw = lawNow;
             judgedWork = workNow;
         }

@@ -144,7 +144,7 @@ final class GroupModel {
 
     /** Mean uncached prompt tokens per request, from the evidence (0 without any). */
     double promptTokens() {
-        return promptWeight > 0 ? uncached / promptWeight : 0;
+        return promptWeight > 0 ? Math.min(DefaultControlLoop.MAX_TOKENS, uncached / promptWeight) : 0;
     }
 
     /** KV-cache capacities in tokens read off intervals (running × tokens per request ÷ KV fraction), decayed. */
@@ -328,7 +328,9 @@ final class GroupModel {
         double base;
         double perToken;
         double perStep;
-        if (prompt > 0 && ttft0 > tbt0) {
+        // a prompt of under a token after the cache is no prompt to price per token: 1e-300 of one once made the cost
+        // of a token infinite
+        if (prompt >= 1 && ttft0 > tbt0) {
             base = 0;
             perToken = (ttft0 - tbt0) / prompt;
             perStep = 1;

@@ -41,24 +41,33 @@ public record Histogram(List<Bucket> buckets, double count, double sum) {
 
     /**
      * This histogram where it is one a Prometheus client can export, else as much of it as is: {@link #EMPTY} when
-     * its count or sum is negative, not finite or beyond {@link EngineMetrics#MAX_COUNTER}; without its buckets when a
-     * bucket's count is negative, not finite, below the bucket before it, or above the count. This histogram itself
+     * its count or sum is negative, not finite or beyond {@link EngineMetrics#MAX_COUNTER}, or its count not whole;
+     * without its buckets when a bucket's count is negative, not finite, not whole, below the bucket before it, or
+     * above the count. This histogram itself
      * when nothing is wrong.
      */
     public Histogram sane() {
         double max = EngineMetrics.MAX_COUNTER;
-        if (!(count >= 0 && count <= max && sum >= 0 && sum <= max)) {
+        if (!(count >= 0 && count <= max && whole(count) && sum >= 0 && sum <= max)) {
             return EMPTY;
         }
         double before = 0;
         for (Bucket b : buckets) {
             double c = b.cumulativeCount();
-            if (!(Double.isFinite(c) && c >= before && c <= count)) {
+            if (!(Double.isFinite(c) && c >= before && c <= count && whole(c))) {
                 return new Histogram(List.of(), count, sum);
             }
             before = c;
         }
         return this;
+    }
+
+    /**
+     * True for a count of observations: a whole number. A count of 1e-300 once made one request's prompt 1e309 tokens
+     * (the interval's prompt tokens divided by it).
+     */
+    private static boolean whole(double c) {
+        return c == Math.rint(c);
     }
 
     /** Mean observation {@code sum / count}; {@code NaN} when there is no observation. */

@@ -11,34 +11,67 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
+import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.LongRange;
 
 /**
- * Engines whose {@code /metrics} say anything at all (gauges negative, not finite or in the billions, counters that
- * fall, jump or are NaN, histograms whose buckets fall or whose sums are negative, series missing, scrapes failing),
- * gateways whose reports carry the largest counts a report may, and scrapes a millisecond apart, through the text
- * parser and the whole loop: every step makes a snapshot, its weights are fractions, every estimate is a finite
- * number. One engine's broken exporter must not stop the fleet's solve. Before the bounds it found, it did: an
- * exception at every step (a law, a model's output length, the cache discount or a profile beyond any number, and
- * a cache discount of 1e40 ms, finite, on which the solve's arithmetic gave NaN), and a batch of a billion places
- * that made one step run for minutes.
+ * Engines, vLLM or SGLang, whose {@code /metrics} say anything at all (gauges negative, not finite or in the
+ * billions, counters that fall, jump or are NaN, histograms whose buckets fall or whose sums are negative, series
+ * missing, scrapes failing), gateways whose reports carry the largest counts a report may, and scrapes a millisecond
+ * apart, through the text parser and the whole loop: every step makes a snapshot, its weights are fractions, every
+ * estimate is a finite number. One engine's broken exporter must not stop the fleet's solve. Before the bounds it
+ * found, it did: an exception at every step (a law, a model's output length, the cache discount or a profile beyond
+ * any number, and a cache discount of 1e40 ms, finite, on which the solve's arithmetic gave NaN), and a batch of a
+ * billion places that made one step run for minutes; later, the seeds of {@link #seedsThatOnceFailed}.
  */
 class HostileSignalsProperties {
     private static final double[] EXTREMES = {0, 1, -1, 0.5, 1e-300, 1e300, Double.NaN, Double.POSITIVE_INFINITY,
         Double.NEGATIVE_INFINITY, 1e9, 3.7, -1e9, 1e15, 1e16};
-    private static final String[] GAUGES = {"vllm:num_requests_running", "vllm:num_requests_waiting",
-        "vllm:kv_cache_usage_perc"};
-    private static final String[] COUNTERS = {"vllm:request_success_total", "vllm:prompt_tokens_total",
-        "vllm:generation_tokens_total", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"};
-    private static final String[] HISTOGRAMS = {"vllm:time_to_first_token_seconds",
-        "vllm:inter_token_latency_seconds", "vllm:request_queue_time_seconds", "vllm:request_generation_tokens"};
+    /** The series an engine of one kind exports, by how they behave. */
+    private record Names(String[] gauges, String[] counters, String[] histograms) {}
+
+    private static final Names VLLM = new Names(
+            new String[] {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"},
+            new String[] {"vllm:request_success_total", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+                "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"},
+            new String[] {"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
+                "vllm:request_queue_time_seconds", "vllm:request_generation_tokens"});
+    private static final Names SGLANG = new Names(
+            new String[] {"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
+                "sglang:cache_hit_rate", "sglang:max_running_requests"},
+            new String[] {"sglang:num_requests_total", "sglang:prompt_tokens_total", "sglang:generation_tokens_total"},
+            new String[] {"sglang:time_to_first_token_seconds", "sglang:inter_token_latency_seconds",
+                "sglang:queue_time_seconds"});
     private static final double[] BOUNDS = {0.001, 0.01, 0.1, 1, 10};
 
     @Property(tries = 10)
-    void anySignals_everyStepMakesASnapshot_ofFractions_andFiniteEstimates(
+    void anyVllmSignals_everyStepMakesASnapshot_ofFractions_andFiniteEstimates(
             @ForAll @LongRange(min = 1, max = 1_000_000_000L) long seed) {
+        run(seed, VLLM);
+    }
+
+    @Property(tries = 10)
+    void anySglangSignals_everyStepMakesASnapshot_ofFractions_andFiniteEstimates(
+            @ForAll @LongRange(min = 1, max = 1_000_000_000L) long seed) {
+        run(seed, SGLANG);
+    }
+
+    /**
+     * Seeds that once failed: a speed reading of NaN (SGLang 3534), a histogram count of 1e-300 that made a prompt of
+     * 1e309 tokens (vLLM 1085), a prompt of 1e-300 tokens that made the prior's cost per token infinite (SGLang 249),
+     * and a warm start from prices in the trillions of ms that gave shed fractions of NaN (vLLM 574502378).
+     */
+    @Example
+    void seedsThatOnceFailed() {
+        run(3534, SGLANG);
+        run(1085, VLLM);
+        run(249, SGLANG);
+        run(574502378L, VLLM);
+    }
+
+    private static void run(long seed, Names names) {
         SplittableRandom r = new SplittableRandom(seed);
         Topology t = ControlLoopTest.fleet(ControlLoopTest.truths(Map.of()), Map.of(), 200);
         ManualTicker ticker = new ManualTicker();
@@ -51,7 +84,7 @@ class HostileSignalsProperties {
                 if (r.nextInt(10) == 0) {
                     loop.observe(EngineScrape.failed(e.id(), ticker.nanos(), "connection refused"));
                 } else {
-                    String text = metrics(r, counters.computeIfAbsent(e.id(), k -> new double[16]));
+                    String text = metrics(r, names, counters.computeIfAbsent(e.id(), k -> new double[16]));
                     loop.observe(EngineScrape.of(e.id(), ticker.nanos(), EngineMetrics.from(PrometheusText.parse(text))));
                 }
             }
@@ -75,26 +108,29 @@ class HostileSignalsProperties {
         }
     }
 
-    /** A vLLM-named scrape: each series present or not, its value plausible, extreme, or a counter's jump or reset. */
-    private static String metrics(SplittableRandom r, double[] counters) {
+    /** A scrape: each series present or not, its value plausible, extreme, or a counter's jump or reset. */
+    private static String metrics(SplittableRandom r, Names names, double[] counters) {
+        String[] counterNames = names.counters();
+        String[] histograms = names.histograms();
         StringBuilder b = new StringBuilder();
-        for (String g : GAUGES) {
+        for (String g : names.gauges()) {
             if (r.nextInt(6) > 0) {
                 b.append(g).append("{model_name=\"m\"} ").append(text(value(r))).append('\n');
             }
         }
-        for (int i = 0; i < COUNTERS.length; i++) {
+        for (int i = 0; i < counterNames.length; i++) {
             counters[i] = next(r, counters[i], 1000);
             if (r.nextInt(8) > 0) {
-                b.append(COUNTERS[i]).append("{model_name=\"m\"} ").append(text(counters[i])).append('\n');
+                b.append(counterNames[i]).append("{model_name=\"m\"} ").append(text(counters[i])).append('\n');
             }
         }
-        for (int i = 0; i < HISTOGRAMS.length; i++) {
+        for (int i = 0; i < histograms.length; i++) {
             if (r.nextInt(6) == 0) {
                 continue;
             }
-            String h = HISTOGRAMS[i];
-            double count = counters[COUNTERS.length + i] = next(r, counters[COUNTERS.length + i], 500);
+            String h = histograms[i];
+            int c = counterNames.length + i;
+            double count = counters[c] = next(r, counters[c], 500);
             double cumulative = 0;
             for (double le : BOUNDS) {
                 cumulative = r.nextInt(10) == 0 ? value(r) : Math.min(count, cumulative + r.nextDouble() * count / 3);

@@ -37,7 +37,8 @@ class EngineMetricsTest {
     /**
      * What an exporter cannot mean is absent, as if not exported: gauges and counters negative, not finite or beyond
      * any engine, a fraction outside [0, 1] (1% over taken as 1), more cache hits than queries, histograms whose count
-     * or sum cannot be, and buckets that fall or exceed the count (the histogram's count and sum kept).
+     * or sum cannot be (a count not whole among them), and buckets that fall, exceed the count or are not whole (the
+     * histogram's count and sum kept).
      */
     @Test
     void from_valuesNoEngineCanHave_areAbsent() {
@@ -73,6 +74,18 @@ class EngineMetricsTest {
         assertThat(m.tbt()).isEqualTo(Histogram.EMPTY);
         assertThat(EngineMetrics.from(PrometheusText.parse("vllm:kv_cache_usage_perc 1.5\n")).kvCacheUsage()).isNaN();
         assertThat(EngineMetrics.from(PrometheusText.parse("vllm:num_requests_running 37\n")).running()).isEqualTo(37);
+        String fractions = """
+                vllm:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} 1e-300
+                vllm:time_to_first_token_seconds_count{model_name="m"} 1e-300
+                vllm:time_to_first_token_seconds_sum{model_name="m"} 0.2
+                vllm:inter_token_latency_seconds_bucket{le="0.1",model_name="m"} 2.5
+                vllm:inter_token_latency_seconds_bucket{le="+Inf",model_name="m"} 9
+                vllm:inter_token_latency_seconds_count{model_name="m"} 9
+                vllm:inter_token_latency_seconds_sum{model_name="m"} 0.4
+                """;
+        EngineMetrics f = EngineMetrics.from(PrometheusText.parse(fractions));
+        assertThat(f.ttft()).isEqualTo(Histogram.EMPTY);
+        assertThat(f.tbt()).isEqualTo(new Histogram(java.util.List.of(), 9, 0.4));
     }
 
     @Test
