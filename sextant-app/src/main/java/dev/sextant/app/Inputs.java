@@ -1,14 +1,20 @@
 package dev.sextant.app;
 
 import dev.sextant.config.ConfigException;
+import dev.sextant.config.ConfigProblem;
+import dev.sextant.config.SnapshotException;
 import dev.sextant.config.SnapshotJson;
 import dev.sextant.config.TopologyLoader;
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.RoutingPolicy;
 import dev.sextant.policy.SolveOptions;
+import dev.sextant.server.internal.Versions;
 import dev.sextant.snapshot.Snapshot;
 import dev.sextant.topology.Topology;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -52,6 +58,11 @@ final class Inputs {
         SolveOptions o = SolveOptions.defaults();
         if (previous != null) {
             Snapshot prev = SnapshotJson.read(previous);
+            if (prev.version() > Versions.MAX_ADOPTED) {
+                // the next version would be beyond any a control plane reaches, and Long.MAX_VALUE's overflows
+                throw new SnapshotException(List.of(new ConfigProblem(previous.toString(), versionLine(), "version",
+                        Versions.refusal("a previous snapshot's", prev.version()))));
+            }
             o = o.after(prev);
         }
         if (gapTolerance != null) {
@@ -62,6 +73,21 @@ final class Inputs {
             }
         }
         return o;
+    }
+
+    /** The line of the previous snapshot's {@code version} field, 0 when it cannot be told. */
+    private int versionLine() {
+        try {
+            List<String> lines = Files.readAllLines(previous);
+            for (int i = 0; i < lines.size(); i++) {
+                if (lines.get(i).contains("\"version\"")) {
+                    return i + 1;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // read a moment ago; the problem is still named, without a line
+        }
+        return 0;
     }
 
     /** The snapshot of {@code topology} (read by {@link #topology()}) by {@code --policy}, with {@link #options()}. */

@@ -215,6 +215,27 @@ class SextantTest {
         assertThat(options).isEmpty();
     }
 
+    /** The next version of Long.MAX_VALUE overflowed: "internal error". Above 2^53 − 1 no control plane reaches. */
+    @Test
+    void solve_previousSnapshotOfAVersionNoControlPlaneReaches_exits2AtItsLine(@TempDir Path dir) throws Exception {
+        Path prev = dir.resolve("prev.json");
+        Files.writeString(prev, SnapshotJson.write(snapshot("optimal", 88, 4500, 2e-7).sealed(Long.MAX_VALUE)));
+        int line = lineOf(Files.readString(prev), "\"version\"");
+
+        int code = run(Services.production(), "solve", TALK, "--previous", prev.toString());
+
+        assertThat(code).as(stderr).isEqualTo(2);
+        assertThat(stderr).startsWith(prev + ":" + line + ": version: a previous snapshot's version "
+                + Long.MAX_VALUE + " (expected: 1..9007199254740991").hasLineCount(1);
+        Files.writeString(prev, SnapshotJson.write(snapshot("optimal", 88, 4500, 2e-7).sealed((1L << 53) - 1)));
+        assertThat(run(Services.production(), "solve", TALK, "--previous", prev.toString())).as(stderr).isZero();
+        assertThat(SnapshotJson.read(stdout).version()).isEqualTo(1L << 53);
+    }
+
+    private static int lineOf(String text, String needle) {
+        return text.substring(0, text.indexOf(needle)).split("\n", -1).length;
+    }
+
     @Test
     void solve_badOptionValues_exit2WithOneLineEach() {
         assertThat(run(fakes(), "solve", TALK, "--policy", "fastest")).isEqualTo(2);
