@@ -35,7 +35,17 @@ final class SimPolicies {
      */
     static SimPolicy create(String name, Scenario scenario) {
         if (name.startsWith("legacy-feedback[gain=") && name.endsWith("]")) {
-            double gain = Double.parseDouble(name.substring("legacy-feedback[gain=".length(), name.length() - 1));
+            String text = name.substring("legacy-feedback[gain=".length(), name.length() - 1);
+            double gain;
+            try {
+                gain = Double.parseDouble(text);
+            } catch (NumberFormatException e) {
+                gain = Double.NaN;
+            }
+            if (!(gain > 0) || Double.isInfinite(gain)) { // as legacy.gain in a scenario file
+                throw new IllegalArgumentException("policy: '" + name + "': gain '" + text
+                        + "' (expected: a finite number > 0)");
+            }
             Scenario.LegacyParams p = scenario.legacy();
             return new LegacyFeedbackPolicy(name, new Scenario.LegacyParams(gain, p.periodMs(), p.smoothing(),
                     p.minWeight()));
@@ -59,12 +69,17 @@ final class SimPolicies {
 
     private static DataPlaneOptions gatewayOptions(String list) {
         DataPlaneOptions.Builder b = DataPlaneOptions.builder();
+        java.util.Set<String> given = new java.util.HashSet<>();
         for (String pair : list.split(",", -1)) {
             String[] kv = pair.split("=", -1);
             String option = kv[0];
             if (!option.equals("space_prefills") && !option.equals("spread_shared_prefixes")) {
                 throw new IllegalArgumentException("policy: sextant option '" + option
                         + "' (expected: space_prefills or spread_shared_prefixes)");
+            }
+            if (!given.add(option)) {
+                throw new IllegalArgumentException("policy: sextant option '" + option + "' twice (expected: each "
+                        + "option once)");
             }
             if (kv.length != 2 || !kv[1].equals("true") && !kv[1].equals("false")) {
                 throw new IllegalArgumentException("policy: sextant option '" + pair + "' (expected: " + option

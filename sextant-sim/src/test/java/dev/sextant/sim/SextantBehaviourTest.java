@@ -243,5 +243,19 @@ class SextantBehaviourTest {
                 .hasMessageContaining("sextant option 'space_prefills=maybe'");
         assertThatThrownBy(() -> SimPolicies.create("sextant[max_walk=2]", null))
                 .hasMessageContaining("sextant option 'max_walk' (expected: space_prefills or spread_shared_prefixes)");
+        assertThatThrownBy(() -> SimPolicies.create("sextant[space_prefills=true,space_prefills=false]", null))
+                .hasMessage("policy: sextant option 'space_prefills' twice (expected: each option once)");
+    }
+
+    /** A gain on the command line follows legacy.gain's rule in a scenario file; "abc" once said "For input string". */
+    @Test
+    void legacyVariant_takesAFiniteGainAboveZero_andRefusesAnyOther() throws ScenarioException {
+        Scenario s = SimulationTest.faulty();
+        assertThat(SimPolicies.create("legacy-feedback[gain=0.25]", s).name()).isEqualTo("legacy-feedback[gain=0.25]");
+        for (String gain : new String[] {"abc", "", "NaN", "-1", "0", "Infinity", "1e999"}) {
+            assertThatThrownBy(() -> SimPolicies.create("legacy-feedback[gain=" + gain + "]", s))
+                    .hasMessage("policy: 'legacy-feedback[gain=" + gain + "]': gain '" + gain
+                            + "' (expected: a finite number > 0)");
+        }
     }
 }
