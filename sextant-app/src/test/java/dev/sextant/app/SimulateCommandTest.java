@@ -60,10 +60,17 @@ class SimulateCommandTest {
         assertThat(err.toString()).contains("--keyed-share: 1.5 (expected: in [0, 1])");
         assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--system-prompts", "0", "--out",
                 dir.toString())).isEqualTo(2);
-        assertThat(err.toString()).contains("--system-prompts: 0 (expected: an integer >= 1)");
+        assertThat(err.toString()).contains("--system-prompts: 0 (expected: an integer from 1 to 1000000)");
+        // a scenario file's bounds: two billion prompts once ran for hours, drawing each conversation's by a scan
+        assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--system-prompts", "2000000000",
+                "--out", dir.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--system-prompts: 2000000000 (expected: an integer from 1 to 1000000)");
+        assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--system-prompt-tokens", "2e9",
+                "--out", dir.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--system-prompt-tokens: 2.0E9 (expected: a number from 0 to 10000000)");
         assertThat(run("simulate", scenario("talk-example.yaml").toString(), "--system-prompt-tokens", "-1",
                 "--out", dir.toString())).isEqualTo(2);
-        assertThat(err.toString()).contains("--system-prompt-tokens: -1.0 (expected: a number >= 0)")
+        assertThat(err.toString()).contains("--system-prompt-tokens: -1.0 (expected: a number from 0 to 10000000)")
                 .doesNotContain("Exception");
     }
 

@@ -9,12 +9,14 @@ package dev.sextant.sim;
 public record Clients(double systemPromptTokens, int systemPrompts, double keyedShare) {
     /** Checks the values, naming the command-line option of each. */
     public Clients {
-        if (!(systemPromptTokens >= 0) || Double.isInfinite(systemPromptTokens)) {
+        // the bounds of a scenario file's workload (ScenarioLoader)
+        if (!(systemPromptTokens >= 0 && systemPromptTokens <= ScenarioLoader.MAX_TOKENS)) {
             throw new IllegalArgumentException("--system-prompt-tokens: " + systemPromptTokens
-                    + " (expected: a number >= 0)");
+                    + " (expected: a number from 0 to " + (long) ScenarioLoader.MAX_TOKENS + ")");
         }
-        if (systemPrompts < 1) {
-            throw new IllegalArgumentException("--system-prompts: " + systemPrompts + " (expected: an integer >= 1)");
+        if (systemPrompts < 1 || systemPrompts > ScenarioLoader.MAX_COUNT) {
+            throw new IllegalArgumentException("--system-prompts: " + systemPrompts + " (expected: an integer from 1 to "
+                    + (long) ScenarioLoader.MAX_COUNT + ")");
         }
         if (!(keyedShare >= 0 && keyedShare <= 1)) {
             throw new IllegalArgumentException("--keyed-share: " + keyedShare + " (expected: in [0, 1])");

@@ -342,7 +342,7 @@ final class Simulation implements EngineSim.Listener {
             c.structured = true;
             c.keyed = rng.nextDouble() < w.keyedShare();
             if (w.systemPromptTokens() > 0) {
-                c.systemPrompt = zipf(rng, w.systemPrompts());
+                c.systemPrompt = zipf(rng, harmonicSums(w.systemPrompts()));
                 c.systemTokens = Math.max(1, (int) Math.round(w.systemPromptTokens()));
             }
         }
@@ -350,21 +350,40 @@ final class Simulation implements EngineSim.Listener {
         turn(c, true);
     }
 
-    /** The i-th of {@code n} (0-based) with probability ∝ 1/(i + 1). */
-    static int zipf(SplittableRandom rng, int n) {
-        double total = 0;
-        for (int i = 1; i <= n; i++) {
-            total += 1.0 / i;
-        }
-        double u = rng.nextDouble() * total;
-        for (int i = 0; i < n; i++) {
-            u -= 1.0 / (i + 1);
-            if (u < 0) {
-                return i;
+    /**
+     * The i-th of {@code n} (0-based) with probability ∝ 1/(i + 1): the first i whose running sum of 1/(k + 1) exceeds
+     * a uniform draw over the whole sum, found by halving in {@code sums} (the running sums, {@link #harmonicSums}). A
+     * scan of the sum for every conversation made a million shared prompts take hours.
+     */
+    static int zipf(SplittableRandom rng, double[] sums) {
+        double u = rng.nextDouble() * sums[sums.length - 1];
+        int lo = 0;
+        int hi = sums.length - 1;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (u < sums[mid]) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
             }
         }
-        return n - 1;
+        return lo;
     }
+
+    /** Running sums of 1/(k + 1) for k < {@code n}, computed once per n. */
+    private double[] harmonicSums(int n) {
+        return harmonic.computeIfAbsent(n, m -> {
+            double[] sums = new double[m];
+            double total = 0;
+            for (int i = 0; i < m; i++) {
+                total += 1.0 / (i + 1);
+                sums[i] = total;
+            }
+            return sums;
+        });
+    }
+
+    private final Map<Integer, double[]> harmonic = new HashMap<>();
 
     private static int around(SplittableRandom rng, double mean) {
         return Math.max(1, (int) Math.round(mean * (0.5 + rng.nextDouble())));

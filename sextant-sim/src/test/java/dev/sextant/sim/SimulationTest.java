@@ -142,6 +142,26 @@ class SimulationTest {
      * planning with what they measure, moves eu's traffic to gpu-eu2. Before the simulated probes reported the
      * topology's round trips, it never did.
      */
+    /** Shared system prompts are drawn with probability ∝ 1/(i + 1): for four, 12/25, 6/25, 4/25 and 3/25. */
+    @Test
+    void zipf_drawsEachPrompt_inProportionToOneOverItsRank() {
+        double[] sums = {1, 1.5, 1.5 + 1.0 / 3, 1.5 + 1.0 / 3 + 0.25};
+        java.util.SplittableRandom rng = new java.util.SplittableRandom(5);
+        int[] seen = new int[4];
+        int n = 200_000;
+        for (int k = 0; k < n; k++) {
+            seen[Simulation.zipf(rng, sums)]++;
+        }
+        double[] expected = {12.0 / 25, 6.0 / 25, 4.0 / 25, 3.0 / 25};
+        for (int i = 0; i < 4; i++) {
+            // five standard deviations of a binomial share over 200,000 draws
+            double sd = Math.sqrt(expected[i] * (1 - expected[i]) / n);
+            assertThat(seen[i] / (double) n).as("prompt %d", i).isCloseTo(expected[i],
+                    org.assertj.core.api.Assertions.within(5 * sd));
+        }
+        assertThat(Simulation.zipf(new java.util.SplittableRandom(1), new double[] {1})).isZero();
+    }
+
     @Test
     void linkSlowdown_requestsPayTheLongerRoundTrip_andTheLoopPlansWithWhatTheProbesMeasure() throws Exception {
         Scenario normal = calm(null);
