@@ -45,5 +45,8 @@ class SweepCommandTest {
         assertThat(err.toString()).contains("--fleets: 0 (expected: at least 1)");
         assertThat(run("sweep", "--first", "-1", "--out", dir.toString())).isEqualTo(2);
         assertThat(err.toString()).contains("--first: -1 (expected: 0 or more)").doesNotContain("Exception");
+        assertThat(run("sweep", "--first", "9223372036854775807", "--fleets", "2", "--out", dir.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--first: 9223372036854775807 (expected: at most 9223372036854775806 with "
+                + "--fleets 2, so that the last fleet's number is a long)");
     }
 }

@@ -51,10 +51,14 @@ public final class Sweep {
         if (first < 0) {
             throw new IllegalArgumentException("--first: " + first + " (expected: 0 or more)");
         }
+        if (first > Long.MAX_VALUE - (count - 1)) { // the loop's end overflowed, and no fleet ran
+            throw new IllegalArgumentException("--first: " + first + " (expected: at most " + (Long.MAX_VALUE
+                    - (count - 1)) + " with --fleets " + count + ", so that the last fleet's number is a long)");
+        }
         List<Row> rows = new ArrayList<>();
         try {
             Files.createDirectories(outDir);
-            for (long i = first; i < first + count; i++) {
+            for (long i = first; i - first < count; i++) {
                 RandomFleets.Fleet fleet = RandomFleets.draw(i);
                 Path file = Files.writeString(outDir.resolve("fleet-" + i + ".yaml"), fleet.yaml());
                 progress.println("fleet " + i + " (" + (i - first + 1) + " of " + count + "): " + file);
