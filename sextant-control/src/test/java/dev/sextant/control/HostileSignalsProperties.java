@@ -46,13 +46,13 @@ class HostileSignalsProperties {
                 "sglang:queue_time_seconds"});
     private static final double[] BOUNDS = {0.001, 0.01, 0.1, 1, 10};
 
-    @Property(tries = 10)
+    @Property(tries = 5)
     void anyVllmSignals_everyStepMakesASnapshot_ofFractions_andFiniteEstimates(
             @ForAll @LongRange(min = 1, max = 1_000_000_000L) long seed) {
         run(seed, VLLM);
     }
 
-    @Property(tries = 10)
+    @Property(tries = 5)
     void anySglangSignals_everyStepMakesASnapshot_ofFractions_andFiniteEstimates(
             @ForAll @LongRange(min = 1, max = 1_000_000_000L) long seed) {
         run(seed, SGLANG);
