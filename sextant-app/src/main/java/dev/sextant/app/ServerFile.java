@@ -434,13 +434,31 @@ final class ServerFile {
         if (count() > before) {
             throw all();
         }
+        java.util.List<java.net.URI> uris;
         try {
-            return new dev.sextant.etcd.EtcdOptions(endpoints.stream().map(String::trim).map(java.net.URI::create)
-                    .toList(), prefix, user, password, ca, cert, key, leaseTtl,
+            uris = endpoints.stream().map(String::trim).map(java.net.URI::create).toList();
+        } catch (IllegalArgumentException e) {
+            throw endpointProblem(flag, e.getMessage());
+        }
+        try {
+            return new dev.sextant.etcd.EtcdOptions(uris, prefix, user, password, ca, cert, key, leaseTtl,
                     advertise == null ? null : java.net.URI.create(advertise));
         } catch (IllegalArgumentException e) {
-            throw fail(e.getMessage());
+            String why = e.getMessage();
+            throw why != null && why.startsWith("etcd.endpoints: ") ? endpointProblem(flag, why.substring(
+                    "etcd.endpoints: ".length())) : fail(why);
         }
+    }
+
+    /**
+     * A bad endpoint, named where it came from: the {@code --etcd} flag when given (it overrides the file, so the
+     * file's line would mislead), else this file.
+     */
+    private RuntimeException endpointProblem(String flag, String message) {
+        if (flag != null) {
+            return new UsageException("--etcd: " + message);
+        }
+        return fail(message.startsWith("etcd.endpoints: ") ? message : "etcd.endpoints: " + message);
     }
 
     /**

@@ -108,6 +108,8 @@ class ServerCommandsTest {
             round trip to a comma  | engine        | network_rtt_ms: {"a,b": 5} | server.yaml:1: network_rtt_ms: 'a,b' (expected: a gateway cluster id
             no engine sequences    | engine        | id: e1\\nmax_seqs: 0 | server.yaml:2: max_seqs: 0 (expected: >= 1)
             engine error rate      | engine        | id: e1\\nerror_rate: 2 | server.yaml:2: error_rate: 2.0 (expected: in [0, 1])
+            etcd endpoint no URI   | gateway       | gateway_cluster: east\\netcd:\\n  endpoints: ["http://[::1"] | server.yaml:3: etcd.endpoints: Expected closing bracket for IPv6 address
+            etcd endpoint ftp      | gateway       | gateway_cluster: east\\netcd:\\n  endpoints: [ftp://h:1] | server.yaml:3: etcd.endpoints: ftp://h:1 (expected: http://host:port or https://host:port)
             engine step below zero | engine        | id: e1\\ndecode_ms_per_seq: -1 | server.yaml:2: decode_ms_per_seq: -1.0 (expected:
             engine head timeout    | engine        | id: e1\\nrequest_header_timeout: soon | server.yaml:2: request_header_timeout: 'soon' (expected: a duration >= 0
             """)
@@ -356,6 +358,18 @@ class ServerCommandsTest {
         Path config = Files.writeString(dir.resolve("engine.yaml"), "id: e1\nmax_seqs: 4\n");
         assertThat(run("engine", "--config", config.toString(), "--max-seqs", "0")).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr).isEqualTo("engine: max_sequences: 0 (expected: >= 1)" + System.lineSeparator());
+    }
+
+    /** The flag overrides the file's endpoints: its bad value is the flag's, not the file's first line's. */
+    @Test
+    void gateway_aBadEtcdFlag_isNamedAsTheFlag() throws Exception {
+        Path config = Files.writeString(dir.resolve("gw.yaml"), "gateway_cluster: east\n");
+        assertThat(run("gateway", "--config", config.toString(), "--etcd", "notaurl")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).isEqualTo("gateway: --etcd: notaurl (expected: http://host:port or https://host:port)"
+                + System.lineSeparator());
+        assertThat(run("gateway", "--config", config.toString(), "--etcd", "http://[::1")).isEqualTo(
+                Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).startsWith("gateway: --etcd: Expected closing bracket for IPv6 address").hasLineCount(1);
     }
 
     @Test
