@@ -46,6 +46,10 @@ final class Inputs {
         if (affinityDiscountMs == null) {
             return t;
         }
+        if (!(affinityDiscountMs >= 0 && affinityDiscountMs <= Topology.MAX_MS)) { // the file's own bound
+            throw new UsageException("--affinity-discount-ms: " + affinityDiscountMs + " (expected: a number from 0 to "
+                    + (long) Topology.MAX_MS + ", like affinity_discount_ms in a topology file)");
+        }
         try {
             return new Topology(t.gatewayClusters(), t.engineClusters(), t.networkRttMs(), t.models(), t.engines(),
                     t.classes(), t.demandRps(), t.headroom(), affinityDiscountMs, t.retryBudget());

@@ -246,6 +246,9 @@ class SextantTest {
 
         assertThat(run(fakes(), "solve", TALK, "--affinity-discount-ms", "-1")).isEqualTo(2);
         assertThat(stderr).contains("--affinity-discount-ms: -1.0");
+        assertThat(run(fakes(), "solve", TALK, "--affinity-discount-ms", "1e40")).isEqualTo(2);
+        assertThat(stderr).contains("--affinity-discount-ms: 1.0E40 (expected: a number from 0 to 100000000, like "
+                + "affinity_discount_ms in a topology file)");
 
         assertThat(run(fakes(), "solve", TALK, "--gap-tolerance", "tiny")).isEqualTo(2);
         assertThat(stderr).startsWith("solve: Invalid value for option '--gap-tolerance'");
