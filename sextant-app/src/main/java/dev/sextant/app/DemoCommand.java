@@ -48,8 +48,10 @@ final class DemoCommand implements Callable<Integer> {
             throw new UsageException("--load: " + load + " (expected: 0.." + (int) LoadDriver.MAX_RPS + " requests per"
                     + " second)");
         }
-        if (!(every > 0) || Double.isInfinite(every)) {
-            throw new UsageException("--every: " + every + " (expected: seconds > 0)");
+        // a summary at least every day, at most ten a second: below a millisecond the schedule's period was 0, and the
+        // demo ended in "internal error"
+        if (!(every >= 0.1 && every <= 86_400)) {
+            throw new UsageException("--every: " + every + " (expected: seconds from 0.1 to 86400)");
         }
         Running.checkPort("--port", port);
         Running.checkPort("--control-port", controlPort);

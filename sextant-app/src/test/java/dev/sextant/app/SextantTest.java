@@ -266,7 +266,9 @@ class SextantTest {
     @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', textBlock = """
             demo --load -5                        | --load: -5.0 (expected: 0..10000 requests per second)
             demo --load 1e12                      | --load: 1.0E12 (expected: 0..10000
-            demo --every 0                        | --every: 0.0 (expected: seconds > 0)
+            demo --every 0                        | --every: 0.0 (expected: seconds from 0.1 to 86400)
+            demo --every 1e-9                     | --every: 1.0E-9 (expected: seconds from 0.1 to 86400)
+            demo --every 1e300                    | --every: 1.0E300 (expected: seconds from 0.1 to 86400)
             demo --port 70000                     | --port: 70000 (expected: 0..65535, 0 for any free port)
             demo --control-port -1                | --control-port: -1 (expected: 0..65535
             demo --duration -1                    | --duration: -1.0 (expected: seconds >= 0; 0 or none: until Ctrl-C)
