@@ -76,8 +76,10 @@ final class RegisterCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         Running.checkSeconds(duration);
-        if (!(healthInterval > 0) || Double.isInfinite(healthInterval)) {
-            throw new UsageException("--health-interval: " + healthInterval + " (expected: seconds > 0)");
+        // asked more often than ten times a second, each check's connect timeout (the interval, below 1 s) is too short
+        // to answer in: 1e-9 took every engine out; less often than hourly, a dead engine stays in for hours
+        if (!(healthInterval >= 0.1 && healthInterval <= 3600)) {
+            throw new UsageException("--health-interval: " + healthInterval + " (expected: seconds from 0.1 to 3600)");
         }
         EtcdOptions options;
         if (config != null) {
@@ -106,7 +108,9 @@ final class RegisterCommand implements Callable<Integer> {
                     metricsPath.equals("none") ? null : metricsPath);
         } catch (IllegalArgumentException e) {
             // the record names its field as the topology does; the option is the same word with dashes
-            String m = e.getMessage();
+            // (and a metrics path the record calls null is 'none' here)
+            String m = e.getMessage().replace("or null for an engine without metrics", "or none for an engine without"
+                    + " metrics");
             int colon = m.indexOf(':');
             throw new UsageException(colon < 0 ? m : "--" + m.substring(0, colon).replace('_', '-') + m.substring(colon));
         }

@@ -119,8 +119,10 @@ class SextantTest {
             bad endpoint       | --etcd http://127.0.0.1:9 --id e1 --endpoint 127.0.0.1:9 --cluster c --hardware h --models m       | register: --endpoint: '127.0.0.1:9' (expected: an http:// or https:// URL with a host, such as http://10.0.0.7:8000)
             id with slash      | --etcd http://127.0.0.1:9 --id a/b --endpoint http://h:1 --cluster c --hardware h --models m       | register: --id: 'a/b' (expected: a non-empty id without /)
             bad scheduling     | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --priority-scheduling fifo | register: --priority-scheduling: 'fifo' (expected: none, lower_first or higher_first)
-            relative metrics   | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --metrics-path metrics | register: --metrics-path: 'metrics' (expected: a path starting with /, or null for an engine without metrics)
-            zero health period | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --health-interval 0 | register: --health-interval: 0.0 (expected: seconds > 0)
+            relative metrics   | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --metrics-path metrics | register: --metrics-path: 'metrics' (expected: a path starting with /, or none for an engine without metrics)
+            zero health period | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --health-interval 0 | register: --health-interval: 0.0 (expected: seconds from 0.1 to 3600)
+            nanosecond health  | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --health-interval 1e-9 | register: --health-interval: 1.0E-9 (expected: seconds from 0.1 to 3600)
+            yearly health      | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --health-interval 3e7 | register: --health-interval: 3.0E7 (expected: seconds from 0.1 to 3600)
             etcd not a URL     | --etcd ftp://h:1 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m                 | register: --etcd: etcd.endpoints: ftp://h:1 (expected: http://host:port or https://host:port)
             """)
     void register_badInput_isRefusedNamingTheOption_beforeAnythingStarts(String kind, String args, String message) {
