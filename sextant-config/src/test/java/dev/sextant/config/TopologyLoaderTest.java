@@ -221,6 +221,7 @@ class TopologyLoaderTest {
             absurd demand           | east: {chat: 120}         | east: {chat: 1e200}             | 31 | demand_rps.east.chat      | 1.0E200 (expected: at most 1e9 req/s)
             absurd rtt              | gpu-west: 60}             | gpu-west: 6e10}                 | 11 | network_rtt_ms.east.gpu-west | 6.0E10 (expected: at most 1e8 ms)
             absurd ttft             | capacity_rps: 80\\n    profile: {ttft_ms: 150 | capacity_rps: 80\\n    profile: {ttft_ms: 1e15 | 27 | engines[1].profile.ttft_ms | 1.0E15 (expected: at most 1e8 ms)
+            absurd tbt slope        | tbt_slope: 1.0}\\nclasses | tbt_slope: 1e9}\\nclasses     | 27 | engines[1].profile.tbt_slope | 1.0E9 (expected: at most 1000)
             minus infinite rtt      | gpu-west: 60}             | gpu-west: -.Inf}                | 11 | network_rtt_ms.east.gpu-west | -Infinity (expected: a finite number >= 0)
             health above 1          | capacity_rps: 80          | capacity_rps: 80\\n    health: 1.5  | 27 | engines[1].health     | 1.5 (expected: in [0, 1])
             health below 0          | capacity_rps: 80          | capacity_rps: 80\\n    health: -0.1 | 27 | engines[1].health     | -0.1 (expected: in [0, 1])

@@ -14,10 +14,22 @@ public record ParametricProfile(double ttftMs, double tbtMs, double tbtSlope) im
     /** The default of {@code tbt_slope}. */
     public static final double DEFAULT_TBT_SLOPE = 1.0;
 
+    /**
+     * The largest {@code tbt_slope}: a TBT a thousand and one times the idle one at capacity, far beyond any engine's
+     * (a batch's decoding step is a few times a lone sequence's). Slopes of 1e9 and more, with the longest times and
+     * outputs a topology may have, put one engine's cost some 1e24 ms above another's, beyond what the solve's
+     * arithmetic can tell apart: it ended in shed fractions of NaN.
+     */
+    public static final double MAX_TBT_SLOPE = 1_000;
+
     public ParametricProfile {
         Checks.positive("ttft_ms", ttftMs);
         Checks.finiteNonNegative("tbt_ms", tbtMs);
         Checks.finiteNonNegative("tbt_slope", tbtSlope);
+        if (tbtSlope > MAX_TBT_SLOPE) {
+            throw new IllegalArgumentException("tbt_slope: " + tbtSlope + " (expected: at most " + (int) MAX_TBT_SLOPE
+                    + ")");
+        }
     }
 
     @Override

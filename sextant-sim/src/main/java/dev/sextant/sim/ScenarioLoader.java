@@ -561,7 +561,9 @@ final class ScenarioLoader {
         double cap = Double.isNaN(capacity) ? 0.85 * h.saturationRps(prompt, w.outputTokens()) : capacity;
         double tbt = h.stepMs() + h.decodeMsPerSeq();
         double ttft = h.stepMs() + h.prefillMsPerToken() * prompt + h.decodeMsPerSeq() * h.maxSeqs() / 2.0;
-        LatencyProfile profile = new ParametricProfile(ttft, tbt, h.decodeMsPerSeq() * (h.maxSeqs() - 1) / tbt);
+        // a full batch's step over a lone sequence's; at most the topology's bound, which no engine reaches
+        double slope = Math.min(ParametricProfile.MAX_TBT_SLOPE, h.decodeMsPerSeq() * (h.maxSeqs() - 1) / tbt);
+        LatencyProfile profile = new ParametricProfile(ttft, tbt, slope);
         return new Engine(id, cluster, "sim://" + id, models, cap, profile, 1.0);
     }
 
@@ -656,7 +658,7 @@ final class ScenarioLoader {
             return new MeasuredProfile(pts);
         }
         return new ParametricProfile(req(n, "ttft_ms", p), req(n, "tbt_ms", p),
-                num(n, "tbt_slope", p, ParametricProfile.DEFAULT_TBT_SLOPE));
+                num(n, "tbt_slope", p, ParametricProfile.DEFAULT_TBT_SLOPE, 0, ParametricProfile.MAX_TBT_SLOPE));
     }
 
     private Iterable<JsonNode> list(JsonNode n, String key, String p) throws ScenarioException {

@@ -48,6 +48,7 @@ class ScenarioLoaderTest {
         "us: {chat: 12}|us: {chat: 1e9}|duration_s: 40 s at 1,000,000,014 req/s of demand: about 40,000,000,560 requests (expected: at most 100,000,000)",
         "{id: m, output_tokens: 40}|{id: m, output_tokens: 3e9}|topology.models[0].output_tokens: 3,000,000,000 (expected: 1 to 10,000,000)",
         "kind: demand_surge, at_s: 20, duration_s: 8, factor: 3|kind: demand_surge, at_s: 20, duration_s: 8, factor: 1e6|faults[3].factor: 1,000,000 (expected: 0 to 1,000)",
+        "{id: us-2, cluster: gpu-us, models: [m], hardware: small}|{id: us-2, cluster: gpu-us, models: [m], hardware: small, profile: {ttft_ms: 50, tbt_ms: 5, tbt_slope: 1e300}}|topology.engines[1].profile.tbt_slope: 1.0E300 (expected: 0 to 1,000)",
     })
     void badField_isNamedWithTheFile(String from, String to, String message) {
         String yaml = SimulationTest.FAULTY.replaceFirst(java.util.regex.Pattern.quote(from),
