@@ -228,7 +228,8 @@ class TopologyLoaderTest {
             negative rtt            | gpu-west: 60}             | gpu-west: -60}                  | 11 | network_rtt_ms.east.gpu-west | -60.0 (expected: a finite number >= 0)
             headroom of 1           | headroom: 0.1             | headroom: 1                     | 33 | headroom                  | 1.0 (expected: in [0, 1))
             absurd affinity discount| headroom: 0.1             | headroom: 0.1\\naffinity_discount_ms: 1e40 | 34 | affinity_discount_ms | 1.0E40 (expected: at most 1e8 ms)
-            output tokens 0         | output_tokens: 200        | output_tokens: 0                | 14 | models[0].output_tokens   | 0 (expected: >= 1)
+            output tokens 0         | output_tokens: 200        | output_tokens: 0                | 14 | models[0].output_tokens   | 0 (expected: 1 to 10000000)
+            absurd output tokens    | output_tokens: 200        | output_tokens: 2000000000       | 14 | models[0].output_tokens   | 2000000000 (expected: 1 to 10000000)
             profile ttft 0          | capacity_rps: 80\\n    profile: {ttft_ms: 150 | capacity_rps: 80\\n    profile: {ttft_ms: 0 | 27 | engines[1].profile.ttft_ms | 0.0 (expected: a finite number > 0)
             unknown cluster in rtt  | gpu-west: 60}             | gpu-north: 60}                  | 11 | network_rtt_ms.east.gpu-north | unknown engine cluster 'gpu-north'
             point utilization 1.2   | capacity_rps: 80\\n    profile: {ttft_ms: 150, tbt_ms: 20, tbt_slope: 1.0} | "capacity_rps: 80\\n    profile:\\n      points:\\n        - {utilization: 0.1, ttft_ms: 150, tbt_ms: 20}\\n        - {utilization: 1.2, ttft_ms: 900, tbt_ms: 40}" | 30 | engines[1].profile.points[1].utilization | 1.2 (expected: in [0, 1))

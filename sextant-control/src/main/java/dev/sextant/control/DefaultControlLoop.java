@@ -611,7 +611,7 @@ final class DefaultControlLoop implements ControlLoop {
     private static final double MAX_RPS = Topology.MAX_RPS;
 
     /** The most tokens per request (prompt or output) an estimate takes: ten million, beyond any context window. */
-    static final int MAX_TOKENS = 10_000_000;
+    static final int MAX_TOKENS = dev.sextant.topology.Model.MAX_OUTPUT_TOKENS;
 
     private Map<String, ModelEstimate> modelEstimates() {
         Map<String, ModelEstimate> out = new TreeMap<>();

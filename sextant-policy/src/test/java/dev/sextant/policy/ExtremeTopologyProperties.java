@@ -23,7 +23,7 @@ import net.jqwik.api.constraints.LongRange;
  * Every topology a file may hold solves: random fleets with some of their numbers moved to the ends of what the
  * topology allows (capacities from a millionth to a billion req/s, times from a microsecond to 1e8 ms, TBT slopes up
  * to {@link ParametricProfile#MAX_TBT_SLOPE}, measured profiles that jump from a microsecond to 1e8 ms, outputs up to
- * 2^31 − 1 tokens, demands up to a billion req/s, engines out of service, the largest affinity discount), solved cold,
+ * ten million tokens, demands up to a billion req/s, engines out of service, the largest affinity discount), solved cold,
  * warm from the fleet as it was, and the fleet as it was warm from it: every solve gives a snapshot whose routes'
  * weights and shed fraction are fractions that add up to one. It found TBT slopes of 1e9 and more, then allowed, that
  * put one engine's cost 1e24 ms above another's and ended in shed fractions of NaN.
@@ -32,7 +32,7 @@ class ExtremeTopologyProperties {
     private static final double[] RPS = {1e-6, 1e-3, 1, 1e6, 1e9};
     private static final double[] MS = {1e-3, 1, 1e4, 1e8};
     private static final double[] SLOPES = {0, 1e-9, 1, ParametricProfile.MAX_TBT_SLOPE};
-    private static final int[] TOKENS = {1, 10_000_000, Integer.MAX_VALUE};
+    private static final int[] TOKENS = {1, 1000, Model.MAX_OUTPUT_TOKENS};
 
     @Property(tries = 200)
     void anyTopologyWithinBounds_solvesColdAndWarm(@ForAll @LongRange(min = 0, max = 1_000_000) long seed) {
