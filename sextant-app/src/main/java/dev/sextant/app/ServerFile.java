@@ -451,14 +451,11 @@ final class ServerFile {
     }
 
     /**
-     * A bad endpoint, named where it came from: the {@code --etcd} flag when given (it overrides the file, so the
-     * file's line would mislead), else this file.
+     * A bad endpoint ({@code message} without a field), named where it came from: the {@code --etcd} flag when given
+     * (it overrides the file, so the file's line would mislead), else this file's {@code etcd.endpoints}.
      */
     private RuntimeException endpointProblem(String flag, String message) {
-        if (flag != null) {
-            return new UsageException("--etcd: " + message);
-        }
-        return fail(message.startsWith("etcd.endpoints: ") ? message : "etcd.endpoints: " + message);
+        return flag != null ? new UsageException("--etcd: " + message) : fail("etcd.endpoints: " + message);
     }
 
     /**

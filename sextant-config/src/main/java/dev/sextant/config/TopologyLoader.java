@@ -334,11 +334,6 @@ public final class TopologyLoader {
             Double ttft = number(m, p, "ttft_ms", null, MAX_MS, "ms");
             Double tbt = number(m, p, "tbt_ms", null, MAX_MS, "ms");
             Double slope = r.number(m, p, "tbt_slope", ParametricProfile.DEFAULT_TBT_SLOPE);
-            if (slope != null && slope > ParametricProfile.MAX_TBT_SLOPE && !slope.isInfinite()) {
-                r.problem(YamlTree.child(p, "tbt_slope"), slope + " (expected: at most "
-                        + (int) ParametricProfile.MAX_TBT_SLOPE + ")");
-                return null;
-            }
             if (ttft == null || tbt == null || slope == null) {
                 return null;
             }

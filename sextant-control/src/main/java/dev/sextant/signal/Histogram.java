@@ -43,8 +43,7 @@ public record Histogram(List<Bucket> buckets, double count, double sum) {
      * This histogram where it is one a Prometheus client can export, else as much of it as is: {@link #EMPTY} when
      * its count or sum is negative, not finite or beyond {@link EngineMetrics#MAX_COUNTER}, or its count not whole;
      * without its buckets when a bucket's count is negative, not finite, not whole, below the bucket before it, or
-     * above the count. This histogram itself
-     * when nothing is wrong.
+     * above the count. This histogram itself when nothing is wrong.
      */
     public Histogram sane() {
         double max = EngineMetrics.MAX_COUNTER;
