@@ -31,6 +31,7 @@ import org.yaml.snakeyaml.nodes.NodeId;
 import org.yaml.snakeyaml.nodes.Tag;
 import org.yaml.snakeyaml.parser.Parser;
 import org.yaml.snakeyaml.parser.ParserImpl;
+import org.yaml.snakeyaml.reader.ReaderException;
 import org.yaml.snakeyaml.reader.StreamReader;
 import org.yaml.snakeyaml.resolver.Resolver;
 
@@ -133,8 +134,23 @@ final class YamlEvents {
             problems.add(new ConfigProblem(source, line, fieldAt(line), "YAML syntax: " + oneLine(problem)
                     + (at == null ? "" : " (column " + (at.getColumn() + 1) + ")")));
             return null;
+        } catch (ReaderException e) {
+            // a character YAML does not allow (a control character, a lone surrogate): the reader gives no mark, only
+            // the character's place, counted in code points
+            // (the reader checks a block of the text ahead of the parser, so the open collections say nothing of where
+            // the character is: the field is the key its line starts with, if any)
+            int[] at = lineAndColumn(e.getPosition());
+            int end = at[2];
+            while (end < text.length() && "\n\r\u0085\u2028\u2029".indexOf(text.charAt(end)) < 0) {
+                end++;
+            }
+            Matcher key = LINE_KEY.matcher(text.substring(at[2], end).strip());
+            problems.add(new ConfigProblem(source, at[0], key.find() ? key.group(1) : "", String.format(
+                    "YAML syntax: character U+%04X (expected: printable characters, tabs and line breaks) (column %d)",
+                    e.getCodePoint(), at[1])));
+            return null;
         } catch (RuntimeException e) {
-            // the scanner reports some malformed input (a code point it cannot read) without a mark; still bad input
+            // the scanner reports some other malformed input without a mark; still bad input
             problems.add(new ConfigProblem(source, 0, "", "YAML syntax: " + oneLine(String.valueOf(e.getMessage()))));
             return null;
         }
@@ -410,6 +426,33 @@ final class YamlEvents {
             }
         }
         return key.find() ? key.group(1) : "";
+    }
+
+    /**
+     * The line and column (both from 1) of the code point at {@code index}, and the index in {@code text} where its
+     * line starts; lines broken as the YAML reader breaks them (a line feed, a carriage return alone or before a line
+     * feed, U+0085, U+2028, U+2029).
+     */
+    private int[] lineAndColumn(int index) {
+        int line = 1;
+        int column = 1;
+        int start = 0;
+        int i = 0;
+        for (int n = 0; i < text.length() && n < index; n++) {
+            int c = text.codePointAt(i);
+            i += Character.charCount(c);
+            if (c == '\r' && i < text.length() && text.charAt(i) == '\n') {
+                continue; // the line feed ends this line
+            }
+            if (c == '\n' || c == '\r' || c == 0x85 || c == 0x2028 || c == 0x2029) {
+                line++;
+                column = 1;
+                start = i;
+            } else {
+                column++;
+            }
+        }
+        return new int[] {line, column, start};
     }
 
     private static int line(Mark m) {

@@ -75,6 +75,20 @@ class ConfigReaderTest {
         assertThat(problems(yaml)).as(name).containsExactly(problem);
     }
 
+    /**
+     * A character YAML does not allow, which SnakeYAML's reader reports by its place in code points alone: named at its
+     * line and column, lines broken by CR LF and by CR alone, a character beyond the BMP counted once.
+     */
+    @Test
+    void controlCharacter_isAProblemAtItsLineAndColumn() {
+        assertThat(problems("a: 1\r\nb: 2\rc: \ud83d\ude00x\u0001\nd: 4\n")).containsExactly(
+                "f.yaml:3: c: YAML syntax: character U+0001 (expected: printable characters, tabs and line breaks) "
+                        + "(column 6)");
+        assertThat(problems("a:\n  b: [1,\n    2\u0000]\n")).containsExactly(
+                "f.yaml:3: YAML syntax: character U+0000 (expected: printable characters, tabs and line breaks) "
+                        + "(column 6)");
+    }
+
     @Test
     void aliasesNestingBeyondTheLimit_areRefusedAtTheAlias() {
         StringBuilder yaml = new StringBuilder("a: &a0 [x]\n");

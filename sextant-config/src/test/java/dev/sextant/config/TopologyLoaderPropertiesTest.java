@@ -34,6 +34,9 @@ class TopologyLoaderPropertiesTest {
                 assertThat(p.source()).isEqualTo("talk.yaml");
                 assertThat(p.line()).isBetween(0, lines + 1);
                 assertThat(p.message()).isNotBlank();
+                if (p.message().startsWith("YAML syntax")) { // a mistake in the text is somewhere in it
+                    assertThat(p.line()).as("%s", p).isPositive();
+                }
             });
         }
     }
