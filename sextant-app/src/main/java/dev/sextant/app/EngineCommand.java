@@ -154,7 +154,10 @@ final class EngineCommand implements Callable<Integer> {
         }
         for (String k : FILES) {
             if (f.has(k)) {
-                args.add(option(k) + f.readable(k, f.path(k)));
+                Path file = f.path(k);
+                if (f.ok(k)) { // not a path (a list, a map): the problem is recorded at its line
+                    args.add(option(k) + f.readable(k, file));
+                }
             }
         }
         for (String k : List.of("hang", "stall")) {
@@ -167,10 +170,12 @@ final class EngineCommand implements Callable<Integer> {
         }
         if (f.has("scheduling_policy")) {
             String policy = f.string("scheduling_policy", null);
-            if (!policy.equals("fcfs") && !policy.equals("priority")) {
-                throw f.problem("scheduling_policy", "'" + policy + "' (expected: fcfs or priority)");
+            if (f.ok("scheduling_policy")) { // else not a string: the problem is recorded at its line
+                if (!policy.equals("fcfs") && !policy.equals("priority")) {
+                    throw f.problem("scheduling_policy", "'" + policy + "' (expected: fcfs or priority)");
+                }
+                args.add(option("scheduling_policy") + policy);
             }
-            args.add(option("scheduling_policy") + policy);
         }
         for (String model : f.strings("models")) {
             args.add("--model");

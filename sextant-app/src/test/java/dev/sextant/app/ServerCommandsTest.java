@@ -111,6 +111,8 @@ class ServerCommandsTest {
             etcd endpoint no URI   | gateway       | gateway_cluster: east\\netcd:\\n  endpoints: ["http://[::1"] | server.yaml:3: etcd.endpoints: Expected closing bracket for IPv6 address
             etcd endpoint ftp      | gateway       | gateway_cluster: east\\netcd:\\n  endpoints: [ftp://h:1] | server.yaml:3: etcd.endpoints: ftp://h:1 (expected: http://host:port or https://host:port)
             engine step below zero | engine        | id: e1\\ndecode_ms_per_seq: -1 | server.yaml:2: decode_ms_per_seq: -1.0 (expected:
+            engine policy a map    | engine        | id: e1\\nscheduling_policy: {a: 1} | server.yaml:2: scheduling_policy: a mapping (expected: a string)
+            engine key file a list | engine        | id: e1\\napi_key_file: [k] | server.yaml:2: api_key_file: a list (expected: a string)
             engine head timeout    | engine        | id: e1\\nrequest_header_timeout: soon | server.yaml:2: request_header_timeout: 'soon' (expected: a duration >= 0
             """)
     void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
