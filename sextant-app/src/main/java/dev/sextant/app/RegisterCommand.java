@@ -91,7 +91,10 @@ final class RegisterCommand implements Callable<Integer> {
                 options = etcd == null ? null : EtcdOptions.of(List.of(etcd.split(",")).stream().map(String::trim)
                         .map(java.net.URI::create).toList());
             } catch (IllegalArgumentException e) {
-                throw new UsageException("--etcd: " + e.getMessage());
+                // the flag named, not the file field it stands for (EtcdOptions names etcd.endpoints)
+                String why = String.valueOf(e.getMessage());
+                throw new UsageException("--etcd: " + (why.startsWith("etcd.endpoints: ")
+                        ? why.substring("etcd.endpoints: ".length()) : why));
             }
         }
         if (options == null) {

@@ -123,7 +123,7 @@ class SextantTest {
             zero health period | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --health-interval 0 | register: --health-interval: 0.0 (expected: seconds from 0.1 to 3600)
             nanosecond health  | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --health-interval 1e-9 | register: --health-interval: 1.0E-9 (expected: seconds from 0.1 to 3600)
             yearly health      | --etcd http://127.0.0.1:9 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m --health-interval 3e7 | register: --health-interval: 3.0E7 (expected: seconds from 0.1 to 3600)
-            etcd not a URL     | --etcd ftp://h:1 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m                 | register: --etcd: etcd.endpoints: ftp://h:1 (expected: http://host:port or https://host:port)
+            etcd not a URL     | --etcd ftp://h:1 --id e1 --endpoint http://h:1 --cluster c --hardware h --models m                 | register: --etcd: ftp://h:1 (expected: http://host:port or https://host:port)
             """)
     void register_badInput_isRefusedNamingTheOption_beforeAnythingStarts(String kind, String args, String message) {
         String[] words = ("register " + args.trim()).split(" +");
