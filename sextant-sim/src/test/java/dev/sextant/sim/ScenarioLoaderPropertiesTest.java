@@ -51,6 +51,37 @@ class ScenarioLoaderPropertiesTest {
                 net.jqwik.api.Tuple.of(1, Arbitraries.just(fleet)));
     }
 
+    /** Every policy but the sweeps' variants, as a scenario's {@code policies} names them. */
+    @Provide
+    Arbitrary<String> baselines() {
+        return Arbitraries.of("nearest", "round-robin", "least-request", "waterfall", "prefix-aware", "random",
+                "legacy-feedback");
+    }
+
+    /**
+     * An edited scenario that loads (every shipped one but those with a fleet block, for time) runs 20 simulated
+     * seconds to the end under Sextant and another policy: every request generated is completed, shed or failed,
+     * none served outside its residency, and nothing is thrown. The bounds the loader keeps are what make every such
+     * run end (docs/evaluation.md, "Scenario file").
+     */
+    @Property(tries = 300)
+    void editedScenarioThatLoads_runsToTheEnd_everyRequestAccountedFor(@ForAll("scenarios") String scenario,
+            @ForAll("edits") TextEdit first, @ForAll("edits") TextEdit second, @ForAll("baselines") String other) {
+        net.jqwik.api.Assume.that(!scenario.contains("\nfleet:"));
+        Scenario s;
+        try {
+            s = ScenarioLoader.parse("edited.yaml", second.apply(first.apply(scenario)));
+        } catch (ScenarioException e) {
+            return; // the property below
+        }
+        Scenario shortRun = s.withDuration(Math.min(s.durationMs(), 20_000));
+        for (String policy : List.of("sextant", other)) {
+            Metrics m = Simulator.simulate(shortRun, policy, 1, null).metrics();
+            assertThat(m.completed + m.shed + m.failed).as(policy).isEqualTo(m.generated);
+            assertThat(m.residencyViolations).as(policy).isZero();
+        }
+    }
+
     @Property(tries = 1500)
     void load_editedScenario_givesScenarioOrProblemsAtItsLines(@ForAll("scenarios") String scenario,
             @ForAll("edits") TextEdit first, @ForAll("edits") TextEdit second) {
