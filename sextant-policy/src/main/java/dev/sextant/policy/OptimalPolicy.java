@@ -437,6 +437,21 @@ final class OptimalPolicy implements RoutingPolicy {
                         next++;
                     }
                 }
+                // each class keeps what it sends to the last place of its own flow, not of the pool's: beside a class
+                // a billion times larger, the pool's rounding (left over, or a group's last 1e-12) is all of a tiny
+                // one's share
+                for (int i = 0; i < sent.length; i++) {
+                    double[] f = groupFlow[level.get(i)];
+                    double got = 0;
+                    for (double x : f) {
+                        got += x;
+                    }
+                    if (got > 0 && got != sent[i]) {
+                        for (int a = 0; a < f.length; a++) {
+                            f[a] *= sent[i] / got;
+                        }
+                    }
+                }
             }
         }
         return groupFlow;

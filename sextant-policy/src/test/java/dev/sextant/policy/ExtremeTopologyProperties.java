@@ -52,9 +52,10 @@ class ExtremeTopologyProperties {
                     assertThat(r.weights().values()).allSatisfy(w -> assertThat(w).isBetween(0.0, 1.0));
                     double sum = r.weights().values().stream().mapToDouble(Double::doubleValue).sum();
                     if (!r.weights().isEmpty() || r.demandRps() > 0) {
-                        // to 1e-4: a class of 0.001 req/s whose flows are pooled with a class of a billion (byPriority)
-                        // keeps its share to the pool's last place, 5e-5 of it; the gateway's slot tables normalize
-                        assertThat(sum + r.shedFraction()).isCloseTo(1, within(1e-4));
+                        // to 1e-5: a class of 0.001 req/s beside one of a billion; byPriority keeps each class's own
+                        // total (without that, up to 1e-4 was lost in the pool's rounding); up to 6e-6 in 3,000 tries
+                        // is left from elsewhere, not traced; the gateway's slot tables normalize
+                        assertThat(sum + r.shedFraction()).isCloseTo(1, within(1e-5));
                     }
                 }
             }
