@@ -372,6 +372,11 @@ final class Exchange {
         // the engine's header map, read above, becomes the client's once its hop-by-hop fields are gone: no copy
         DefaultHttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, r.status(), r.headers());
         keepEndToEnd(out);
+        if (code == 204 || code == 304) {
+            // an answer without content (RFC 9110 §6.4.1): a length the engine gave it anyway would make an HTTP/1.1
+            // client wait for bytes that never come (and an HTTP/2 client refuse it); what followed it is not read
+            out.headers().remove(HttpHeaderNames.CONTENT_LENGTH);
+        }
         if (HttpVersion.HTTP_1_0.equals(request.protocolVersion()) && HttpUtil.isTransferEncodingChunked(out)) {
             // an HTTP/1.0 client knows no chunked coding (RFC 9112 §6.1): the answer ends where the connection does
             HttpUtil.setTransferEncodingChunked(out, false);

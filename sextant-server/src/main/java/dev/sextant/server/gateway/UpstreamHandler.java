@@ -5,6 +5,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
 
 /** The engine side of a proxied request: hands what the engine sends to the exchange that owns the connection. */
@@ -13,6 +14,8 @@ final class UpstreamHandler extends ChannelInboundHandlerAdapter {
     Exchange owner;
     /** When the connection went back to the pool ({@link System#nanoTime}). Touched only on the channel's loop. */
     long idleSince;
+    /** Between an interim (1xx) answer's head and the end of its empty body. Touched only on the channel's loop. */
+    private boolean informational;
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
@@ -32,12 +35,36 @@ final class UpstreamHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         if (msg instanceof HttpResponse r) {
-            x.onResponse(r);
+            int code = r.status().code();
+            if (code < 100 || code > 599 || code == 101) {
+                // no HTTP status, or a switch of protocols no request asked for: nothing that follows is an answer
+                ReferenceCountUtil.release(msg);
+                owner = null;
+                ctx.close();
+                x.onUpstreamClosed(ctx.channel(), new MalformedResponseException(code == 101
+                        ? "status 101 (expected: an answer; no request asks for a switch of protocols)"
+                        : "status " + code + " (expected: 100 to 599)"));
+                return;
+            }
+            if (code < 200) {
+                // 100 Continue or 103 Early Hints (RFC 9110 §15.2): an interim answer, not this one; skipped with
+                // its empty body, as no client of the gateway asked for it (the gateway sends engines no Expect)
+                informational = true;
+            } else {
+                x.onResponse(r);
+            }
         }
-        if (msg instanceof HttpContent c) {
+        if (msg instanceof HttpContent c && informational) {
+            informational = !(c instanceof LastHttpContent);
+            c.release();
+            ctx.read(); // the answer itself
+        } else if (msg instanceof HttpContent c) {
             x.onContent(c); // takes ownership
         } else {
             ReferenceCountUtil.release(msg);
+            if (informational) {
+                ctx.read();
+            }
         }
     }
 
@@ -65,6 +92,10 @@ final class UpstreamHandler extends ChannelInboundHandlerAdapter {
         MalformedResponseException(Throwable cause) {
             super("sent a malformed HTTP response (" + (cause == null ? "undecodable" : cause.getMessage()) + ")",
                     cause, false, false);
+        }
+
+        MalformedResponseException(String why) {
+            super("sent a malformed HTTP response (" + why + ")", null, false, false);
         }
     }
 }
