@@ -285,7 +285,9 @@ final class Prober implements AutoCloseable {
                 if (msg instanceof HttpResponse r) {
                     status = r.status().code();
                 }
-                if (msg instanceof LastHttpContent) {
+                if (msg instanceof LastHttpContent && status >= 100 && status < 200 && status != 101) {
+                    status = 0; // an interim answer (100 Continue, 103 Early Hints) ended: the answer follows
+                } else if (msg instanceof LastHttpContent) {
                     long now = System.nanoTime();
                     boolean ok = status / 100 == 2;
                     if (ok && writtenNanos >= 0) {

@@ -206,6 +206,20 @@ class GatewayProbeTest {
         assertThat(t.requests.values()).containsOnly(0L);
     }
 
+    /** An interim answer before the probe's (103 Early Hints) is skipped, as the gateway skips it on a request. */
+    @Test
+    void anInterimAnswerBeforeTheProbesAnswer_isNoFailure() throws Exception {
+        RawEngine hints = new RawEngine("HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\n"
+                + "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", true);
+        open.add(hints);
+        gateway(hints.behindEveryEngine(snapshot(Map.of("hints", List.of(1)))));
+
+        Totals t = new Totals();
+        assertThat(Fleet.await(() -> t.drain().probes("e0") >= 3, DEADLINE)).as("probed").isTrue();
+        assertThat(t.failures("e0")).isZero();
+        assertThat(t.rtts).containsOnlyKeys("hints");
+    }
+
     @Test
     void anEngineClusterIsProbedOnceAtATime_andAtMost32AtOnceOverAFleet() throws Exception {
         Silent hung = new Silent(); // every probe of it waits its whole timeout
