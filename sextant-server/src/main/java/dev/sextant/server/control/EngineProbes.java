@@ -4,6 +4,7 @@ import dev.sextant.control.Canary;
 import dev.sextant.control.ControlLoop;
 import dev.sextant.control.EngineScrape;
 import dev.sextant.request.Ticker;
+import dev.sextant.server.internal.BoundedBody;
 import dev.sextant.server.tls.TlsContexts;
 import dev.sextant.signal.EngineMetrics;
 import dev.sextant.signal.PrometheusText;
@@ -23,6 +24,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Logger;
 import java.util.stream.Collectors;
 
@@ -39,6 +41,13 @@ final class EngineProbes implements AutoCloseable {
     static final Duration CANARY_TIMEOUT = Duration.ofSeconds(10);
     /** What a scrape of an engine registered without metrics says: it is not sent. */
     static final String NO_METRICS = "registered without metrics";
+    /**
+     * The largest {@code /metrics} body read: a vLLM or SGLang engine's is tens of kilobytes (hundreds with many LoRA
+     * adapters); more is no engine's, and held whole it would be the control plane's memory.
+     */
+    static final long MAX_METRICS_BYTES = 16L << 20;
+    /** The scrapes of the round under way, by engine id; touched only by the thread that runs the rounds. */
+    private final Map<String, Pending> pending = new HashMap<>();
     /** Canaries in flight at most. */
     static final int CANARIES_IN_FLIGHT = 16;
 
@@ -126,7 +135,15 @@ final class EngineProbes implements AutoCloseable {
                 continue;
             }
             HttpRequest req = HttpRequest.newBuilder(uri).timeout(scrapeTimeout).GET().build();
-            all.add(client.sendAsync(req, HttpResponse.BodyHandlers.ofString()).handle((r, err) -> {
+            // the request's timeout ends at the answer's head: a body that trickles is ended by the round's deadline
+            // below, and a body beyond MAX_METRICS_BYTES is not read
+            AtomicBoolean settled = new AtomicBoolean();
+            CompletableFuture<HttpResponse<String>> sent = client.sendAsync(req, BoundedBody.ofString(MAX_METRICS_BYTES));
+            pending.put(e.id(), new Pending(sent, settled));
+            all.add(sent.handle((r, err) -> {
+                if (!settled.compareAndSet(false, true)) {
+                    return null; // ended at the round's deadline
+                }
                 if (err != null) {
                     Throwable t = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
                             ? err.getCause() : err;
@@ -147,11 +164,25 @@ final class EngineProbes implements AutoCloseable {
                 return null;
             }));
         }
+        long deadlineMs = timeoutMs + 1000;
         try {
-            CompletableFuture.allOf(all.toArray(new CompletableFuture[0])).get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
+            CompletableFuture.allOf(all.toArray(new CompletableFuture[0])).get(deadlineMs, TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             LOG.fine("scrape round incomplete: " + e);
         }
+        // what has not ended is a failed scrape, and its connection is closed: left running, a scrape whose body
+        // never ends would hold a connection for good, and one more each round
+        pending.forEach((engine, p) -> {
+            if (p.settled().compareAndSet(false, true)) {
+                p.sent().cancel(true);
+                scrapeFailed(engine, "no whole answer within " + deadlineMs + " ms");
+            }
+        });
+        pending.clear();
+    }
+
+    /** A scrape of this round: its request, and whether its outcome has been given to the loop. */
+    private record Pending(CompletableFuture<HttpResponse<String>> sent, AtomicBoolean settled) {
     }
 
     private void scrapeFailed(String engine, String why) {
