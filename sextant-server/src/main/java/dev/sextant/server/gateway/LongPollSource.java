@@ -11,6 +11,10 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -19,12 +23,22 @@ import java.util.logging.Logger;
 final class LongPollSource implements SnapshotSource {
     private static final Logger LOG = Logger.getLogger(LongPollSource.class.getName());
     private static final long MAX_BACKOFF_MS = 5_000;
+    /** How long past {@code wait} the answer's head may take (the request's own timeout). */
+    private static final Duration HEAD_SLACK = Duration.ofSeconds(10);
+    /**
+     * How long its body may take after that: the JDK client's timeout ends at the head, and a body that stops (the
+     * control plane stopped, a connection that went half-open mid-transfer) would hold the poll for good, the
+     * gateway on its snapshot of then. A minute carries the largest snapshot (tens of MB) over a slow link.
+     */
+    private static final Duration BODY_ALLOWANCE = Duration.ofSeconds(60);
 
     private final URI uri;
     /** The same without {@code wait}: answered at once, to confirm a snapshot held from the cache. */
     private final URI confirm;
     private final dev.sextant.server.auth.BearerToken token;
     private final Duration wait;
+    private final Duration headSlack;
+    private final Duration bodyAllowance;
     private final HttpClient http;
     private final java.util.concurrent.atomic.AtomicLong refusals = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean closed;
@@ -33,7 +47,15 @@ final class LongPollSource implements SnapshotSource {
 
     LongPollSource(URI controlPlane, String gatewayCluster, dev.sextant.server.auth.BearerToken token, Duration wait,
                    dev.sextant.server.tls.ClientTls tls) {
+        this(controlPlane, gatewayCluster, token, wait, tls, HEAD_SLACK, BODY_ALLOWANCE);
+    }
+
+    /** With other allowances for the answer's head beyond {@code wait} and for its body (tests). */
+    LongPollSource(URI controlPlane, String gatewayCluster, dev.sextant.server.auth.BearerToken token, Duration wait,
+                   dev.sextant.server.tls.ClientTls tls, Duration headSlack, Duration bodyAllowance) {
         dev.sextant.server.internal.Http.positive("long_poll_wait", wait);
+        this.headSlack = headSlack;
+        this.bodyAllowance = bodyAllowance;
         String base = controlPlane.toString().replaceAll("/+$", "");
         this.confirm = URI.create(base + "/v1/snapshot?gateway="
                 + URLEncoder.encode(gatewayCluster, StandardCharsets.UTF_8));
@@ -44,6 +66,30 @@ final class LongPollSource implements SnapshotSource {
         this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
                 .followRedirects(HttpClient.Redirect.NEVER)
                 .sslContext(dev.sextant.server.tls.TlsContexts.jdkClient(tls)).build();
+    }
+
+    /** The answer to {@code request}, whole within its deadline (head and body), or the reason it is not. */
+    private HttpResponse<String> whole(HttpRequest request) throws IOException, InterruptedException {
+        CompletableFuture<HttpResponse<String>> call = http.sendAsync(request, HttpResponse.BodyHandlers.ofString());
+        Duration deadline = wait.plus(headSlack).plus(bodyAllowance);
+        try {
+            return call.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            call.cancel(true); // closes the connection
+            throw new IOException("no whole answer within " + deadline.toMillis() + " ms");
+        } catch (InterruptedException e) {
+            call.cancel(true);
+            throw e;
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof IOException io) {
+                throw io;
+            }
+            if (cause instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IOException(cause);
+        }
     }
 
     @Override
@@ -76,7 +122,7 @@ final class LongPollSource implements SnapshotSource {
         boolean confirming = kept != null;
         while (!closed) {
             try {
-                HttpRequest.Builder b = HttpRequest.newBuilder(confirming ? confirm : uri).timeout(wait.plusSeconds(10))
+                HttpRequest.Builder b = HttpRequest.newBuilder(confirming ? confirm : uri).timeout(wait.plus(headSlack))
                         .GET();
                 if (token != null) {
                     b.header("authorization", "Bearer " + token.current());
@@ -84,7 +130,7 @@ final class LongPollSource implements SnapshotSource {
                 if (etag != null) {
                     b.header("if-none-match", etag);
                 }
-                HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+                HttpResponse<String> r = whole(b.build());
                 if (r.statusCode() == 304 && held != null) {
                     // only a 304 for the ETag asked about confirms the held snapshot (and resets its age): one for
                     // another ETag says nothing about ours, and would hide a control plane that went astray
