@@ -118,8 +118,10 @@ public final class EngineRegistrar implements AutoCloseable {
     private void check() {
         String problem;
         try {
-            HttpResponse<Void> r = http.send(HttpRequest.newBuilder(health).timeout(Duration.ofSeconds(1)).GET()
-                    .build(), HttpResponse.BodyHandlers.discarding());
+            // the head within 1 s, the whole answer within 2: a body that never ends does not hold the registrar
+            HttpResponse<Void> r = dev.sextant.server.internal.WholeAnswer.send(http, HttpRequest.newBuilder(health)
+                    .timeout(Duration.ofSeconds(1)).GET().build(), HttpResponse.BodyHandlers.discarding(),
+                    Duration.ofSeconds(2));
             problem = r.statusCode() == 200 ? null : "HTTP " + r.statusCode();
         } catch (java.io.IOException e) {
             problem = e.toString();

@@ -11,10 +11,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -68,30 +64,6 @@ final class LongPollSource implements SnapshotSource {
                 .sslContext(dev.sextant.server.tls.TlsContexts.jdkClient(tls)).build();
     }
 
-    /** The answer to {@code request}, whole within its deadline (head and body), or the reason it is not. */
-    private HttpResponse<String> whole(HttpRequest request) throws IOException, InterruptedException {
-        CompletableFuture<HttpResponse<String>> call = http.sendAsync(request, HttpResponse.BodyHandlers.ofString());
-        Duration deadline = wait.plus(headSlack).plus(bodyAllowance);
-        try {
-            return call.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            call.cancel(true); // closes the connection
-            throw new IOException("no whole answer within " + deadline.toMillis() + " ms");
-        } catch (InterruptedException e) {
-            call.cancel(true);
-            throw e;
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof IOException io) {
-                throw io;
-            }
-            if (cause instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new IOException(cause);
-        }
-    }
-
     @Override
     public synchronized void start(Consumer<Snapshot> listener) {
         if (thread != null) {
@@ -130,7 +102,8 @@ final class LongPollSource implements SnapshotSource {
                 if (etag != null) {
                     b.header("if-none-match", etag);
                 }
-                HttpResponse<String> r = whole(b.build());
+                HttpResponse<String> r = dev.sextant.server.internal.WholeAnswer.send(http, b.build(),
+                        HttpResponse.BodyHandlers.ofString(), wait.plus(headSlack).plus(bodyAllowance));
                 if (r.statusCode() == 304 && held != null) {
                     // only a 304 for the ETag asked about confirms the held snapshot (and resets its age): one for
                     // another ETag says nothing about ours, and would hide a control plane that went astray

@@ -304,7 +304,9 @@ final class Reporter implements AutoCloseable {
             if (token != null) {
                 b.header("authorization", "Bearer " + token.current());
             }
-            HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+            // the head within 5 s (the request's timeout), the whole answer (a 204, or a short error) within 10
+            HttpResponse<String> r = dev.sextant.server.internal.WholeAnswer.send(http, b.build(),
+                    HttpResponse.BodyHandlers.ofString(), Duration.ofSeconds(10));
             if (r.statusCode() / 100 != 2) { // the control plane's error says why (a 403: whose token this is)
                 String body = r.body() == null ? "" : r.body().strip();
                 throw new java.io.IOException("HTTP " + r.statusCode() + (body.isEmpty() ? ""
