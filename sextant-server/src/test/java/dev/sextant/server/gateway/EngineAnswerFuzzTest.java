@@ -4,24 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sextant.request.DataPlaneOptions;
 import dev.sextant.server.internal.Http;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -105,76 +97,6 @@ class EngineAnswerFuzzTest {
         return s;
     }
 
-    /** Engine that answers each request with the next answer the test set, then closes (or keeps alive). */
-    static final class FuzzEngine implements AutoCloseable {
-        final ServerSocket server;
-        volatile byte[] answer = new byte[0];
-        volatile boolean closeAfter;
-        volatile boolean hangAfter;
-        final AtomicInteger requests = new AtomicInteger();
-
-        FuzzEngine() throws IOException {
-            server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-            Thread t = new Thread(this::serve, "fuzz-engine");
-            t.setDaemon(true);
-            t.start();
-        }
-
-        void serve() {
-            while (!server.isClosed()) {
-                try {
-                    Socket s = server.accept();
-                    Thread t = new Thread(() -> answer(s), "fuzz-engine-connection");
-                    t.setDaemon(true);
-                    t.start();
-                } catch (IOException e) {
-                    return;
-                }
-            }
-        }
-
-        void answer(Socket connection) {
-            try (Socket s = connection) {
-                BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.ISO_8859_1));
-                while (true) {
-                    int length = -1;
-                    for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
-                        length = Math.max(length, 0);
-                        if (line.regionMatches(true, 0, "content-length:", 0, 15)) {
-                            length = Integer.parseInt(line.substring(15).trim());
-                        }
-                    }
-                    if (length < 0) {
-                        return;
-                    }
-                    in.skip(length);
-                    requests.incrementAndGet();
-                    OutputStream out = s.getOutputStream();
-                    byte[] a = answer;
-                    int half = a.length / 2;
-                    out.write(a, 0, half);
-                    out.flush();
-                    out.write(a, half, a.length - half);
-                    out.flush();
-                    if (hangAfter) {
-                        Thread.sleep(4000);
-                        return;
-                    }
-                    if (closeAfter) {
-                        return;
-                    }
-                }
-            } catch (IOException | InterruptedException e) {
-                // gone
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            server.close();
-        }
-    }
-
     /** Whether the answer is one whole, well-framed HTTP/1.1 response. */
     static String complete(String a, boolean close, boolean hang) {
         int headEnd = a.indexOf("\r\n\r\n");
@@ -223,27 +145,25 @@ class EngineAnswerFuzzTest {
         HttpClient http1 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(5)).build();
         LeakWatch leaks = LeakWatch.paranoid();
-        try (Fleet fleet = new Fleet(1); FuzzEngine engine = new FuzzEngine()) {
+        try (Fleet fleet = new Fleet(1); RawEngine engine = new RawEngine("", true)) {
             GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false)
                     .withTimeouts(Duration.ofMillis(500), Duration.ofMillis(800), Duration.ofMillis(800),
                             Duration.ofSeconds(3))
                     .withOptions(DataPlaneOptions.builder().consecutiveFailures(1_000_000).build());
-            String json = dev.sextant.config.SnapshotJson.write(fleet.snapshot()).replaceAll(
-                    "\"http://127\\.0\\.0\\.1:\\d+\"", "\"http://127.0.0.1:" + engine.server.getLocalPort() + "\"");
-            try (Gateway gw = Gateway.start(config,
-                    SnapshotSource.fixed(dev.sextant.config.SnapshotJson.read(json, "fuzz.json")), 2)) {
+            try (Gateway gw = Gateway.start(config, SnapshotSource.fixed(engine.behindEveryEngine(fleet.snapshot())),
+                    2)) {
                 for (int t = 0; t < tries; t++) {
                     int kind = r.nextInt(6);
                     String answer = r.nextInt(8) == 0 ? base(kind) : mutate(base(kind), r);
-                    engine.answer = answer.getBytes(StandardCharsets.ISO_8859_1);
-                    engine.closeAfter = r.nextBoolean();
-                    engine.hangAfter = r.nextInt(10) == 0;
+                    boolean closeAfter = r.nextBoolean();
+                    boolean holdAfter = r.nextInt(10) == 0;
+                    engine.answer(answer, closeAfter, holdAfter);
                     boolean stream = kind == 1 || kind == 2 ? r.nextInt(5) > 0 : r.nextInt(5) == 0;
                     boolean h2 = r.nextBoolean();
-                    String framing = complete(answer, engine.closeAfter, engine.hangAfter);
+                    String framing = complete(answer, closeAfter, holdAfter);
                     String context = String.format("try %d (seed %d), %s, stream %s, engine %s, its answer (%s):%n%s",
-                            t, seed, h2 ? "HTTP/2" : "HTTP/1.1", stream, engine.closeAfter ? "closes"
-                                    : engine.hangAfter ? "holds the connection" : "keeps alive", framing, answer);
+                            t, seed, h2 ? "HTTP/2" : "HTTP/1.1", stream, closeAfter ? "closes"
+                                    : holdAfter ? "holds the connection" : "keeps alive", framing, answer);
                     HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port()
                                     + "/v1/chat/completions")).timeout(Duration.ofSeconds(15))
                             .header("content-type", "application/json")
@@ -271,8 +191,7 @@ class EngineAnswerFuzzTest {
                         assertThat(resp.body()).as(context).containsAnyOf("data: [DONE]", "data: {\"error\"");
                     }
                 }
-                engine.answer = base(0).getBytes(StandardCharsets.ISO_8859_1);
-                engine.hangAfter = false;
+                engine.answer(base(0), false, false);
                 HttpResponse<String> ok = Fleet.post(gw.port(), "/v1/chat/completions", Fleet.chat("after", false, 3));
                 assertThat(ok.statusCode()).as("a good answer after %s", outcomes).isEqualTo(200);
                 assertThat(ok.body()).isEqualTo(JSON_BODY);

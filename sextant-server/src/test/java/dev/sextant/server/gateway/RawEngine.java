@@ -13,17 +13,18 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * An engine written by hand for what the emulator does not do: it answers every request with the same bytes, given
- * whole (status line, headers and body, framed or not), then closes the connection or waits for the next request on
- * it. A daemon thread per connection; for tests only.
+ * whole (status line, headers and body, framed or not) in two writes, then closes the connection, waits for the next
+ * request on it, or holds it silent for a while ({@link #answer(String, boolean, boolean)} changes all three between
+ * requests). A daemon thread per connection; for tests only.
  */
 final class RawEngine implements AutoCloseable {
     private final ServerSocket server;
-    private final byte[] answer;
-    private final boolean closeAfter;
+    private volatile byte[] answer;
+    private volatile boolean closeAfter;
+    private volatile boolean holdAfter;
 
     RawEngine(String answer, boolean closeAfter) {
-        this.answer = answer.getBytes(StandardCharsets.ISO_8859_1);
-        this.closeAfter = closeAfter;
+        answer(answer, closeAfter, false);
         try {
             server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
         } catch (IOException e) {
@@ -32,6 +33,16 @@ final class RawEngine implements AutoCloseable {
         Thread t = new Thread(this::serve, "raw-engine");
         t.setDaemon(true);
         t.start();
+    }
+
+    /**
+     * From the next request on, answers with {@code bytes}, then closes the connection ({@code closeAfter}), or holds
+     * it silent for 4 s and closes it ({@code holdAfter}), or waits for the next request on it.
+     */
+    void answer(String bytes, boolean closeAfter, boolean holdAfter) {
+        this.answer = bytes.getBytes(StandardCharsets.ISO_8859_1);
+        this.closeAfter = closeAfter;
+        this.holdAfter = holdAfter;
     }
 
     /** {@code s} with every engine's endpoint pointing at this one. */
@@ -57,7 +68,7 @@ final class RawEngine implements AutoCloseable {
     private void answer(Socket connection) {
         try (Socket s = connection) {
             BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.ISO_8859_1));
-            do {
+            while (true) {
                 int length = -1;
                 for (String line; (line = in.readLine()) != null && !line.isEmpty(); ) {
                     length = Math.max(length, 0);
@@ -69,11 +80,25 @@ final class RawEngine implements AutoCloseable {
                     return; // the gateway closed the connection
                 }
                 in.skip(length);
-                s.getOutputStream().write(answer);
+                byte[] a = answer;
+                boolean close = closeAfter;
+                boolean hold = holdAfter;
+                s.getOutputStream().write(a, 0, a.length / 2);
                 s.getOutputStream().flush();
-            } while (!closeAfter);
+                s.getOutputStream().write(a, a.length / 2, a.length - a.length / 2);
+                s.getOutputStream().flush();
+                if (hold) {
+                    Thread.sleep(4000);
+                    return;
+                }
+                if (close) {
+                    return;
+                }
+            }
         } catch (IOException e) {
             // the gateway went away
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
