@@ -199,6 +199,9 @@ class TopologyLoaderFuzzTest {
                         assertThat(p.line()).isBetween(0, lines + 1);
                         assertThat(p.message()).isNotBlank();
                         assertThat(p.toString()).startsWith(source + ":");
+                        if (p.message().startsWith("YAML syntax")) { // a mistake in the text is somewhere in it
+                            assertThat(p.line()).as("%s", p).isPositive();
+                        }
                     });
                 }
             }
