@@ -6,6 +6,7 @@ import dev.sextant.control.Canary;
 import dev.sextant.control.CanaryResult;
 import dev.sextant.request.Ticker;
 import dev.sextant.server.auth.BearerToken;
+import dev.sextant.server.internal.BoundedBody;
 import dev.sextant.server.internal.Http;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -47,6 +48,8 @@ import java.util.logging.Logger;
  */
 final class Canaries implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Canaries.class.getName());
+    /** The most of a canary's answer read: its few tokens' events are a few kilobytes. */
+    static final long MAX_ANSWER_BYTES = 1 << 20;
 
     private record Job(Canary canary, URI uri) {
     }
@@ -152,9 +155,11 @@ final class Canaries implements AutoCloseable {
         long start = ticker.nanos();
         CompletableFuture<HttpResponse<Void>> call;
         try {
-            call = client.sendAsync(request, info -> info.statusCode() == 200
+            // a canary asks for a few tokens: an answer beyond MAX_ANSWER_BYTES (an engine sending a line that never
+            // ends, which the line reader would hold whole) is not read further
+            call = client.sendAsync(request, info -> BoundedBody.limited(info.statusCode() == 200
                     ? HttpResponse.BodySubscribers.fromLineSubscriber(events)
-                    : HttpResponse.BodySubscribers.discarding());
+                    : HttpResponse.BodySubscribers.discarding(), MAX_ANSWER_BYTES));
         } catch (RuntimeException e) {
             finish(job, CanaryResult.failed(c.engine(), ticker.nanos(), describe(e)));
             return;

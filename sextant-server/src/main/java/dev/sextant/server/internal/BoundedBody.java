@@ -11,7 +11,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Flow;
 
 /**
- * A JDK HTTP client body read as UTF-8 text up to a limit: a body that announces more, or sends more, fails with an
+ * A JDK HTTP client body read as UTF-8 text up to a limit (or, {@link #limited}, fed to a subscriber up to one): a body that announces more, or sends more, fails with an
  * {@link IOException} naming the limit and the rest is not read (the exchange is cancelled). For peers that are not
  * Sextant's own, whose answer the reader must hold whole: the JDK's {@code ofString()} holds whatever comes.
  */
@@ -34,6 +34,61 @@ public final class BoundedBody implements HttpResponse.BodySubscriber<String> {
                 b.result.completeExceptionally(b.over(announced + " bytes announced"));
             }
             return b;
+        };
+    }
+
+    /**
+     * {@code delegate}, fed as long as the body stays within {@code limit} bytes; past it the exchange is cancelled and
+     * the delegate fails with an {@link IOException} naming the limit. For bodies read as they come (lines, events).
+     */
+    public static <T> HttpResponse.BodySubscriber<T> limited(HttpResponse.BodySubscriber<T> delegate, long limit) {
+        return new HttpResponse.BodySubscriber<>() {
+            private Flow.Subscription upstream;
+            private long seen;
+            private boolean over;
+
+            @Override
+            public CompletionStage<T> getBody() {
+                return delegate.getBody();
+            }
+
+            @Override
+            public void onSubscribe(Flow.Subscription s) {
+                upstream = s;
+                delegate.onSubscribe(s);
+            }
+
+            @Override
+            public void onNext(List<ByteBuffer> items) {
+                if (over) {
+                    return;
+                }
+                for (ByteBuffer b : items) {
+                    seen += b.remaining();
+                }
+                if (seen > limit) {
+                    over = true;
+                    upstream.cancel();
+                    delegate.onError(new IOException("a body of more than " + limit + " bytes (expected: at most "
+                            + limit + " bytes)"));
+                    return;
+                }
+                delegate.onNext(items);
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                if (!over) {
+                    delegate.onError(t);
+                }
+            }
+
+            @Override
+            public void onComplete() {
+                if (!over) {
+                    delegate.onComplete();
+                }
+            }
         };
     }
 

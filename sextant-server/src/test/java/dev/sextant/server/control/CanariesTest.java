@@ -126,6 +126,36 @@ class CanariesTest {
         assertThat(count("timeout")).isEqualTo(1);
     }
 
+    /** An answer that never ends its line (the line reader would hold it whole) is cut at the canary's limit. */
+    @Test
+    void anAnswerBeyondTheLimit_isAFailure_andNotReadFurther() throws Exception {
+        HttpServer endless = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        endless.createContext("/", ex -> {
+            ex.getResponseHeaders().set("content-type", "text/event-stream");
+            ex.sendResponseHeaders(200, 0);
+            byte[] x = new byte[64 * 1024];
+            java.util.Arrays.fill(x, (byte) 'x');
+            try (java.io.OutputStream out = ex.getResponseBody()) {
+                out.write("data: ".getBytes());
+                for (int i = 0; i < 100_000; i++) { // 6 GB, one line, unless the reader stops
+                    out.write(x);
+                }
+            } catch (java.io.IOException e) {
+                // the canary stopped reading
+            }
+        });
+        endless.start();
+        try {
+            canaries.send(new Canary("e1", "m", 4, "test"), "http://127.0.0.1:" + endless.getAddress().getPort());
+            CanaryResult r = only();
+
+            assertThat(r.ok()).isFalse();
+            assertThat(r.failure()).contains("a body of more than 1048576 bytes");
+        } finally {
+            endless.stop(0);
+        }
+    }
+
     @Test
     void atMostMaxInFlight_goAtOnce_theRestWait_andOneEngineNeverHasTwo() throws Exception {
         AtomicInteger open = new AtomicInteger();
