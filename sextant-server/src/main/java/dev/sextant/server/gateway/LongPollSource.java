@@ -27,6 +27,11 @@ final class LongPollSource implements SnapshotSource {
      * gateway on its snapshot of then. A minute carries the largest snapshot (tens of MB) over a slow link.
      */
     private static final Duration BODY_ALLOWANCE = Duration.ofSeconds(60);
+    /**
+     * The largest answer read: a gateway cluster's view of the largest fleet measured is 2.4 MB (BENCHMARKS.md); a
+     * control_plane URL that names something else must not fill the gateway's heap.
+     */
+    static final long MAX_SNAPSHOT_BYTES = 256L << 20;
 
     private final URI uri;
     /** The same without {@code wait}: answered at once, to confirm a snapshot held from the cache. */
@@ -103,7 +108,8 @@ final class LongPollSource implements SnapshotSource {
                     b.header("if-none-match", etag);
                 }
                 HttpResponse<String> r = dev.sextant.server.internal.WholeAnswer.send(http, b.build(),
-                        HttpResponse.BodyHandlers.ofString(), wait.plus(headSlack).plus(bodyAllowance));
+                        dev.sextant.server.internal.BoundedBody.ofString(MAX_SNAPSHOT_BYTES),
+                        wait.plus(headSlack).plus(bodyAllowance));
                 if (r.statusCode() == 304 && held != null) {
                     // only a 304 for the ETag asked about confirms the held snapshot (and resets its age): one for
                     // another ETag says nothing about ours, and would hide a control plane that went astray

@@ -34,7 +34,11 @@ class LongPollStallTest {
         AtomicInteger polls = new AtomicInteger();
         CountDownLatch stalledCut = new CountDownLatch(1);
         HttpServer cp = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        cp.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
+        cp.setExecutor(java.util.concurrent.Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r);
+            t.setDaemon(true); // a handler still waiting does not outlive the test
+            return t;
+        }));
         cp.createContext("/v1/snapshot", ex -> {
             if (polls.incrementAndGet() == 1) {
                 ex.getResponseHeaders().set("content-type", "application/json");

@@ -28,7 +28,11 @@ class WholeAnswerTest {
     @BeforeEach
     void start() throws IOException {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        server.setExecutor(Executors.newCachedThreadPool());
+        server.setExecutor(Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r);
+            t.setDaemon(true); // a handler still waiting does not outlive the test
+            return t;
+        }));
         server.createContext("/whole", ex -> {
             ex.sendResponseHeaders(200, 2);
             try (OutputStream out = ex.getResponseBody()) {
