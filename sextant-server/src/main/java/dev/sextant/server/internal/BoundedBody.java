@@ -1,40 +1,26 @@
 package dev.sextant.server.internal;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Flow;
 
 /**
- * A JDK HTTP client body read as UTF-8 text up to a limit (or, {@link #limited}, fed to a subscriber up to one): a body that announces more, or sends more, fails with an
+ * A JDK HTTP client body read up to a limit: a body that announces more, or sends more, fails with an
  * {@link IOException} naming the limit and the rest is not read (the exchange is cancelled). For peers that are not
- * Sextant's own, whose answer the reader must hold whole: the JDK's {@code ofString()} holds whatever comes.
+ * Sextant's own: the JDK's {@code ofString()} holds whatever comes, and its line reader a line until it ends.
  */
-public final class BoundedBody implements HttpResponse.BodySubscriber<String> {
-    private final long limit;
-    private final CompletableFuture<String> result = new CompletableFuture<>();
-    private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    private Flow.Subscription subscription;
-
-    private BoundedBody(long limit) {
-        this.limit = limit;
+public final class BoundedBody {
+    private BoundedBody() {
     }
 
-    /** Bodies of at most {@code limit} bytes, as text. */
+    /** Bodies of at most {@code limit} bytes, as UTF-8 text; one that announces more is refused before it is read. */
     public static HttpResponse.BodyHandler<String> ofString(long limit) {
-        return info -> {
-            long announced = info.headers().firstValueAsLong("content-length").orElse(-1);
-            BoundedBody b = new BoundedBody(limit);
-            if (announced > limit) {
-                b.result.completeExceptionally(b.over(announced + " bytes announced"));
-            }
-            return b;
-        };
+        return info -> limited(HttpResponse.BodySubscribers.ofString(StandardCharsets.UTF_8), limit,
+                info.headers().firstValueAsLong("content-length").orElse(-1));
     }
 
     /**
@@ -42,6 +28,11 @@ public final class BoundedBody implements HttpResponse.BodySubscriber<String> {
      * the delegate fails with an {@link IOException} naming the limit. For bodies read as they come (lines, events).
      */
     public static <T> HttpResponse.BodySubscriber<T> limited(HttpResponse.BodySubscriber<T> delegate, long limit) {
+        return limited(delegate, limit, -1);
+    }
+
+    private static <T> HttpResponse.BodySubscriber<T> limited(HttpResponse.BodySubscriber<T> delegate, long limit,
+                                                              long announced) {
         return new HttpResponse.BodySubscriber<>() {
             private Flow.Subscription upstream;
             private long seen;
@@ -56,6 +47,9 @@ public final class BoundedBody implements HttpResponse.BodySubscriber<String> {
             public void onSubscribe(Flow.Subscription s) {
                 upstream = s;
                 delegate.onSubscribe(s);
+                if (announced > limit) {
+                    fail(announced + " bytes announced");
+                }
             }
 
             @Override
@@ -67,13 +61,16 @@ public final class BoundedBody implements HttpResponse.BodySubscriber<String> {
                     seen += b.remaining();
                 }
                 if (seen > limit) {
-                    over = true;
-                    upstream.cancel();
-                    delegate.onError(new IOException("a body of more than " + limit + " bytes (expected: at most "
-                            + limit + " bytes)"));
+                    fail("more than " + limit + " bytes");
                     return;
                 }
                 delegate.onNext(items);
+            }
+
+            private void fail(String what) {
+                over = true;
+                upstream.cancel();
+                delegate.onError(new IOException("a body of " + what + " (expected: at most " + limit + " bytes)"));
             }
 
             @Override
@@ -90,51 +87,5 @@ public final class BoundedBody implements HttpResponse.BodySubscriber<String> {
                 }
             }
         };
-    }
-
-    private IOException over(String what) {
-        return new IOException("a body of " + what + " (expected: at most " + limit + " bytes)");
-    }
-
-    @Override
-    public CompletionStage<String> getBody() {
-        return result;
-    }
-
-    @Override
-    public void onSubscribe(Flow.Subscription s) {
-        subscription = s;
-        if (result.isDone()) {
-            s.cancel();
-        } else {
-            s.request(Long.MAX_VALUE);
-        }
-    }
-
-    @Override
-    public void onNext(List<ByteBuffer> items) {
-        if (result.isDone()) {
-            return;
-        }
-        for (ByteBuffer b : items) {
-            if (bytes.size() + (long) b.remaining() > limit) {
-                subscription.cancel();
-                result.completeExceptionally(over("more than " + limit + " bytes"));
-                return;
-            }
-            byte[] a = new byte[b.remaining()];
-            b.get(a);
-            bytes.write(a, 0, a.length);
-        }
-    }
-
-    @Override
-    public void onError(Throwable t) {
-        result.completeExceptionally(t);
-    }
-
-    @Override
-    public void onComplete() {
-        result.complete(bytes.toString(StandardCharsets.UTF_8));
     }
 }
