@@ -21,10 +21,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Logger;
 import java.util.stream.Collectors;
 
@@ -46,8 +46,6 @@ final class EngineProbes implements AutoCloseable {
      * adapters); more is no engine's, and held whole it would be the control plane's memory.
      */
     static final long MAX_METRICS_BYTES = 16L << 20;
-    /** The scrapes of the round under way, by engine id; touched only by the thread that runs the rounds. */
-    private final Map<String, Pending> pending = new HashMap<>();
     /** Canaries in flight at most. */
     static final int CANARIES_IN_FLIGHT = 16;
 
@@ -119,6 +117,7 @@ final class EngineProbes implements AutoCloseable {
     private void scrapeAll(Topology topology, Map<String, String> paths) {
         long timeoutMs = scrapeTimeout.toMillis();
         List<CompletableFuture<?>> all = new ArrayList<>();
+        Map<String, CompletableFuture<HttpResponse<String>>> sent = new HashMap<>();
         for (Engine e : topology.engines()) {
             String path = paths.containsKey(e.id()) ? paths.get(e.id()) : "/metrics";
             if (path == null) { // registered without metrics: judged from gateway outcomes and canaries
@@ -137,12 +136,11 @@ final class EngineProbes implements AutoCloseable {
             HttpRequest req = HttpRequest.newBuilder(uri).timeout(scrapeTimeout).GET().build();
             // the request's timeout ends at the answer's head: a body that trickles is ended by the round's deadline
             // below, and a body beyond MAX_METRICS_BYTES is not read
-            AtomicBoolean settled = new AtomicBoolean();
-            CompletableFuture<HttpResponse<String>> sent = client.sendAsync(req, BoundedBody.ofString(MAX_METRICS_BYTES));
-            pending.put(e.id(), new Pending(sent, settled));
-            all.add(sent.handle((r, err) -> {
-                if (!settled.compareAndSet(false, true)) {
-                    return null; // ended at the round's deadline
+            CompletableFuture<HttpResponse<String>> scrape = client.sendAsync(req, BoundedBody.ofString(MAX_METRICS_BYTES));
+            sent.put(e.id(), scrape);
+            all.add(scrape.handle((r, err) -> {
+                if (err instanceof CancellationException) {
+                    return null; // cancelled at the round's deadline, which says so
                 }
                 if (err != null) {
                     Throwable t = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
@@ -172,17 +170,11 @@ final class EngineProbes implements AutoCloseable {
         }
         // what has not ended is a failed scrape, and its connection is closed: left running, a scrape whose body
         // never ends would hold a connection for good, and one more each round
-        pending.forEach((engine, p) -> {
-            if (p.settled().compareAndSet(false, true)) {
-                p.sent().cancel(true);
+        sent.forEach((engine, scrape) -> {
+            if (scrape.cancel(true)) { // false when it ended meanwhile, and said so itself
                 scrapeFailed(engine, "no whole answer within " + deadlineMs + " ms");
             }
         });
-        pending.clear();
-    }
-
-    /** A scrape of this round: its request, and whether its outcome has been given to the loop. */
-    private record Pending(CompletableFuture<HttpResponse<String>> sent, AtomicBoolean settled) {
     }
 
     private void scrapeFailed(String engine, String why) {
