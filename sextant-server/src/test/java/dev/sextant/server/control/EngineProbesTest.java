@@ -8,11 +8,11 @@ import dev.sextant.control.ControlLoop;
 import dev.sextant.request.Ticker;
 import dev.sextant.server.engine.EngineConfig;
 import dev.sextant.server.engine.EngineEmulator;
+import dev.sextant.server.internal.TestHttpServers;
 import dev.sextant.topology.Topology;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
 class EngineProbesTest {
     @Test
     void aBodyTooLarge_andOneThatNeverEnds_areFailedScrapes_andTheirConnectionsClosed() throws Exception {
-        HttpServer big = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        HttpServer big = TestHttpServers.loopback();
         big.createContext("/", ex -> {
             ex.sendResponseHeaders(200, 0); // chunked: no length announced
             byte[] line = "# HELP x a comment no scrape needs\n".repeat(1000).getBytes();
@@ -41,7 +41,7 @@ class EngineProbesTest {
             }
         });
         CountDownLatch trickleCut = new CountDownLatch(1);
-        HttpServer trickle = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        HttpServer trickle = TestHttpServers.loopback();
         trickle.createContext("/", ex -> {
             ex.sendResponseHeaders(200, 0);
             try (OutputStream out = ex.getResponseBody()) {

@@ -9,7 +9,6 @@ import dev.sextant.server.internal.Http;
 import dev.sextant.snapshot.Snapshot;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -33,12 +32,7 @@ class LongPollStallTest {
         byte[] json = SnapshotJson.write(s).getBytes(StandardCharsets.UTF_8);
         AtomicInteger polls = new AtomicInteger();
         CountDownLatch stalledCut = new CountDownLatch(1);
-        HttpServer cp = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        cp.setExecutor(java.util.concurrent.Executors.newCachedThreadPool(r -> {
-            Thread t = new Thread(r);
-            t.setDaemon(true); // a handler still waiting does not outlive the test
-            return t;
-        }));
+        HttpServer cp = dev.sextant.server.internal.TestHttpServers.loopback();
         cp.createContext("/v1/snapshot", ex -> {
             if (polls.incrementAndGet() == 1) {
                 ex.getResponseHeaders().set("content-type", "application/json");
