@@ -139,15 +139,15 @@ final class YamlEvents {
             // the character's place, counted in code points
             // (the reader checks a block of the text ahead of the parser, so the open collections say nothing of where
             // the character is: the field is the key its line starts with, if any)
-            int[] at = lineAndColumn(e.getPosition());
-            int end = at[2];
-            while (end < text.length() && "\n\r\u0085\u2028\u2029".indexOf(text.charAt(end)) < 0) {
+            Place at = place(e.getPosition());
+            int end = at.lineStart();
+            while (end < text.length() && !lineBreak(text.charAt(end))) {
                 end++;
             }
-            Matcher key = LINE_KEY.matcher(text.substring(at[2], end).strip());
-            problems.add(new ConfigProblem(source, at[0], key.find() ? key.group(1) : "", String.format(
+            Matcher key = LINE_KEY.matcher(text.substring(at.lineStart(), end).strip());
+            problems.add(new ConfigProblem(source, at.line(), key.find() ? key.group(1) : "", String.format(
                     "YAML syntax: character U+%04X (expected: printable characters, tabs and line breaks) (column %d)",
-                    e.getCodePoint(), at[1])));
+                    e.getCodePoint(), at.column())));
             return null;
         } catch (RuntimeException e) {
             // the scanner reports some other malformed input without a mark; still bad input
@@ -428,12 +428,17 @@ final class YamlEvents {
         return key.find() ? key.group(1) : "";
     }
 
-    /**
-     * The line and column (both from 1) of the code point at {@code index}, and the index in {@code text} where its
-     * line starts; lines broken as the YAML reader breaks them (a line feed, a carriage return alone or before a line
-     * feed, U+0085, U+2028, U+2029).
-     */
-    private int[] lineAndColumn(int index) {
+    /** Where a code point is: its line and column (both from 1), and the index in the text where its line starts. */
+    private record Place(int line, int column, int lineStart) {
+    }
+
+    /** A line break as the YAML reader counts one: a line feed, a carriage return, U+0085, U+2028, U+2029. */
+    private static boolean lineBreak(int c) {
+        return c == '\n' || c == '\r' || c == 0x85 || c == 0x2028 || c == 0x2029;
+    }
+
+    /** The place of the code point at {@code index}; a carriage return before a line feed ends no line of its own. */
+    private Place place(int index) {
         int line = 1;
         int column = 1;
         int start = 0;
@@ -444,7 +449,7 @@ final class YamlEvents {
             if (c == '\r' && i < text.length() && text.charAt(i) == '\n') {
                 continue; // the line feed ends this line
             }
-            if (c == '\n' || c == '\r' || c == 0x85 || c == 0x2028 || c == 0x2029) {
+            if (lineBreak(c)) {
                 line++;
                 column = 1;
                 start = i;
@@ -452,7 +457,7 @@ final class YamlEvents {
                 column++;
             }
         }
-        return new int[] {line, column, start};
+        return new Place(line, column, start);
     }
 
     private static int line(Mark m) {
