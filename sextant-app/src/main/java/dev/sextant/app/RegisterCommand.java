@@ -91,10 +91,9 @@ final class RegisterCommand implements Callable<Integer> {
                 options = etcd == null ? null : EtcdOptions.of(List.of(etcd.split(",")).stream().map(String::trim)
                         .map(java.net.URI::create).toList());
             } catch (IllegalArgumentException e) {
-                // the flag named, not the file field it stands for (EtcdOptions names etcd.endpoints)
-                String why = String.valueOf(e.getMessage());
-                throw new UsageException("--etcd: " + (why.startsWith("etcd.endpoints: ")
-                        ? why.substring("etcd.endpoints: ".length()) : why));
+                // the flag named, not the file field it stands for
+                String endpoint = ServerFile.endpointMessage(e.getMessage());
+                throw new UsageException("--etcd: " + (endpoint != null ? endpoint : e.getMessage()));
             }
         }
         if (options == null) {

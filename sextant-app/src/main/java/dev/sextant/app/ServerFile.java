@@ -444,10 +444,18 @@ final class ServerFile {
             return new dev.sextant.etcd.EtcdOptions(uris, prefix, user, password, ca, cert, key, leaseTtl,
                     advertise == null ? null : java.net.URI.create(advertise));
         } catch (IllegalArgumentException e) {
-            String why = e.getMessage();
-            throw why != null && why.startsWith("etcd.endpoints: ") ? endpointProblem(flag, why.substring(
-                    "etcd.endpoints: ".length())) : fail(why);
+            String endpoint = endpointMessage(e.getMessage());
+            throw endpoint != null ? endpointProblem(flag, endpoint) : fail(e.getMessage());
         }
+    }
+
+    /**
+     * An endpoint problem of {@link dev.sextant.etcd.EtcdOptions} ({@code etcd.endpoints: …}) without its field, to
+     * be named where the endpoints came from; null for a problem of another field.
+     */
+    static String endpointMessage(String why) {
+        String field = "etcd.endpoints: ";
+        return why != null && why.startsWith(field) ? why.substring(field.length()) : null;
     }
 
     /**
