@@ -5,6 +5,7 @@ import dev.sextant.topology.Engine;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -61,6 +62,8 @@ final class Simulation implements EngineSim.Listener {
     private final int[] tbtCount;
     private final long[][] demandCount;
     private final List<java.util.function.Consumer<Scrape>> scrapeListeners = new ArrayList<>();
+    /** {@link #harmonicSums} by n. */
+    private final Map<Integer, double[]> harmonic = new HashMap<>();
 
     private long requestIds;
     private final DoubleConsumer progress;
@@ -357,17 +360,8 @@ final class Simulation implements EngineSim.Listener {
      */
     static int zipf(SplittableRandom rng, double[] sums) {
         double u = rng.nextDouble() * sums[sums.length - 1];
-        int lo = 0;
-        int hi = sums.length - 1;
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (u < sums[mid]) {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        return lo;
+        int k = Arrays.binarySearch(sums, u); // the sums rise strictly: the first above u follows an equal one
+        return Math.min(k >= 0 ? k + 1 : -k - 1, sums.length - 1);
     }
 
     /** Running sums of 1/(k + 1) for k < {@code n}, computed once per n. */
@@ -382,8 +376,6 @@ final class Simulation implements EngineSim.Listener {
             return sums;
         });
     }
-
-    private final Map<Integer, double[]> harmonic = new HashMap<>();
 
     private static int around(SplittableRandom rng, double mean) {
         return Math.max(1, (int) Math.round(mean * (0.5 + rng.nextDouble())));
