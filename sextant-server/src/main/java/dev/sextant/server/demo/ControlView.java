@@ -139,44 +139,39 @@ record ControlView(JsonNode health, Map<String, JsonNode> explained, String erro
     }
 
     /**
-     * One line per set of engines with the same estimate: "use-1 use-2  healthy  82.4 req/s (configured 40):
-     * estimated from 2813 requests over 39 s", with why an engine is not healthy, and how much slower it is.
+     * One line per set of engines whose estimates read the same: "use-1 use-2  healthy  82.4 req/s (configured 40):
+     * estimated from 2813 requests over 39 s", with why an engine is not healthy, and how much slower it is. Engines
+     * are grouped by what the line says, not by the exact figures behind it: two engines at 38.93 and 38.94 req/s
+     * would otherwise stand on two lines that read alike.
      */
     List<String> engineLines() {
         if (health == null) {
             return List.of();
         }
         Map<String, List<String>> groups = new LinkedHashMap<>();
-        Map<String, JsonNode> first = new LinkedHashMap<>();
-        health.path("engines").fields().forEachRemaining(e -> {
-            JsonNode x = e.getValue();
-            String key = x.path("condition").asText() + "\u0000" + x.path("capacity_rps").asDouble() + "\u0000"
-                    + x.path("configured_rps").asDouble() + "\u0000" + x.path("capacity_why").asText()
-                    + "\u0000" + x.path("slowdown").asDouble() + "\u0000"
-                    + ("healthy".equals(x.path("condition").asText()) ? "" : x.path("why").asText());
-            groups.computeIfAbsent(key, k -> new ArrayList<>()).add(e.getKey());
-            first.putIfAbsent(key, x);
-        });
+        health.path("engines").fields().forEachRemaining(e -> groups.computeIfAbsent(estimate(e.getValue()),
+                k -> new ArrayList<>()).add(e.getKey()));
         int pad = groups.values().stream().mapToInt(l -> String.join(" ", l).length()).max().orElse(0);
         List<String> out = new ArrayList<>();
-        groups.forEach((key, ids) -> {
-            JsonNode x = first.get(key);
-            String condition = x.path("condition").asText();
-            StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "  %-" + pad + "s  %-8s %s req/s "
-                            + "(configured %s)", String.join(" ", ids), condition,
-                    rps(x.path("capacity_rps").asDouble(Double.NaN)),
-                    rps(x.path("configured_rps").asDouble(Double.NaN))));
-            double slowdown = x.path("slowdown").asDouble(1);
-            if (Math.abs(slowdown - 1) > 1e-9) {
-                b.append(String.format(Locale.ROOT, ", %.1f× slower", slowdown));
-            }
-            b.append(": ").append(evidence(x.path("capacity_why").asText("")));
-            if (!"healthy".equals(condition)) {
-                b.append("; ").append(x.path("why").asText(""));
-            }
-            out.add(b.toString());
-        });
+        groups.forEach((estimate, ids) -> out.add(String.format(Locale.ROOT, "  %-" + pad + "s  %s",
+                String.join(" ", ids), estimate)));
         return out;
+    }
+
+    /** What an engine line says of one engine's estimate, after its id: "healthy  82.4 req/s (configured 40): …". */
+    private static String estimate(JsonNode x) {
+        String condition = x.path("condition").asText();
+        StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "%-8s %s req/s (configured %s)", condition,
+                rps(x.path("capacity_rps").asDouble(Double.NaN)), rps(x.path("configured_rps").asDouble(Double.NaN))));
+        double slowdown = x.path("slowdown").asDouble(1);
+        if (Math.abs(slowdown - 1) > 1e-9) {
+            b.append(String.format(Locale.ROOT, ", %.1f× slower", slowdown));
+        }
+        b.append(": ").append(evidence(x.path("capacity_why").asText("")));
+        if (!"healthy".equals(condition)) {
+            b.append("; ").append(x.path("why").asText(""));
+        }
+        return b.toString();
     }
 
     /**

@@ -40,6 +40,12 @@ public final class Demo implements AutoCloseable {
     /** The model every demo engine serves. */
     public static final String MODEL = "llama-3.1-8b";
 
+    /** Tokens of each answer: the topology's {@code output_tokens}, and what the load driver asks for. */
+    static final int OUTPUT_TOKENS = 32;
+
+    /** Every engine's rating in the topology, req/s. */
+    static final double CAPACITY_RPS = 40;
+
     /** Engine id → engine cluster; two engines per cluster, one cluster per region. */
     static final Map<String, String> ENGINES = new LinkedHashMap<>();
 
@@ -127,7 +133,7 @@ public final class Demo implements AutoCloseable {
         Map<String, Integer> ports = new LinkedHashMap<>();
         try {
             for (String id : ENGINES.keySet()) {
-                EngineEmulator e = EngineEmulator.start(EngineConfig.defaults(id, MODEL)
+                EngineEmulator e = EngineEmulator.start(rated(EngineConfig.defaults(id, MODEL))
                         .withNetworkRttMs(roundTripsTo(ENGINES.get(id))));
                 engines.add(e);
                 ports.put(id, e.port());
@@ -213,6 +219,23 @@ public final class Demo implements AutoCloseable {
         return out;
     }
 
+    /**
+     * {@code c} with the batch that makes it carry its rating of the demo's answers, {@link #CAPACITY_RPS} of
+     * {@link #OUTPUT_TOKENS} tokens each, at its own pace: the smallest batch b with
+     * b / (tokens × (decode base + b × per-sequence ms)) ≥ the rating (prefill of the load's short prompts left out:
+     * a fraction of a step). The topology then states what the engines do, so east's 100 req/s really is more than
+     * its two engines carry at 90% and the spill to us-west lasts; an emulator batching 64 would carry several times
+     * its rating, and once the loop had learned that, east would have no reason to send anything 60 ms away.
+     */
+    static EngineConfig rated(EngineConfig c) {
+        int b = 1;
+        while (b < c.maxSequences()
+                && b * 1000 / (OUTPUT_TOKENS * (c.decodeBaseMs() + b * c.decodeMsPerSequence())) < CAPACITY_RPS) {
+            b++;
+        }
+        return c.withLatency(b, c.prefillMsPerToken(), c.decodeBaseMs(), c.decodeMsPerSequence());
+    }
+
     /** The demo's engines, in the order of {@link #ENGINES}. */
     List<EngineEmulator> engines() {
         return List.copyOf(engines);
@@ -238,12 +261,13 @@ public final class Demo implements AutoCloseable {
                 .append("}\n"));
         y.append("""
                 models:
-                  - {id: llama-3.1-8b, output_tokens: 32}
+                  - {id: llama-3.1-8b, output_tokens: %d}
                 engines:
-                """);
+                """.formatted(OUTPUT_TOKENS));
         ports.forEach((id, port) -> y.append("  - {id: ").append(id).append(", cluster: ").append(ENGINES.get(id))
                 .append(", endpoint: 'http://127.0.0.1:").append(port)
-                .append("', models: [llama-3.1-8b], capacity_rps: 40, profile: {ttft_ms: 15, tbt_ms: 9, tbt_slope: 0.5}}\n"));
+                .append("', models: [llama-3.1-8b], capacity_rps: ").append(Numbers.plain(CAPACITY_RPS))
+                .append(", profile: {ttft_ms: 15, tbt_ms: 9, tbt_slope: 0.5}}\n"));
         y.append("""
                 classes:
                   - {id: chat, model: llama-3.1-8b, priority: 0}

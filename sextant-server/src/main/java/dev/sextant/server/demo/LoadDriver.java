@@ -165,7 +165,8 @@ public final class LoadDriver implements AutoCloseable {
         long k = perStream[stream]++;
         // a conversation comes back every ~500 × 4 requests of its stream
         String conversation = "conv-" + s.gateway() + "-" + s.trafficClass() + "-" + (k / 4) % 500;
-        String body = "{\"model\":\"" + Demo.MODEL + "\",\"stream\":true,\"max_tokens\":16,\"prompt_cache_key\":\""
+        String body = "{\"model\":\"" + Demo.MODEL + "\",\"stream\":true,\"max_tokens\":" + Demo.OUTPUT_TOKENS
+                + ",\"prompt_cache_key\":\""
                 + conversation + "\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about turn " + n + "\"}]}";
         HttpRequest.Builder b = HttpRequest.newBuilder(s.uri().resolve("/v1/chat/completions"))
                 .timeout(Duration.ofSeconds(60)).header("content-type", "application/json")

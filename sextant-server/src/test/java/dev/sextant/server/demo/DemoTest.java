@@ -46,6 +46,27 @@ class DemoTest {
         assertThat(demo.engines().get(2).config().networkRttMs()).as("usw-1").containsEntry("east", 60.0);
     }
 
+    /**
+     * Each engine's batch is the smallest at which the emulator's pace carries the topology's rating of the demo's
+     * answers, so the topology states what the engines do: a batch fewer would carry less than the rating.
+     */
+    @Test
+    void everyEngine_carriesItsRating_andABatchFewerWouldNot() throws Exception {
+        Topology t = TopologyLoader.load(Files.readString(demo.topologyFile()), "demo.yaml");
+        int tokens = t.models().get(0).outputTokens();
+        assertThat(tokens).as("the load's answers are the topology's").isEqualTo(Demo.OUTPUT_TOKENS);
+        for (EngineEmulator e : demo.engines()) {
+            var c = e.config();
+            double rating = t.engines().stream().filter(x -> x.id().equals(c.engineId())).findFirst().orElseThrow()
+                    .capacityRps();
+            int b = c.maxSequences();
+            double carries = b * 1000.0 / (tokens * (c.decodeBaseMs() + b * c.decodeMsPerSequence()));
+            double fewer = (b - 1) * 1000.0 / (tokens * (c.decodeBaseMs() + (b - 1) * c.decodeMsPerSequence()));
+            assertThat(carries).as(c.engineId()).isGreaterThanOrEqualTo(rating).isLessThan(1.1 * rating);
+            assertThat(fewer).as(c.engineId() + " with a batch fewer").isLessThan(rating);
+        }
+    }
+
     @Test
     void aRequestFromEastServedInUsWest_takesAtLeastItsRoundTrip() throws Exception {
         URI east = demo.gatewayUris().get(0);
