@@ -16,6 +16,8 @@ class DecisionReasonsTest {
             spill:overload,fallback          | spill:overload
             spaced:prefill                   | spaced:prefill
             recent,fallback                  | recent
+            spill:ejected                    | spill:ejected
+            least-full,fallback              | least-full
             retry:connect-error,key          | retry:connect-error
             retry:timeout,nearest-healthy    | retry:timeout
             retry:engine-busy,same-engine,fallback | retry:engine-busy
@@ -28,7 +30,7 @@ class DecisionReasonsTest {
 
     @Test
     void labels_areBounded_byTheDataPlanesWordsOutcomesAndRefusals() {
-        assertThat(DecisionReasons.labels()).hasSize(23).doesNotHaveDuplicates()
+        assertThat(DecisionReasons.labels()).hasSize(25).doesNotHaveDuplicates()
                 .contains("nearest", "skip:ejected", "skip:limit", "retry:server-error", "refused:unknown-model",
                         "refused:engine-limit", "refused:attempts-exhausted", "refused:no-engine-in-service")
                 .noneMatch(l -> l.contains(","));
