@@ -14,7 +14,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.DoubleAdder;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.logging.Logger;
 
@@ -22,32 +21,69 @@ import java.util.logging.Logger;
  * The gateway's side of the signal path: counts arrivals per class, and per engine how each attempt ended, its
  * latencies (first byte, between chunks, end to end), new connections' set-up time and round-trip probes, and per
  * engine cluster the probes' round trips; every few seconds it posts them to the control plane's {@code /v1/reports}
- * from its own thread (JSON in {@code docs/servers.md}, "Signal reports"). The request path only adds to adders made
- * once per engine ({@link EngineStats}): no lock, no allocation. A failed post is logged and dropped; a request never
+ * from its own thread (JSON in {@code docs/servers.md}, "Signal reports"). The request path only adds to counters made
+ * once per engine ({@link EngineStats}): adders, and for each latency's sum and count a lock of two additions
+ * that threads seldom share ({@link Mean}); no allocation. A failed post is logged and dropped; a request never
  * waits for it.
  */
 final class Reporter implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Reporter.class.getName());
 
-    /** A sum of durations and their count, from which a report's mean (ms) follows. */
+    /**
+     * A sum of durations and their count, from which a report's mean (ms) follows. Each sample goes whole into one of
+     * a few cells, a cell's sum and count under the cell's lock, and a drain takes each cell whole: with a pair of
+     * adders a drain between a sample's sum and its count moved the count into the next report without its time
+     * ({@code ttft_ms} 0 beside {@code ttft_count} 1). A thread keeps to the cell of its id, so the event loops, a
+     * few fixed threads with consecutive ids, seldom share one; one lock for all of them took ten times the adders'
+     * time when two threads added at once ({@code ReporterMeanBenchmark}, BENCHMARKS.md).
+     */
     static final class Mean {
-        private final DoubleAdder ms = new DoubleAdder();
-        private final LongAdder count = new LongAdder();
+        /** Cells: the smallest power of two at least twice the processors (at most 64), so that threads seldom meet. */
+        static final int CELLS = Math.min(64, Integer.highestOneBit(
+                Math.max(1, Runtime.getRuntime().availableProcessors()) * 4 - 1));
+
+        private final Cell[] cells = new Cell[CELLS];
+
+        Mean() {
+            for (int i = 0; i < CELLS; i++) {
+                cells[i] = new Cell();
+            }
+        }
 
         /** One sample, nanoseconds ≥ 0. */
         void add(long nanos) {
-            ms.add(nanos / 1e6);
-            count.increment();
+            Cell c = cells[(int) Thread.currentThread().getId() & (CELLS - 1)];
+            synchronized (c) {
+                c.ms += nanos / 1e6;
+                c.count++;
+            }
         }
 
         /** Puts {@code <name>_ms} (the mean, omitted when there was no sample) and {@code <name>_count}, resetting. */
-        private void drainInto(ObjectNode o, String name) {
-            long n = count.sumThenReset();
-            double sum = ms.sumThenReset();
+        void drainInto(ObjectNode o, String name) {
+            long n = 0;
+            double sum = 0;
+            for (Cell c : cells) {
+                synchronized (c) {
+                    n += c.count;
+                    sum += c.ms;
+                    c.count = 0;
+                    c.ms = 0;
+                }
+            }
             if (n > 0) {
                 o.put(name + "_ms", sum / n);
             }
             o.put(name + "_count", n);
+        }
+
+        /** A part of the sum and count; padded to a cache line of its own, so that cells side by side do not share one. */
+        @SuppressWarnings("unused")
+        private static final class Cell {
+            private long p0, p1, p2, p3, p4, p5, p6;
+            double ms;
+            long count;
+            private long q0, q1, q2, q3, q4, q5, q6;
         }
     }
 
