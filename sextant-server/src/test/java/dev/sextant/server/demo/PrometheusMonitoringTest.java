@@ -34,11 +34,13 @@ import org.junit.jupiter.api.io.TempDir;
  * package, which {@code .ci/run} installs): {@code promtool} checks the example configuration and runs the rules' unit
  * tests, and a Prometheus server scraping the demo's gateways, control plane and engines finds every target up, every
  * metric the rules read (but those of set-ups the demo does not have, each found in the docs instead), the recording
- * rules' values, no alert on the healthy demo, and an alert once the topology file on disk is made invalid.
+ * rules' values, every query of the Grafana dashboard ({@code examples/grafana}) taken and with a value, no alert on
+ * the healthy demo, and an alert once the topology file on disk is made invalid.
  */
 class PrometheusMonitoringTest {
     private static final Path ROOT = Path.of("").toAbsolutePath().getParent();
     private static final Path EXAMPLES = ROOT.resolve("examples/prometheus");
+    private static final Path DASHBOARD = ROOT.resolve("examples/grafana/sextant-dashboard.json");
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private static final ObjectMapper JSON = new ObjectMapper();
     /** A metric name in a PromQL expression: not part of a recording rule's name (those hold colons). */
@@ -146,6 +148,14 @@ class PrometheusMonitoringTest {
                     assertThat(Fleet.await(() -> !query(prometheus, "count(" + name + ")").isEmpty(),
                             Duration.ofSeconds(30))).as("Prometheus has %s from the demo", name).isTrue();
                 }
+                // every query of the Grafana dashboard is PromQL that Prometheus takes, and has a value on the demo
+                for (String expr : dashboardQueries()) {
+                    String promql = expr.replace("$__rate_interval", "1m");
+                    assertThat(queryError(prometheus, promql)).as("Prometheus takes the dashboard's %s", promql)
+                            .isEmpty();
+                    assertThat(Fleet.await(() -> !query(prometheus, promql).isEmpty(), Duration.ofSeconds(30)))
+                            .as("the dashboard's %s has a value on the demo", promql).isTrue();
+                }
                 assertThat(query(prometheus, "ALERTS")).as("no alert on the healthy demo").isEmpty();
                 Files.writeString(demo.topologyFile(), "engines: [\n"); // what a half-saved edit leaves
                 String pending = "ALERTS{alertname=\"SextantTopologyInvalid\",alertstate=\"pending\","
@@ -159,6 +169,85 @@ class PrometheusMonitoringTest {
                     p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
                 }
             }
+        }
+    }
+
+    /**
+     * The Grafana dashboard ({@code examples/grafana/sextant-dashboard.json}, docs/monitoring.md) is a dashboard Grafana
+     * imports: unique panel ids, panels on its 24-column grid without overlapping, every panel described and reading
+     * the dashboard's Prometheus variable, every query with its reference, every Sextant metric it reads in the
+     * metrics tables of the docs; and the docs say how to load it. That each query is PromQL with a value on a running
+     * fleet is checked against the demo, above.
+     */
+    @Test
+    void theGrafanaDashboard_isWellFormed_readsDocumentedMetrics_andIsDocumented() throws Exception {
+        JsonNode d = JSON.readTree(DASHBOARD.toFile());
+        assertThat(d.path("uid").asText()).isNotEmpty();
+        assertThat(d.path("templating").path("list").findValuesAsText("name")).contains("datasource");
+        Set<Integer> ids = new TreeSet<>();
+        List<int[]> boxes = new ArrayList<>();
+        int queries = 0;
+        for (JsonNode p : d.path("panels")) {
+            String title = p.path("title").asText();
+            assertThat(ids.add(p.path("id").asInt())).as("id of %s unique", title).isTrue();
+            JsonNode g = p.path("gridPos");
+            int[] box = {g.path("x").asInt(), g.path("y").asInt(), g.path("w").asInt(), g.path("h").asInt()};
+            assertThat(box[0] + box[2]).as("%s within the grid's 24 columns", title).isLessThanOrEqualTo(24);
+            assertThat(box[2] > 0 && box[3] > 0).as("%s has a size", title).isTrue();
+            for (int[] other : boxes) {
+                boolean apart = box[0] + box[2] <= other[0] || other[0] + other[2] <= box[0]
+                        || box[1] + box[3] <= other[1] || other[1] + other[3] <= box[1];
+                assertThat(apart).as("%s overlaps another panel", title).isTrue();
+            }
+            boxes.add(box);
+            if ("row".equals(p.path("type").asText())) {
+                continue;
+            }
+            assertThat(title).isNotEmpty();
+            assertThat(p.path("description").asText()).as("%s described", title).isNotEmpty();
+            assertThat(p.path("datasource").path("uid").asText()).as(title).isEqualTo("${datasource}");
+            assertThat(p.path("targets")).as("%s queries something", title).isNotEmpty();
+            for (JsonNode t : p.path("targets")) {
+                assertThat(t.path("refId").asText()).as(title).isNotEmpty();
+                assertThat(t.path("expr").asText()).as(title).isNotEmpty();
+                queries++;
+            }
+        }
+        assertThat(queries).isEqualTo(dashboardQueries().size()).isGreaterThan(20);
+        String tables = Files.readString(ROOT.resolve("docs/servers.md"));
+        for (String q : dashboardQueries()) {
+            Matcher m = METRIC.matcher(q);
+            while (m.find()) {
+                String name = m.group(1).replaceFirst("_(total|bucket|sum|count)$", "");
+                assertThat(tables).as("%s, which the dashboard reads, in the metrics of docs/servers.md", name)
+                        .contains("`" + name);
+            }
+        }
+        assertThat(Files.readString(ROOT.resolve("docs/monitoring.md"))).contains("examples/grafana/sextant-dashboard.json");
+    }
+
+    /** Every query of the Grafana dashboard's panels. */
+    private static List<String> dashboardQueries() throws IOException {
+        List<String> out = new ArrayList<>();
+        for (JsonNode p : JSON.readTree(DASHBOARD.toFile()).path("panels")) {
+            p.path("targets").forEach(t -> out.add(t.path("expr").asText()));
+        }
+        return out;
+    }
+
+    /** Prometheus's error for {@code promql} (a parse error, say), or empty when it takes it. */
+    private static String queryError(URI prometheus, String promql) {
+        try {
+            HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(prometheus.resolve("/api/v1/query?query="
+                    + URLEncoder.encode(promql, StandardCharsets.UTF_8))).timeout(Duration.ofSeconds(5)).GET().build(),
+                    HttpResponse.BodyHandlers.ofString());
+            JsonNode body = JSON.readTree(r.body());
+            return "success".equals(body.path("status").asText()) ? "" : r.statusCode() + " " + r.body();
+        } catch (IOException e) {
+            return e.toString();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return e.toString();
         }
     }
 
