@@ -223,6 +223,18 @@ class PrometheusMonitoringTest {
                         .contains("`" + name);
             }
         }
+        // the engines' names are those the control plane reads of vLLM and SGLang
+        String engineMetrics = Files.readString(ROOT.resolve(
+                "sextant-control/src/main/java/dev/sextant/signal/EngineMetrics.java"));
+        Matcher engine = Pattern.compile("(?:vllm|sglang):[a-z_]+").matcher(String.join("\n", dashboardQueries()));
+        int engineNames = 0;
+        while (engine.find()) {
+            String name = engine.group().replaceFirst("_bucket$", "");
+            assertThat(engineMetrics).as("%s, which the dashboard reads, among the names EngineMetrics reads", name)
+                    .contains("\"" + name + "\"");
+            engineNames++;
+        }
+        assertThat(engineNames).isGreaterThan(8);
         assertThat(Files.readString(ROOT.resolve("docs/monitoring.md"))).contains("examples/grafana/sextant-dashboard.json");
     }
 
