@@ -27,7 +27,7 @@ import java.time.Duration;
  * @param ttftPredictor           expected engine-side TTFT per engine
  * @param maxAttempts             attempts per request including the first, ≥ 1
  * @param retryBackoffBase        full-jitter back-off before retrying the same engine: uniform in
- *                                [0, min(max, base × 2^(attempt−1))]
+ *                                [0, min(max, base × 2^(n−2))] before the n-th attempt (the first retry: base)
  * @param retryBackoffMax         cap of that back-off
  * @param retryTokenCap           a class's retry budget never banks more than this many retries from its
  *                                deposits, ≥ 1
