@@ -63,6 +63,11 @@ final class Exchange {
     private final boolean keepAlive;
     /** The answer has no length and the client speaks HTTP/1.0: closing the connection ends it. */
     private boolean closeDelimited;
+    /**
+     * The engine answered 205 (Reset Content), which has no content (RFC 9110 §15.3.6: a server must not generate
+     * any): what an engine sent with it anyway is read and dropped, and the client gets a length of 0.
+     */
+    private boolean resetContent;
     private final String requestId;
     private final long startNanos;
     /** The request asked for an event stream ({@code "stream": true}). */
@@ -376,6 +381,12 @@ final class Exchange {
             // an answer without content (RFC 9110 §6.4.1): a length the engine gave it anyway would make an HTTP/1.1
             // client wait for bytes that never come (and an HTTP/2 client refuse it); what followed it is not read
             out.headers().remove(HttpHeaderNames.CONTENT_LENGTH);
+        } else if (code == 205) {
+            // framed by its length or chunks like any answer, so the engine connection stays in step, but without
+            // content for the client, whatever the engine sent (clients differ on whether to read a 205's body)
+            HttpUtil.setTransferEncodingChunked(out, false);
+            HttpUtil.setContentLength(out, 0);
+            resetContent = true;
         }
         if (HttpVersion.HTTP_1_0.equals(request.protocolVersion()) && HttpUtil.isTransferEncodingChunked(out)) {
             // an HTTP/1.0 client knows no chunked coding (RFC 9112 §6.1): the answer ends where the connection does
@@ -455,6 +466,14 @@ final class Exchange {
         }
         if (heldHead != null && !releaseHead(c, last)) {
             return;
+        }
+        if (resetContent && c.content().isReadable()) {
+            c.release();
+            if (!last) {
+                upstream.read();
+                return;
+            }
+            c = LastHttpContent.EMPTY_LAST_CONTENT;
         }
         int n = c.content().readableBytes();
         if (n > 0) {

@@ -75,7 +75,7 @@ class EngineAnswerFuzzTest {
                 case 2 -> s = s.substring(0, at) + INSERTS[r.nextInt(INSERTS.length)] + s.substring(at);
                 case 3 -> s = s.substring(0, at); // truncate
                 case 4 -> { // status code
-                    String[] codes = {"100", "101", "204", "304", "999", "0", "200", "201", "400", "404", "413", "500",
+                    String[] codes = {"100", "101", "204", "205", "304", "999", "0", "200", "201", "400", "404", "413", "500",
                         "502", "503", "504", "2000", "abc"};
                     s = s.replaceFirst("HTTP/1.1 \\d+", "HTTP/1.1 " + codes[r.nextInt(codes.length)]);
                 }

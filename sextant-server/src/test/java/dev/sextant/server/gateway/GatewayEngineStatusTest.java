@@ -11,7 +11,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * What the gateway makes of an engine's status line: a status that is no HTTP status, or a protocol switch no request
  * asked for, is a malformed answer (502, never passed on); an interim (1xx) answer is skipped for the answer after it;
- * an answer that has no content (204, 304) reaches the client without the length an engine gave it anyway. Found
+ * an answer that has no content (204, 304, 205) reaches the client without the content or length an engine gave it
+ * anyway. Found
  * by random edits of engines' answers: each of these once reached the client as it came (an HTTP/2 client refused
  * them all: status 0, a 101, a 100 as the final answer, a 204 with a length).
  */
@@ -52,6 +53,18 @@ class GatewayEngineStatusTest {
         assertThat(r.statusCode()).isEqualTo(200);
         assertThat(r.body()).isEqualTo(BODY);
         assertThat(r.headers().firstValue("link")).as("nothing of the interim answer").isEmpty();
+    }
+
+    /** A 205 has no content either (RFC 9110 §15.3.6), though framed: what an engine sent with it is dropped. */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"content-length: 5\r\n\r\nhello", "transfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        "content-length: 0\r\n\r\n"})
+    void resetContent_reachesTheClientWithoutContent_whateverTheEngineSentWithIt(String rest) throws Exception {
+        HttpResponse<String> r = through("HTTP/1.1 205 Reset Content\r\n" + rest, false);
+
+        assertThat(r.statusCode()).isEqualTo(205);
+        assertThat(r.body()).isEmpty();
+        assertThat(r.headers().firstValue("content-length").orElse("0")).isEqualTo("0");
     }
 
     @ParameterizedTest(name = "status {0}")
