@@ -110,6 +110,119 @@ class GatewayHttp2LifecycleTest {
         assertThat(c.isOpen()).as("one stream's failure leaves the connection up").isTrue();
     }
 
+    /**
+     * The "rapid reset" attack (CVE-2023-44487): a client opens streams and resets each at once, so that the server
+     * starts work it never finishes while the client's concurrent-stream limit never binds. The frame codec answers
+     * more than 200 resets in 30 s with GOAWAY and closes the connection (whether the client reads the GOAWAY before
+     * the close resets its socket is chance: resets it has sent are still arriving); each reset stream's engine
+     * request is cancelled, and other clients are served.
+     */
+    @Test
+    void aClientResettingStreamsAsFastAsItOpensThem_isCutOff_andLeavesNoWorkBehind() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false));
+        H2Client attacker = client(gw);
+        int tries = 2_000;
+        int opened = 0;
+        for (int i = 0; i < tries && attacker.isOpen(); i++) {
+            try {
+                attacker.post("/v1/chat/completions", Fleet.chat("reset-" + i, true, 1000)).cancel();
+                opened++;
+            } catch (Exception e) {
+                break; // the connection went away between the check and the open
+            }
+        }
+        assertThat(Fleet.await(() -> !attacker.isOpen(), Duration.ofSeconds(10)))
+                .as("the connection closed by the gateway (%d streams opened and reset)", opened).isTrue();
+        assertThat(opened).as("streams opened and reset before the gateway closed the connection")
+                .isGreaterThan(200).isLessThan(tries);
+        assertThat(Fleet.await(() -> gw.inFlight() == 0, Duration.ofSeconds(20)))
+                .as("every reset stream's engine request ended").isTrue();
+        H2Client other = client(gw);
+        H2Client.Stream s = other.post("/v1/chat/completions", Fleet.chat("after", true, 4));
+        assertThat(s.status()).isEqualTo(200);
+        assertThat(s.body().strip()).endsWith("data: [DONE]");
+    }
+
+    /**
+     * The CONTINUATION flood (VU#421644, 2024): a HEADERS frame without END_HEADERS followed by CONTINUATION frames
+     * that never end it, which a server that buffers the header block until its end keeps in memory without bound.
+     * The gateway closes the connection once the block is past what its header limit allows, long before the 64 MiB
+     * this client would send (measured: the client's writes failed after 4.2 MB, most of it the sockets' buffers), and
+     * serves other clients meanwhile.
+     */
+    @Test
+    void headerBlockContinuedWithoutEnd_closesTheConnection_beforeItGrowsFar() throws Exception {
+        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false));
+        long sent = 0;
+        boolean cut = false;
+        try (Socket socket = new Socket("127.0.0.1", gw.port())) {
+            socket.setSoTimeout(10_000);
+            var out = socket.getOutputStream();
+            out.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.write(frame(0x4, 0, 0, new byte[0])); // an empty SETTINGS
+            // HEADERS on stream 1, END_STREAM but not END_HEADERS: ":method: GET" (static table index 2, indexed)
+            out.write(frame(0x1, 0x1, 1, new byte[] {(byte) 0x82}));
+            byte[] block = new byte[16_384];
+            for (int i = 0; i < block.length; ) { // literal fields without indexing, new names: "x-a: aaa…"
+                int value = Math.min(120, block.length - i - 6);
+                if (value < 1) {
+                    block[i++] = (byte) 0x82; // :method again, indexed
+                    continue;
+                }
+                block[i++] = 0x00;
+                block[i++] = 3;
+                block[i++] = 'x';
+                block[i++] = '-';
+                block[i++] = 'a';
+                block[i++] = (byte) value;
+                for (int j = 0; j < value; j++) {
+                    block[i++] = 'a';
+                }
+            }
+            try {
+                while (sent < 64L << 20) {
+                    out.write(frame(0x9, 0, 1, block)); // CONTINUATION, never END_HEADERS
+                    sent += block.length;
+                }
+                out.flush();
+                // all of it went out (into socket buffers at worst): the gateway must still have closed
+                InputStream in = socket.getInputStream();
+                byte[] buf = new byte[8192];
+                while (in.read(buf) >= 0) {
+                    // the gateway's SETTINGS, its GOAWAY: read to the end of the connection
+                }
+                cut = true;
+            } catch (java.net.SocketTimeoutException e) {
+                cut = false; // all sent, and the connection still open 10 s later
+            } catch (java.io.IOException e) {
+                cut = true; // the gateway closed the connection while this client was still sending
+            }
+        }
+        assertThat(cut).as("the connection ended").isTrue();
+        assertThat(sent).as("bytes of header block sent before the gateway cut the connection")
+                .isLessThan(32L << 20); // what the socket buffers on both sides take is sent before a write fails
+        H2Client other = client(gw);
+        H2Client.Stream s = other.post("/v1/chat/completions", Fleet.chat("after", true, 4));
+        assertThat(s.status()).isEqualTo(200);
+        assertThat(Fleet.await(() -> gw.inFlight() == 0, Duration.ofSeconds(10))).isTrue();
+    }
+
+    /** An HTTP/2 frame: 24-bit length, type, flags, stream id, payload (RFC 9113 §4.1). */
+    private static byte[] frame(int type, int flags, int stream, byte[] payload) {
+        byte[] f = new byte[9 + payload.length];
+        f[0] = (byte) (payload.length >>> 16);
+        f[1] = (byte) (payload.length >>> 8);
+        f[2] = (byte) payload.length;
+        f[3] = (byte) type;
+        f[4] = (byte) flags;
+        f[5] = (byte) (stream >>> 24 & 0x7f);
+        f[6] = (byte) (stream >>> 16);
+        f[7] = (byte) (stream >>> 8);
+        f[8] = (byte) stream;
+        System.arraycopy(payload, 0, f, 9, payload.length);
+        return f;
+    }
+
     @Test
     void gracefulShutdown_sendsGoAway_andAnOpenStreamFinishes() throws Exception {
         Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false));
