@@ -152,55 +152,123 @@ class GatewayHttp2LifecycleTest {
      */
     @Test
     void headerBlockContinuedWithoutEnd_closesTheConnection_beforeItGrowsFar() throws Exception {
-        Gateway gw = gateway(GatewayConfig.defaults("gw").withAccessLog(false));
-        long sent = 0;
-        boolean cut = false;
-        try (Socket socket = new Socket("127.0.0.1", gw.port())) {
-            socket.setSoTimeout(10_000);
-            var out = socket.getOutputStream();
-            out.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
-            out.write(frame(0x4, 0, 0, new byte[0])); // an empty SETTINGS
-            // HEADERS on stream 1, END_STREAM but not END_HEADERS: ":method: GET" (static table index 2, indexed)
-            out.write(frame(0x1, 0x1, 1, new byte[] {(byte) 0x82}));
-            byte[] block = new byte[16_384];
-            for (int i = 0; i < block.length; ) { // literal fields without indexing, new names: "x-a: aaa…"
-                int value = Math.min(120, block.length - i - 6);
-                if (value < 1) {
-                    block[i++] = (byte) 0x82; // :method again, indexed
-                    continue;
-                }
-                block[i++] = 0x00;
-                block[i++] = 3;
-                block[i++] = 'x';
-                block[i++] = '-';
+        Gateway gw = floodedGateway();
+        byte[] block = new byte[16_384];
+        for (int i = 0; i < block.length; ) { // literal fields without indexing, new names: "x-a: aaa…"
+            int value = Math.min(120, block.length - i - 6);
+            if (value < 1) {
+                block[i++] = (byte) 0x82; // :method: GET, indexed
+                continue;
+            }
+            block[i++] = 0x00;
+            block[i++] = 3;
+            block[i++] = 'x';
+            block[i++] = '-';
+            block[i++] = 'a';
+            block[i++] = (byte) value;
+            for (int j = 0; j < value; j++) {
                 block[i++] = 'a';
-                block[i++] = (byte) value;
-                for (int j = 0; j < value; j++) {
-                    block[i++] = 'a';
+            }
+        }
+        // HEADERS on stream 1 with END_STREAM but not END_HEADERS (":method: GET"), then CONTINUATION without it
+        long sent = flood(gw, frame(0x1, 0x1, 1, new byte[] {(byte) 0x82}), frame(0x9, 0, 1, block), 64L << 20);
+        assertThat(sent).as("bytes sent before the gateway cut the connection (-1: never)").isBetween(0L, 32L << 20);
+        assertServesOthers(gw);
+    }
+
+    /**
+     * Control frames the client never reads the answers of (the ping flood, CVE-2019-9512): each PING asks for a PING
+     * ACK, which queues while the client does not read. The codec closes the connection when 10,000 control frames
+     * wait, before the 4 million PINGs this client would send.
+     */
+    @Test
+    void pingsWhoseAcksAreNeverRead_closeTheConnection() throws Exception {
+        Gateway gw = floodedGateway();
+        byte[] ping = frame(0x6, 0, 0, new byte[8]);
+        long sent = flood(gw, new byte[0], ping, 4_000_000L * ping.length);
+        assertThat(sent).as("bytes sent before the gateway cut the connection (-1: never)")
+                .isBetween(0L, 2_000_000L * ping.length);
+        assertServesOthers(gw);
+    }
+
+    /**
+     * Empty DATA frames without end (CVE-2019-9518): each costs the server a frame's work and moves nothing. The codec
+     * closes the connection after two in a row.
+     */
+    @Test
+    void emptyDataFramesWithoutEnd_closeTheConnection() throws Exception {
+        Gateway gw = floodedGateway();
+        // HEADERS of a POST on stream 1, END_HEADERS without END_STREAM: ":method: POST", ":scheme: http", ":path: /"
+        byte[] head = frame(0x1, 0x4, 1, new byte[] {(byte) 0x83, (byte) 0x86, (byte) 0x84});
+        byte[] empty = frame(0x0, 0, 1, new byte[0]);
+        long sent = flood(gw, head, empty, 4_000_000L * empty.length);
+        assertThat(sent).as("bytes sent before the gateway cut the connection (-1: never)")
+                .isBetween(0L, 2_000_000L * empty.length);
+        assertServesOthers(gw);
+    }
+
+    /**
+     * Sends the connection preface, an empty SETTINGS, {@code head}, then {@code repeated} until {@code limit} bytes of
+     * it went out, never reading; returns the bytes of {@code repeated} written before a write failed, or, when all
+     * went out, that count if the gateway then ended the connection. Returns -1 when the connection was still open
+     * 60 s after the start (a write blocked on a gateway that stopped reading, or all sent and no end): the socket is
+     * then closed from here, so that no write waits for good.
+     */
+    private static long flood(Gateway gw, byte[] head, byte[] repeated, long limit) throws Exception {
+        java.util.concurrent.atomic.AtomicLong sent = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicBoolean timedOut = new java.util.concurrent.atomic.AtomicBoolean();
+        try (Socket socket = new Socket()) {
+            socket.setReceiveBufferSize(4096); // the gateway's answers back up at once, not after megabytes
+            socket.connect(new java.net.InetSocketAddress("127.0.0.1", gw.port()), 5_000);
+            socket.setSoTimeout(60_000);
+            java.util.concurrent.ScheduledExecutorService watchdog =
+                    java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+            watchdog.schedule(() -> {
+                timedOut.set(true);
+                try {
+                    socket.close();
+                } catch (java.io.IOException e) {
+                    // closed already
                 }
+            }, 60, TimeUnit.SECONDS);
+            byte[] batch = new byte[repeated.length * Math.max(1, 16_384 / repeated.length)];
+            for (int i = 0; i + repeated.length <= batch.length; i += repeated.length) {
+                System.arraycopy(repeated, 0, batch, i, repeated.length);
             }
             try {
-                while (sent < 64L << 20) {
-                    out.write(frame(0x9, 0, 1, block)); // CONTINUATION, never END_HEADERS
-                    sent += block.length;
+                var out = socket.getOutputStream();
+                out.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                out.write(frame(0x4, 0, 0, new byte[0]));
+                out.write(head);
+                while (sent.get() < limit) {
+                    out.write(batch);
+                    sent.addAndGet(batch.length);
                 }
                 out.flush();
-                // all of it went out (into socket buffers at worst): the gateway must still have closed
                 InputStream in = socket.getInputStream();
                 byte[] buf = new byte[8192];
                 while (in.read(buf) >= 0) {
-                    // the gateway's SETTINGS, its GOAWAY: read to the end of the connection
+                    // what the gateway sent: read to the end of the connection
                 }
-                cut = true;
-            } catch (java.net.SocketTimeoutException e) {
-                cut = false; // all sent, and the connection still open 10 s later
             } catch (java.io.IOException e) {
-                cut = true; // the gateway closed the connection while this client was still sending
+                // the gateway closed the connection while this client was still sending, or the watchdog did
+            } finally {
+                watchdog.shutdownNow();
             }
         }
-        assertThat(cut).as("the connection ended").isTrue();
-        assertThat(sent).as("bytes of header block sent before the gateway cut the connection")
-                .isLessThan(32L << 20); // what the socket buffers on both sides take is sent before a write fails
+        return timedOut.get() ? -1 : sent.get();
+    }
+
+    /**
+     * A gateway whose request-head and body timeouts are minutes long, so that only the frame codec's own limits can
+     * close a flooding connection within a test's seconds.
+     */
+    private Gateway floodedGateway() {
+        return gateway(GatewayConfig.defaults("gw").withAccessLog(false)
+                .withClientLimits(new ClientLimits(Duration.ofMinutes(5), Duration.ofMinutes(5), 16384)));
+    }
+
+    private void assertServesOthers(Gateway gw) throws Exception {
         H2Client other = client(gw);
         H2Client.Stream s = other.post("/v1/chat/completions", Fleet.chat("after", true, 4));
         assertThat(s.status()).isEqualTo(200);
