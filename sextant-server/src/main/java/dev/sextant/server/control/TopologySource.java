@@ -5,6 +5,7 @@ import dev.sextant.config.ConfigProblem;
 import dev.sextant.config.TopologyException;
 import dev.sextant.config.TopologyFile;
 import dev.sextant.config.TopologyLoader;
+import dev.sextant.server.internal.LogText;
 import dev.sextant.server.internal.WatchedFile;
 import dev.sextant.topology.Topology;
 import io.micrometer.core.instrument.Counter;
@@ -132,7 +133,9 @@ final class TopologySource implements AutoCloseable {
             said.add(key);
             if (!refusalsSaid.contains(key)) {
                 refusedRegistrations.get(r.reason()).increment();
-                LOG.warning("REGISTRATION REFUSED: engine " + r.id() + " (" + r.reason().label() + "): " + r.why());
+                // an id and a reason read from etcd, where anything with write access may have put them
+                LOG.warning(LogText.oneLine("REGISTRATION REFUSED: engine " + r.id() + " (" + r.reason().label() + "): "
+                        + r.why()));
             }
         }
         refusalsSaid = said;

@@ -13,6 +13,7 @@ import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.JvmMeters;
 import dev.sextant.server.internal.Listen;
 import dev.sextant.server.internal.ListenException;
+import dev.sextant.server.internal.LogText;
 import dev.sextant.server.internal.StartException;
 import dev.sextant.server.internal.Transport;
 import dev.sextant.server.tenants.Tenant;
@@ -532,22 +533,23 @@ public final class Gateway implements AutoCloseable {
         }
         // an HTTP/2 stream is a child channel of its connection; the request object says HTTP/1.1 either way
         String protocol = client instanceof io.netty.handler.codec.http2.Http2StreamChannel ? "h2" : "http/1.1";
+        // the path and the error may carry what a client or an engine wrote: one request stays one line
         StringBuilder sb = new StringBuilder(170).append(config.gatewayCluster()).append(' ').append(method).append(' ')
-                .append(path).append(' ').append(status).append(" proto=").append(protocol).append(" class=")
-                .append(classId).append(" engine=")
-                .append(engine).append(" attempts=").append(attempts).append(" reason=")
+                .append(LogText.oneLine(path)).append(' ').append(status).append(" proto=").append(protocol)
+                .append(" class=").append(classId == null ? "-" : classId).append(" engine=")
+                .append(engine == null ? "-" : engine).append(" attempts=").append(attempts).append(" reason=")
                 .append(reason == null ? "-" : reason).append(" ttft_ms=")
                 .append(ttftNanos < 0 ? "-" : String.format("%.1f", ttftNanos / 1e6)).append(" total_ms=")
                 .append(String.format("%.1f", totalNanos / 1e6)).append(" bytes=").append(bytes)
                 .append(" stream=").append(stream).append(" id=").append(requestId);
         if (error != null) {
-            sb.append(" error=\"").append(error.replace('"', '\'')).append('"');
+            sb.append(" error=\"").append(LogText.oneLine(error).replace('"', '\'')).append('"');
         }
         ACCESS.info(sb.toString());
     }
 
     void logFailure(String message) {
-        LOG.warning(message);
+        LOG.warning(LogText.oneLine(message));
     }
 
     /**

@@ -6,6 +6,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -44,6 +45,31 @@ class GatewayAccessLogTest {
             assertThat(Fleet.await(() -> log.any("dev.sextant.gateway.access", " " + status + " ", "id=ticket-42"),
                     Duration.ofSeconds(5))).isTrue();
             assertThat(log.any("dev.sextant.gateway.access", " " + status + " ", "id=" + ownId)).isTrue();
+        }
+    }
+
+    /**
+     * What a client writes reaches a log line escaped: a model name with a line break (a JSON string's {@code \n}), a
+     * residency header with a C1 control (obs-text, which HTTP allows in a value) cannot end the line and begin a
+     * forged one. Every access-log line is one line, with the client's text in it escaped.
+     */
+    @Test
+    void clientTextWithLineBreaks_staysOnItsLine_escaped() throws Exception {
+        try (LogCapture log = new LogCapture()) {
+            HttpResponse<String> model = Fleet.post(gw.port(), "/v1/chat/completions", "{\"model\":\"nope\\n"
+                    + "12:00:00.000 INFO dev.sextant.gateway.access: gw POST /v1/chat/completions 200\",\"messages\":"
+                    + "[{\"role\":\"user\",\"content\":\"hi\"}]}", "x-request-id", "forge-1");
+            HttpResponse<String> header = Fleet.post(gw.port(), "/v1/chat/completions",
+                    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", "x-request-id", "forge-2",
+                    "x-sextant-residency", "eu\u0085west");
+            assertThat(model.statusCode()).isEqualTo(404);
+            assertThat(header.statusCode()).isEqualTo(400);
+            assertThat(Fleet.await(() -> log.any("dev.sextant.gateway.access", "id=forge-1", "model 'nope\\n12:00:00")
+                    && log.any("dev.sextant.gateway.access", "id=forge-2", "eu\\u0085west"), Duration.ofSeconds(5)))
+                    .as(log.lines().toString()).isTrue();
+            assertThat(log.lines()).filteredOn(l -> l.contains(" dev.sextant.gateway.access: "))
+                    .allSatisfy(l -> assertThat(l).doesNotContainPattern("[\\p{Cc}\\u2028\\u2029]"));
+            assertThat(log.any("dev.sextant.gateway.access", "id=forge-1", "class=- engine=-")).isTrue();
         }
     }
 
