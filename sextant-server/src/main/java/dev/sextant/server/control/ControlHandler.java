@@ -10,6 +10,7 @@ import dev.sextant.control.Step;
 import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.auth.Principal;
 import dev.sextant.server.internal.Http;
+import dev.sextant.server.internal.LogText;
 import dev.sextant.server.internal.OversizedAwareAggregator;
 import dev.sextant.server.internal.Versions;
 import dev.sextant.snapshot.Snapshot;
@@ -117,7 +118,7 @@ final class ControlHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             Http.send(ctx, Http.error(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_request",
                     e.getMessage(), null), keepAlive);
         } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "internal error handling " + req.uri(), e);
+            LOG.log(Level.WARNING, "internal error handling " + LogText.oneLine(req.uri()), e);
             Http.send(ctx, Http.error(HttpResponseStatus.INTERNAL_SERVER_ERROR, "server_error", "internal_error",
                     "internal error: " + e, null), false);
         }
