@@ -23,7 +23,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -215,14 +218,13 @@ class GatewayHttp2LifecycleTest {
      * then closed from here, so that no write waits for good.
      */
     private static long flood(Gateway gw, byte[] head, byte[] repeated, long limit) throws Exception {
-        java.util.concurrent.atomic.AtomicLong sent = new java.util.concurrent.atomic.AtomicLong();
-        java.util.concurrent.atomic.AtomicBoolean timedOut = new java.util.concurrent.atomic.AtomicBoolean();
+        long sent = 0;
+        AtomicBoolean timedOut = new AtomicBoolean(); // set by the watchdog's thread
         try (Socket socket = new Socket()) {
             socket.setReceiveBufferSize(4096); // the gateway's answers back up at once, not after megabytes
             socket.connect(new java.net.InetSocketAddress("127.0.0.1", gw.port()), 5_000);
             socket.setSoTimeout(60_000);
-            java.util.concurrent.ScheduledExecutorService watchdog =
-                    java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+            ScheduledExecutorService watchdog = Executors.newSingleThreadScheduledExecutor();
             watchdog.schedule(() -> {
                 timedOut.set(true);
                 try {
@@ -240,9 +242,9 @@ class GatewayHttp2LifecycleTest {
                 out.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
                 out.write(frame(0x4, 0, 0, new byte[0]));
                 out.write(head);
-                while (sent.get() < limit) {
+                while (sent < limit) {
                     out.write(batch);
-                    sent.addAndGet(batch.length);
+                    sent += batch.length;
                 }
                 out.flush();
                 InputStream in = socket.getInputStream();
@@ -256,7 +258,7 @@ class GatewayHttp2LifecycleTest {
                 watchdog.shutdownNow();
             }
         }
-        return timedOut.get() ? -1 : sent.get();
+        return timedOut.get() ? -1 : sent;
     }
 
     /**

@@ -24,12 +24,7 @@ class BoundedBodyTest {
     @BeforeEach
     void start() throws IOException {
         server = TestHttpServers.loopback();
-        server.createContext("/small", ex -> {
-            ex.sendResponseHeaders(200, 5);
-            try (OutputStream out = ex.getResponseBody()) {
-                out.write("hello".getBytes());
-            }
-        });
+        server.createContext("/small", TestHttpServers.answering("hello"));
         server.createContext("/announced", ex -> { // a length beyond the limit, and its body a minute away
             ex.sendResponseHeaders(200, 1000);
             try (OutputStream out = ex.getResponseBody()) {

@@ -1,8 +1,11 @@
 package dev.sextant.server.internal;
 
+import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Executors;
 
 /** The JDK's HTTP server as a test's peer. */
@@ -22,5 +25,16 @@ public final class TestHttpServers {
             return t;
         }));
         return server;
+    }
+
+    /** A handler that answers 200 with {@code body}, its length announced. */
+    public static HttpHandler answering(String body) {
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        return ex -> {
+            ex.sendResponseHeaders(200, bytes.length);
+            try (OutputStream out = ex.getResponseBody()) {
+                out.write(bytes);
+            }
+        };
     }
 }

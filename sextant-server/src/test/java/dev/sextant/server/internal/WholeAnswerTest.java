@@ -26,12 +26,7 @@ class WholeAnswerTest {
     @BeforeEach
     void start() throws IOException {
         server = TestHttpServers.loopback();
-        server.createContext("/whole", ex -> {
-            ex.sendResponseHeaders(200, 2);
-            try (OutputStream out = ex.getResponseBody()) {
-                out.write("ok".getBytes());
-            }
-        });
+        server.createContext("/whole", TestHttpServers.answering("ok"));
         server.createContext("/stops", ex -> {
             ex.sendResponseHeaders(200, 1000);
             try (OutputStream out = ex.getResponseBody()) {
