@@ -28,6 +28,8 @@ import java.util.logging.Logger;
  */
 final class Reporter implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Reporter.class.getName());
+    /** The most of a control plane's answer to a report that is read: it answers 204, or an error of a line. */
+    static final int MAX_ANSWER_BYTES = 64 * 1024;
 
     /**
      * A sum of durations and their count, from which a report's mean (ms) follows. Each sample goes whole into one of
@@ -340,9 +342,10 @@ final class Reporter implements AutoCloseable {
             if (token != null) {
                 b.header("authorization", "Bearer " + token.current());
             }
-            // the head within 5 s (the request's timeout), the whole answer (a 204, or a short error) within 10
+            // the head within 5 s (the request's timeout), the whole answer (a 204, or a short error) within 10 and
+            // MAX_ANSWER_BYTES: whatever answers at that address (a proxy, a wrong port) holds no more of the gateway
             HttpResponse<String> r = dev.sextant.server.internal.WholeAnswer.send(http, b.build(),
-                    HttpResponse.BodyHandlers.ofString(), Duration.ofSeconds(10));
+                    dev.sextant.server.internal.BoundedBody.ofString(MAX_ANSWER_BYTES), Duration.ofSeconds(10));
             if (r.statusCode() / 100 != 2) { // the control plane's error says why (a 403: whose token this is)
                 String body = r.body() == null ? "" : r.body().strip();
                 throw new java.io.IOException("HTTP " + r.statusCode() + (body.isEmpty() ? ""
