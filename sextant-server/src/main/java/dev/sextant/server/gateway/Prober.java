@@ -285,8 +285,8 @@ final class Prober implements AutoCloseable {
                 if (msg instanceof HttpResponse r) {
                     status = r.status().code();
                 }
-                if (msg instanceof LastHttpContent && status >= 100 && status < 200 && status != 101) {
-                    status = 0; // an interim answer (100 Continue, 103 Early Hints) ended: the answer follows
+                if (msg instanceof LastHttpContent && UpstreamHandler.interim(status)) {
+                    status = 0; // an interim answer ended: the answer follows
                 } else if (msg instanceof LastHttpContent) {
                     long now = System.nanoTime();
                     boolean ok = status / 100 == 2;

@@ -17,6 +17,15 @@ final class UpstreamHandler extends ChannelInboundHandlerAdapter {
     /** Between an interim (1xx) answer's head and the end of its empty body. Touched only on the channel's loop. */
     private boolean informational;
 
+    /**
+     * Whether an engine's status {@code code} is an interim answer (100 Continue, 103 Early Hints: RFC 9110 §15.2),
+     * after which the answer itself follows on the same request. Not 101: a switch of protocols ends HTTP on the
+     * connection, and no request of the gateway's asks for one.
+     */
+    static boolean interim(int code) {
+        return code >= 100 && code < 200 && code != 101;
+    }
+
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         Exchange x = owner;
@@ -46,9 +55,9 @@ final class UpstreamHandler extends ChannelInboundHandlerAdapter {
                         : "status " + code + " (expected: 100 to 599)"));
                 return;
             }
-            if (code < 200) {
-                // 100 Continue or 103 Early Hints (RFC 9110 §15.2): an interim answer, not this one; skipped with
-                // its empty body, as no client of the gateway asked for it (the gateway sends engines no Expect)
+            if (interim(code)) {
+                // skipped with its empty body, as no client of the gateway asked for it (the gateway sends engines
+                // no Expect)
                 informational = true;
             } else {
                 x.onResponse(r);
