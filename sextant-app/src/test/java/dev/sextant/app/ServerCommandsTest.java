@@ -479,6 +479,31 @@ class ServerCommandsTest {
         assertThat(stdout).startsWith(config + ": ok: control plane on ");
     }
 
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            absent, the default | ''                     | true
+            off                 | keep_in_region: false  | false
+            on                  | keep_in_region: true   | true
+            """)
+    void controlPlane_keepInRegion_reachesTheControlLoop(String name, String setting, boolean keep) throws Exception {
+        Path topology = Path.of("..", "examples", "talk.yaml").toAbsolutePath();
+        Files.writeString(dir.resolve("tok"), "secret");
+        Path config = Files.writeString(dir.resolve("control-plane.yaml"), "topology: " + topology
+                + "\ntoken_file: tok\n" + setting + "\n");
+        ServerFile f = ServerFile.load(config, ControlPlaneCommand.KEYS, ControlPlaneCommand.REMOVED);
+        assertThat(ControlPlaneCommand.config(f, topology, null, 0).controlOptions().keepInRegion()).isEqualTo(keep);
+    }
+
+    @Test
+    void controlPlane_keepInRegion_notABoolean_isItsLinesProblem() throws Exception {
+        Path topology = Path.of("..", "examples", "talk.yaml").toAbsolutePath();
+        Files.writeString(dir.resolve("tok"), "secret");
+        Path config = Files.writeString(dir.resolve("control-plane.yaml"), "topology: " + topology
+                + "\ntoken_file: tok\nkeep_in_region: sometimes\n");
+        assertThat(run("control-plane", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(stderr).contains("control-plane.yaml:3: keep_in_region: 'sometimes' (expected: ");
+    }
+
     @Test
     void controlPlane_engineTokenFile_isTheCanariesToken_andAMissingFileIsItsLinesProblem() throws Exception {
         Path topology = Path.of("..", "examples", "talk.yaml").toAbsolutePath();

@@ -93,6 +93,7 @@ class ServerFilesProperties {
             publish_gain: 0.001
             publish_gain_ms: 0.5
             overload_ttft_factor: 5
+            keep_in_region: false
             canary_interval: 10s
             max_wait: 30s
             state_file: state.json

@@ -35,12 +35,15 @@ import java.time.Duration;
  *                           are planned no fuller than where their estimated TTFT reaches this multiple of their idle
  *                           TTFT, so that lower priorities are refused instead of every priority queueing; never at
  *                           the cost of shedding more of the highest priority, &gt; 1, or infinite for no such bound (2)
+ * @param keepInRegion       while nothing is shed, each gateway cluster's requests stay on the engines of its own
+ *                           region unless sending some elsewhere lowers the expected latency per request by more than
+ *                           the publication threshold ({@code publishGain}, {@code publishGainMs}) (true)
  */
 public record ControlOptions(double priorWeight, Duration lawHalfLife, double workloadRequests, double slowFactor,
                              double recoveredFactor, int minTokenGaps, double errorRateLimit, int minAttempts,
                              int missedScrapes, Duration demandWindow, double publishGain, double publishGainMs,
                              Duration canaryInterval, double probeMargin, boolean observedDemand,
-                             double overloadTtftFactor) {
+                             double overloadTtftFactor, boolean keepInRegion) {
 
     public ControlOptions {
         if (!(priorWeight > 0) || Double.isInfinite(priorWeight)) {
@@ -96,55 +99,62 @@ public record ControlOptions(double priorWeight, Duration lawHalfLife, double wo
     /** The defaults above. */
     public static ControlOptions defaults() {
         return new ControlOptions(20, Duration.ofMinutes(10), 1000, 1.5, 1.2, 30, 0.2, 20, 3, Duration.ofSeconds(60),
-                0.0025, 0.5, Duration.ofSeconds(5), 0.15, true, 2);
+                0.0025, 0.5, Duration.ofSeconds(5), 0.15, true, 2, true);
     }
 
     /** These options with another number of missed scrapes before an engine is down. */
     public ControlOptions withMissedScrapes(int n) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, n, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
-                observedDemand, overloadTtftFactor);
+                observedDemand, overloadTtftFactor, keepInRegion);
     }
 
     /** These options with another error rate limit. */
     public ControlOptions withErrorRateLimit(double limit) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 limit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
-                probeMargin, observedDemand, overloadTtftFactor);
+                probeMargin, observedDemand, overloadTtftFactor, keepInRegion);
     }
 
     /** These options with demand from the reports ({@code true}) or from the topology only. */
     public ControlOptions withObservedDemand(boolean observed) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
-                probeMargin, observed, overloadTtftFactor);
+                probeMargin, observed, overloadTtftFactor, keepInRegion);
     }
 
     /** These options with another publication threshold. */
     public ControlOptions withPublishGain(double relative, double ms) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, relative, ms, canaryInterval, probeMargin,
-                observedDemand, overloadTtftFactor);
+                observedDemand, overloadTtftFactor, keepInRegion);
     }
 
     /** These options with another canary interval. */
     public ControlOptions withCanaryInterval(Duration interval) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, interval,
-                probeMargin, observedDemand, overloadTtftFactor);
+                probeMargin, observedDemand, overloadTtftFactor, keepInRegion);
     }
 
     /** These options with another weight of the configuration as a prior, in intervals. */
     public ControlOptions withPriorWeight(double weight) {
         return new ControlOptions(weight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
-                probeMargin, observedDemand, overloadTtftFactor);
+                probeMargin, observedDemand, overloadTtftFactor, keepInRegion);
     }
 
     /** These options with another bound on how full the engines are planned while the policy sheds. */
     public ControlOptions withOverloadTtftFactor(double factor) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
-                probeMargin, observedDemand, factor);
+                probeMargin, observedDemand, factor, keepInRegion);
+    }
+
+    /** These options with the rule that keeps requests in their region on or off. */
+    public ControlOptions withKeepInRegion(boolean keep) {
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
+                errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
+                probeMargin, observedDemand, overloadTtftFactor, keep);
     }
 }

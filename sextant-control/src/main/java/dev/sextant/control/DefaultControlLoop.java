@@ -778,6 +778,22 @@ final class DefaultControlLoop implements ControlLoop {
             return last;
         }
         last = decide(now, candidate, solveFor, est);
+        // a plan kept in its region costs at least what the unrestricted one does (it is the optimum of the same
+        // objective, the affinity credit included, under one more constraint), so its gain over the held snapshot is at
+        // most the candidate's: where the candidate is not published, neither would it be, and the extra solve (about
+        // the cost of the first on a large fleet) is spent only on a step that publishes
+        if (options.keepInRegion() && last.published()) {
+            try {
+                InRegion kept = inRegion(candidate, solveFor, opts);
+                if (kept != null) {
+                    candidate = kept.snapshot();
+                    unproven += kept.reason();
+                    last = decide(now, candidate, solveFor, est);
+                }
+            } catch (RuntimeException e) {
+                unproven += "; the plan kept in region could not be solved (" + e + "): the unrestricted plan stands";
+            }
+        }
         if (!unproven.isEmpty()) {
             last = new Step(last.atNanos(), last.snapshot(), last.published(), last.reason() + unproven, last.gainMs(),
                     last.thresholdMs(), last.solvedFor(), last.estimates());
@@ -1053,6 +1069,105 @@ final class DefaultControlLoop implements ControlLoop {
             }
         }
         return new double[] {shed, demand};
+    }
+
+    /**
+     * What a request sent out of its gateway cluster's region costs the solve for the plan that keeps requests in
+     * their region, ms, beyond its round trip: far above what any engine's queue adds short of its capacity, far below
+     * the cost of shedding ({@code Instance.SHED_COST_BASE_MS}, 1e7), so that plan leaves a region only where its
+     * engines cannot take its requests.
+     */
+    static final double OUT_OF_REGION_MS = 1e4;
+
+    /** A plan that keeps requests in their region, and the words the step's reason gets for it. */
+    private record InRegion(Snapshot snapshot, String reason) {
+    }
+
+    /**
+     * The plan that keeps each gateway cluster's requests on its own region's engines, in place of {@code candidate},
+     * when it costs no more than the publication threshold per request on {@code solveFor} (affinity credited as
+     * {@link #decide} credits it), sheds nothing, fills no engine past its effective capacity, and {@code candidate}
+     * sheds nothing; else null (docs/control-loop.md, "Requests stay in their region"). Crossing a region costs what the
+     * objective does not see: the round trip is all in the first token's wait, traffic between regions is billed, and
+     * a plan that spreads over regions for a gain the loop calls noise anywhere else is a plan that follows noise.
+     */
+    private InRegion inRegion(Snapshot candidate, Topology solveFor, SolveOptions opts) {
+        Topology penalized = outOfRegionPenalized(solveFor, OUT_OF_REGION_MS);
+        if (penalized == null || candidate.objective().shedRps() > 0 || !leavesRegion(candidate, solveFor)) {
+            return null;
+        }
+        Snapshot local = optimizer.solve(penalized, opts);
+        HeldRouting home = Policies.evaluate(solveFor, local);
+        HeldRouting free = Policies.evaluate(solveFor, candidate);
+        if (!Double.isFinite(home.latencyCost()) || home.shedRps() > 0 || home.maxLoadRatio() > 1) {
+            return null;
+        }
+        double credit = published == null ? 0 : solveFor.affinityDiscountMs()
+                * (kept(local, published, solveFor) - kept(candidate, published, solveFor));
+        double routed = Math.max(1e-9, free.routedRps());
+        double gain = (home.latencyCost() - free.latencyCost() - credit) / routed;
+        double threshold = Math.max(options.publishGainMs(), options.publishGain() * free.meanLatencyMs());
+        if (gain > threshold) {
+            return null;
+        }
+        Objective best = candidate.objective();
+        // the certificate stays honest: the bound is the unrestricted solve's, on its objective (the latency less the
+        // affinity credit for the flow kept where the previous snapshot sends it), and the gap this plan's distance
+        // to it on that objective
+        double solved = home.latencyCost() - (opts.previous() == null ? 0
+                : solveFor.affinityDiscountMs() * kept(local, opts.previous(), solveFor));
+        double gap = solved > 0 ? Math.max(0, solved - best.lowerBound()) / solved : 0;
+        Objective o = new Objective(home.meanLatencyMs(), home.latencyCost(), best.lowerBound(), gap, 0,
+                best.iterations() + local.objective().iterations());
+        Snapshot s = new Snapshot(local.version(), "", local.policy(), local.fleetUtilization(), local.retryBudget(),
+                local.routes(), local.engines(), solveFor.networkRttMs(), o, local.groups()).sealed(local.version());
+        return new InRegion(s, String.format(Locale.ROOT, "; kept in region: sending requests out of their region would"
+                + " gain %.2f ms per request, not above the threshold of %.2f ms", gain, threshold));
+    }
+
+    /** Whether {@code s} sends any of a gateway cluster's requests to an engine outside its region. */
+    private static boolean leavesRegion(Snapshot s, Topology t) {
+        Map<String, String> regionOfEngine = new HashMap<>();
+        for (Engine e : t.engines()) {
+            regionOfEngine.put(e.id(), t.regionOf(e));
+        }
+        for (GatewayCluster g : t.gatewayClusters()) {
+            for (Route r : s.routes().getOrDefault(g.id(), Map.of()).values()) {
+                for (Map.Entry<String, Double> w : r.weights().entrySet()) {
+                    if (w.getValue() > 0 && !g.region().equals(regionOfEngine.get(w.getKey()))) {
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
+    }
+
+    /**
+     * {@code t} with {@code penaltyMs} added to each round trip from a gateway cluster to an engine cluster outside its
+     * region, where the gateway cluster has an engine cluster in its own; null when none is.
+     */
+    private static Topology outOfRegionPenalized(Topology t, double penaltyMs) {
+        Map<String, String> gatewayRegion = new HashMap<>();
+        t.gatewayClusters().forEach(g -> gatewayRegion.put(g.id(), g.region()));
+        Map<String, String> clusterRegion = new HashMap<>();
+        t.engineClusters().forEach(c -> clusterRegion.put(c.id(), c.region()));
+        Map<String, Map<String, Double>> rtt = new LinkedHashMap<>();
+        boolean any = false;
+        for (Map.Entry<String, Map<String, Double>> row : t.networkRttMs().entrySet()) {
+            String region = gatewayRegion.get(row.getKey());
+            boolean hasLocal = row.getValue().keySet().stream().anyMatch(c -> region != null
+                    && region.equals(clusterRegion.get(c)));
+            Map<String, Double> r = new LinkedHashMap<>();
+            for (Map.Entry<String, Double> c : row.getValue().entrySet()) {
+                boolean remote = hasLocal && !region.equals(clusterRegion.get(c.getKey()));
+                r.put(c.getKey(), remote ? c.getValue() + penaltyMs : c.getValue());
+                any |= remote;
+            }
+            rtt.put(row.getKey(), r);
+        }
+        return any ? new Topology(t.gatewayClusters(), t.engineClusters(), rtt, t.models(), t.engines(), t.classes(),
+                t.demandRps(), t.headroom(), t.affinityDiscountMs(), t.retryBudget()) : null;
     }
 
     /** The topology in force with every estimate written in: what the optimizer prices. */

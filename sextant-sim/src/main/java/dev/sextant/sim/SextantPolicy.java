@@ -104,16 +104,19 @@ final class SextantPolicy implements SimPolicy {
     private final String name;
     /** The gateways' data plane options, before each gateway's seed. */
     private final DataPlaneOptions options;
+    /** The control loop's options. */
+    private final ControlOptions control;
 
     /** The product as it ships. */
     SextantPolicy() {
-        this("sextant", DataPlaneOptions.defaults());
+        this("sextant", DataPlaneOptions.defaults(), ControlOptions.defaults());
     }
 
-    /** Named {@code name}, its gateways' data planes with {@code options}. */
-    SextantPolicy(String name, DataPlaneOptions options) {
+    /** Named {@code name}, its gateways' data planes with {@code options}, its control loop with {@code control}. */
+    SextantPolicy(String name, DataPlaneOptions options, ControlOptions control) {
         this.name = name;
         this.options = options;
+        this.control = control;
     }
 
     @Override
@@ -152,7 +155,7 @@ final class SextantPolicy implements SimPolicy {
                 outcomes[g][j] = new Outcomes();
             }
         }
-        loop = ControlLoop.create(base, ControlOptions.defaults(), this::nanos, null);
+        loop = ControlLoop.create(base, control, this::nanos, null);
         // the first snapshot is solved before any evidence: the operator's forecast (the topology's demand)
         Step first = timedStep();
         Snapshot latest = first.snapshot();

@@ -1,7 +1,7 @@
 package dev.sextant.sim;
 
+import dev.sextant.control.ControlOptions;
 import dev.sextant.request.DataPlaneOptions;
-
 import java.util.List;
 
 /** The policies the simulator compares, by name. */
@@ -28,8 +28,9 @@ final class SimPolicies {
 
     /**
      * A fresh policy instance. {@code legacy-feedback[gain=g]} is the legacy controller at gain g;
-     * {@code sextant[option=value,…]} is Sextant with the gateways' data plane options given, of
-     * {@code space_prefills} and {@code spread_shared_prefixes} (each {@code true} or {@code false}).
+     * {@code sextant[option=value,…]} is Sextant with the options given, of the gateways' {@code space_prefills} and
+     * {@code spread_shared_prefixes} and the control loop's {@code keep_in_region} (each {@code true} or
+     * {@code false}).
      *
      * @throws IllegalArgumentException for an unknown name
      */
@@ -51,7 +52,7 @@ final class SimPolicies {
                     p.minWeight()));
         }
         if (name.startsWith("sextant[") && name.endsWith("]")) {
-            return new SextantPolicy(name, gatewayOptions(name.substring("sextant[".length(), name.length() - 1)));
+            return sextant(name, name.substring("sextant[".length(), name.length() - 1));
         }
         return switch (name) {
             case "sextant" -> new SextantPolicy();
@@ -67,15 +68,16 @@ final class SimPolicies {
         };
     }
 
-    private static DataPlaneOptions gatewayOptions(String list) {
+    private static SextantPolicy sextant(String name, String list) {
         DataPlaneOptions.Builder b = DataPlaneOptions.builder();
+        ControlOptions control = ControlOptions.defaults();
         java.util.Set<String> given = new java.util.HashSet<>();
         for (String pair : list.split(",", -1)) {
             String[] kv = pair.split("=", -1);
             String option = kv[0];
-            if (!option.equals("space_prefills") && !option.equals("spread_shared_prefixes")) {
+            if (!List.of("space_prefills", "spread_shared_prefixes", "keep_in_region").contains(option)) {
                 throw new IllegalArgumentException("policy: sextant option '" + option
-                        + "' (expected: space_prefills or spread_shared_prefixes)");
+                        + "' (expected: space_prefills, spread_shared_prefixes or keep_in_region)");
             }
             if (!given.add(option)) {
                 throw new IllegalArgumentException("policy: sextant option '" + option + "' twice (expected: each "
@@ -86,13 +88,13 @@ final class SimPolicies {
                         + "=true or " + option + "=false)");
             }
             boolean value = kv[1].equals("true");
-            if (option.equals("space_prefills")) {
-                b.spacePrefills(value);
-            } else {
-                b.spreadSharedPrefixes(value);
+            switch (option) {
+                case "space_prefills" -> b.spacePrefills(value);
+                case "spread_shared_prefixes" -> b.spreadSharedPrefixes(value);
+                default -> control = control.withKeepInRegion(value);
             }
         }
-        return b.build();
+        return new SextantPolicy(name, b.build(), control);
     }
 
     /**

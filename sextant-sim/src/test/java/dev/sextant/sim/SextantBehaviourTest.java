@@ -242,7 +242,10 @@ class SextantBehaviourTest {
         assertThatThrownBy(() -> SimPolicies.create("sextant[space_prefills=maybe]", null))
                 .hasMessageContaining("sextant option 'space_prefills=maybe'");
         assertThatThrownBy(() -> SimPolicies.create("sextant[max_walk=2]", null))
-                .hasMessageContaining("sextant option 'max_walk' (expected: space_prefills or spread_shared_prefixes)");
+                .hasMessageContaining("sextant option 'max_walk' (expected: space_prefills, spread_shared_prefixes or"
+                        + " keep_in_region)");
+        assertThat(SimPolicies.create("sextant[keep_in_region=false]", null).name())
+                .isEqualTo("sextant[keep_in_region=false]");
         assertThatThrownBy(() -> SimPolicies.create("sextant[space_prefills=true,space_prefills=false]", null))
                 .hasMessage("policy: sextant option 'space_prefills' twice (expected: each option once)");
     }

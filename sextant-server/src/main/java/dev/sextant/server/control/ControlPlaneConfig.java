@@ -37,6 +37,8 @@ import java.time.Duration;
  * @param overloadTtftFactor while the fleet is short (the policy sheds), the engines the solve fills are planned no
  *                       fuller than where their estimated TTFT reaches this multiple of their idle TTFT, &gt; 1, or
  *                       infinite for no such bound ({@link ControlOptions#overloadTtftFactor()})
+ * @param keepInRegion   while nothing is shed, requests leave their gateway cluster's region only for a gain above the
+ *                       publication threshold ({@link ControlOptions#keepInRegion()})
  * @param canaryInterval how often an engine that must prove itself (out of service, slow, new) gets a canary
  *                       request, &gt; 0
  * @param maxWait        longest long-poll the server holds open, &gt; 0
@@ -57,7 +59,8 @@ import java.time.Duration;
 public record ControlPlaneConfig(Path topologyFile, String host, int port, BearerToken token, Duration solveInterval,
                                  Duration watchInterval, Duration scrapeInterval, Duration scrapeTimeout,
                                  int missedScrapes, double errorRateLimit, String demand, double publishGain,
-                                 double publishGainMs, double overloadTtftFactor, Duration canaryInterval,
+                                 double publishGainMs, double overloadTtftFactor, boolean keepInRegion,
+                                 Duration canaryInterval,
                                  Duration maxWait, ServerTls tls, ClientTls engineTls, Path stateFile,
                                  ListenerLimits limits, CredentialsFile credentials, BearerToken engineToken) {
 
@@ -136,7 +139,8 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
     public ControlOptions controlOptions() {
         return ControlOptions.defaults().withMissedScrapes(missedScrapes).withErrorRateLimit(errorRateLimit)
                 .withObservedDemand("observed".equals(demand)).withPublishGain(publishGain, publishGainMs)
-                .withCanaryInterval(canaryInterval).withOverloadTtftFactor(overloadTtftFactor);
+                .withCanaryInterval(canaryInterval).withOverloadTtftFactor(overloadTtftFactor)
+                .withKeepInRegion(keepInRegion);
     }
 
     /** With other listener limits. */
@@ -213,6 +217,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 .missedScrapes(o.missedScrapes()).errorRateLimit(o.errorRateLimit())
                 .demand(o.observedDemand() ? "observed" : "configured").publishGain(o.publishGain())
                 .publishGainMs(o.publishGainMs()).overloadTtftFactor(o.overloadTtftFactor())
+                .keepInRegion(o.keepInRegion())
                 .canaryInterval(o.canaryInterval()).maxWait(Duration.ofSeconds(60))
                 .limits(ListenerLimits.controlPlane());
     }
@@ -234,6 +239,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         b.publishGain = publishGain;
         b.publishGainMs = publishGainMs;
         b.overloadTtftFactor = overloadTtftFactor;
+        b.keepInRegion = keepInRegion;
         b.canaryInterval = canaryInterval;
         b.maxWait = maxWait;
         b.tls = tls;
@@ -264,6 +270,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         private double publishGain;
         private double publishGainMs;
         private double overloadTtftFactor;
+        private boolean keepInRegion;
         private Duration canaryInterval;
         private Duration maxWait;
         private ServerTls tls;
@@ -360,6 +367,12 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
             return this;
         }
 
+        /** Sets {@link ControlPlaneConfig#keepInRegion()}. */
+        public Builder keepInRegion(boolean value) {
+            this.keepInRegion = value;
+            return this;
+        }
+
         /** Sets {@link ControlPlaneConfig#canaryInterval()}. */
         public Builder canaryInterval(Duration value) {
             this.canaryInterval = value;
@@ -416,8 +429,8 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         public ControlPlaneConfig build() {
             return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval,
                     scrapeInterval, scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs,
-                    overloadTtftFactor, canaryInterval, maxWait, tls, engineTls, stateFile, limits, credentials,
-                    engineToken);
+                    overloadTtftFactor, keepInRegion, canaryInterval, maxWait, tls, engineTls, stateFile, limits,
+                    credentials, engineToken);
         }
     }
 
@@ -429,7 +442,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 + ", scrapeInterval=" + scrapeInterval + ", scrapeTimeout=" + scrapeTimeout + ", missedScrapes="
                 + missedScrapes + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", publishGain="
                 + publishGain + ", publishGainMs=" + publishGainMs + ", overloadTtftFactor=" + overloadTtftFactor
-                + ", canaryInterval=" + canaryInterval
+                + ", keepInRegion=" + keepInRegion                + ", canaryInterval=" + canaryInterval
                 + ", maxWait=" + maxWait + ", tls=" + tls + ", engineTls=" + engineTls + ", stateFile=" + stateFile
                 + ", limits=" + limits + ", engineToken=" + (engineToken == null ? "none" : "(redacted)") + "]";
     }
