@@ -113,8 +113,8 @@ class SimulateCommandTest {
                 "nearest,sextant[space_prefills=false,max_walk=2]", "--out", dir.toString());
 
         assertThat(code).isEqualTo(2);
-        assertThat(err.toString()).contains("sextant option 'max_walk' (expected: space_prefills or "
-                + "spread_shared_prefixes)");
+        assertThat(err.toString()).contains("sextant option 'max_walk' (expected: space_prefills, "
+                + "spread_shared_prefixes or keep_in_region)");
     }
 
     @Test
