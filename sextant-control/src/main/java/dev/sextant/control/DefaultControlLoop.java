@@ -778,10 +778,10 @@ final class DefaultControlLoop implements ControlLoop {
             return last;
         }
         last = decide(now, candidate, solveFor, est);
-        // a plan kept in its region costs at least what the unrestricted one does (it is the optimum of the same
-        // objective, the affinity credit included, under one more constraint), so its gain over the held snapshot is at
-        // most the candidate's: where the candidate is not published, neither would it be, and the extra solve (about
-        // the cost of the first on a large fleet) is spent only on a step that publishes
+        // the candidate is the optimum of the objective (the affinity credit included), so a plan kept in its region
+        // costs at least as much and its gain over the held snapshot is at most the candidate's: where the candidate
+        // is not published, neither would it be, and the extra solve (about the cost of the first on a large fleet) is
+        // spent only on a step that publishes
         if (options.keepInRegion() && last.published()) {
             try {
                 InRegion kept = inRegion(candidate, solveFor, opts);
@@ -1092,8 +1092,11 @@ final class DefaultControlLoop implements ControlLoop {
      * a plan that spreads over regions for a gain the loop calls noise anywhere else is a plan that follows noise.
      */
     private InRegion inRegion(Snapshot candidate, Topology solveFor, SolveOptions opts) {
+        if (candidate.objective().shedRps() > 0 || !leavesRegion(candidate, solveFor)) {
+            return null;
+        }
         Topology penalized = outOfRegionPenalized(solveFor, OUT_OF_REGION_MS);
-        if (penalized == null || candidate.objective().shedRps() > 0 || !leavesRegion(candidate, solveFor)) {
+        if (penalized == null) {
             return null;
         }
         Snapshot local = optimizer.solve(penalized, opts);
@@ -1106,7 +1109,7 @@ final class DefaultControlLoop implements ControlLoop {
                 * (kept(local, published, solveFor) - kept(candidate, published, solveFor));
         double routed = Math.max(1e-9, free.routedRps());
         double gain = (home.latencyCost() - free.latencyCost() - credit) / routed;
-        double threshold = Math.max(options.publishGainMs(), options.publishGain() * free.meanLatencyMs());
+        double threshold = publicationThreshold(free.meanLatencyMs());
         if (gain > threshold) {
             return null;
         }
@@ -1274,7 +1277,7 @@ final class DefaultControlLoop implements ControlLoop {
         double nextCost = next.latencyCost() - discount * kept(candidate, published, solveFor);
         double routed = Math.max(1e-9, total - next.shedRps());
         double gain = (heldCost - nextCost) / routed;
-        double threshold = Math.max(options.publishGainMs(), options.publishGain() * held.meanLatencyMs());
+        double threshold = publicationThreshold(held.meanLatencyMs());
         if (gain > threshold) {
             return new Step(now, candidate, true, String.format(Locale.ROOT,
                     "expected gain %.2f ms per request, above the threshold of %.2f ms", gain, threshold), gain,
@@ -1283,6 +1286,11 @@ final class DefaultControlLoop implements ControlLoop {
         return new Step(now, candidate, false, String.format(Locale.ROOT,
                 "expected gain %.2f ms per request, not above the threshold of %.2f ms: snapshot %d stays", gain,
                 threshold, published.version()), gain, threshold, solveFor, est);
+    }
+
+    /** The gain per request, ms, a plan must exceed against one whose mean latency is {@code meanLatencyMs}. */
+    private double publicationThreshold(double meanLatencyMs) {
+        return Math.max(options.publishGainMs(), options.publishGain() * meanLatencyMs);
     }
 
     /**

@@ -442,7 +442,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 + ", scrapeInterval=" + scrapeInterval + ", scrapeTimeout=" + scrapeTimeout + ", missedScrapes="
                 + missedScrapes + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", publishGain="
                 + publishGain + ", publishGainMs=" + publishGainMs + ", overloadTtftFactor=" + overloadTtftFactor
-                + ", keepInRegion=" + keepInRegion                + ", canaryInterval=" + canaryInterval
+                + ", keepInRegion=" + keepInRegion + ", canaryInterval=" + canaryInterval
                 + ", maxWait=" + maxWait + ", tls=" + tls + ", engineTls=" + engineTls + ", stateFile=" + stateFile
                 + ", limits=" + limits + ", engineToken=" + (engineToken == null ? "none" : "(redacted)") + "]";
     }
