@@ -64,6 +64,13 @@ final class DefaultControlLoop implements ControlLoop {
     private Snapshot published;
     private Topology publishedFor;
     private Snapshot restored;
+    /**
+     * While the held plan is one kept in its region, the unrestricted plan of the step that published it: the next
+     * steps' unrestricted solves start from its prices, since the held plan's are those of another problem (the
+     * region's engines priced as if they carried all of its requests) and a solve started there takes about three
+     * times the Newton steps. Null while the held plan is unrestricted, restored or adopted.
+     */
+    private Snapshot unrestrictedBehind;
     private Step last;
     private boolean urgent;
     /** A demand estimate moved since {@link #urgent()} last looked: urgent only if the held routing no longer fits. */
@@ -694,8 +701,10 @@ final class DefaultControlLoop implements ControlLoop {
         Topology solveFor = solveTopology(est);
         Snapshot base = published != null ? published : restored;
         SolveOptions opts = base == null ? SolveOptions.defaults()
-                : new SolveOptions(base.version() + 1, base, Map.of(), SolveOptions.DEFAULT_GAP_TOLERANCE);
+                : new SolveOptions(base.version() + 1, base, Map.of(), SolveOptions.DEFAULT_GAP_TOLERANCE,
+                published == base ? unrestrictedBehind : null);
         Snapshot candidate;
+        Snapshot unrestricted = null;
         String unproven = "";
         try {
             candidate = optimizer.solve(solveFor, opts);
@@ -784,8 +793,10 @@ final class DefaultControlLoop implements ControlLoop {
         // spent only on a step that publishes
         if (options.keepInRegion() && last.published()) {
             try {
-                InRegion kept = inRegion(candidate, solveFor, opts);
+                // the plan kept in its region starts from the held plan's prices, kept in its region or not
+                InRegion kept = inRegion(candidate, solveFor, opts.withWarmStart(null));
                 if (kept != null) {
+                    unrestricted = candidate;
                     candidate = kept.snapshot();
                     unproven += kept.reason();
                     last = decide(now, candidate, solveFor, est);
@@ -802,6 +813,7 @@ final class DefaultControlLoop implements ControlLoop {
             published = candidate;
             publishedFor = solveFor;
             restored = null;
+            unrestrictedBehind = unrestricted;
         }
         return last;
     }
@@ -1403,6 +1415,7 @@ final class DefaultControlLoop implements ControlLoop {
             throw new IllegalArgumentException("version: " + snapshot.version() + " (expected: above the held "
                     + held.version() + ")");
         }
+        unrestrictedBehind = null;
         if (published != null) {
             published = snapshot;
         } else {

