@@ -882,6 +882,7 @@ final class DefaultDataPlane implements DataPlane {
             }
             if (attempt.firstTokenCame()) {
                 attempt.cell.firstTokens++; // racy on purpose: only whether it moves is read
+                attempt.cell.reachedByAttemptAt = attempt.startNanos;
             }
         }
     }
@@ -1042,6 +1043,9 @@ final class DefaultDataPlane implements DataPlane {
             cell.reached = true;
         }
         int n = cell.failures.incrementAndGet();
+        if (n == 1) {
+            cell.runSince = ticker.nanos(); // a failure path: a clock read is cheap beside it
+        }
         if (n >= options.consecutiveFailures()) {
             // for slowness only when no failure of the run was an error: an engine refused for thousands of
             // connections whose last failure is a slow answer (it was just restarted) is not merely slow
@@ -1057,6 +1061,7 @@ final class DefaultDataPlane implements DataPlane {
     private void unreachableFromHere(EngineCell cell) {
         cell.resetFailures();
         cell.failures.set(Math.max(0, options.consecutiveFailures() - 1));
+        cell.runSince = ticker.nanos(); // what the gateway reached before this ejection is no evidence for the next
         cell.failedHard = true;
         cell.trialOnReturn = true;
         cell.trialUntil.set(0);
@@ -1073,21 +1078,45 @@ final class DefaultDataPlane implements DataPlane {
      * Whether ejecting {@code cell} leaves at least half of the allowed engines of every class it serves in rotation
      * (Envoy's panic threshold, over the allowed engines rather than the weighted ones: a class whose weighted engines
      * are all unreachable is served by the nearest healthy ones). Below it a failure to connect may be this gateway's
-     * own (its descriptors spent, its network down for a moment), and ejecting more would pile the classes onto the
-     * few engines left.
+     * own (its descriptors spent, its network down for a moment), unless the engines left answer attempts begun since
+     * ({@link #othersReachedSince}).
      */
     private static boolean halfStayInRotation(Compiled c, EngineCell cell, long now) {
+        return inRotation(c, cell, now, false);
+    }
+
+    /**
+     * Whether, in every class {@code cell} serves, another engine in rotation sent its first bytes for an attempt this
+     * gateway began since {@code cell}'s run of failed connections did: this gateway reaches the class's engines, so
+     * its failures to connect to {@code cell} are {@code cell}'s or its link's, not the gateway's own (its descriptors
+     * spent or its network down fail every new attempt alike). Then an engine that cannot be reached is ejected past
+     * half of the allowed engines too: with most of them gone from here, each request tried on them would fail up to
+     * its attempts on failed connections, and a cut link makes each of those a whole connect timeout.
+     */
+    private static boolean othersReachedSince(Compiled c, EngineCell cell, long now) {
+        return inRotation(c, cell, now, true);
+    }
+
+    /**
+     * {@link #halfStayInRotation} ({@code reached} false) or {@link #othersReachedSince} ({@code reached} true): over
+     * the classes {@code cell} serves, what of their allowed engines besides it stays in rotation.
+     */
+    private static boolean inRotation(Compiled c, EngineCell cell, long now, boolean reached) {
         for (ClassRoute k : c.byId.values()) {
             if (ClassRoute.indexOf(k.cells, cell) < 0 && ClassRoute.indexOf(k.near, cell) < 0) {
                 continue;
             }
             int in = 0;
+            int answered = 0;
             for (EngineCell n : k.near) {
                 if (n != cell && !n.ejected(now)) {
                     in++;
+                    if (n.reachedByAttemptAt >= cell.runSince) {
+                        answered++;
+                    }
                 }
             }
-            if (2 * in < k.near.length) {
+            if (reached ? answered == 0 : 2 * in < k.near.length) {
                 return false;
             }
         }
@@ -1116,15 +1145,17 @@ final class DefaultDataPlane implements DataPlane {
             Compiled c = compiled;
             if (severity == EngineCell.UNREACHABLE) {
                 // under the cap where there is room, as an engine that fails fast; past it while half the allowed
-                // engines stay in rotation
+                // engines stay in rotation, or while those left answer attempts begun since its run began
                 e = underTheCap(c, cell, reason, EngineCell.FAILING, now, displaced = new ArrayList<>(1));
                 if (e != null) {
                     unreachableFromHere(cell);
-                } else if (halfStayInRotation(c, cell, now)) {
+                } else if (halfStayInRotation(c, cell, now) || othersReachedSince(c, cell, now)) {
                     // past the cap: its requests go elsewhere anyway, each after a failed connection (a connect
                     // timeout, where the link is cut), so ejecting it moves no load the cap guards against
-                    e = new Ejection(cell.id, reason + "; cannot be reached: ejected past the cap of ejected engines, "
-                            + "tried again in " + UNREACHABLE_RECHECK_NANOS / 1_000_000_000L + " s", now,
+                    e = new Ejection(cell.id, reason + "; cannot be reached: ejected past the cap of ejected engines"
+                            + (halfStayInRotation(c, cell, now) ? ""
+                            : " while the engines left in rotation answer from here")
+                            + ", tried again in " + UNREACHABLE_RECHECK_NANOS / 1_000_000_000L + " s", now,
                             now + UNREACHABLE_RECHECK_NANOS, cell.multiplier);
                     unreachableFromHere(cell);
                     eject(cell, e, severity, true);

@@ -17,6 +17,14 @@ final class EngineCell {
      * while an attempt waited matters (a stream without a first token, docs/request-path.md §4).
      */
     volatile int firstTokens;
+    /**
+     * When the latest attempt that brought the engine's first bytes started (ticker nanos, from the attempt's own start,
+     * so that no clock is read for it; written unguarded): this gateway reached the engine at that time. What tells an
+     * engine that cannot be reached from a gateway that reaches nothing.
+     */
+    volatile long reachedByAttemptAt = Long.MIN_VALUE;
+    /** When the current run of consecutive failures began (ticker nanos); set by its first failure. */
+    volatile long runSince;
     final AtomicInteger failures = new AtomicInteger();
     /**
      * Whether the current run of consecutive failures has an error, refused connection or timeout in it, not only

@@ -1623,6 +1623,48 @@ class DataPlaneTest {
     }
 
     @Test
+    void onFinish_enginesThatCannotBeReached_areEjectedPastHalf_whileTheEnginesLeftAnswerFromHere() {
+        // three of four engines cut off from this gateway while the fourth answers: not the gateway's own failure
+        DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
+        long[] keys = new long[4];
+        for (int e = 0; e < 4; e++) {
+            keys[e] = keyOn(p, "e" + e);
+        }
+        for (int i = 0; i < 5; i++) { // the runs of failed connections interleaved with e3's answers, as traffic is
+            for (int e = 0; e < 3; e++) {
+                ticker.advanceSeconds(0.01);
+                p.onFinish(p.route(RequestMeta.of("m", keys[e], 10 * i + e)), Outcome.CONNECT_ERROR, -1);
+                Decision answered = p.route(RequestMeta.of("m", keys[3], 100 + 10 * i + e));
+                assertThat(answered.engineId()).isEqualTo("e3");
+                ticker.advanceSeconds(0.01);
+                p.onFirstToken(answered);
+                p.onFinish(answered, Outcome.SUCCESS, 10_000_000L);
+            }
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactlyInAnyOrder("e0", "e1", "e2");
+        assertThat(p.ejections()).filteredOn(e -> e.reason().contains("while the engines left in rotation answer"))
+                .hasSize(1);
+        // every request now goes to the engine that answers, none to a failed connection first
+        for (int e = 0; e < 3; e++) {
+            Decision d = p.route(RequestMeta.of("m", keys[e], 200 + e));
+            assertThat(d.engineId()).isEqualTo("e3");
+            p.onFinish(d, Outcome.SUCCESS, -1);
+        }
+
+        // the same runs where e3's answers came from attempts begun before them: no evidence that this gateway still
+        // reaches anything, so half stay in rotation as in the test above
+        DataPlane q = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
+        Decision before = q.route(RequestMeta.of("m", keys[3], 300));
+        ticker.advanceSeconds(0.01);
+        for (int e = 0; e < 3; e++) {
+            failRun(q, keys[e], Outcome.CONNECT_ERROR);
+        }
+        q.onFirstToken(before);
+        q.onFinish(before, Outcome.SUCCESS, 10_000_000L);
+        assertThat(q.ejections()).hasSize(2);
+    }
+
+    @Test
     void route_engineOfferedBeyondItsPlanAndQueueingWithNowhereToSpill_shedsLowerPrioritiesHere_neverTheHighest() {
         Map<String, Double> w = Map.of("e0", 0.5, "e1", 0.5);
         Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);

@@ -84,4 +84,34 @@ class EnginesDownFaultsTest extends FaultCase {
             assertThat(rig.gateway.plane().ejections()).as("eu-3 is ejected").anyMatch(e -> e.engineId().equals("eu-3"));
         }
     }
+
+    /**
+     * Three of the four engines eu-west requests may use refuse connections (eu-2 killed, eu-3 and eu-4 never
+     * listening) while eu-1 answers: past the cap and past half of the allowed engines, they are ejected, since eu-1's
+     * answers show that the gateway reaches the class and the fault is theirs. Afterwards each of them costs at most
+     * its half-open trial every 5 s, not a failed connection for every request its keys choose.
+     */
+    @Test
+    void mostOfAClassCutOff_whileTheEngineLeftAnswers_theRestAreEjected() throws Exception {
+        try (Rig rig = new Rig(2, Map.of("eu-3", Rig.closedPort(), "eu-4", Rig.closedPort())); Traffic traffic =
+                new Traffic(rig.startGateway(Rig.options()).port(), Rig.CLIENT_DEADLINE)) {
+            rig.kill("eu-2");
+            Tally cut = new Tally("three of four eu-west engines refuse connections");
+            traffic.run(cut, N, CONCURRENCY, i -> { }, i -> true);
+            assertSound(rig, cut, 0, N);
+            assertThat(cut.retriesReported()).as("the refused connections were retried").isPositive();
+
+            long retriesBefore = rig.resentTotal();
+            Tally after = new Tally("the same, once they are ejected");
+            long start = System.nanoTime();
+            traffic.run(after, N, CONCURRENCY, i -> { }, i -> true);
+            double seconds = (System.nanoTime() - start) / 1e9;
+            assertSound(rig, after, retriesBefore, 2L * N);
+            assertThat(after.completedCount()).as("every request completes on eu-1").isEqualTo(N);
+            assertThat(after.served("eu-1")).isEqualTo(N);
+            // where the cap kept one of them in rotation, 66 of the 120 paid a refused connection first
+            assertThat(after.retriesReported()).as("retries in %.1f s: the three engines' half-open trials at most", seconds)
+                    .isLessThanOrEqualTo(3 * (1 + (int) Math.ceil(seconds / 5)));
+        }
+    }
 }
