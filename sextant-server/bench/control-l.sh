@@ -3,24 +3,31 @@
 # 4,096 engines, 3,072 routes) as a topology file, a control plane on it, every gateway cluster's snapshot
 # poll, an explanation, then the topology file rewritten with every demand changed by ±5% and the re-solve
 # that follows. Prints the solve times (the control plane's own timer), each poll's time and size, and the
-# explanation's time. Engines are scraped once (scrape_interval 3600s; their endpoints refuse), so every engine
-# keeps its health. Usage: sextant-server/bench/control-l.sh [M|L]
+# explanation's time. Every engine's endpoint is one engine emulator, so each scrape answers and every engine keeps
+# its health (an engine whose metrics do not answer is unproven and gets no traffic); engines are scraped once
+# (scrape_interval 3600s). Usage: sextant-server/bench/control-l.sh [M|L]
 set -euo pipefail
 size="${1:-L}"
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 size=$(smoke_or M "$size")           # under run.sh --smoke: the M fleet
 CONTROL=19700
+ENGINE=19701
 bench="$root/sextant-bench/target/benchmarks.jar"
 if [ ! -f "$bench" ] || [ -n "$(find "$root/sextant-bench/src/main" "$root/sextant-model/src/main" -newer "$bench" -name '*.java' | head -1)" ]; then
   (cd "$root" && mvn -B -q -DskipTests package -pl sextant-bench -am)
 fi
-fleet() { java -cp "$bench" dev.sextant.bench.fleet.FleetYaml "$size" http://127.0.0.1:9 "$@"; }
+java -Xms256m -Xmx256m -jar "$jar" engine --id e1 --port "$ENGINE" --model m >"$work/engine.log" 2>&1 &
+pids+=("$!")
+wait_for "$ENGINE" /healthz
+fleet() { java -cp "$bench" dev.sextant.bench.fleet.FleetYaml "$size" "http://127.0.0.1:$ENGINE" "$@"; }
 fleet >"$work/topology.yaml"
 new_token "$work/token.txt"
 token="$(cat "$work/token.txt")"
 control_plane_yaml "$CONTROL"
 echo "watch_interval: 1s" >>"$work/control-plane.yaml"
+# the engines' scrapes all go to the one emulator at once, where each engine would answer its own
+echo "scrape_timeout: 30s" >>"$work/control-plane.yaml"
 started=$(date +%s.%N)
 java -Xms2g -Xmx2g -jar "$jar" control-plane --config "$work/control-plane.yaml" >"$work/control-plane.log" 2>&1 &
 pids+=("$!")
@@ -59,16 +66,20 @@ for n in 1 2; do
     "http://127.0.0.1:$CONTROL/v1/explain?gateway=$first&class=$cls&format=text"
 done
 
-# every demand changed by ±5%: the control plane reloads the file and solves warm from its snapshot
+# every demand changed by ±5%: the control plane reloads the file and solves warm from its snapshot; it publishes
+# only if the new plan gains more than its publication threshold
 version=$(curl -s -H "$auth" "http://127.0.0.1:$CONTROL/v1/snapshot?gateway=$first" | grep -o '"version" *: *[0-9]*' | grep -o '[0-9]*$')
+count=$(metric $CONTROL '^sextant_control_solve_time_seconds_count$')
 fleet 42 >"$work/topology.next" && mv "$work/topology.next" "$work/topology.yaml"
-for _ in $(seq 1 "$(smoke_or 50 600)"); do      # under run.sh --smoke, 5 s: the M fleet may not publish
-  now=$(curl -s -H "$auth" "http://127.0.0.1:$CONTROL/v1/snapshot?gateway=$first" | grep -o '"version" *: *[0-9]*' | grep -o '[0-9]*$')
-  [ "$now" != "$version" ] && break
+for _ in $(seq 1 "$(smoke_or 50 600)"); do      # under run.sh --smoke, 5 s: the M fleet may not solve again
+  [ "$(metric $CONTROL '^sextant_control_solve_time_seconds_count$')" != "$count" ] && break
   sleep 0.1
 done
+now=$(curl -s -H "$auth" "http://127.0.0.1:$CONTROL/v1/snapshot?gateway=$first" | grep -o '"version" *: *[0-9]*' | grep -o '[0-9]*$')
 echo "snapshot version $version -> $now"
 solves "after the ±5% change"
 grep -E "published snapshot" "$work/control-plane.log" | sed 's/^/  /'
-poll_all "first polls after the new publication"
+echo "  the re-solve's step: $(curl -s "http://127.0.0.1:$CONTROL/healthz" | grep -o '"reason" *: *"[^"]*"' | tail -1)"
+echo "engines not healthy in the control plane's log: $(grep -c 'UNPROVEN\|OUT_OF_SERVICE\|out of service' "$work/control-plane.log" || true)"
+poll_all "polls after the re-solve"
 echo "control plane RSS: $(( $(rss_kib "${pids[0]}") / 1024 )) MiB"
