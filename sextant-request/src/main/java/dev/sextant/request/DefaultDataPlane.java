@@ -1088,8 +1088,9 @@ final class DefaultDataPlane implements DataPlane {
     /**
      * Whether, in every class {@code cell} serves, another engine in rotation sent its first bytes for an attempt this
      * gateway began since {@code cell}'s run of failed connections did: this gateway reaches the class's engines, so
-     * its failures to connect to {@code cell} are {@code cell}'s or its link's, not the gateway's own (its descriptors
-     * spent or its network down fail every new attempt alike). Then an engine that cannot be reached is ejected past
+     * its failures to connect to {@code cell} are {@code cell}'s or its link's, not the gateway's own (its network
+     * down fails every attempt alike; with its descriptors spent, the engines it holds pooled connections to still
+     * answer, and sending the requests there is right). Then an engine that cannot be reached is ejected past
      * half of the allowed engines too: with most of them gone from here, each request tried on them would fail up to
      * its attempts on failed connections, and a cut link makes each of those a whole connect timeout.
      */
