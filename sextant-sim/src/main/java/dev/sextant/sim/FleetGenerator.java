@@ -28,6 +28,7 @@ final class FleetGenerator {
     Topology generate(JsonNode f, Map<String, EngineParams> hw, Scenario.ClassWorkload w, List<String> engineHardware)
             throws ScenarioException {
         String p = "fleet.";
+        loader.known(f, p, ScenarioLoader.FLEET_KEYS);
         JsonNode regions = f.get("regions");
         if (regions == null || !regions.isArray() || regions.isEmpty()) {
             throw loader.fail(p + "regions", "missing (expected: a list of {id, continent, gateways, engine_clusters})");
@@ -37,6 +38,7 @@ final class FleetGenerator {
         double share = loader.number(f, "residency_share", p, 0.25, 0, 1);
         double perGateway = loader.number(f, "demand_rps_per_gateway", p, 10, 0, Topology.MAX_RPS);
         JsonNode rtt = f.get("rtt_ms");
+        loader.known(rtt, p + "rtt_ms", ScenarioLoader.RTT_KEYS);
         double sameRegion = loader.number(rtt, "same_region", p + "rtt_ms.", 4, 0, 1e6);
         double sameContinent = loader.number(rtt, "same_continent", p + "rtt_ms.", 40, 0, 1e6);
         double other = loader.number(rtt, "other", p + "rtt_ms.", 150, 0, 1e6);
@@ -61,6 +63,7 @@ final class FleetGenerator {
         int index = 0;
         for (JsonNode r : regions) {
             String q = p + "regions[" + index++ + "].";
+            loader.known(r, q, ScenarioLoader.REGION_KEYS);
             String id = loader.string(r, "id", q, null);
             String cont = loader.string(r, "continent", q, id);
             continentOf.put(id, cont);

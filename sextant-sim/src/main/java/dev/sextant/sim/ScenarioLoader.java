@@ -185,6 +185,10 @@ final class ScenarioLoader {
         if (root == null || !root.isObject()) {
             throw error("(root)", "not a mapping (expected: a scenario)");
         }
+        part(() -> {
+            known(root, "", ROOT_KEYS);
+            return null;
+        }, null);
         String name = str(root, "name", "", Path.of(reader.source()).getFileName().toString()
                 .replaceFirst("\\.ya?ml$", ""));
         String description = str(root, "description", "", "").trim();
@@ -192,7 +196,11 @@ final class ScenarioLoader {
         // part's; a part that others need (the topology, for the faults) skips them when wrong
         Map<String, EngineParams> hw = part(() -> hardware(object(root, "hardware", "")), null);
         Map<String, Scenario.ClassWorkload> wl = new LinkedHashMap<>();
-        JsonNode w = part(() -> object(root, "workload", ""), null);
+        JsonNode w = part(() -> {
+            JsonNode o = object(root, "workload", "");
+            known(o, "workload", WORKLOAD_KEYS);
+            return o;
+        }, null);
         Scenario.ClassWorkload builtIn = new Scenario.ClassWorkload(4, 20_000, 1000, 100, 200);
         Scenario.ClassWorkload dflt = part(() -> classWorkload(object(w, "default", "workload."), "workload.default.",
                 builtIn), builtIn);
@@ -223,7 +231,11 @@ final class ScenarioLoader {
         if (!profiles.equals("measured") && !profiles.equals("derived")) {
             record("profiles", "'" + profiles + "' (expected one of [derived, measured])");
         }
-        JsonNode a = part(() -> object(root, "arrivals", ""), null);
+        JsonNode a = part(() -> {
+            JsonNode o = object(root, "arrivals", "");
+            known(o, "arrivals", ARRIVALS_KEYS);
+            return o;
+        }, null);
         Scenario.Arrivals da = part(() -> arrivals(object(a, "default", "arrivals."), "arrivals.default."), null);
         JsonNode byGateway = part(() -> object(a, "gateways", "arrivals."), null);
         Scenario.Control control = part(() -> control(object(root, "control", "")), null);
@@ -342,6 +354,7 @@ final class ScenarioLoader {
 
     /** The {@code legacy} block: the legacy feedback controller's gain, period, smoothing and weight floor. */
     private Scenario.LegacyParams legacy(JsonNode l) throws ScenarioException {
+        known(l, "legacy", LEGACY_KEYS);
         Scenario.LegacyParams d = Scenario.LegacyParams.DEFAULT;
         Scenario.LegacyParams p = new Scenario.LegacyParams(positive(num(l, "gain", "legacy.", d.gain()), "legacy.gain"),
                 1000 * num(l, "period_s", "legacy.", d.periodMs() / 1000, MIN_PERIOD_S, MAX_DURATION_S),
@@ -414,16 +427,50 @@ final class ScenarioLoader {
     /** The keys of the {@code control} block. */
     static final List<String> CONTROL_KEYS = List.of("scrape_s", "signal_delay_s", "solve_s", "propagation_s",
             "health_check_s", "connect_timeout_s");
+    /**
+     * The keys of each mapping of a scenario file (evaluation.md, "Scenario file"): a key the simulator does not read is
+     * refused at its line, so that a misspelt optional key (`capcity_rps`, `shap`) is not silently a run of another fleet.
+     */
+    static final List<String> ROOT_KEYS = List.of("name", "description", "duration_s", "client_timeout_s", "sample_s",
+            "profiles", "policies", "hardware", "workload", "arrivals", "control", "legacy", "topology", "fleet", "faults");
+    static final List<String> HARDWARE_KEYS = List.of("step_ms", "prefill_ms_per_token", "decode_ms_per_seq", "max_seqs",
+            "kv_cache_tokens", "chunk_tokens");
+    static final List<String> WORKLOAD_KEYS = List.of("default", "classes");
+    static final List<String> CLASS_WORKLOAD_KEYS = List.of("turns_mean", "think_s", "first_prompt_tokens",
+            "new_tokens_per_turn", "output_tokens", "system_prompt_tokens", "system_prompts", "keyed_share");
+    static final List<String> ARRIVALS_KEYS = List.of("default", "gateways");
+    static final List<String> ARRIVAL_KEYS = List.of("shape", "factor", "period_s", "burst_s", "amplitude");
+    static final List<String> LEGACY_KEYS = List.of("gain", "period_s", "smoothing", "min_weight", "gain_sweep");
+    static final List<String> TOPOLOGY_KEYS = List.of("gateway_clusters", "engine_clusters", "network_rtt_ms", "models",
+            "engines", "classes", "demand_rps", "headroom", "affinity_discount_ms");
+    static final List<String> CLUSTER_KEYS = List.of("id", "region");
+    static final List<String> MODEL_KEYS = List.of("id", "output_tokens");
+    static final List<String> CLASS_KEYS = List.of("id", "model", "residency", "priority");
+    static final List<String> ENGINE_KEYS = List.of("id", "cluster", "endpoint", "models", "capacity_rps", "profile",
+            "health", "priority_scheduling", "hardware", "metrics");
+    static final List<String> PARAMETRIC_KEYS = List.of("ttft_ms", "tbt_ms", "tbt_slope");
+    static final List<String> MEASURED_KEYS = List.of("points");
+    static final List<String> POINT_KEYS = List.of("utilization", "ttft_ms", "tbt_ms");
+    static final List<String> FAULT_KEYS = List.of("kind", "at_s", "duration_s", "engines", "engine_cluster", "gateway",
+            "factor", "prompt_factor", "class", "requests", "prompt_tokens", "output_tokens");
+    static final List<String> FLEET_KEYS = List.of("regions", "engines_per_cluster", "models", "hardware", "rtt_ms",
+            "residency_share", "demand_rps_per_gateway", "headroom", "affinity_discount_ms");
+    static final List<String> REGION_KEYS = List.of("id", "continent", "gateways", "engine_clusters");
+    static final List<String> RTT_KEYS = List.of("same_region", "same_continent", "other");
 
-    /** Refuses a key of mapping {@code n} that is not one of {@code keys}. */
-    private void known(JsonNode n, String path, List<String> keys) throws ScenarioException {
-        if (n == null) {
+    /**
+     * Refuses a key of mapping {@code n} that is not one of {@code keys}; {@code path} is the mapping's, with or without
+     * the trailing dot the field readers take ("" for the root).
+     */
+    void known(JsonNode n, String path, List<String> keys) throws ScenarioException {
+        if (n == null || !n.isObject()) {
             return;
         }
+        String at = path.isEmpty() || path.endsWith(".") ? path : path + ".";
         for (java.util.Iterator<String> it = n.fieldNames(); it.hasNext(); ) {
             String k = it.next();
             if (!keys.contains(k)) {
-                throw error(path + "." + k, "unknown key '" + k + "' (expected one of " + keys + ")");
+                throw error(at + k, "unknown key '" + k + "' (expected one of " + keys + ")");
             }
         }
     }
@@ -473,6 +520,7 @@ final class ScenarioLoader {
             String p = "hardware." + e.getKey() + ".";
             JsonNode h = e.getValue();
             out.put(e.getKey(), part(() -> {
+                known(h, p, HARDWARE_KEYS);
                 try {
                     return new EngineParams(within(req(h, "step_ms", p), 0, MAX_STEP_MS, p + "step_ms"),
                             within(req(h, "prefill_ms_per_token", p), 0, MAX_STEP_MS, p + "prefill_ms_per_token"),
@@ -491,6 +539,7 @@ final class ScenarioLoader {
     private Scenario.ClassWorkload classWorkload(JsonNode n, String p, Scenario.ClassWorkload d)
             throws ScenarioException {
         mapping(n, p.substring(0, p.length() - 1));
+        known(n, p, CLASS_WORKLOAD_KEYS);
         Scenario.ClassWorkload w = new Scenario.ClassWorkload(num(n, "turns_mean", p, d.turnsMean(), 1, MAX_COUNT),
                 1000 * num(n, "think_s", p, d.thinkMeanMs() / 1000, 0, MAX_DURATION_S),
                 num(n, "first_prompt_tokens", p, d.firstPromptTokens(), 1, MAX_TOKENS),
@@ -521,6 +570,7 @@ final class ScenarioLoader {
             return Scenario.Arrivals.POISSON;
         }
         mapping(n, p.substring(0, p.length() - 1));
+        known(n, p, ARRIVAL_KEYS);
         String shape = str(n, "shape", p, "poisson");
         return switch (shape) {
             case "poisson" -> Scenario.Arrivals.POISSON;
@@ -576,26 +626,31 @@ final class ScenarioLoader {
         List<Model> models = new ArrayList<>();
         List<Engine> engines = new ArrayList<>();
         List<TrafficClass> classes = new ArrayList<>();
+        known(t, p, TOPOLOGY_KEYS);
         try {
             int i = 0;
             for (JsonNode g : list(t, "gateway_clusters", p)) {
                 String q = p + "gateway_clusters[" + i++ + "].";
+                known(g, q, CLUSTER_KEYS);
                 gateways.add(new GatewayCluster(str(g, "id", q, null), str(g, "region", q, null)));
             }
             i = 0;
             for (JsonNode c : list(t, "engine_clusters", p)) {
                 String q = p + "engine_clusters[" + i++ + "].";
+                known(c, q, CLUSTER_KEYS);
                 clusters.add(new EngineCluster(str(c, "id", q, null), str(c, "region", q, null)));
             }
             i = 0;
             for (JsonNode m : list(t, "models", p)) {
                 String q = p + "models[" + i++ + "].";
+                known(m, q, MODEL_KEYS);
                 models.add(new Model(str(m, "id", q, null), count(m, "output_tokens", q,
                         (int) Math.round(dflt.outputTokens()), 1, MAX_TOKENS)));
             }
             i = 0;
             for (JsonNode c : list(t, "classes", p)) {
                 String q = p + "classes[" + i++ + "].";
+                known(c, q, CLASS_KEYS);
                 List<String> res = new ArrayList<>();
                 if (c.has("residency")) {
                     c.get("residency").forEach(r -> res.add(r.asText()));
@@ -606,6 +661,7 @@ final class ScenarioLoader {
             i = 0;
             for (JsonNode e : list(t, "engines", p)) {
                 String q = p + "engines[" + i++ + "].";
+                known(e, q, ENGINE_KEYS);
                 String h = str(e, "hardware", q, "default");
                 if (!hw.containsKey(h)) {
                     throw error(q + "hardware", "unknown hardware '" + h + "' (expected one of " + hw.keySet() + ")");
@@ -650,13 +706,17 @@ final class ScenarioLoader {
 
     private LatencyProfile profile(JsonNode n, String p) throws ScenarioException {
         if (n.has("points")) {
+            known(n, p, MEASURED_KEYS);
             List<MeasuredProfile.Point> pts = new ArrayList<>();
+            int k = 0;
             for (JsonNode pt : n.get("points")) {
+                known(pt, p + "points[" + k++ + "]", POINT_KEYS);
                 pts.add(new MeasuredProfile.Point(req(pt, "utilization", p), req(pt, "ttft_ms", p),
                         req(pt, "tbt_ms", p)));
             }
             return new MeasuredProfile(pts);
         }
+        known(n, p, PARAMETRIC_KEYS);
         return new ParametricProfile(req(n, "ttft_ms", p), req(n, "tbt_ms", p),
                 num(n, "tbt_slope", p, ParametricProfile.DEFAULT_TBT_SLOPE, 0, ParametricProfile.MAX_TBT_SLOPE));
     }
@@ -696,6 +756,7 @@ final class ScenarioLoader {
         int i = 0;
         for (JsonNode f : n) {
             String p = "faults[" + i++ + "].";
+            known(f, p, FAULT_KEYS);
             String kindName = str(f, "kind", p, null);
             Scenario.FaultKind kind;
             try {

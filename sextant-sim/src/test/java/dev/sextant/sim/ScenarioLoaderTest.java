@@ -90,6 +90,44 @@ class ScenarioLoaderTest {
                 .hasMessageContaining(message);
     }
 
+    /**
+     * A key the simulator does not read is refused at its line, in every mapping of the file: a misspelt optional key
+     * would otherwise run another scenario than the one written (an engine whose capacity comes from its hardware).
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "sample_s: 5|sampel_s: 5|faulty.yaml:4: sampel_s: unknown key 'sampel_s'",
+        "max_seqs: 16|max_seq: 16|faulty.yaml:6: hardware.small.max_seq: unknown key",
+        "turns_mean: 3|turn_mean: 3|faulty.yaml:8: workload.default.turn_mean: unknown key",
+        "legacy: {gain: 1.0|legacy: {gian: 1.0|faulty.yaml:10: legacy.gian: unknown key",
+        "- {id: us, region: us-east}|- {id: us, regoin: us-east, region: us-east}|faulty.yaml:13: topology.gateway_clusters[0].regoin: unknown key",
+        "- {id: us-1, cluster: gpu-us, models: [m], hardware: small}|- {id: us-1, cluster: gpu-us, models: [m], hardware: small, capcity_rps: 9}|faulty.yaml:25: topology.engines[0].capcity_rps: unknown key",
+        "- {id: chat, model: m, priority: 0}|- {id: chat, model: m, prority: 0}|faulty.yaml:30: topology.classes[0].prority: unknown key",
+        "engines: [eu-1]}|engines: [eu-1], facter: 2}|faulty.yaml:36: faults[0].facter: unknown key",
+    })
+    void unknownKey_isRefusedAtItsLine(String from, String to, String message) {
+        String yaml = SimulationTest.FAULTY.replace(from, to);
+        assertThat(yaml).isNotEqualTo(SimulationTest.FAULTY);
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml))
+                .isInstanceOf(ScenarioException.class)
+                .hasMessageContaining(message);
+    }
+
+    @Test
+    void unknownKeyOfArrivalsOrOfAFleet_isRefusedAtItsLine() throws Exception {
+        String arrivals = SimulationTest.FAULTY.replace("control: {", "arrivals:\n  default: {shap: bursty}\ncontrol: {");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", arrivals))
+                .hasMessageContaining("faulty.yaml:10: arrivals.default.shap: unknown key 'shap'");
+        String budget = SimulationTest.FAULTY.replace("  demand_rps:", "  retry_budget: {}\n  demand_rps:");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", budget)) // read by the production loader, not here
+                .hasMessageContaining("faulty.yaml:32: topology.retry_budget: unknown key");
+        String large = java.nio.file.Files.readString(SCENARIOS.resolve("large-fleet.yaml"));
+        String fleet = large.replace("same_region: 4", "same_regoin: 4");
+        assertThat(fleet).isNotEqualTo(large);
+        assertThatThrownBy(() -> ScenarioLoader.parse("fleet.yaml", fleet))
+                .hasMessageContaining("fleet.rtt_ms.same_regoin: unknown key");
+    }
+
     /** Every scenario the project ships, variants included, loads: the docs give a command for each. */
     @Test
     void everyShippedScenario_loads() throws Exception {
