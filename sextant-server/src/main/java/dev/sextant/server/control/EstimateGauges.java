@@ -8,12 +8,17 @@ import io.micrometer.core.instrument.MultiGauge;
 import io.micrometer.core.instrument.Tags;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
  * The loop's estimates as the policy thread took them last: kept for {@code /healthz}, shown per engine in the
  * gauges {@code sextant_control_engine_*}, and each engine's change of condition logged (INFO back to healthy,
- * WARNING otherwise).
+ * WARNING otherwise): one line per engine up to {@link #LINES_PER_STEP} changes in one step, beyond that those lines
+ * and one line per kind of change with its count, so that a partition between the control plane and a region does not
+ * log a line for each of its thousands of engines (their states are in {@code /healthz} and the gauges).
  */
 final class EstimateGauges {
     /** The control plane's logger: one name for operators to set, whichever part of it speaks. */
@@ -25,6 +30,8 @@ final class EstimateGauges {
     private final MultiGauge slowdownGauge;
     /** The estimates the policy thread took last, for {@code /healthz} and the gauges. */
     private volatile Estimates estimates;
+    /** Most engines whose change of condition one step logs a line of its own. */
+    static final int LINES_PER_STEP = 20;
 
     EstimateGauges(MeterRegistry registry) {
         this.conditionGauge = MultiGauge.builder("sextant.control.engine.condition")
@@ -48,6 +55,10 @@ final class EstimateGauges {
     /** Keeps the estimates for {@code /healthz} and the gauges, and logs each engine's change of condition. */
     void take(Estimates now) {
         Estimates before = estimates;
+        int changes = 0;
+        // "CONDITION (was CONDITION)" → engines beyond the lines of their own, and the first one's reason
+        Map<String, int[]> more = new TreeMap<>();
+        Map<String, String> example = new TreeMap<>();
         estimates = now;
         List<MultiGauge.Row<?>> conditions = new ArrayList<>();
         List<MultiGauge.Row<?>> health = new ArrayList<>();
@@ -63,15 +74,20 @@ final class EstimateGauges {
             slowdown.add(MultiGauge.Row.of(Tags.of("engine", x.engine()), x.slowdown()));
             EngineEstimate was = before == null ? null : before.engines().get(x.engine());
             if (was != null && was.condition() != x.condition()) {
-                String line = "engine " + x.engine() + " " + x.condition() + " (was " + was.condition() + "): "
-                        + x.conditionWhy();
-                if (x.condition() == Condition.HEALTHY) {
-                    LOG.info(line);
+                Level level = x.condition() == Condition.HEALTHY ? Level.INFO : Level.WARNING;
+                if (++changes <= LINES_PER_STEP) {
+                    LOG.log(level, "engine " + x.engine() + " " + x.condition() + " (was " + was.condition() + "): "
+                            + x.conditionWhy());
                 } else {
-                    LOG.warning(line);
+                    String kind = x.condition() + " (was " + was.condition() + ")";
+                    more.computeIfAbsent(kind, k -> new int[1])[0]++;
+                    example.putIfAbsent(kind, x.engine() + ": " + x.conditionWhy());
                 }
             }
         }
+        more.forEach((kind, n) -> LOG.log(kind.startsWith(Condition.HEALTHY + " ") ? Level.INFO : Level.WARNING,
+                n[0] + " more engines " + kind + " in this step, not logged each (sextant_control_engine_condition and"
+                        + " /healthz have every one); the first: " + example.get(kind)));
         conditionGauge.register(conditions, true);
         healthGauge.register(health, true);
         capacityGauge.register(capacity, true);
