@@ -702,7 +702,7 @@ final class DefaultControlLoop implements ControlLoop {
         Snapshot base = published != null ? published : restored;
         SolveOptions opts = base == null ? SolveOptions.defaults()
                 : new SolveOptions(base.version() + 1, base, Map.of(), SolveOptions.DEFAULT_GAP_TOLERANCE,
-                published == base ? unrestrictedBehind : null);
+                unrestrictedBehind);
         Snapshot candidate;
         Snapshot unrestricted = null;
         String unproven = "";

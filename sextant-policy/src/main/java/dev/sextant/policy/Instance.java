@@ -155,7 +155,7 @@ final class Instance {
             sourceKept[k] = new double[sourceGroups[k].length];
         }
         discount = options.previous() == null ? 0 : topology.affinityDiscountMs();
-        previousRoute = previousRoutes(options.previous());
+        previousRoute = routesOf(options.previous());
         if (discount > 0) {
             fillKept(options.previous());
         }
@@ -236,7 +236,7 @@ final class Instance {
         sourceKept = new double[sourceCount][];
         sourceEngines = new int[sourceCount][];
         discount = options.previous() == null ? 0 : topology.affinityDiscountMs();
-        previousRoute = previousRoutes(options.previous());
+        previousRoute = routesOf(options.previous());
 
         // indices instead of map look-ups: sources × engines is large (2,048 × 4,096 on the L fleet)
         Map<String, Integer> clusterIndex = new HashMap<>();
@@ -385,10 +385,11 @@ final class Instance {
     }
 
     /**
-     * A snapshot's route of each source (the previous one's, or another's from this fleet), in one walk over its routes rather than a look-up by two ids per
-     * source: source k is gateway cluster k / classes, class k % classes, as the sources are laid out.
+     * A snapshot's route of each source (the previous one's, or another's from this fleet), in one walk over its routes
+     * rather than a look-up by two ids per source: source k is gateway cluster k / classes, class k % classes, as the
+     * sources are laid out.
      */
-    Route[] previousRoutes(Snapshot previous) {
+    Route[] routesOf(Snapshot previous) {
         if (previous == null) {
             return null;
         }
@@ -440,7 +441,7 @@ final class Instance {
         forEachUse(previousRoute, action);
     }
 
-    /** As {@link #forEachPreviousUse}, for the routes of another snapshot of this fleet ({@link #previousRoutes}). */
+    /** As {@link #forEachPreviousUse}, for the routes of another snapshot of this fleet ({@link #routesOf}). */
     void forEachUse(Route[] routes, PreviousUse action) {
         Map<String, Integer> groupIndex = new HashMap<>(groupCount * 2);
         for (int h = 0; h < groupCount; h++) {

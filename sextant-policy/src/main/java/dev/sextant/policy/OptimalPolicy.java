@@ -66,7 +66,9 @@ final class OptimalPolicy implements RoutingPolicy {
         double bound = 0;
         int iterations = 0;
         Snapshot warmFrom = options.warmFrom();
-        double[] routePrices = warmFrom == null ? null : routePrices(inst, warmFrom);
+        // the previous snapshot's routes were walked when the instance was made; another snapshot's are walked here
+        double[] routePrices = warmFrom == null ? null : routePrices(inst, warmFrom,
+                warmFrom == options.previous() ? inst.previousRoute : inst.routesOf(warmFrom));
         for (int[][] comp : components(inst)) {
             int[] sources = comp[0];
             int[] compGroups = comp[1];
@@ -296,7 +298,11 @@ final class OptimalPolicy implements RoutingPolicy {
      * from full the previous solution left it. Round trips are the previous snapshot's where they changed.
      */
     static double[] routePrices(Instance inst, Snapshot previous) {
-        Route[] routes = inst.previousRoutes(previous);
+        return routePrices(inst, previous, inst.routesOf(previous));
+    }
+
+    /** As {@link #routePrices(Instance, Snapshot)}, with {@code previous}'s routes by source already found. */
+    private static double[] routePrices(Instance inst, Snapshot previous, Route[] routes) {
         double[] price = new double[inst.groupCount];
         Arrays.fill(price, Double.NaN);
         // per gateway cluster, the round trips the previous prices were paid over; null while they are the current ones

@@ -1145,16 +1145,17 @@ final class DefaultDataPlane implements DataPlane {
             }
             Compiled c = compiled;
             if (severity == EngineCell.UNREACHABLE) {
+                boolean half;
                 // under the cap where there is room, as an engine that fails fast; past it while half the allowed
                 // engines stay in rotation, or while those left answer attempts begun since its run began
                 e = underTheCap(c, cell, reason, EngineCell.FAILING, now, displaced = new ArrayList<>(1));
                 if (e != null) {
                     unreachableFromHere(cell);
-                } else if (halfStayInRotation(c, cell, now) || othersReachedSince(c, cell, now)) {
+                } else if ((half = halfStayInRotation(c, cell, now)) || othersReachedSince(c, cell, now)) {
                     // past the cap: its requests go elsewhere anyway, each after a failed connection (a connect
                     // timeout, where the link is cut), so ejecting it moves no load the cap guards against
                     e = new Ejection(cell.id, reason + "; cannot be reached: ejected past the cap of ejected engines"
-                            + (halfStayInRotation(c, cell, now) ? ""
+                            + (half ? ""
                             : " while the engines left in rotation answer from here")
                             + ", tried again in " + UNREACHABLE_RECHECK_NANOS / 1_000_000_000L + " s", now,
                             now + UNREACHABLE_RECHECK_NANOS, cell.multiplier);
