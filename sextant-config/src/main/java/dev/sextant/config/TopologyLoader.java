@@ -91,9 +91,23 @@ public final class TopologyLoader {
         return load(ConfigReader.of(yaml, source));
     }
 
+    /**
+     * Reads the topology embedded at {@code path} of another file (a simulator scenario's {@code topology}: the
+     * {@code node} there), with the keys and checks of a topology file as {@code embedding} changes them. Problems
+     * are recorded on {@code reader}, at their lines; null when there is any.
+     */
+    public static Topology embedded(ConfigReader reader, Mapping node, String path, TopologyEmbedding embedding) {
+        if (path.isEmpty() || embedding == null) {
+            throw new IllegalArgumentException("path and embedding: required (a topology file is read by load)");
+        }
+        int before = reader.count();
+        Topology t = new Reading(reader, path, embedding).topology(node);
+        return reader.count() > before ? null : t;
+    }
+
     private static TopologyFile load(ConfigReader r) throws TopologyException {
         Mapping root = r.root("a mapping with keys " + String.join(", ", ROOT_KEYS), false);
-        Reading reading = new Reading(r);
+        Reading reading = new Reading(r, "", null);
         Topology t = root == null ? null : reading.topology(root);
         if (t == null || !r.ok()) {
             throw new TopologyException(r.sorted());
@@ -113,24 +127,46 @@ public final class TopologyLoader {
         /** Hardware kinds written but not loaded: an engine naming one is not reported again. */
         private final Set<String> failedKinds = new HashSet<>();
 
-        Reading(ConfigReader r) {
+        /** Where the topology's mapping is in the file: "" for a topology file, its key in a file embedding one. */
+        private final String base;
+        /** What the file embedding the topology changes; null for a topology file. */
+        private final TopologyEmbedding embedding;
+
+        Reading(ConfigReader r, String base, TopologyEmbedding embedding) {
             this.r = r;
+            this.base = base;
+            this.embedding = embedding;
+        }
+
+        /** The path of {@code key} of the topology's mapping. */
+        private String at(String key) {
+            return YamlTree.child(base, key);
         }
 
         private Topology topology(Mapping root) {
-            r.keys(root, "", ROOT_KEYS);
+            List<String> rootKeys = ROOT_KEYS;
+            List<String> engineKeys = ENGINE_KEYS;
+            if (embedding != null) {
+                rootKeys = new ArrayList<>(ROOT_KEYS);
+                rootKeys.removeAll(embedding.refusedKeys());
+                engineKeys = new ArrayList<>(ENGINE_KEYS);
+                engineKeys.addAll(embedding.engineKeys());
+            }
+            r.keys(root, base, rootKeys);
             List<GatewayCluster> gateways = list(root, "gateway_clusters", this::gatewayCluster, CLUSTER_KEYS, true);
             List<EngineCluster> clusters = list(root, "engine_clusters", this::engineCluster, CLUSTER_KEYS, true);
             Map<String, Map<String, Double>> rtt = table(root, "network_rtt_ms", MAX_MS, "ms");
             List<Model> models = list(root, "models", this::model, MODEL_KEYS, false);
-            hardwareKinds(root);
+            if (embedding == null) {
+                hardwareKinds(root);
+            }
             // engines may all register instead (docs/etcd.md): the list may be absent
-            List<Engine> engines = r.value(root, "", "engines", "a list", false) == null ? List.of()
-                    : list(root, "engines", this::engine, ENGINE_KEYS, false);
+            List<Engine> engines = r.value(root, base, "engines", "a list", false) == null ? List.of()
+                    : list(root, "engines", this::engine, engineKeys, false);
             List<TrafficClass> classes = list(root, "classes", this::trafficClass, CLASS_KEYS, false);
             Map<String, Map<String, Double>> demand = table(root, "demand_rps", MAX_RPS, "req/s");
-            Double headroom = r.number(root, "", "headroom", Topology.DEFAULT_HEADROOM);
-            Double discount = number(root, "", "affinity_discount_ms", Topology.DEFAULT_AFFINITY_DISCOUNT_MS, MAX_MS,
+            Double headroom = r.number(root, base, "headroom", Topology.DEFAULT_HEADROOM);
+            Double discount = number(root, base, "affinity_discount_ms", Topology.DEFAULT_AFFINITY_DISCOUNT_MS, MAX_MS,
                     "ms");
             RetryBudget retryBudget = retryBudget(root);
             if (gateways == null || clusters == null || rtt == null || models == null || engines == null
@@ -140,7 +176,7 @@ public final class TopologyLoader {
             }
             for (Problem p : Topology.problems(gateways, clusters, rtt, models, engines, classes, demand, headroom,
                     discount)) {
-                String path = yamlPath(p.path());
+                String path = at(yamlPath(p.path()));
                 if (!refersToFailedEntry(path)) {
                     r.problem(path, p.message());
                 }
@@ -148,7 +184,7 @@ public final class TopologyLoader {
             if (!r.ok()) {
                 return null;
             }
-            return r.build("", () -> new Topology(gateways, clusters, rtt, models, engines, classes, demand, headroom,
+            return r.build(base, () -> new Topology(gateways, clusters, rtt, models, engines, classes, demand, headroom,
                     discount, retryBudget));
         }
 
@@ -157,14 +193,14 @@ public final class TopologyLoader {
          * {@link RetryBudget#DEFAULT}'s value; the default itself when the key is absent. Null after a problem.
          */
         private RetryBudget retryBudget(Mapping root) {
-            String p = "retry_budget";
+            String p = at("retry_budget");
             String expected = "a mapping with curve and/or min_retries_per_second";
-            Node n = r.value(root, "", p, expected, false);
+            Node n = r.value(root, base, "retry_budget", expected, false);
             if (n == null) {
                 return RetryBudget.DEFAULT;
             }
             if (!(n instanceof Mapping m)) {
-                return r.wrongType("", p, n, expected);
+                return r.wrongType(base, "retry_budget", n, expected);
             }
             int before = r.count();
             r.keys(m, p, RETRY_BUDGET_KEYS);
@@ -248,15 +284,15 @@ public final class TopologyLoader {
 
         /** {@code hardware: {kind: {capacity_rps, profile}}}: each kind that loads goes in {@link #hardware}. */
         private void hardwareKinds(Mapping root) {
-            Mapping kinds = r.optionalMapping(root, "", "hardware", "a mapping of hardware kind to {capacity_rps, profile}");
+            Mapping kinds = r.optionalMapping(root, base, "hardware", "a mapping of hardware kind to {capacity_rps, profile}");
             if (kinds == null) {
                 return;
             }
             kinds.entries().forEach((id, e) -> {
-                String p = YamlTree.child("hardware", id);
+                String p = YamlTree.child(at("hardware"), id);
                 int before = r.count();
                 if (!(e.value() instanceof Mapping m)) {
-                    r.wrongType("hardware", id, e.value(), "a mapping with capacity_rps and profile");
+                    r.wrongType(at("hardware"), id, e.value(), "a mapping with capacity_rps and profile");
                     failedKinds.add(id);
                     return;
                 }
@@ -276,14 +312,24 @@ public final class TopologyLoader {
         private Engine engine(Mapping m, String p) {
             String id = r.string(m, p, "id");
             String cluster = r.string(m, p, "cluster");
-            String endpoint = r.string(m, p, "endpoint");
+            boolean endpointWritten = embedding == null || r.value(m, p, "endpoint", "a string", false) != null;
+            String endpoint = endpointWritten ? r.string(m, p, "endpoint")
+                    : id == null ? null : embedding.defaultEndpoint(id);
             List<String> models = r.stringList(m, p, "models", null);
-            // a hardware kind gives the rating the engine does not write itself
-            String kind = r.string(m, p, "hardware", null);
-            HardwareKind hw = kind == null ? null : hardware.get(kind);
-            if (kind != null && hw == null && !failedKinds.contains(kind)) {
-                r.problem(YamlTree.child(p, "hardware"), "unknown hardware kind '" + kind + "' (expected one of "
-                        + new java.util.TreeSet<>(hardware.keySet()) + ")");
+            // a hardware kind gives the rating the engine does not write itself; in a file embedding the topology,
+            // the embedding file's hardware does
+            String kind;
+            HardwareKind hw;
+            if (embedding != null) {
+                hw = id == null || models == null ? null : embedding.rating(r, m, p, id, models);
+                kind = hw == null ? "" : hw.id();
+            } else {
+                kind = r.string(m, p, "hardware", null);
+                hw = kind == null ? null : hardware.get(kind);
+                if (kind != null && hw == null && !failedKinds.contains(kind)) {
+                    r.problem(YamlTree.child(p, "hardware"), "unknown hardware kind '" + kind + "' (expected one of "
+                            + new java.util.TreeSet<>(hardware.keySet()) + ")");
+                }
             }
             Double capacity = number(m, p, "capacity_rps", kind == null ? null
                     : hw == null ? Double.NaN : hw.capacityRps(), MAX_RPS, "req/s");
@@ -291,7 +337,7 @@ public final class TopologyLoader {
                     ? profile(m, p) : hw == null ? null : hw.profile();
             Double health = r.number(m, p, "health", 1.0);
             PriorityScheduling scheduling = priorityScheduling(m, p);
-            if (endpoint != null && !endpoint.isBlank() && !Urls.isHttpBase(endpoint)) {
+            if (endpointWritten && endpoint != null && !endpoint.isBlank() && !Urls.isHttpBase(endpoint)) {
                 r.problem(YamlTree.child(p, "endpoint"), "'" + endpoint + "' (expected: an http:// or https:// URL with a"
                         + " host, such as http://10.0.0.7:8000)");
                 return null;
@@ -356,13 +402,13 @@ public final class TopologyLoader {
         /** The entries under {@code key} that loaded; null when the list itself is missing or malformed. */
         private <T> List<T> list(Mapping root, String key, EntryReader<T> reader, List<String> keys,
                                  boolean regionIsName) {
-            Sequence s = r.sequence(root, "", key);
+            Sequence s = r.sequence(root, base, key);
             if (s == null) {
                 return null;
             }
             List<Integer> built = new ArrayList<>();
             yamlIndex.put(key, built);
-            return items(s, key, (m, p) -> {
+            return items(s, at(key), (m, p) -> {
                 r.keys(m, p, keys);
                 return reader.read(m, p);
             }, (i, ok, m) -> {
@@ -410,15 +456,15 @@ public final class TopologyLoader {
 
         /** {@code key: {row: {column: number}}}; null when the mapping is missing. */
         private Map<String, Map<String, Double>> table(Mapping root, String key, double max, String unit) {
-            Mapping m = r.mapping(root, "", key, "a mapping of gateway cluster id to a mapping");
+            Mapping m = r.mapping(root, base, key, "a mapping of gateway cluster id to a mapping");
             if (m == null) {
                 return null;
             }
             Map<String, Map<String, Double>> out = new LinkedHashMap<>();
             m.entries().forEach((row, e) -> {
-                String rowPath = YamlTree.child(key, row);
+                String rowPath = YamlTree.child(at(key), row);
                 if (!(e.value() instanceof Mapping cellsOfRow)) {
-                    r.wrongType(key, row, e.value(), "a mapping of id to number");
+                    r.wrongType(at(key), row, e.value(), "a mapping of id to number");
                     return;
                 }
                 Map<String, Double> cells = new LinkedHashMap<>();

@@ -44,6 +44,71 @@ class TopologyLoaderTest {
         return catchThrowableOfType(TopologyException.class, () -> TopologyLoader.load(yaml, "talk.yaml"));
     }
 
+    /**
+     * A topology embedded under a key of another file (a simulator scenario) is read with a topology file's keys and
+     * checks, at the embedding file's lines: the embedding rates every engine that writes no rating, names the endpoint
+     * of one that writes none, adds engine keys and refuses root keys.
+     */
+    @Test
+    void embedded_readsATopologyFilesKeysAndChecks_atTheEmbeddingFilesPaths() {
+        String text = """
+                name: x
+                topology:
+                  gateway_clusters: [{id: east, region: us-east}]
+                  engine_clusters: [{id: gpu-east, region: us-east}]
+                  network_rtt_ms: {east: {gpu-east: 2}}
+                  models: [{id: m, output_tokens: 200}]
+                  engines:
+                    - {id: east-1, cluster: gpu-east, models: [m], kind: big}
+                    - {id: east-2, cluster: gpu-east, models: [m], capacity_rps: 30}
+                  classes: [{id: chat, model: m}]
+                  demand_rps: {east: {chat: 10}}
+                  headroom: 0.1
+                """;
+        List<String> rated = new java.util.ArrayList<>();
+        TopologyEmbedding embedding = new TopologyEmbedding() {
+            @Override
+            public List<String> refusedKeys() {
+                return List.of("retry_budget");
+            }
+
+            @Override
+            public List<String> engineKeys() {
+                return List.of("kind");
+            }
+
+            @Override
+            public String defaultEndpoint(String engineId) {
+                return "test://" + engineId;
+            }
+
+            @Override
+            public dev.sextant.topology.HardwareKind rating(ConfigReader r, YamlTree.Mapping engine, String path,
+                                                           String id, List<String> models) {
+                rated.add(path + "=" + r.string(engine, path, "kind", "small"));
+                return new dev.sextant.topology.HardwareKind("k", 7, new ParametricProfile(10, 5, 1.0));
+            }
+        };
+        ConfigReader r = ConfigReader.of(text, "scenario.yaml");
+        YamlTree.Mapping node = (YamlTree.Mapping) r.root("a scenario", false).entries().get("topology").value();
+        Topology t = TopologyLoader.embedded(r, node, "topology", embedding);
+        assertThat(r.problems()).isEmpty();
+        assertThat(t.engines()).extracting(Engine::endpoint).allMatch(e -> e.startsWith("test://"));
+        assertThat(rated).containsExactly("topology.engines[0]=big", "topology.engines[1]=small");
+        assertThat(t.engines()).extracting(Engine::capacityRps).containsExactly(7.0, 30.0); // a written rating wins
+
+        // a reference across entries, a refused key and a written endpoint: each at its line of the embedding file
+        String broken = text.replace("{id: chat, model: m}", "{id: chat, model: no-such-model}")
+                .replace("  headroom:", "  retry_budget: {}\n  headroom:")
+                .replace("{id: east-1,", "{id: east-1, endpoint: 'ftp://x',");
+        ConfigReader b = ConfigReader.of(broken, "scenario.yaml");
+        YamlTree.Mapping brokenNode = (YamlTree.Mapping) b.root("a scenario", false).entries().get("topology").value();
+        assertThat(TopologyLoader.embedded(b, brokenNode, "topology", embedding)).isNull();
+        assertThat(b.sorted()).extracting(ConfigProblem::path).contains("topology.retry_budget",
+                "topology.engines[0].endpoint").anyMatch(p -> p.startsWith("topology.classes["));
+        assertThat(b.sorted()).allMatch(p -> p.line() > 2, "at the embedding file's lines");
+    }
+
     @Test
     void load_talkYaml_readsEveryFieldAndDefault() throws TopologyException {
         Topology t = TopologyLoader.load(TALK);

@@ -6,6 +6,9 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sextant.config.ConfigProblem;
 import dev.sextant.config.ConfigReader;
+import dev.sextant.config.TopologyEmbedding;
+import dev.sextant.config.TopologyLoader;
+import dev.sextant.config.YamlTree;
 import dev.sextant.config.YamlTree.Mapping;
 import dev.sextant.config.YamlTree.Node;
 import dev.sextant.config.YamlTree.Scalar;
@@ -13,11 +16,9 @@ import dev.sextant.config.YamlTree.Sequence;
 import dev.sextant.topology.Engine;
 import dev.sextant.topology.EngineCluster;
 import dev.sextant.topology.GatewayCluster;
+import dev.sextant.topology.HardwareKind;
 import dev.sextant.topology.LatencyProfile;
-import dev.sextant.topology.MeasuredProfile;
-import dev.sextant.topology.Model;
 import dev.sextant.topology.ParametricProfile;
-import dev.sextant.topology.PriorityScheduling;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
 import java.nio.file.Path;
@@ -61,9 +62,12 @@ final class ScenarioLoader {
     static final double MAX_FACTOR = 1_000;
 
     private final ConfigReader reader;
+    /** The file's mapping as read, for the parts the production loaders read (the topology). */
+    private final Mapping yaml;
 
-    private ScenarioLoader(ConfigReader reader) {
+    private ScenarioLoader(ConfigReader reader, Mapping yaml) {
         this.reader = reader;
+        this.yaml = yaml;
     }
 
     /** Loads {@code path}; messages name it as given. */
@@ -85,7 +89,7 @@ final class ScenarioLoader {
         if (root == null || !r.ok()) {
             throw new ScenarioException(r.sorted());
         }
-        return new ScenarioLoader(r).parse(json(root));
+        return new ScenarioLoader(r, root).parse(json(root));
     }
 
     /** The tree as Jackson nodes, for the schema below; numbers keep their value, every other scalar its text. */
@@ -222,7 +226,7 @@ final class ScenarioLoader {
         } else if (hw != null) {
             topology = part(() -> root.has("fleet")
                     ? new FleetGenerator(this).generate(root.get("fleet"), hw, dflt, engineHardware)
-                    : topology(root.get("topology"), hw, wl, dflt, engineHardware, engineMetrics), null);
+                    : topology(hw, wl, dflt, engineHardware, engineMetrics), null);
             if (root.has("fleet")) {
                 engineHardware.forEach(h -> engineMetrics.add(true));
             }
@@ -441,16 +445,6 @@ final class ScenarioLoader {
     static final List<String> ARRIVALS_KEYS = List.of("default", "gateways");
     static final List<String> ARRIVAL_KEYS = List.of("shape", "factor", "period_s", "burst_s", "amplitude");
     static final List<String> LEGACY_KEYS = List.of("gain", "period_s", "smoothing", "min_weight", "gain_sweep");
-    static final List<String> TOPOLOGY_KEYS = List.of("gateway_clusters", "engine_clusters", "network_rtt_ms", "models",
-            "engines", "classes", "demand_rps", "headroom", "affinity_discount_ms");
-    static final List<String> CLUSTER_KEYS = List.of("id", "region");
-    static final List<String> MODEL_KEYS = List.of("id", "output_tokens");
-    static final List<String> CLASS_KEYS = List.of("id", "model", "residency", "priority");
-    static final List<String> ENGINE_KEYS = List.of("id", "cluster", "endpoint", "models", "capacity_rps", "profile",
-            "health", "priority_scheduling", "hardware", "metrics");
-    static final List<String> PARAMETRIC_KEYS = List.of("ttft_ms", "tbt_ms", "tbt_slope");
-    static final List<String> MEASURED_KEYS = List.of("points");
-    static final List<String> POINT_KEYS = List.of("utilization", "ttft_ms", "tbt_ms");
     static final List<String> FAULT_KEYS = List.of("kind", "at_s", "duration_s", "engines", "engine_cluster", "gateway",
             "factor", "prompt_factor", "class", "requests", "prompt_tokens", "output_tokens");
     static final List<String> FLEET_KEYS = List.of("regions", "engines_per_cluster", "models", "hardware", "rtt_ms",
@@ -617,129 +611,86 @@ final class ScenarioLoader {
         return new Engine(id, cluster, "sim://" + id, models, cap, profile, 1.0);
     }
 
-    private Topology topology(JsonNode t, Map<String, EngineParams> hw, Map<String, Scenario.ClassWorkload> wl,
+    /**
+     * The scenario's {@code topology}, read by the production topology loader (docs/topology.md: the same keys and checks
+     * as a topology file), except that an engine's {@code hardware} names one of the scenario's simulated kinds, which
+     * rates it where it writes no {@code capacity_rps} or {@code profile} ({@link #derive}), it may say {@code metrics:
+     * false} (no {@code /metrics}), and it needs no endpoint. The topology's own {@code hardware} (ratings) and
+     * {@code retry_budget} are refused: the scenario's hardware is the simulated engines', and the simulated gateways
+     * keep the default retry budget. Each engine's kind and metrics go into {@code engineHardware} and
+     * {@code engineMetrics}, in the topology's order of engines.
+     */
+    private Topology topology(Map<String, EngineParams> hw, Map<String, Scenario.ClassWorkload> wl,
                               Scenario.ClassWorkload dflt, List<String> engineHardware, List<Boolean> engineMetrics)
             throws ScenarioException {
-        String p = "topology.";
-        List<GatewayCluster> gateways = new ArrayList<>();
-        List<EngineCluster> clusters = new ArrayList<>();
-        List<Model> models = new ArrayList<>();
-        List<Engine> engines = new ArrayList<>();
-        List<TrafficClass> classes = new ArrayList<>();
-        known(t, p, TOPOLOGY_KEYS);
-        try {
-            int i = 0;
-            for (JsonNode g : list(t, "gateway_clusters", p)) {
-                String q = p + "gateway_clusters[" + i++ + "].";
-                known(g, q, CLUSTER_KEYS);
-                gateways.add(new GatewayCluster(str(g, "id", q, null), str(g, "region", q, null)));
-            }
-            i = 0;
-            for (JsonNode c : list(t, "engine_clusters", p)) {
-                String q = p + "engine_clusters[" + i++ + "].";
-                known(c, q, CLUSTER_KEYS);
-                clusters.add(new EngineCluster(str(c, "id", q, null), str(c, "region", q, null)));
-            }
-            i = 0;
-            for (JsonNode m : list(t, "models", p)) {
-                String q = p + "models[" + i++ + "].";
-                known(m, q, MODEL_KEYS);
-                models.add(new Model(str(m, "id", q, null), count(m, "output_tokens", q,
-                        (int) Math.round(dflt.outputTokens()), 1, MAX_TOKENS)));
-            }
-            i = 0;
-            for (JsonNode c : list(t, "classes", p)) {
-                String q = p + "classes[" + i++ + "].";
-                known(c, q, CLASS_KEYS);
-                List<String> res = new ArrayList<>();
-                if (c.has("residency")) {
-                    c.get("residency").forEach(r -> res.add(r.asText()));
+        YamlTree.Entry entry = yaml.entries().get("topology");
+        if (!(entry.value() instanceof Mapping node)) {
+            throw error("topology", YamlTree.shown(entry.value()) + " (expected: a topology mapping)");
+        }
+        // the model each class asks for, as written, to rate an engine by the workload of the classes it serves
+        Map<String, String> modelOfClass = new LinkedHashMap<>();
+        if (node.entries().get("classes") != null && node.entries().get("classes").value() instanceof Sequence cs) {
+            for (Node c : cs.items()) {
+                if (c instanceof Mapping m && m.entries().get("id") != null && m.entries().get("model") != null
+                        && m.entries().get("id").value() instanceof Scalar id
+                        && m.entries().get("model").value() instanceof Scalar model) {
+                    modelOfClass.putIfAbsent(id.text(), model.text());
                 }
-                classes.add(new TrafficClass(str(c, "id", q, null), str(c, "model", q, null), res,
-                        count(c, "priority", q, 0, -MAX_COUNT, MAX_COUNT)));
             }
-            i = 0;
-            for (JsonNode e : list(t, "engines", p)) {
-                String q = p + "engines[" + i++ + "].";
-                known(e, q, ENGINE_KEYS);
-                String h = str(e, "hardware", q, "default");
-                if (!hw.containsKey(h)) {
-                    throw error(q + "hardware", "unknown hardware '" + h + "' (expected one of " + hw.keySet() + ")");
+        }
+        Map<String, String> hardwareOf = new LinkedHashMap<>();
+        Map<String, Boolean> metricsOf = new LinkedHashMap<>();
+        TopologyEmbedding scenario = new TopologyEmbedding() {
+            @Override
+            public List<String> refusedKeys() {
+                return List.of("hardware", "retry_budget");
+            }
+
+            @Override
+            public List<String> engineKeys() {
+                return List.of("metrics");
+            }
+
+            @Override
+            public String defaultEndpoint(String engineId) {
+                return "sim://" + engineId;
+            }
+
+            @Override
+            public HardwareKind rating(ConfigReader r, Mapping engine, String path, String id, List<String> models) {
+                String kind = r.string(engine, path, "hardware", "default");
+                Boolean metrics = r.bool(engine, path, "metrics", true);
+                if (kind == null || metrics == null) {
+                    return null;
                 }
-                List<String> ms = new ArrayList<>();
-                for (JsonNode m : list(e, "models", q)) {
-                    ms.add(m.asText());
+                if (!hw.containsKey(kind)) {
+                    r.problem(YamlTree.child(path, "hardware"), "unknown hardware '" + kind + "' (expected one of "
+                            + hw.keySet() + ")");
+                    return null;
                 }
-                String id = str(e, "id", q, null);
                 Scenario.ClassWorkload w = dflt;
-                for (TrafficClass c : classes) {
-                    if (ms.contains(c.model()) && wl.containsKey(c.id())) {
-                        w = wl.get(c.id());
+                for (Map.Entry<String, String> c : modelOfClass.entrySet()) {
+                    if (models.contains(c.getValue()) && wl.containsKey(c.getKey())) {
+                        w = wl.get(c.getKey());
                         break;
                     }
                 }
-                Engine derived = derive(id, str(e, "cluster", q, null), ms, hw.get(h), w,
-                        e.has("capacity_rps") ? num(e, "capacity_rps", q, 0, 0, 1e9) : Double.NaN);
-                LatencyProfile profile = e.has("profile") ? profile(e.get("profile"), q + "profile.") : derived.profile();
-                String word = str(e, "priority_scheduling", q, "none");
-                PriorityScheduling scheduling = PriorityScheduling.of(word);
-                if (scheduling == null) {
-                    throw error(q + "priority_scheduling", "'" + word + "' (expected: none, lower_first or"
-                            + " higher_first)");
-                }
-                engines.add(new Engine(id, derived.cluster(), str(e, "endpoint", q, "sim://" + id), ms,
-                        derived.capacityRps(), profile, num(e, "health", q, 1.0), scheduling));
-                engineHardware.add(h);
-                JsonNode m = e.get("metrics");
-                if (m != null && !m.isBoolean()) {
-                    throw error(q + "metrics", "'" + m.asText() + "' (expected: true or false)");
-                }
-                engineMetrics.add(m == null || m.asBoolean());
+                hardwareOf.put(id, kind);
+                metricsOf.put(id, metrics);
+                Engine derived = derive(id, "derived", models, hw.get(kind), w, Double.NaN);
+                return r.build(path, () -> new HardwareKind(kind, derived.capacityRps(), derived.profile()));
             }
-            return new Topology(gateways, clusters, matrix(t.get("network_rtt_ms")), models, engines, classes,
-                    matrix(t.get("demand_rps")), num(t, "headroom", p, Topology.DEFAULT_HEADROOM),
-                    num(t, "affinity_discount_ms", p, Topology.DEFAULT_AFFINITY_DISCOUNT_MS));
-        } catch (IllegalArgumentException e) {
-            throw error("topology", e.getMessage());
+        };
+        int before = reader.count();
+        Topology t = TopologyLoader.embedded(reader, node, "topology", scenario);
+        if (t == null) {
+            throw new ScenarioException(reader.problems().subList(before, reader.count()));
         }
-    }
-
-    private LatencyProfile profile(JsonNode n, String p) throws ScenarioException {
-        if (n.has("points")) {
-            known(n, p, MEASURED_KEYS);
-            List<MeasuredProfile.Point> pts = new ArrayList<>();
-            int k = 0;
-            for (JsonNode pt : n.get("points")) {
-                known(pt, p + "points[" + k++ + "]", POINT_KEYS);
-                pts.add(new MeasuredProfile.Point(req(pt, "utilization", p), req(pt, "ttft_ms", p),
-                        req(pt, "tbt_ms", p)));
-            }
-            return new MeasuredProfile(pts);
+        for (Engine e : t.engines()) {
+            engineHardware.add(hardwareOf.get(e.id()));
+            engineMetrics.add(metricsOf.get(e.id()));
         }
-        known(n, p, PARAMETRIC_KEYS);
-        return new ParametricProfile(req(n, "ttft_ms", p), req(n, "tbt_ms", p),
-                num(n, "tbt_slope", p, ParametricProfile.DEFAULT_TBT_SLOPE, 0, ParametricProfile.MAX_TBT_SLOPE));
-    }
-
-    private Iterable<JsonNode> list(JsonNode n, String key, String p) throws ScenarioException {
-        JsonNode v = n.get(key);
-        if (v == null || !v.isArray()) {
-            throw error(p + key, "missing (expected: a list)");
-        }
-        return v;
-    }
-
-    private static Map<String, Map<String, Double>> matrix(JsonNode n) {
-        Map<String, Map<String, Double>> out = new LinkedHashMap<>();
-        if (n == null) {
-            return out;
-        }
-        n.properties().forEach(row -> {
-            Map<String, Double> r = new LinkedHashMap<>();
-            row.getValue().properties().forEach(c -> r.put(c.getKey(), c.getValue().asDouble()));
-            out.put(row.getKey(), r);
-        });
-        return out;
+        return t;
     }
 
     private List<Scenario.Fault> faults(JsonNode n, Topology t) throws ScenarioException {

@@ -46,9 +46,9 @@ class ScenarioLoaderTest {
         "{step_ms: 5,|{step_ms: 1e15,|hardware.small.step_ms: 1.0E15 (expected: 0 to 3,600,000)",
         "max_seqs: 16,|max_seqs: 16.5,|hardware.small.max_seqs: 16.5 (expected: a whole number)",
         "us: {chat: 12}|us: {chat: 1e9}|duration_s: 40 s at 1,000,000,014 req/s of demand: about 40,000,000,560 requests (expected: at most 100,000,000)",
-        "{id: m, output_tokens: 40}|{id: m, output_tokens: 3e9}|topology.models[0].output_tokens: 3,000,000,000 (expected: 1 to 10,000,000)",
+        "{id: m, output_tokens: 40}|{id: m, output_tokens: 3e9}|topology.models[0].output_tokens: 3e9 (expected: an integer)",
         "kind: demand_surge, at_s: 20, duration_s: 8, factor: 3|kind: demand_surge, at_s: 20, duration_s: 8, factor: 1e6|faults[3].factor: 1,000,000 (expected: 0 to 1,000)",
-        "{id: us-2, cluster: gpu-us, models: [m], hardware: small}|{id: us-2, cluster: gpu-us, models: [m], hardware: small, profile: {ttft_ms: 50, tbt_ms: 5, tbt_slope: 1e300}}|topology.engines[1].profile.tbt_slope: 1.0E300 (expected: 0 to 1,000)",
+        "{id: us-2, cluster: gpu-us, models: [m], hardware: small}|{id: us-2, cluster: gpu-us, models: [m], hardware: small, profile: {ttft_ms: 50, tbt_ms: 5, tbt_slope: 1e300}}|topology.engines[1].profile.tbt_slope: 1.0E300 (expected: at most 1000)",
     })
     void badField_isNamedWithTheFile(String from, String to, String message) {
         String yaml = SimulationTest.FAULTY.replaceFirst(java.util.regex.Pattern.quote(from),
@@ -119,13 +119,38 @@ class ScenarioLoaderTest {
         assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", arrivals))
                 .hasMessageContaining("faulty.yaml:10: arrivals.default.shap: unknown key 'shap'");
         String budget = SimulationTest.FAULTY.replace("  demand_rps:", "  retry_budget: {}\n  demand_rps:");
-        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", budget)) // read by the production loader, not here
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", budget)) // the simulated gateways keep the default
                 .hasMessageContaining("faulty.yaml:32: topology.retry_budget: unknown key");
         String large = java.nio.file.Files.readString(SCENARIOS.resolve("large-fleet.yaml"));
         String fleet = large.replace("same_region: 4", "same_regoin: 4");
         assertThat(fleet).isNotEqualTo(large);
         assertThatThrownBy(() -> ScenarioLoader.parse("fleet.yaml", fleet))
                 .hasMessageContaining("fleet.rtt_ms.same_regoin: unknown key");
+    }
+
+    /**
+     * The topology is read by the production topology loader: its checks across entries and of endpoints hold in a
+     * scenario, at the scenario's lines, and the topology's own hardware ratings are refused (a scenario's hardware is
+     * the simulated kinds at its root).
+     */
+    @Test
+    void topology_isCheckedAsATopologyFileIs() {
+        String unknownModel = SimulationTest.FAULTY.replace("{id: chat, model: m, priority: 0}",
+                "{id: chat, model: n, priority: 0}");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", unknownModel))
+                .hasMessageContaining("faulty.yaml:30: topology.classes[0].model");
+        String ratings = SimulationTest.FAULTY.replace("  demand_rps:",
+                "  hardware: {big: {capacity_rps: 9, profile: {ttft_ms: 9, tbt_ms: 9}}}\n  demand_rps:");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", ratings))
+                .hasMessageContaining("faulty.yaml:32: topology.hardware: unknown key");
+        String endpoint = SimulationTest.FAULTY.replace("{id: us-1, cluster: gpu-us, models: [m], hardware: small}",
+                "{id: us-1, cluster: gpu-us, models: [m], hardware: small, endpoint: 'us-1:8000'}");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", endpoint))
+                .hasMessageContaining("faulty.yaml:25: topology.engines[0].endpoint: 'us-1:8000' (expected: an http://");
+        String metrics = SimulationTest.FAULTY.replace("{id: us-2, cluster: gpu-us, models: [m], hardware: small}",
+                "{id: us-2, cluster: gpu-us, models: [m], hardware: small, metrics: sometimes}");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", metrics))
+                .hasMessageContaining("faulty.yaml:26: topology.engines[1].metrics: 'sometimes' (expected: true or false)");
     }
 
     /** Every scenario the project ships, variants included, loads: the docs give a command for each. */
@@ -157,10 +182,13 @@ class ScenarioLoaderTest {
                     assertThat(e.problems()).extracting(dev.sextant.config.ConfigProblem::line).isSorted();
                 });
         String noTopology = yaml.replace("hardware: small}", "hardware: tiny}");
+        // the topology is read as a topology file is (every engine's problem said), the faults not
         assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", noTopology))
                 .isInstanceOfSatisfying(ScenarioException.class, e -> assertThat(e.problems())
-                        .extracting(dev.sextant.config.ConfigProblem::path).containsExactlyInAnyOrder(
-                                "duration_s", "workload.default.turns_mean", "topology.engines[0].hardware"));
+                        .extracting(dev.sextant.config.ConfigProblem::path)
+                        .contains("duration_s", "workload.default.turns_mean", "topology.engines[0].hardware")
+                        .allMatch(p -> p.equals("duration_s") || p.equals("workload.default.turns_mean")
+                                || p.matches("topology\\.engines\\[\\d+]\\.hardware"), "no other problem"));
         // a kind of hardware that is wrong is said, and its engines are not said to name an unknown kind
         String badKind = SimulationTest.FAULTY.replaceFirst("step_ms: [0-9.]+", "step_ms: fast")
                 .replace("duration_s: 40", "duration_s: 0");
