@@ -140,7 +140,7 @@ public final class TopologyLoader {
 
         /** The path of {@code key} of the topology's mapping. */
         private String at(String key) {
-            return YamlTree.child(base, key);
+            return key.isEmpty() ? base : YamlTree.child(base, key);
         }
 
         private Topology topology(Mapping root) {
