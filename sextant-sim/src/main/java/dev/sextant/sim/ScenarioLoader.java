@@ -30,9 +30,10 @@ import java.util.Map;
 
 /**
  * Reads a scenario YAML file (schema in {@code docs/evaluation.md}). The topology is either embedded
- * under {@code topology:} in the schema of {@code examples/talk.yaml} (engines may add {@code hardware:}
- * and leave out {@code capacity_rps}/{@code profile}, which are then derived from the hardware), or
- * generated from a {@code fleet:} block for large fleets.
+ * under {@code topology:}, read by the control plane's {@link TopologyLoader} with a topology file's keys and checks
+ * (engines may add {@code hardware:} and {@code metrics:}, and leave out {@code endpoint} and
+ * {@code capacity_rps}/{@code profile}, which are then derived from the hardware), or generated from a {@code fleet:}
+ * block for large fleets.
  */
 final class ScenarioLoader {
     /*
