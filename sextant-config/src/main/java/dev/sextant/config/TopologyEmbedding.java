@@ -17,6 +17,12 @@ public interface TopologyEmbedding {
     /** Keys an engine may carry besides a topology file's, read by {@link #rating}. */
     List<String> engineKeys();
 
+    /**
+     * The output tokens of a model that writes none (the embedding file's workload says what its requests generate);
+     * null: required, as in a topology file.
+     */
+    Integer defaultOutputTokens();
+
     /** The endpoint of an engine that writes none; a written one is checked as in a topology file. */
     String defaultEndpoint(String engineId);
 

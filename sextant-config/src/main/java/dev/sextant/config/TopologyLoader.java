@@ -267,7 +267,8 @@ public final class TopologyLoader {
 
         private Model model(Mapping m, String p) {
             String id = r.string(m, p, "id");
-            Integer outputTokens = r.integer(m, p, "output_tokens", null);
+            Integer outputTokens = r.integer(m, p, "output_tokens",
+                    embedding == null ? null : embedding.defaultOutputTokens());
             return id == null || outputTokens == null ? null : r.build(p, () -> new Model(id, outputTokens));
         }
 

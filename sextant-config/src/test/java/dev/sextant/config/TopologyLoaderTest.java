@@ -78,6 +78,11 @@ class TopologyLoaderTest {
             }
 
             @Override
+            public Integer defaultOutputTokens() {
+                return null;
+            }
+
+            @Override
             public String defaultEndpoint(String engineId) {
                 return "test://" + engineId;
             }

@@ -653,6 +653,11 @@ final class ScenarioLoader {
             }
 
             @Override
+            public Integer defaultOutputTokens() {
+                return (int) Math.max(1, Math.round(dflt.outputTokens()));
+            }
+
+            @Override
             public String defaultEndpoint(String engineId) {
                 return "sim://" + engineId;
             }

@@ -153,6 +153,17 @@ class ScenarioLoaderTest {
                 .hasMessageContaining("faulty.yaml:26: topology.engines[1].metrics: 'sometimes' (expected: true or false)");
     }
 
+    /** A scenario's model that says no output tokens has the workload's answers' length, as a topology file's may not. */
+    @Test
+    void modelWithoutOutputTokens_hasTheWorkloadsAnswers() throws ScenarioException {
+        String yaml = SimulationTest.FAULTY.replace("{id: m, output_tokens: 40}", "{id: m}")
+                .replace("output_tokens: 40}", "output_tokens: 70}");
+        assertThat(yaml).doesNotContain("output_tokens: 40");
+        Scenario scenario = ScenarioLoader.parse("faulty.yaml", yaml);
+        assertThat(scenario.topology().models()).singleElement()
+                .satisfies(m -> assertThat(m.outputTokens()).isEqualTo(70));
+    }
+
     /** Every scenario the project ships, variants included, loads: the docs give a command for each. */
     @Test
     void everyShippedScenario_loads() throws Exception {
