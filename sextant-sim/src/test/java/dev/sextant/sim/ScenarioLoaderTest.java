@@ -49,6 +49,9 @@ class ScenarioLoaderTest {
         "{id: m, output_tokens: 40}|{id: m, output_tokens: 3e9}|topology.models[0].output_tokens: 3e9 (expected: an integer)",
         "kind: demand_surge, at_s: 20, duration_s: 8, factor: 3|kind: demand_surge, at_s: 20, duration_s: 8, factor: 1e6|faults[3].factor: 1,000,000 (expected: 0 to 1,000)",
         "{id: us-2, cluster: gpu-us, models: [m], hardware: small}|{id: us-2, cluster: gpu-us, models: [m], hardware: small, profile: {ttft_ms: 50, tbt_ms: 5, tbt_slope: 1e300}}|topology.engines[1].profile.tbt_slope: 1.0E300 (expected: at most 1000)",
+        // the simulator's own reader ran these as another fleet: no residency, a round trip of 0 ms
+        "residency: [eu-west, eu-central]|residency: eu-west|faulty.yaml:31: topology.classes[1].residency: 'eu-west' (expected: a list of strings)",
+        "us: {gpu-us: 2,|us: {gpu-us: near,|faulty.yaml:20: topology.network_rtt_ms.us.gpu-us: 'near' (expected: a number)",
     })
     void badField_isNamedWithTheFile(String from, String to, String message) {
         String yaml = SimulationTest.FAULTY.replaceFirst(java.util.regex.Pattern.quote(from),
