@@ -318,23 +318,24 @@ public final class TopologyLoader {
                     : id == null ? null : embedding.defaultEndpoint(id);
             List<String> models = r.stringList(m, p, "models", null);
             // a hardware kind gives the rating the engine does not write itself; in a file embedding the topology,
-            // the embedding file's hardware does
-            String kind;
+            // the embedding file's hardware does. rated: the engine has such a rating (null hw: it failed to load)
+            boolean rated;
             HardwareKind hw;
             if (embedding != null) {
+                rated = true;
                 hw = id == null || models == null ? null : embedding.rating(r, m, p, id, models);
-                kind = hw == null ? "" : hw.id();
             } else {
-                kind = r.string(m, p, "hardware", null);
+                String kind = r.string(m, p, "hardware", null);
+                rated = kind != null;
                 hw = kind == null ? null : hardware.get(kind);
                 if (kind != null && hw == null && !failedKinds.contains(kind)) {
                     r.problem(YamlTree.child(p, "hardware"), "unknown hardware kind '" + kind + "' (expected one of "
                             + new java.util.TreeSet<>(hardware.keySet()) + ")");
                 }
             }
-            Double capacity = number(m, p, "capacity_rps", kind == null ? null
+            Double capacity = number(m, p, "capacity_rps", !rated ? null
                     : hw == null ? Double.NaN : hw.capacityRps(), MAX_RPS, "req/s");
-            LatencyProfile profile = kind == null || r.value(m, p, "profile", "a profile", false) != null
+            LatencyProfile profile = !rated || r.value(m, p, "profile", "a profile", false) != null
                     ? profile(m, p) : hw == null ? null : hw.profile();
             Double health = r.number(m, p, "health", 1.0);
             PriorityScheduling scheduling = priorityScheduling(m, p);
@@ -344,7 +345,7 @@ public final class TopologyLoader {
                 return null;
             }
             if (id == null || cluster == null || endpoint == null || models == null || capacity == null
-                    || profile == null || health == null || scheduling == null || (kind != null && hw == null)) {
+                    || profile == null || health == null || scheduling == null || (rated && hw == null)) {
                 return null;
             }
             return r.build(p, () -> new Engine(id, cluster, endpoint, models, capacity, profile, health, scheduling));
