@@ -257,6 +257,19 @@ class ServerFilesProperties {
         }
     }
 
+    /** A key that names the wrong file: the problem is that file's, at its line, as the property allows. */
+    @Example
+    void topologyNamingTheTokenFile_isBadInputAtTheTokenFilesLine() throws IOException {
+        write();
+        Files.writeString(dir.resolve("control-plane.yaml"), CONTROL_PLANE.replace("topology: topology.yaml",
+                "topology: token"));
+        StringWriter err = new StringWriter();
+        int code = Sextant.run(Services.production(), new PrintWriter(new StringWriter()), new PrintWriter(err),
+                "control-plane", "--config", dir.resolve("control-plane.yaml").toString(), "--check");
+        assertThat(code).isEqualTo(Sextant.EXIT_BAD_INPUT);
+        assertThat(err.toString()).contains(dir.resolve("token") + ":1: 'tok' (expected: a mapping");
+    }
+
     @Property(tries = 400)
     void editedServerFile_isValid_orBadInputAtALineOfIt(@ForAll Case c, @ForAll("edits") List<Edit> edits)
             throws IOException {
@@ -274,10 +287,22 @@ class ServerFilesProperties {
         String said = err.toString();
         assertThat(code).as("exit status; it said: %s", said).isIn(0, Sextant.EXIT_BAD_INPUT);
         if (code == Sextant.EXIT_BAD_INPUT) {
-            Matcher at = Pattern.compile(Pattern.quote(c.edited) + ":(\\d+): ").matcher(said);
-            assertThat(at.find()).as("a problem at a line of %s in: %s", c.edited, said).isTrue();
+            // the edited file, or a file an edit made it name (topology: token reads the token file as a topology,
+            // whose problem is at that file's line)
+            List<String> files = new ArrayList<>(List.of(c.edited));
+            Matcher named = Pattern.compile(":\\s*([\\w.\\-]+)\\s*$", Pattern.MULTILINE).matcher(text);
+            while (named.find()) {
+                if (Files.isRegularFile(dir.resolve(named.group(1)))) {
+                    files.add(named.group(1));
+                }
+            }
+            Matcher at = Pattern.compile("(?:^|/|: )(" + String.join("|", files.stream().map(Pattern::quote).toList())
+                    + "):(\\d+): ", Pattern.MULTILINE).matcher(said);
+            assertThat(at.find()).as("a problem at a line of %s in: %s", files, said).isTrue();
+            String file = at.group(1).equals(c.edited) ? text : Files.readString(dir.resolve(at.group(1)));
             // a line of the file (or the line after its last, where something missing at its end is said)
-            assertThat(Integer.parseInt(at.group(1))).as(said).isBetween(1, text.split("\r\n|\r|\n|\u2028", -1).length + 1);
+            assertThat(Integer.parseInt(at.group(2))).as(said)
+                    .isBetween(1, file.split("\r\n|\r|\n|\u2028", -1).length + 1);
         }
     }
 
