@@ -9,7 +9,7 @@ import java.util.List;
 /**
  * What a simulated engine exports on its {@code /metrics}, as vLLM does: cumulative counters and histograms (with
  * vLLM's bucket bounds) of successes, tokens, prefix-cache hits, time to first token, time between tokens, time
- * waiting for the batch and output tokens per request. The control loop reads it exactly as it reads a real engine's scrape.
+ * waiting for the batch and output tokens per request, each observed when vLLM observes it. The control loop reads it exactly as it reads a real engine's scrape.
  */
 final class EngineExport {
     static final double[] QUEUE_BOUNDS = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
@@ -36,6 +36,14 @@ final class EngineExport {
                     return;
                 }
             }
+        }
+
+        Cumulative copy() {
+            Cumulative c = new Cumulative(bounds);
+            System.arraycopy(counts, 0, c.counts, 0, counts.length);
+            c.count = count;
+            c.sum = sum;
+            return c;
         }
 
         Histogram histogram() {
@@ -69,22 +77,40 @@ final class EngineExport {
     /** A first token, {@code ms} after the request reached the engine. */
     void firstToken(double ms) {
         ttft.add(ms / 1000, 1);
+        generated++;
     }
 
-    /** A request finished with {@code tokens} output tokens, the ones after the first {@code gapMs} apart on average. */
-    void finished(int tokens, double gapMs) {
-        successes++;
-        generated += tokens;
-        outputs.add(tokens, 1);
-        if (tokens > 1) {
-            itl.add(gapMs / 1000, tokens - 1);
+    /**
+     * {@code tokens} later tokens generated, each {@code gapMs} after the one before: counted as they are generated,
+     * as vLLM observes its inter-token histogram and generation counter at every step, not when a request ends (a
+     * scrape after an engine slowed shows it, though no request has finished since).
+     */
+    void tokens(long tokens, double gapMs) {
+        if (tokens <= 0) {
+            return;
         }
+        generated += tokens;
+        itl.add(gapMs / 1000, tokens);
     }
 
-    /** The scrape now, with the engine's gauges. */
-    EngineMetrics metrics(int running, int waiting, double kvUsage) {
-        return new EngineMetrics(EngineMetrics.Flavor.VLLM, running, waiting, kvUsage, ttft.histogram(), itl.histogram(),
-                successes, prompt, generated, prompt, cached, Double.NaN, queue.histogram(), Double.NaN,
-                outputs.histogram());
+    /** A request finished with {@code tokens} output tokens. */
+    void finished(int tokens) {
+        successes++;
+        outputs.add(tokens, 1);
+    }
+
+    /**
+     * The scrape now, with the engine's gauges, and {@code moreTokens} generated {@code gapMs} apart that the engine has
+     * generated but not yet told this export (the steps ended so far of a run it simulates as one event).
+     */
+    EngineMetrics metrics(int running, int waiting, double kvUsage, long moreTokens, double gapMs) {
+        Cumulative gaps = itl;
+        if (moreTokens > 0) {
+            gaps = itl.copy();
+            gaps.add(gapMs / 1000, moreTokens);
+        }
+        return new EngineMetrics(EngineMetrics.Flavor.VLLM, running, waiting, kvUsage, ttft.histogram(), gaps.histogram(),
+                successes, prompt, generated + Math.max(0, moreTokens), prompt, cached, Double.NaN, queue.histogram(),
+                Double.NaN, outputs.histogram());
     }
 }

@@ -108,9 +108,17 @@ final class EngineSim {
         return waiting.size();
     }
 
-    /** The engine's metrics as a scrape now would read them. */
+    /**
+     * The engine's metrics as a scrape now would read them: with the tokens of the steps of a run of identical decode
+     * steps that have ended by now, as a step-by-step engine would have counted them.
+     */
     dev.sextant.signal.EngineMetrics metrics() {
-        return export.metrics(running.size(), waiting.size(), kvUsage());
+        return export.metrics(running.size(), waiting.size(), kvUsage(), stepsEnded() * running.size(), stepDur);
+    }
+
+    /** Steps of the run of identical decode steps in progress that have ended by now; 0 outside such a run. */
+    private long stepsEnded() {
+        return stepping && macro ? Math.min(stepK - 1, (long) Math.floor((loop.now() - stepStart) / stepDur)) : 0;
     }
 
     /** Fraction of the KV cache held by running sequences, as vLLM's {@code kv_cache_usage_perc}. */
@@ -190,6 +198,7 @@ final class EngineSim {
             return;
         }
         double now = loop.now();
+        export.tokens(stepsEnded() * running.size(), stepDur);
         if (stepping) {
             busyMs += now - stepStart;
             sequenceMs += running.size() * (now - stepStart);
@@ -335,13 +344,13 @@ final class EngineSim {
                     r.chunk = 0;
                     if (r.prefillRemaining == 0) {
                         r.outputRemaining--;
-                        r.engineFirstTokenMs = now;
                         export.firstToken(now - r.engineArrivalMs);
                         listener.firstToken(this, r, now);
                     }
                 }
             } else {
                 r.outputRemaining -= k;
+                export.tokens(k, stepDur);
             }
             if (r.prefillRemaining == 0 && r.outputRemaining <= 0) {
                 reserved -= r.kvReserved;
@@ -352,8 +361,7 @@ final class EngineSim {
                                 params.kvCacheTokens() - reserved);
                     }
                 }
-                export.finished(r.outputTokens, r.outputTokens > 1
-                        ? (now - r.engineFirstTokenMs) / (r.outputTokens - 1) : 0);
+                export.finished(r.outputTokens);
                 listener.finished(this, r, now);
             } else {
                 keep.add(r);

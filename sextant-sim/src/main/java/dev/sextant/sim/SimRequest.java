@@ -39,7 +39,6 @@ final class SimRequest {
 
     // per-attempt engine state
     double engineArrivalMs;
-    double engineFirstTokenMs;
     int prefillRemaining;
     int outputRemaining;
     int chunk;

@@ -58,6 +58,27 @@ class EngineSimTest {
     }
 
     @Test
+    void scrape_countsEachTokenAsItIsGenerated_asVllmDoes_notWhenTheRequestEnds() {
+        // as chunkedPrefill_…: first token at 35, then one run of two 11 ms decode steps (tokens at 46 and 57). A scrape
+        // at 50 sees the first gap (11 ms) and two tokens, though the request has not finished; one at 60 the whole
+        List<dev.sextant.signal.EngineMetrics> scrapes = new ArrayList<>();
+        arriveAt(0, request(1, 1, 150, 3));
+        loop.at(50, () -> scrapes.add(engine.metrics()));
+        loop.at(60, () -> scrapes.add(engine.metrics()));
+        loop.runAll();
+        dev.sextant.signal.EngineMetrics mid = scrapes.get(0);
+        assertThat(mid.successCount()).isZero();
+        assertThat(mid.generationTokens()).isEqualTo(2);
+        assertThat(mid.tbt().count()).isEqualTo(1);
+        assertThat(mid.tbt().sum()).isCloseTo(0.011, within(1e-12));
+        dev.sextant.signal.EngineMetrics end = scrapes.get(1);
+        assertThat(end.successCount()).isEqualTo(1);
+        assertThat(end.generationTokens()).isEqualTo(3);
+        assertThat(end.tbt().count()).isEqualTo(2);
+        assertThat(end.tbt().sum()).isCloseTo(0.022, within(1e-12));
+    }
+
+    @Test
     void arrivalDuringDecodeRun_joinsAtTheNextStepBoundary() {
         // A decodes from 35 in 11 ms steps; B arrives at 40, joins the step starting at 46:
         // 10 + 0.1·20 + 1·1 = 13 ms, so A's last token and B's first token both come at 59; B's last at 70.
