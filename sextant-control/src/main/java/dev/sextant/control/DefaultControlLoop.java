@@ -172,13 +172,7 @@ final class DefaultControlLoop implements ControlLoop {
         if (i != null && !t.inert()) {
             t.queueEvidence(i);
             t.judge(i, options);
-            double median = medianSpeed(t.group);
-            if (t.group.paceChanged(median, options)) {
-                // most of the group changed pace: its laws describe engines that are no longer there
-                t.group.forgetLaws(i.atNanos(), median);
-                rebase(t.group, t.group.fitted(i.atNanos()));
-                median = medianSpeed(t.group);
-            }
+            double median = paced(t.group, i.atNanos());
             if (t.teachesLaws()) {
                 t.group.sample(i, t.lawFactor(median, options), t.batch.slots(t.group.configuredSlots()));
             }
@@ -275,7 +269,24 @@ final class DefaultControlLoop implements ControlLoop {
         EngineTracker t = engines.get(r.engine());
         if (t != null) {
             t.canary(r, options);
+            // canaries are the only evidence of a group the plan sends nothing (slow as a whole, then fast again):
+            // their factors against the old laws would price it at a pace it never had
+            paced(t.group, r.atNanos());
         }
+    }
+
+    /**
+     * The median speed factor of a group, after its laws were forgotten if most of its engines changed pace: its laws
+     * then describe engines that are no longer there.
+     */
+    private double paced(GroupModel g, long now) {
+        double median = medianSpeed(g);
+        if (g.paceChanged(median, options)) {
+            g.forgetLaws(now, median);
+            rebase(g, g.fitted(now));
+            median = medianSpeed(g);
+        }
+        return median;
     }
 
     @Override
