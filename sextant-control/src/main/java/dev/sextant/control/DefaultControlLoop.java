@@ -283,6 +283,7 @@ final class DefaultControlLoop implements ControlLoop {
         double median = medianSpeed(g);
         if (g.paceChanged(median, options)) {
             g.forgetLaws(now, median);
+            members.getOrDefault(g, List.of()).forEach(EngineTracker::dropPooled);
             rebase(g, g.fitted(now));
             median = medianSpeed(g);
         }

@@ -530,6 +530,20 @@ final class EngineTracker {
         return speed < SLOWEST && !(lastReading >= SLOWEST);
     }
 
+    /**
+     * Drops the intervals pooled for a judgement of speed: what they were predicted against is a law forgotten (its
+     * group changed pace), and set against the law that replaces it they would read the old pace as this engine's (a
+     * flapping engine judged 0.38 against its group's new law on a pool predicted by the slow one, and planned at 2.7
+     * times its capacity).
+     */
+    void dropPooled() {
+        pendingObserved = 0;
+        pendingLaw = 0;
+        pendingWork = 0;
+        pendingGaps = 0;
+        pendingRequests = 0;
+    }
+
     /** Requests one judgement of speed needs: a mean over fewer is one request's luck. */
     static final int MIN_REQUESTS_JUDGED = 10;
     private double pendingObserved;
