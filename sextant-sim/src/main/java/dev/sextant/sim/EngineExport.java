@@ -28,13 +28,24 @@ final class EngineExport {
         }
 
         void add(double seconds, long n) {
-            count += n;
-            sum += seconds * n;
+            add(bucket(seconds), seconds, n);
+        }
+
+        /** The bucket {@code seconds} falls in; {@code bounds.length}: beyond the last bound. */
+        int bucket(double seconds) {
             for (int i = 0; i < bounds.length; i++) {
                 if (seconds <= bounds[i]) {
-                    counts[i] += n;
-                    return;
+                    return i;
                 }
+            }
+            return bounds.length;
+        }
+
+        void add(int bucket, double seconds, long n) {
+            count += n;
+            sum += seconds * n;
+            if (bucket < bounds.length) {
+                counts[bucket] += n;
             }
         }
 
@@ -91,6 +102,17 @@ final class EngineExport {
         }
         generated += tokens;
         itl.add(gapMs / 1000, tokens);
+    }
+
+    /** The bucket of the inter-token histogram a gap of {@code gapMs} falls in, for {@link #tokens(int, long, double)}. */
+    int gapBucket(double gapMs) {
+        return itl.bucket(gapMs / 1000);
+    }
+
+    /** As {@link #tokens(long, double)}, with the gap's bucket found once for every sequence of a step. */
+    void tokens(int bucket, long tokens, double gapMs) {
+        generated += tokens;
+        itl.add(bucket, gapMs / 1000, tokens);
     }
 
     /** A request finished with {@code tokens} output tokens. */

@@ -336,6 +336,7 @@ final class EngineSim {
         sequenceMs += running.size() * k * stepDur;
         steps += k;
         keep.clear();
+        int gapBucket = export.gapBucket(stepDur);
         for (int i = 0; i < running.size(); i++) {
             SimRequest r = running.get(i);
             if (r.prefillRemaining > 0) {
@@ -350,7 +351,7 @@ final class EngineSim {
                 }
             } else {
                 r.outputRemaining -= k;
-                export.tokens(k, stepDur);
+                export.tokens(gapBucket, k, stepDur);
             }
             if (r.prefillRemaining == 0 && r.outputRemaining <= 0) {
                 reserved -= r.kvReserved;
