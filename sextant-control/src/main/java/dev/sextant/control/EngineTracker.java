@@ -501,11 +501,7 @@ final class EngineTracker {
         judgedAt(i.atNanos(), r, pi, slots, i.tbtMs(), law, work);
         speedWhy = String.format(Locale.ROOT, "TBT %.1f ms over %.0f requests at a batch of %.0f (law of its group: "
                 + "%.1f ms)", observed, pendingRequests, r, predicted);
-        pendingObserved = 0;
-        pendingLaw = 0;
-        pendingWork = 0;
-        pendingGaps = 0;
-        pendingRequests = 0;
+        dropPooled();
     }
 
     /**
@@ -531,10 +527,10 @@ final class EngineTracker {
     }
 
     /**
-     * Drops the intervals pooled for a judgement of speed: what they were predicted against is a law forgotten (its
-     * group changed pace), and set against the law that replaces it they would read the old pace as this engine's (a
-     * flapping engine judged 0.38 against its group's new law on a pool predicted by the slow one, and planned at 2.7
-     * times its capacity).
+     * Drops the intervals pooled for a judgement of speed: once judged, and when what they were predicted against is a
+     * law forgotten (its group changed pace), since set against the law that replaces it they would read the old pace as
+     * this engine's (a flapping engine judged 0.38 against its group's new law on a pool predicted by the slow one, and
+     * planned at 2.7 times its capacity).
      */
     void dropPooled() {
         pendingObserved = 0;

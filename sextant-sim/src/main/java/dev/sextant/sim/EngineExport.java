@@ -97,11 +97,9 @@ final class EngineExport {
      * scrape after an engine slowed shows it, though no request has finished since).
      */
     void tokens(long tokens, double gapMs) {
-        if (tokens <= 0) {
-            return;
+        if (tokens > 0) {
+            tokens(gapBucket(gapMs), tokens, gapMs);
         }
-        generated += tokens;
-        itl.add(gapMs / 1000, tokens);
     }
 
     /** The bucket of the inter-token histogram a gap of {@code gapMs} falls in, for {@link #tokens(int, long, double)}. */
@@ -132,7 +130,7 @@ final class EngineExport {
             gaps.add(gapMs / 1000, moreTokens);
         }
         return new EngineMetrics(EngineMetrics.Flavor.VLLM, running, waiting, kvUsage, ttft.histogram(), gaps.histogram(),
-                successes, prompt, generated + Math.max(0, moreTokens), prompt, cached, Double.NaN, queue.histogram(),
+                successes, prompt, generated + moreTokens, prompt, cached, Double.NaN, queue.histogram(),
                 Double.NaN, outputs.histogram());
     }
 }

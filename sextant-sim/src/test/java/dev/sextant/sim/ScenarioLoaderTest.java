@@ -52,6 +52,13 @@ class ScenarioLoaderTest {
         // the simulator's own reader ran these as another fleet: no residency, a round trip of 0 ms
         "residency: [eu-west, eu-central]|residency: eu-west|faulty.yaml:31: topology.classes[1].residency: 'eu-west' (expected: a list of strings)",
         "us: {gpu-us: 2,|us: {gpu-us: near,|faulty.yaml:20: topology.network_rtt_ms.us.gpu-us: 'near' (expected: a number)",
+        // the topology is read by the production topology loader: its checks across entries and of endpoints hold in
+        // a scenario, at the scenario's lines, and the topology's own hardware ratings are refused (a scenario's
+        // hardware is the simulated kinds at its root)
+        "{id: chat, model: m, priority: 0}|{id: chat, model: n, priority: 0}|faulty.yaml:30: topology.classes[0].model",
+        "demand_rps:|hardware: {big: {capacity_rps: 9, profile: {ttft_ms: 9, tbt_ms: 9}}}↵  demand_rps:|faulty.yaml:32: topology.hardware: unknown key",
+        "{id: us-1, cluster: gpu-us, models: [m], hardware: small}|{id: us-1, cluster: gpu-us, models: [m], hardware: small, endpoint: 'us-1:8000'}|faulty.yaml:25: topology.engines[0].endpoint: 'us-1:8000' (expected: an http://",
+        "{id: us-2, cluster: gpu-us, models: [m], hardware: small}|{id: us-2, cluster: gpu-us, models: [m], hardware: small, metrics: sometimes}|faulty.yaml:26: topology.engines[1].metrics: 'sometimes' (expected: true or false)",
     })
     void badField_isNamedWithTheFile(String from, String to, String message) {
         String yaml = SimulationTest.FAULTY.replaceFirst(java.util.regex.Pattern.quote(from),
@@ -129,31 +136,6 @@ class ScenarioLoaderTest {
         assertThat(fleet).isNotEqualTo(large);
         assertThatThrownBy(() -> ScenarioLoader.parse("fleet.yaml", fleet))
                 .hasMessageContaining("fleet.rtt_ms.same_regoin: unknown key");
-    }
-
-    /**
-     * The topology is read by the production topology loader: its checks across entries and of endpoints hold in a
-     * scenario, at the scenario's lines, and the topology's own hardware ratings are refused (a scenario's hardware is
-     * the simulated kinds at its root).
-     */
-    @Test
-    void topology_isCheckedAsATopologyFileIs() {
-        String unknownModel = SimulationTest.FAULTY.replace("{id: chat, model: m, priority: 0}",
-                "{id: chat, model: n, priority: 0}");
-        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", unknownModel))
-                .hasMessageContaining("faulty.yaml:30: topology.classes[0].model");
-        String ratings = SimulationTest.FAULTY.replace("  demand_rps:",
-                "  hardware: {big: {capacity_rps: 9, profile: {ttft_ms: 9, tbt_ms: 9}}}\n  demand_rps:");
-        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", ratings))
-                .hasMessageContaining("faulty.yaml:32: topology.hardware: unknown key");
-        String endpoint = SimulationTest.FAULTY.replace("{id: us-1, cluster: gpu-us, models: [m], hardware: small}",
-                "{id: us-1, cluster: gpu-us, models: [m], hardware: small, endpoint: 'us-1:8000'}");
-        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", endpoint))
-                .hasMessageContaining("faulty.yaml:25: topology.engines[0].endpoint: 'us-1:8000' (expected: an http://");
-        String metrics = SimulationTest.FAULTY.replace("{id: us-2, cluster: gpu-us, models: [m], hardware: small}",
-                "{id: us-2, cluster: gpu-us, models: [m], hardware: small, metrics: sometimes}");
-        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", metrics))
-                .hasMessageContaining("faulty.yaml:26: topology.engines[1].metrics: 'sometimes' (expected: true or false)");
     }
 
     /** A scenario's model that says no output tokens has the workload's answers' length, as a topology file's may not. */
