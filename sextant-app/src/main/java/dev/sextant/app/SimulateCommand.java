@@ -77,6 +77,7 @@ final class SimulateCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         if (!java.nio.file.Files.isRegularFile(scenario)) {
             throw new UsageException(scenario + (java.nio.file.Files.isDirectory(scenario) ? ": a folder (expected: a"
+                    + " scenario file)" : java.nio.file.Files.exists(scenario) ? ": not a regular file (expected: a"
                     + " scenario file)" : ": no such file"));
         }
         Map<String, Summary> results;

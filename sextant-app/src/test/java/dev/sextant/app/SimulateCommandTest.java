@@ -105,6 +105,9 @@ class SimulateCommandTest {
         assertThat(err.toString()).contains("--policies: 'legacy-feedback[gain=0.1]' twice");
         assertThat(run("simulate", dir.toString(), "--out", dir.resolve("o").toString())).isEqualTo(2);
         assertThat(err.toString()).contains(dir + ": a folder (expected: a scenario file)");
+        // a device is there but is no file to read a scenario from; "no such file" would send the user looking
+        assertThat(run("simulate", "/dev/null", "--out", dir.resolve("o").toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("/dev/null: not a regular file (expected: a scenario file)");
     }
 
     @Test
