@@ -932,11 +932,16 @@ final class DefaultDataPlane implements DataPlane {
         // accepted, not a reason to eject it
         boolean priced = outcome == Outcome.SERVER_ERROR && cell.errorsExpected;
         if (outcome.failure() && !priced) {
-            if (outcome == Outcome.TIMEOUT) {
-                cell.timedOut = true;
-            }
-            if (outcome != Outcome.CONNECT_ERROR) {
+            // the run's latest failure says what the engine is now: a connection that cannot be made after it answered
+            // or hung (a crash cuts the requests it holds, then refuses the next ones) says it cannot be reached
+            if (outcome == Outcome.CONNECT_ERROR) {
+                cell.reached = false;
+                cell.timedOut = false;
+            } else {
                 cell.reached = true;
+                if (outcome == Outcome.TIMEOUT) {
+                    cell.timedOut = true;
+                }
             }
             failed(cell, outcome.toString(), false);
         } else if (outcome == Outcome.CANCELLED && ttftNanos < 0 && ttftNanos != NOT_STREAMED) {

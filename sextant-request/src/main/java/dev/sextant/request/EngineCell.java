@@ -32,14 +32,15 @@ final class EngineCell {
      */
     volatile boolean failedHard;
     /**
-     * Whether the current run of consecutive failures has a timeout in it (the engine took a request and never
-     * answered: hung); cleared with {@link #failures}.
+     * Whether the current run of consecutive failures has a timeout in it since its last failed connection (the
+     * engine took a request and never answered: hung); cleared with {@link #failures} and by a failed connection.
      */
     volatile boolean timedOut;
     /**
-     * Whether the current run of consecutive failures has one in which the engine was reached (it answered, with an
-     * error or slowly, or took the request and timed out), not only connections that could not be made; cleared with
-     * {@link #failures}. A run without it says the engine cannot be reached from here (crashed, or the link cut).
+     * Whether the current run of consecutive failures has, since its last failed connection, one in which the engine
+     * was reached (it answered, with an error or slowly, or took the request and timed out); cleared with
+     * {@link #failures} and by a failed connection. A run whose latest failure is a failed connection says the engine
+     * cannot be reached from here now (crashed, or the link cut), whatever it did before.
      */
     volatile boolean reached;
     /**

@@ -1563,14 +1563,7 @@ class DataPlaneTest {
     @Test
     void onFinish_enginesThatCannotBeReached_areEjectedPastTheCap_whileHalfTheAllowedEnginesStay() {
         // the class's three weighted engines n1..n3 (a cap of one) are cut off from this gateway; m1..m3 are allowed
-        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("near", 2).rtt("mid", 30);
-        for (String e : List.of("n1", "n2", "n3")) {
-            b.engine(e, "near", "r", 100, "m");
-        }
-        for (String e : List.of("m1", "m2", "m3")) {
-            b.engine(e, "mid", "r", 100, "m");
-        }
-        Snapshot s = b.route("k", "m", List.of(), 0, 0, Map.of("n1", 1 / 3.0, "n2", 1 / 3.0, "n3", 1 / 3.0)).build();
+        Snapshot s = threeNearThreeFarther();
         DataPlane p = plane(s);
         Map<String, Long> keys = new TreeMap<>();
         for (String e : List.of("n1", "n2", "n3")) {
@@ -1608,6 +1601,42 @@ class DataPlaneTest {
             failRun(q, k, Outcome.SERVER_ERROR);
         }
         assertThat(q.ejections()).hasSize(1);
+    }
+
+    @Test
+    void onFinish_enginesThatCrash_areEjectedPastTheCap_onceTheirConnectionsFail() {
+        // a cluster's engines crash: the requests each held end with cut connections (the engine was reached), then
+        // every new connection is refused. The latest evidence is what counts: they cannot be reached now, so all
+        // three leave rotation, not only the one under the class's cap while the others fail every first attempt
+        Snapshot s = threeNearThreeFarther();
+        DataPlane p = plane(s);
+        Map<String, Long> keys = new TreeMap<>();
+        Map<String, List<Decision>> held = new TreeMap<>();
+        for (String e : List.of("n1", "n2", "n3")) {
+            long key = keyOn(p, e);
+            keys.put(e, key);
+            List<Decision> open = new ArrayList<>();
+            for (int i = 0; i < 5; i++) { // a run of five cut connections: n1 takes the class's one place under the cap
+                open.add(p.route(RequestMeta.of("m", key, 10 + i)));
+            }
+            assertThat(open).extracting(Decision::engineId).containsOnly(e);
+            held.put(e, open);
+        }
+        held.values().forEach(open -> open.forEach(d -> p.onFinish(d, Outcome.SERVER_ERROR, -1)));
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("n1");
+        for (String e : List.of("n2", "n3")) { // the next attempt on each finds its connection refused
+            Decision d = p.route(RequestMeta.of("m", keys.get(e), 20));
+            assertThat(d.engineId()).isEqualTo(e);
+            p.onFinish(d, Outcome.CONNECT_ERROR, -1);
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactlyInAnyOrder("n1", "n2", "n3");
+        assertThat(p.ejections()).filteredOn(e -> e.reason().contains("past the cap")).hasSize(2);
+        for (String e : List.of("n1", "n2", "n3")) {
+            Decision d = p.route(RequestMeta.of("m", keys.get(e), 30));
+            assertThat(d.engineId()).startsWith("m");
+            assertThat(d.reason()).isEqualTo("spill:ejected");
+            p.onFinish(d, Outcome.SUCCESS, -1);
+        }
     }
 
     @Test
@@ -1738,6 +1767,18 @@ class DataPlaneTest {
         assertThat(normal.routed()).isTrue(); // normal may fill up to 3: one more
         assertThat(high.routed()).isTrue();
         assertThat(p.route(new RequestMeta("m", List.of(), 0, 8, 6003L)).refusal()).isEqualTo(Refusal.ENGINE_LIMIT);
+    }
+
+    /** A class weighted on n1..n3 (a cap of one ejected engine), 2 ms away, and allowed on m1..m3, 30 ms away. */
+    static Snapshot threeNearThreeFarther() {
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("near", 2).rtt("mid", 30);
+        for (String e : List.of("n1", "n2", "n3")) {
+            b.engine(e, "near", "r", 100, "m");
+        }
+        for (String e : List.of("m1", "m2", "m3")) {
+            b.engine(e, "mid", "r", 100, "m");
+        }
+        return b.route("k", "m", List.of(), 0, 0, Map.of("n1", 1 / 3.0, "n2", 1 / 3.0, "n3", 1 / 3.0)).build();
     }
 
     /** Five attempts of {@code key} (request ids 0 to 4) that end in {@code outcome}: the default run that ejects. */
