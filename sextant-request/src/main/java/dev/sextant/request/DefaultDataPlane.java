@@ -922,7 +922,10 @@ final class DefaultDataPlane implements DataPlane {
         }
         EngineCell cell = attempt.cell;
         if (cell.trialOnReturn) {
-            cell.endTrial(outcome != Outcome.CONNECT_ERROR && outcome != Outcome.NOT_SENT);
+            // back in full on what its ejection doubted: an answer from one that could not be reached, a success from
+            // one that failed every attempt
+            cell.endTrial(cell.ejectedFor == EngineCell.UNREACHABLE
+                    ? outcome != Outcome.CONNECT_ERROR && outcome != Outcome.NOT_SENT : outcome == Outcome.SUCCESS);
         }
         cell.inFlight.decrementAndGet();
         totalInFlight.decrementAndGet();
@@ -1073,6 +1076,30 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     /**
+     * Consecutive failures, each one reaching the engine, that say it fails every attempt rather than often: twice
+     * the run that ejects under the cap. An engine that fails fewer than half of its attempts, which the control loop
+     * may plan as capacity of last resort (docs/control-loop.md), has such a run about once in 2^(n+1) attempts.
+     */
+    private int failsEveryAttempt() {
+        return 2 * options.consecutiveFailures();
+    }
+
+    /**
+     * Marks {@code cell}, just ejected past the cap for failing every attempt, half open on its return: one trial
+     * attempt at a time, a success puts it back in full, one more failure ejects it again. Called holding the ejection
+     * flag.
+     */
+    private void failingFromHere(EngineCell cell) {
+        cell.resetFailures();
+        cell.failures.set(failsEveryAttempt() - 1);
+        cell.runSince = ticker.nanos(); // what others answered before this ejection is no evidence for the next
+        cell.failedHard = true;
+        cell.reached = true;
+        cell.trialOnReturn = true;
+        cell.trialUntil.set(0);
+    }
+
+    /**
      * How long an engine that could not be reached stays ejected past the cap before a request tries it again: about a
      * health check's interval (Envoy's and Kubernetes' probes run every 5 to 10 s). Short, because past the cap the
      * engines left may be few; a failed connection after it ejects the engine again at once.
@@ -1170,6 +1197,17 @@ final class DefaultDataPlane implements DataPlane {
                 severity = EngineCell.FAILING;
             } else if (severity != EngineCell.SLOW || othersTakeItsPlan(c, cell, now)) {
                 e = underTheCap(c, cell, reason, severity, now, displaced = new ArrayList<>(1));
+                if (e == null && severity == EngineCell.FAILING && cell.failures.get() >= failsEveryAttempt()
+                        && halfStayInRotation(c, cell, now) && othersReachedSince(c, cell, now)) {
+                    // past the cap: it fails every attempt while the engines left answer from here, so its requests
+                    // go elsewhere anyway, each after a failure and, while the retry budget lasts, a retry
+                    e = new Ejection(cell.id, reason + "; fails every attempt while the engines left in rotation "
+                            + "answer from here: ejected past the cap of ejected engines, tried again in "
+                            + UNREACHABLE_RECHECK_NANOS / 1_000_000_000L + " s", now, now + UNREACHABLE_RECHECK_NANOS,
+                            cell.multiplier);
+                    failingFromHere(cell);
+                    eject(cell, e, severity, true);
+                }
             }
         } finally {
             ejecting.set(false);
@@ -1310,7 +1348,9 @@ final class DefaultDataPlane implements DataPlane {
     private static EngineCell ejectedForLess(ClassRoute k, int severity, long now) {
         EngineCell best = null;
         for (EngineCell c : k.cells) {
-            if (c.ejectedFor < severity && c.ejected(now) && (best == null || c.ejectedFor < best.ejectedFor)) {
+            // one past the cap holds no place under it to give
+            if (c.ejectedFor < severity && !c.pastTheCap && c.ejected(now)
+                    && (best == null || c.ejectedFor < best.ejectedFor)) {
                 best = c;
             }
         }

@@ -1640,6 +1640,74 @@ class DataPlaneTest {
     }
 
     @Test
+    void onFinish_enginesThatFailEveryAttempt_areEjectedPastTheCap_whileTheEnginesLeftAnswerFromHere() {
+        // a bad deployment: n1..n3 answer every request with a server error, the farther m1..m3 answer
+        DataPlane p = plane(threeNearThreeFarther());
+        Map<String, Long> keys = new TreeMap<>();
+        for (String e : List.of("n1", "n2", "n3")) {
+            keys.put(e, keyOn(p, e));
+        }
+        failEveryAttempt(p, keys, true);
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactlyInAnyOrder("n1", "n2", "n3");
+        assertThat(p.ejections()).filteredOn(e -> e.reason().contains("fails every attempt while the engines left"))
+                .hasSize(2).allSatisfy(e -> assertThat(e.untilNanos() - e.sinceNanos()).isEqualTo(5_000_000_000L));
+        String past = p.ejections().stream().filter(e -> e.reason().contains("past the cap"))
+                .map(Ejection::engineId).findFirst().orElseThrow();
+        Decision d = p.route(RequestMeta.of("m", keys.get(past), 50));
+        assertThat(d.engineId()).startsWith("m");
+        p.onFinish(d, Outcome.SUCCESS, -1);
+
+        // back after 5 s half open: a failed trial ejects it again at once, a successful one puts it back in full
+        ticker.advanceSeconds(5.1);
+        Decision trial = p.route(RequestMeta.of("m", keys.get(past), 51));
+        assertThat(trial.engineId()).isEqualTo(past);
+        Decision meanwhile = p.route(RequestMeta.of("m", keys.get(past), 52));
+        assertThat(meanwhile.engineId()).isNotEqualTo(past);
+        p.onFinish(meanwhile, Outcome.SUCCESS, -1);
+        p.onFinish(trial, Outcome.SERVER_ERROR, -1);
+        assertThat(p.route(RequestMeta.of("m", keys.get(past), 53)).engineId()).isNotEqualTo(past);
+        ticker.advanceSeconds(5.1);
+        trial = p.route(RequestMeta.of("m", keys.get(past), 54));
+        assertThat(trial.engineId()).isEqualTo(past);
+        p.onFirstToken(trial);
+        p.onFinish(trial, Outcome.SUCCESS, 10_000_000L);
+        assertThat(p.route(RequestMeta.of("m", keys.get(past), 55)).engineId()).isEqualTo(past);
+
+        // the same errors with no answer from any other engine since they began: no evidence that this gateway's
+        // requests fail only there, so the cap holds
+        DataPlane q = plane(threeNearThreeFarther());
+        failEveryAttempt(q, keys, false);
+        assertThat(q.ejections()).hasSize(1);
+    }
+
+    /**
+     * n1..n3 (their keys in {@code keys}) fail every attempt with a server error, twice the run that ejects; with
+     * {@code othersAnswer} one retry is answered by another engine after their runs began.
+     */
+    private void failEveryAttempt(DataPlane p, Map<String, Long> keys, boolean othersAnswer) {
+        for (String e : keys.keySet()) {
+            Decision d = p.route(RequestMeta.of("m", keys.get(e), 1));
+            assertThat(d.engineId()).isEqualTo(e);
+            p.onFinish(d, Outcome.SERVER_ERROR, -1);
+        }
+        ticker.advanceSeconds(0.01);
+        if (othersAnswer) {
+            Decision d = p.route(RequestMeta.of("m", keys.get("n1"), 2));
+            p.onFinish(d, Outcome.SERVER_ERROR, -1);
+            Decision r = p.retry(d, Outcome.SERVER_ERROR);
+            assertThat(r.engineId()).startsWith("m");
+            p.onFirstToken(r);
+            p.onFinish(r, Outcome.SUCCESS, 10_000_000L);
+        }
+        for (int i = 0; i < 10; i++) {
+            for (String e : keys.keySet()) {
+                Decision d = p.route(RequestMeta.of("m", keys.get(e), 10 + i));
+                p.onFinish(d, keys.containsKey(d.engineId()) ? Outcome.SERVER_ERROR : Outcome.SUCCESS, -1);
+            }
+        }
+    }
+
+    @Test
     void onFinish_enginesThatCannotBeReached_stayInRotation_whenEjectingThemWouldLeaveLessThanHalf() {
         // a gateway whose own connections fail (its descriptors spent, say): every engine refuses it for a moment
         DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
