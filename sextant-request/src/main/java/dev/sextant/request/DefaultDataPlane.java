@@ -213,14 +213,24 @@ final class DefaultDataPlane implements DataPlane {
             // retry would go after the attempt failed, outside them. The whole class moves, so an engine's room counts
             // what the plan sends it from the other gateways (their demand has not moved); where none has room, the
             // least full takes it
-            int n = spill(k, i, key, false, k.cells, true, now);
-            String how = "spill:ejected";
+            // a conversation spilled before goes back where its cache is while that engine keeps up (bounded load's
+            // slack over the room a new one needs): the room of the nearest engines comes and goes with each request,
+            // and a conversation sent by it alone changes engines, and prefills its context again, at most turns
+            int n = recent == null ? -1 : keptSpill(k, recent.lookupSpill(k, conversation), i, now);
+            String how = "recent";
+            if (n < 0) {
+                n = spill(k, i, key, false, k.cells, true, now);
+                how = "spill:ejected";
+            }
             if (n < 0) {
                 n = leastFull(k, k.cells, now);
                 how = "least-full";
             }
             if (n >= 0) {
                 unacquire(k, k.cells[i]);
+                if (recent != null) {
+                    recent.recordSpill(k, conversation, n);
+                }
                 return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.near[n],
                         k.nearEndpoints[n], k.nearEnginePriority[n], 1, 0, key, request.requestId(),
                         k.nearExpectedTtftMs[n], null, k.pool, now, how), prefix);
@@ -445,6 +455,20 @@ final class DefaultDataPlane implements DataPlane {
             g = end;
         }
         return -1;
+    }
+
+    /**
+     * Allowed engine {@code place} of {@code k} (-1: none), where the conversation was spilled before while every engine
+     * the weights give the class was ejected, if it is still outside them ({@code from} the ejected one the key chose),
+     * healthy, below the class's limit, its answers show no queue, and it is estimated no fuller than bounded load's
+     * factor of what its capacity holds; counted in flight. Otherwise -1.
+     */
+    private int keptSpill(ClassRoute k, int place, int from, long now) {
+        if (place < 0) {
+            return -1;
+        }
+        double fill = spillFill(k, place, k.cells[from], false, k.cells, true, now);
+        return fill <= loadFactor && acquire(k, k.near[place]) ? place : -1;
     }
 
     /**

@@ -5,7 +5,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
 /**
  * The conversation keys this gateway placed recently: whether a key is new (a conversation's first turn, with nothing
  * cached anywhere to lose) and, for a conversation spacing moved off its key's own engine, which engine took
- * it, so that its later turns go where its cache is (docs/request-path.md §4, "Spacing new conversations").
+ * it, so that its later turns go where its cache is (docs/request-path.md §4, "Spacing new conversations"); likewise
+ * for a conversation spilled outside the weights while every engine they give its class is ejected, which of the
+ * class's allowed engines took it.
  *
  * <p>Direct-mapped: one slot per hash of the key, the newest key wins. Its memory is fixed (8 bytes a slot),
  * and a lookup or a record is one atomic read or write of a long, with no lock and no allocation. A key pushed out
@@ -14,8 +16,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * order there.
  *
  * <p>A slot holds, from the high bits down: 32 bits of the key (its slot's index is bits of another hash of it),
- * a bit that marks the slot used, 15 bits of the engine's hash and the engine's place in its class's table plus one
- * (0: the key's own engine).
+ * a bit that marks the slot used, a bit that marks a place among the class's allowed engines ({@link ClassRoute#near})
+ * rather than its table, 14 bits of the engine's hash and the engine's place plus one (0: the key's own engine).
  */
 final class RecentKeys {
     /** {@link #lookup}: a key not placed recently. */
@@ -27,6 +29,8 @@ final class RecentKeys {
     static final int OWN = -1;
 
     private static final long USED = 1L << 31;
+    private static final long NEAR = 1L << 30;
+    private static final int HASH = 0x3FFF;
     private static final int PLACES = 0xFFFF;
 
     private final AtomicLongArray slots;
@@ -48,10 +52,33 @@ final class RecentKeys {
             return NEW;
         }
         int place = (int) (v & PLACES) - 1;
-        if (place < 0 || place >= k.cells.length || (k.cells[place].hash & 0x7FFF) != ((v >>> 16) & 0x7FFF)) {
+        if (place < 0 || (v & NEAR) != 0 || place >= k.cells.length
+                || (k.cells[place].hash & HASH) != ((v >>> 16) & HASH)) {
             return OWN;
         }
         return place;
+    }
+
+    /**
+     * The place among {@code k}'s allowed engines ({@link ClassRoute#near}) that {@code key} was last spilled to, when
+     * it was and that engine is still there; -1 otherwise.
+     */
+    int lookupSpill(ClassRoute k, long key) {
+        long v = slots.get(slot(key));
+        if ((v & USED) == 0 || (v & NEAR) == 0 || (int) (v >>> 32) != (int) (key >>> 32)) {
+            return -1;
+        }
+        int place = (int) (v & PLACES) - 1;
+        return place >= 0 && place < k.near.length && (k.near[place].hash & HASH) == ((v >>> 16) & HASH) ? place : -1;
+    }
+
+    /** Records that {@code key} was spilled to engine {@code place} of {@code k}'s allowed engines. */
+    void recordSpill(ClassRoute k, long key, int place) {
+        long v = (key >>> 32) << 32 | USED;
+        if (place + 1 < PLACES) {
+            v |= NEAR | (k.near[place].hash & HASH) << 16 | (place + 1);
+        }
+        slots.set(slot(key), v);
     }
 
     /**
@@ -61,7 +88,7 @@ final class RecentKeys {
     void record(ClassRoute k, long key, int place, boolean own) {
         long v = (key >>> 32) << 32 | USED;
         if (!own && place + 1 < PLACES) {
-            v |= (k.cells[place].hash & 0x7FFF) << 16 | (place + 1);
+            v |= (k.cells[place].hash & HASH) << 16 | (place + 1);
         }
         slots.set(slot(key), v);
     }

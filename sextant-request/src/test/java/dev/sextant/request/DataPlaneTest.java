@@ -1708,6 +1708,40 @@ class DataPlaneTest {
     }
 
     @Test
+    void route_aConversationSpilledWhileItsEnginesAreEjected_keepsItsEngine_whileThatEngineKeepsUp() {
+        DataPlane p = plane(threeNearThreeFarther());
+        for (String e : List.of("n1", "n2", "n3")) {
+            failRun(p, keyOn(p, e), Outcome.CONNECT_ERROR);
+        }
+        long conversation = 1_000_000;
+        Decision first = p.route(RequestMeta.of("m", conversation, 1));
+        assertThat(first.reason()).isEqualTo("spill:ejected");
+        String home = first.engineId();
+        p.onFinish(first, Outcome.SUCCESS, -1);
+        // other conversations fill m1..m3 until none has room for a new one: its next turn still goes home, where its
+        // cache is, while home holds no more than bounded load's slack over its capacity
+        List<Decision> open = new ArrayList<>();
+        long other = 2_000_000;
+        Decision d;
+        do {
+            d = p.route(RequestMeta.of("m", other++, other));
+            open.add(d);
+        } while (!d.reason().equals("least-full"));
+        Decision next = p.route(RequestMeta.of("m", conversation, 2));
+        assertThat(next.engineId()).isEqualTo(home);
+        assertThat(next.reason()).isEqualTo("recent");
+        p.onFinish(next, Outcome.SUCCESS, -1);
+        for (int i = 0; i < 200; i++) { // far beyond: it goes where the spill sends a new one
+            open.add(p.route(RequestMeta.of("m", other++, other)));
+        }
+        Decision beyond = p.route(RequestMeta.of("m", conversation, 3));
+        assertThat(beyond.reason()).isEqualTo("least-full");
+        p.onFinish(beyond, Outcome.SUCCESS, -1);
+        open.forEach(o -> p.onFinish(o, Outcome.SUCCESS, -1));
+        assertThat(p.status().inFlight()).isZero();
+    }
+
+    @Test
     void onFinish_enginesThatCannotBeReached_stayInRotation_whenEjectingThemWouldLeaveLessThanHalf() {
         // a gateway whose own connections fail (its descriptors spent, say): every engine refuses it for a moment
         DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));

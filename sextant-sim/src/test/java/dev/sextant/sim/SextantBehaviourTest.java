@@ -132,6 +132,23 @@ class SextantBehaviourTest {
     }
 
     /**
+     * With the control plane away, every engine of one region crashed for 200 s: its gateway spills the region's
+     * conversations to the other regions' engines with room, and each keeps the engine it was spilled to while that
+     * engine keeps up (docs/request-path.md §4, "Local outlier ejection"). Chosen by room alone, which comes and goes
+     * with each request the nearest engines finish, a conversation changed engines at about every turn: cache hit
+     * 75.1% against `prefix-aware`'s 81.1%.
+     */
+    @Test
+    void regionCrashWhileTheControlPlaneIsAway_spilledConversationsKeepTheirEngines() throws Exception {
+        Scenario s = ScenarioLoader.load(ScenarioLoaderTest.SCENARIOS.resolve("variants/outage-region-crash.yaml"));
+        Metrics sextant = Simulator.simulate(s, "sextant", 1, null).metrics();
+        Metrics prefixAware = Simulator.simulate(s, "prefix-aware", 1, null).metrics();
+        assertThat(sextant.completed + sextant.failed).isEqualTo(sextant.generated);
+        assertThat(sextant.failed).as("the requests the crashed engines held, about 60").isLessThan(150);
+        assertThat(sextant.cacheHitRate()).isGreaterThan(prefixAware.cacheHitRate() - 0.02);
+    }
+
+    /**
      * With the control plane away, every engine of one region three times slower for 200 s: each is offered no more
      * than its allowance, so only its answers say that it does not keep up, and the region's gateway spills what the
      * engines' pace does not serve (docs/request-path.md §4, "An engine that does not keep up within its allowance").
