@@ -289,7 +289,8 @@ final class DefaultDataPlane implements DataPlane {
      */
     private int remembered(ClassRoute k, int place, long now) {
         EngineCell cell = k.cells[place];
-        return k.share[place] > 0 && !cell.ejected(now) && withinBound(k, cell.inFlight.get(), k.share[place])
+        return k.share[place] > 0 && !cell.ejected(now) && (withinBound(k, cell.inFlight.get(), k.share[place])
+                || withinBound(k, cell.inFlight.get(), k.share[place] / shareInRotation(k, now)))
                 && acquire(k, cell) ? place : -1;
     }
 
@@ -310,6 +311,11 @@ final class DefaultDataPlane implements DataPlane {
                 || !(own.offeredRps(now) <= k.allowanceRps[first])) {
             return -1;
         }
+        // past the fast return, this engine holds more than its own share: its share of the engines in rotation
+        double inRotation = shareInRotation(k, now);
+        if (ahead + 1 <= Math.ceil(loadFactor * k.share[first] / inRotation * k.pool.inFlight.get())) {
+            return -1;
+        }
         double within = k.plannedMs[first] + ahead * k.expectedTtftMs[first];
         KeyOrder t = k.table;
         int len = t.probeLength();
@@ -324,7 +330,8 @@ final class DefaultDataPlane implements DataPlane {
             EngineCell cell = k.cells[e];
             if (e != first && (cell.inFlight.get() + 1) * k.share[first] < (ahead + 1) * k.share[e]
                     && k.plannedMs[e] <= within && !cell.ejected(now)
-                    && withinBound(k, cell.inFlight.get(), k.share[e]) && cell.offeredRps(now) < k.allowanceRps[e]
+                    && withinBound(k, cell.inFlight.get(), k.share[e] / inRotation)
+                    && cell.offeredRps(now) < k.allowanceRps[e]
                     && acquire(k, cell)) {
                 return e;
             }
@@ -564,11 +571,30 @@ final class DefaultDataPlane implements DataPlane {
         if (exclude == null) {
             int e = first;
             EngineCell cell = k.cells[e];
-            if (!cell.ejected(now) && withinBound(k, cell.inFlight.get(), k.share[e]) && acquire(k, cell)) {
+            if (!cell.ejected(now) && (withinBound(k, cell.inFlight.get(), k.share[e])
+                    || withinBound(k, cell.inFlight.get(), k.share[e] / shareInRotation(k, now))) && acquire(k, cell)) {
                 return e;
             }
         }
         return walk(k, key, exclude, now);
+    }
+
+    /**
+     * The share of {@code k}'s table held by its engines that are not ejected now; 1 when none is. Bounded load's mean
+     * is over the engines in rotation: an ejected engine's keys walk to the others, and an engine that takes its part of
+     * them holds more than its own share of the pool's requests in flight with nothing wrong. Counted against its own
+     * share alone, every engine left was over its bound while one was ejected, and each request went to whichever
+     * held fewest at that moment, its conversation's cache elsewhere (docs/request-path.md §4). Read only on the slow
+     * path, once an engine is over the bound of its own share.
+     */
+    private static double shareInRotation(ClassRoute k, long now) {
+        double in = 0;
+        for (int e = 0; e < k.cells.length; e++) {
+            if (!k.cells[e].ejected(now)) {
+                in += k.share[e];
+            }
+        }
+        return in > 0 ? Math.min(1, in) : 1;
     }
 
     /** Why the key's own engine {@code e} was passed over, as {@link Decision#reason()} says it. */
@@ -643,6 +669,7 @@ final class DefaultDataPlane implements DataPlane {
         double bestRatio = Double.POSITIVE_INFINITY;
         int panic = -1;
         boolean sawHealthy = false;
+        double inRotation = -1; // shareInRotation, read when first needed
         int i = 0;
         for (; i < len && distinct < budget; i++) {
             int e = t.probe(key, i);
@@ -665,8 +692,11 @@ final class DefaultDataPlane implements DataPlane {
             if (inFlight >= k.limit(cell)) {
                 continue;
             }
-            if (withinBound(k, inFlight, k.share[e]) && acquire(k, cell)) {
-                return e;
+            if (withinBound(k, inFlight, k.share[e]) || withinBound(k, inFlight, k.share[e] / (inRotation < 0
+                    ? inRotation = shareInRotation(k, now) : inRotation))) {
+                if (acquire(k, cell)) {
+                    return e;
+                }
             }
             double ratio = (inFlight + 1) / k.share[e];
             if (ratio < bestRatio) {

@@ -1742,6 +1742,29 @@ class DataPlaneTest {
     }
 
     @Test
+    void route_whileAnEngineIsEjected_theOthersBoundIsTheirShareOfTheEnginesInRotation() {
+        // n1 of three equal engines ejected: its keys walk to n2 and n3, which then hold half of the requests each.
+        // Against a third, both were over their bound, and each request went to whichever held fewer at that moment
+        DataPlane p = plane(threeNearThreeFarther());
+        failRun(p, keyOn(p, "n1"), Outcome.CONNECT_ERROR);
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("n1");
+        Map<Long, java.util.Set<String>> engines = new TreeMap<>();
+        List<Decision> open = new ArrayList<>();
+        for (int turn = 0; turn < 3; turn++) {
+            for (long conversation = 0; conversation < 100; conversation++) {
+                Decision d = p.route(RequestMeta.of("m", conversation, 1000 * turn + conversation));
+                engines.computeIfAbsent(conversation, c -> new java.util.TreeSet<>()).add(d.engineId());
+                open.add(d);
+            }
+        }
+        assertThat(engines.values()).as("each conversation's turns, all in flight").allSatisfy(e -> {
+            assertThat(e).hasSize(1);
+            assertThat(e.iterator().next()).isIn("n2", "n3");
+        });
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    @Test
     void onFinish_enginesThatCannotBeReached_stayInRotation_whenEjectingThemWouldLeaveLessThanHalf() {
         // a gateway whose own connections fail (its descriptors spent, say): every engine refuses it for a moment
         DataPlane p = plane(Fixtures.simple(1, 0, 0.25, 0.25, 0.25, 0.25));
