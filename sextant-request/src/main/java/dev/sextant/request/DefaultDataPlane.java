@@ -206,7 +206,17 @@ final class DefaultDataPlane implements DataPlane {
             i = pickHashed(k, key, first, null, now);
         }
         if (i < 0) {
-            return engineLimit(c, k, stale);
+            // every engine the weights give the class here is at its limit: an allowed engine outside them that has
+            // room takes the request, as a spill would, before it is refused (an engine's limit bounds the queue
+            // there, not the class's traffic; shed only where there is no room)
+            int n = spill(k, first, key, false, k.cells, true, now);
+            if (n < 0) {
+                return engineLimit(c, k, stale);
+            }
+            spills.increment();
+            return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.near[n], k.nearEndpoints[n],
+                    k.nearEnginePriority[n], 1, 0, key, request.requestId(), k.nearExpectedTtftMs[n], null, k.pool, now,
+                    "spill:limit"), prefix);
         }
         if (k.cells[i].ejected(now)) {
             // every engine the weights give the class here is ejected (this is the walk's last resort): go where a

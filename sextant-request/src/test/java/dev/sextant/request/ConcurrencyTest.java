@@ -71,8 +71,10 @@ class ConcurrencyTest {
                         if (d.routed()) {
                             routed++;
                             Set<String> expected = d.snapshotVersion() % 2 == 1 ? odd : even;
-                            // outside the weights only where the version's weighted engines are all ejected
-                            boolean allOut = d.reason().equals("spill:ejected") || d.reason().equals("nearest-healthy");
+                            // outside the weights only where the version's weighted engines are all ejected or
+                            // all at their limit
+                            boolean allOut = d.reason().equals("spill:ejected") || d.reason().equals("nearest-healthy")
+                                    || d.reason().equals("spill:limit");
                             if (!expected.contains(d.engineId()) && !allOut) {
                                 throw new AssertionError(d + " mixes snapshots");
                             }

@@ -169,6 +169,32 @@ class DataPlaneTest {
     }
 
     @Test
+    void route_everyWeightedEngineAtItsLimit_spillsToAnAllowedEngineWithRoom_thenRefuses() {
+        // the class is weighted on n1..n3, allowed on m1..m3 too: a full route is not a full class
+        DataPlane p = DataPlane.create("g", threeNearThreeFarther(), ticker,
+                DataPlaneOptions.builder().maxInFlightPerEngine(3).build());
+        List<Decision> held = new ArrayList<>();
+        for (int i = 0; i < 9; i++) {
+            Decision d = p.route(RequestMeta.of("m", i, i));
+            assertThat(d.engineId()).startsWith("n");
+            held.add(d);
+        }
+        Decision spilled = p.route(RequestMeta.of("m", 9, 9));
+        assertThat(spilled.engineId()).startsWith("m");
+        assertThat(spilled.reason()).isEqualTo("spill:limit");
+        held.add(spilled);
+        for (int i = 10; i < 18; i++) {
+            Decision d = p.route(RequestMeta.of("m", i, i));
+            assertThat(d.routed()).as("request %d: %s", i, d).isTrue();
+            held.add(d);
+        }
+        Decision full = p.route(RequestMeta.of("m", 18, 18));
+        assertThat(full.refusal()).isEqualTo(Refusal.ENGINE_LIMIT);
+        held.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+        assertThat(p.status().inFlight()).isZero();
+    }
+
+    @Test
     void route_concurrencyLimit_refusesWithRetryAfterOnceEveryEngineIsFull() {
         DataPlane p = DataPlane.create("g", Fixtures.simple(1, 0, 0.5, 0.5), ticker,
                 DataPlaneOptions.builder().maxInFlightPerEngine(3).build());

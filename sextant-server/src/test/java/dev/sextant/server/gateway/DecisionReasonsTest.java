@@ -18,6 +18,7 @@ class DecisionReasonsTest {
             recent,fallback                  | recent
             spill:ejected                    | spill:ejected
             least-full,fallback              | least-full
+            spill:limit                      | spill:limit
             retry:connect-error,key          | retry:connect-error
             retry:timeout,nearest-healthy    | retry:timeout
             retry:engine-busy,same-engine,fallback | retry:engine-busy
@@ -30,7 +31,7 @@ class DecisionReasonsTest {
 
     @Test
     void labels_areBounded_byTheDataPlanesWordsOutcomesAndRefusals() {
-        assertThat(DecisionReasons.labels()).hasSize(25).doesNotHaveDuplicates()
+        assertThat(DecisionReasons.labels()).hasSize(26).doesNotHaveDuplicates()
                 .contains("nearest", "skip:ejected", "skip:limit", "retry:server-error", "refused:unknown-model",
                         "refused:engine-limit", "refused:attempts-exhausted", "refused:no-engine-in-service")
                 .noneMatch(l -> l.contains(","));
