@@ -214,9 +214,7 @@ final class DefaultDataPlane implements DataPlane {
                 return engineLimit(c, k, stale);
             }
             spills.increment();
-            return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.near[n], k.nearEndpoints[n],
-                    k.nearEnginePriority[n], 1, 0, key, request.requestId(), k.nearExpectedTtftMs[n], null, k.pool, now,
-                    "spill:limit"), prefix);
+            return toNear(c, k, n, stale, key, request, now, "spill:limit", prefix);
         }
         if (k.cells[i].ejected(now)) {
             // every engine the weights give the class here is ejected (this is the walk's last resort): go where a
@@ -241,9 +239,7 @@ final class DefaultDataPlane implements DataPlane {
                 if (recent != null) {
                     recent.recordSpill(k, conversation, n);
                 }
-                return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.near[n],
-                        k.nearEndpoints[n], k.nearEnginePriority[n], 1, 0, key, request.requestId(),
-                        k.nearExpectedTtftMs[n], null, k.pool, now, how), prefix);
+                return toNear(c, k, n, stale, key, request, now, how, prefix);
             }
         }
         double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], k.plannedMs[i], now);
@@ -273,9 +269,7 @@ final class DefaultDataPlane implements DataPlane {
                 }
                 if (s >= 0) {
                     spills.increment();
-                    return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.near[s],
-                            k.nearEndpoints[s], k.nearEnginePriority[s], 1, 0, key, request.requestId(),
-                            k.nearExpectedTtftMs[s], null, k.pool, now, "spill:overload"), prefix);
+                    return toNear(c, k, s, stale, key, request, now, "spill:overload", prefix);
                 }
                 if (shedHere) {
                     return Decision.refused(k.id, c.snapshot.version(), stale, Refusal.SHED, "engine "
@@ -292,6 +286,14 @@ final class DefaultDataPlane implements DataPlane {
                 prefix);
     }
 
+    /** A first attempt routed to {@code k}'s allowed engine {@code n} ({@link ClassRoute#near}), counted in flight. */
+    private Decision toNear(Compiled c, ClassRoute k, int n, boolean stale, long key, RequestMeta request, long now,
+                            String how, int prefix) {
+        return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.near[n], k.nearEndpoints[n],
+                k.nearEnginePriority[n], 1, 0, key, request.requestId(), k.nearExpectedTtftMs[n], null, k.pool, now,
+                how), prefix);
+    }
+
     /**
      * The engine {@code place} of {@code k}'s table, where spacing moved the conversation (its cache is
      * there), if it still has a share of the class, is not ejected, is within bounded load and below its limit; -1
@@ -299,8 +301,7 @@ final class DefaultDataPlane implements DataPlane {
      */
     private int remembered(ClassRoute k, int place, long now) {
         EngineCell cell = k.cells[place];
-        return k.share[place] > 0 && !cell.ejected(now) && (withinBound(k, cell.inFlight.get(), k.share[place])
-                || withinBound(k, cell.inFlight.get(), k.share[place] / shareInRotation(k, now)))
+        return k.share[place] > 0 && !cell.ejected(now) && withinBoundInRotation(k, cell.inFlight.get(), k.share[place], now)
                 && acquire(k, cell) ? place : -1;
     }
 
@@ -581,12 +582,20 @@ final class DefaultDataPlane implements DataPlane {
         if (exclude == null) {
             int e = first;
             EngineCell cell = k.cells[e];
-            if (!cell.ejected(now) && (withinBound(k, cell.inFlight.get(), k.share[e])
-                    || withinBound(k, cell.inFlight.get(), k.share[e] / shareInRotation(k, now))) && acquire(k, cell)) {
+            if (!cell.ejected(now) && withinBoundInRotation(k, cell.inFlight.get(), k.share[e], now)
+                    && acquire(k, cell)) {
                 return e;
             }
         }
         return walk(k, key, exclude, now);
+    }
+
+    /**
+     * {@link #withinBound} for an engine of share {@code share} counted among the engines in rotation
+     * ({@link #shareInRotation}); its own share, the stricter bound, first: passing it needs no scan of the table.
+     */
+    private boolean withinBoundInRotation(ClassRoute k, int inFlight, double share, long now) {
+        return withinBound(k, inFlight, share) || withinBound(k, inFlight, share / shareInRotation(k, now));
     }
 
     /**
@@ -1127,16 +1136,24 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     /**
-     * Marks {@code cell}, just ejected because it could not be reached, half open on its return: one trial attempt at a
-     * time, and one more failed connection ejects it again. Called holding the ejection flag.
+     * Marks {@code cell}, just ejected because it could not be reached or, past the cap, because it failed every
+     * attempt, half open on its return: one trial attempt at a time, and the next failure completes a run of {@code run} that ejects it again.
+     * {@code reached}: the run is of failures that reached the engine. Called holding the ejection flag.
      */
-    private void unreachableFromHere(EngineCell cell) {
+    private void halfOpen(EngineCell cell, int run, boolean reached) {
         cell.resetFailures();
-        cell.failures.set(Math.max(0, options.consecutiveFailures() - 1));
-        cell.runSince = ticker.nanos(); // what the gateway reached before this ejection is no evidence for the next
+        cell.failures.set(Math.max(0, run - 1));
+        cell.runSince = ticker.nanos(); // what the gateway saw before this ejection is no evidence for the next
         cell.failedHard = true;
+        cell.reached = reached;
         cell.trialOnReturn = true;
         cell.trialUntil.set(0);
+    }
+
+    /** An ejection of {@code cell} past the cap of ejected engines, for {@link #UNREACHABLE_RECHECK_NANOS}. */
+    private static Ejection pastTheCap(EngineCell cell, String reason, long now) {
+        return new Ejection(cell.id, reason + ", tried again in " + UNREACHABLE_RECHECK_NANOS / 1_000_000_000L + " s",
+                now, now + UNREACHABLE_RECHECK_NANOS, cell.multiplier);
     }
 
     /**
@@ -1146,21 +1163,6 @@ final class DefaultDataPlane implements DataPlane {
      */
     private int failsEveryAttempt() {
         return 2 * options.consecutiveFailures();
-    }
-
-    /**
-     * Marks {@code cell}, just ejected past the cap for failing every attempt, half open on its return: one trial
-     * attempt at a time, a success puts it back in full, one more failure ejects it again. Called holding the ejection
-     * flag.
-     */
-    private void failingFromHere(EngineCell cell) {
-        cell.resetFailures();
-        cell.failures.set(failsEveryAttempt() - 1);
-        cell.runSince = ticker.nanos(); // what others answered before this ejection is no evidence for the next
-        cell.failedHard = true;
-        cell.reached = true;
-        cell.trialOnReturn = true;
-        cell.trialUntil.set(0);
     }
 
     /**
@@ -1246,16 +1248,13 @@ final class DefaultDataPlane implements DataPlane {
                 // engines stay in rotation, or while those left answer attempts begun since its run began
                 e = underTheCap(c, cell, reason, EngineCell.FAILING, now, displaced = new ArrayList<>(1));
                 if (e != null) {
-                    unreachableFromHere(cell);
+                    halfOpen(cell, options.consecutiveFailures(), false);
                 } else if ((half = halfStayInRotation(c, cell, now)) || othersReachedSince(c, cell, now)) {
                     // past the cap: its requests go elsewhere anyway, each after a failed connection (a connect
                     // timeout, where the link is cut), so ejecting it moves no load the cap guards against
-                    e = new Ejection(cell.id, reason + "; cannot be reached: ejected past the cap of ejected engines"
-                            + (half ? ""
-                            : " while the engines left in rotation answer from here")
-                            + ", tried again in " + UNREACHABLE_RECHECK_NANOS / 1_000_000_000L + " s", now,
-                            now + UNREACHABLE_RECHECK_NANOS, cell.multiplier);
-                    unreachableFromHere(cell);
+                    e = pastTheCap(cell, reason + "; cannot be reached: ejected past the cap of ejected engines"
+                            + (half ? "" : " while the engines left in rotation answer from here"), now);
+                    halfOpen(cell, options.consecutiveFailures(), false);
                     eject(cell, e, severity, true);
                 }
                 severity = EngineCell.FAILING;
@@ -1265,11 +1264,9 @@ final class DefaultDataPlane implements DataPlane {
                         && halfStayInRotation(c, cell, now) && othersReachedSince(c, cell, now)) {
                     // past the cap: it fails every attempt while the engines left answer from here, so its requests
                     // go elsewhere anyway, each after a failure and, while the retry budget lasts, a retry
-                    e = new Ejection(cell.id, reason + "; fails every attempt while the engines left in rotation "
-                            + "answer from here: ejected past the cap of ejected engines, tried again in "
-                            + UNREACHABLE_RECHECK_NANOS / 1_000_000_000L + " s", now, now + UNREACHABLE_RECHECK_NANOS,
-                            cell.multiplier);
-                    failingFromHere(cell);
+                    e = pastTheCap(cell, reason + "; fails every attempt while the engines left in rotation answer "
+                            + "from here: ejected past the cap of ejected engines", now);
+                    halfOpen(cell, failsEveryAttempt(), true);
                     eject(cell, e, severity, true);
                 }
             }
