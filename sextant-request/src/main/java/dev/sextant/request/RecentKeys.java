@@ -74,11 +74,7 @@ final class RecentKeys {
 
     /** Records that {@code key} was spilled to engine {@code place} of {@code k}'s allowed engines. */
     void recordSpill(ClassRoute k, long key, int place) {
-        long v = (key >>> 32) << 32 | USED;
-        if (place + 1 < PLACES) {
-            v |= NEAR | (k.near[place].hash & HASH) << 16 | (place + 1);
-        }
-        slots.set(slot(key), v);
+        write(key, place + 1 < PLACES ? NEAR | (k.near[place].hash & HASH) << 16 | (place + 1) : 0);
     }
 
     /**
@@ -86,11 +82,12 @@ final class RecentKeys {
      * {@code k}'s table.
      */
     void record(ClassRoute k, long key, int place, boolean own) {
-        long v = (key >>> 32) << 32 | USED;
-        if (!own && place + 1 < PLACES) {
-            v |= (k.cells[place].hash & HASH) << 16 | (place + 1);
-        }
-        slots.set(slot(key), v);
+        write(key, !own && place + 1 < PLACES ? (k.cells[place].hash & HASH) << 16 | (place + 1) : 0);
+    }
+
+    /** Writes {@code key}'s slot: its bits, used, and {@code where} (0: its key's own engine). */
+    private void write(long key, long where) {
+        slots.set(slot(key), (key >>> 32) << 32 | USED | where);
     }
 
     private int slot(long key) {
