@@ -374,13 +374,18 @@ final class DefaultDataPlane implements DataPlane {
      * does not keep up with it (its answers show a queue while it holds more of this gateway's requests than the
      * allowance at the planned duration {@code plannedMs} would put there) has its allowance scaled by its
      * {@link QueueSignal#pace} (docs/request-path.md §4, "An engine that does not keep up within its allowance"). 0
-     * while the bounded load's minimum or fewer are in flight there.
+     * while the bounded load's minimum or fewer are in flight there; a spill of the rate under way holds through that.
      */
     private double excess(EngineCell cell, int enginePriority, double allowanceRps, double plannedMs, long now) {
         double rate = cell.offered(now);
         QueueSignal signal = cell.signal(enginePriority);
         if (cell.inFlight.get() <= minInFlight) {
-            signal.endSpill();
+            // not loaded: nothing spills. A spill of the rate beyond the allowance still ends only with the rate back
+            // within it: the spill itself drains the engine to here, and ending it here handed the engine every key
+            // again (a spill of an engine's pace ends: at the minimum its queue is gone)
+            if (!signal.spilling || signal.pacing || rate <= allowanceRps) {
+                signal.endSpill();
+            }
             return 0;
         }
         boolean queueing = cell.queueing(QUEUE_SLACK_MS, enginePriority);

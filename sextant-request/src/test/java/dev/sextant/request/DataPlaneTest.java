@@ -962,6 +962,27 @@ class DataPlaneTest {
         open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
     }
 
+    @Test
+    void route_spill_aHoldUnderWay_outlastsTheEngineDrainingToTheMinimum() {
+        DataPlane p = fixedLimit(farWeightedNearFree());
+        // f1: an allowance of 90 req/s; beyond chance at 110 req/s
+        List<Decision> open = new ArrayList<>();
+        assertThat(offer(p, 100, 4, open, 10)).isZero(); // first tokens at 10 ms: the floor
+        assertThat(offer(p, 200, 3, open, 100)).isPositive(); // far beyond it, and f1's answers show a queue
+        // the spill drains f1 (its requests answered, its queue gone), and at 100 req/s it holds 5, below bounded
+        // load's minimum (8): nothing spills there …
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, 10_000_000L));
+        open.clear();
+        assertThat(offer(p, 100, 1, open, 10, 5)).isZero();
+        // … but the rate is still beyond the allowance: as f1 fills again the hold goes on without a new queue
+        // (1 − 90/100 of the keys spill), where a spill that had ended would wait for 110 req/s or a queue
+        assertThat(offer(p, 100, 4, open, 10)).isBetween(20L, 60L);
+        // within the allowance the spill ends, at the minimum as above it
+        offer(p, 80, 4, open, 10, 5);
+        assertThat(offer(p, 100, 4, open, 10)).isZero();
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
     /** The control plane confirms the held snapshot {@code times} times, a second apart: beyond 2 s, silence. */
     private void speaks(DataPlane p, int times) {
         for (int i = 0; i < times; i++) {
