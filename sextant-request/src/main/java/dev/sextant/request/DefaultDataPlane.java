@@ -1051,8 +1051,62 @@ final class DefaultDataPlane implements DataPlane {
             }
             // one answer in four: a clock read is a tenth of this path
             if ((attempt.requestId & DURATION_SAMPLE) == 0) {
-                cell.observeDuration((ticker.nanos() - attempt.startNanos) / 1e6, attempt.enginePriority());
+                long now = ticker.nanos();
+                cell.observeDuration((now - attempt.startNanos) / 1e6, attempt.enginePriority());
+                if (cell.answers.behindThePlan()) {
+                    slowAnswers(attempt, cell, now);
+                }
             }
+        }
+    }
+
+    /**
+     * How many times the held plan's duration, and its peers' against theirs, an engine's answers take before it is
+     * ejected for slowness while the control plane is silent ({@link #slowAnswers}): more than the
+     * {@link QueueSignal#BEHIND_THE_PLAN} that starts a spill, since an ejection moves every conversation the engine
+     * holds and their caches, where a spill moves only an excess.
+     */
+    static final double SLOW_ANSWERS = 2;
+
+    /**
+     * While the control plane is silent, an engine whose answers from here take {@link #SLOW_ANSWERS} times the held
+     * plan's duration, and that many times what its peers' take against theirs, while it is offered no more than its
+     * plan from here, is slow: ejected for slowness (under the cap, and only where the others in rotation have room
+     * for its plan, {@link #tryEject}). A slowed engine's pace alone would move only what it cannot serve
+     * ({@link #excess}); what it still serves decodes that many times slower, where the peers have room to serve it at
+     * the plan's pace (docs/request-path.md §4, "An engine slow in its answers"). A rare path: only answers behind the
+     * plan reach it.
+     */
+    private void slowAnswers(Decision attempt, EngineCell cell, long now) {
+        Compiled c = compiled;
+        ClassRoute k = c.byId.get(attempt.classId());
+        int i = k == null ? -1 : ClassRoute.indexOf(k.cells, cell);
+        if (i < 0 || cell.ejected(now) || !silent(c, now)) {
+            return;
+        }
+        // the plan's duration is the latency at the planned load: offered beyond its plan from here (by more than
+        // chance), an engine is expected to answer later than that, and its slowness is its load
+        double planned = k.plannedRps[i];
+        if (cell.offeredRps(now) > planned + NOISE_SIGMAS * Math.sqrt(planned / EngineCell.RATE_WINDOW_S)) {
+            return;
+        }
+        double slow = cell.answers.slowness();
+        double[] seen = new double[k.cells.length];
+        int n = 0;
+        for (EngineCell other : k.cells) {
+            double s = other.answers.slowness();
+            if (other != cell && !Double.isNaN(s) && !other.ejected(now)) {
+                seen[n++] = s;
+            }
+        }
+        if (n == 0) {
+            return; // no peer to tell its pace from the class's load
+        }
+        double peers = median(seen, n);
+        if (slow >= SLOW_ANSWERS * Math.max(1, peers)) {
+            tryEject(cell, String.format(java.util.Locale.ROOT, "answers %.1f × the held plan's %d ms (its peers "
+                    + "%.1f ×) while the control plane is away", slow, Math.round(cell.plannedDurationMs), peers),
+                    EngineCell.SLOW);
         }
     }
 
@@ -1117,8 +1171,13 @@ final class DefaultDataPlane implements DataPlane {
         if (n == 0) {
             return Double.NaN;
         }
-        java.util.Arrays.sort(seen, 0, n);
-        return n % 2 == 1 ? seen[n / 2] : (seen[n / 2 - 1] + seen[n / 2]) / 2;
+        return median(seen, n);
+    }
+
+    /** The median of the first {@code n} (> 0) values of {@code a}, which it sorts. */
+    private static double median(double[] a, int n) {
+        java.util.Arrays.sort(a, 0, n);
+        return n % 2 == 1 ? a[n / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
     }
 
     /** {@code slow}: the failure was a latency outlier (the engine answered), not an error or a timeout. */
@@ -1364,6 +1423,7 @@ final class DefaultDataPlane implements DataPlane {
 
     /** Puts {@code cell} under ejection {@code e}, for harm {@code severity}. Called holding the ejection flag. */
     private static void eject(EngineCell cell, Ejection e, int severity, boolean pastTheCap) {
+        cell.resetSlowness();
         cell.ejectedFor = severity;
         cell.pastTheCap = pastTheCap;
         cell.lastEjectionEnd = e.untilNanos();

@@ -238,6 +238,14 @@ final class EngineCell {
      */
     volatile double plannedDurationMs = Double.NaN;
 
+    /** Starts every signal's slowness again from the plan ({@link QueueSignal#resetSlowness}): on an ejection. */
+    void resetSlowness() {
+        answers.resetSlowness();
+        for (QueueSignal s : levelSignals) {
+            s.resetSlowness();
+        }
+    }
+
     /** Folds one successful answer's duration, sent with {@code enginePriority}, into its signals' slowness. */
     void observeDuration(double ms, int enginePriority) {
         double planned = plannedDurationMs;

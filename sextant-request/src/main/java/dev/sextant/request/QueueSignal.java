@@ -87,6 +87,14 @@ final class QueueSignal {
         SLOWNESS.setOpaque(this, Double.isNaN(m) ? ratio : m + 0.05 * (ratio - m));
     }
 
+    /**
+     * Starts {@link #slowness} again at 1, as planned: the answers before an ejection say nothing of the engine when it
+     * returns, and a mean begun from the plan needs several answers, not one long one, to say it is behind.
+     */
+    void resetSlowness() {
+        SLOWNESS.setOpaque(this, 1.0);
+    }
+
     /** True when the answers take {@link #BEHIND_THE_PLAN} times what the held snapshot plans, or longer. */
     boolean behindThePlan() {
         return slowness() >= BEHIND_THE_PLAN;

@@ -1170,6 +1170,73 @@ class DataPlaneTest {
         return p.status().spills() - before;
     }
 
+    /**
+     * Offers 10 requests a second for {@code seconds} to {@link #twoEngines} (planned 101 ms a request: 100 ms and the
+     * 1 ms round trip), each answered after {@code msOnA} on a and 101 ms on b; the control plane confirms the held
+     * snapshot every second when {@code speaks}.
+     */
+    private void answered(DataPlane p, double seconds, double msOnA, boolean speaks) {
+        List<Decision> open = new ArrayList<>();
+        long key = 0;
+        for (int tick = 0; tick < seconds * 1000; tick++) {
+            ticker.advanceSeconds(0.001);
+            if (tick % 100 == 0) {
+                open.add(p.route(RequestMeta.of("m", key, 4 * key))); // every answer's duration measured
+                key++;
+            }
+            if (speaks && tick % 1000 == 999) {
+                assertThat(p.swap(p.snapshot())).isTrue();
+            }
+            open.removeIf(d -> {
+                double ms = "a".equals(d.engineId()) ? msOnA : 101;
+                if (ticker.nanos() - d.startNanos < ms * 1e6) {
+                    return false;
+                }
+                p.onFinish(d, Outcome.SUCCESS, 10_000_000L);
+                return true;
+            });
+        }
+    }
+
+    @Test
+    void onFinish_answersFarLongerThanTheHeldPlanWhileTheControlPlaneIsAway_ejectTheEngineForSlowness() {
+        DataPlane p = fixedLimit(twoEngines(1, 16, 0.5));
+        speaks(p, 3); // then silent: the control plane is away
+        answered(p, 20, 101, false);
+        assertThat(p.ejections()).isEmpty(); // both as planned
+        // a's answers four times as long as planned (its first tokens on time: not a TTFT outlier), b's as planned
+        answered(p, 30, 404, false);
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("a");
+        assertThat(p.ejections().get(0).reason()).contains("the held plan's 101 ms");
+    }
+
+    @Test
+    void onFinish_answersFarLongerThanTheHeldPlanWhileTheControlPlaneSpeaks_areLeftToThePlan() {
+        DataPlane p = fixedLimit(twoEngines(1, 16, 0.5));
+        answered(p, 20, 101, true);
+        answered(p, 30, 404, true); // the control loop prices a slow engine within its cycle
+        assertThat(p.ejections()).isEmpty();
+    }
+
+    @Test
+    void onFinish_answersLongerThanTheHeldPlanOnEveryEngine_areTheClassesLoad_notAnOutlier() {
+        DataPlane p = fixedLimit(twoEngines(1, 16, 0.5));
+        speaks(p, 3);
+        answered(p, 20, 101, false);
+        // both engines' answers lengthen alike (long prompts, a busier fleet): no peer is faster to take the load
+        List<Decision> open = new ArrayList<>();
+        for (int i = 0; i < 600; i++) {
+            ticker.advanceSeconds(0.1);
+            open.add(p.route(RequestMeta.of("m", i, 4L * i)));
+            if (open.size() > 4) {
+                Decision d = open.remove(0);
+                assertThat(ticker.nanos() - d.startNanos).isGreaterThanOrEqualTo(400_000_000L); // about four times the plan
+                p.onFinish(d, Outcome.SUCCESS, 10_000_000L);
+            }
+        }
+        assertThat(p.ejections()).isEmpty();
+    }
+
     @Test
     void onFinish_slowAnswersOfAnEngineOfferedBeyondItsPlan_areItsLoad_notAnOutlier() {
         // planned 5 req/s each from here, 6 req/s spare: an allowance of 11, and room on each for the other's plan
