@@ -55,6 +55,10 @@ import java.time.Duration;
  *                                each, a power of two in [2^10, 2^24]: a conversation's next turn finds its slot
  *                                still its own with probability e^(−n/recentKeys), n the new conversations placed in
  *                                between (default 2^18, 2 MiB: 93% at 1,000 new conversations a second and 20 s)
+ * @param controlPlaneCadence     the longest the control plane is expected to go without a word (a long-poll's wait:
+ *                                its answer, a new snapshot or "not modified", comes within it), &gt; 0, or null
+ *                                when unknown: silence beyond twice it says the control plane is away before this
+ *                                gateway has learned its cadence from three intervals (docs/request-path.md §4)
  * @param seed                    seed of the jitter draws; same seed, same decisions
  * @param listener                told about fallback changes and ejections
  */
@@ -65,8 +69,8 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
                                TtftPredictor ttftPredictor, int maxAttempts, Duration retryBackoffBase,
                                Duration retryBackoffMax, double retryTokenCap, int maxInFlightPerEngine,
                                double inFlightPerCapacity, double priorityReserve, Duration shedRetryAfter, Duration unavailableRetryAfter, int defaultPriority,
-                               boolean spreadSharedPrefixes, boolean spacePrefills, int recentKeys, long seed,
-                               DataPlaneListener listener) {
+                               boolean spreadSharedPrefixes, boolean spacePrefills, int recentKeys,
+                               Duration controlPlaneCadence, long seed, DataPlaneListener listener) {
 
     /**
      * The least a limit derived from an engine's capacity may be: an engine holds a request and has the next one
@@ -77,6 +81,9 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
 
     public DataPlaneOptions {
         positive("max_snapshot_age", maxSnapshotAge);
+        if (controlPlaneCadence != null) {
+            positive("control_plane_cadence", controlPlaneCadence);
+        }
         if (!(boundedLoadEpsilon >= 0) || Double.isInfinite(boundedLoadEpsilon)) {
             throw new IllegalArgumentException("bounded_load_epsilon: " + boundedLoadEpsilon + " (expected: >= 0)");
         }
@@ -165,6 +172,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         b.spreadSharedPrefixes = spreadSharedPrefixes;
         b.spacePrefills = spacePrefills;
         b.recentKeys = recentKeys;
+        b.controlPlaneCadence = controlPlaneCadence;
         b.seed = seed;
         b.listener = listener;
         return b;
@@ -173,6 +181,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
     /** Builds {@link DataPlaneOptions}; every setter names the record component it sets. */
     public static final class Builder {
         private Duration maxSnapshotAge = Duration.ofMinutes(5);
+        private Duration controlPlaneCadence;
         private double boundedLoadEpsilon = 0.25;
         private int boundedLoadMinInFlight = 8;
         private int maxWalk = 8;
@@ -352,6 +361,12 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
             return this;
         }
 
+        /** Sets {@link DataPlaneOptions#controlPlaneCadence()}. */
+        public Builder controlPlaneCadence(Duration value) {
+            this.controlPlaneCadence = value;
+            return this;
+        }
+
         /** Sets {@link DataPlaneOptions#listener()}. */
         public Builder listener(DataPlaneListener value) {
             this.listener = value;
@@ -364,7 +379,7 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
                     consecutiveFailures, ejectionBase, ejectionMax, ejectionJitter, maxEjectedFraction,
                     ttftOutlierFactor, ttftPredictor, maxAttempts, retryBackoffBase, retryBackoffMax, retryTokenCap,
                     maxInFlightPerEngine, inFlightPerCapacity, priorityReserve, shedRetryAfter, unavailableRetryAfter, defaultPriority, spreadSharedPrefixes, spacePrefills,
-                    recentKeys, seed, listener);
+                    recentKeys, controlPlaneCadence, seed, listener);
         }
     }
 

@@ -3,6 +3,7 @@ package dev.sextant.request;
 import dev.sextant.snapshot.KeyOrder;
 import dev.sextant.snapshot.Snapshot;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -65,8 +66,11 @@ final class DefaultDataPlane implements DataPlane {
     private final long[] confirmGaps = new long[CONFIRM_GAPS];
     private int confirmations;
     private long lastConfirmed;
-    /** Silence longer than this says the control plane is away, ns; unknown (never) until three intervals are seen. */
-    private volatile long silentAfterNanos = Long.MAX_VALUE;
+    /**
+     * Silence longer than this says the control plane is away, ns: twice its expected cadence
+     * ({@link DataPlaneOptions#controlPlaneCadence}) until three intervals are seen, or never where that is unknown.
+     */
+    private volatile long silentAfterNanos;
     static final int CONFIRM_GAPS = 5;
     private final PrefixSpread prefixes = new PrefixSpread();
     /** Each class's tenants' demand, so that a class's shed falls first on tenants above their fair share. */
@@ -83,6 +87,8 @@ final class DefaultDataPlane implements DataPlane {
         this.ticker = ticker;
         this.options = options;
         this.maxAgeNanos = options.maxSnapshotAge().toNanos();
+        Duration cadence = options.controlPlaneCadence();
+        this.silentAfterNanos = cadence == null ? Long.MAX_VALUE : 2 * Math.min(cadence.toNanos(), Long.MAX_VALUE / 2);
         this.shedRetryAfterNanos = options.shedRetryAfter().toNanos();
         this.unavailableRetryAfterNanos = options.unavailableRetryAfter().toNanos();
         this.ejectionBaseNanos = options.ejectionBase().toNanos();
@@ -103,7 +109,8 @@ final class DefaultDataPlane implements DataPlane {
 
     /**
      * Whether the control plane has been silent for longer than twice the longest of the last {@value #CONFIRM_GAPS}
-     * intervals between its words, or the snapshot is past its maximum age: then nothing but this gateway's own answers
+     * intervals between its words (before three are seen, twice its expected cadence where that is known), or the
+     * snapshot is past its maximum age: then nothing but this gateway's own answers
      * says what an engine can serve (docs/request-path.md §4, "An engine that does not keep up within its allowance").
      * While the control plane speaks, an engine's capacity is its estimate: it finds a slow engine within a cycle, and a
      * gateway second-guessing a live plan moved load that the plan had placed (and lost it its cache).

@@ -18,6 +18,7 @@ class DataPlaneOptionsTest {
     static Stream<Arguments> invalid() {
         return Stream.of(
                 Arguments.of("max_snapshot_age", change(b -> b.maxSnapshotAge(Duration.ZERO))),
+                Arguments.of("control_plane_cadence", change(b -> b.controlPlaneCadence(Duration.ofSeconds(-1)))),
                 Arguments.of("bounded_load_epsilon", change(b -> b.boundedLoadEpsilon(-0.1))),
                 Arguments.of("ejection_max", change(b -> b.ejectionMax(Duration.ofSeconds(1)))),
                 Arguments.of("max_ejected_fraction", change(b -> b.maxEjectedFraction(1.5))),
@@ -41,7 +42,8 @@ class DataPlaneOptionsTest {
 
     @Test
     void toBuilder_roundTripsEveryValue() {
-        DataPlaneOptions o = DataPlaneOptions.builder().boundedLoadEpsilon(0.5).seed(7).maxAttempts(2).build();
+        DataPlaneOptions o = DataPlaneOptions.builder().boundedLoadEpsilon(0.5).seed(7).maxAttempts(2)
+                .controlPlaneCadence(Duration.ofSeconds(30)).build();
         assertThat(o.toBuilder().build()).isEqualTo(o);
         assertThat(DataPlaneOptions.defaults().boundedLoadEpsilon()).isEqualTo(0.25);
         assertThat(DataPlaneOptions.defaults().maxEjectedFraction()).isEqualTo(0.1);

@@ -1211,6 +1211,23 @@ class DataPlaneTest {
     }
 
     @Test
+    void silence_beyondTwiceTheExpectedCadence_saysTheControlPlaneIsAway_beforeItsCadenceIsLearned() {
+        // a gateway that has heard no word since its first snapshot (the control plane lost with it, or the gateway
+        // restarted from its cache while the control plane is down): with its long-poll's wait known, silence beyond
+        // twice that is the control plane away; without it, only max_snapshot_age (5 min) would say so
+        DataPlane known = DataPlane.create("g", twoEngines(1, 16, 0.5), ticker, DataPlaneOptions.builder()
+                .inFlightPerCapacity(Double.POSITIVE_INFINITY).controlPlaneCadence(Duration.ofSeconds(1)).build());
+        answered(known, 20, 101, false);
+        answered(known, 30, 404, false);
+        assertThat(known.ejections()).extracting(Ejection::engineId).containsExactly("a");
+
+        DataPlane unknown = fixedLimit(twoEngines(1, 16, 0.5));
+        answered(unknown, 20, 101, false);
+        answered(unknown, 30, 404, false);
+        assertThat(unknown.ejections()).isEmpty();
+    }
+
+    @Test
     void onFinish_answersFarLongerThanTheHeldPlanWhileTheControlPlaneSpeaks_areLeftToThePlan() {
         DataPlane p = fixedLimit(twoEngines(1, 16, 0.5));
         answered(p, 20, 101, true);

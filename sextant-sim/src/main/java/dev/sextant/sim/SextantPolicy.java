@@ -164,7 +164,11 @@ final class SextantPolicy implements SimPolicy {
         for (int g = 0; g < s.gatewayCount; g++) {
             int gateway = g;
             planes[g] = DataPlane.create(base.gatewayClusters().get(g).id(), latest, this::nanos,
-                    options.toBuilder().seed(SplitMix64.mix(s.seed + g)).listener(new DataPlaneListener() {
+                    options.toBuilder().seed(SplitMix64.mix(s.seed + g))
+                            // the control plane speaks at every step, as a long-poll answers within its wait
+                            .controlPlaneCadence(java.time.Duration.ofMillis(Math.max(1,
+                                    (long) Math.ceil(s.scenario.control().solveMs()))))
+                            .listener(new DataPlaneListener() {
                         @Override
                         public void onEjection(Ejection e) {
                             ejections.add(new SimEjection(gateway, sim.loop.now(), e));
