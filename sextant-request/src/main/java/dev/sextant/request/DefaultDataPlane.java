@@ -1098,18 +1098,10 @@ final class DefaultDataPlane implements DataPlane {
             return;
         }
         double slow = cell.answers.slowness();
-        double[] seen = new double[k.cells.length];
-        int n = 0;
-        for (EngineCell other : k.cells) {
-            double s = other.answers.slowness();
-            if (other != cell && !Double.isNaN(s) && !other.ejected(now)) {
-                seen[n++] = s;
-            }
-        }
-        if (n == 0) {
+        double peers = peersMedian(k, cell, now, other -> other.answers.slowness());
+        if (Double.isNaN(peers)) {
             return; // no peer to tell its pace from the class's load
         }
-        double peers = median(seen, n);
         if (slow >= SLOW_ANSWERS * Math.max(1, peers)) {
             tryEject(cell, String.format(java.util.Locale.ROOT, "answers %.1f × the held plan's %d ms (its peers "
                     + "%.1f ×) while the control plane is away", slow, Math.round(cell.plannedDurationMs), peers),
@@ -1166,25 +1158,29 @@ final class DefaultDataPlane implements DataPlane {
         if (k == null) {
             return Double.NaN;
         }
-        long now = ticker.nanos();
+        return peersMedian(k, self, ticker.nanos(), c -> c.answers.recentTtftMs);
+    }
+
+    /**
+     * The median of {@code value} over {@code k}'s engines other than {@code self} that are not ejected at {@code now}
+     * and have one (not NaN); NaN when none has. What an engine is judged against, so that a class whose every engine
+     * is slow blames none of them. A rare path.
+     */
+    private static double peersMedian(ClassRoute k, EngineCell self, long now,
+                                      java.util.function.ToDoubleFunction<EngineCell> value) {
         double[] seen = new double[k.cells.length];
         int n = 0;
         for (EngineCell c : k.cells) {
-            double t = c.answers.recentTtftMs;
-            if (c != self && !Double.isNaN(t) && !c.ejected(now)) {
-                seen[n++] = t;
+            double v = value.applyAsDouble(c);
+            if (c != self && !Double.isNaN(v) && !c.ejected(now)) {
+                seen[n++] = v;
             }
         }
         if (n == 0) {
             return Double.NaN;
         }
-        return median(seen, n);
-    }
-
-    /** The median of the first {@code n} (> 0) values of {@code a}, which it sorts. */
-    private static double median(double[] a, int n) {
-        java.util.Arrays.sort(a, 0, n);
-        return n % 2 == 1 ? a[n / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
+        java.util.Arrays.sort(seen, 0, n);
+        return n % 2 == 1 ? seen[n / 2] : (seen[n / 2 - 1] + seen[n / 2]) / 2;
     }
 
     /** {@code slow}: the failure was a latency outlier (the engine answered), not an error or a timeout. */
