@@ -61,7 +61,9 @@ class ServerCommandsTest {
             control plane no host  | gateway       | gateway_cluster: east\\ncontrol_plane: http://\\ntoken_file: tok | server.yaml:2: control_plane: 'http://'
             empty host             | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nhost: "" | server.yaml:3: host: '' (expected: an address to bind
             blank control host     | control-plane | topology: t.yaml\\ntoken_file: tok\\nhost: " " | server.yaml:3: host: ' ' (expected: an address to bind
-            negative duration      | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nidle_timeout: -5s | server.yaml:3: idle_timeout: '-5s' (expected: a duration >= 0 such as 30s or 500ms)
+            negative duration      | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nidle_timeout: -5s | server.yaml:3: idle_timeout: '-5s' (expected: a duration >= 0 such as 30s or 500ms, at most 365 days)
+            centuries of age       | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nmax_snapshot_age: 10000000000s | server.yaml:3: max_snapshot_age: '10000000000s' (expected: a duration >= 0
+            a year and a minute    | control-plane | topology: t.yaml\\ntoken_file: tok\\nsolve_interval: 525601m | server.yaml:3: solve_interval: '525601m' (expected: a duration >= 0
             NaN duration           | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntotal_timeout: NaNs | server.yaml:3: total_timeout: 'NaNs' (expected: a duration >= 0
             no topology            | control-plane | port: 7070                                                | topology: missing
             bad demand             | control-plane | topology: t.yaml\\ntoken_file: tok\\ndemand: lots          | demand: lots
@@ -248,7 +250,7 @@ class ServerCommandsTest {
         assertThat(run("gateway", "--config", gateway.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
         assertThat(stderr.lines().map(l -> l.replaceFirst("^gateway: ", "")).toList()).containsExactly(
                 gateway + ":2: port: 99999 (expected: 0..65535)",
-                gateway + ":5: first_token_timeout: 'soon' (expected: a duration >= 0 such as 30s or 500ms)",
+                gateway + ":5: first_token_timeout: 'soon' (expected: a duration >= 0 such as 30s or 500ms, at most 365 days)",
                 gateway + ":6: max_in_flight_per_engine: 0 (expected: >= 1)",
                 gateway + ":7: threads: 0 (expected: 1..256)",
                 gateway + ":8: bogus: unknown key 'bogus' (expected one of: " + String.join(", ",
@@ -263,7 +265,7 @@ class ServerCommandsTest {
         assertThat(stderr.lines().map(l -> l.replaceFirst("^control-plane: ", "")).toList()).containsExactly(
                 controlPlane + ":2: port: -1 (expected: 0..65535)",
                 controlPlane + ":4: solve_interval: 0ms (expected: > 0)",
-                controlPlane + ":5: scrape_interval: 'abc' (expected: a duration >= 0 such as 30s or 500ms)");
+                controlPlane + ":5: scrape_interval: 'abc' (expected: a duration >= 0 such as 30s or 500ms, at most 365 days)");
 
         Path engine = Files.writeString(dir.resolve("e.yaml"), "id: e1\nport: 99999\nmax_seqs: 0\nslowdown: x\n");
         assertThat(run("engine", "--config", engine.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);

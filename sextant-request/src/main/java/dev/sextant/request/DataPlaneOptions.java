@@ -79,6 +79,9 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
      */
     public static final int MIN_DERIVED_LIMIT = 2;
 
+    /** The longest a duration option may be (see {@link #positive}). */
+    public static final Duration MAX_DURATION = Duration.ofDays(365);
+
     public DataPlaneOptions {
         positive("max_snapshot_age", maxSnapshotAge);
         if (controlPlaneCadence != null) {
@@ -383,10 +386,14 @@ public record DataPlaneOptions(Duration maxSnapshotAge, double boundedLoadEpsilo
         }
     }
 
+    /**
+     * A duration is positive and at most a year: every deadline is now + duration in nanoseconds, which a few centuries
+     * overflow, and no option needs more.
+     */
     private static void positive(String field, Duration d) {
-        if (d == null || d.isNegative() || d.isZero()) {
+        if (d == null || d.isNegative() || d.isZero() || d.compareTo(MAX_DURATION) > 0) {
             throw new IllegalArgumentException(field + ": " + (d == null ? "missing" : d.toMillis() + "ms")
-                    + " (expected: a positive duration)");
+                    + " (expected: a positive duration of at most 365 days)");
         }
     }
 

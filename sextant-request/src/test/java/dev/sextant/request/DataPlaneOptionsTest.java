@@ -18,6 +18,7 @@ class DataPlaneOptionsTest {
     static Stream<Arguments> invalid() {
         return Stream.of(
                 Arguments.of("max_snapshot_age", change(b -> b.maxSnapshotAge(Duration.ZERO))),
+                Arguments.of("max_snapshot_age", change(b -> b.maxSnapshotAge(Duration.ofDays(365 * 300)))),
                 Arguments.of("control_plane_cadence", change(b -> b.controlPlaneCadence(Duration.ofSeconds(-1)))),
                 Arguments.of("bounded_load_epsilon", change(b -> b.boundedLoadEpsilon(-0.1))),
                 Arguments.of("ejection_max", change(b -> b.ejectionMax(Duration.ofSeconds(1)))),

@@ -152,29 +152,41 @@ public final class Http {
     }
 
     /**
-     * A duration such as {@code 30s}, {@code 500ms}, {@code 2m} or a bare number of seconds.
+     * The longest duration a setting or a request may give: a year. No setting needs more (a snapshot kept "for ever"
+     * is kept for a year), and every deadline is computed as now + duration in nanoseconds, which a few centuries
+     * overflow (docs/servers.md, "gateway.yaml").
+     */
+    public static final Duration MAX_DURATION = Duration.ofDays(365);
+
+    /**
+     * A duration such as {@code 30s}, {@code 500ms}, {@code 2m} or a bare number of seconds, at most
+     * {@link #MAX_DURATION}.
      *
      * @throws IllegalArgumentException naming {@code field} when it is not one
      */
     public static Duration duration(String field, String text) {
         String t = text.trim();
+        Duration d;
         try {
             if (t.endsWith("ms")) {
-                return Duration.ofMillis(nonNegative(Long.parseLong(t.substring(0, t.length() - 2).trim())));
-            }
-            if (t.endsWith("s")) {
-                return Duration.ofMillis(Math.round(nonNegative(Double.parseDouble(t.substring(0, t.length() - 1).trim()))
+                d = Duration.ofMillis(nonNegative(Long.parseLong(t.substring(0, t.length() - 2).trim())));
+            } else if (t.endsWith("s")) {
+                d = Duration.ofMillis(Math.round(nonNegative(Double.parseDouble(t.substring(0, t.length() - 1).trim()))
                         * 1000));
-            }
-            if (t.endsWith("m")) {
-                return Duration.ofSeconds(Math.round(nonNegative(Double.parseDouble(t.substring(0, t.length() - 1).trim()))
+            } else if (t.endsWith("m")) {
+                d = Duration.ofSeconds(Math.round(nonNegative(Double.parseDouble(t.substring(0, t.length() - 1).trim()))
                         * 60));
+            } else {
+                d = Duration.ofMillis(Math.round(nonNegative(Double.parseDouble(t)) * 1000));
             }
-            return Duration.ofMillis(Math.round(nonNegative(Double.parseDouble(t)) * 1000));
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(field + ": '" + text
-                    + "' (expected: a duration >= 0 such as 30s or 500ms)");
+        } catch (NumberFormatException | ArithmeticException e) {
+            d = null;
         }
+        if (d == null || d.compareTo(MAX_DURATION) > 0) {
+            throw new IllegalArgumentException(field + ": '" + text
+                    + "' (expected: a duration >= 0 such as 30s or 500ms, at most 365 days)");
+        }
+        return d;
     }
 
     /**
