@@ -123,8 +123,6 @@ final class GatewayCommand implements Callable<Integer> {
                             .spreadSharedPrefixes(f.bool("spread_shared_prefixes", false))
                             .spacePrefills(f.bool("space_prefills", DataPlaneOptions.defaults().spacePrefills()))
                             .recentKeys(f.integer("recent_keys", DataPlaneOptions.defaults().recentKeys()))
-                            // a long-poll is answered within its wait: a control plane silent for twice that is away
-                            .controlPlaneCadence(cp != null ? longPollWait : null)
                             .build())
                     .tls(f.serverTls()).clientTls(f.clientTls()).clientLimits(limits).http2(f.bool("http2", d.http2()))
                     .maxConcurrentStreams(f.integer("max_concurrent_streams", d.maxConcurrentStreams()))

@@ -128,6 +128,12 @@ final class EtcdSource implements SnapshotSource {
         thread.start();
     }
 
+    /** The view is read at least every {@code confirmEvery}, and a read while a leader holds its lease confirms it. */
+    @Override
+    public Duration cadence() {
+        return confirmEvery;
+    }
+
     @Override
     public boolean findsControlPlanes() {
         return true;

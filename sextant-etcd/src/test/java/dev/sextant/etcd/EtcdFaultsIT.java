@@ -152,6 +152,8 @@ class EtcdFaultsIT {
                 assertThat(EtcdCluster.await(leaderElection::leading, Duration.ofSeconds(20))).isTrue();
                 Publishing standbyElection = new Publishing((EtcdLeadership) Etcd.leadership(o));
                 Recording source = new Recording(Etcd.source(o, "east", Duration.ofSeconds(1)));
+                // a leader confirms the view at each read: silence beyond twice the read interval is an absent one
+                assertThat(source.cadence()).isEqualTo(Duration.ofSeconds(1));
                 try (ControlPlane standby = ControlPlane.start(config(topology), standbyElection, Etcd.registry(o));
                      Gateway gw = gateway(source)) {
                     awaitFirstSnapshot(source, gw);

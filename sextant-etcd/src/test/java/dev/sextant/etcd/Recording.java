@@ -49,6 +49,11 @@ final class Recording implements SnapshotSource {
     }
 
     @Override
+    public java.time.Duration cadence() {
+        return inner.cadence();
+    }
+
+    @Override
     public long refusals() {
         return inner.refusals();
     }

@@ -55,8 +55,9 @@ import java.time.Duration;
  *                                each, a power of two in [2^10, 2^24]: a conversation's next turn finds its slot
  *                                still its own with probability e^(−n/recentKeys), n the new conversations placed in
  *                                between (default 2^18, 2 MiB: 93% at 1,000 new conversations a second and 20 s)
- * @param controlPlaneCadence     the longest the control plane is expected to go without a word (a long-poll's wait:
- *                                its answer, a new snapshot or "not modified", comes within it), &gt; 0, or null
+ * @param controlPlaneCadence     the longest the control plane is expected to go without a word (a new snapshot or
+ *                                the held one confirmed; a gateway takes its snapshot source's: a long-poll's wait,
+ *                                etcd's read interval), &gt; 0, or null
  *                                when unknown: silence beyond twice it says the control plane is away before this
  *                                gateway has learned its cadence from three intervals (docs/request-path.md §4)
  * @param seed                    seed of the jitter draws; same seed, same decisions

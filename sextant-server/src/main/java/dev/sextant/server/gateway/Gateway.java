@@ -134,7 +134,11 @@ public final class Gateway implements AutoCloseable {
                 LOG.info("engine " + e.engineId() + " back early (was ejected: " + e.reason() + "): " + why);
             }
         };
-        this.opts = config.options().toBuilder().listener(listener).build();
+        DataPlaneOptions.Builder options = config.options().toBuilder().listener(listener);
+        if (config.options().controlPlaneCadence() == null) {
+            options.controlPlaneCadence(source.cadence()); // when the source knows how often a present one speaks
+        }
+        this.opts = options.build();
         this.cache = config.snapshotCache() == null ? null
                 : new SnapshotCache(config.snapshotCache(), config.gatewayCluster());
         ClientPipeline clients = new ClientPipeline(this, serverTls);
@@ -350,6 +354,11 @@ public final class Gateway implements AutoCloseable {
     /** The port it listens on. */
     public int port() {
         return ((InetSocketAddress) serverChannel.localAddress()).getPort();
+    }
+
+    /** The options its data plane runs with: the configured ones, with the source's cadence when none was set. */
+    DataPlaneOptions dataPlaneOptions() {
+        return opts;
     }
 
     /** The data plane (its snapshot, status and ejections); never null once {@link #start} returned. */

@@ -209,6 +209,12 @@ final class LongPollSource implements SnapshotSource {
         }
     }
 
+    /** A long-poll is answered within its wait: a snapshot, or "not modified" confirming the held one. */
+    @Override
+    public Duration cadence() {
+        return wait;
+    }
+
     @Override
     public long refusals() {
         return refusals.get();

@@ -50,6 +50,15 @@ public interface SnapshotSource extends AutoCloseable {
         return java.util.List.of();
     }
 
+    /**
+     * The longest a present control plane leaves between two words through this source (a new snapshot or the held
+     * one confirmed), or null when the source knows no such bound. A gateway's data plane takes silence beyond twice
+     * it as the control plane being away until it has learned the cadence itself (docs/request-path.md §4).
+     */
+    default Duration cadence() {
+        return null;
+    }
+
     /** Registers this source's meters (for example its watch lag) with the gateway's. */
     default void bindTo(io.micrometer.core.instrument.MeterRegistry registry) {
     }

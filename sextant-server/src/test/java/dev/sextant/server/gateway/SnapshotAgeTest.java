@@ -40,6 +40,27 @@ class SnapshotAgeTest {
     }
 
     @Test
+    void controlPlaneCadence_isTheSourcesWhenNotConfigured() throws Exception {
+        URI nowhere; // nothing listens there: the gateway opens without a snapshot, which is enough here
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            nowhere = URI.create("http://127.0.0.1:" + s.getLocalPort());
+        }
+        GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false);
+        try (Gateway gw = Gateway.open(config, SnapshotSource.longPoll(nowhere, "gw", "tok", Duration.ofSeconds(7)), 1)) {
+            assertThat(gw.dataPlaneOptions().controlPlaneCadence()).isEqualTo(Duration.ofSeconds(7));
+        }
+        try (Gateway gw = Gateway.open(config.withOptions(DataPlaneOptions.builder()
+                .controlPlaneCadence(Duration.ofSeconds(2)).build()),
+                SnapshotSource.longPoll(nowhere, "gw", "tok", Duration.ofSeconds(7)), 1)) {
+            assertThat(gw.dataPlaneOptions().controlPlaneCadence()).isEqualTo(Duration.ofSeconds(2)); // configured
+        }
+        try (Fleet fleet = new Fleet(1);
+             Gateway gw = Gateway.start(config, SnapshotSource.fixed(fleet.snapshot()), 1)) {
+            assertThat(gw.dataPlaneOptions().controlPlaneCadence()).isNull(); // a fixed snapshot has no cadence
+        }
+    }
+
+    @Test
     void longPoll_refusesAnOlderVersion_andKeepsTheNewerOne() throws Exception {
         try (Fleet fleet = new Fleet(1)) {
             Snapshot base = fleet.snapshot();
