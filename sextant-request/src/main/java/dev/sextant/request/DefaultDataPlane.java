@@ -1105,7 +1105,7 @@ final class DefaultDataPlane implements DataPlane {
         if (slow >= SLOW_ANSWERS * Math.max(1, peers)) {
             tryEject(cell, String.format(java.util.Locale.ROOT, "answers %.1f × the held plan's %d ms (its peers "
                     + "%.1f ×) while the control plane is away", slow, Math.round(cell.plannedDurationMs), peers),
-                    EngineCell.SLOW);
+                    EngineCell.SLOW, true);
         }
     }
 
@@ -1298,6 +1298,16 @@ final class DefaultDataPlane implements DataPlane {
      * its failures counted afresh.
      */
     private void tryEject(EngineCell cell, String reason, int severity) {
+        tryEject(cell, reason, severity, false);
+    }
+
+    /**
+     * As {@link #tryEject(EngineCell, String, int)}; {@code slowWhileAway}: an engine slow in its answers while the
+     * control plane is away ({@link #slowAnswers}), which at the cap is ejected past it where half the allowed
+     * engines stay in rotation: its peers answer at their pace and have room for its plan, so the ejection moves no
+     * load the cap guards against, and no control plane will price it meanwhile.
+     */
+    private void tryEject(EngineCell cell, String reason, int severity, boolean slowWhileAway) {
         if (!ejecting.compareAndSet(false, true)) {
             return; // another thread is deciding; this engine's next failure tries again
         }
@@ -1334,6 +1344,10 @@ final class DefaultDataPlane implements DataPlane {
                     e = pastTheCap(cell, reason + "; fails every attempt while the engines left in rotation answer "
                             + "from here: ejected past the cap of ejected engines", now);
                     halfOpen(cell, failsEveryAttempt(), true);
+                    eject(cell, e, severity, true);
+                } else if (e == null && slowWhileAway && halfStayInRotation(c, cell, now)) {
+                    e = backedOff(cell, reason + "; its peers answer at their pace and have room for its plan: "
+                            + "ejected past the cap of ejected engines", now);
                     eject(cell, e, severity, true);
                 }
             }
@@ -1403,6 +1417,19 @@ final class DefaultDataPlane implements DataPlane {
         for (EngineCell s : makeRoom) {
             displaced.add(s.endEjection(now));
         }
+        String instead = displaced.isEmpty() ? "" : "; in place of " + String.join(", ",
+                displaced.stream().map(Ejection::engineId).toList()) + " (ejected for "
+                + (severity == EngineCell.HUNG ? "failing fast" : "slowness only") + ")";
+        Ejection e = backedOff(cell, reason + instead, now);
+        eject(cell, e, severity, false);
+        return e;
+    }
+
+    /**
+     * An ejection of {@code cell} for the base interval times k, k one more than its last ejection's less one for every
+     * base interval it stayed in since (capped, with jitter); its failures are counted afresh.
+     */
+    private Ejection backedOff(EngineCell cell, String reason, long now) {
         int k = cell.multiplier;
         if (cell.ejections > 0 && now - cell.lastEjectionEnd > 0) {
             // k decays by one for every base interval the engine stayed healthy since.
@@ -1414,14 +1441,9 @@ final class DefaultDataPlane implements DataPlane {
                 + cell.ejections * Hashing.GOLDEN));
         long base = Math.min(ejectionMaxNanos, ejectionBaseNanos * k);
         long duration = Math.min(ejectionMaxNanos, (long) (base * (1 + options.ejectionJitter() * u)));
-        String instead = displaced.isEmpty() ? "" : "; in place of " + String.join(", ",
-                displaced.stream().map(Ejection::engineId).toList()) + " (ejected for "
-                + (severity == EngineCell.HUNG ? "failing fast" : "slowness only") + ")";
-        Ejection e = new Ejection(cell.id, reason + instead, now, now + duration, k);
         cell.multiplier = k;
         cell.resetFailures();
-        eject(cell, e, severity, false);
-        return e;
+        return new Ejection(cell.id, reason, now, now + duration, k);
     }
 
     /** Puts {@code cell} under ejection {@code e}, for harm {@code severity}. Called holding the ejection flag. */

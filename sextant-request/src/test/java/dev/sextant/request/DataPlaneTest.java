@@ -1211,6 +1211,38 @@ class DataPlaneTest {
     }
 
     @Test
+    void onFinish_slowAnswersWhileTheControlPlaneIsAway_ejectPastTheCapHeldByAFailingEngine() {
+        // four engines, a quarter each: the class's cap is one ejected engine, and d fails every request first
+        DataPlane p = DataPlane.create("g", fourEngines(), ticker, DataPlaneOptions.builder()
+                .inFlightPerCapacity(Double.POSITIVE_INFINITY).ejectionBase(Duration.ofMinutes(5))
+                .ejectionMax(Duration.ofMinutes(5)).build());
+        speaks(p, 3); // then silent: the control plane is away
+        for (long key = 0; p.ejections().isEmpty(); key++) {
+            ticker.advanceSeconds(0.01);
+            Decision d = p.route(RequestMeta.of("m", key, key));
+            p.onFinish(d, "d".equals(d.engineId()) ? Outcome.SERVER_ERROR : Outcome.SUCCESS, 10_000_000L);
+        }
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("d");
+        // a's answers four times as long as planned, b's and c's as planned: they have room for a's plan, and half
+        // of the class stays in rotation, so the cap that d holds does not keep a in
+        answered(p, 20, 101, false);
+        answered(p, 30, 404, false);
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactlyInAnyOrder("a", "d");
+        assertThat(p.ejections()).filteredOn(e -> e.engineId().equals("a")).singleElement()
+                .extracting(Ejection::reason).asString().contains("ejected past the cap");
+    }
+
+    /** Engines a, b, c and d, 10 req/s of planned load each over all gateways, 24 req/s effective; a quarter each. */
+    private static Snapshot fourEngines() {
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
+        for (String id : List.of("a", "b", "c", "d")) {
+            b.engines.put(id, new dev.sextant.snapshot.EngineState("c", "r", "http://" + id + ".invalid", List.of("m"),
+                    10, 25, 24, 0.8, 100, 100, 0, 1));
+        }
+        return b.route("k", "m", List.of(), 0, 0, Map.of("a", 0.25, "b", 0.25, "c", 0.25, "d", 0.25)).build();
+    }
+
+    @Test
     void silence_beyondTwiceTheExpectedCadence_saysTheControlPlaneIsAway_beforeItsCadenceIsLearned() {
         // a gateway that has heard no word since its first snapshot (the control plane lost with it, or the gateway
         // restarted from its cache while the control plane is down): with its long-poll's wait known, silence beyond
