@@ -21,7 +21,9 @@ import java.time.Duration;
  * @param ejectionJitter          ejection lasts up to this fraction longer, at random, in [0, 1]
  * @param maxEjectedFraction      at most this fraction of a class's engines ejected at once, in [0, 1];
  *                                at least one engine may be ejected if the class has two, and one
- *                                always stays
+ *                                always stays; engines that cannot be reached, fail every attempt, or (with the
+ *                                control plane away) answer slowly while their peers have room are ejected past it
+ *                                while half of the class's allowed engines stay (docs/request-path.md §4)
  * @param ttftOutlierFactor       a TTFT above factor × (expected TTFT + network RTT) counts as a
  *                                failure; 0 disables the rule
  * @param ttftPredictor           expected engine-side TTFT per engine
