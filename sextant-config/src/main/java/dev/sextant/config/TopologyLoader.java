@@ -51,6 +51,8 @@ public final class TopologyLoader {
     private static final List<String> HARDWARE_KEYS = List.of("capacity_rps", "profile");
     /** The largest rate a file may give (a capacity, a demand). */
     static final double MAX_RPS = Topology.MAX_RPS;
+    /** The smallest positive number a topology may give (see {@code number}). */
+    static final double MIN_POSITIVE = 1e-9;
     /** The longest time a file may give (a round trip, a profile's TTFT or TBT, the affinity discount). */
     static final double MAX_MS = Topology.MAX_MS;
     private static final List<String> CLASS_KEYS = List.of("id", "model", "residency", "priority");
@@ -165,7 +167,7 @@ public final class TopologyLoader {
                     : list(root, "engines", this::engine, engineKeys, false);
             List<TrafficClass> classes = list(root, "classes", this::trafficClass, CLASS_KEYS, false);
             Map<String, Map<String, Double>> demand = table(root, "demand_rps", MAX_RPS, "req/s");
-            Double headroom = r.number(root, base, "headroom", Topology.DEFAULT_HEADROOM);
+            Double headroom = number(root, base, "headroom", Topology.DEFAULT_HEADROOM);
             Double discount = number(root, base, "affinity_discount_ms", Topology.DEFAULT_AFFINITY_DISCOUNT_MS, MAX_MS,
                     "ms");
             RetryBudget retryBudget = retryBudget(root);
@@ -208,7 +210,7 @@ public final class TopologyLoader {
             if (r.value(m, p, "curve", "a list", false) != null) {
                 curve = retryCurve(m, p);
             }
-            Double floor = r.number(m, p, "min_retries_per_second", RetryBudget.DEFAULT.minRetriesPerSecond());
+            Double floor = number(m, p, "min_retries_per_second", RetryBudget.DEFAULT.minRetriesPerSecond());
             if (curve == null || floor == null || r.count() > before) {
                 return null;
             }
@@ -230,8 +232,8 @@ public final class TopologyLoader {
             int before = r.count();
             List<RetryBudget.Point> points = items(s, p, (m, at) -> {
                 r.keys(m, at, RETRY_POINT_KEYS);
-                Double utilization = r.number(m, at, "utilization", null);
-                Double ratio = r.number(m, at, "ratio", null);
+                Double utilization = number(m, at, "utilization", null);
+                Double ratio = number(m, at, "ratio", null);
                 return utilization == null || ratio == null ? null
                         : r.build(at, () -> new RetryBudget.Point(utilization, ratio));
             }, null);
@@ -337,7 +339,7 @@ public final class TopologyLoader {
                     : hw == null ? Double.NaN : hw.capacityRps(), MAX_RPS, "req/s");
             LatencyProfile profile = !rated || r.value(m, p, "profile", "a profile", false) != null
                     ? profile(m, p) : hw == null ? null : hw.profile();
-            Double health = r.number(m, p, "health", 1.0);
+            Double health = number(m, p, "health", 1.0);
             PriorityScheduling scheduling = priorityScheduling(m, p);
             if (endpointWritten && endpoint != null && !endpoint.isBlank() && !Urls.isHttpBase(endpoint)) {
                 r.problem(YamlTree.child(p, "endpoint"), "'" + endpoint + "' (expected: an http:// or https:// URL with a"
@@ -381,7 +383,7 @@ public final class TopologyLoader {
             r.keys(m, p, PARAMETRIC_KEYS);
             Double ttft = number(m, p, "ttft_ms", null, MAX_MS, "ms");
             Double tbt = number(m, p, "tbt_ms", null, MAX_MS, "ms");
-            Double slope = r.number(m, p, "tbt_slope", ParametricProfile.DEFAULT_TBT_SLOPE);
+            Double slope = number(m, p, "tbt_slope", ParametricProfile.DEFAULT_TBT_SLOPE);
             if (ttft == null || tbt == null || slope == null) {
                 return null;
             }
@@ -390,7 +392,7 @@ public final class TopologyLoader {
 
         private MeasuredProfile.Point point(Mapping m, String p) {
             r.keys(m, p, POINT_KEYS);
-            Double utilization = r.number(m, p, "utilization", null);
+            Double utilization = number(m, p, "utilization", null);
             Double ttft = number(m, p, "ttft_ms", null, MAX_MS, "ms");
             Double tbt = number(m, p, "tbt_ms", null, MAX_MS, "ms");
             if (utilization == null || ttft == null || tbt == null) {
@@ -483,12 +485,27 @@ public final class TopologyLoader {
 
         /**
          * The number at {@code path}.{@code key} as {@link ConfigReader#number} reads it, or null with a problem there
+         * when it is positive and below {@link #MIN_POSITIVE}: no rate, time, share or factor of a fleet is that small,
+         * and the optimizer's arithmetic on such numbers leaves doubles' normal range (a demand of 1e-308 req/s made
+         * its shed fraction 0/0).
+         */
+        private Double number(Mapping m, String path, String key, Double dflt) {
+            Double v = r.number(m, path, key, dflt);
+            if (v != null && v > 0 && v < MIN_POSITIVE) {
+                r.problem(YamlTree.child(path, key), v + " (expected: at least 1e-9, or 0 where 0 is allowed)");
+                return null;
+            }
+            return v;
+        }
+
+        /**
+         * The number at {@code path}.{@code key} as {@link ConfigReader#number} reads it, or null with a problem there
          * when it is above {@code max}: beyond anything a fleet has, a mistake of unit or of digits, and beyond where the
          * optimizer's arithmetic keeps its certificate (a demand of 1e200 req/s overflowed it, a TTFT of 1e15 ms left it
          * no solution).
          */
         private Double number(Mapping m, String path, String key, Double dflt, double max, String unit) {
-            Double v = r.number(m, path, key, dflt);
+            Double v = number(m, path, key, dflt);
             if (v != null && v > max && !v.isInfinite()) {
                 r.problem(YamlTree.child(path, key), v + " (expected: at most " + String.format(java.util.Locale.ROOT,
                         "%.0e", max).replace("e+0", "e") + " " + unit + ")");

@@ -231,8 +231,11 @@ public final class Explainer {
         b.append(String.format(Locale.ROOT, "%-14s %7s %8s %10s %12s %6s %9s  %s%n", "engine", "weight", "net ms",
                 "engine ms", "marginal ms", "use", "shadow", "why"));
         for (Explanation.EngineLine l : x.engines()) {
-            b.append(String.format(Locale.ROOT, "%-14s %6.1f%% %8.0f %10.0f %12.0f %5.0f%% %9.0f  %s%n", l.engine(),
-                    100 * l.weight(), l.networkMs(), l.engineLatencyMs(), l.marginalCostMs(), 100 * l.utilization(),
+            // an engine out of service has no utilization (load over no capacity): "-", as the JSON's null
+            String use = Double.isFinite(l.utilization())
+                    ? String.format(Locale.ROOT, "%5.0f%%", 100 * l.utilization()) : "     -";
+            b.append(String.format(Locale.ROOT, "%-14s %6.1f%% %8.0f %10.0f %12.0f %s %9.0f  %s%n", l.engine(),
+                    100 * l.weight(), l.networkMs(), l.engineLatencyMs(), l.marginalCostMs(), use,
                     l.shadowPriceMs(), l.reason()));
         }
         if (!x.disallowed().isEmpty()) {

@@ -51,4 +51,14 @@ class ExplainerTest {
                     + "cluster: chat (priority 0) (higher priorities get the engines that answer first)");
         });
     }
+
+    /** An engine with no effective capacity has no utilization: its text says "-" (the JSON says null), not NaN%. */
+    @Test
+    void toText_engineOutOfService_showsNoUtilization() {
+        Topology talk = Topologies.talk();
+        Topology t = talk.withEngines(talk.engines().stream().map(e -> e.withHealth(0)).toList());
+        Snapshot s = Policies.optimal().solve(t, SolveOptions.defaults());
+        String text = Explainer.toText(Explainer.explain(t, s, "east", "chat"));
+        assertThat(text).contains("out of service").doesNotContain("NaN").containsPattern("east-1 .* - +0  out of service");
+    }
 }
