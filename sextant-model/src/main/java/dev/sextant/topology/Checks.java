@@ -5,9 +5,20 @@ final class Checks {
     private Checks() {
     }
 
+    /**
+     * A non-empty id without control characters: ids go into response headers ({@code x-sextant-engine}), metric
+     * labels, log lines and error messages, where a line break or a NUL would split or corrupt them.
+     */
     static void id(String field, String value) {
         if (value == null || value.isBlank()) {
             throw new IllegalArgumentException(field + ": " + (value == null ? "missing" : "empty") + " (expected: a non-empty string)");
+        }
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (c < 0x20 || c == 0x7f) {
+                throw new IllegalArgumentException(field + ": '" + value.substring(0, i)
+                        + String.format("\\u%04x", (int) c) + "…' (expected: no control characters)");
+            }
         }
     }
 

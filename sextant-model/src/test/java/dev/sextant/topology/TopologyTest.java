@@ -42,4 +42,13 @@ class TopologyTest {
         assertThatThrownBy(() -> small().withRetryBudget(null))
                 .hasMessage("retry_budget: missing (expected: a retry budget, or the default)");
     }
+
+    @Test
+    void engine_idWithAControlCharacter_isRejectedNamingIt() {
+        assertThatThrownBy(() -> new Engine("east\r\n1", "c", "http://e", List.of("m"), 10,
+                new ParametricProfile(100, 20, 1), 1))
+                .hasMessage("id: 'east\\u000d…' (expected: no control characters)");
+        assertThatThrownBy(() -> new GatewayCluster("g", "us\u0000east"))
+                .hasMessage("region: 'us\\u0000…' (expected: no control characters)");
+    }
 }
