@@ -14,9 +14,13 @@ public record ConfigProblem(String source, int line, String path, String message
     /**
      * Why a file could not be read, in a person's words: {@code cannot read: no such file}, {@code … is a directory},
      * {@code … permission denied}; else the exception's own message (never its class name, nor the path again,
-     * which the caller names).
+     * which the caller names). A file beyond its reader's limit is said as such, without {@code cannot read}: {@code
+     * more than 16777216 bytes (expected: at most 16777216)}.
      */
     public static String cannotRead(Exception e) {
+        if (e instanceof BoundedFile.TooLargeException) {
+            return e.getMessage();
+        }
         String why;
         if (e instanceof java.nio.file.NoSuchFileException) {
             why = "no such file";

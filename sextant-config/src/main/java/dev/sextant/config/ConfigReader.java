@@ -8,7 +8,6 @@ import dev.sextant.config.YamlTree.Node;
 import dev.sextant.config.YamlTree.Scalar;
 import dev.sextant.config.YamlTree.Sequence;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
@@ -56,18 +55,14 @@ public final class ConfigReader {
 
     /**
      * Reads {@code file}; a file that is too large or cannot be read is a problem of the reading (line 0), never an
-     * exception. Messages name the file as given.
+     * exception. Messages name the file as given. Any file is read to the document's limit at most: a device or a pipe
+     * ({@code /dev/zero}, {@code /dev/stdin}) as well as a regular file.
      */
     public static ConfigReader read(Path file) {
         String text = null;
         String why = null;
         try {
-            long size = Files.size(file);
-            if (size > YamlTree.MAX_DOCUMENT_CHARS) {
-                why = "file of " + size + " bytes (expected: at most " + YamlTree.MAX_DOCUMENT_CHARS + ")";
-            } else {
-                text = Files.readString(file, StandardCharsets.UTF_8);
-            }
+            text = BoundedFile.readString(file, YamlTree.MAX_DOCUMENT_CHARS);
         } catch (IOException | RuntimeException e) {
             why = ConfigProblem.cannotRead(e);
         }

@@ -13,8 +13,6 @@ import dev.sextant.snapshot.EngineGroup;
 import dev.sextant.snapshot.Route;
 import dev.sextant.snapshot.Snapshot;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -129,11 +127,22 @@ public final class SnapshotJson {
         return null;
     }
 
-    /** Reads the snapshot in {@code file}; messages name the file as given. */
+    /**
+     * Largest snapshot file read, bytes (256 MiB): the largest snapshot the project models, the whole snapshot of the
+     * L fleet (4,096 engines, 64 gateway clusters; BENCHMARKS.md), is 32 MB of JSON, so this leaves room for fleets
+     * eight times larger, and it keeps a file that is no snapshot ({@code /dev/zero}, a disk image) from filling the
+     * heap.
+     */
+    public static final int MAX_FILE_BYTES = 256 << 20;
+
+    /**
+     * Reads the snapshot in {@code file}, at most {@link #MAX_FILE_BYTES} of it (a larger file is refused, not read);
+     * messages name the file as given.
+     */
     public static Snapshot read(Path file) throws SnapshotException {
         String text;
         try {
-            text = Files.readString(file, StandardCharsets.UTF_8);
+            text = BoundedFile.readString(file, MAX_FILE_BYTES);
         } catch (IOException | RuntimeException e) {
             throw new SnapshotException(List.of(new ConfigProblem(file.toString(), 0, "",
                     ConfigProblem.cannotRead(e))));

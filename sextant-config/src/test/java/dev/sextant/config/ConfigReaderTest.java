@@ -132,6 +132,15 @@ class ConfigReaderTest {
     }
 
     @Test
+    void read_nonRegularFileBeyondTheLimit_isRefusedNamingIt() {
+        ConfigReader r = ConfigReader.read(Path.of("/dev/zero"));
+
+        assertThat(r.root("a mapping", false)).isNull();
+        assertThat(r.problems()).extracting(ConfigProblem::toString).containsExactly(
+                "/dev/zero: more than 16777216 bytes (expected: at most 16777216)");
+    }
+
+    @Test
     void missingFileNamedByAKey_isAProblemOfTheFileThatNamesIt(@TempDir Path dir) throws Exception {
         Path cp = Files.writeString(dir.resolve("control-plane.yaml"), "port: 1\ntopology: nowhere.yaml\n");
         ConfigReader r = ConfigReader.read(cp);

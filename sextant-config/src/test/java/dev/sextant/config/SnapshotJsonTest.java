@@ -146,6 +146,17 @@ class SnapshotJsonTest {
         assertThat(e.getMessage()).startsWith(bad + ":");
     }
 
+    @Test
+    void read_fileBeyondTheLimit_isRefusedNamingIt(@TempDir Path dir) throws Exception {
+        Path big = dir.resolve("big.json");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(big.toFile(), "rw")) {
+            f.setLength(SnapshotJson.MAX_FILE_BYTES + 1L); // sparse: no disk used
+        }
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(big));
+        assertThat(e.getMessage()).isEqualTo(big + ": file of 268435457 bytes (expected: at most 268435456)");
+    }
+
     /**
      * A route weighting an engine the snapshot does not list (a hand-edited snapshot file, a producer's bug) is refused
      * at the weight's line: a gateway has no address for it and dropped its weight, three quarters of east's traffic,

@@ -77,14 +77,36 @@ class ControlPlaneStateTest {
 
     @Test
     void unusableStateFile_isSaidLoudly_andTheControlPlaneStartsAfresh() throws Exception {
+        startsAfresh(state -> Files.writeString(state, "{\"version\": 7, \"routes\": "), "JSON syntax");
+    }
+
+    @Test
+    void stateFileBeyondTheSnapshotLimit_isUnusable_andTheControlPlaneStartsAfresh() throws Exception {
+        startsAfresh(state -> {
+            try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(state.toFile(), "rw")) {
+                f.setLength(SnapshotJson.MAX_FILE_BYTES + 1L); // sparse: no disk used
+            }
+        }, "file of 268435457 bytes (expected: at most 268435456)");
+    }
+
+    /** What a test writes as the state file before the start. */
+    private interface StateWriter {
+        void write(Path state) throws Exception;
+    }
+
+    /**
+     * A control plane started on the state file {@code writer} writes says at SEVERE that it is unusable, {@code why},
+     * starts at version 1 and overwrites it.
+     */
+    private void startsAfresh(StateWriter writer, String why) throws Exception {
         try (Fleet fleet = new Fleet(1); LogCapture log = new LogCapture()) {
             Path topology = dir.resolve("topology.yaml");
             Path state = dir.resolve("state.json");
             Files.writeString(topology, fleet.yaml(150));
-            Files.writeString(state, "{\"version\": 7, \"routes\": ");
+            writer.write(state);
             try (ControlPlane cp = ControlPlane.start(config(topology, state))) {
                 assertThat(cp.current().version()).isEqualTo(1);
-                assertThat(log.any("SEVERE", "STATE FILE " + state + " unusable, starting afresh")).isTrue();
+                assertThat(log.any("SEVERE", "STATE FILE " + state + " unusable, starting afresh", why)).isTrue();
                 assertThat(Fleet.await(() -> kept(state) == 1, Duration.ofSeconds(10))).as("then overwritten").isTrue();
             }
         }
