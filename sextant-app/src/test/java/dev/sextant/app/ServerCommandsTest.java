@@ -116,6 +116,11 @@ class ServerCommandsTest {
             engine policy a map    | engine        | id: e1\\nscheduling_policy: {a: 1} | server.yaml:2: scheduling_policy: a mapping (expected: a string)
             engine key file a list | engine        | id: e1\\napi_key_file: [k] | server.yaml:2: api_key_file: a list (expected: a string)
             engine head timeout    | engine        | id: e1\\nrequest_header_timeout: soon | server.yaml:2: request_header_timeout: 'soon' (expected: a duration >= 0
+            token file no end      | gateway       | gateway_cluster: east\\ncontrol_plane: http://127.0.0.1:1\\ntoken_file: /dev/zero | server.yaml:3: token_file: /dev/zero: more than 1048576 bytes (expected: at most 1048576)
+            engine token no end    | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nengine_token_file: /dev/zero | server.yaml:3: engine_token_file: /dev/zero: more than 1048576 bytes (expected: at most 1048576)
+            cp engine token no end | control-plane | topology: t.yaml\\ntoken_file: tok\\nengine_token_file: /dev/zero | server.yaml:3: engine_token_file: /dev/zero: more than 1048576 bytes (expected: at most 1048576)
+            admin token no end     | engine        | id: e1\\nadmin_token_file: /dev/zero | server.yaml:2: admin_token_file: cannot read /dev/zero: more than 1048576 bytes (expected: at most 1048576)
+            api key file no end    | engine        | id: e1\\napi_key_file: /dev/zero | server.yaml:2: api_key_file: cannot read /dev/zero: more than 1048576 bytes (expected: at most 1048576)
             """)
     void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
         Files.writeString(dir.resolve("tok"), "secret");

@@ -1,12 +1,12 @@
 package dev.sextant.server.auth;
 
+import dev.sextant.config.BoundedFile;
 import dev.sextant.config.ConfigException;
 import dev.sextant.config.ConfigProblem;
 import dev.sextant.server.internal.Sha256;
 import dev.sextant.server.internal.WatchedFile;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.time.Duration;
@@ -30,6 +30,11 @@ import java.util.logging.Logger;
  */
 public final class BearerToken {
     private static final Logger LOG = Logger.getLogger(BearerToken.class.getName());
+    /**
+     * Largest token file, bytes (1 MiB): a token is tens of bytes, so this holds thousands of them, and a file that is
+     * no token file ({@code /dev/zero}, a disk image named by mistake) is refused, not read into the heap.
+     */
+    public static final int MAX_FILE_BYTES = 1 << 20;
     /** How often a token file is looked at again, at most. */
     public static final Duration RECHECK = Duration.ofSeconds(1);
 
@@ -66,7 +71,7 @@ public final class BearerToken {
     /**
      * The tokens in {@code file}, read now and again when it changes.
      *
-     * @throws IOException              the file cannot be read
+     * @throws IOException              the file cannot be read, or holds more than {@link #MAX_FILE_BYTES}
      * @throws IllegalArgumentException it holds no token
      */
     public static BearerToken file(Path file) throws IOException {
@@ -76,7 +81,7 @@ public final class BearerToken {
     /** As {@link #file(Path)}, on the clock {@code nanos}, looking again at most every {@code recheck}. */
     static BearerToken file(Path file, LongSupplier nanos, Duration recheck) throws IOException {
         try {
-            return new BearerToken(null, WatchedFile.read(file, BearerToken::read), nanos, recheck);
+            return new BearerToken(null, WatchedFile.read(file, MAX_FILE_BYTES, BearerToken::read), nanos, recheck);
         } catch (ConfigException e) {
             throw new IllegalArgumentException(e.problems().get(0).message(), e);
         }
@@ -172,7 +177,7 @@ public final class BearerToken {
     }
 
     private static Tokens read(Path file) throws IOException, ConfigException {
-        List<String> all = parse(Files.readString(file, StandardCharsets.UTF_8));
+        List<String> all = parse(BoundedFile.readString(file, MAX_FILE_BYTES));
         if (all.isEmpty()) {
             throw new ConfigException(List.of(new ConfigProblem(file.toString(), 0, "",
                     "holds no token (expected: one bearer token per line)")));

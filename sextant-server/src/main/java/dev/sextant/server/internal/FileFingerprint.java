@@ -1,7 +1,7 @@
 package dev.sextant.server.internal;
 
+import dev.sextant.config.BoundedFile;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HexFormat;
 
@@ -14,11 +14,13 @@ public final class FileFingerprint {
     }
 
     /**
-     * The hex SHA-256 of {@code file}'s bytes.
+     * The hex SHA-256 of {@code file}'s bytes, of which no more than {@code maxBytes} are read, so that a file of any
+     * kind ({@code /dev/zero}) is refused instead of filling the heap.
      *
-     * @throws IOException the file cannot be read
+     * @throws IOException the file cannot be read, or holds more than {@code maxBytes}
+     *                     ({@link BoundedFile.TooLargeException})
      */
-    public static String of(Path file) throws IOException {
-        return HexFormat.of().formatHex(Sha256.of(Files.readAllBytes(file)));
+    public static String of(Path file, int maxBytes) throws IOException {
+        return HexFormat.of().formatHex(Sha256.of(BoundedFile.read(file, maxBytes)));
     }
 }

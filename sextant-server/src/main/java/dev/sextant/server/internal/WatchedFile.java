@@ -2,6 +2,7 @@ package dev.sextant.server.internal;
 
 import dev.sextant.config.ConfigException;
 import dev.sextant.config.ConfigProblem;
+import dev.sextant.config.YamlTree;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
@@ -46,6 +47,8 @@ public final class WatchedFile<T> {
     }
 
     private final Path file;
+    /** Most bytes of the file read, to fingerprint it. */
+    private final int maxBytes;
     private final Parser<T> parser;
     private volatile T current;
     private volatile String error;
@@ -56,8 +59,9 @@ public final class WatchedFile<T> {
     /** The fingerprint of the content last looked at, in force or refused; null after the file could not be read. */
     private String seen;
 
-    private WatchedFile(Path file, Parser<T> parser, T first, String fingerprint) {
+    private WatchedFile(Path file, int maxBytes, Parser<T> parser, T first, String fingerprint) {
         this.file = file;
+        this.maxBytes = maxBytes;
         this.parser = parser;
         this.current = first;
         this.inForce = fingerprint;
@@ -65,14 +69,27 @@ public final class WatchedFile<T> {
     }
 
     /**
-     * Reads {@code file} with {@code parser}, to be watched.
+     * Reads {@code file}, a configuration file (at most {@link YamlTree#MAX_DOCUMENT_CHARS} bytes), with {@code
+     * parser}, to be watched.
      *
      * @throws IOException     it cannot be read
      * @throws ConfigException it is invalid: every problem, naming the file, the line and the field
      */
     public static <T> WatchedFile<T> read(Path file, Parser<T> parser) throws IOException, ConfigException {
-        String fingerprint = FileFingerprint.of(file); // first: a change after it is seen at the next look
-        return new WatchedFile<>(file, parser, parser.parse(file), fingerprint);
+        return read(file, YamlTree.MAX_DOCUMENT_CHARS, parser);
+    }
+
+    /**
+     * As {@link #read(Path, Parser)}, a file of at most {@code maxBytes} bytes: a larger one cannot be read
+     * ({@link dev.sextant.config.BoundedFile.TooLargeException}), at the start as at a later look.
+     *
+     * @throws IOException     it cannot be read, or is larger
+     * @throws ConfigException it is invalid: every problem, naming the file, the line and the field
+     */
+    public static <T> WatchedFile<T> read(Path file, int maxBytes, Parser<T> parser)
+            throws IOException, ConfigException {
+        String fingerprint = FileFingerprint.of(file, maxBytes); // first: a change after it is seen at the next look
+        return new WatchedFile<>(file, maxBytes, parser, parser.parse(file), fingerprint);
     }
 
     /**
@@ -92,7 +109,7 @@ public final class WatchedFile<T> {
     public synchronized Change refresh() {
         String fp;
         try {
-            fp = FileFingerprint.of(file);
+            fp = FileFingerprint.of(file, maxBytes);
         } catch (IOException e) {
             seen = null; // whatever comes back is looked at again
             unreadable = true;
