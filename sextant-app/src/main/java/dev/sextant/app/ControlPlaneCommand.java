@@ -116,8 +116,8 @@ final class ControlPlaneCommand implements Callable<Integer> {
         ControlPlaneConfig c = config(f, topology, credentials, () -> run.port(f, 7070));
         f.readable("topology", topology); // a missing topology is this file's problem, at its line
         dev.sextant.etcd.EtcdOptions etcdOptions = f.etcd(etcd);
+        f.tlsContexts(c.tls(), c.engineTls()); // at the start too: an unusable PEM file is this file's problem, not a crash
         if (check) {
-            f.tlsContexts(c.tls(), c.engineTls());
             Topology t = TopologyLoader.load(topology);
             out.println(config + ": ok: control plane on " + (c.tls() == null ? "http" : "https") + "://" + c.host()
                     + ":" + c.port() + ", topology " + topology.normalize() + " (" + t.gatewayClusters().size()

@@ -140,8 +140,8 @@ final class GatewayCommand implements Callable<Integer> {
         Duration warmUp = settings.warmUp();
         // said here, by --check and the start alike, and once: a warm-up's throwaway gateway has the same loops
         warnIfBusyPollOnEveryCpu(f, c, threads);
+        f.tlsContexts(c.tls(), c.clientTls()); // at the start too: an unusable PEM file is this file's problem, not a crash
         if (check) {
-            f.tlsContexts(c.tls(), c.clientTls());
             readableSnapshot(f, snapshotFile);
             String from = sourceName(etcdOptions, cp, snapshotFile) + (snapshotFile == null ? ""
                     : " (version " + SnapshotJson.read(snapshotFile).version() + ")");

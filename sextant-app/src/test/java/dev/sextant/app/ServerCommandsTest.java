@@ -121,6 +121,10 @@ class ServerCommandsTest {
             cp engine token no end | control-plane | topology: t.yaml\\ntoken_file: tok\\nengine_token_file: /dev/zero | server.yaml:3: engine_token_file: /dev/zero: more than 1048576 bytes (expected: at most 1048576)
             admin token no end     | engine        | id: e1\\nadmin_token_file: /dev/zero | server.yaml:2: admin_token_file: cannot read /dev/zero: more than 1048576 bytes (expected: at most 1048576)
             api key file no end    | engine        | id: e1\\napi_key_file: /dev/zero | server.yaml:2: api_key_file: cannot read /dev/zero: more than 1048576 bytes (expected: at most 1048576)
+            engine cert not PEM    | engine        | id: e1\\ntls_cert_file: tok\\ntls_key_file: tok | server.yaml:2: tls_cert_file, tls_key_file: DIR/tok, DIR/tok: not a usable PEM certificate chain and PKCS#8 private key
+            engine cert no end     | engine        | id: e1\\ntls_cert_file: /dev/zero\\ntls_key_file: tok | server.yaml:2: tls_cert_file: /dev/zero: more than 1048576 bytes (expected: at most 1048576)
+            gateway cert no end    | gateway       | gateway_cluster: east\\ncontrol_plane: http://127.0.0.1:1\\ntoken_file: tok\\ntls_cert_file: /dev/zero\\ntls_key_file: tok | server.yaml:4: tls_cert_file: /dev/zero: more than 1048576 bytes (expected: at most 1048576)
+            gateway CA no end      | gateway       | gateway_cluster: east\\ncontrol_plane: http://127.0.0.1:1\\ntoken_file: tok\\ntls_ca_file: /dev/zero | server.yaml:4: tls_ca_file: /dev/zero: more than 1048576 bytes (expected: at most 1048576)
             """)
     void badConfigFile_isBadInputNamingTheSetting(String name, String command, String yaml, String says) throws Exception {
         Files.writeString(dir.resolve("tok"), "secret");
@@ -128,7 +132,7 @@ class ServerCommandsTest {
         Path config = dir.resolve("server.yaml");
         Files.writeString(config, yaml.replace("\\n", "\n"));
         assertThat(run(command, "--config", config.toString())).isEqualTo(Sextant.EXIT_BAD_INPUT);
-        assertThat(stderr).contains("server.yaml").contains(says);
+        assertThat(stderr).contains("server.yaml").contains(says.replace("DIR", dir.toString()));
     }
 
     /**

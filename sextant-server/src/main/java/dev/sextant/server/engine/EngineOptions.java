@@ -4,6 +4,7 @@ import dev.sextant.server.auth.BearerToken;
 import dev.sextant.server.internal.Http;
 import dev.sextant.server.internal.ListenerLimits;
 import dev.sextant.server.tls.ServerTls;
+import dev.sextant.server.tls.TlsContexts;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -92,6 +93,9 @@ final class EngineOptions {
         ServerTls tls = cert == null && key == null ? null
                 : new ServerTls(cert == null ? null : java.nio.file.Path.of(cert),
                         key == null ? null : java.nio.file.Path.of(key), null);
+        if (tls != null) {
+            TlsContexts.server(tls); // built now so that an unusable file is said by --check, and at start not as a crash
+        }
         return new Parsed(config, tls, tokenOption(security, "--admin-token-file"),
                 tokenOption(security, "--api-key-file"), limits(security));
     }

@@ -1,5 +1,7 @@
 package dev.sextant.server.tls;
 
+import dev.sextant.config.BoundedFile;
+import dev.sextant.config.ConfigProblem;
 import io.netty.handler.ssl.ApplicationProtocolConfig;
 import io.netty.handler.ssl.ApplicationProtocolNames;
 import io.netty.handler.ssl.ClientAuth;
@@ -7,7 +9,9 @@ import io.netty.handler.ssl.JdkSslContext;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslProvider;
-import java.io.File;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import javax.net.ssl.SSLContext;
@@ -21,6 +25,12 @@ import javax.net.ssl.SSLException;
  * {@link IllegalArgumentException}s naming the config key and the file, never the file's contents.
  */
 public final class TlsContexts {
+    /**
+     * Largest PEM file read, bytes (1 MiB): a certificate chain or a key is a few KB, and a bundle of every public
+     * CA (a system's {@code ca-certificates}) about 200 KB.
+     */
+    public static final int MAX_PEM_BYTES = 1 << 20;
+
     private TlsContexts() {
     }
 
@@ -34,8 +44,8 @@ public final class TlsContexts {
      * (in that order of preference), and a client that offers neither, or no ALPN at all, gets HTTP/1.1.
      */
     public static SslContext server(ServerTls tls, boolean http2) {
-        File cert = readable("tls_cert_file", tls.certificateFile());
-        File key = readable("tls_key_file", tls.keyFile());
+        InputStream cert = readable("tls_cert_file", tls.certificateFile());
+        InputStream key = readable("tls_key_file", tls.keyFile());
         try {
             SslContextBuilder b = SslContextBuilder.forServer(cert, key).sslProvider(SslProvider.JDK);
             if (tls.clientCaFile() != null) {
@@ -85,10 +95,18 @@ public final class TlsContexts {
         return ((JdkSslContext) client(tls)).context();
     }
 
-    private static File readable(String key, Path file) {
+    /**
+     * The bytes of the PEM file {@code key} names, read here rather than by Netty, which reads a file whole, so that a
+     * file beyond {@link #MAX_PEM_BYTES} ({@code /dev/zero}) is refused naming the key and the file.
+     */
+    private static InputStream readable(String key, Path file) {
         if (!Files.isReadable(file)) {
             throw new IllegalArgumentException(key + ": " + file + " (expected: a readable PEM file)");
         }
-        return file.toFile();
+        try {
+            return new ByteArrayInputStream(BoundedFile.read(file, MAX_PEM_BYTES));
+        } catch (IOException e) {
+            throw new IllegalArgumentException(key + ": " + file + ": " + ConfigProblem.cannotRead(e));
+        }
     }
 }
