@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /** The emulator's security options are taken out of its command line before the others are parsed. */
 class EngineSecurityOptionsTest {
@@ -50,5 +52,18 @@ class EngineSecurityOptionsTest {
         assertThatThrownBy(() -> EngineOptions.tokenFile("--admin-token-file", missing))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("--admin-token-file: cannot read " + missing);
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', textBlock = """
+            --max-connections  | 4294967297  | max_connections: 4294967297 (expected: 1..1000000)
+            --max-connections  | 4294967296  | max_connections: 4294967296 (expected: 1..1000000)
+            --max-header-bytes | -4294967295 | max_header_bytes: -4294967295 (expected: 1..1048576)
+            --max-header-bytes | 0           | max_header_bytes: 0 (expected: 1..1048576)
+            """)
+    void limitBeyondAnInt_isRefusedQuotingTheValueAsWritten_notWrappedIntoRange(String option, String value,
+                                                                                 String says) {
+        assertThatThrownBy(() -> EngineOptions.limits(Map.of(option, value)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessage(says);
     }
 }
