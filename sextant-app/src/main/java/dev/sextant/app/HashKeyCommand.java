@@ -2,8 +2,10 @@ package dev.sextant.app;
 
 import dev.sextant.server.tenants.ApiKeys;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -36,20 +38,49 @@ final class HashKeyCommand implements Callable<Integer> {
             out.flush();
             return 0;
         }
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        int n = 0;
-        for (String line; (line = in.readLine()) != null; ) {
-            String key = line.strip();
-            if (!key.isEmpty()) {
-                out.println(ApiKeys.hash(key));
-                n++;
-            }
-        }
+        int n = hashes(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)), out);
         out.flush();
         if (n == 0) {
-            throw new UsageException("hash-key: no key on standard input (expected: one key per line, e.g."
+            throw new UsageException("no key on standard input (expected: one key per line, e.g."
                     + " `printf '%s\\n' \"$KEY\" | sextant hash-key`)");
         }
         return 0;
+    }
+
+    /**
+     * Longest line read, characters (4 KiB): a generated key is 70, a provider's a few hundred at most; a longer line
+     * ({@code hash-key </dev/zero}, a file piped by mistake) is no key, and is refused before it fills the heap.
+     */
+    static final int MAX_LINE_CHARS = 4096;
+
+    /**
+     * Prints the hash of each key of {@code in}, one a line (blank lines and surrounding whitespace ignored); returns
+     * how many.
+     *
+     * @throws UsageException a line is longer than {@link #MAX_LINE_CHARS}, named by its number
+     */
+    static int hashes(Reader in, PrintWriter out) throws IOException {
+        int n = 0;
+        int lineNumber = 1;
+        StringBuilder line = new StringBuilder();
+        for (int c = in.read(); ; c = in.read()) {
+            if (c == -1 || c == '\n') {
+                String key = line.toString().strip();
+                if (!key.isEmpty()) {
+                    out.println(ApiKeys.hash(key));
+                    n++;
+                }
+                if (c == -1) {
+                    return n;
+                }
+                line.setLength(0);
+                lineNumber++;
+            } else if (line.length() == MAX_LINE_CHARS) {
+                throw new UsageException("line " + lineNumber + ": longer than " + MAX_LINE_CHARS
+                        + " characters (expected: one key per line)");
+            } else {
+                line.append((char) c);
+            }
+        }
     }
 }
