@@ -105,6 +105,19 @@ final class YamlEvents {
                     + " characters (expected: at most " + YamlTree.MAX_DOCUMENT_CHARS + ")"));
             return null;
         }
+        int line = 1;
+        int start = 0;
+        for (int i = 0; i <= text.length(); i++) {
+            if (i == text.length() || text.charAt(i) == '\n') {
+                if (i - start > YamlTree.MAX_LINE_CHARS) {
+                    problems.add(new ConfigProblem(source, line, "", "a line of " + (i - start)
+                            + " characters (expected: at most " + YamlTree.MAX_LINE_CHARS + ")"));
+                    return null;
+                }
+                line++;
+                start = i + 1;
+            }
+        }
         return new YamlEvents(text, source, problems).document();
     }
 

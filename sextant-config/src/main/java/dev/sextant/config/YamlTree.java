@@ -28,6 +28,13 @@ public final class YamlTree {
     /** Largest document, characters (and bytes of a file, checked before reading it). */
     public static final int MAX_DOCUMENT_CHARS = 16 << 20;
     /**
+     * The longest line a document may have, in characters. The YAML parser's cost grows with the square of a run of
+     * text without a break (it copies its window as the run grows: a 1-MB scalar took 2.3 s, an 8-MB one 35 s), and no
+     * hand-written or generated configuration has a line near 64 Ki characters; at this bound a document of the
+     * largest size parses in a few seconds whatever its lines.
+     */
+    public static final int MAX_LINE_CHARS = 64 << 10;
+    /**
      * Most values (scalars, mappings, lists) that aliases may repeat in one document, in all: a fleet of thousands of
      * engines sharing a profile by alias stays far below it; an alias bomb reaches it within a few lines.
      */

@@ -90,6 +90,14 @@ class ConfigReaderTest {
     }
 
     @Test
+    void lineBeyondTheLimit_isRefusedAtItsLine_beforeTheParserSpendsSecondsOnIt() {
+        String yaml = "a: 1\nb: \"" + "e".repeat(YamlTree.MAX_LINE_CHARS) + "\"\nc: 2\n";
+        assertThat(problems(yaml)).singleElement().asString().isEqualTo("f.yaml:2: a line of "
+                + (YamlTree.MAX_LINE_CHARS + 5) + " characters (expected: at most " + YamlTree.MAX_LINE_CHARS + ")");
+        assertThat(problems("a: \"" + "e".repeat(YamlTree.MAX_LINE_CHARS - 5) + "\"\n")).isEmpty();
+    }
+
+    @Test
     void aliasesNestingBeyondTheLimit_areRefusedAtTheAlias() {
         StringBuilder yaml = new StringBuilder("a: &a0 [x]\n");
         for (int i = 1; i <= 70; i++) {
