@@ -117,6 +117,20 @@ record Scenario(String name, String description, Topology topology, List<EngineP
                 default -> 1;
             };
         }
+
+        /**
+         * At most how much more than the mean rate the shape asks for over the first {@code durationMs} ms, as ms at
+         * the mean rate: over whole periods nothing, over a part of one at most a burst's or a half-wave's excess
+         * (and never more than the largest multiplier all along).
+         */
+        double excessMs(double durationMs) {
+            double partOfAPeriod = switch (shape) {
+                case BURSTY -> burstMs * (maxMultiplier() - 1);
+                case DIURNAL -> factor * periodMs / Math.PI;
+                default -> 0;
+            };
+            return Math.min(durationMs * (maxMultiplier() - 1), partOfAPeriod);
+        }
     }
 
     /**

@@ -269,27 +269,20 @@ final class ScenarioLoader {
                 "client_timeout_s"), null);
         double shortestSample = Math.max(MIN_PERIOD_S, duration == null ? 0 : duration / 1000 / MAX_SAMPLES);
         Double sample = part(() -> 1000 * num(root, "sample_s", "", 10, shortestSample, MAX_DURATION_S), null);
-        if (duration != null && topology != null) {
-            double perSecond = 0;
-            for (Map<String, Double> row : topology.demandRps().values()) {
-                for (double rps : row.values()) {
-                    perSecond += rps;
-                }
-            }
-            if (perSecond * duration / 1000 > MAX_REQUESTS) {
-                record("duration_s", shownNumber(duration / 1000) + " s at " + shownNumber(Math.round(perSecond))
-                        + " req/s of demand: about " + shownNumber(Math.round(perSecond * duration / 1000))
-                        + " requests (expected: at most " + shownNumber(MAX_REQUESTS) + ")");
-            }
-        }
         List<Scenario.Fault> faults = null;
         List<Scenario.Arrivals> arrivals = new ArrayList<>();
+        List<String> shapeFields = new ArrayList<>();
         if (topology != null) {
             Topology t = topology;
             faults = part(() -> faults(root.get("faults"), t), null);
             for (GatewayCluster g : topology.gatewayClusters()) {
                 JsonNode n = byGateway == null ? null : byGateway.get(g.id());
-                arrivals.add(n == null ? da : part(() -> arrivals(n, "arrivals.gateways." + g.id() + "."), null));
+                String field = n == null ? "arrivals.default." : "arrivals.gateways." + g.id() + ".";
+                arrivals.add(n == null ? da : part(() -> arrivals(n, field), null));
+                shapeFields.add(field);
+            }
+            if (duration != null) {
+                requestBound(topology, duration, arrivals, shapeFields, faults);
             }
         }
         if (!problems.isEmpty()) {
@@ -310,6 +303,73 @@ final class ScenarioLoader {
         }
         return new Scenario(name, description, topology, hardware, workload, arrivals, duration, clientTimeout,
                 control, faults, policies, legacy, sweep, sample, engineMetrics);
+    }
+
+    /**
+     * Refuses a run that asks for more than {@link #MAX_REQUESTS} requests: the demand over {@code duration_s}, then
+     * what each gateway's arrival shape, each demand surge and each request burst add to it, each counted at most (a
+     * surge at the largest multiplier of its gateways' shapes, a burst whenever it comes), so that none of them gets a
+     * run past the bound; the field that takes the count past it is named. A workload shift changes the size of the
+     * requests, not how many there are.
+     */
+    private void requestBound(Topology t, double durationMs, List<Scenario.Arrivals> arrivals, List<String> shapeFields,
+                              List<Scenario.Fault> faults) {
+        List<GatewayCluster> gateways = t.gatewayClusters();
+        double[] rps = new double[gateways.size()];
+        double perSecond = 0;
+        for (int g = 0; g < rps.length; g++) {
+            for (double r : t.demandRps().getOrDefault(gateways.get(g).id(), Map.of()).values()) {
+                rps[g] += r;
+            }
+            perSecond += rps[g];
+        }
+        double total = perSecond * durationMs / 1000;
+        if (total > MAX_REQUESTS) {
+            record("duration_s", shownNumber(durationMs / 1000) + " s at " + shownNumber(Math.round(perSecond))
+                    + " req/s of demand: about " + shownNumber(Math.round(total))
+                    + " requests (expected: at most " + shownNumber(MAX_REQUESTS) + ")");
+            return;
+        }
+        if (faults == null || arrivals.contains(null)) {
+            return; // said already
+        }
+        for (int g = 0; g < rps.length; g++) {
+            Scenario.Arrivals a = arrivals.get(g);
+            total += rps[g] * a.excessMs(durationMs) / 1000;
+            if (total > MAX_REQUESTS) {
+                String key = a.shape() == Scenario.Shape.DIURNAL ? "amplitude" : "factor";
+                tooMany(shapeFields.get(g) + key, shownNumber(a.factor()) + " at " + gateways.get(g).id(), total);
+                return;
+            }
+        }
+        for (int i = 0; i < faults.size(); i++) {
+            Scenario.Fault f = faults.get(i);
+            if (f.kind() == Scenario.FaultKind.REQUEST_BURST) {
+                total += f.burst().requests();
+                if (total > MAX_REQUESTS) {
+                    tooMany("faults[" + i + "].requests", shownNumber(f.burst().requests()), total);
+                    return;
+                }
+            } else if (f.kind() == Scenario.FaultKind.DEMAND_SURGE && f.factor() > 1) {
+                double withinMs = Math.max(0, Math.min(f.atMs() + f.durationMs(), durationMs) - f.atMs());
+                for (int g = 0; g < rps.length; g++) {
+                    if (f.gateway() < 0 || f.gateway() == g) {
+                        total += (f.factor() - 1) * arrivals.get(g).maxMultiplier() * rps[g] * withinMs / 1000;
+                    }
+                }
+                if (total > MAX_REQUESTS) {
+                    tooMany("faults[" + i + "].factor", shownNumber(f.factor()) + " for "
+                            + shownNumber(withinMs / 1000) + " s", total);
+                    return;
+                }
+            }
+        }
+    }
+
+    /** Records that {@code field}, {@code what} it asks, takes the run's requests to {@code total}, past the bound. */
+    private void tooMany(String field, String what, double total) {
+        record(field, what + ": about " + shownNumber(Math.round(total)) + " requests over the run with the demand"
+                + " and the shapes, surges and bursts before it (expected: at most " + shownNumber(MAX_REQUESTS) + ")");
     }
 
     /** Problems of the parts read so far (see {@link #part}). */

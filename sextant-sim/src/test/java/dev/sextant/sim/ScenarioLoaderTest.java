@@ -70,6 +70,38 @@ class ScenarioLoaderTest {
                 .hasMessageContaining(message);
     }
 
+    /**
+     * What multiplies the demand counts in the bound on a run's requests, at most what it can add within the run: a
+     * surge, a burst or an arrival shape took a run of 400,000 requests to hundreds of millions, for hours and GBs.
+     * Each row: the edit to a scenario of 10,014 req/s for 40 s, then the problem it must give.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            surge          | kind: demand_surge, at_s: 20, duration_s: 8, factor: 3 | kind: demand_surge, at_s: 0, duration_s: 300, factor: 1000 | faulty.yaml:39: faults[3].factor: 1,000 for 40 s: about 400,560,000 requests
+            surge at one   | kind: demand_surge, at_s: 20, duration_s: 8, factor: 3 | kind: demand_surge, at_s: 10, duration_s: 30, factor: 1000, gateway: us | faults[3].factor: 1,000 for 30 s: about 300,100,560 requests
+            default shape  | control: {        | arrivals: {default: {shape: bursty, factor: 1000, period_s: 600000, burst_s: 40}}\\ncontrol: {      | faulty.yaml:9: arrivals.default.factor: 1,000 at us: about
+            gateway shape  | control: {        | arrivals: {gateways: {us: {shape: bursty, factor: 1000, period_s: 600000, burst_s: 40}}}\\ncontrol: { | faulty.yaml:9: arrivals.gateways.us.factor: 1,000 at us: about
+            bursts         | faults:\\n        | faults:\\n  - &b {kind: request_burst, at_s: 1, gateway: us, requests: 1000000}\\n%s | faults[99].requests: 1,000,000: about 100,400,560 requests
+            """)
+    void whatMultipliesDemand_countsInTheBoundOnRequests(String name, String from, String to, String problem) {
+        String base = SimulationTest.FAULTY.replace("us: {chat: 12}", "us: {chat: 10000}");
+        String yaml = base.replace(from.replace("\\n", "\n"), to.replace("\\n", "\n").replace("%s", "  - *b\n".repeat(100)));
+        assertThat(yaml).as(name).isNotEqualTo(base);
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml)).as(name)
+                .isInstanceOf(ScenarioException.class)
+                .hasMessageContaining(problem)
+                .hasMessageContaining("(expected: at most 100,000,000)");
+    }
+
+    /** A surge counts for the part of it within the run: one after the traffic has ended adds nothing. */
+    @Test
+    void surgeAfterTheTraffic_addsNoRequests() throws Exception {
+        String yaml = SimulationTest.FAULTY.replace("us: {chat: 12}", "us: {chat: 10000}").replace(
+                "kind: demand_surge, at_s: 20, duration_s: 8, factor: 3",
+                "kind: demand_surge, at_s: 40, duration_s: 300, factor: 1000");
+        assertThat(ScenarioLoader.parse("faulty.yaml", yaml).faults()).hasSize(5);
+    }
+
     /** The series' samples are bounded by the traffic's length: at most 100,000 of them, whatever sample_s asks. */
     @Test
     void sampleShorterThanTheTrafficAllows_isRefused() throws Exception {
