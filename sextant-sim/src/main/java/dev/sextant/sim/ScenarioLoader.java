@@ -284,6 +284,10 @@ final class ScenarioLoader {
             if (duration != null) {
                 requestBound(topology, duration, arrivals, shapeFields, faults);
             }
+            // a shape or a workload of a misspelt id would otherwise be left out: a run of another fleet
+            known(byGateway, "arrivals.gateways", "gateway cluster",
+                    topology.gatewayClusters().stream().map(GatewayCluster::id).toList());
+            known(classes, "workload.classes", "class", topology.classes().stream().map(TrafficClass::id).toList());
         }
         if (!problems.isEmpty()) {
             List<ConfigProblem> sorted = new ArrayList<>(problems);
@@ -526,6 +530,18 @@ final class ScenarioLoader {
             String k = it.next();
             if (!keys.contains(k)) {
                 throw error(at + k, "unknown key '" + k + "' (expected one of " + keys + ")");
+            }
+        }
+    }
+
+    /** Records each key of mapping {@code n} at {@code path} that is not one of the topology's {@code ids} of a {@code kind}. */
+    private void known(JsonNode n, String path, String kind, List<String> ids) {
+        if (n == null) {
+            return;
+        }
+        for (String k : (Iterable<String>) n::fieldNames) {
+            if (!ids.contains(k)) {
+                record(path + "." + k, "unknown " + kind + " '" + k + "' (expected one of " + ids + ")");
             }
         }
     }

@@ -41,6 +41,9 @@ class ScenarioLoaderTest {
         "legacy: {gain: 1.0, period_s: 2}|legacy: [1]|legacy: a list (expected: a mapping)",
         "control: {scrape_s|control: 5↵x-control: {scrape_s|control: '5' (expected: a mapping)",
         "workload:|workload: 5↵x-workload:|workload: '5' (expected: a mapping)",
+        // an arrival shape or a workload of an id the topology does not have was left out: a run of another fleet
+        "control: {scrape_s|arrivals: {gateways: {uss: {shape: bursty}}}↵control: {scrape_s|faulty.yaml:9: arrivals.gateways.uss: unknown gateway cluster 'uss' (expected one of [us, eu])",
+        "workload:|workload:↵  classes: {caht: {turns_mean: 2}}|faulty.yaml:8: workload.classes.caht: unknown class 'caht' (expected one of [chat, chat-eu])",
         "at_s: 8,|at_s: -8,|faults[0].at_s: -8 (expected: 0 to 604,800)",
         "faults:|faults: {a: 1}↵x-faults:|faults: a mapping (expected: a list of faults)",
         "{step_ms: 5,|{step_ms: 1e15,|hardware.small.step_ms: 1.0E15 (expected: 0 to 3,600,000)",
