@@ -647,10 +647,11 @@ final class ScenarioLoader {
             case "poisson" -> Scenario.Arrivals.POISSON;
             case "bursty" -> {
                 double f = num(n, "factor", p, 3, 1, MAX_FACTOR);
-                double period = 1000 * num(n, "period_s", p, 60, 0, MAX_DURATION_S);
-                double burst = 1000 * num(n, "burst_s", p, 10, 0, MAX_DURATION_S);
-                if (!(f >= 1 && burst > 0 && burst < period)) {
-                    throw error(p + "factor", "bursty needs factor >= 1 and 0 < burst_s < period_s");
+                double period = 1000 * positive(num(n, "period_s", p, 60, 0, MAX_DURATION_S), p + "period_s");
+                double burst = 1000 * positive(num(n, "burst_s", p, 10, 0, MAX_DURATION_S), p + "burst_s");
+                if (!(burst < period)) {
+                    throw error(p + "burst_s", shownNumber(burst / 1000) + " (expected: less than period_s, "
+                            + shownNumber(period / 1000) + ")");
                 }
                 yield new Scenario.Arrivals(Scenario.Shape.BURSTY, f, period, burst);
             }

@@ -41,6 +41,10 @@ class ScenarioLoaderTest {
         "legacy: {gain: 1.0, period_s: 2}|legacy: [1]|legacy: a list (expected: a mapping)",
         "control: {scrape_s|control: 5↵x-control: {scrape_s|control: '5' (expected: a mapping)",
         "workload:|workload: 5↵x-workload:|workload: '5' (expected: a mapping)",
+        // a bursty shape's mistake is said at the field that is wrong, not at its factor
+        "control: {scrape_s|arrivals: {default: {shape: bursty, period_s: 0}}↵control: {scrape_s|faulty.yaml:9: arrivals.default.period_s: 0.0 (expected: > 0)",
+        "control: {scrape_s|arrivals: {default: {shape: bursty, burst_s: 0}}↵control: {scrape_s|faulty.yaml:9: arrivals.default.burst_s: 0.0 (expected: > 0)",
+        "control: {scrape_s|arrivals: {gateways: {eu: {shape: bursty, period_s: 30, burst_s: 30}}}↵control: {scrape_s|faulty.yaml:9: arrivals.gateways.eu.burst_s: 30 (expected: less than period_s, 30)",
         // an arrival shape or a workload of an id the topology does not have was left out: a run of another fleet
         "control: {scrape_s|arrivals: {gateways: {uss: {shape: bursty}}}↵control: {scrape_s|faulty.yaml:9: arrivals.gateways.uss: unknown gateway cluster 'uss' (expected one of [us, eu])",
         "workload:|workload:↵  classes: {caht: {turns_mean: 2}}|faulty.yaml:8: workload.classes.caht: unknown class 'caht' (expected one of [chat, chat-eu])",
