@@ -230,13 +230,26 @@ public final class ConfigReader {
 
     /** An integer (a number with no fraction, within int), or {@code dflt} when absent (required when null). */
     public Integer integer(Mapping m, String path, String key, Integer dflt) {
+        return integer(m, path, key, dflt, Integer.MIN_VALUE, Integer.MAX_VALUE);
+    }
+
+    /**
+     * An integer in [{@code min}, {@code max}], or {@code dflt} when absent (required when null); a whole number out of
+     * the range is said with the range, not as if it were no integer.
+     */
+    public Integer integer(Mapping m, String path, String key, Integer dflt, int min, int max) {
         Node n = value(m, path, key, "an integer", dflt == null);
         if (n == null) {
             return dflt;
         }
         if (n instanceof Scalar s && (s.kind() == Kind.INTEGER || s.kind() == Kind.FLOAT)
-                && s.number() == Math.rint(s.number()) && Math.abs(s.number()) <= Integer.MAX_VALUE) {
-            return (int) s.number();
+                && s.number() == Math.rint(s.number())) {
+            if (s.number() >= min && s.number() <= max) {
+                return (int) s.number();
+            }
+            problem(YamlTree.child(path, key), s.text() + " (expected: an integer from "
+                    + String.format(java.util.Locale.ROOT, "%,d to %,d", min, max) + ")");
+            return null;
         }
         return wrongType(path, key, n, "an integer");
     }

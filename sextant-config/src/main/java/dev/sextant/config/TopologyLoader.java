@@ -270,7 +270,7 @@ public final class TopologyLoader {
         private Model model(Mapping m, String p) {
             String id = r.string(m, p, "id");
             Integer outputTokens = r.integer(m, p, "output_tokens",
-                    embedding == null ? null : embedding.defaultOutputTokens());
+                    embedding == null ? null : embedding.defaultOutputTokens(), 1, Model.MAX_OUTPUT_TOKENS);
             return id == null || outputTokens == null ? null : r.build(p, () -> new Model(id, outputTokens));
         }
 

@@ -53,7 +53,7 @@ class ScenarioLoaderTest {
         "{step_ms: 5,|{step_ms: 1e15,|hardware.small.step_ms: 1.0E15 (expected: 0 to 3,600,000)",
         "max_seqs: 16,|max_seqs: 16.5,|hardware.small.max_seqs: 16.5 (expected: a whole number)",
         "us: {chat: 12}|us: {chat: 1e9}|duration_s: 40 s at 1,000,000,014 req/s of demand: about 40,000,000,560 requests (expected: at most 100,000,000)",
-        "{id: m, output_tokens: 40}|{id: m, output_tokens: 3e9}|topology.models[0].output_tokens: 3e9 (expected: an integer)",
+        "{id: m, output_tokens: 40}|{id: m, output_tokens: 3e9}|topology.models[0].output_tokens: 3e9 (expected: an integer from 1 to 10,000,000)",
         "kind: demand_surge, at_s: 20, duration_s: 8, factor: 3|kind: demand_surge, at_s: 20, duration_s: 8, factor: 1e6|faults[3].factor: 1,000,000 (expected: 0 to 1,000)",
         "{id: us-2, cluster: gpu-us, models: [m], hardware: small}|{id: us-2, cluster: gpu-us, models: [m], hardware: small, profile: {ttft_ms: 50, tbt_ms: 5, tbt_slope: 1e300}}|topology.engines[1].profile.tbt_slope: 1.0E300 (expected: at most 1000)",
         // the simulator's own reader ran these as another fleet: no residency, a round trip of 0 ms
