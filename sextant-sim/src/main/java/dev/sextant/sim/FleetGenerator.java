@@ -63,6 +63,7 @@ final class FleetGenerator {
         int index = 0;
         for (JsonNode r : regions) {
             String q = p + "regions[" + index++ + "].";
+            loader.entry(r, q);
             loader.known(r, q, ScenarioLoader.REGION_KEYS);
             String id = loader.string(r, "id", q, null);
             String cont = loader.string(r, "continent", q, id);

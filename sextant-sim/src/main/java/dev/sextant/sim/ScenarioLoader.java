@@ -472,6 +472,17 @@ final class ScenarioLoader {
         return n;
     }
 
+    /**
+     * Refuses an item of a list of mappings, or a value of a mapping of mappings, that is not a mapping; {@code path}
+     * is its own, with the trailing dot the field readers take ({@code faults[0].}).
+     */
+    void entry(JsonNode n, String path) throws ScenarioException {
+        String field = path.substring(0, path.length() - 1);
+        if (mapping(n, field) == null) {
+            throw error(field, "empty (expected: a mapping)");
+        }
+    }
+
     /** A value as a problem shows it: a scalar as written, quoted; a list or a mapping by its kind. */
     private static String shown(JsonNode n) {
         return n.isArray() ? "a list" : n.isObject() ? "a mapping" : "'" + n.asText() + "'";
@@ -591,6 +602,7 @@ final class ScenarioLoader {
             String p = "hardware." + e.getKey() + ".";
             JsonNode h = e.getValue();
             out.put(e.getKey(), part(() -> {
+                entry(h, p);
                 known(h, p, HARDWARE_KEYS);
                 try {
                     return new EngineParams(within(req(h, "step_ms", p), 0, MAX_STEP_MS, p + "step_ms"),
@@ -790,6 +802,7 @@ final class ScenarioLoader {
         int i = 0;
         for (JsonNode f : n) {
             String p = "faults[" + i++ + "].";
+            entry(f, p);
             known(f, p, FAULT_KEYS);
             String kindName = str(f, "kind", p, null);
             Scenario.FaultKind kind;

@@ -41,6 +41,10 @@ class ScenarioLoaderTest {
         "legacy: {gain: 1.0, period_s: 2}|legacy: [1]|legacy: a list (expected: a mapping)",
         "control: {scrape_s|control: 5↵x-control: {scrape_s|control: '5' (expected: a mapping)",
         "workload:|workload: 5↵x-workload:|workload: '5' (expected: a mapping)",
+        // an item of a list of mappings, or a value of a mapping of mappings, that is no mapping is said as what it is
+        "- {kind: engine_crash, at_s: 8, duration_s: 10, engines: [eu-1]}|- [1]|faulty.yaml:36: faults[0]: a list (expected: a mapping)",
+        "- {kind: engine_crash, at_s: 8, duration_s: 10, engines: [eu-1]}|- ~|faulty.yaml:36: faults[0]: empty (expected: a mapping)",
+        "small: {step_ms: 5,|small: 5↵  big: {step_ms: 5,|faulty.yaml:6: hardware.small: '5' (expected: a mapping)",
         // a bursty shape's mistake is said at the field that is wrong, not at its factor
         "control: {scrape_s|arrivals: {default: {shape: bursty, period_s: 0}}↵control: {scrape_s|faulty.yaml:9: arrivals.default.period_s: 0.0 (expected: > 0)",
         "control: {scrape_s|arrivals: {default: {shape: bursty, burst_s: 0}}↵control: {scrape_s|faulty.yaml:9: arrivals.default.burst_s: 0.0 (expected: > 0)",
@@ -124,6 +128,7 @@ class ScenarioLoaderTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
         "- {id: us-east, continent: na,|- {continent: na,|fleet.regions[0].id: missing (expected: a string)",
+        "- {id: us-east, continent: na, gateways: 16, engine_clusters: 4}|- [us-east, na]|fleet.yaml:22: fleet.regions[0]: a list (expected: a mapping)",
         "hardware: [h100, a100]|hardware: h100|fleet.hardware: not a list of hardware kinds",
         "engines_per_cluster: 64|engines_per_cluster: 1e9|fleet.engines_per_cluster: 1,000,000,000 (expected: 1 to 100,000)",
         "engines_per_cluster: 64|engines_per_cluster: 50000|fleet.regions[0]: more than 100000 gateway clusters, engine clusters or engines",
