@@ -56,8 +56,10 @@ public final class SnapshotJson {
         if (json.isBlank()) { // Jackson calls this a type mismatch, which misleads
             throw new SnapshotException(List.of(new ConfigProblem(source, 1, "", "empty (expected: a snapshot object)")));
         }
+        JsonNode tree = null;
         try {
-            Snapshot s = Json.MAPPER.treeToValue(withOptionalFields(Json.MAPPER.readTree(json)), Snapshot.class);
+            tree = Json.MAPPER.readTree(json);
+            Snapshot s = Json.MAPPER.treeToValue(withOptionalFields(tree), Snapshot.class);
             if (s == null) {
                 throw new SnapshotException(List.of(new ConfigProblem(source, 1, "", "null (expected: a snapshot object)")));
             }
@@ -69,7 +71,7 @@ public final class SnapshotJson {
             }
             return s;
         } catch (JsonProcessingException e) {
-            throw new SnapshotException(List.of(problem(source, e, json)));
+            throw new SnapshotException(List.of(problem(source, e, json, tree)));
         }
     }
 
@@ -150,15 +152,28 @@ public final class SnapshotJson {
         return read(text, file.toString());
     }
 
-    private static ConfigProblem problem(String source, JsonProcessingException e, String json) {
+    /**
+     * The problem of {@code e} in the project's words: the field's path and line, what is there and what is expected,
+     * never a Java type or exception; {@code tree} is the text as read (null when it is not well-formed JSON).
+     */
+    private static ConfigProblem problem(String source, JsonProcessingException e, String json, JsonNode tree) {
         int line = YamlTree.line(e.getLocation());
         String path = "";
         String message = Json.message(e.getOriginalMessage());
+        JsonNode node = tree;
         if (e instanceof JsonMappingException m) {
             path = m.getPath().stream()
                     .map(r -> r.getFieldName() != null ? "." + r.getFieldName() : "[" + r.getIndex() + "]")
                     .collect(Collectors.joining());
             path = path.startsWith(".") ? path.substring(1) : path;
+            for (JsonMappingException.Reference r : m.getPath()) {
+                node = node == null ? null : r.getFieldName() != null ? node.get(r.getFieldName()) : node.get(r.getIndex());
+            }
+        } else if (e.getProcessor() instanceof JsonParser p && message.startsWith("Non-standard token '")) {
+            // NaN or Infinity, which JSON has no words for: said at the field it stands for
+            path = pathOf(p.getParsingContext());
+            message = message.substring("Non-standard token '".length(), message.indexOf('\'', 20))
+                    + " is not a number in JSON (expected: a finite number)";
         }
         if (!path.isEmpty()) {
             // Jackson reports some problems (unknown keys of records) where it noticed them, past the
@@ -174,13 +189,24 @@ public final class SnapshotJson {
             message = "unknown key '" + u.getPropertyName() + "' (expected one of: " + String.join(", ", known) + ")";
         } else if (e instanceof ValueInstantiationException v && v.getCause() instanceof IllegalArgumentException iae) {
             message = Json.message(iae.getMessage());
+            int colon = message.indexOf(": ");
+            if (!path.isEmpty() && colon > 0 && !message.substring(0, colon).contains(" ")) {
+                // the record names its own field (weights: missing): said at the field, under the record's path
+                path = path + "." + message.substring(0, colon);
+                message = message.substring(colon + 2);
+                YamlTree.Located field = fieldLines(json).get(path);
+                line = field == null ? line : field.line();
+            }
+        } else if (e instanceof ValueInstantiationException v) {
+            message = "malformed (expected: " + expected(v.getType().getRawClass()) + ")";
         } else if (e instanceof InvalidFormatException f) {
             message = "'" + f.getValue() + "' (expected: " + expected(f.getTargetType()) + ")";
         } else if (e instanceof MismatchedInputException && message.contains("creator property")) {
             message = "missing (expected: a value)";
         } else if (e instanceof MismatchedInputException mi && mi.getTargetType() != null) {
-            message = "wrong type (expected: " + expected(mi.getTargetType()) + ")";
-        } else if (!(e instanceof JsonMappingException)) {
+            message = (node == null ? "wrong type" : shown(node)) + " (expected: " + expected(mi.getTargetType()) + ")";
+            line = path.isEmpty() ? 1 : line; // the whole text: it starts on line 1
+        } else if (!(e instanceof JsonMappingException) && !message.contains(" is not a number in JSON")) {
             message = "JSON syntax: " + message;
         }
         if (path.isEmpty() && message.indexOf(": ") > 0) {
@@ -204,13 +230,36 @@ public final class SnapshotJson {
         }
     }
 
+    /** What a value of {@code type} is in a snapshot's words: a number, a string, a list, an object. */
     private static String expected(Class<?> type) {
-        if (type == double.class || type == Double.class || type == int.class || type == long.class) {
+        if (type == double.class || type == Double.class || type == int.class || type == long.class
+                || type == Integer.class || type == Long.class) {
             return "a number";
         }
         if (type == String.class) {
             return "a string";
         }
-        return "a " + type.getSimpleName();
+        if (type == Snapshot.class) {
+            return "a snapshot object";
+        }
+        if (java.util.Collection.class.isAssignableFrom(type) || type.isArray()) {
+            return "a list";
+        }
+        return "an object";
+    }
+
+    /** A JSON value as a problem shows it: a list or an object by its kind, a scalar as written. */
+    private static String shown(JsonNode n) {
+        return n.isArray() ? "a list" : n.isObject() ? "an object" : n.isTextual() ? "'" + n.asText() + "'"
+                : n.toString();
+    }
+
+    /** The field path of a parser's place: {@code routes.east.chat.weights.east-1}, {@code retry_budget.curve[0]}. */
+    private static String pathOf(com.fasterxml.jackson.core.JsonStreamContext c) {
+        String path = "";
+        for (; c != null && !c.inRoot(); c = c.getParent()) {
+            path = (c.inArray() ? "[" + c.getCurrentIndex() + "]" : "." + c.getCurrentName()) + path;
+        }
+        return path.startsWith(".") ? path.substring(1) : path;
     }
 }

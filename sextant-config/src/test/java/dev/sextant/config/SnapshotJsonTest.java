@@ -27,6 +27,8 @@ import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 class SnapshotJsonTest {
 
@@ -309,6 +311,45 @@ class SnapshotJsonTest {
             assertThat(p.path()).isEqualTo("fleet_utilization");
             assertThat(p.message()).startsWith("missing");
         });
+    }
+
+    /**
+     * A field that is null, of the wrong kind, or a number JSON does not have is said at its path and line in the
+     * snapshot's words: a NullPointerException's text or a Java type's name said nothing to the one who wrote it.
+     * Each row: where in the sample's tree ("" for the whole text), what goes there, the line and the problem.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            routes null        | /routes                   | null   | 19 | routes: missing (expected: an object of gateway cluster → class → route)
+            engines null       | /engines                  | null   | 53 | engines: missing (expected: an object of engine id → engine)
+            round trips null   | /network_rtt_ms           | null   | 87 | network_rtt_ms: missing (expected: an object of gateway cluster → engine cluster → ms)
+            a gateway null     | /routes/east              | null   | 20 | routes.east: missing (expected: an object of class → route)
+            a route null       | /routes/east/chat         | null   | 21 | routes.east.chat: missing (expected: a route object)
+            weights null       | /routes/east/chat/weights | null   | 29 | routes.east.chat.weights: missing (expected: an object of engine id → weight)
+            a curve point null | /retry_budget/curve       | [null] |  7 | retry_budget.curve[0]: missing (expected: a point {utilization, ratio})
+            routes a list      | /routes                   | []     | 19 | routes: a list (expected: an object)
+            retry budget list  | /retry_budget             | []     |  6 | retry_budget: a list (expected: an object)
+            objective a string | /objective                | "x"    | 93 | objective: 'x' (expected: an object)
+            the whole a list   | ''                        | []     |  1 | a list (expected: a snapshot object)
+            NaN                | /fleet_utilization        | NaN    |  5 | fleet_utilization: NaN is not a number in JSON (expected: a finite number)
+            Infinity           | /routes/east/chat/weights/east-1 | Infinity | 30 | routes.east.chat.weights.east-1: Infinity is not a number in JSON (expected: a finite number)
+            """)
+    void read_fieldNullOfTheWrongKindOrNoJsonNumber_isSaidAtItsPathInTheSnapshotsWords(String name, String pointer,
+            String value, int line, String problem) throws Exception {
+        JsonNode tree = new ObjectMapper().readTree(SnapshotJson.write(sample(5200, 4100)));
+        String marker = "\"@value@\"";
+        if (!pointer.isEmpty()) {
+            JsonNode parent = tree.at(pointer.substring(0, pointer.lastIndexOf('/')));
+            ((com.fasterxml.jackson.databind.node.ObjectNode) parent).put(pointer.substring(pointer.lastIndexOf('/') + 1),
+                    "@value@");
+        }
+        String text = pointer.isEmpty() ? value : Json.write(tree).replace(marker, value);
+        assertThat(text).as(name).doesNotContain(marker);
+
+        SnapshotException e = catchThrowableOfType(SnapshotException.class, () -> SnapshotJson.read(text, "snap.json"));
+
+        assertThat(e).as(name).isNotNull();
+        assertThat(e.getMessage()).as(name).isEqualTo("snap.json:" + line + ": " + problem);
     }
 
     @Test

@@ -27,7 +27,7 @@ public record EngineState(String cluster, String region, String endpoint, List<S
                           double marginalCostMs, double shadowPriceMs, double penalty,
                           PriorityScheduling priorityScheduling) {
     public EngineState {
-        models = List.copyOf(models);
+        models = Present.items(models, "models", "a list of model ids", "a model id");
         if (priorityScheduling == null) {
             priorityScheduling = PriorityScheduling.NONE;
         }

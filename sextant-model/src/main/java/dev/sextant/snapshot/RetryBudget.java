@@ -36,7 +36,7 @@ public record RetryBudget(List<Point> curve, double minRetriesPerSecond) {
         if (curve == null || curve.isEmpty()) {
             throw new IllegalArgumentException("curve: empty (expected: at least one point)");
         }
-        curve = List.copyOf(curve);
+        curve = Present.items(curve, "curve", "a list of points", "a point {utilization, ratio}");
         for (int i = 1; i < curve.size(); i++) {
             if (!(curve.get(i).utilization() > curve.get(i - 1).utilization())) {
                 throw new IllegalArgumentException("curve: utilizations not increasing (expected: sorted, distinct)");

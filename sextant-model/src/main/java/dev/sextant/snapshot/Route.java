@@ -64,7 +64,8 @@ public record Route(String model, List<String> residency, int priority, double d
     }
 
     public Route {
-        residency = List.copyOf(residency);
+        residency = Present.items(residency, "residency", "a list of regions", "a region");
+        Present.present(weights, "weights", "an object of engine id → weight");
         if (!(shedFraction >= 0 && shedFraction <= 1)) {
             throw new IllegalArgumentException("shed_fraction: " + shedFraction + " (expected: in [0, 1])");
         }

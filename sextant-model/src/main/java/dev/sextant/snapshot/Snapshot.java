@@ -53,10 +53,17 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             throw new IllegalArgumentException("version: " + version + " (expected: >= 0)");
         }
         hash = hash == null ? "" : hash;
-        groups = groups == null ? Map.of() : sorted(groups);
+        groups = groups == null ? Map.of()
+                : sorted(Present.values(groups, "groups", "an object of group id → group", "an engine group object"));
+        Present.values(routes, "routes", "an object of gateway cluster → class → route",
+                "an object of class → route").forEach((g, byClass) -> Present.values(byClass, "routes." + g,
+                "an object of class → route", "a route object"));
         routes = grouped(nested(routes), groups);
-        engines = sorted(engines);
-        networkRttMs = nested(networkRttMs);
+        engines = sorted(Present.values(engines, "engines", "an object of engine id → engine", "an engine object"));
+        networkRttMs = nested(Present.values(networkRttMs, "network_rtt_ms",
+                "an object of gateway cluster → engine cluster → ms", "an object of engine cluster → ms"));
+        Present.present(retryBudget, "retry_budget", "a retry budget object");
+        Present.present(objective, "objective", "an objective object");
     }
 
     /**
