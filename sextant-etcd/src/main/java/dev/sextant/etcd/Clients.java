@@ -1,11 +1,11 @@
 package dev.sextant.etcd;
 
+import dev.sextant.server.tls.TlsContexts;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.ClientBuilder;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -27,10 +27,12 @@ final class Clients {
         if (o.user() != null) {
             String password;
             try {
-                password = Files.readAllLines(o.passwordFile(), StandardCharsets.UTF_8).stream().findFirst().orElse("");
+                // read to a token file's bound: a password file of /dev/zero would otherwise fill the heap
+                password = dev.sextant.config.BoundedFile.readString(o.passwordFile(),
+                        dev.sextant.server.auth.BearerToken.MAX_FILE_BYTES).lines().findFirst().orElse("");
             } catch (IOException e) {
-                throw new IllegalArgumentException("etcd.password_file: " + o.passwordFile() + ": cannot read ("
-                        + e.getMessage() + ")");
+                throw new IllegalArgumentException("etcd.password_file: " + o.passwordFile() + ": "
+                        + dev.sextant.config.ConfigProblem.cannotRead(e));
             }
             if (password.isEmpty()) {
                 throw new IllegalArgumentException("etcd.password_file: " + o.passwordFile()
@@ -43,11 +45,13 @@ final class Clients {
         if (https || o.caFile() != null || o.certFile() != null) {
             try {
                 b.sslContext(ssl -> {
+                    // read here within a PEM file's bound, not by Netty, which reads a file whole
                     if (o.caFile() != null) {
-                        ssl.trustManager(o.caFile().toFile());
+                        ssl.trustManager(TlsContexts.pem("etcd.ca_file", o.caFile()));
                     }
                     if (o.certFile() != null) {
-                        ssl.keyManager(o.certFile().toFile(), o.keyFile().toFile());
+                        ssl.keyManager(TlsContexts.pem("etcd.cert_file", o.certFile()),
+                                TlsContexts.pem("etcd.key_file", o.keyFile()));
                     }
                 });
             } catch (javax.net.ssl.SSLException | RuntimeException e) {

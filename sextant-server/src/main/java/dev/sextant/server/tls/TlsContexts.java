@@ -44,12 +44,12 @@ public final class TlsContexts {
      * (in that order of preference), and a client that offers neither, or no ALPN at all, gets HTTP/1.1.
      */
     public static SslContext server(ServerTls tls, boolean http2) {
-        InputStream cert = readable("tls_cert_file", tls.certificateFile());
-        InputStream key = readable("tls_key_file", tls.keyFile());
+        InputStream cert = pem("tls_cert_file", tls.certificateFile());
+        InputStream key = pem("tls_key_file", tls.keyFile());
         try {
             SslContextBuilder b = SslContextBuilder.forServer(cert, key).sslProvider(SslProvider.JDK);
             if (tls.clientCaFile() != null) {
-                b.trustManager(readable("tls_client_ca_file", tls.clientCaFile())).clientAuth(ClientAuth.REQUIRE);
+                b.trustManager(pem("tls_client_ca_file", tls.clientCaFile())).clientAuth(ClientAuth.REQUIRE);
             }
             if (http2) {
                 b.applicationProtocolConfig(new ApplicationProtocolConfig(ApplicationProtocolConfig.Protocol.ALPN,
@@ -72,11 +72,11 @@ public final class TlsContexts {
             SslContextBuilder b = SslContextBuilder.forClient().sslProvider(SslProvider.JDK)
                     .endpointIdentificationAlgorithm("HTTPS");
             if (t.caFile() != null) {
-                b.trustManager(readable("tls_ca_file", t.caFile()));
+                b.trustManager(pem("tls_ca_file", t.caFile()));
             }
             if (t.certificateFile() != null) {
-                b.keyManager(readable("tls_client_cert_file", t.certificateFile()),
-                        readable("tls_client_key_file", t.keyFile()));
+                b.keyManager(pem("tls_client_cert_file", t.certificateFile()),
+                        pem("tls_client_key_file", t.keyFile()));
             }
             return b.build();
         } catch (SSLException | RuntimeException e) {
@@ -97,9 +97,12 @@ public final class TlsContexts {
 
     /**
      * The bytes of the PEM file {@code key} names, read here rather than by Netty, which reads a file whole, so that a
-     * file beyond {@link #MAX_PEM_BYTES} ({@code /dev/zero}) is refused naming the key and the file.
+     * file beyond {@link #MAX_PEM_BYTES} ({@code /dev/zero}) is refused naming the key and the file; for every TLS
+     * client and server the project builds (its listeners, its etcd client).
+     *
+     * @throws IllegalArgumentException naming {@code key} and the file when it cannot be read or is too large
      */
-    private static InputStream readable(String key, Path file) {
+    public static InputStream pem(String key, Path file) {
         if (!Files.isReadable(file)) {
             throw new IllegalArgumentException(key + ": " + file + " (expected: a readable PEM file)");
         }
