@@ -326,6 +326,8 @@ class SnapshotJsonTest {
             a gateway null     | /routes/east              | null   | 20 | routes.east: missing (expected: an object of class → route)
             a route null       | /routes/east/chat         | null   | 21 | routes.east.chat: missing (expected: a route object)
             weights null       | /routes/east/chat/weights | null   | 29 | routes.east.chat.weights: missing (expected: an object of engine id → weight)
+            model null         | /routes/east/chat/model   | null   | 22 | routes.east.chat.model: missing (expected: a model id)
+            endpoint null      | /engines/east-1/endpoint  | null   | 57 | engines.east-1.endpoint: missing (expected: the engine's base URL)
             a curve point null | /retry_budget/curve       | [null] |  7 | retry_budget.curve[0]: missing (expected: a point {utilization, ratio})
             routes a list      | /routes                   | []     | 19 | routes: a list (expected: an object)
             retry budget list  | /retry_budget             | []     |  6 | retry_budget: a list (expected: an object)

@@ -27,6 +27,9 @@ public record EngineState(String cluster, String region, String endpoint, List<S
                           double marginalCostMs, double shadowPriceMs, double penalty,
                           PriorityScheduling priorityScheduling) {
     public EngineState {
+        Present.present(cluster, "cluster", "an engine cluster id");
+        Present.present(region, "region", "a region");
+        Present.present(endpoint, "endpoint", "the engine's base URL");
         models = Present.items(models, "models", "a list of model ids", "a model id");
         if (priorityScheduling == null) {
             priorityScheduling = PriorityScheduling.NONE;

@@ -64,6 +64,7 @@ public record Route(String model, List<String> residency, int priority, double d
     }
 
     public Route {
+        Present.present(model, "model", "a model id");
         residency = Present.items(residency, "residency", "a list of regions", "a region");
         Present.present(weights, "weights", "an object of engine id → weight");
         if (!(shedFraction >= 0 && shedFraction <= 1)) {
