@@ -298,7 +298,12 @@ final class EngineOptions {
                     default -> throw new IllegalArgumentException(option + ": unknown option");
                 }
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(option + ": " + value + " (expected: a number)");
+                // a whole number beyond the option's type is said with the type's range, not as no number at all
+                boolean whole = value.matches("[+-]?\\d+");
+                boolean isLong = option.equals("--seed");
+                throw new IllegalArgumentException(option + ": " + value + (!whole ? " (expected: a number)"
+                        : " (expected: a whole number from " + (isLong ? Long.MIN_VALUE : Integer.MIN_VALUE) + " to "
+                        + (isLong ? Long.MAX_VALUE : Integer.MAX_VALUE) + ")"));
             }
         }
         return new EngineConfig(id, host, port, models.isEmpty() ? d.models() : models, maxSeqs, prefill, base,

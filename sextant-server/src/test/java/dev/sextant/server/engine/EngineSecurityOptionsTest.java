@@ -66,4 +66,16 @@ class EngineSecurityOptionsTest {
         assertThatThrownBy(() -> EngineOptions.limits(Map.of(option, value)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessage(says);
     }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', textBlock = """
+            --max-seqs | 2147483648          | --max-seqs: 2147483648 (expected: a whole number from -2147483648 to 2147483647)
+            --port     | -99999999999        | --port: -99999999999 (expected: a whole number from -2147483648 to 2147483647)
+            --seed     | 9223372036854775808 | --seed: 9223372036854775808 (expected: a whole number from -9223372036854775808 to 9223372036854775807)
+            --max-seqs | many                | --max-seqs: many (expected: a number)
+            """)
+    void numberOptionBeyondItsType_isRefusedWithTheRange(String option, String value, String says) {
+        assertThatThrownBy(() -> EngineOptions.parseArgs(new String[] {option, value}))
+                .isInstanceOf(IllegalArgumentException.class).hasMessage(says);
+    }
 }
