@@ -51,6 +51,8 @@ final class ScenarioLoader {
     static final double MIN_PERIOD_S = 0.1;
     /** Most requests a run's demand may ask for (Σ demand_rps × duration_s): a hundred times large-fleet's. */
     static final double MAX_REQUESTS = 100_000_000;
+    /** The most arrivals a run may draw before thinning (see {@code candidateBound}): a minute or two of drawing. */
+    static final double MAX_CANDIDATES = 1_000_000_000;
     /** Most tokens in a prompt, an answer or a system prompt: the longest context windows there are. */
     static final double MAX_TOKENS = 10_000_000;
     /** Longest a step, a token's prefill or a sequence's decode may take, ms: an hour. */
@@ -367,6 +369,40 @@ final class ScenarioLoader {
                     return;
                 }
             }
+        }
+        candidateBound(durationMs, arrivals, rps, faults);
+    }
+
+    /**
+     * Refuses a run whose arrivals would be drawn more than {@link #MAX_CANDIDATES} times. Each gateway's arrivals are
+     * drawn at its peak rate (its largest shape multiplier times its largest surge) for the whole run and thinned to
+     * the rate of the moment, so a short surge of ×1,000 costs a thousand draws per arrival for the whole run, within
+     * the bound on requests; counted here at most (every request a new conversation), the surge that sets the peak is
+     * named.
+     */
+    private void candidateBound(double durationMs, List<Scenario.Arrivals> arrivals, double[] rps,
+                                List<Scenario.Fault> faults) {
+        double candidates = 0;
+        double largest = 1;
+        int largestAt = -1;
+        for (int g = 0; g < rps.length; g++) {
+            double surge = 1;
+            for (int i = 0; i < faults.size(); i++) {
+                Scenario.Fault f = faults.get(i);
+                if (f.kind() == Scenario.FaultKind.DEMAND_SURGE && (f.gateway() < 0 || f.gateway() == g)) {
+                    surge = Math.max(surge, f.factor());
+                    if (f.factor() > largest) {
+                        largest = f.factor();
+                        largestAt = i;
+                    }
+                }
+            }
+            candidates += rps[g] * arrivals.get(g).maxMultiplier() * surge * durationMs / 1000;
+        }
+        if (candidates > MAX_CANDIDATES && largestAt >= 0) {
+            record("faults[" + largestAt + "].factor", shownNumber(largest) + ": arrivals are drawn at the peak rate"
+                    + " for the whole run, about " + shownNumber(Math.round(candidates)) + " draws (expected: at most "
+                    + shownNumber(MAX_CANDIDATES) + "; a shorter run or a lower demand or factor)");
         }
     }
 

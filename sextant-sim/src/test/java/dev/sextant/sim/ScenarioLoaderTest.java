@@ -113,6 +113,21 @@ class ScenarioLoaderTest {
         assertThat(ScenarioLoader.parse("faulty.yaml", yaml).faults()).hasSize(5);
     }
 
+    /**
+     * Arrivals are drawn at the peak rate for the whole run and thinned: a short surge of ×1,000 within the bound on
+     * requests still cost a thousand draws per arrival for the whole run, and is refused naming the surge.
+     */
+    @Test
+    void shortSurgeWhosePeakRateIsDrawnForTheWholeRun_isRefused() throws Exception {
+        String yaml = SimulationTest.FAULTY.replace("us: {chat: 12}", "us: {chat: 10000}").replace(
+                "kind: demand_surge, at_s: 20, duration_s: 8, factor: 3",
+                "kind: demand_surge, at_s: 20, duration_s: 0.5, factor: 1000").replace("duration_s: 40",
+                "duration_s: 120");
+        assertThatThrownBy(() -> ScenarioLoader.parse("faulty.yaml", yaml)).isInstanceOf(ScenarioException.class)
+                .hasMessageContaining("faults[3].factor: 1,000: arrivals are drawn at the peak rate for the whole run")
+                .hasMessageContaining("(expected: at most 1,000,000,000;");
+    }
+
     /** The series' samples are bounded by the traffic's length: at most 100,000 of them, whatever sample_s asks. */
     @Test
     void sampleShorterThanTheTrafficAllows_isRefused() throws Exception {
