@@ -1,6 +1,7 @@
 package dev.sextant.app;
 
 import dev.sextant.config.TopologyLoader;
+import dev.sextant.config.YamlTree;
 import dev.sextant.server.auth.CredentialsFile;
 import dev.sextant.server.control.ControlPlane;
 import dev.sextant.server.control.ControlPlaneConfig;
@@ -69,7 +70,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
             throw f.problem("token_file", "set with credentials_file (expected: one of them: a shared token, or the "
                     + "tokens of the credentials file)");
         }
-        f.readable("credentials_file", file);
+        f.document("credentials_file", file, YamlTree.MAX_DOCUMENT_CHARS);
         return CredentialsFile.load(file);
     }
 
@@ -114,7 +115,8 @@ final class ControlPlaneCommand implements Callable<Integer> {
         }
         CredentialsFile credentials = credentials(f);
         ControlPlaneConfig c = config(f, topology, credentials, () -> run.port(f, 7070));
-        f.readable("topology", topology); // a missing topology is this file's problem, at its line
+        // a missing or unusable topology is this file's problem, at its line
+        f.document("topology", topology, YamlTree.MAX_DOCUMENT_CHARS);
         dev.sextant.etcd.EtcdOptions etcdOptions = f.etcd(etcd);
         f.tlsContexts(c.tls(), c.engineTls()); // at the start too: an unusable PEM file is this file's problem, not a crash
         if (check) {

@@ -193,7 +193,7 @@ final class GatewayCommand implements Callable<Integer> {
         if (file == null) {
             return null;
         }
-        f.readable("tenants_file", file);
+        f.document("tenants_file", file, dev.sextant.config.YamlTree.MAX_DOCUMENT_CHARS);
         try {
             dev.sextant.server.tenants.Tenants.load(file);
         } catch (dev.sextant.config.ConfigException e) {
@@ -205,7 +205,7 @@ final class GatewayCommand implements Callable<Integer> {
     /** A missing snapshot file is a problem of the config file that names it, at its line. */
     private static void readableSnapshot(ServerFile f, Path snapshotFile) {
         if (snapshotFile != null) {
-            f.readable("snapshot_file", snapshotFile);
+            f.document("snapshot_file", snapshotFile, dev.sextant.config.SnapshotJson.MAX_FILE_BYTES);
         }
     }
 

@@ -310,6 +310,17 @@ final class ServerFile {
     }
 
     /**
+     * As {@link #readable(String, Path)}, for a document the server reads again when it changes: a regular file of at
+     * most {@code maxBytes} ({@code control-plane.yaml:1: topology: /dev/zero: not a regular file (…)}).
+     */
+    Path document(String key, Path target, long maxBytes) {
+        if (!reader.readable(key, target, maxBytes)) {
+            throw all();
+        }
+        return target;
+    }
+
+    /**
      * The bearer token: the file named by {@code token_file} (one token per line; read again when it changes, so a
      * token is rotated without a restart), else the environment variable {@code SEXTANT_TOKEN}; null when neither
      * is set and none is {@code required}.

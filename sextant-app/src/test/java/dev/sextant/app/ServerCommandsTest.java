@@ -62,6 +62,9 @@ class ServerCommandsTest {
             empty host             | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nhost: "" | server.yaml:3: host: '' (expected: an address to bind
             blank control host     | control-plane | topology: t.yaml\\ntoken_file: tok\\nhost: " " | server.yaml:3: host: ' ' (expected: an address to bind
             negative duration      | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nidle_timeout: -5s | server.yaml:3: idle_timeout: '-5s' (expected: a duration >= 0 such as 30s or 500ms, at most 365 days)
+            topology endless       | control-plane | topology: /dev/zero\\ntoken_file: tok | server.yaml:1: topology: /dev/zero: not a regular file (expected: a file, read again when it changes)
+            credentials endless    | control-plane | topology: t.yaml\\ncredentials_file: /dev/zero | server.yaml:2: credentials_file: /dev/zero: not a regular file (expected: a file, read again when it changes)
+            snapshot endless       | gateway       | gateway_cluster: east\\nsnapshot_file: /dev/zero | server.yaml:2: snapshot_file: /dev/zero: not a regular file (expected: a file, read again when it changes)
             centuries of age       | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\nmax_snapshot_age: 10000000000s | server.yaml:3: max_snapshot_age: '10000000000s' (expected: a duration >= 0
             a year and a minute    | control-plane | topology: t.yaml\\ntoken_file: tok\\nsolve_interval: 525601m | server.yaml:3: solve_interval: '525601m' (expected: a duration >= 0
             NaN duration           | gateway       | gateway_cluster: east\\nsnapshot_file: s.json\\ntotal_timeout: NaNs | server.yaml:3: total_timeout: 'NaNs' (expected: a duration >= 0

@@ -360,6 +360,31 @@ public final class ConfigReader {
         return why == null;
     }
 
+    /**
+     * As {@link #readable(String, Path)}, for a document the server reads again when it changes (a topology, a
+     * credentials or tenants file, a snapshot): a regular file of at most {@code maxBytes}. Otherwise the problem is
+     * said at {@code path}, the line that names the file, rather than by the file's own reading, which knows no key.
+     */
+    public boolean readable(String path, Path target, long maxBytes) {
+        if (!readable(path, target)) {
+            return false;
+        }
+        String why = null;
+        try {
+            if (!Files.isRegularFile(target)) {
+                why = "not a regular file (expected: a file, read again when it changes)";
+            } else if (Files.size(target) > maxBytes) {
+                why = "file of " + Files.size(target) + " bytes (expected: at most " + maxBytes + ")";
+            }
+        } catch (java.io.IOException e) {
+            why = ConfigProblem.cannotRead(e);
+        }
+        if (why != null) {
+            problem(path, target + ": " + why);
+        }
+        return why == null;
+    }
+
     /** Records that {@code n}, at {@code path}.{@code key}, is not what was {@code expected}; returns null. */
     public <T> T wrongType(String path, String key, Node n, String expected) {
         if (!(n instanceof Scalar s && s.kind() == Kind.OTHER)) {
