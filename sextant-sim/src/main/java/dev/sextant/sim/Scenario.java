@@ -184,6 +184,25 @@ record Scenario(String name, String description, Topology topology, List<EngineP
         Fault {
             engines = List.copyOf(engines);
         }
+
+        /** Whether it reaches gateway cluster {@code g}: its own, or every one when it names none. */
+        boolean reaches(int g) {
+            return gateway < 0 || gateway == g;
+        }
+
+        /**
+         * The largest demand surge of {@code faults} that reaches gateway cluster {@code g}, 1 when none does: the
+         * peak its arrivals are drawn at for the whole run, and thinned from.
+         */
+        static double peakSurge(List<Fault> faults, int g) {
+            double peak = 1;
+            for (Fault f : faults) {
+                if (f.kind == FaultKind.DEMAND_SURGE && f.reaches(g)) {
+                    peak = Math.max(peak, f.factor);
+                }
+            }
+            return peak;
+        }
     }
 
     /**

@@ -359,7 +359,7 @@ final class ScenarioLoader {
             } else if (f.kind() == Scenario.FaultKind.DEMAND_SURGE && f.factor() > 1) {
                 double withinMs = Math.max(0, Math.min(f.atMs() + f.durationMs(), durationMs) - f.atMs());
                 for (int g = 0; g < rps.length; g++) {
-                    if (f.gateway() < 0 || f.gateway() == g) {
+                    if (f.reaches(g)) {
                         total += (f.factor() - 1) * arrivals.get(g).maxMultiplier() * rps[g] * withinMs / 1000;
                     }
                 }
@@ -383,21 +383,18 @@ final class ScenarioLoader {
     private void candidateBound(double durationMs, List<Scenario.Arrivals> arrivals, double[] rps,
                                 List<Scenario.Fault> faults) {
         double candidates = 0;
+        for (int g = 0; g < rps.length; g++) {
+            candidates += rps[g] * arrivals.get(g).maxMultiplier() * Scenario.Fault.peakSurge(faults, g) * durationMs
+                    / 1000;
+        }
         double largest = 1;
         int largestAt = -1;
-        for (int g = 0; g < rps.length; g++) {
-            double surge = 1;
-            for (int i = 0; i < faults.size(); i++) {
-                Scenario.Fault f = faults.get(i);
-                if (f.kind() == Scenario.FaultKind.DEMAND_SURGE && (f.gateway() < 0 || f.gateway() == g)) {
-                    surge = Math.max(surge, f.factor());
-                    if (f.factor() > largest) {
-                        largest = f.factor();
-                        largestAt = i;
-                    }
-                }
+        for (int i = 0; i < faults.size(); i++) {
+            Scenario.Fault f = faults.get(i);
+            if (f.kind() == Scenario.FaultKind.DEMAND_SURGE && f.factor() > largest) {
+                largest = f.factor();
+                largestAt = i;
             }
-            candidates += rps[g] * arrivals.get(g).maxMultiplier() * surge * durationMs / 1000;
         }
         if (candidates > MAX_CANDIDATES && largestAt >= 0) {
             record("faults[" + largestAt + "].factor", shownNumber(largest) + ": arrivals are drawn at the peak rate"

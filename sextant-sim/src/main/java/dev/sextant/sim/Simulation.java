@@ -295,12 +295,7 @@ final class Simulation implements EngineSim.Listener {
         Scenario.ClassWorkload w = scenario.workload().get(k);
         Scenario.Arrivals shape = scenario.arrivals().get(g);
         double convPerMs = requestRps / w.turnsMean() / 1000.0;
-        double maxSurge = 1;
-        for (Scenario.Fault f : scenario.faults()) {
-            if (f.kind() == Scenario.FaultKind.DEMAND_SURGE && reaches(f, g)) {
-                maxSurge = Math.max(maxSurge, f.factor());
-            }
-        }
+        double maxSurge = Scenario.Fault.peakSurge(scenario.faults(), g);
         double maxRate = convPerMs * shape.maxMultiplier() * maxSurge;
         long stream = (long) g * classCount + k;
         SplittableRandom rng = new SplittableRandom(SplitMix64.mix(seed ^ SplitMix64.mix(stream + 0x5eed)));
@@ -547,11 +542,6 @@ final class Simulation implements EngineSim.Listener {
 
     // ---- faults
 
-    /** Whether fault {@code f} reaches gateway cluster {@code g}: its own, or every one when it names none. */
-    private static boolean reaches(Scenario.Fault f, int g) {
-        return f.gateway() < 0 || f.gateway() == g;
-    }
-
     private void applyFault(Scenario.Fault f, boolean begin) {
         double detect = scenario.control().healthCheckMs();
         switch (f.kind()) {
@@ -583,7 +573,7 @@ final class Simulation implements EngineSim.Listener {
             case PARTITION -> {
                 int c = clusterIds.indexOf(f.cluster());
                 for (int g = 0; g < gatewayCount; g++) {
-                    if (reaches(f, g)) {
+                    if (f.reaches(g)) {
                         int gg = g;
                         cut[g][c] = begin;
                         loop.after(detect, () -> knownReachable[gg][c] = !cut[gg][c]);
@@ -594,7 +584,7 @@ final class Simulation implements EngineSim.Listener {
                 int c = clusterIds.indexOf(f.cluster());
                 double by = begin ? f.factor() : 1 / f.factor();
                 for (int g = 0; g < gatewayCount; g++) {
-                    if (reaches(f, g)) {
+                    if (f.reaches(g)) {
                         for (int j = 0; j < engineCount; j++) {
                             if (clusterOf[j] == c) {
                                 rttMs[g][j] *= by;
@@ -609,14 +599,14 @@ final class Simulation implements EngineSim.Listener {
             case CONTROL_PLANE_OUTAGE -> controlPlaneUp = !begin;
             case DEMAND_SURGE -> {
                 for (int g = 0; g < gatewayCount; g++) {
-                    if (reaches(f, g)) {
+                    if (f.reaches(g)) {
                         surge[g] = begin ? f.factor() : 1.0;
                     }
                 }
             }
             case WORKLOAD_SHIFT -> {
                 for (int g = 0; g < gatewayCount; g++) {
-                    if (reaches(f, g)) {
+                    if (f.reaches(g)) {
                         outputShift[g] = begin ? f.factor() : 1.0;
                         promptShift[g] = begin ? f.promptFactor() : 1.0;
                     }
