@@ -33,9 +33,7 @@ public final class BoundedFile {
      * @throws IOException       it cannot be read
      */
     public static byte[] read(Path file, int limit) throws IOException {
-        if (Files.isRegularFile(file) && Files.size(file) > limit) {
-            throw tooLarge("file of " + Files.size(file) + " bytes", limit); // not opened: no byte of it is read
-        }
+        checkSize(file, limit); // a regular file beyond it is not opened: no byte of it is read
         byte[] bytes;
         try (InputStream in = Files.newInputStream(file)) {
             bytes = in.readNBytes(limit + 1);
@@ -56,7 +54,23 @@ public final class BoundedFile {
         return StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(read(file, limit))).toString();
     }
 
-    private static TooLargeException tooLarge(String found, int limit) {
+    /**
+     * Refuses {@code file} when it is a regular file of more than {@code limit} bytes; any other kind of file shows its
+     * size only by being read.
+     *
+     * @throws TooLargeException it is larger ({@code file of 17000000 bytes (expected: at most 16777216)})
+     * @throws IOException       its size cannot be read
+     */
+    public static void checkSize(Path file, long limit) throws IOException {
+        if (Files.isRegularFile(file)) {
+            long size = Files.size(file);
+            if (size > limit) {
+                throw tooLarge("file of " + size + " bytes", limit);
+            }
+        }
+    }
+
+    private static TooLargeException tooLarge(String found, long limit) {
         return new TooLargeException(found + " (expected: at most " + limit + ")");
     }
 }

@@ -370,14 +370,14 @@ public final class ConfigReader {
             return false;
         }
         String why = null;
-        try {
-            if (!Files.isRegularFile(target)) {
-                why = "not a regular file (expected: a file, read again when it changes)";
-            } else if (Files.size(target) > maxBytes) {
-                why = "file of " + Files.size(target) + " bytes (expected: at most " + maxBytes + ")";
+        if (!Files.isRegularFile(target)) {
+            why = "not a regular file (expected: a file, read again when it changes)";
+        } else {
+            try {
+                BoundedFile.checkSize(target, maxBytes);
+            } catch (IOException e) {
+                why = ConfigProblem.cannotRead(e);
             }
-        } catch (java.io.IOException e) {
-            why = ConfigProblem.cannotRead(e);
         }
         if (why != null) {
             problem(path, target + ": " + why);
