@@ -88,7 +88,7 @@ final class DefaultDataPlane implements DataPlane {
         this.options = options;
         this.maxAgeNanos = options.maxSnapshotAge().toNanos();
         Duration cadence = options.controlPlaneCadence();
-        this.silentAfterNanos = cadence == null ? Long.MAX_VALUE : 2 * Math.min(cadence.toNanos(), Long.MAX_VALUE / 2);
+        this.silentAfterNanos = cadence == null ? Long.MAX_VALUE : 2 * cadence.toNanos(); // a year at most: no overflow
         this.shedRetryAfterNanos = options.shedRetryAfter().toNanos();
         this.unavailableRetryAfterNanos = options.unavailableRetryAfter().toNanos();
         this.ejectionBaseNanos = options.ejectionBase().toNanos();

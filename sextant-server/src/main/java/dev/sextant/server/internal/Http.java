@@ -152,11 +152,12 @@ public final class Http {
     }
 
     /**
-     * The longest duration a setting or a request may give: a year. No setting needs more (a snapshot kept "for ever"
-     * is kept for a year), and every deadline is computed as now + duration in nanoseconds, which a few centuries
-     * overflow (docs/servers.md, "gateway.yaml").
+     * The longest duration a setting or a request may give: a year, the data plane's own bound
+     * ({@link dev.sextant.request.DataPlaneOptions#MAX_DURATION}). No setting needs more (a snapshot kept "for ever" is
+     * kept for a year), and every deadline is computed as now + duration in nanoseconds, which a few centuries overflow
+     * (docs/servers.md, "gateway.yaml").
      */
-    public static final Duration MAX_DURATION = Duration.ofDays(365);
+    public static final Duration MAX_DURATION = dev.sextant.request.DataPlaneOptions.MAX_DURATION;
 
     /**
      * A duration such as {@code 30s}, {@code 500ms}, {@code 2m} or a bare number of seconds, at most
