@@ -326,7 +326,8 @@ final class DefaultControlLoop implements ControlLoop {
         if (published.objective().shedRps() > 0) {
             return true;
         }
-        HeldRouting held = Policies.evaluate(publishedFor.withDemand(rates(demandEstimates())), published);
+        // the demand the reports show: the configured floor of a young estimate is a plan's prior, not a load that came
+        HeldRouting held = Policies.evaluate(publishedFor.withDemand(rates(demandEstimates(false))), published);
         return Double.isInfinite(held.latencyCost()) || held.maxLoadRatio() > HEADROOM_TOLERANCE;
     }
 
@@ -430,7 +431,7 @@ final class DefaultControlLoop implements ControlLoop {
                     t.config.capacityRps(), shared.profile(), shared.idleTtftMs(), applied, shared.batchSlots(),
                     shared.evidence(), shared.capacityWhy(), t.speedWhy, t.conditionWhy));
         }
-        return new Estimates(now, est, demandEstimates(), linkEstimates(), modelEstimates(),
+        return new Estimates(now, est, demandEstimates(true), linkEstimates(), modelEstimates(),
                 affinityDiscount(fitted), affinityWhy(fitted));
     }
 
@@ -562,8 +563,15 @@ final class DefaultControlLoop implements ControlLoop {
                 : String.format(Locale.ROOT, "%.2f", v);
     }
 
-    private Map<String, Map<String, DemandEstimate>> demandEstimates() {
+    /**
+     * The demand per gateway cluster and class the optimizer plans for. With {@code floors}, the configured demand is
+     * the floor of an observed demand below it while the reports cannot yet tell a ramp from a level
+     * ({@link DemandTracker#young}): a cluster starting up reports a fraction of its demand in its first seconds, and
+     * a plan for that fraction fills the fastest engines with what arrives a report later.
+     */
+    private Map<String, Map<String, DemandEstimate>> demandEstimates(boolean floors) {
         Map<String, Map<String, DemandEstimate>> out = new TreeMap<>();
+        long window = options.demandWindow().toNanos();
         for (GatewayCluster g : topology.gatewayClusters()) {
             Map<String, Double> configured = topology.demandRps().getOrDefault(g.id(), Map.of());
             Map<String, Map<String, DemandTracker>> instances = demand.getOrDefault(g.id(), Map.of());
@@ -581,6 +589,7 @@ final class DefaultControlLoop implements ControlLoop {
                 int live = 0;
                 long count = 0;
                 double seconds = 0;
+                boolean young = true;
                 for (Map<String, DemandTracker> byClass : instances.values()) {
                     DemandTracker d = byClass.get(c.id());
                     if (d == null || Double.isNaN(d.rate()) || d.lastAt() < newest - INSTANCE_EXPIRY_NANOS) {
@@ -592,16 +601,25 @@ final class DefaultControlLoop implements ControlLoop {
                     var += Double.isNaN(se) ? 0 : se * se;
                     seconds = Math.max(seconds, d.windowSeconds());
                     count += d.count();
+                    young &= d.young(window);
                 }
                 DemandEstimate e;
                 if (!options.observedDemand() || live == 0) {
-                    e = new DemandEstimate(conf, conf, Double.NaN, options.observedDemand()
+                    e = new DemandEstimate(conf, conf, 0, Double.NaN, options.observedDemand()
                             ? "configured (no report yet)" : "configured (demand from reports is off)");
                 } else {
-                    e = new DemandEstimate(Math.min(MAX_RPS, rate), conf, Math.sqrt(var), String.format(Locale.ROOT,
-                            "observed: %d requests in %.0f s of reports from %d gateway process%s; configured %s%s",
-                            count, seconds, live, live == 1 ? "" : "es", rps(conf), rate > MAX_RPS
-                                    ? "; taken as " + rps(MAX_RPS) + ", the most a topology may say" : ""));
+                    double observed = Math.min(MAX_RPS, rate);
+                    String seen = String.format(Locale.ROOT, "%d requests in %.0f s of reports from %d gateway "
+                            + "process%s", count, seconds, live, live == 1 ? "" : "es");
+                    if (floors && young && observed < conf) {
+                        e = new DemandEstimate(conf, conf, observed, Math.sqrt(var), String.format(Locale.ROOT,
+                                "configured, until the reports settle: %s so far show %s (a ramp, or too few reports "
+                                + "to tell one from a level)", seen, rps(observed)));
+                    } else {
+                        e = new DemandEstimate(observed, conf, observed, Math.sqrt(var), String.format(Locale.ROOT,
+                                "observed: %s; configured %s%s", seen, rps(conf), rate > MAX_RPS
+                                        ? "; taken as " + rps(MAX_RPS) + ", the most a topology may say" : ""));
+                    }
                 }
                 if (e.rps() > 0 || configured.containsKey(c.id())) {
                     row.put(c.id(), e);
@@ -766,7 +784,7 @@ final class DefaultControlLoop implements ControlLoop {
                             + "× idle while the fleet is short (" + String.join(", ", bounded) + ")";
                 }
             }
-            List<String[]> unreported = candidate.objective().shedRps() > 0 && options.observedDemand()
+            List<Forecast> unreported = candidate.objective().shedRps() > 0 && options.observedDemand()
                     ? unreported(est, solveFor) : List.of();
             if (sheds(candidate, unreported)) {
                 // the largest share of the forecast that sheds none of it, by bisection (a few solves, only until the
@@ -787,11 +805,19 @@ final class DefaultControlLoop implements ControlLoop {
                         bestFor = t;
                     }
                 }
+                boolean floors = unreported.stream().anyMatch(f -> f.reportedRps() > 0);
+                if (best == null && floors) {
+                    // what the reports show sheds by itself: that is shed, the configured demand beyond it is not
+                    bestFor = scaled(solveFor, unreported, 0);
+                    best = optimizer.solve(bestFor, opts);
+                }
                 if (best != null) {
                     candidate = best;
                     solveFor = bestFor;
-                    unproven += String.format(Locale.ROOT, "; not shed on demand that no gateway has reported yet: "
-                            + "planned for %.0f%% of the topology's", 100 * lo);
+                    unproven += floors ? String.format(Locale.ROOT, "; not shed on demand that no gateway has reported "
+                            + "yet: planned for what the reports show and %.0f%% of the topology's demand beyond it",
+                            100 * lo) : String.format(Locale.ROOT, "; not shed on demand that no gateway has reported "
+                            + "yet: planned for %.0f%% of the topology's", 100 * lo);
                 }
             }
         } catch (RuntimeException e) {
@@ -995,10 +1021,18 @@ final class DefaultControlLoop implements ControlLoop {
     private static final int FORECAST_STEPS = 8;
 
     /**
-     * The (gateway cluster, class) pairs whose demand no gateway has reported yet (the topology's forecast), of the
-     * classes that {@code t} has an allowed engine in service for (a class without one is refused whatever its demand).
+     * Demand that no gateway has reported yet, of one (gateway cluster, class): the topology's, beyond what the
+     * reports show ({@code reportedRps}: 0 before the first report, more while the configured demand is the floor of
+     * a young estimate).
      */
-    private static List<String[]> unreported(Estimates est, Topology t) {
+    private record Forecast(String gateway, String cls, double reportedRps) {
+    }
+
+    /**
+     * The (gateway cluster, class) pairs whose demand is in part or whole a forecast, of the classes that {@code t}
+     * has an allowed engine in service for (a class without one is refused whatever its demand).
+     */
+    private static List<Forecast> unreported(Estimates est, Topology t) {
         Set<String> servable = new HashSet<>();
         for (TrafficClass c : t.classes()) {
             for (Engine e : t.engines()) {
@@ -1008,19 +1042,19 @@ final class DefaultControlLoop implements ControlLoop {
                 }
             }
         }
-        List<String[]> out = new ArrayList<>();
+        List<Forecast> out = new ArrayList<>();
         est.demand().forEach((g, row) -> row.forEach((k, d) -> {
-            if (Double.isNaN(d.standardError()) && d.rps() > 0 && servable.contains(k)) {
-                out.add(new String[] {g, k});
+            if (servable.contains(k) && d.rps() > 0 && (Double.isNaN(d.standardError()) || d.floored())) {
+                out.add(new Forecast(g, k, d.floored() ? d.reportedRps() : 0));
             }
         }));
         return out;
     }
 
     /** True when {@code s} sheds any of {@code pairs}' demand, beyond the solver's precision. */
-    private static boolean sheds(Snapshot s, List<String[]> pairs) {
-        for (String[] p : pairs) {
-            Route r = s.route(p[0], p[1]);
+    private static boolean sheds(Snapshot s, List<Forecast> pairs) {
+        for (Forecast p : pairs) {
+            Route r = s.route(p.gateway(), p.cls());
             if (r != null && r.shedFraction() > SHED_PRECISION) {
                 return true;
             }
@@ -1028,14 +1062,14 @@ final class DefaultControlLoop implements ControlLoop {
         return false;
     }
 
-    /** {@code t} with the demand of {@code pairs} times {@code share}. */
-    private static Topology scaled(Topology t, List<String[]> pairs, double share) {
+    /** {@code t} with the demand of {@code pairs} beyond what the reports show times {@code share}. */
+    private static Topology scaled(Topology t, List<Forecast> pairs, double share) {
         Map<String, Map<String, Double>> d = new LinkedHashMap<>();
         t.demandRps().forEach((g, row) -> d.put(g, new LinkedHashMap<>(row)));
-        for (String[] p : pairs) {
-            Map<String, Double> row = d.get(p[0]);
+        for (Forecast p : pairs) {
+            Map<String, Double> row = d.get(p.gateway());
             if (row != null) {
-                row.computeIfPresent(p[1], (k, v) -> v * share);
+                row.computeIfPresent(p.cls(), (k, v) -> p.reportedRps() + (v - p.reportedRps()) * share);
             }
         }
         return t.withDemand(d);

@@ -684,6 +684,99 @@ class ControlLoopTest {
         assertThat(d.why()).startsWith("observed");
     }
 
+    /**
+     * A gateway cluster starting up reports a fraction of its demand at first; while its reports cannot yet tell a
+     * ramp from a level, the configured demand is the floor of what the loop plans for, and once they settle what
+     * they show is the demand, below the configured one.
+     */
+    @Test
+    void demandRampingUp_isPlannedAtTheConfiguredDemand_untilTheReportsSettle() {
+        Rig r = rig(Map.of(), Map.of(), 150, 18);
+        for (double d : new double[] {15, 40, 65, 90}) {
+            r.demand = d;
+            r.run(5);
+            DemandEstimate e = r.loop.estimates().demand().get("gw").get("chat");
+            assertThat(e.rps()).as("at %s req/s", d).isEqualTo(150);
+            assertThat(e.floored()).isTrue();
+            assertThat(e.reportedRps()).isLessThan(0.75 * 150);
+            assertThat(e.why()).startsWith("configured, until the reports settle");
+        }
+        r.demand = 100;
+        r.run(60);
+
+        DemandEstimate e = r.loop.estimates().demand().get("gw").get("chat");
+        assertThat(e.floored()).isFalse();
+        assertThat(e.rps()).isCloseTo(100, within(10.0));
+        assertThat(e.why()).startsWith("observed");
+    }
+
+    /**
+     * A steady demand below the configured one is what the loop plans for once its reports bound its trend: after
+     * four reports where they count enough requests to, within the demand window where they do not.
+     */
+    @Test
+    void demandSteadyBelowTheConfigured_isTheObservedOnceTheReportsBoundItsTrend() {
+        Rig small = rig(Map.of(), Map.of(), 150, 19);
+        small.demand = 45;
+        small.run(20);
+        assertThat(small.loop.estimates().demand().get("gw").get("chat").floored())
+                .as("four reports of 225 requests cannot bound a trend to 10%% of a minute").isTrue();
+        small.run(45);
+        DemandEstimate e = small.loop.estimates().demand().get("gw").get("chat");
+        assertThat(e.floored()).isFalse();
+        assertThat(e.rps()).isCloseTo(45, within(6.0));
+
+        Rig large = rig(Map.of(), Map.of(), 1_500, 21);
+        large.demand = 900;
+        large.run(20);
+        DemandEstimate l = large.loop.estimates().demand().get("gw").get("chat");
+        assertThat(l.floored()).as("four reports of 4,500 requests do").isFalse();
+        assertThat(l.rps()).isCloseTo(900, within(30.0));
+    }
+
+    /** Once the reports have settled, a fall of demand below the configured one is followed, not floored. */
+    @Test
+    void demandFallingAfterTheReportsSettled_isFollowed() {
+        Rig r = rig(Map.of(), Map.of(), 150, 20);
+        r.run(30); // six reports, within the demand window of the first
+        r.demand = 50;
+        r.run(15);
+
+        DemandEstimate e = r.loop.estimates().demand().get("gw").get("chat");
+        assertThat(e.floored()).isFalse();
+        assertThat(e.rps()).isCloseTo(50, within(8.0));
+    }
+
+    /**
+     * The configured floor of a young demand never sheds: where the engines do not carry it, the plan is for what
+     * the reports show and as much of the configured demand beyond it as they carry; what the reports show alone is
+     * shed where it exceeds what they carry.
+     */
+    @Test
+    void configuredFloor_isPlannedOnlyAsFarAsTheEnginesCarryIt() {
+        Topology t = Fleets.oneCluster(2, 50, 400); // four engines: 180 req/s of effective capacity
+        Step within = stepAfterOneReport(t, 100);
+        double planned = within.solvedFor().demandRps().get("gw").get("chat");
+        assertThat(within.snapshot().route("gw", "chat").shedFraction()).isZero();
+        assertThat(planned).isGreaterThan(150).isLessThanOrEqualTo(180);
+        assertThat(within.reason()).contains("planned for what the reports show and");
+        assertThat(within.estimates().demand().get("gw").get("chat").floored()).isTrue();
+
+        Step beyond = stepAfterOneReport(t, 250);
+        assertThat(beyond.solvedFor().demandRps().get("gw").get("chat")).isEqualTo(250);
+        assertThat(beyond.snapshot().objective().shedRps()).isCloseTo(250 - 180.0, within(1e-6));
+    }
+
+    private static Step stepAfterOneReport(Topology t, long rps) {
+        ManualTicker ticker = new ManualTicker();
+        ControlLoop loop = ControlLoop.create(t, ControlOptions.defaults(), ticker, null);
+        loop.step();
+        ticker.advanceSeconds(5);
+        loop.observe(new GatewayReport("gw", "", ticker.nanos(), 5, Map.of("chat", 5 * rps), Map.of(), Map.of(),
+                Map.of(), null));
+        return loop.step();
+    }
+
     @Test
     void demandSurge_isFollowedWithinTwoReports() {
         Rig r = rig(Map.of(), Map.of(), 150, 12);
