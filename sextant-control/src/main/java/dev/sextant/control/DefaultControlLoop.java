@@ -59,6 +59,8 @@ final class DefaultControlLoop implements ControlLoop {
     private final Map<GroupModel, List<EngineTracker>> members = new HashMap<>();
     /** gateway cluster → instance → class → demand. */
     private final Map<String, Map<String, Map<String, DemandTracker>>> demand = new HashMap<>();
+    /** (gateway cluster, class) whose reports have reached or refuted the configured demand: it is no floor there. */
+    private final Set<String> settledDemand = new HashSet<>();
     /** gateway cluster → engine cluster → link. */
     private final Map<String, Map<String, LinkTracker>> links = new HashMap<>();
     private Snapshot published;
@@ -565,9 +567,12 @@ final class DefaultControlLoop implements ControlLoop {
 
     /**
      * The demand per gateway cluster and class the optimizer plans for. With {@code floors}, the configured demand is
-     * the floor of an observed demand below it while the reports cannot yet tell a ramp from a level
-     * ({@link DemandTracker#young}): a cluster starting up reports a fraction of its demand in its first seconds, and
-     * a plan for that fraction fills the fastest engines with what arrives a report later.
+     * the floor of an observed demand below it while the reports cannot yet tell a ramp from a level: a cluster
+     * starting up reports a fraction of its demand in its first seconds, and a plan for that fraction fills the
+     * fastest engines with what arrives a report later. The floor ends, for good, once the reports have reached the
+     * configured demand (within the agreement's tolerance) or refute it (even at the upper bound of their trend the
+     * demand stays below it for a demand window, {@link DemandTracker#upperRate}), and a demand window after the
+     * cluster's first report of the class whatever they say.
      */
     private Map<String, Map<String, DemandEstimate>> demandEstimates(boolean floors) {
         Map<String, Map<String, DemandEstimate>> out = new TreeMap<>();
@@ -589,7 +594,8 @@ final class DefaultControlLoop implements ControlLoop {
                 int live = 0;
                 long count = 0;
                 double seconds = 0;
-                boolean young = true;
+                double upper = 0;
+                long first = Long.MAX_VALUE;
                 for (Map<String, DemandTracker> byClass : instances.values()) {
                     DemandTracker d = byClass.get(c.id());
                     if (d == null || Double.isNaN(d.rate()) || d.lastAt() < newest - INSTANCE_EXPIRY_NANOS) {
@@ -601,7 +607,8 @@ final class DefaultControlLoop implements ControlLoop {
                     var += Double.isNaN(se) ? 0 : se * se;
                     seconds = Math.max(seconds, d.windowSeconds());
                     count += d.count();
-                    young &= d.young(window);
+                    upper += d.upperRate(window / 1e9);
+                    first = Math.min(first, d.firstAt());
                 }
                 DemandEstimate e;
                 if (!options.observedDemand() || live == 0) {
@@ -611,7 +618,11 @@ final class DefaultControlLoop implements ControlLoop {
                     double observed = Math.min(MAX_RPS, rate);
                     String seen = String.format(Locale.ROOT, "%d requests in %.0f s of reports from %d gateway "
                             + "process%s", count, seconds, live, live == 1 ? "" : "es");
-                    if (floors && young && observed < conf) {
+                    String key = g.id() + "\u0000" + c.id();
+                    if (observed >= (1 - DemandTracker.AGREEMENT_RELATIVE) * conf || upper < conf) {
+                        settledDemand.add(key); // reached or refuted: the reports' own from now on
+                    }
+                    if (floors && observed < conf && !settledDemand.contains(key) && newest - first < window) {
                         e = new DemandEstimate(conf, conf, observed, Math.sqrt(var), String.format(Locale.ROOT,
                                 "configured, until the reports settle: %s so far show %s (a ramp, or too few reports "
                                 + "to tell one from a level)", seen, rps(observed)));

@@ -20,9 +20,9 @@ import java.util.Locale;
  * from zero, the estimate is the fitted line at the newest report rather than the mean, which lags a ramp by half
  * the window. A lone newest report that disagrees with the agreeing reports before it is held back until the next
  * one confirms it: one interval of extraordinary arrivals (a thousand requests sent at once) is not a new level of
- * demand, and planning for it after it has passed would only shed requests that are not coming. Until its
- * reports bound the trend of a level the tracker is {@link #young}: they cannot yet tell a ramp from a level, and
- * the loop keeps the configured demand as their floor.
+ * demand, and planning for it after it has passed would only shed requests that are not coming. While the
+ * reports cannot yet tell a ramp from a level, the loop keeps the configured demand as their floor
+ * ({@link #upperRate}).
  */
 final class DemandTracker {
     /** How many Poisson standard deviations a report may differ from the newer ones and still be averaged with them. */
@@ -35,12 +35,12 @@ final class DemandTracker {
 
     /** Reports the trend fit needs: fewer cannot tell a ramp from a level. */
     static final int TREND_REPORTS = 4;
-    /** Standard errors above its fitted trend that a level's demand is bounded by: a one-sided 97.7% bound. */
+    /** Standard errors above its fitted trend that the demand is bounded by: a one-sided 97.7% bound. */
     static final double LEVEL_SE = 2;
 
     private final ArrayDeque<Report> reports = new ArrayDeque<>();
     private long firstAt = Long.MIN_VALUE;
-    private boolean settled;
+    private double slopeBound = Double.NaN;
     private long lastAt = Long.MIN_VALUE;
     private double rate = Double.NaN;
     private double seconds;
@@ -102,6 +102,7 @@ final class DemandTracker {
         seconds = s;
         rate = s > 0 ? c / s : Double.NaN;
         trend = 0;
+        slopeBound = used.size() >= TREND_REPORTS && rate == 0 ? 0 : Double.NaN;
         if (used.size() >= TREND_REPORTS && rate > 0) {
             // the fitted line at the newest report averaged, when the trend is significant
             double tMean = 0;
@@ -119,11 +120,7 @@ final class DemandTracker {
             if (sxx > 0) {
                 double slope = sxy / sxx;
                 double se = Math.sqrt(rate / sxx);
-                // a level: even at the upper bound of its trend the demand would not rise by more than the reports'
-                // own tolerance over as long again as they span
-                if ((slope + LEVEL_SE * se) * s <= AGREEMENT_RELATIVE * rate) {
-                    settled = true;
-                }
+                slopeBound = Math.max(0, slope + LEVEL_SE * se);
                 // four standard errors, as for a split (AGREEMENT_SD): tested at every report, a chance run of low
                 // reports passes three often enough to publish a trend that is not there
                 if (Math.abs(slope) > AGREEMENT_SD * se) {
@@ -135,14 +132,16 @@ final class DemandTracker {
     }
 
     /**
-     * True while the reports cannot yet say the level of demand, and the first came less than {@code windowNanos}
-     * before the newest. They say it once at least {@link #TREND_REPORTS} of them agree and, at {@link #LEVEL_SE}
-     * standard errors above its fitted trend, the demand would rise by at most {@link #AGREEMENT_RELATIVE} over as
-     * long again as they span: a ramp, or reports too few or too small to bound one, leave it young. Once settled, a
-     * tracker stays so: what it sees afterwards is a change of a level it knows.
+     * The most demand the reports allow {@code horizonSeconds} after the newest, req/s: the estimate plus
+     * {@link #LEVEL_SE} standard errors above the slope fitted to the reports averaged (no less than flat); infinite
+     * while fewer than {@link #TREND_REPORTS} agree, which cannot bound a trend.
      */
-    boolean young(long windowNanos) {
-        return !settled && lastAt - firstAt < windowNanos;
+    double upperRate(double horizonSeconds) {
+        return Double.isNaN(slopeBound) ? Double.POSITIVE_INFINITY : rate + slopeBound * horizonSeconds;
+    }
+
+    long firstAt() {
+        return firstAt;
     }
 
     /**
