@@ -95,7 +95,10 @@ record ControlView(JsonNode health, Map<String, JsonNode> explained, String erro
         return out;
     }
 
-    /** "chat 100.2 req/s observed (configured 100)", per class of the gateway cluster's demand. */
+    /**
+     * "chat 100.2 req/s observed (configured 100)", or "chat 100 req/s configured, until the reports settle (they
+     * show 28.6)", per class of the gateway cluster's demand.
+     */
     String demand(String gateway) {
         List<JsonNode> ex = of(gateway);
         if (ex.isEmpty()) {
@@ -106,10 +109,15 @@ record ControlView(JsonNode health, Map<String, JsonNode> explained, String erro
             JsonNode d = e.getValue();
             String why = d.path("why").asText("");
             double r = d.path("rps").asDouble(Double.NaN);
-            parts.add(why.startsWith("observed")
-                    ? String.format(Locale.ROOT, "%s %s req/s observed (configured %s)", e.getKey(), rps(r),
-                    rps(d.path("configured_rps").asDouble(Double.NaN)))
-                    : String.format(Locale.ROOT, "%s %s req/s %s", e.getKey(), rps(r), why));
+            if (why.startsWith("observed")) {
+                parts.add(String.format(Locale.ROOT, "%s %s req/s observed (configured %s)", e.getKey(), rps(r),
+                        rps(d.path("configured_rps").asDouble(Double.NaN))));
+            } else if (why.startsWith("configured, until the reports settle")) {
+                parts.add(String.format(Locale.ROOT, "%s %s req/s configured, until the reports settle (they show %s)",
+                        e.getKey(), rps(r), rps(d.path("reported_rps").asDouble(Double.NaN))));
+            } else {
+                parts.add(String.format(Locale.ROOT, "%s %s req/s %s", e.getKey(), rps(r), why));
+            }
         });
         return String.join("; ", parts);
     }

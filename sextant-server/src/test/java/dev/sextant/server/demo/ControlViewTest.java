@@ -28,4 +28,18 @@ class ControlViewTest {
         assertThat(v.engineLines().get(1)).startsWith("  usw-1        healthy  36.5 req/s");
         assertThat(v.engineLines().get(2)).startsWith("  usw-2        down     38.9 req/s").endsWith("; no answer");
     }
+
+    @Test
+    void demand_observedOrHeldAtTheConfiguredFloor_eachOnShortWords() throws Exception {
+        String explained = "{\"estimates\":{\"demand\":{"
+                + "\"chat\":{\"rps\":100,\"configured_rps\":100,\"reported_rps\":28.61,\"why\":\"configured, until the "
+                + "reports settle: 286 requests in 10 s of reports from 1 gateway process so far show 28.6 (a ramp, or too "
+                + "few reports to tell one from a level)\"},"
+                + "\"chat-eu\":{\"rps\":8.9,\"configured_rps\":30,\"reported_rps\":8.9,\"why\":\"observed: 89 requests "
+                + "in 10 s of reports from 1 gateway process; configured 30.0\"}}}}";
+        ControlView v = new ControlView(JSON.readTree("{}"), Map.of("east\u0000chat", JSON.readTree(explained)), null);
+
+        assertThat(v.demand("east")).isEqualTo("chat 100 req/s configured, until the reports settle (they show 28.6); "
+                + "chat-eu 8.9 req/s observed (configured 30)");
+    }
 }

@@ -44,8 +44,9 @@ class LoadDriverTest {
                 // the control plane's engines have estimates from their scrapes, and its demand comes from reports
                 boolean shown = Fleet.await(() -> {
                     String last = lines.lastSummary();
+                    // the topology's demand is the floor of the first reports until they refute it (a few reports)
                     return last.contains("east  chat ") && last.contains(" req/s observed (configured 100)")
-                            && last.contains("chat-eu ") && last.contains("estimated from ");
+                            && last.contains(" req/s observed (configured 30)") && last.contains("estimated from ");
                 }, Duration.ofSeconds(90));
                 String last = lines.lastSummary();
                 assertThat(shown).as(lines.toString()).isTrue();
