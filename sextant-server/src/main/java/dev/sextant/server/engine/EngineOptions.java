@@ -134,40 +134,13 @@ final class EngineOptions {
         dev.sextant.server.internal.ClientLimits c = d.client();
         String head = options.get("--request-header-timeout");
         String body = options.get("--request-body-timeout");
-        try {
-            return new ListenerLimits(new dev.sextant.server.internal.ClientLimits(
-                    head == null ? c.requestHeaderTimeout() : Http.duration("request_header_timeout", head),
-                    body == null ? c.requestBodyTimeout() : Http.duration("request_body_timeout", body),
-                    narrow(whole(options, "--max-header-bytes", c.maxHeaderBytes()))),
-                    narrow(whole(options, "--max-connections", d.maxConnections())),
-                    whole(options, "--max-buffered-body-bytes", d.maxBufferedBodyBytes()));
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(asWritten(e.getMessage(), options));
-        }
-    }
-
-    /**
-     * {@code v} as an int, the nearest one when beyond: every int setting's range lies within an int, so the nearest is
-     * refused by the setting's own check as {@code v} would be, never wrapped into range (4294967297 is not 1).
-     */
-    private static int narrow(long v) {
-        return (int) Math.max(Integer.MIN_VALUE, Math.min(Integer.MAX_VALUE, v));
-    }
-
-    /**
-     * A refusal of a limit ({@code max_connections: 2147483647 (expected: 1..1000000)}) quoting the value as the
-     * option gave it, not as {@link #narrow} made it.
-     */
-    private static String asWritten(String message, java.util.Map<String, String> options) {
-        for (String option : List.of("--max-header-bytes", "--max-connections")) {
-            String field = option.substring(2).replace('-', '_') + ": ";
-            String given = options.get(option);
-            int end = message.indexOf(" (");
-            if (given != null && message.startsWith(field) && end > 0) {
-                return field + given.strip() + message.substring(end);
-            }
-        }
-        return message;
+        return new ListenerLimits(new dev.sextant.server.internal.ClientLimits(
+                head == null ? c.requestHeaderTimeout() : Http.duration("request_header_timeout", head),
+                body == null ? c.requestBodyTimeout() : Http.duration("request_body_timeout", body),
+                dev.sextant.server.internal.ClientLimits.maxHeaderBytes(
+                        whole(options, "--max-header-bytes", c.maxHeaderBytes()))),
+                ListenerLimits.maxConnections(whole(options, "--max-connections", d.maxConnections())),
+                whole(options, "--max-buffered-body-bytes", d.maxBufferedBodyBytes()));
     }
 
     private static long whole(java.util.Map<String, String> options, String option, long dflt) {

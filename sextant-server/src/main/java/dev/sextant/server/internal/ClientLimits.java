@@ -24,9 +24,18 @@ public record ClientLimits(Duration requestHeaderTimeout, Duration requestBodyTi
     public ClientLimits {
         Http.positive("request_header_timeout", requestHeaderTimeout);
         Http.positive("request_body_timeout", requestBodyTimeout);
-        if (maxHeaderBytes < 1 || maxHeaderBytes > 1 << 20) {
-            throw new IllegalArgumentException("max_header_bytes: " + maxHeaderBytes + " (expected: 1..1048576)");
+        maxHeaderBytes(maxHeaderBytes);
+    }
+
+    /**
+     * {@code v} as a head limit, refused unless in 1..1,048,576: a setting read as a long is checked here before it is
+     * narrowed, so that 4294967297 is said as written, never wrapped into range.
+     */
+    public static int maxHeaderBytes(long v) {
+        if (v < 1 || v > 1 << 20) {
+            throw new IllegalArgumentException("max_header_bytes: " + v + " (expected: 1..1048576)");
         }
+        return (int) v;
     }
 
     /** 10 s for the head, 60 s for the body, 16 KiB of head. */

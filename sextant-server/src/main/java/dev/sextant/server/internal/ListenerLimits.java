@@ -23,13 +23,22 @@ public record ListenerLimits(ClientLimits client, int maxConnections, long maxBu
         if (client == null) {
             throw new IllegalArgumentException("client limits: missing (expected: head and body timeouts, head size)");
         }
-        if (maxConnections < 1 || maxConnections > 1_000_000) {
-            throw new IllegalArgumentException("max_connections: " + maxConnections + " (expected: 1..1000000)");
-        }
+        maxConnections(maxConnections);
         if (maxBufferedBodyBytes < MIN_BUFFERED_BODY_BYTES) {
             throw new IllegalArgumentException("max_buffered_body_bytes: " + maxBufferedBodyBytes + " (expected: >= "
                     + MIN_BUFFERED_BODY_BYTES + ")");
         }
+    }
+
+    /**
+     * {@code v} as a connection cap, refused unless in 1..1,000,000: a setting read as a long is checked here before it
+     * is narrowed, so that 4294967297 is said as written, never wrapped into range.
+     */
+    public static int maxConnections(long v) {
+        if (v < 1 || v > 1_000_000) {
+            throw new IllegalArgumentException("max_connections: " + v + " (expected: 1..1000000)");
+        }
+        return (int) v;
     }
 
     /**
