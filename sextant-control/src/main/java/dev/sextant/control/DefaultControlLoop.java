@@ -825,10 +825,9 @@ final class DefaultControlLoop implements ControlLoop {
                 if (best != null) {
                     candidate = best;
                     solveFor = bestFor;
-                    unproven += floors ? String.format(Locale.ROOT, "; not shed on demand that no gateway has reported "
-                            + "yet: planned for what the reports show and %.0f%% of the topology's demand beyond it",
-                            100 * lo) : String.format(Locale.ROOT, "; not shed on demand that no gateway has reported "
-                            + "yet: planned for %.0f%% of the topology's", 100 * lo);
+                    unproven += "; not shed on demand that no gateway has reported yet: planned for " + String.format(
+                            Locale.ROOT, floors ? "what the reports show and %.0f%% of the topology's demand beyond it"
+                                    : "%.0f%% of the topology's", 100 * lo);
                 }
             }
         } catch (RuntimeException e) {
