@@ -47,8 +47,8 @@ public final class TopologyLoader {
     private static final List<String> CLUSTER_KEYS = List.of("id", "region");
     private static final List<String> MODEL_KEYS = List.of("id", "output_tokens");
     private static final List<String> ENGINE_KEYS = List.of("id", "cluster", "endpoint", "models", "capacity_rps",
-            "profile", "health", "priority_scheduling", "hardware");
-    private static final List<String> HARDWARE_KEYS = List.of("capacity_rps", "profile");
+            "profile", "health", "priority_scheduling", "hardware", "max_num_seqs");
+    private static final List<String> HARDWARE_KEYS = List.of("capacity_rps", "profile", "max_num_seqs");
     /** The largest rate a file may give (a capacity, a demand). */
     static final double MAX_RPS = Topology.MAX_RPS;
     /** The smallest positive number a topology may give (see {@code number}). */
@@ -302,8 +302,9 @@ public final class TopologyLoader {
                 r.keys(m, p, HARDWARE_KEYS);
                 Double capacity = number(m, p, "capacity_rps", null, MAX_RPS, "req/s");
                 LatencyProfile profile = profile(m, p);
-                HardwareKind k = capacity == null || profile == null ? null
-                        : r.build(p, () -> new HardwareKind(id, capacity, profile));
+                Integer seqs = r.integer(m, p, "max_num_seqs", 0, 1, Engine.MAX_NUM_SEQS);
+                HardwareKind k = capacity == null || profile == null || seqs == null ? null
+                        : r.build(p, () -> new HardwareKind(id, capacity, profile, seqs));
                 if (k == null || r.count() > before) {
                     failedKinds.add(id);
                 } else {
@@ -341,16 +342,18 @@ public final class TopologyLoader {
                     ? profile(m, p) : hw == null ? null : hw.profile();
             Double health = number(m, p, "health", 1.0);
             PriorityScheduling scheduling = priorityScheduling(m, p);
+            Integer seqs = r.integer(m, p, "max_num_seqs", hw == null ? 0 : hw.maxNumSeqs(), 1, Engine.MAX_NUM_SEQS);
             if (endpointWritten && endpoint != null && !endpoint.isBlank() && !Urls.isHttpBase(endpoint)) {
                 r.problem(YamlTree.child(p, "endpoint"), "'" + endpoint + "' (expected: an http:// or https:// URL with a"
                         + " host, such as http://10.0.0.7:8000)");
                 return null;
             }
             if (id == null || cluster == null || endpoint == null || models == null || capacity == null
-                    || profile == null || health == null || scheduling == null || (rated && hw == null)) {
+                    || profile == null || health == null || scheduling == null || seqs == null || (rated && hw == null)) {
                 return null;
             }
-            return r.build(p, () -> new Engine(id, cluster, endpoint, models, capacity, profile, health, scheduling));
+            return r.build(p, () -> new Engine(id, cluster, endpoint, models, capacity, profile, health, scheduling,
+                    seqs));
         }
 
         /** An engine's {@code priority_scheduling}: {@code none} when absent. */

@@ -314,7 +314,7 @@ class TopologyLoaderTest {
             duplicate cluster id    | {id: gpu-west             | {id: gpu-east                   | 9  | engine_clusters[1].id     | duplicate id 'gpu-east'
             duplicate yaml key      | capacity_rps: 80          | capacity_rps: 80\\n    capacity_rps: 90 | 27 | engines[1].capacity_rps | duplicate key 'capacity_rps' (expected: each key once; first at line 26)
             unknown scheduling      | capacity_rps: 80          | capacity_rps: 80\\n    priority_scheduling: fifo | 27 | engines[1].priority_scheduling | 'fifo' (expected: none, lower_first (vLLM --scheduling-policy priority) or higher_first
-            unknown key in engine   | capacity_rps: 80          | capacity: 80                    | 26 | engines[1].capacity       | unknown key 'capacity' (expected one of: id, cluster, endpoint, models, capacity_rps, profile, health, priority_scheduling, hardware)
+            unknown key in engine   | capacity_rps: 80          | capacity: 80                    | 26 | engines[1].capacity       | unknown key 'capacity' (expected one of: id, cluster, endpoint, models, capacity_rps, profile, health, priority_scheduling, hardware, max_num_seqs)
             unknown key at top      | headroom: 0.1             | head_room: 0.1                  | 33 | head_room                 | unknown key 'head_room' (expected one of: gateway_clusters,
             unknown key in profile  | tbt_slope: 1.0}\\nclasses | tbt_slop: 1.0}\\nclasses        | 27 | engines[1].profile.tbt_slop | unknown key 'tbt_slop' (expected one of: ttft_ms, tbt_ms, tbt_slope)
             string for number       | capacity_rps: 80          | capacity_rps: fast              | 26 | engines[1].capacity_rps   | 'fast' (expected: a number)
@@ -334,6 +334,9 @@ class TopologyLoaderTest {
             endpoint port too high  | endpoint: http://127.0.0.1:9102 | endpoint: http://h:99999  | 24 | engines[1].endpoint       | 'http://h:99999' (expected: an http://
             endpoint with spaces    | endpoint: http://127.0.0.1:9102 | endpoint: http://my host  | 24 | engines[1].endpoint       | 'http://my host' (expected: an http://
             unknown hardware kind   | capacity_rps: 80          | hardware: a100                  | 26 | engines[1].hardware       | unknown hardware kind 'a100' (expected one of [])
+            batch limit of 0        | capacity_rps: 80          | capacity_rps: 80\\n    max_num_seqs: 0 | 27 | engines[1].max_num_seqs | 0 (expected: an integer from 1 to 1,000,000)
+            fractional batch limit  | capacity_rps: 80          | capacity_rps: 80\\n    max_num_seqs: 2.5 | 27 | engines[1].max_num_seqs | 2.5 (expected: an integer)
+            batch limit as a string | capacity_rps: 80          | capacity_rps: 80\\n    max_num_seqs: many | 27 | engines[1].max_num_seqs | 'many' (expected: an integer)
             missing top-level list  | classes:\\n  - {id: chat, model: llama-3.1-70b, priority: 0}\\n | | 1 | classes       | missing (expected: a list)
             """)
     void load_mistake_namesFileLineAndField(String kind, String from, String to, int line, String path, String message) {
@@ -375,6 +378,17 @@ class TopologyLoaderTest {
     }
 
     @Test
+    void loadFile_maxNumSeqs_fromTheKindOrTheEngine_absentIsZero() throws TopologyException {
+        String yaml = WITH_HARDWARE.replace("{capacity_rps: 100, profile:", "{capacity_rps: 100, max_num_seqs: 256, profile:")
+                .replace("hardware: h100, capacity_rps: 80}", "hardware: h100, capacity_rps: 80, max_num_seqs: 64}");
+
+        assertThat(TopologyLoader.loadFile(yaml, "hw.yaml").topology().engines()).extracting(Engine::maxNumSeqs)
+                .containsExactly(256, 64);
+        assertThat(TopologyLoader.loadFile(WITH_HARDWARE, "hw.yaml").topology().engines())
+                .extracting(Engine::maxNumSeqs).containsExactly(0, 0);
+    }
+
+    @Test
     void load_withoutEngines_loadsAnEmptyFleet_forEnginesThatRegister() throws TopologyException {
         String yaml = WITH_HARDWARE.substring(0, WITH_HARDWARE.indexOf("engines:"))
                 + WITH_HARDWARE.substring(WITH_HARDWARE.indexOf("classes:"));
@@ -386,8 +400,9 @@ class TopologyLoaderTest {
     @CsvSource(delimiter = '|', textBlock = """
             unknown kind            | hardware: h100, capacity_rps: 80} | hardware: a100, capacity_rps: 80} | 9  | engines[1].hardware | unknown hardware kind 'a100' (expected one of [h100])
             kind without capacity   | {capacity_rps: 100, profile:  | {profile:                         | 6  | hardware.h100.capacity_rps | missing (expected: a number)
-            kind with unknown key   | {capacity_rps: 100,           | {capacity_rps: 100, gpus: 8,      | 6  | hardware.h100.gpus | unknown key 'gpus' (expected one of: capacity_rps, profile)
+            kind with unknown key   | {capacity_rps: 100,           | {capacity_rps: 100, gpus: 8,      | 6  | hardware.h100.gpus | unknown key 'gpus' (expected one of: capacity_rps, profile, max_num_seqs)
             kind not a mapping      | h100: {capacity_rps: 100, profile: {ttft_ms: 150, tbt_ms: 20}} | h100: fast | 6 | hardware.h100 | 'fast' (expected: a mapping with capacity_rps and profile)
+            kind's batch limit < 1  | {capacity_rps: 100,           | {capacity_rps: 100, max_num_seqs: -4, | 6 | hardware.h100.max_num_seqs | -4 (expected: an integer from 1 to 1,000,000)
             """)
     void load_hardwareMistake_namesFileLineAndField_once(String kind, String from, String to, int line, String path,
                                                          String message) {

@@ -442,10 +442,12 @@ final class DefaultControlLoop implements ControlLoop {
         Engine c = t.config;
         double w = g.evidence();
         if (w == 0 && applied == 1 && !t.batch.fromEvidence(g.configuredSlots())) {
-            return new EngineEstimate(t.id, g.id, t.condition, c.health(), c.capacityRps(), c.capacityRps(),
-                    c.profile(), c.profile().ttftMs(0), 1, g.prior().slots(), 0, String.format(Locale.ROOT,
-                    "capacity %s req/s as configured (no evidence yet)", rps(c.capacityRps())), t.speedWhy,
-                    t.conditionWhy);
+            double rated = g.ratedRps();
+            String why = rated < c.capacityRps()
+                    ? String.format(Locale.ROOT, "capacity %s req/s (no evidence yet)%s", rps(rated), g.ratedWhy())
+                    : String.format(Locale.ROOT, "capacity %s req/s as configured (no evidence yet)", rps(rated));
+            return new EngineEstimate(t.id, g.id, t.condition, c.health(), rated, c.capacityRps(),
+                    c.profile(), c.profile().ttftMs(0), 1, g.prior().slots(), 0, why, t.speedWhy, t.conditionWhy);
         }
         double configuredSlots = g.configuredSlots();
         Batching b = (applied == 1 ? fit : fit.slower(applied)).withSlots(t.batch.slots(configuredSlots));
@@ -468,7 +470,7 @@ final class DefaultControlLoop implements ControlLoop {
         }
         double mu = Math.max(1e-6, b.saturation());
         double wCap = t.batch.fromEvidence(configuredSlots) ? 1 : w;
-        double capacity = Math.min(MAX_RPS, mu * Math.pow(c.capacityRps() / Math.max(1e-6, muPrior), 1 - wCap));
+        double capacity = Math.min(MAX_RPS, mu * Math.pow(g.ratedRps() / Math.max(1e-6, muPrior), 1 - wCap));
         LatencyProfile configured = c.profile();
         List<MeasuredProfile.Point> points = new ArrayList<>();
         for (double rho : Batching.SAMPLES) {
@@ -484,11 +486,11 @@ final class DefaultControlLoop implements ControlLoop {
         }
         double idle = points.isEmpty() ? configured.ttftMs(0) : points.get(0).ttftMs();
         LatencyProfile profile = points.isEmpty() ? configured : new MeasuredProfile(lightLoad(points));
-        String why = String.format(Locale.ROOT, "capacity %s req/s, estimated from %s; %s%s; configured %s; %s%s",
+        String why = String.format(Locale.ROOT, "capacity %s req/s, estimated from %s; %s%s; configured %s%s; %s%s",
                 rps(capacity), g.evidenceWhy(), t.batch.why(configuredSlots, options.probeMargin()),
                 applied == 1 ? "" : applied > 1 ? String.format(Locale.ROOT, "; %.1f× slower than its group's law",
                         applied) : String.format(Locale.ROOT, "; %.1f× faster than its group's law", 1 / applied),
-                rps(c.capacityRps()), g.outputLengthsWhy(), cacheWhy(cache, g.memberLoad(), mu));
+                rps(c.capacityRps()), g.ratedWhy(), g.outputLengthsWhy(), cacheWhy(cache, g.memberLoad(), mu));
         return new EngineEstimate(t.id, g.id, t.condition, c.health(), capacity, c.capacityRps(), profile, idle,
                 applied, b.slots(), w, why, t.speedWhy, t.conditionWhy);
     }
@@ -1277,7 +1279,7 @@ final class DefaultControlLoop implements ControlLoop {
         List<Engine> es = new ArrayList<>();
         for (Engine e : t.engines()) {
             EngineTracker tr = engines.get(e.id());
-            double rated = tr.config.capacityRps();
+            double rated = tr.group.ratedRps();
             if (e.health() > 0 && e.capacityRps() < rated && !tr.canBeFull()
                     && e.profile() instanceof MeasuredProfile m) {
                 double k = e.capacityRps() / rated;

@@ -59,7 +59,7 @@ final class GroupModel {
     /** The group's key: engines with equal keys are identical as configured. */
     static String key(Engine e) {
         return e.cluster() + "|" + String.join(",", new java.util.TreeSet<>(e.models())) + "|" + e.capacityRps() + "|"
-                + e.profile();
+                + e.profile() + (e.maxNumSeqs() > 0 ? "|" + e.maxNumSeqs() : "");
     }
 
     Engine config() {
@@ -292,6 +292,62 @@ final class GroupModel {
         return c0 * Math.max(REFUTED / f, (TOLERATED / e) * (TOLERATED / e));
     }
 
+    /**
+     * The TBT at the rating ({@link #ratedRps()}): the configured profile's at full load, or where the stated batch
+     * limit N ({@link Engine#maxNumSeqs()}) is smaller than the batch the configured capacity implies, N_c, that of a
+     * batch of N. The configured profile gives the TBT of one sequence and that of N_c; a batch of N decodes in
+     * between, on the line through the two (the step law's, linear in the batch).
+     */
+    private double tbtAtRating() {
+        LatencyProfile prof = config.profile();
+        double tbt0 = Math.max(0, prof.tbtMs(0));
+        double tbtFull = Math.max(tbt0, prof.tbtMs(1.0));
+        int n = config.maxNumSeqs();
+        double nc = config.capacityRps() * (prof.ttftMs(0) + (configuredOutputTokens - 1) * tbtFull) / 1000;
+        if (n <= 0 || n >= nc || nc <= 1) {
+            return tbtFull;
+        }
+        return tbt0 + (n - 1) / (nc - 1) * (tbtFull - tbt0);
+    }
+
+    /**
+     * How long a request holds its place in the batch at the rating: the idle TTFT, then the model's configured output
+     * tokens less one at {@link #tbtAtRating()}.
+     */
+    private double residenceMs() {
+        return config.profile().ttftMs(0) + (configuredOutputTokens - 1) * tbtAtRating();
+    }
+
+    /**
+     * The requests per second that the engine's stated batch limit N ({@link Engine#maxNumSeqs()}) finishes at most,
+     * by Little's law: N places, each held for {@link #residenceMs()}; infinite when the topology states none. At least
+     * the configured capacity where N is no smaller than the batch that capacity implies.
+     */
+    double batchBoundRps() {
+        int n = config.maxNumSeqs();
+        return n > 0 ? n * 1000 / Math.max(1e-9, residenceMs()) : Double.POSITIVE_INFINITY;
+    }
+
+    /**
+     * The rating the model starts from: the configured capacity, or {@link #batchBoundRps()} where that is lower. A
+     * rating beyond what the batch can hold (a benchmark of shorter answers, a figure for another GPU) shows nothing
+     * until load fills the batch and requests queue; the batch limit is a flag the engine was started with, and says
+     * so from the first step (docs/control-loop.md, "The batch limit in the topology"). The prior then has the batch N, its TBT at
+     * {@link #tbtAtRating()}, and saturates at the bound.
+     */
+    double ratedRps() {
+        return Math.min(config.capacityRps(), batchBoundRps());
+    }
+
+    /** Why the rating is below the configured capacity, or "" when it is not. */
+    String ratedWhy() {
+        double bound = batchBoundRps();
+        return bound < config.capacityRps() ? String.format(java.util.Locale.ROOT,
+                "; rated %.1f req/s, not the configured %.1f: %d sequences at once (max_num_seqs), each held about %.0f ms"
+                        + " in a full batch, finish no more", bound, config.capacityRps(), config.maxNumSeqs(),
+                config.maxNumSeqs() * 1000 / bound) : "";
+    }
+
     /** The batch the configured capacity and profile imply, for the observed prompts. */
     double configuredSlots() {
         return prior(promptTokens()).slots;
@@ -312,18 +368,19 @@ final class GroupModel {
      * The configuration in the model's terms. From the configured profile: idle TBT (α), TBT at full load, idle
      * TTFT. The idle TTFT is read as one step plus the prefill of the observed mean prompt P, which gives the prefill
      * cost per token b and its share of the engine's time β = b/1000 per token per second. With n the model's
-     * configured output tokens and C the configured capacity, a request holds its place for D = TTFT + (n − 1)·TBT_full
-     * at capacity, so the batch holds N = C·D/1000 (Little), and γ is chosen so that the step law gives TBT_full at
-     * C, which makes the prior's saturation C itself.
+     * configured output tokens and C the rating ({@link #ratedRps()}: the configured capacity, or what the stated batch
+     * limit finishes, TBT_full then that batch's), a request holds its place for D = TTFT + (n − 1)·TBT_full at
+     * capacity, so the batch holds N = C·D/1000 (Little), and γ is chosen so that the step law gives TBT_full at C,
+     * which makes the prior's saturation C itself.
      */
     private Prior prior(double prompt) {
         LatencyProfile prof = config.profile();
-        double c0 = config.capacityRps();
+        double c0 = ratedRps();
         int n = configuredOutputTokens;
         double tbt0 = Math.max(0, prof.tbtMs(0));
-        double tbtFull = Math.max(tbt0, prof.tbtMs(1.0));
+        double tbtFull = tbtAtRating();
         double ttft0 = prof.ttftMs(0);
-        double residence = ttft0 + (n - 1) * tbtFull;
+        double residence = residenceMs();
         double slots = Math.max(1, c0 * residence / 1000);
         double base;
         double perToken;
@@ -417,8 +474,8 @@ final class GroupModel {
         double prompt = promptTokens();
         Prior p = prior(prompt);
         double decodingAtCapacity = Math.max(1, p.decodingAtCapacity);
-        double tbtFull = Math.max(p.alpha, config.profile().tbtMs(1.0));
-        double piRef = config.capacityRps() * prompt;
+        double tbtFull = Math.max(p.alpha, tbtAtRating());
+        double piRef = ratedRps() * prompt;
         double[] stepPrior = {p.alpha, p.gamma, p.beta};
         double[] firstPrior = {p.base, p.perToken, p.perStep};
         double stepWeight = priorWeight(step.conflict(stepPrior));

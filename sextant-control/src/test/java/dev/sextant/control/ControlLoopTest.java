@@ -819,6 +819,44 @@ class ControlLoopTest {
         assertThat(r.estimate("e1").batchSlots()).isCloseTo(24, within(2.0));
     }
 
+    /**
+     * The same engines rated as the h100, with the batch limit they were started with written in the topology: the
+     * rating that batch cannot hold is not believed from the first step, before any evidence, and the evidence then
+     * brings the capacity to the truth as before.
+     */
+    @Test
+    void ratedTooHigh_withItsBatchLimitStated_isRatedByTheBatchFromTheFirstStep() {
+        Batching small = new Batching(5, 0.03, 6e-6, 0, 0.006, 1, 24, 120, 300);
+        Map<String, Batching> t = truths(Map.of("e1", small, "e2", small, "e3", small, "e4", small));
+        Topology configured = fleet(t, Map.of(), 150);
+        List<Engine> es = new ArrayList<>();
+        for (Engine e : configured.engines()) {
+            es.add(e.id().startsWith("e") ? withBatchLimit(e, 24) : withBatchLimit(e, 64));
+        }
+        Rig r = new Rig(configured.withEngines(es), t, 13);
+
+        double mu = small.saturation();
+        EngineEstimate first = r.estimate("e1");
+        assertThat(configured.engines().get(0).capacityRps()).as("the rating").isGreaterThan(2 * mu);
+        assertThat(first.evidence()).isZero();
+        assertThat(first.capacityRps()).as(first.capacityWhy()).isCloseTo(mu, within(0.05 * mu));
+        assertThat(first.capacityWhy()).contains("24 sequences at once (max_num_seqs)")
+                .contains("not the configured " + String.format(java.util.Locale.ROOT, "%.1f",
+                        configured.engines().get(0).capacityRps()));
+        EngineEstimate far = r.estimate("f1");
+        assertThat(far.capacityRps()).as("64 sequences hold the h100's rating: it stands")
+                .isEqualTo(configured.engines().get(4).capacityRps());
+        assertThat(far.capacityWhy()).contains("as configured").doesNotContain("max_num_seqs");
+
+        r.run(120);
+        assertThat(r.estimate("e1").capacityRps()).isCloseTo(mu, within(0.15 * mu));
+    }
+
+    private static Engine withBatchLimit(Engine e, int maxNumSeqs) {
+        return new Engine(e.id(), e.cluster(), e.endpoint(), e.models(), e.capacityRps(), e.profile(), e.health(),
+                e.priorityScheduling(), maxNumSeqs);
+    }
+
     @Test
     void smallBatchOverloaded_capacityIsWhatItServesWithItsBatchFull_andTheExcessIsShed() {
         // two sequences, one 40 ms step per request: 50 req/s each, whatever the laws extrapolate

@@ -14,9 +14,15 @@ import java.util.List;
  * @param profile     latency as a function of utilization
  * @param health      0..1, scales capacity (1 = fully healthy, 0 = out of service)
  * @param priorityScheduling whether and how it orders waiting requests by their {@code priority} field
+ * @param maxNumSeqs  the most requests its batch runs at once, as its server was started with (vLLM's
+ *                    {@code --max-num-seqs}, SGLang's {@code --max-running-requests}), 1 to {@link #MAX_NUM_SEQS}; 0 when
+ *                    the topology does not say
  */
 public record Engine(String id, String cluster, String endpoint, List<String> models, double capacityRps,
-                     LatencyProfile profile, double health, PriorityScheduling priorityScheduling) {
+                     LatencyProfile profile, double health, PriorityScheduling priorityScheduling, int maxNumSeqs) {
+    /** The largest {@code max_num_seqs} a topology may state: far beyond any engine's batch. */
+    public static final int MAX_NUM_SEQS = 1_000_000;
+
     public Engine {
         Checks.id("id", id);
         Checks.id("cluster", cluster);
@@ -39,6 +45,16 @@ public record Engine(String id, String cluster, String endpoint, List<String> mo
             throw new IllegalArgumentException("priority_scheduling: missing (expected: none, lower_first or"
                     + " higher_first)");
         }
+        if (maxNumSeqs < 0 || maxNumSeqs > MAX_NUM_SEQS) {
+            throw new IllegalArgumentException("max_num_seqs: " + maxNumSeqs + " (expected: from 1 to " + MAX_NUM_SEQS
+                    + ", or absent)");
+        }
+    }
+
+    /** An engine whose batch limit the topology does not state. */
+    public Engine(String id, String cluster, String endpoint, List<String> models, double capacityRps,
+                  LatencyProfile profile, double health, PriorityScheduling priorityScheduling) {
+        this(id, cluster, endpoint, models, capacityRps, profile, health, priorityScheduling, 0);
     }
 
     /** An engine that serves first come, first served ({@link PriorityScheduling#NONE}). */
@@ -59,11 +75,13 @@ public record Engine(String id, String cluster, String endpoint, List<String> mo
 
     /** The same engine (endpoint, models, scheduling) with other ratings: what an estimate of it says. */
     public Engine rated(double newCapacityRps, LatencyProfile newProfile, double newHealth) {
-        return new Engine(id, cluster, endpoint, models, newCapacityRps, newProfile, newHealth, priorityScheduling);
+        return new Engine(id, cluster, endpoint, models, newCapacityRps, newProfile, newHealth, priorityScheduling,
+                maxNumSeqs);
     }
 
     /** The same engine with another health, in [0, 1]. */
     public Engine withHealth(double newHealth) {
-        return new Engine(id, cluster, endpoint, models, capacityRps, profile, newHealth, priorityScheduling);
+        return new Engine(id, cluster, endpoint, models, capacityRps, profile, newHealth, priorityScheduling,
+                maxNumSeqs);
     }
 }

@@ -8,13 +8,23 @@ package dev.sextant.topology;
  * @param id          the kind's name, non-empty
  * @param capacityRps requests per second one engine of this kind serves while meeting its profile, &gt; 0
  * @param profile     its latency as a function of utilization
+ * @param maxNumSeqs  the most requests one engine's batch runs at once ({@link Engine#maxNumSeqs()}); 0 when not said
  */
-public record HardwareKind(String id, double capacityRps, LatencyProfile profile) {
+public record HardwareKind(String id, double capacityRps, LatencyProfile profile, int maxNumSeqs) {
     public HardwareKind {
         Checks.id("id", id);
         Checks.positive("capacity_rps", capacityRps);
         if (profile == null) {
             throw new IllegalArgumentException("profile: missing (expected: a latency profile)");
         }
+        if (maxNumSeqs < 0 || maxNumSeqs > Engine.MAX_NUM_SEQS) {
+            throw new IllegalArgumentException("max_num_seqs: " + maxNumSeqs + " (expected: from 1 to "
+                    + Engine.MAX_NUM_SEQS + ", or absent)");
+        }
+    }
+
+    /** A kind whose batch limit is not said. */
+    public HardwareKind(String id, double capacityRps, LatencyProfile profile) {
+        this(id, capacityRps, profile, 0);
     }
 }

@@ -806,7 +806,9 @@ final class ScenarioLoader {
                 hardwareOf.put(id, kind);
                 metricsOf.put(id, metrics);
                 Engine derived = derive(id, "derived", models, hw.get(kind), w, Double.NaN);
-                return r.build(path, () -> new HardwareKind(kind, derived.capacityRps(), derived.profile()));
+                // the batch limit as the operator started the engine with it: the simulated hardware's
+                return r.build(path, () -> new HardwareKind(kind, derived.capacityRps(), derived.profile(),
+                        hw.get(kind).maxSeqs()));
             }
         };
         int before = reader.count();

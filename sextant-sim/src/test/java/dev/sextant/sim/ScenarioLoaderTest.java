@@ -332,6 +332,18 @@ class ScenarioLoaderTest {
                 .isEqualTo(0.85 * h.saturationRps(ScenarioLoader.uncachedPrompt(w), w.outputTokens()));
     }
 
+    /** The batch limit an operator starts each engine with is the simulated hardware's, whatever its rating says. */
+    @Test
+    void engines_stateTheirHardwaresBatchLimit_evenWhereTheirRatingIsWritten() throws Exception {
+        Scenario s = ScenarioLoader.load(SCENARIOS.resolve("wrong-ratings.yaml"));
+        for (int j = 0; j < s.topology().engines().size(); j++) {
+            assertThat(s.topology().engines().get(j).maxNumSeqs()).as(s.topology().engines().get(j).id())
+                    .isEqualTo(s.hardware().get(j).maxSeqs()).isPositive();
+        }
+        assertThat(s.topology().engines()).filteredOn(e -> e.id().equals("east-3")).singleElement()
+                .satisfies(e -> assertThat(e.maxNumSeqs()).isEqualTo(32));
+    }
+
     @Test
     void talkExample_keepsTheDesignsNumbers() throws Exception {
         Scenario s = ScenarioLoader.load(SCENARIOS.resolve("talk-example.yaml"));

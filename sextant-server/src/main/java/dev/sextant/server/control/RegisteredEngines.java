@@ -105,7 +105,7 @@ final class RegisteredEngines {
                     return;
                 }
                 engines.add(new Engine(id, r.cluster(), r.endpoint(), r.models(), kind.capacityRps(), kind.profile(),
-                        1.0, r.priorityScheduling()));
+                        1.0, r.priorityScheduling(), kind.maxNumSeqs()));
                 metrics.put(id, r.metricsPath());
             }
         });
