@@ -54,7 +54,11 @@ final class GroupModel {
         this.configuredOutputTokens = Math.max(1, configuredOutputTokens);
         this.options = options;
         this.priorWeight = options.priorWeight();
+        this.rated = rating(config, this.configuredOutputTokens);
     }
+
+    /** {@link #ratedRps()} and {@link #tbtAtRating()}, from the configuration alone. */
+    private final double[] rated;
 
     /** The group's key: engines with equal keys are identical as configured. */
     static String key(Engine e) {
@@ -293,59 +297,73 @@ final class GroupModel {
     }
 
     /**
-     * The TBT at the rating ({@link #ratedRps()}): the configured profile's at full load, or where the stated batch
-     * limit N ({@link Engine#maxNumSeqs()}) is smaller than the batch the configured capacity implies, N_c, that of a
-     * batch of N. The configured profile gives the TBT of one sequence and that of N_c; a batch of N decodes in
-     * between, on the line through the two (the step law's, linear in the batch).
+     * The rating the model starts from and its TBT ({@link #ratedRps()}, {@link #tbtAtRating()}): the configured
+     * capacity C and the configured profile's TBT at full load, or, where the engine's stated batch limit N
+     * ({@link Engine#maxNumSeqs()}) cannot finish C, the most it can finish and the TBT there.
+     *
+     * <p>Read the way the prior reads the profile ({@link #prior}): the idle TTFT less one step is a request's prefill,
+     * pf ms of the engine's time, so at x req/s prefill takes a share x·pf/1000 of every step and TBT = step/(1 − x·pf/1000);
+     * the TBT at capacity includes that share at C. A request holds its place for D = TTFT₀ + (n − 1)·TBT, so the batch
+     * the configured capacity implies holds N_c = C·D/1000 (Little). The step of one sequence is the idle TBT, that of
+     * N_c is the TBT at capacity without C's prefill share, and a batch of N steps on the line through the two. N places
+     * finish at most the x where x·D(x)/1000 = N, found by bisection (x·D(x) increases with x); where N ≥ N_c, or no
+     * limit is stated, the rating is C.
      */
-    private double tbtAtRating() {
+    private static double[] rating(Engine config, int outputTokens) {
         LatencyProfile prof = config.profile();
+        double c = config.capacityRps();
         double tbt0 = Math.max(0, prof.tbtMs(0));
         double tbtFull = Math.max(tbt0, prof.tbtMs(1.0));
+        double ttft0 = prof.ttftMs(0);
+        double nc = c * (ttft0 + (outputTokens - 1) * tbtFull) / 1000;
         int n = config.maxNumSeqs();
-        double nc = config.capacityRps() * (prof.ttftMs(0) + (configuredOutputTokens - 1) * tbtFull) / 1000;
         if (n <= 0 || n >= nc || nc <= 1) {
-            return tbtFull;
+            return new double[] {c, tbtFull};
         }
-        return tbt0 + (n - 1) / (nc - 1) * (tbtFull - tbt0);
+        double pf = Math.max(0, ttft0 - tbt0);
+        double stepAtC = Math.max(tbt0, tbtFull * Math.max(0, 1 - c * pf / 1000));
+        double step = tbt0 + (n - 1) / (nc - 1) * (stepAtC - tbt0);
+        double lo = 0;
+        double hi = pf > 0 ? Math.min(c, 1000 / pf) : c;
+        for (int i = 0; i < 60; i++) {
+            double x = (lo + hi) / 2;
+            double d = ttft0 + (outputTokens - 1) * step / (1 - x * pf / 1000);
+            if (x * d / 1000 < n) {
+                lo = x;
+            } else {
+                hi = x;
+            }
+        }
+        return new double[] {lo, step / (1 - lo * pf / 1000)};
     }
 
     /**
-     * How long a request holds its place in the batch at the rating: the idle TTFT, then the model's configured output
-     * tokens less one at {@link #tbtAtRating()}.
+     * The rating the model starts from ({@link #rating}): the configured capacity, or what the stated batch limit
+     * finishes where that is lower. A rating beyond what the batch can hold (a benchmark of shorter answers, a figure
+     * for another GPU) shows nothing until load fills the batch and requests queue; the batch limit is a flag the
+     * engine was started with, and says so from the first step (docs/control-loop.md, "The batch limit in the
+     * topology"). The prior then saturates at this rating with a batch of N.
      */
+    double ratedRps() {
+        return rated[0];
+    }
+
+    /** The TBT at {@link #ratedRps()}: the configured profile's at full load, or that of the stated batch there. */
+    private double tbtAtRating() {
+        return rated[1];
+    }
+
+    /** How long a request holds its place at the rating: the idle TTFT, then the output tokens less one at its TBT. */
     private double residenceMs() {
         return config.profile().ttftMs(0) + (configuredOutputTokens - 1) * tbtAtRating();
     }
 
-    /**
-     * The requests per second that the engine's stated batch limit N ({@link Engine#maxNumSeqs()}) finishes at most,
-     * by Little's law: N places, each held for {@link #residenceMs()}; infinite when the topology states none. At least
-     * the configured capacity where N is no smaller than the batch that capacity implies.
-     */
-    double batchBoundRps() {
-        int n = config.maxNumSeqs();
-        return n > 0 ? n * 1000 / Math.max(1e-9, residenceMs()) : Double.POSITIVE_INFINITY;
-    }
-
-    /**
-     * The rating the model starts from: the configured capacity, or {@link #batchBoundRps()} where that is lower. A
-     * rating beyond what the batch can hold (a benchmark of shorter answers, a figure for another GPU) shows nothing
-     * until load fills the batch and requests queue; the batch limit is a flag the engine was started with, and says
-     * so from the first step (docs/control-loop.md, "The batch limit in the topology"). The prior then has the batch N, its TBT at
-     * {@link #tbtAtRating()}, and saturates at the bound.
-     */
-    double ratedRps() {
-        return Math.min(config.capacityRps(), batchBoundRps());
-    }
-
     /** Why the rating is below the configured capacity, or "" when it is not. */
     String ratedWhy() {
-        double bound = batchBoundRps();
-        return bound < config.capacityRps() ? String.format(java.util.Locale.ROOT,
+        return ratedRps() < config.capacityRps() ? String.format(java.util.Locale.ROOT,
                 "; rated %.1f req/s, not the configured %.1f: %d sequences at once (max_num_seqs), each held about %.0f ms"
-                        + " in a full batch, finish no more", bound, config.capacityRps(), config.maxNumSeqs(),
-                config.maxNumSeqs() * 1000 / bound) : "";
+                        + " in a full batch, finish no more", ratedRps(), config.capacityRps(), config.maxNumSeqs(),
+                residenceMs()) : "";
     }
 
     /** The batch the configured capacity and profile imply, for the observed prompts. */
