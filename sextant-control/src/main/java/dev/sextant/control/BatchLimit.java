@@ -220,6 +220,20 @@ final class BatchLimit {
         fullSeconds = 0;
     }
 
+    /**
+     * Forgets the throughput served under a backlog: the engine's pace changed (it was found slow, or fast again, or
+     * its whole group changed pace), and what it served at the old pace says nothing of the new. Kept, a count taken
+     * while an engine ran 4× slow held its capacity there after it was fast again: the plan then kept it below the
+     * count, no backlog measured it again, and a fleet shed a quarter of its demand for minutes with that engine
+     * idle. Without the count the laws stand, at the engine's new pace; if they are too high a backlog forms and
+     * measures it again.
+     */
+    void paceChanged() {
+        clearSaturatedRps();
+        fullIntervals = 0;
+        backlogSeconds = 0;
+    }
+
     /** True when a batch was seen full with a queue (and no larger one ran without a queue since). */
     boolean seenFull() {
         return !Double.isNaN(saturated) || !Double.isNaN(servedRps);

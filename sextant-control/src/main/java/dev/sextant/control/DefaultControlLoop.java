@@ -285,7 +285,10 @@ final class DefaultControlLoop implements ControlLoop {
         double median = medianSpeed(g);
         if (g.paceChanged(median, options)) {
             g.forgetLaws(now, median);
-            members.getOrDefault(g, List.of()).forEach(EngineTracker::dropPooled);
+            for (EngineTracker t : members.getOrDefault(g, List.of())) {
+                t.dropPooled();
+                t.batch.paceChanged();
+            }
             rebase(g, g.fitted(now));
             median = medianSpeed(g);
         }

@@ -654,8 +654,10 @@ final class EngineTracker {
         double rel = speed / groupMedian;
         if (!slow && rel >= o.slowFactor() && !speedFromCanary) {
             slow = true;
+            batch.paceChanged();
         } else if (slow && rel < o.recoveredFactor()) {
             slow = false;
+            batch.paceChanged();
         }
         long alive = Math.max(lastSuccessAt, lastCanaryOkAt);
         boolean down = everScraped && misses > 0 && alive < firstMissAt

@@ -120,6 +120,33 @@ class ControlLoopTest {
         assertThat(r.estimate("e2").capacityRps()).isCloseTo(before, within(0.15 * before));
     }
 
+    /**
+     * An engine kept full by a backlog while it runs 4× slow serves a quarter of what it carries, and that count is
+     * its capacity while it is slow. Once it is fast again the count describes an engine that is no longer there: its
+     * capacity returns to its laws, and a fleet with room sheds nothing.
+     */
+    @Test
+    void slowEngineUnderABacklog_isNotHeldAtWhatItServedSlow_onceFastAgain() {
+        double mu = H100.saturation();
+        Rig r = rig(Map.of(), Map.of(), 4 * mu, 21);
+        r.run(60);
+        r.demand = 1.2 * 8 * mu; // more than the fleet carries: every engine full, a backlog on each
+        r.engines.get("e1").slowdown(4);
+        r.run(120);
+        EngineEstimate slow = r.estimate("e1");
+        assertThat(slow.condition()).isEqualTo(Condition.SLOW);
+        assertThat(slow.capacityWhy()).as("its capacity measured while slow").contains("served while a backlog kept it full");
+        assertThat(slow.capacityRps()).isLessThan(0.4 * mu);
+
+        r.engines.get("e1").slowdown(1);
+        r.demand = 0.6 * 8 * mu;
+        r.run(60);
+        EngineEstimate fast = r.estimate("e1");
+        assertThat(fast.condition()).isEqualTo(Condition.HEALTHY);
+        assertThat(fast.capacityRps()).as(fast.capacityWhy()).isCloseTo(mu, within(0.15 * mu));
+        assertThat(r.loop.published().objective().shedRps()).isZero();
+    }
+
     @Test
     void slowEngine_changesThePublishedWeightsInTheNextStep() {
         Rig r = rig(Map.of(), Map.of(), 150, 4);
