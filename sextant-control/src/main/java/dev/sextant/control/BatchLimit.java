@@ -273,7 +273,25 @@ final class BatchLimit {
         } else {
             seq = Math.max(configured, Math.max(Math.max(largest, queueBound), Double.isNaN(probed) ? 0 : probed));
         }
-        return Math.max(1, Math.min(seq, Double.isNaN(kv) ? Double.POSITIVE_INFINITY : kv));
+        // the engine's own report is of the server as it runs; the topology's figure may be older
+        double most = Double.isNaN(reported) ? ceiling : Double.POSITIVE_INFINITY;
+        return Math.max(1, Math.min(Math.min(seq, most), Double.isNaN(kv) ? Double.POSITIVE_INFINITY : kv));
+    }
+
+    /**
+     * The batch limit the topology states for the engine ({@code max_num_seqs}), a ceiling on every estimate but the
+     * engine's own report: the engine runs no more sequences than its server was started with, so exploring beyond it
+     * would only make requests queue to show it; infinite when the topology states none.
+     */
+    private final double ceiling;
+
+    BatchLimit() {
+        this(0);
+    }
+
+    /** A batch limit of an engine whose topology states {@code maxNumSeqs} (0: states none). */
+    BatchLimit(int maxNumSeqs) {
+        this.ceiling = maxNumSeqs > 0 ? maxNumSeqs : Double.POSITIVE_INFINITY;
     }
 
     /** True when the estimate rests on evidence (reported, seen full, explored, or the KV cache), not the prior. */
@@ -299,7 +317,7 @@ final class BatchLimit {
         if (binding && publishedVersion > probedAtVersion && Double.isNaN(reported) && Double.isNaN(saturated)) {
             double n = slots(configured);
             boolean kvBound = !Double.isNaN(kv) && kv <= n;
-            if (!kvBound && recent >= REACHED * n) {
+            if (!kvBound && n < ceiling && recent >= REACHED * n) {
                 probed = n * (1 + margin);
                 probedAtVersion = publishedVersion;
                 probes++;
@@ -328,6 +346,9 @@ final class BatchLimit {
         }
         if (!Double.isNaN(reported)) {
             return String.format(Locale.ROOT, "batch limit %.0f as the engine reports it", n);
+        }
+        if (n >= ceiling * 0.9999) {
+            return String.format(Locale.ROOT, "batch of %.0f, the topology's max_num_seqs", n);
         }
         if (!Double.isNaN(saturated)) {
             return String.format(Locale.ROOT, "batch of %.0f seen full with a queue (%d intervals)", n,

@@ -103,7 +103,7 @@ final class EngineTracker {
     private double stalledForSeconds;
 
     /** How many requests its batch holds. */
-    final BatchLimit batch = new BatchLimit();
+    final BatchLimit batch;
 
     // speed
     double speed = 1;
@@ -169,6 +169,7 @@ final class EngineTracker {
     EngineTracker(Engine config, GroupModel group, boolean joinedLater) {
         this.id = config.id();
         this.config = config;
+        this.batch = new BatchLimit(config.maxNumSeqs());
         this.group = group;
         this.joinedLater = joinedLater;
         if (joinedLater) {

@@ -40,6 +40,24 @@ class BatchLimitTest {
     }
 
     /**
+     * The topology states 48 places: a batch of 50 seen without a queue (a gauge read between steps) does not raise the
+     * estimate past them, nor does exploring, which otherwise raises a binding engine's estimate by its margin.
+     */
+    @Test
+    void theTopologysBatchLimit_isACeiling_onWhatRanAndOnExploring() {
+        BatchLimit stated = new BatchLimit(48);
+        BatchLimit unstated = new BatchLimit();
+        for (BatchLimit b : new BatchLimit[] {stated, unstated}) {
+            b.sample(noWait(50, 350, 5), 0.05, 0, 700);
+            b.probe(true, 1, 40, 0.15);
+        }
+
+        assertThat(unstated.slots(40)).as("what ran, then explored 15% past it").isCloseTo(57.5, within(1e-9));
+        assertThat(stated.slots(40)).isEqualTo(48);
+        assertThat(stated.why(40, 0.15)).contains("the topology's max_num_seqs");
+    }
+
+    /**
      * Long requests (3.2 s each) that all started together, a burst of long answers, keep a full batch and a queue
      * while none of them finishes: intervals with a backlog and no completion measure no throughput. Taken as a rate
      * of 0 it lowered the engine's saturation to nothing, and the control loop's step failed for the whole fleet.
