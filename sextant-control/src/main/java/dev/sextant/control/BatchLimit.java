@@ -273,17 +273,23 @@ final class BatchLimit {
         } else {
             seq = Math.max(configured, Math.max(Math.max(largest, queueBound), Double.isNaN(probed) ? 0 : probed));
         }
-        // the engine's own report is of the server as it runs; the topology's figure may be older
-        double most = Double.isNaN(reported) ? ceiling : Double.POSITIVE_INFINITY;
-        return Math.max(1, Math.min(Math.min(seq, most), Double.isNaN(kv) ? Double.POSITIVE_INFINITY : kv));
+        return Math.max(1, Math.min(Math.min(seq, ceiling()), Double.isNaN(kv) ? Double.POSITIVE_INFINITY : kv));
     }
 
     /**
-     * The batch limit the topology states for the engine ({@code max_num_seqs}), a ceiling on every estimate but the
-     * engine's own report: the engine runs no more sequences than its server was started with, so exploring beyond it
+     * The batch limit the topology states for the engine ({@code max_num_seqs}), a ceiling on every estimate
+     * ({@link #ceiling()}): the engine runs no more sequences than its server was started with, so exploring beyond it
      * would only make requests queue to show it; infinite when the topology states none.
      */
     private final double ceiling;
+
+    /**
+     * {@link #ceiling} while nothing refutes it: the engine's own report is of the server as it runs, and a batch larger
+     * than the topology says ran (the file is older than the server's flags); infinite then.
+     */
+    private double ceiling() {
+        return Double.isNaN(reported) && !(largestEver > ceiling) ? ceiling : Double.POSITIVE_INFINITY;
+    }
 
     BatchLimit() {
         this(0);
@@ -317,7 +323,7 @@ final class BatchLimit {
         if (binding && publishedVersion > probedAtVersion && Double.isNaN(reported) && Double.isNaN(saturated)) {
             double n = slots(configured);
             boolean kvBound = !Double.isNaN(kv) && kv <= n;
-            if (!kvBound && n < ceiling && recent >= REACHED * n) {
+            if (!kvBound && n < ceiling() && recent >= REACHED * n) {
                 probed = n * (1 + margin);
                 probedAtVersion = publishedVersion;
                 probes++;
@@ -347,7 +353,7 @@ final class BatchLimit {
         if (!Double.isNaN(reported)) {
             return String.format(Locale.ROOT, "batch limit %.0f as the engine reports it", n);
         }
-        if (n >= ceiling * 0.9999) {
+        if (n >= ceiling() * 0.9999) {
             return String.format(Locale.ROOT, "batch of %.0f, the topology's max_num_seqs", n);
         }
         if (!Double.isNaN(saturated)) {

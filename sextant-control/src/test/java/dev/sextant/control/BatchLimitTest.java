@@ -40,21 +40,26 @@ class BatchLimitTest {
     }
 
     /**
-     * The topology states 48 places: a batch of 50 seen without a queue (a gauge read between steps) does not raise the
-     * estimate past them, nor does exploring, which otherwise raises a binding engine's estimate by its margin.
+     * The topology states 48 places: exploring, which raises a binding engine's estimate by its margin past the batch
+     * that ran, stops there. A batch larger than the topology says that runs refutes the file (older than the server's
+     * flags), and the evidence stands.
      */
     @Test
-    void theTopologysBatchLimit_isACeiling_onWhatRanAndOnExploring() {
+    void theTopologysBatchLimit_isACeiling_onExploring_untilALargerBatchRuns() {
         BatchLimit stated = new BatchLimit(48);
         BatchLimit unstated = new BatchLimit();
         for (BatchLimit b : new BatchLimit[] {stated, unstated}) {
-            b.sample(noWait(50, 350, 5), 0.05, 0, 700);
+            b.sample(noWait(44, 300, 5), 0.05, 0, 700);
             b.probe(true, 1, 40, 0.15);
         }
 
-        assertThat(unstated.slots(40)).as("what ran, then explored 15% past it").isCloseTo(57.5, within(1e-9));
+        assertThat(unstated.slots(40)).as("what ran, then explored 15% past it").isCloseTo(50.6, within(1e-9));
         assertThat(stated.slots(40)).isEqualTo(48);
         assertThat(stated.why(40, 0.15)).contains("the topology's max_num_seqs");
+
+        stated.sample(noWait(60, 420, 10), 0.05, 0, 700);
+        assertThat(stated.slots(40)).as("a batch of 60 ran").isEqualTo(60);
+        assertThat(stated.why(40, 0.15)).doesNotContain("max_num_seqs");
     }
 
     /**
