@@ -805,10 +805,15 @@ final class ScenarioLoader {
                 }
                 hardwareOf.put(id, kind);
                 metricsOf.put(id, metrics);
-                Engine derived = derive(id, "derived", models, hw.get(kind), w, Double.NaN);
-                // the batch limit as the operator started the engine with it: the simulated hardware's
-                return r.build(path, () -> new HardwareKind(kind, derived.capacityRps(), derived.profile(),
-                        hw.get(kind).maxSeqs()));
+                EngineParams h = hw.get(kind);
+                Scenario.ClassWorkload load = w;
+                // rated as an engine of the kind, whatever the file's id and models (checked where the engine is
+                // built, at their lines: an id with a control character once made this derivation throw); the batch
+                // limit as the operator started the engine with it, the simulated hardware's
+                return r.build(path, () -> {
+                    Engine derived = derive("derived", "derived", List.of("derived"), h, load, Double.NaN);
+                    return new HardwareKind(kind, derived.capacityRps(), derived.profile(), h.maxSeqs());
+                });
             }
         };
         int before = reader.count();

@@ -70,6 +70,11 @@ class ScenarioLoaderTest {
         "demand_rps:|hardware: {big: {capacity_rps: 9, profile: {ttft_ms: 9, tbt_ms: 9}}}↵  demand_rps:|faulty.yaml:32: topology.hardware: unknown key",
         "{id: us-1, cluster: gpu-us, models: [m], hardware: small}|{id: us-1, cluster: gpu-us, models: [m], hardware: small, endpoint: 'us-1:8000'}|faulty.yaml:25: topology.engines[0].endpoint: 'us-1:8000' (expected: an http://",
         "{id: us-2, cluster: gpu-us, models: [m], hardware: small}|{id: us-2, cluster: gpu-us, models: [m], hardware: small, metrics: sometimes}|faulty.yaml:26: topology.engines[1].metrics: 'sometimes' (expected: true or false)",
+        // an engine's own id and models are checked where the engine is built, not by its rating: a tab in the id
+        // once made the rating's derivation throw past the loader
+        "{id: us-2, cluster: gpu-us, models: [m], hardware: small}|{id: \"us\\t2\", cluster: gpu-us, models: [m], hardware: small}|faulty.yaml:26: topology.engines[1].id: 'us\\u0009…' (expected: no control characters)",
+        "{id: us-2, cluster: gpu-us, models: [m], hardware: small}|{id: us-2, cluster: gpu-us, models: [], hardware: small}|faulty.yaml:26: topology.engines[1]",
+        "{id: us-2, cluster: gpu-us, models: [m], hardware: small}|{id: us-2, cluster: gpu-us, models: [m], hardware: small, max_num_seqs: 0}|faulty.yaml:26: topology.engines[1].max_num_seqs: 0 (expected: an integer from 1 to 1,000,000)",
     })
     void badField_isNamedWithTheFile(String from, String to, String message) {
         String yaml = SimulationTest.FAULTY.replaceFirst(java.util.regex.Pattern.quote(from),
