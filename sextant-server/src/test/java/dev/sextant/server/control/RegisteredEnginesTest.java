@@ -22,7 +22,7 @@ class RegisteredEnginesTest {
             network_rtt_ms: {east: {c1: 2}}
             models: [{id: m, output_tokens: 8}, {id: idle, output_tokens: 8}]
             hardware:
-              h100: {capacity_rps: 100, profile: {ttft_ms: 20, tbt_ms: 5}}
+              h100: {capacity_rps: 100, max_num_seqs: 256, profile: {ttft_ms: 20, tbt_ms: 5}}
             engines:
               - {id: listed, cluster: c1, endpoint: 'http://127.0.0.1:9', models: [m], capacity_rps: 50, profile: {ttft_ms: 20, tbt_ms: 5}}
             classes: [{id: chat, model: m}]
@@ -56,6 +56,8 @@ class RegisteredEnginesTest {
         assertThat(r1.profile()).isEqualTo(new ParametricProfile(20, 5, 1.0));
         assertThat(r1.endpoint()).isEqualTo("http://10.0.0.7:8000");
         assertThat(r1.priorityScheduling()).isEqualTo(PriorityScheduling.LOWER_FIRST);
+        assertThat(r1.maxNumSeqs()).as("the kind's batch limit").isEqualTo(256);
+        assertThat(m.topology().engines().get(0).maxNumSeqs()).as("the listed engine states none").isZero();
         assertThat(m.metricsPath()).containsEntry("r1", "/metrics").containsEntry("r2", null);
     }
 
