@@ -57,8 +57,11 @@ final class GroupModel {
         this.rated = rating(config, this.configuredOutputTokens);
     }
 
-    /** {@link #ratedRps()} and {@link #tbtAtRating()}, from the configuration alone. */
-    private final double[] rated;
+    /** The rating the model starts from and the TBT there ({@link #rating}), from the configuration alone. */
+    private final Rating rated;
+
+    private record Rating(double rps, double tbtMs) {
+    }
 
     /** The group's key: engines with equal keys are identical as configured. */
     static String key(Engine e) {
@@ -309,7 +312,7 @@ final class GroupModel {
      * finish at most the x where x·D(x)/1000 = N, found by bisection (x·D(x) increases with x); where N ≥ N_c, or no
      * limit is stated, the rating is C.
      */
-    private static double[] rating(Engine config, int outputTokens) {
+    private static Rating rating(Engine config, int outputTokens) {
         LatencyProfile prof = config.profile();
         double c = config.capacityRps();
         double tbt0 = Math.max(0, prof.tbtMs(0));
@@ -318,7 +321,7 @@ final class GroupModel {
         double nc = c * (ttft0 + (outputTokens - 1) * tbtFull) / 1000;
         int n = config.maxNumSeqs();
         if (n <= 0 || n >= nc || nc <= 1) {
-            return new double[] {c, tbtFull};
+            return new Rating(c, tbtFull);
         }
         double pf = Math.max(0, ttft0 - tbt0);
         double stepAtC = Math.max(tbt0, tbtFull * Math.max(0, 1 - c * pf / 1000));
@@ -334,7 +337,7 @@ final class GroupModel {
                 hi = x;
             }
         }
-        return new double[] {lo, step / (1 - lo * pf / 1000)};
+        return new Rating(lo, step / (1 - lo * pf / 1000));
     }
 
     /**
@@ -345,12 +348,12 @@ final class GroupModel {
      * topology"). The prior then saturates at this rating with a batch of N.
      */
     double ratedRps() {
-        return rated[0];
+        return rated.rps();
     }
 
     /** The TBT at {@link #ratedRps()}: the configured profile's at full load, or that of the stated batch there. */
     private double tbtAtRating() {
-        return rated[1];
+        return rated.tbtMs();
     }
 
     /** How long a request holds its place at the rating: the idle TTFT, then the output tokens less one at its TBT. */
