@@ -33,4 +33,12 @@ final class Checks {
             throw new IllegalArgumentException(field + ": " + value + " (expected: a finite number > 0)");
         }
     }
+
+    /** A stated batch limit ({@code max_num_seqs}): 1 to {@link Engine#MAX_NUM_SEQS}, or 0 where none is stated. */
+    static void maxNumSeqs(int value) {
+        if (value < 0 || value > Engine.MAX_NUM_SEQS) {
+            throw new IllegalArgumentException("max_num_seqs: " + value + " (expected: from 1 to " + Engine.MAX_NUM_SEQS
+                    + ", or absent)");
+        }
+    }
 }

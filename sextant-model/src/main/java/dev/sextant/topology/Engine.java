@@ -45,10 +45,7 @@ public record Engine(String id, String cluster, String endpoint, List<String> mo
             throw new IllegalArgumentException("priority_scheduling: missing (expected: none, lower_first or"
                     + " higher_first)");
         }
-        if (maxNumSeqs < 0 || maxNumSeqs > MAX_NUM_SEQS) {
-            throw new IllegalArgumentException("max_num_seqs: " + maxNumSeqs + " (expected: from 1 to " + MAX_NUM_SEQS
-                    + ", or absent)");
-        }
+        Checks.maxNumSeqs(maxNumSeqs);
     }
 
     /** An engine whose batch limit the topology does not state. */

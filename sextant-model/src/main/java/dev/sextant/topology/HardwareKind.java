@@ -17,10 +17,7 @@ public record HardwareKind(String id, double capacityRps, LatencyProfile profile
         if (profile == null) {
             throw new IllegalArgumentException("profile: missing (expected: a latency profile)");
         }
-        if (maxNumSeqs < 0 || maxNumSeqs > Engine.MAX_NUM_SEQS) {
-            throw new IllegalArgumentException("max_num_seqs: " + maxNumSeqs + " (expected: from 1 to "
-                    + Engine.MAX_NUM_SEQS + ", or absent)");
-        }
+        Checks.maxNumSeqs(maxNumSeqs);
     }
 
     /** A kind whose batch limit is not said. */
