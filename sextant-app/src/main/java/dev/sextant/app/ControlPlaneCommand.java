@@ -22,7 +22,8 @@ import picocli.CommandLine.Option;
 final class ControlPlaneCommand implements Callable<Integer> {
     static final Set<String> KEYS = ServerFile.withTlsKeys("topology", "host", "port", "token_file", "solve_interval",
             "watch_interval", "scrape_interval", "scrape_timeout", "missed_scrapes", "error_rate_limit", "demand",
-            "publish_gain", "publish_gain_ms", "overload_ttft_factor", "keep_in_region", "canary_interval", "max_wait",
+            "publish_gain", "publish_gain_ms", "overload_ttft_factor", "keep_in_region", "demand_hold", "canary_interval",
+            "max_wait",
             "state_file", "request_header_timeout", "request_body_timeout", "max_header_bytes", "max_connections",
             "max_buffered_body_bytes", "etcd", "credentials_file", "engine_token_file");
     /** Keys of older versions, refused with what replaced them. */
@@ -99,6 +100,7 @@ final class ControlPlaneCommand implements Callable<Integer> {
                 .publishGainMs(f.number("publish_gain_ms", d.publishGainMs()))
                 .overloadTtftFactor(f.number("overload_ttft_factor", d.overloadTtftFactor()))
                 .keepInRegion(f.bool("keep_in_region", d.keepInRegion()))
+                .demandHold(f.duration("demand_hold", d.demandHold()))
                 .canaryInterval(f.duration("canary_interval", d.canaryInterval()))
                 .maxWait(f.duration("max_wait", d.maxWait())).tls(f.serverTls()).engineTls(f.clientTls())
                 .stateFile(f.path("state_file")).limits(limits(f, d.limits()))

@@ -37,8 +37,8 @@ final class SimulateCommand implements Callable<Integer> {
     @Option(names = "--policies", split = POLICY_LIST, splitSynopsisLabel = ",", paramLabel = "NAME",
             description = "Policies to run, comma-separated (default: the scenario's own list): sextant, "
                     + "legacy-feedback, nearest, waterfall, round-robin, least-request, prefix-aware, random, "
-                    + "legacy-feedback[gain=G], sextant[space_prefills=B,spread_shared_prefixes=B] (B: true or "
-                    + "false).")
+                    + "legacy-feedback[gain=G], sextant[space_prefills=B,spread_shared_prefixes=B,keep_in_region=B,"
+                    + "demand_hold=S] (B: true or false; S: seconds).")
     List<String> policies = List.of();
 
     @Option(names = "--seed", paramLabel = "N", description = "Random seed (default: ${DEFAULT-VALUE}).")

@@ -500,22 +500,41 @@ class ServerCommandsTest {
             on                  | keep_in_region: true   | true
             """)
     void controlPlane_keepInRegion_reachesTheControlLoop(String name, String setting, boolean keep) throws Exception {
+        assertThat(controlOptions(setting).keepInRegion()).isEqualTo(keep);
+    }
+
+    /** The control loop's options of a control-plane.yaml with {@code setting} beside its topology and token. */
+    private dev.sextant.control.ControlOptions controlOptions(String setting) throws Exception {
         Path topology = Path.of("..", "examples", "talk.yaml").toAbsolutePath();
         Files.writeString(dir.resolve("tok"), "secret");
         Path config = Files.writeString(dir.resolve("control-plane.yaml"), "topology: " + topology
                 + "\ntoken_file: tok\n" + setting + "\n");
         ServerFile f = ServerFile.load(config, ControlPlaneCommand.KEYS, ControlPlaneCommand.REMOVED);
-        assertThat(ControlPlaneCommand.config(f, topology, null, 0).controlOptions().keepInRegion()).isEqualTo(keep);
+        return ControlPlaneCommand.config(f, topology, null, 0).controlOptions();
     }
 
-    @Test
-    void controlPlane_keepInRegion_notABoolean_isItsLinesProblem() throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            absent, the default | ''                | 300000
+            two minutes         | demand_hold: 2m   | 120000
+            none                | demand_hold: 0s   | 0
+            """)
+    void controlPlane_demandHold_reachesTheControlLoop(String name, String setting, long millis) throws Exception {
+        assertThat(controlOptions(setting).demandHold().toMillis()).isEqualTo(millis);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            keep_in_region | sometimes | 'sometimes' (expected:
+            demand_hold    | a while   | 'a while' (expected: a duration >= 0
+            """)
+    void controlPlane_aBadLoopSetting_isItsLinesProblem(String key, String value, String said) throws Exception {
         Path topology = Path.of("..", "examples", "talk.yaml").toAbsolutePath();
         Files.writeString(dir.resolve("tok"), "secret");
         Path config = Files.writeString(dir.resolve("control-plane.yaml"), "topology: " + topology
-                + "\ntoken_file: tok\nkeep_in_region: sometimes\n");
+                + "\ntoken_file: tok\n" + key + ": " + value + "\n");
         assertThat(run("control-plane", "--config", config.toString(), "--check")).isEqualTo(Sextant.EXIT_BAD_INPUT);
-        assertThat(stderr).contains("control-plane.yaml:3: keep_in_region: 'sometimes' (expected: ");
+        assertThat(stderr).contains("control-plane.yaml:3: " + key + ": " + said);
     }
 
     @Test

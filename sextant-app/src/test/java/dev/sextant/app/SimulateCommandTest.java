@@ -117,7 +117,7 @@ class SimulateCommandTest {
 
         assertThat(code).isEqualTo(2);
         assertThat(err.toString()).contains("sextant option 'max_walk' (expected: space_prefills, "
-                + "spread_shared_prefixes or keep_in_region)");
+                + "spread_shared_prefixes, keep_in_region or demand_hold)");
     }
 
     @Test

@@ -38,12 +38,16 @@ import java.time.Duration;
  * @param keepInRegion       while nothing is shed, each gateway cluster's requests stay on the engines of its own
  *                           region unless sending some elsewhere lowers the expected latency per request by more than
  *                           the publication threshold ({@code publishGain}, {@code publishGainMs}) (true)
+ * @param demandHold         a gateway cluster's demand is planned at the most its reports showed within this long
+ *                           (the lower bound of each estimate), as far as the engines carry it without shedding, so
+ *                           that demand which comes back within it is not followed down and up again, ≥ 0, 0 for no
+ *                           hold (5 min, Kubernetes' default stabilization window for scaling down)
  */
 public record ControlOptions(double priorWeight, Duration lawHalfLife, double workloadRequests, double slowFactor,
                              double recoveredFactor, int minTokenGaps, double errorRateLimit, int minAttempts,
                              int missedScrapes, Duration demandWindow, double publishGain, double publishGainMs,
                              Duration canaryInterval, double probeMargin, boolean observedDemand,
-                             double overloadTtftFactor, boolean keepInRegion) {
+                             double overloadTtftFactor, boolean keepInRegion, Duration demandHold) {
 
     public ControlOptions {
         if (!(priorWeight > 0) || Double.isInfinite(priorWeight)) {
@@ -56,6 +60,9 @@ public record ControlOptions(double priorWeight, Duration lawHalfLife, double wo
         }
         positive("demand_window", demandWindow);
         positive("canary_interval", canaryInterval);
+        if (demandHold == null || demandHold.isNegative()) {
+            throw new IllegalArgumentException("demand_hold: " + demandHold + " (expected: >= 0)");
+        }
         if (!(slowFactor > 1) || Double.isInfinite(slowFactor)) {
             throw new IllegalArgumentException("slow_factor: " + slowFactor + " (expected: a finite number > 1)");
         }
@@ -99,62 +106,70 @@ public record ControlOptions(double priorWeight, Duration lawHalfLife, double wo
     /** The defaults above. */
     public static ControlOptions defaults() {
         return new ControlOptions(20, Duration.ofMinutes(10), 1000, 1.5, 1.2, 30, 0.2, 20, 3, Duration.ofSeconds(60),
-                0.0025, 0.5, Duration.ofSeconds(5), 0.15, true, 2, true);
+                0.0025, 0.5, Duration.ofSeconds(5), 0.15, true, 2, true,
+                Duration.ofMinutes(5));
     }
 
     /** These options with another number of missed scrapes before an engine is down. */
     public ControlOptions withMissedScrapes(int n) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, n, demandWindow, publishGain, publishGainMs, canaryInterval, probeMargin,
-                observedDemand, overloadTtftFactor, keepInRegion);
+                observedDemand, overloadTtftFactor, keepInRegion, demandHold);
     }
 
     /** These options with another error rate limit. */
     public ControlOptions withErrorRateLimit(double limit) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 limit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
-                probeMargin, observedDemand, overloadTtftFactor, keepInRegion);
+                probeMargin, observedDemand, overloadTtftFactor, keepInRegion, demandHold);
     }
 
     /** These options with demand from the reports ({@code true}) or from the topology only. */
     public ControlOptions withObservedDemand(boolean observed) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
-                probeMargin, observed, overloadTtftFactor, keepInRegion);
+                probeMargin, observed, overloadTtftFactor, keepInRegion, demandHold);
     }
 
     /** These options with another publication threshold. */
     public ControlOptions withPublishGain(double relative, double ms) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, relative, ms, canaryInterval, probeMargin,
-                observedDemand, overloadTtftFactor, keepInRegion);
+                observedDemand, overloadTtftFactor, keepInRegion, demandHold);
     }
 
     /** These options with another canary interval. */
     public ControlOptions withCanaryInterval(Duration interval) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, interval,
-                probeMargin, observedDemand, overloadTtftFactor, keepInRegion);
+                probeMargin, observedDemand, overloadTtftFactor, keepInRegion, demandHold);
     }
 
     /** These options with another weight of the configuration as a prior, in intervals. */
     public ControlOptions withPriorWeight(double weight) {
         return new ControlOptions(weight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
-                probeMargin, observedDemand, overloadTtftFactor, keepInRegion);
+                probeMargin, observedDemand, overloadTtftFactor, keepInRegion, demandHold);
     }
 
     /** These options with another bound on how full the engines are planned while the policy sheds. */
     public ControlOptions withOverloadTtftFactor(double factor) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
-                probeMargin, observedDemand, factor, keepInRegion);
+                probeMargin, observedDemand, factor, keepInRegion, demandHold);
     }
 
     /** These options with the rule that keeps requests in their region on or off. */
     public ControlOptions withKeepInRegion(boolean keep) {
         return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
                 errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
-                probeMargin, observedDemand, overloadTtftFactor, keep);
+                probeMargin, observedDemand, overloadTtftFactor, keep, demandHold);
+    }
+
+    /** These options with another hold of a recent peak of demand ({@link Duration#ZERO}: none). */
+    public ControlOptions withDemandHold(Duration hold) {
+        return new ControlOptions(priorWeight, lawHalfLife, workloadRequests, slowFactor, recoveredFactor, minTokenGaps,
+                errorRateLimit, minAttempts, missedScrapes, demandWindow, publishGain, publishGainMs, canaryInterval,
+                probeMargin, observedDemand, overloadTtftFactor, keepInRegion, hold);
     }
 }

@@ -16,6 +16,7 @@ import dev.sextant.topology.Model;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
 import java.math.BigDecimal;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -149,6 +150,9 @@ final class DefaultControlLoop implements ControlLoop {
         t.gatewayClusters().forEach(g -> gateways.add(g.id()));
         links.keySet().retainAll(gateways);
         demand.keySet().retainAll(gateways);
+        Set<String> pairs = new HashSet<>();
+        t.gatewayClusters().forEach(g -> t.classes().forEach(c -> pairs.add(g.id() + "\u0000" + c.id())));
+        recentDemand.keySet().retainAll(pairs);
         this.topology = t;
     }
 
@@ -332,7 +336,7 @@ final class DefaultControlLoop implements ControlLoop {
             return true;
         }
         // the demand the reports show: the configured floor of a young estimate is a plan's prior, not a load that came
-        HeldRouting held = Policies.evaluate(publishedFor.withDemand(rates(demandEstimates(false))), published);
+        HeldRouting held = Policies.evaluate(publishedFor.withDemand(rates(demandEstimates(false, ticker.nanos()))), published);
         return Double.isInfinite(held.latencyCost()) || held.maxLoadRatio() > HEADROOM_TOLERANCE;
     }
 
@@ -436,7 +440,8 @@ final class DefaultControlLoop implements ControlLoop {
                     t.config.capacityRps(), shared.profile(), shared.idleTtftMs(), applied, shared.batchSlots(),
                     shared.evidence(), shared.capacityWhy(), t.speedWhy, t.conditionWhy));
         }
-        return new Estimates(now, est, demandEstimates(true), linkEstimates(), modelEstimates(),
+        heldDemand.clear();
+        return new Estimates(now, est, demandEstimates(true, now), linkEstimates(), modelEstimates(),
                 affinityDiscount(fitted), affinityWhy(fitted));
     }
 
@@ -579,7 +584,7 @@ final class DefaultControlLoop implements ControlLoop {
      * demand stays below it for a demand window, {@link DemandTracker#upperRate}), and a demand window after the
      * cluster's first report of the class whatever they say.
      */
-    private Map<String, Map<String, DemandEstimate>> demandEstimates(boolean floors) {
+    private Map<String, Map<String, DemandEstimate>> demandEstimates(boolean floors, long now) {
         Map<String, Map<String, DemandEstimate>> out = new TreeMap<>();
         long window = options.demandWindow().toNanos();
         for (GatewayCluster g : topology.gatewayClusters()) {
@@ -637,6 +642,9 @@ final class DefaultControlLoop implements ControlLoop {
                                         ? "; taken as " + rps(MAX_RPS) + ", the most a topology may say" : ""));
                     }
                 }
+                if (floors && live > 0 && options.observedDemand() && !options.demandHold().isZero()) {
+                    e = held(g.id() + "\u0000" + c.id(), e, now);
+                }
                 if (e.rps() > 0 || configured.containsKey(c.id())) {
                     row.put(c.id(), e);
                 }
@@ -644,6 +652,64 @@ final class DefaultControlLoop implements ControlLoop {
             out.put(g.id(), row);
         }
         return out;
+    }
+
+    /**
+     * Per (gateway cluster, class): the lower bounds of its demand estimates within the hold, as [time, req/s], each
+     * below every older one left (a sliding maximum: the first is the most within the hold).
+     */
+    private final Map<String, ArrayDeque<double[]>> recentDemand = new HashMap<>();
+    /** Estimates the last {@link #estimate} raised to a recent peak, by (gateway cluster, class): what they were. */
+    private final Map<String, DemandEstimate> heldDemand = new HashMap<>();
+
+    /**
+     * {@code e} (a demand the reports show), raised to the most they showed within {@link ControlOptions#demandHold()}:
+     * of each estimate its lower bound (two standard errors below), where that is above the present estimate's upper
+     * bound, so that a steady demand's noise raises nothing and a burst that recurs within the hold, or a level that
+     * fell less than a hold ago, does (docs/control-loop.md, "Demand").
+     */
+    private DemandEstimate held(String key, DemandEstimate e, long now) {
+        long hold = options.demandHold().toNanos();
+        ArrayDeque<double[]> q = recentDemand.computeIfAbsent(key, k -> new ArrayDeque<>());
+        double se = Double.isNaN(e.standardError()) ? 0 : e.standardError();
+        double low = e.reportedRps() - 2 * se;
+        while (!q.isEmpty() && q.peekLast()[1] <= low) {
+            q.pollLast();
+        }
+        q.addLast(new double[] {now, low});
+        while (q.peekFirst()[0] < now - hold) {
+            q.pollFirst();
+        }
+        double peak = q.peekFirst()[1];
+        // held only where the past level is above the present beyond both their noise: its lower bound above the
+        // present's upper bound
+        if (!(peak > e.rps() && peak > e.reportedRps() + 2 * se)) {
+            return e;
+        }
+        heldDemand.put(key, e);
+        return new DemandEstimate(peak, e.configuredRps(), e.reportedRps(), e.standardError(), e.why()
+                + String.format(Locale.ROOT, "; planned for %s, the most the reports showed in the last %s (its "
+                + "lower bound), until %s passes without it", rps(peak), Durations.human(options.demandHold().toNanos()),
+                Durations.human(options.demandHold().toNanos())));
+    }
+
+    /** {@code est} with each estimate {@link #held} at a recent peak back at what the reports show. */
+    private Estimates unheld(Estimates est) {
+        Map<String, Map<String, DemandEstimate>> d = new TreeMap<>();
+        est.demand().forEach((g, row) -> {
+            Map<String, DemandEstimate> r = new TreeMap<>(row);
+            row.keySet().forEach(c -> {
+                DemandEstimate before = heldDemand.get(g + "\u0000" + c);
+                if (before != null) {
+                    r.put(c, new DemandEstimate(before.rps(), before.configuredRps(), before.reportedRps(),
+                            before.standardError(), before.why() + "; not held at its recent peak: the engines do not "
+                            + "carry it"));
+                }
+            });
+            d.put(g, r);
+        });
+        return new Estimates(est.atNanos(), est.engines(), d, est.links(), est.models(), est.affinityDiscountMs(),
+                est.affinityWhy());
     }
 
     private Map<String, Map<String, LinkEstimate>> linkEstimates() {
@@ -754,6 +820,11 @@ final class DefaultControlLoop implements ControlLoop {
         String unproven = "";
         try {
             candidate = optimizer.solve(solveFor, opts);
+            if (candidate.objective().shedRps() > 0 && !heldDemand.isEmpty()) {
+                est = unheld(est);
+                solveFor = solveTopology(est);
+                candidate = optimizer.solve(solveFor, opts);
+            }
             List<String> lastResort = new ArrayList<>();
             Map<String, Double> succeeding = new TreeMap<>();
             Topology withFailing = failingAsLastResort(solveFor, candidate, est, lastResort, succeeding);

@@ -9,6 +9,7 @@ import dev.sextant.topology.GatewayCluster;
 import dev.sextant.topology.Model;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -762,17 +763,102 @@ class ControlLoopTest {
         assertThat(close.loop.estimates().demand().get("gw").get("chat").floored()).isFalse();
     }
 
-    /** Once the reports have settled, a fall of demand below the configured one is followed, not floored. */
+    /**
+     * Once the reports have settled, a fall of demand below the configured one is not floored: it is planned at the
+     * level it fell from (that level's lower bound) until the hold has passed without it, and then followed; without
+     * a hold, at once.
+     */
     @Test
-    void demandFallingAfterTheReportsSettled_isFollowed() {
+    void demandFallingAfterTheReportsSettled_isHeldForTheHold_thenFollowed() {
         Rig r = rig(Map.of(), Map.of(), 150, 20);
         r.run(30); // six reports, within the demand window of the first
         r.demand = 50;
         r.run(15);
 
         DemandEstimate e = r.loop.estimates().demand().get("gw").get("chat");
+        assertThat(e.floored()).as("held above what the reports show").isTrue();
+        assertThat(e.reportedRps()).isCloseTo(50, within(8.0));
+        assertThat(e.rps()).isBetween(130.0, 150.0);
+        assertThat(e.why()).contains("the most the reports showed in the last 5 min (its lower bound)");
+
+        r.run(320); // the hold, past the last estimate that still showed some of the old level
+        e = r.loop.estimates().demand().get("gw").get("chat");
         assertThat(e.floored()).isFalse();
         assertThat(e.rps()).isCloseTo(50, within(8.0));
+
+        Topology t = fleet(truths(Map.of()), Map.of(), 150);
+        Rig none = new Rig(t, truths(Map.of()), 20, ControlOptions.defaults().withDemandHold(Duration.ZERO));
+        none.run(30);
+        none.demand = 50;
+        none.run(15);
+        e = none.loop.estimates().demand().get("gw").get("chat");
+        assertThat(e.floored()).isFalse();
+        assertThat(e.rps()).isCloseTo(50, within(8.0));
+    }
+
+    /**
+     * Bursts that recur within the hold are planned at their peak between them, so the plan does not follow each
+     * burst down and up again: after the first burst, the published routing stays put. Without the hold the estimate
+     * falls back between bursts and the loop publishes again at each.
+     */
+    @Test
+    void burstsRecurringWithinTheHold_arePlannedAtTheirPeak_andThePlanStaysPut() {
+        Topology t = fleet(truths(Map.of()), Map.of(), 60);
+        Rig held = new Rig(t, truths(Map.of()), 23);
+        Rig none = new Rig(t, truths(Map.of()), 23, ControlOptions.defaults().withDemandHold(Duration.ZERO));
+        List<Long> heldVersions = new ArrayList<>();
+        List<Long> noneVersions = new ArrayList<>();
+        for (int minute = 0; minute < 5; minute++) {
+            for (Rig r : List.of(held, none)) {
+                r.demand = 150;
+                r.run(10);
+                r.demand = 60;
+                r.run(50);
+            }
+            if (minute >= 2) {
+                DemandEstimate between = held.loop.estimates().demand().get("gw").get("chat");
+                assertThat(between.reportedRps()).as("minute %d", minute).isCloseTo(60, within(10.0));
+                assertThat(between.rps()).as("minute %d", minute).isGreaterThan(120);
+                assertThat(none.loop.estimates().demand().get("gw").get("chat").rps()).isCloseTo(60, within(10.0));
+                heldVersions.add(held.loop.published().version());
+                noneVersions.add(none.loop.published().version());
+            }
+        }
+        assertThat(heldVersions).as("the held plan, minutes 2-4").containsOnly(heldVersions.get(0));
+        assertThat(noneVersions).as("the plan without a hold, minutes 2-4").doesNotHaveDuplicates();
+    }
+
+    /**
+     * A held peak is planned only as far as the engines carry it: where planning it would shed, the plan is for what
+     * the reports show, and nothing is refused for demand that is not arriving.
+     */
+    @Test
+    void heldPeak_theEnginesDoNotCarry_isNotHeld_andShedsNothing() {
+        Topology t = Fleets.oneCluster(2, 50, 100); // four engines: 180 req/s of effective capacity
+        Step carried = stepAfter(t, 170, 100);
+        assertThat(carried.snapshot().objective().shedRps()).isZero();
+        assertThat(carried.solvedFor().demandRps().get("gw").get("chat")).isBetween(150.0, 170.0);
+        assertThat(carried.estimates().demand().get("gw").get("chat").why()).contains("the most the reports showed");
+
+        Step beyond = stepAfter(t, 250, 100);
+        assertThat(beyond.snapshot().objective().shedRps()).isZero();
+        assertThat(beyond.solvedFor().demandRps().get("gw").get("chat")).isCloseTo(100, within(8.0));
+        assertThat(beyond.estimates().demand().get("gw").get("chat").why())
+                .contains("not held at its recent peak: the engines do not carry it");
+    }
+
+    /** A step after a minute of 5-s reports at {@code peak} req/s and then 30 s of them at {@code now}. */
+    private static Step stepAfter(Topology t, long peak, long now) {
+        ManualTicker ticker = new ManualTicker();
+        ControlLoop loop = ControlLoop.create(t, ControlOptions.defaults(), ticker, null);
+        loop.step();
+        for (int i = 0; i < 18; i++) {
+            ticker.advanceSeconds(5);
+            loop.observe(new GatewayReport("gw", "", ticker.nanos(), 5, Map.of("chat", 5 * (i < 12 ? peak : now)),
+                    Map.of(), Map.of(), Map.of(), null));
+            loop.step();
+        }
+        return loop.step();
     }
 
     /**

@@ -30,7 +30,7 @@ final class SimPolicies {
      * A fresh policy instance. {@code legacy-feedback[gain=g]} is the legacy controller at gain g;
      * {@code sextant[option=value,…]} is Sextant with the options given, of the gateways' {@code space_prefills} and
      * {@code spread_shared_prefixes} and the control loop's {@code keep_in_region} (each {@code true} or
-     * {@code false}).
+     * {@code false}) and {@code demand_hold} (seconds, 0 for none).
      *
      * @throws IllegalArgumentException for an unknown name
      */
@@ -75,13 +75,23 @@ final class SimPolicies {
         for (String pair : list.split(",", -1)) {
             String[] kv = pair.split("=", -1);
             String option = kv[0];
-            if (!List.of("space_prefills", "spread_shared_prefixes", "keep_in_region").contains(option)) {
+            if (!List.of("space_prefills", "spread_shared_prefixes", "keep_in_region", "demand_hold")
+                    .contains(option)) {
                 throw new IllegalArgumentException("policy: sextant option '" + option
-                        + "' (expected: space_prefills, spread_shared_prefixes or keep_in_region)");
+                        + "' (expected: space_prefills, spread_shared_prefixes, keep_in_region or demand_hold)");
             }
             if (!given.add(option)) {
                 throw new IllegalArgumentException("policy: sextant option '" + option + "' twice (expected: each "
                         + "option once)");
+            }
+            if (option.equals("demand_hold")) {
+                double seconds = kv.length == 2 ? number(kv[1]) : Double.NaN;
+                if (!(seconds >= 0 && seconds <= MAX_HOLD_S)) {
+                    throw new IllegalArgumentException("policy: sextant option '" + pair + "' (expected: "
+                            + "demand_hold=S, seconds from 0 to " + (long) MAX_HOLD_S + ")");
+                }
+                control = control.withDemandHold(java.time.Duration.ofMillis(Math.round(seconds * 1000)));
+                continue;
             }
             if (kv.length != 2 || !kv[1].equals("true") && !kv[1].equals("false")) {
                 throw new IllegalArgumentException("policy: sextant option '" + pair + "' (expected: " + option
@@ -95,6 +105,17 @@ final class SimPolicies {
             }
         }
         return new SextantPolicy(name, b.build(), control);
+    }
+
+    /** The longest {@code demand_hold} a policy name may give, seconds: a day. */
+    private static final double MAX_HOLD_S = 86_400;
+
+    private static double number(String text) {
+        try {
+            return Double.parseDouble(text);
+        } catch (NumberFormatException e) {
+            return Double.NaN;
+        }
     }
 
     /**

@@ -295,10 +295,17 @@ class SextantBehaviourTest {
         assertThatThrownBy(() -> SimPolicies.create("sextant[space_prefills=maybe]", null))
                 .hasMessageContaining("sextant option 'space_prefills=maybe'");
         assertThatThrownBy(() -> SimPolicies.create("sextant[max_walk=2]", null))
-                .hasMessageContaining("sextant option 'max_walk' (expected: space_prefills, spread_shared_prefixes or"
-                        + " keep_in_region)");
+                .hasMessageContaining("sextant option 'max_walk' (expected: space_prefills, spread_shared_prefixes,"
+                        + " keep_in_region or demand_hold)");
         assertThat(SimPolicies.create("sextant[keep_in_region=false]", null).name())
                 .isEqualTo("sextant[keep_in_region=false]");
+        assertThat(SimPolicies.create("sextant[demand_hold=0,keep_in_region=true]", null).name())
+                .isEqualTo("sextant[demand_hold=0,keep_in_region=true]");
+        for (String bad : List.of("-1", "1e9", "NaN", "", "5min")) {
+            assertThatThrownBy(() -> SimPolicies.create("sextant[demand_hold=" + bad + "]", null))
+                    .hasMessage("policy: sextant option 'demand_hold=" + bad + "' (expected: demand_hold=S, seconds"
+                            + " from 0 to 86400)");
+        }
         assertThatThrownBy(() -> SimPolicies.create("sextant[space_prefills=true,space_prefills=false]", null))
                 .hasMessage("policy: sextant option 'space_prefills' twice (expected: each option once)");
     }

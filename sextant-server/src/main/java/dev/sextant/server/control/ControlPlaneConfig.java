@@ -39,6 +39,8 @@ import java.time.Duration;
  *                       infinite for no such bound ({@link ControlOptions#overloadTtftFactor()})
  * @param keepInRegion   while nothing is shed, requests leave their gateway cluster's region only for a gain above the
  *                       publication threshold ({@link ControlOptions#keepInRegion()})
+ * @param demandHold     each gateway cluster's demand is planned at the most its reports showed within this long, as
+ *                       far as the engines carry it ({@link ControlOptions#demandHold()}), ≥ 0, zero for no hold
  * @param canaryInterval how often an engine that must prove itself (out of service, slow, new) gets a canary
  *                       request, &gt; 0
  * @param maxWait        longest long-poll the server holds open, &gt; 0
@@ -60,7 +62,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                                  Duration watchInterval, Duration scrapeInterval, Duration scrapeTimeout,
                                  int missedScrapes, double errorRateLimit, String demand, double publishGain,
                                  double publishGainMs, double overloadTtftFactor, boolean keepInRegion,
-                                 Duration canaryInterval,
+                                 Duration demandHold, Duration canaryInterval,
                                  Duration maxWait, ServerTls tls, ClientTls engineTls, Path stateFile,
                                  ListenerLimits limits, CredentialsFile credentials, BearerToken engineToken) {
 
@@ -92,6 +94,9 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         Http.positive("scrape_interval", scrapeInterval);
         Http.positive("scrape_timeout", scrapeTimeout);
         Http.positive("canary_interval", canaryInterval);
+        if (demandHold == null || demandHold.isNegative()) {
+            throw new IllegalArgumentException("demand_hold: " + demandHold + " (expected: a duration >= 0)");
+        }
         Http.positive("max_wait", maxWait);
         if (missedScrapes < 1) {
             throw new IllegalArgumentException("missed_scrapes: " + missedScrapes + " (expected: >= 1)");
@@ -140,7 +145,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         return ControlOptions.defaults().withMissedScrapes(missedScrapes).withErrorRateLimit(errorRateLimit)
                 .withObservedDemand("observed".equals(demand)).withPublishGain(publishGain, publishGainMs)
                 .withCanaryInterval(canaryInterval).withOverloadTtftFactor(overloadTtftFactor)
-                .withKeepInRegion(keepInRegion);
+                .withKeepInRegion(keepInRegion).withDemandHold(demandHold);
     }
 
     /** With other listener limits. */
@@ -217,7 +222,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 .missedScrapes(o.missedScrapes()).errorRateLimit(o.errorRateLimit())
                 .demand(o.observedDemand() ? "observed" : "configured").publishGain(o.publishGain())
                 .publishGainMs(o.publishGainMs()).overloadTtftFactor(o.overloadTtftFactor())
-                .keepInRegion(o.keepInRegion())
+                .keepInRegion(o.keepInRegion()).demandHold(o.demandHold())
                 .canaryInterval(o.canaryInterval()).maxWait(Duration.ofSeconds(60))
                 .limits(ListenerLimits.controlPlane());
     }
@@ -240,6 +245,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         b.publishGainMs = publishGainMs;
         b.overloadTtftFactor = overloadTtftFactor;
         b.keepInRegion = keepInRegion;
+        b.demandHold = demandHold;
         b.canaryInterval = canaryInterval;
         b.maxWait = maxWait;
         b.tls = tls;
@@ -271,6 +277,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         private double publishGainMs;
         private double overloadTtftFactor;
         private boolean keepInRegion;
+        private Duration demandHold;
         private Duration canaryInterval;
         private Duration maxWait;
         private ServerTls tls;
@@ -373,6 +380,12 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
             return this;
         }
 
+        /** Sets {@link ControlPlaneConfig#demandHold()}. */
+        public Builder demandHold(Duration value) {
+            this.demandHold = value;
+            return this;
+        }
+
         /** Sets {@link ControlPlaneConfig#canaryInterval()}. */
         public Builder canaryInterval(Duration value) {
             this.canaryInterval = value;
@@ -429,7 +442,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
         public ControlPlaneConfig build() {
             return new ControlPlaneConfig(topologyFile, host, port, token, solveInterval, watchInterval,
                     scrapeInterval, scrapeTimeout, missedScrapes, errorRateLimit, demand, publishGain, publishGainMs,
-                    overloadTtftFactor, keepInRegion, canaryInterval, maxWait, tls, engineTls, stateFile, limits,
+                    overloadTtftFactor, keepInRegion, demandHold, canaryInterval, maxWait, tls, engineTls, stateFile, limits,
                     credentials, engineToken);
         }
     }
@@ -442,7 +455,7 @@ public record ControlPlaneConfig(Path topologyFile, String host, int port, Beare
                 + ", scrapeInterval=" + scrapeInterval + ", scrapeTimeout=" + scrapeTimeout + ", missedScrapes="
                 + missedScrapes + ", errorRateLimit=" + errorRateLimit + ", demand=" + demand + ", publishGain="
                 + publishGain + ", publishGainMs=" + publishGainMs + ", overloadTtftFactor=" + overloadTtftFactor
-                + ", keepInRegion=" + keepInRegion + ", canaryInterval=" + canaryInterval
+                + ", keepInRegion=" + keepInRegion + ", demandHold=" + demandHold + ", canaryInterval=" + canaryInterval
                 + ", maxWait=" + maxWait + ", tls=" + tls + ", engineTls=" + engineTls + ", stateFile=" + stateFile
                 + ", limits=" + limits + ", engineToken=" + (engineToken == null ? "none" : "(redacted)") + "]";
     }
