@@ -172,6 +172,7 @@ final class DefaultControlLoop implements ControlLoop {
             t.scrapeFailed(s.failure(), s.atNanos());
             return;
         }
+        t.group.kvStated(s.metrics().kvCapacityTokens());
         Interval i = t.scraped(s.metrics(), s.atNanos());
         // an interval in which the engine held requests and did nothing, or of a stalled engine, tells nothing of its
         // pace, batch or queue

@@ -161,12 +161,30 @@ final class GroupModel {
     private double memberSeconds;
     private double memberCompletions;
 
+    /** The KV capacity, in tokens, the members' latest scrapes state (NaN where none does). */
+    private double statedKvTokens = Double.NaN;
+
     /**
-     * Tokens a member's KV cache holds, as its intervals show it (NaN without evidence): the sequences running at a
-     * scrape hold its KV fraction, each about a request's prompt and output (vLLM reserves blocks as a sequence grows,
-     * so this reads the capacity a little high where outputs are long against prompts).
+     * A member's scrape states its KV cache's capacity ({@code vllm:cache_config_info}, {@code
+     * sglang:max_total_num_tokens}): the engine's own figure, so it replaces the reading of {@link #kvCapacityTokens}.
+     * Members of a group are alike; the latest statement stands.
+     */
+    void kvStated(double tokens) {
+        if (tokens > 0) {
+            statedKvTokens = tokens;
+        }
+    }
+
+    /**
+     * Tokens a member's KV cache holds (NaN without evidence): as its engines state it, or else as its intervals show
+     * it: the sequences running at a scrape hold its KV fraction, each about a request's prompt and output (vLLM
+     * reserves blocks as a sequence grows, so this reads the capacity a little high where outputs are long against
+     * prompts).
      */
     double kvCapacityTokens() {
+        if (statedKvTokens > 0) {
+            return statedKvTokens;
+        }
         return kvWeight > 0 ? kvTokens / kvWeight : Double.NaN;
     }
 

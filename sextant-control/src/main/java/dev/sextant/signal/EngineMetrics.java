@@ -33,6 +33,8 @@ import java.util.function.Predicate;
  * <tr><td>queueTime</td><td>{@code vllm:request_queue_time_seconds}</td><td>{@code sglang:queue_time_seconds}</td></tr>
  * <tr><td>maxRunning</td><td>—</td><td>{@code sglang:max_running_requests}</td></tr>
  * <tr><td>outputLengths</td><td>{@code vllm:request_generation_tokens}</td><td>—</td></tr>
+ * <tr><td>kvCapacityTokens</td><td>{@code vllm:cache_config_info}: its labels {@code num_gpu_blocks} ×
+ *     {@code block_size}</td><td>{@code sglang:max_total_num_tokens}</td></tr>
  * </table>
  * Several series of one metric (data-parallel engines, several models) are summed; the KV-cache usage is
  * their mean, and histogram buckets are summed per bound (bounds not present in every series are dropped).
@@ -53,11 +55,13 @@ import java.util.function.Predicate;
  * @param queueTime        time requests waited for a place in the batch, seconds
  * @param maxRunning       the most requests the engine runs in one batch (its configured limit, a gauge)
  * @param outputLengths    output tokens per finished request (a histogram in tokens, not seconds)
+ * @param kvCapacityTokens tokens the engine's KV cache holds, as its configuration says (a gauge, &gt; 0)
  */
 public record EngineMetrics(Flavor flavor, double running, double waiting, double kvCacheUsage, Histogram ttft,
                             Histogram tbt, double successCount, double promptTokens, double generationTokens,
                             double prefixCacheQueries, double prefixCacheHits, double cacheHitRate,
-                            Histogram queueTime, double maxRunning, Histogram outputLengths) {
+                            Histogram queueTime, double maxRunning, Histogram outputLengths,
+                            double kvCapacityTokens) {
 
     /** Which engine's metric names a scrape carries. */
     public enum Flavor {
@@ -95,6 +99,7 @@ public record EngineMetrics(Flavor flavor, double running, double waiting, doubl
         }
         cacheHitRate = fraction(cacheHitRate);
         maxRunning = gauge(maxRunning);
+        kvCapacityTokens = kvCapacityTokens > 0 ? gauge(kvCapacityTokens) : Double.NaN;
         ttft = ttft.sane();
         tbt = tbt.sane();
         queueTime = queueTime.sane();
@@ -129,13 +134,22 @@ public record EngineMetrics(Flavor flavor, double running, double waiting, doubl
         return v >= 0 && v <= 1 ? v : v > 1 && v <= 1.01 ? 1 : Double.NaN;
     }
 
+    /** Metrics without the KV cache's capacity. */
+    public EngineMetrics(Flavor flavor, double running, double waiting, double kvCacheUsage, Histogram ttft,
+                         Histogram tbt, double successCount, double promptTokens, double generationTokens,
+                         double prefixCacheQueries, double prefixCacheHits, double cacheHitRate, Histogram queueTime,
+                         double maxRunning, Histogram outputLengths) {
+        this(flavor, running, waiting, kvCacheUsage, ttft, tbt, successCount, promptTokens, generationTokens,
+                prefixCacheQueries, prefixCacheHits, cacheHitRate, queueTime, maxRunning, outputLengths, Double.NaN);
+    }
+
     /** Metrics without the output-length histogram. */
     public EngineMetrics(Flavor flavor, double running, double waiting, double kvCacheUsage, Histogram ttft,
                          Histogram tbt, double successCount, double promptTokens, double generationTokens,
                          double prefixCacheQueries, double prefixCacheHits, double cacheHitRate, Histogram queueTime,
                          double maxRunning) {
         this(flavor, running, waiting, kvCacheUsage, ttft, tbt, successCount, promptTokens, generationTokens,
-                prefixCacheQueries, prefixCacheHits, cacheHitRate, queueTime, maxRunning, Histogram.EMPTY);
+                prefixCacheQueries, prefixCacheHits, cacheHitRate, queueTime, maxRunning, Histogram.EMPTY, Double.NaN);
     }
 
     /**
@@ -175,7 +189,8 @@ public record EngineMetrics(Flavor flavor, double running, double waiting, doubl
                     Double.NaN,
                     histogram(scrape, keep, "vllm:request_queue_time_seconds"),
                     Double.NaN,
-                    histogram(scrape, keep, "vllm:request_generation_tokens"));
+                    histogram(scrape, keep, "vllm:request_generation_tokens"),
+                    vllmKvCapacity(scrape, modelName));
             case SGLANG -> new EngineMetrics(flavor,
                     sum(scrape, keep, "sglang:num_running_reqs"),
                     sum(scrape, keep, "sglang:num_queue_reqs"),
@@ -189,11 +204,51 @@ public record EngineMetrics(Flavor flavor, double running, double waiting, doubl
                     Double.NaN,
                     mean(scrape, keep, "sglang:cache_hit_rate"),
                     histogram(scrape, keep, "sglang:queue_time_seconds"),
-                    sum(scrape, keep, "sglang:max_running_requests"));
+                    sum(scrape, keep, "sglang:max_running_requests"),
+                    Histogram.EMPTY,
+                    sum(scrape, keep, "sglang:max_total_num_tokens"));
             case UNKNOWN -> new EngineMetrics(flavor, Double.NaN, Double.NaN, Double.NaN, Histogram.EMPTY,
                     Histogram.EMPTY, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN,
                     Histogram.EMPTY, Double.NaN);
         };
+    }
+
+    /**
+     * vLLM's KV capacity in tokens: its {@code cache_config_info} series (an info gauge whose labels are the cache's
+     * configuration) carry {@code num_gpu_blocks} and {@code block_size}; their product per series, summed over the
+     * series (data-parallel engines). vLLM labels the series with no model, so a series without {@code model_name}
+     * counts for every model; one whose labels are not positive numbers (before the cache is profiled vLLM writes
+     * {@code None}) does not count. NaN when none does.
+     */
+    private static double vllmKvCapacity(Scrape scrape, String modelName) {
+        double total = 0;
+        boolean any = false;
+        for (Sample s : scrape.samples("vllm:cache_config_info")) {
+            String model = s.label("model_name");
+            if (modelName != null && model != null && !modelName.equals(model)) {
+                continue;
+            }
+            double blocks = positive(s.label("num_gpu_blocks"));
+            double size = positive(s.label("block_size"));
+            if (blocks > 0 && size > 0) {
+                total += blocks * size;
+                any = true;
+            }
+        }
+        return any ? total : Double.NaN;
+    }
+
+    /** {@code text} as a finite number &gt; 0, else NaN. */
+    private static double positive(String text) {
+        if (text == null) {
+            return Double.NaN;
+        }
+        try {
+            double v = PrometheusText.parseValue(text.trim());
+            return v > 0 && Double.isFinite(v) ? v : Double.NaN;
+        } catch (NumberFormatException e) {
+            return Double.NaN;
+        }
     }
 
     private static Flavor flavorOf(Scrape scrape) {

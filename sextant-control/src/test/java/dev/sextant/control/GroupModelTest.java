@@ -73,4 +73,29 @@ class GroupModelTest {
                 .as("conversations back after minutes: the cache keeps less than half of them, too full to read")
                 .isNull();
     }
+
+    /**
+     * An engine that states its KV capacity (vLLM's cache_config_info) is taken at its word from its first scrape: the
+     * reading off its intervals (running sequences over the KV fraction they hold) is a fallback, and reads high where
+     * a sequence holds less than its whole context.
+     */
+    @Test
+    void aStatedKvCapacity_replacesTheReadingOffIntervals() {
+        Engine config = Fleets.oneCluster(1, 100, 50).engines().get(0);
+        GroupModel g = new GroupModel(GroupModel.key(config), config, Fleets.OUTPUT_TOKENS, ControlOptions.defaults());
+        assertThat(g.kvCapacityTokens()).as("nothing stated or read").isNaN();
+        g.kvStated(Double.NaN);
+        assertThat(g.kvCapacityTokens()).isNaN();
+        g.kvStated(400_000);
+        assertThat(g.kvCapacityTokens()).as("stated at the first scrape").isEqualTo(400_000);
+        long now = 0;
+        for (int k = 0; k < 12; k++) {
+            now += 5_000_000_000L;
+            g.sample(new Interval(now, 5, 200, 200 * 100, 200 * 1_000, 200 * 700, 20, 200, 8, 200 * 99, 0, 20, 20,
+                    0, 0, 0.05, Double.NaN), 1, 64);
+        }
+        assertThat(g.kvCapacityTokens()).as("intervals that read 440k").isEqualTo(400_000);
+        g.kvStated(Double.NaN);
+        assertThat(g.kvCapacityTokens()).as("a scrape that says nothing keeps the statement").isEqualTo(400_000);
+    }
 }

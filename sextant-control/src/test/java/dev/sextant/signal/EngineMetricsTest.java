@@ -134,6 +134,38 @@ class EngineMetricsTest {
         assertThat(g.maxRunning()).isEqualTo(48.0);
     }
 
+    /**
+     * The KV cache's capacity, as the engine's configuration states it: vLLM's info gauge carries it in its labels (no
+     * model's name; one series per data-parallel engine, summed), SGLang's a gauge. Labels that are not positive
+     * numbers (vLLM writes None before the cache is profiled) state nothing.
+     */
+    @Test
+    void from_kvCapacity_readFromVllmsCacheConfigAndSglangsMaxTokens() {
+        String vllm = """
+                # TYPE vllm:cache_config_info gauge
+                vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",num_gpu_blocks="27000"} 1.0
+                vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="1",num_gpu_blocks="25000"} 1.0
+                vllm:num_requests_running{engine="0",model_name="a"} 3
+                """;
+        String unprofiled = """
+                vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="None"} 1.0
+                vllm:cache_config_info{block_size="-16",engine="1",num_gpu_blocks="100"} 1.0
+                vllm:num_requests_running{engine="0",model_name="a"} 3
+                """;
+        String sglang = """
+                sglang:num_running_reqs{model_name="m"} 3
+                sglang:max_total_num_tokens{model_name="m"} 161721.0
+                """;
+
+        assertThat(EngineMetrics.from(PrometheusText.parse(vllm)).kvCapacityTokens()).isEqualTo(16.0 * 52_000);
+        assertThat(EngineMetrics.from(PrometheusText.parse(vllm), "a").kvCapacityTokens()).isEqualTo(16.0 * 52_000);
+        assertThat(EngineMetrics.from(PrometheusText.parse(unprofiled)).kvCapacityTokens()).isNaN();
+        assertThat(EngineMetrics.from(PrometheusText.parse(sglang)).kvCapacityTokens()).isEqualTo(161_721.0);
+        assertThat(EngineMetrics.from(PrometheusText.parse(sglang), "other").kvCapacityTokens()).isNaN();
+        assertThat(EngineMetrics.from(PrometheusText.parse("vllm:num_requests_running 1\n")).kvCapacityTokens())
+                .isNaN();
+    }
+
     @Test
     void from_olderVllmNames_fallsBackToGpuCacheAndTimePerOutputToken() {
         String text = """

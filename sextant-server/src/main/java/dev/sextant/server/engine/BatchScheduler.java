@@ -58,7 +58,7 @@ final class BatchScheduler {
         this.faults = faults;
         this.prefixCache = new PrefixCache(config.prefixCacheEntries());
         this.meters = new EngineMeters(model, () -> runningCount, () -> waitingCount,
-                () -> Math.min(1.0, (double) kvTokens / config.kvCacheTokens()));
+                () -> Math.min(1.0, (double) kvTokens / config.kvCacheTokens()), config.kvCacheTokens());
     }
 
     EngineMeters meters() {

@@ -27,9 +27,20 @@ final class EngineMeters {
     private final Counter prefixQueries;
     private final Counter prefixHits;
     private final ConcurrentHashMap<String, Counter> success = new ConcurrentHashMap<>();
+    /** {@code vllm:cache_config_info}, as vLLM writes it. */
+    private final String cacheConfigInfo;
 
-    EngineMeters(String model, DoubleSupplier running, DoubleSupplier waiting, DoubleSupplier kvUsage) {
+    EngineMeters(String model, DoubleSupplier running, DoubleSupplier waiting, DoubleSupplier kvUsage,
+                 long kvCacheTokens) {
         tags = Tags.of("engine", "0", "model_name", model);
+        // vLLM's info gauge of its cache configuration: value 1, the configuration in its labels and no model's name;
+        // blocks of 16 tokens (vLLM's default) where they make the capacity exactly, else of one. Written by hand:
+        // the Prometheus registry drops a gauge name's "_info" suffix, which is reserved for its own info metrics
+        long block = kvCacheTokens % 16 == 0 ? 16 : 1;
+        cacheConfigInfo = "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+                + "# TYPE vllm:cache_config_info gauge\n"
+                + "vllm:cache_config_info{block_size=\"" + block + "\",engine=\"0\",num_gpu_blocks=\""
+                + kvCacheTokens / block + "\"} 1.0\n";
         gauge("vllm:num_requests_running", "Number of requests in model execution batches.", running);
         gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", waiting);
         gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", kvUsage);
@@ -98,6 +109,6 @@ final class EngineMeters {
 
     /** The exposition in the Prometheus text format 0.0.4. */
     String scrape() {
-        return registry.scrape();
+        return registry.scrape() + cacheConfigInfo;
     }
 }

@@ -464,6 +464,8 @@ class EngineEmulatorTest {
         assertThat(m.running()).isZero();
         assertThat(m.waiting()).isZero();
         assertThat(m.kvCacheUsage()).isZero();
+        assertThat(m.kvCapacityTokens()).as("vllm:cache_config_info's blocks × block size")
+                .isEqualTo((double) FAST.kvCacheTokens());
     }
 
     @Test
