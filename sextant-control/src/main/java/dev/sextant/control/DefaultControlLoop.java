@@ -337,7 +337,8 @@ final class DefaultControlLoop implements ControlLoop {
             return true;
         }
         // the demand the reports show: the configured floor of a young estimate is a plan's prior, not a load that came
-        HeldRouting held = Policies.evaluate(publishedFor.withDemand(rates(demandEstimates(false, ticker.nanos()))), published);
+        HeldRouting held = Policies.evaluate(publishedFor.withDemand(rates(demandEstimates(false, ticker.nanos()))),
+                published);
         return Double.isInfinite(held.latencyCost()) || held.maxLoadRatio() > HEADROOM_TOLERANCE;
     }
 
@@ -677,7 +678,10 @@ final class DefaultControlLoop implements ControlLoop {
         while (!q.isEmpty() && q.peekLast()[1] <= low) {
             q.pollLast();
         }
-        q.addLast(new double[] {now, low});
+        // one entry a second at most, however often the estimates are asked for (each explanation asks)
+        if (q.isEmpty() || now - (long) q.peekLast()[0] >= 1_000_000_000L) {
+            q.addLast(new double[] {now, low});
+        }
         while (q.peekFirst()[0] < now - hold) {
             q.pollFirst();
         }
