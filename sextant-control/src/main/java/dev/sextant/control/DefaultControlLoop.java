@@ -151,7 +151,7 @@ final class DefaultControlLoop implements ControlLoop {
         links.keySet().retainAll(gateways);
         demand.keySet().retainAll(gateways);
         Set<String> pairs = new HashSet<>();
-        t.gatewayClusters().forEach(g -> t.classes().forEach(c -> pairs.add(g.id() + "\u0000" + c.id())));
+        t.gatewayClusters().forEach(g -> t.classes().forEach(c -> pairs.add(pair(g.id(), c.id()))));
         recentDemand.keySet().retainAll(pairs);
         this.topology = t;
     }
@@ -630,7 +630,7 @@ final class DefaultControlLoop implements ControlLoop {
                     double observed = Math.min(MAX_RPS, rate);
                     String seen = String.format(Locale.ROOT, "%d requests in %.0f s of reports from %d gateway "
                             + "process%s", count, seconds, live, live == 1 ? "" : "es");
-                    String key = g.id() + "\u0000" + c.id();
+                    String key = pair(g.id(), c.id());
                     if (observed >= (1 - DemandTracker.AGREEMENT_RELATIVE) * conf || upper < conf) {
                         settledDemand.add(key); // reached or refuted: the reports' own from now on
                     }
@@ -645,7 +645,7 @@ final class DefaultControlLoop implements ControlLoop {
                     }
                 }
                 if (floors && live > 0 && options.observedDemand() && !options.demandHold().isZero()) {
-                    e = held(g.id() + "\u0000" + c.id(), e, now);
+                    e = held(pair(g.id(), c.id()), e, now);
                 }
                 if (e.rps() > 0 || configured.containsKey(c.id())) {
                     row.put(c.id(), e);
@@ -694,8 +694,12 @@ final class DefaultControlLoop implements ControlLoop {
         heldDemand.put(key, e);
         return new DemandEstimate(peak, e.configuredRps(), e.reportedRps(), e.standardError(), e.why()
                 + String.format(Locale.ROOT, "; planned for %s, the most the reports showed in the last %s (its "
-                + "lower bound), until %s passes without it", rps(peak), Durations.human(options.demandHold().toNanos()),
-                Durations.human(options.demandHold().toNanos())));
+                + "lower bound), until %s passes without it", rps(peak), Durations.human(hold), Durations.human(hold)));
+    }
+
+    /** The key of a (gateway cluster, class) pair in the demand's own maps. */
+    private static String pair(String gateway, String cls) {
+        return gateway + "\u0000" + cls;
     }
 
     /** {@code est} with each estimate {@link #held} at a recent peak back at what the reports show. */
@@ -704,7 +708,7 @@ final class DefaultControlLoop implements ControlLoop {
         est.demand().forEach((g, row) -> {
             Map<String, DemandEstimate> r = new TreeMap<>(row);
             row.keySet().forEach(c -> {
-                DemandEstimate before = heldDemand.get(g + "\u0000" + c);
+                DemandEstimate before = heldDemand.get(pair(g, c));
                 if (before != null) {
                     r.put(c, new DemandEstimate(before.rps(), before.configuredRps(), before.reportedRps(),
                             before.standardError(), before.why() + "; not held at its recent peak: the engines do not "

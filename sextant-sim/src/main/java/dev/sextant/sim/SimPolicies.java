@@ -37,12 +37,7 @@ final class SimPolicies {
     static SimPolicy create(String name, Scenario scenario) {
         if (name.startsWith("legacy-feedback[gain=") && name.endsWith("]")) {
             String text = name.substring("legacy-feedback[gain=".length(), name.length() - 1);
-            double gain;
-            try {
-                gain = Double.parseDouble(text);
-            } catch (NumberFormatException e) {
-                gain = Double.NaN;
-            }
+            double gain = number(text);
             if (!(gain > 0) || Double.isInfinite(gain)) { // as legacy.gain in a scenario file
                 throw new IllegalArgumentException("policy: '" + name + "': gain '" + text
                         + "' (expected: a finite number > 0)");
@@ -110,6 +105,7 @@ final class SimPolicies {
     /** The longest {@code demand_hold} a policy name may give, seconds: a day. */
     private static final double MAX_HOLD_S = 86_400;
 
+    /** {@code text} as a number, NaN where it is none (the caller names the option and what it expects). */
     private static double number(String text) {
         try {
             return Double.parseDouble(text);
