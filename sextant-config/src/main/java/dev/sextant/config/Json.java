@@ -94,10 +94,16 @@ public final class Json {
         abstract double allowedUtilization();
     }
 
-    /** An engine's priority scheduling only when it has one: the snapshots of other fleets read as they were. */
+    /**
+     * An engine's priority scheduling only when it has one, and its batch places only when the policy knows them: the
+     * snapshots of other fleets read as they were.
+     */
     private abstract static class EngineFields {
         @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = NoneFilter.class)
         abstract PriorityScheduling priorityScheduling();
+
+        @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = NaNFilter.class)
+        abstract double batchPlaces();
     }
 
     /** Leaves {@link PriorityScheduling#NONE} out. */

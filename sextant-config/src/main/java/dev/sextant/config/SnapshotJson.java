@@ -80,8 +80,9 @@ public final class SnapshotJson {
      * an empty {@code groups} wherever a snapshot or a route has none (a snapshot of routes weighted engine by
      * engine, or one written before groups existed), and a null (NaN) {@code allowed_utilization} for a route
      * without one (a snapshot from a producer that predates the field; its class's retry budget then follows
-     * {@code fleet_utilization}), and {@code none} for an engine's absent {@code priority_scheduling}. Such a snapshot
-     * reads, hashes and writes back as it did.
+     * {@code fleet_utilization}), {@code none} for an engine's absent {@code priority_scheduling}, and a null (NaN)
+     * {@code batch_places} for an engine whose batch the policy does not know. Such a snapshot reads, hashes and writes
+     * back as it did.
      */
     private static JsonNode withOptionalFields(JsonNode tree) {
         if (tree instanceof ObjectNode root) {
@@ -90,6 +91,7 @@ public final class SnapshotJson {
                 engines.forEach(e -> {
                     if (e instanceof ObjectNode engine) {
                         engine.putIfAbsent("priority_scheduling", engine.textNode("none"));
+                        engine.putIfAbsent("batch_places", engine.nullNode());
                     }
                 });
             }

@@ -137,6 +137,29 @@ class SnapshotJsonTest {
     }
 
     @Test
+    void batchPlaces_areWrittenOnlyWhenTheyAreKnown_andSnapshotsWithoutThemHashAsBefore() throws Exception {
+        Snapshot plain = sample(5200, 4100).sealed(3);
+        Map<String, EngineState> engines = new LinkedHashMap<>(plain.engines());
+        EngineState e = engines.get("east-1");
+        engines.put("east-1", new EngineState(e.cluster(), e.region(), e.endpoint(), e.models(), e.loadRps(),
+                e.capacityRps(), e.effectiveCapacityRps(), e.utilization(), e.latencyMs(), e.marginalCostMs(),
+                e.shadowPriceMs(), e.penalty(), e.priorityScheduling(), 48));
+        Snapshot withThem = new Snapshot(3, "", plain.policy(), plain.fleetUtilization(), plain.retryBudget(),
+                plain.routes(), engines, plain.networkRttMs(), plain.objective()).sealed(3);
+
+        String json = SnapshotJson.write(withThem);
+        JsonNode tree = new ObjectMapper().readTree(json);
+        assertThat(tree.at("/engines/east-1/batch_places").asDouble()).isEqualTo(48);
+        assertThat(tree.at("/engines/west-1").has("batch_places")).isFalse();
+        assertThat(SnapshotJson.write(plain)).doesNotContain("batch_places");
+        assertThat(SnapshotJson.read(json)).isEqualTo(withThem);
+        assertThat(SnapshotJson.read(json).engines().get("west-1").batchPlaces()).isNaN();
+        assertThat(withThem.hash()).isNotEqualTo(plain.hash()); // a gateway must see the change
+        assertThat(SnapshotJson.read(SnapshotJson.write(plain)).contentHash()).isEqualTo(plain.hash());
+        assertThat(SnapshotJson.read(json).contentHash()).isEqualTo(withThem.hash());
+    }
+
+    @Test
     void read_file_roundTripsAndNamesFileInErrors(@TempDir Path dir) throws Exception {
         Path good = dir.resolve("snap.json");
         Files.writeString(good, SnapshotJson.write(sample(5200, 4100)));

@@ -1331,7 +1331,10 @@ final class DefaultControlLoop implements ControlLoop {
         List<Engine> es = new ArrayList<>();
         for (Engine e : topology.engines()) {
             EngineEstimate x = est.engines().get(e.id());
-            es.add(e.rated(x.capacityRps(), x.profile(), x.health()));
+            // the batch as estimated, which the snapshot tells the gateways (docs/request-path.md §4)
+            double places = Math.floor(Math.min(x.batchSlots(), Engine.MAX_NUM_SEQS));
+            Engine rated = e.rated(x.capacityRps(), x.profile(), x.health());
+            es.add(places >= 1 ? rated.withMaxNumSeqs((int) places) : rated);
         }
         List<Model> models = new ArrayList<>();
         for (Model m : topology.models()) {

@@ -963,6 +963,10 @@ class ControlLoopTest {
 
         r.run(120);
         assertThat(r.estimate("e1").capacityRps()).isCloseTo(mu, within(0.15 * mu));
+        // the gateways are told each batch as estimated, which a full one is judged by (docs/request-path.md §4)
+        r.loop.published().engines().forEach((id, e) -> assertThat(e.batchPlaces()).as(id)
+                .isEqualTo(Math.floor(r.estimate(id).batchSlots())).isGreaterThanOrEqualTo(1));
+        assertThat(r.loop.published().engines().get("e1").batchPlaces()).isLessThanOrEqualTo(24);
     }
 
     private static Engine withBatchLimit(Engine e, int maxNumSeqs) {

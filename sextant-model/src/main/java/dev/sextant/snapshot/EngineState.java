@@ -21,11 +21,14 @@ import java.util.List;
  * @param penalty              factor in (0, 1] applied to capacity by outlier penalties (1 = none)
  * @param priorityScheduling   whether the engine orders waiting requests by their {@code priority} field, and
  *                             which way: what the gateway writes into a forwarded body
+ * @param batchPlaces          how many requests its batch runs at once, as the policy knows it (the topology's
+ *                             {@code max_num_seqs}, or the control loop's estimate); NaN when unknown. A gateway
+ *                             reads from it when a new conversation would wait for a place (docs/request-path.md §4)
  */
 public record EngineState(String cluster, String region, String endpoint, List<String> models, double loadRps,
                           double capacityRps, double effectiveCapacityRps, double utilization, double latencyMs,
                           double marginalCostMs, double shadowPriceMs, double penalty,
-                          PriorityScheduling priorityScheduling) {
+                          PriorityScheduling priorityScheduling, double batchPlaces) {
     public EngineState {
         Present.present(cluster, "cluster", "an engine cluster id");
         Present.present(region, "region", "a region");
@@ -36,7 +39,16 @@ public record EngineState(String cluster, String region, String endpoint, List<S
         }
     }
 
-    /** An engine that serves first come, first served. */
+    /** An engine whose batch the policy does not know. */
+    public EngineState(String cluster, String region, String endpoint, List<String> models, double loadRps,
+                       double capacityRps, double effectiveCapacityRps, double utilization, double latencyMs,
+                       double marginalCostMs, double shadowPriceMs, double penalty,
+                       PriorityScheduling priorityScheduling) {
+        this(cluster, region, endpoint, models, loadRps, capacityRps, effectiveCapacityRps, utilization, latencyMs,
+                marginalCostMs, shadowPriceMs, penalty, priorityScheduling, Double.NaN);
+    }
+
+    /** An engine that serves first come, first served, whose batch the policy does not know. */
     public EngineState(String cluster, String region, String endpoint, List<String> models, double loadRps,
                        double capacityRps, double effectiveCapacityRps, double utilization, double latencyMs,
                        double marginalCostMs, double shadowPriceMs, double penalty) {

@@ -76,6 +76,12 @@ public record Engine(String id, String cluster, String endpoint, List<String> mo
                 maxNumSeqs);
     }
 
+    /** The same engine started with another batch limit ({@code 0}: states none). */
+    public Engine withMaxNumSeqs(int newMaxNumSeqs) {
+        return new Engine(id, cluster, endpoint, models, capacityRps, profile, health, priorityScheduling,
+                newMaxNumSeqs);
+    }
+
     /** The same engine with another health, in [0, 1]. */
     public Engine withHealth(double newHealth) {
         return new Engine(id, cluster, endpoint, models, capacityRps, profile, newHealth, priorityScheduling,

@@ -260,7 +260,7 @@ final class Assembler {
             totalCapacity += effective;
             engines.put(e.id(), new EngineState(e.cluster(), inst.engineRegion[j], e.endpoint(), e.models(), load[j],
                     e.capacityRps(), effective, rho, latency[j], cost.marginal(load[j]), shadow[j],
-                    inst.penalty[j], e.priorityScheduling()));
+                    inst.penalty[j], e.priorityScheduling(), e.maxNumSeqs() > 0 ? e.maxNumSeqs() : Double.NaN));
         }
         Map<String, Map<String, Double>> rtt = new TreeMap<>(inst.topology.networkRttMs());
         double mean = routed > 0 ? latencyCost / routed : 0;

@@ -42,6 +42,16 @@ class OptimalPolicyTest {
     }
 
     @Test
+    void anEnginesStatedBatchLimit_reachesTheSnapshot_andOneWithoutSaysNone() {
+        Topology t = Topologies.talk();
+        List<Engine> es = new java.util.ArrayList<>(t.engines());
+        es.set(0, es.get(0).withMaxNumSeqs(64));
+        Snapshot s = OPTIMAL.solve(t.withEngines(es), SolveOptions.defaults());
+        assertThat(s.engines().get("east-1").batchPlaces()).isEqualTo(64);
+        assertThat(s.engines().get("west-1").batchPlaces()).isNaN();
+    }
+
+    @Test
     void solve_talkExample_spillsPartOfEastToFartherEngineWithinCapacity() {
         Snapshot s = OPTIMAL.solve(Topologies.talk(), SolveOptions.defaults());
 

@@ -47,6 +47,13 @@ final class ClassRoute {
     final double[] plannedRps;
     /** How long a request stays in flight at the engine by the snapshot (latency + round trip), ms. */
     final double[] plannedMs;
+    /** How many requests the engine's batch runs at once, by the snapshot; NaN when it does not say. */
+    final double[] places;
+    /**
+     * The other gateways' requests the engine holds by the plan: what the policy sends it from them (its planned load
+     * less this gateway's) × {@link #plannedMs}, Little's law.
+     */
+    final double[] othersInFlight;
     /** At most this many of {@link #cells} ejected at once. */
     final int maxEjected;
 
@@ -103,7 +110,8 @@ final class ClassRoute {
     ClassRoute(String id, Route route, String[] residency, KeyOrder table, String localTable, EngineCell[] cells,
                String[] endpoints, int[] enginePriority, double[] share,
                Pool pool,
-               double[] expectedTtftMs, double[] allowanceRps, double[] plannedRps, double[] plannedMs, int maxEjected,
+               double[] expectedTtftMs, double[] allowanceRps, double[] plannedRps, double[] plannedMs,
+               double[] places, double[] othersInFlight, int maxEjected,
                EngineCell[] near, String[] nearEndpoints, int[] nearEnginePriority, double[] nearExpectedTtftMs, double[] nearCapacityRps,
                double[] nearAllowanceRps, double[] nearPlannedMs, double[] nearOthersRps, int[] nearOf,
                int[] nearGroupEnd,
@@ -125,6 +133,8 @@ final class ClassRoute {
         this.allowanceRps = allowanceRps;
         this.plannedRps = plannedRps;
         this.plannedMs = plannedMs;
+        this.places = places;
+        this.othersInFlight = othersInFlight;
         this.maxEjected = maxEjected;
         this.near = near;
         this.nearEndpoints = nearEndpoints;

@@ -451,6 +451,8 @@ final class Compiled {
         double[] allowance = new double[n];
         double[] plannedRps = new double[n];
         double[] plannedMs = new double[n];
+        double[] places = new double[n];
+        double[] othersInFlight = new double[n];
         for (int i = 0; i < n; i++) {
             int j = idx[i];
             cells[i] = engines.cells[j];
@@ -461,6 +463,8 @@ final class Compiled {
             allowance[i] = pe.allowanceRps[j];
             plannedRps[i] = pe.rps[j];
             plannedMs[i] = engines.durationMs[j];
+            places[i] = engines.states[j].batchPlaces();
+            othersInFlight[i] = Math.max(0, engines.states[j].loadRps() - pe.rps[j]) * plannedMs[i] / 1000;
         }
         int maxEjected = n <= 1 ? 0 : Math.min(n - 1, Math.max(1, (int) Math.floor(options.maxEjectedFraction() * n)));
 
@@ -500,7 +504,7 @@ final class Compiled {
         String[] residency = r.residency().toArray(new String[0]);
         Arrays.sort(residency);
         ClassRoute k = new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, enginePriority, share,
-                pool, ttft, allowance, plannedRps, plannedMs, maxEjected, near, nearEndpoints, nearEnginePriority, nearTtft, nearCapacity, nearAllowance, nearPlannedMs,
+                pool, ttft, allowance, plannedRps, plannedMs, places, othersInFlight, maxEjected, near, nearEndpoints, nearEnginePriority, nearTtft, nearCapacity, nearAllowance, nearPlannedMs,
                 nearOthers, nearOf, groupEnd,
                 retryTokens, depositMicro);
         for (int j : nearIdx) {

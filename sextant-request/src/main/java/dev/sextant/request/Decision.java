@@ -178,7 +178,8 @@ public final class Decision {
      * engine was ejected, or at its concurrency limit), {@code spill:overload} (the key's engine was offered beyond
      * what the policy planned: the nearest allowed engine with room), {@code spaced:prefill} (a new conversation
      * whose engine held more than its share of this gateway's requests in flight: an engine of the key's order that
-     * held fewer), {@code recent} (where spacing put the conversation before), {@code nearest} (no
+     * held fewer), {@code spaced:full-batch} (a new conversation whose engine's batch was estimated full: an engine
+     * of the key's order with a free place), {@code recent} (where spacing put the conversation before), {@code nearest} (no
      * weights to follow: the nearest allowed engine with the fewest in flight); a retry starts with {@code retry:}
      * and the failed attempt's outcome ({@code retry:connect-error,key}, {@code …,nearest-healthy},
      * {@code …,same-engine}); {@code fallback} is added while the snapshot is older than its limit; a refusal is

@@ -250,19 +250,24 @@ final class DefaultDataPlane implements DataPlane {
             }
         }
         double excess = excess(k.cells[i], k.enginePriority[i], k.allowanceRps[i], k.plannedMs[i], now);
-        boolean spaced = false;
+        String spaced = null; // how spacing moved a new conversation, if it did
         if (recent != null && excess == 0 && i == first && seen == RecentKeys.NEW && prefix < 0) {
             int s = spaced(k, key, first, now);
+            String how = "spaced:prefill";
+            if (s < 0) {
+                s = freePlace(k, key, first, now);
+                how = "spaced:full-batch";
+            }
             if (s >= 0) {
                 unacquire(k, k.cells[first]);
                 i = s;
-                spaced = true;
+                spaced = how;
             }
         }
         if (recent != null) {
             // only where spacing put a conversation is kept; any other move (bounded load, an ejection) is the
             // key's order's, as the weights and the engines' state make it, and the conversation follows it again
-            recent.record(k, conversation, i, !spaced && !kept);
+            recent.record(k, conversation, i, spaced == null && !kept);
         }
         if (excess > 0) {
             // the excess share spills by key; a lower priority that the excess is large enough to shed here spills
@@ -289,7 +294,7 @@ final class DefaultDataPlane implements DataPlane {
         }
         return prefixes.count(Decision.routed(k.id, c.snapshot.version(), stale, k.cells[i], k.endpoints[i],
                 k.enginePriority[i], 1, 0, key, request.requestId(), k.expectedTtftMs[i], null, k.pool, now,
-                i == first ? "key" : kept ? "recent" : spaced ? "spaced:prefill" : passedOver(k, first, now)),
+                i == first ? "key" : kept ? "recent" : spaced != null ? spaced : passedOver(k, first, now)),
                 prefix);
     }
 
@@ -335,6 +340,20 @@ final class DefaultDataPlane implements DataPlane {
             return -1;
         }
         double within = k.plannedMs[first] + ahead * k.expectedTtftMs[first];
+        return nextInOrder(k, key, first, e -> {
+            EngineCell cell = k.cells[e];
+            return (cell.inFlight.get() + 1) * k.share[first] < (ahead + 1) * k.share[e]
+                    && k.plannedMs[e] <= within && !cell.ejected(now)
+                    && withinBound(k, cell.inFlight.get(), k.share[e] / inRotation)
+                    && cell.offeredRps(now) < k.allowanceRps[e];
+        });
+    }
+
+    /**
+     * The first of the key's next {@link DataPlaneOptions#maxWalk()} engines, other than {@code first}, that
+     * {@code fits} and is below the class's limit; counted in flight, or -1.
+     */
+    private int nextInOrder(ClassRoute k, long key, int first, java.util.function.IntPredicate fits) {
         KeyOrder t = k.table;
         int len = t.probeLength();
         int budget = Math.min(t.orderLength(), options.maxWalk());
@@ -345,16 +364,38 @@ final class DefaultDataPlane implements DataPlane {
                 continue;
             }
             distinct++;
-            EngineCell cell = k.cells[e];
-            if (e != first && (cell.inFlight.get() + 1) * k.share[first] < (ahead + 1) * k.share[e]
-                    && k.plannedMs[e] <= within && !cell.ejected(now)
-                    && withinBound(k, cell.inFlight.get(), k.share[e] / inRotation)
-                    && cell.offeredRps(now) < k.allowanceRps[e]
-                    && acquire(k, cell)) {
+            if (e != first && fits.test(e) && acquire(k, k.cells[e])) {
                 return e;
             }
         }
         return -1;
+    }
+
+    /**
+     * Where a new conversation goes instead of its own engine {@code first} (counted in flight there already) when
+     * that engine's batch is estimated full, or -1 to stay (docs/request-path.md §4, "A full batch"). Full: this
+     * gateway's requests in flight there and the other gateways' as the plan has them ({@link #occupied}) exceed
+     * the places its batch has ({@link ClassRoute#places}), so the request waits for one; a full batch frees a place
+     * every planned duration ÷ places on average, so it would wait about that times the requests beyond the places.
+     * It goes to the first of the key's next {@link DataPlaneOptions#maxWalk()} engines that has a free place by the
+     * same count, whose planned duration is at most {@code first}'s plus that wait, and that is not ejected and is
+     * offered less than its allowance: a move the snapshot's own figures say lengthens the request is not made.
+     */
+    private int freePlace(ClassRoute k, long key, int first, long now) {
+        double places = k.places[first];
+        double beyond = occupied(k, first) - places;
+        if (!(places >= 1) || !(beyond > 0)) {
+            return -1;
+        }
+        double within = k.plannedMs[first] * (1 + beyond / places);
+        return nextInOrder(k, key, first, e -> k.places[e] >= 1 && occupied(k, e) + 1 <= k.places[e]
+                && k.plannedMs[e] <= within && !k.cells[e].ejected(now)
+                && k.cells[e].offeredRps(now) < k.allowanceRps[e]);
+    }
+
+    /** Requests {@code k}'s engine {@code e} is estimated to hold: this gateway's in flight, the others' by the plan. */
+    private static double occupied(ClassRoute k, int e) {
+        return k.cells[e].inFlight.get() + k.othersInFlight[e];
     }
 
     /**

@@ -17,7 +17,8 @@ final class DecisionReasons {
 
     /** The first words of a routed first attempt's reason: the data plane's fixed vocabulary. */
     private static final List<String> ROUTED = List.of("key", "spill:bounded-load", "skip:ejected", "skip:limit",
-            "spill:overload", "spaced:prefill", "recent", "nearest", "spill:ejected", "least-full", "spill:limit");
+            "spill:overload", "spaced:prefill", "spaced:full-batch", "recent", "nearest", "spill:ejected", "least-full",
+            "spill:limit");
 
     private DecisionReasons() {
     }
@@ -34,7 +35,7 @@ final class DecisionReasons {
 
     /**
      * Every label a decision can have: the routed words, {@code retry:} and each retryable outcome, {@code refused:}
-     * and each refusal (twenty-six in all).
+     * and each refusal (twenty-seven in all).
      */
     static List<String> labels() {
         List<String> all = new ArrayList<>(ROUTED);

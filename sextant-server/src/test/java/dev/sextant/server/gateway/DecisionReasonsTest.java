@@ -15,6 +15,7 @@ class DecisionReasonsTest {
             spill:bounded-load               | spill:bounded-load
             spill:overload,fallback          | spill:overload
             spaced:prefill                   | spaced:prefill
+            spaced:full-batch,fallback       | spaced:full-batch
             recent,fallback                  | recent
             spill:ejected                    | spill:ejected
             least-full,fallback              | least-full
@@ -31,7 +32,7 @@ class DecisionReasonsTest {
 
     @Test
     void labels_areBounded_byTheDataPlanesWordsOutcomesAndRefusals() {
-        assertThat(DecisionReasons.labels()).hasSize(26).doesNotHaveDuplicates()
+        assertThat(DecisionReasons.labels()).hasSize(27).doesNotHaveDuplicates()
                 .contains("nearest", "skip:ejected", "skip:limit", "retry:server-error", "refused:unknown-model",
                         "refused:engine-limit", "refused:attempts-exhausted", "refused:no-engine-in-service")
                 .noneMatch(l -> l.contains(","));
