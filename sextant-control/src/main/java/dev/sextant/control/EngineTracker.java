@@ -628,10 +628,34 @@ final class EngineTracker {
      * group, so that the laws learn the group and not this engine's fault; 1 otherwise, so that they learn the level
      * the group's engines run at. Dividing by the speed itself would feed the laws their own predictions (the speed is
      * the ratio of what was observed to the law), and a prior that is wrong would stay so however much evidence came.
+     *
+     * <p>Where the factor does not say the engine is slow but the interval's own reading does ({@link #slowReading}),
+     * the reading divides it.
      */
     double lawFactor(double groupMedian, ControlOptions o) {
         double rel = speed / groupMedian;
-        return slow || rel >= o.slowFactor() || rel < 1 / 1.5 ? rel : 1;
+        if (slow || rel >= o.slowFactor() || rel < 1 / 1.5) {
+            return rel;
+        }
+        return slowReading(groupMedian, o) ? lastReading / groupMedian : 1;
+    }
+
+    /**
+     * True when the last interval's own reading puts the engine {@link ControlOptions#slowFactor()} or more slower
+     * than its group: what a judgement would take at once ({@link #adjustSpeed}), where the judgement waits for
+     * {@link #MIN_REQUESTS_JUDGED} requests to end. An engine that slows down with long answers finishes a few
+     * requests a scrape, so its factor lags its token gaps by several intervals, each many times slower than the rest
+     * of its group's. Taught as observed, they hold most of the data's sum of squares and so refute the prior, whose
+     * weight then falls; and the step law is fitted in its linear form, in which an interval's residual is
+     * (1 − β·π) times its error in TBT: a law with β·π about 1 at the intervals' prefill loads makes every residual
+     * small whatever it predicts, and such outliers can make it the best fit (every step prefill, α = γ = 0), or one
+     * whose slope is many times the truth. One such interval priced an engine's healthy peers at a third of their
+     * capacity, and their laws' steps of nothing read them 20× slow and restarted their group. Slower only: a law
+     * taught too fast prices its engines high, which their queues show; one taught too slow prices them low, which
+     * nothing refutes while the plan keeps them below it.
+     */
+    private boolean slowReading(double groupMedian, ControlOptions o) {
+        return lastReading / groupMedian >= o.slowFactor();
     }
 
     /** The speed factor the model applies: 1 unless the engine is slow (or clearly faster) than its group. */

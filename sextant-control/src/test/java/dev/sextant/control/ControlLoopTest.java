@@ -213,6 +213,54 @@ class ControlLoopTest {
         }
     }
 
+    /** An a100-like engine with long answers: 48 sequences, 400 output tokens, 1,200 uncached prompt tokens. */
+    static final Batching LONG_ANSWERS = new Batching(7, 0.045, 9e-6, 0, 0.009, 1, 48, 400, 1200);
+
+    /**
+     * One engine of a group of three slows down eightfold. With long answers it finishes a few requests a scrape, so
+     * its factor is judged (on ten finished requests) several intervals after its token gaps show the slowness; those
+     * intervals read it many times slower than its group, and taught to the group's laws as observed they made the
+     * least-squares fit of the step law explain the group's steps as prefill alone or as a slope many times the truth:
+     * its two healthy peers were priced at a third of their capacity, or read 20× slow against the law's steps of
+     * nothing and their group's laws started again. Each seed's slow-down is met at a different point of its traffic.
+     */
+    @Test
+    void oneEngineSlowingDown_beforeItIsJudged_doesNotTeachItsPaceToTheLawsOfItsHealthyPeers() {
+        double mu = LONG_ANSWERS.saturation();
+        for (long seed = 1; seed <= 3; seed++) {
+            Rig r = threeNearThreeFar(LONG_ANSWERS, 0.8 * 3 * mu, seed);
+            r.run(120);
+            r.engines.get("e1").slowdown(8);
+            for (int s = 0; s < 120; s += 5) {
+                r.run(5);
+                for (String e : List.of("e2", "e3")) {
+                    EngineEstimate healthy = r.estimate(e);
+                    assertThat(healthy.capacityRps()).as("seed %d, %s at %d s: %s", seed, e, s + 5,
+                            healthy.capacityWhy()).isCloseTo(mu, within(0.25 * mu));
+                }
+            }
+            assertThat(r.estimate("e1").condition()).as("seed %d", seed).isEqualTo(Condition.SLOW);
+            assertThat(r.estimate("e2").capacityWhy())
+                    .as("seed %d: one engine of three is no change of the group's pace", seed)
+                    .doesNotContain("its laws started again");
+        }
+    }
+
+    /** Engines e1–e3 near the gateway and f1–f3 40 ms away, all of truth {@code b} and configured as it is. */
+    private static Rig threeNearThreeFar(Batching b, double demand, long seed) {
+        Map<String, Batching> truths = new LinkedHashMap<>();
+        List<Engine> es = new ArrayList<>();
+        for (String id : List.of("e1", "e2", "e3", "f1", "f2", "f3")) {
+            truths.put(id, b);
+            es.add(Rig.configured(id, id.startsWith("e") ? "gpu" : "far", b, 1));
+        }
+        Topology t = new Topology(List.of(new GatewayCluster("gw", "r1")),
+                List.of(new EngineCluster("gpu", "r1"), new EngineCluster("far", "r2")),
+                Map.of("gw", Map.of("gpu", 2.0, "far", 40.0)), List.of(new Model("m", (int) b.outputTokens())), es,
+                List.of(new TrafficClass("chat", "m", List.of(), 0)), Map.of("gw", Map.of("chat", demand)), 0.1, 25);
+        return new Rig(t, truths, seed);
+    }
+
     /**
      * A whole cluster slows down, its traffic moves to the other, and it is fast again. Nothing sends it traffic, so
      * only canaries can show that it is: an engine whose speed has not been judged for a minute gets them, as a slow
