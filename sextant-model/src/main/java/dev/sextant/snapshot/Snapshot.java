@@ -316,19 +316,6 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
      * control plane or its own snapshot cache file. What is fed before is self-delimiting (lengths before contents),
      * so a trailer cannot make two contents feed alike.
      */
-    /**
-     * Every engine's {@link EngineState#batchPlaces()}, in engine order, tagged by the field's name, after the rest of
-     * the content and only when some engine has one: a snapshot without them (a fleet whose batches nobody knows, or a
-     * producer that predates the field) hashes exactly as it did before the field existed.
-     */
-    private void feedBatchPlaces(Feed f) {
-        if (engines.values().stream().allMatch(e -> Double.isNaN(e.batchPlaces()))) {
-            return;
-        }
-        f.text("batch_places");
-        engines.values().forEach(e -> f.number(e.batchPlaces()));
-    }
-
     private void feedAllowedUtilizations(Feed f) {
         boolean any = false;
         for (Map<String, Route> byClass : routes.values()) {
@@ -344,6 +331,19 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 f.number(r.allowedUtilization());
             }
         }
+    }
+
+    /**
+     * Every engine's {@link EngineState#batchPlaces()}, in engine order, tagged by the field's name, after the rest of
+     * the content and only when some engine has one: a snapshot without them (a fleet whose batches nobody knows, or a
+     * producer that predates the field) hashes exactly as it did before the field existed.
+     */
+    private void feedBatchPlaces(Feed f) {
+        if (engines.values().stream().allMatch(e -> Double.isNaN(e.batchPlaces()))) {
+            return;
+        }
+        f.text("batch_places");
+        engines.values().forEach(e -> f.number(e.batchPlaces()));
     }
 
     /**

@@ -94,6 +94,7 @@ final class Compiled {
             EngineState e = engines.states[j];
             double spare = Math.max(0, e.effectiveCapacityRps() - e.loadRps());
             pe.allowanceRps[j] = pe.rps[j] + (Double.isFinite(spare) ? spare : 0);
+            pe.othersRps[j] = Math.max(0, e.loadRps() - pe.rps[j]);
             pe.capacityRps[j] = e.effectiveCapacityRps() > 0 && Double.isFinite(e.capacityRps()) ? e.capacityRps() : 0;
             engines.cells[j].limit = engineLimit(e, pe.allowanceRps[j], engines.durationMs[j], options);
             engines.cells[j].errorsExpected = e.penalty() < 1;
@@ -206,6 +207,8 @@ final class Compiled {
         final double[] allowanceRps;
         /** Its nominal capacity, req/s; 0 without effective capacity. */
         final double[] capacityRps;
+        /** What the policy sends it from the other gateways: its planned load less this gateway's, req/s. */
+        final double[] othersRps;
 
         PerEngine(int n) {
             rps = new double[n];
@@ -213,6 +216,7 @@ final class Compiled {
             poolTotal = new double[n];
             allowanceRps = new double[n];
             capacityRps = new double[n];
+            othersRps = new double[n];
         }
     }
 
@@ -464,7 +468,7 @@ final class Compiled {
             plannedRps[i] = pe.rps[j];
             plannedMs[i] = engines.durationMs[j];
             places[i] = engines.states[j].batchPlaces();
-            othersInFlight[i] = Math.max(0, engines.states[j].loadRps() - pe.rps[j]) * plannedMs[i] / 1000;
+            othersInFlight[i] = pe.othersRps[j] * plannedMs[i] / 1000;
         }
         int maxEjected = n <= 1 ? 0 : Math.min(n - 1, Math.max(1, (int) Math.floor(options.maxEjectedFraction() * n)));
 
@@ -490,7 +494,7 @@ final class Compiled {
             nearCapacity[i] = pe.capacityRps[j];
             nearAllowance[i] = pe.allowanceRps[j];
             nearPlannedMs[i] = engines.durationMs[j];
-            nearOthers[i] = Math.max(0, engines.states[j].loadRps() - pe.rps[j]);
+            nearOthers[i] = pe.othersRps[j];
             nearPosition[j] = i;
         }
         int[] nearOf = new int[n];
