@@ -614,12 +614,21 @@ final class EngineTracker {
         double lawNow = law.stepTime(batchSeen, judgedPi);
         double workNow = law.stepWork(batchSeen, judgedPi, judgedTbt);
         if (lawNow > 0 && Double.isFinite(lawNow) && workNow > 0 && Double.isFinite(workNow)) {
-            double then = reading(judgedTbt, judgedLaw, judgedWork);
-            double rebased = speed * reading(judgedTbt, lawNow, workNow) / then;
-            speed = Double.isNaN(rebased) ? speed : withinRange(rebased);
+            speed = rebased(speed, reading(judgedTbt, judgedLaw, judgedWork), reading(judgedTbt, lawNow, workNow));
             judgedLaw = lawNow;
             judgedWork = workNow;
         }
+    }
+
+    /**
+     * {@code speed} re-expressed when the reading it was judged on moves from {@code then} to {@code now}: scaled by the
+     * change of the readings as the factor holds them, both within [1/{@link #SLOWEST}, {@link #SLOWEST}]. The factor
+     * never left that range, so a reading beyond it must not scale it: an engine read 40 times its group's law, held
+     * at 20, is 10 times a law that doubles, not 5.
+     */
+    static double rebased(double speed, double then, double now) {
+        double r = speed * withinRange(now) / withinRange(then);
+        return Double.isNaN(r) ? speed : withinRange(r);
     }
 
     /**
