@@ -227,21 +227,30 @@ final class DefaultControlLoop implements ControlLoop {
                 t.inFlight(from, r.inFlight().getOrDefault(t.id, 0L), r.atNanos(), r.intervalSeconds());
             }
         }
-        Map<String, long[]> byCluster = new HashMap<>();
-        r.engines().forEach((id, o) -> {
-            EngineTracker t = engines.get(id);
-            if (t == null) {
-                return;
-            }
-            t.outcomes(o, r.atNanos(), r.intervalSeconds());
-            long[] c = byCluster.computeIfAbsent(t.config.cluster(), k -> new long[2]);
-            c[0] += o.successes();
-            c[1] += o.connectErrors();
-        });
         Map<String, LinkTracker> row = links.getOrDefault(r.gateway(), Map.of());
+        Map<String, long[]> byCluster = byCluster(r);
+        // a cluster whose every engine this report's attempts reached (two at least) refused a connection while it
+        // answers elsewhere, or whose link is cut: the refusals are the link's. An engine that is down refuses every
+        // gateway; a link that is down, one, on every engine behind it. Counted against the engines, a link that
+        // failed during an interval made the one with the most refusals FAILING until the link was found cut
+        Set<String> linkDown = new HashSet<>();
         byCluster.forEach((cluster, c) -> {
             LinkTracker l = row.get(cluster);
-            if (l != null && l.attempts(c[0], c[1], answersElsewhere(cluster, r.gateway()))) {
+            if (l != null && (l.cut || c[2] >= 2 && c[3] == c[2]) && answersElsewhere(cluster, r.gateway())) {
+                linkDown.add(cluster);
+            }
+        });
+        r.engines().forEach((id, o) -> {
+            EngineTracker t = engines.get(id);
+            if (t != null) {
+                t.outcomes(o, r.atNanos(), r.intervalSeconds(), linkDown.contains(t.config.cluster()));
+            }
+        });
+        byCluster.forEach((cluster, c) -> {
+            LinkTracker l = row.get(cluster);
+            // refusals from every engine attempted there, or from the cluster's only engine, can be the link's
+            boolean everyEngine = c[3] == c[2] && (c[2] >= 2 || clusterSize(cluster) == 1);
+            if (l != null && l.attempts(c[0], c[1], everyEngine, answersElsewhere(cluster, r.gateway()))) {
                 urgent = true;
             }
         });
@@ -253,6 +262,30 @@ final class DefaultControlLoop implements ControlLoop {
                 urgent |= wasCut;
             }
         });
+    }
+
+    /**
+     * Per engine cluster, what report {@code r} says of the attempts on its engines: successes, refused connections,
+     * engines attempted and engines of those that refused a connection.
+     */
+    private Map<String, long[]> byCluster(GatewayReport r) {
+        Map<String, long[]> out = new HashMap<>();
+        r.engines().forEach((id, o) -> {
+            EngineTracker t = engines.get(id);
+            if (t != null) {
+                long[] c = out.computeIfAbsent(t.config.cluster(), k -> new long[4]);
+                c[0] += o.successes();
+                c[1] += o.connectErrors();
+                c[2] += o.requests() > 0 ? 1 : 0;
+                c[3] += o.requests() > 0 && o.connectErrors() > 0 ? 1 : 0;
+            }
+        });
+        return out;
+    }
+
+    /** Engines of {@code cluster}. */
+    private long clusterSize(String cluster) {
+        return engines.values().stream().filter(t -> t.config.cluster().equals(cluster)).count();
     }
 
     /** True when some engine of {@code cluster} answers scrapes, or another gateway cluster's link to it is up. */

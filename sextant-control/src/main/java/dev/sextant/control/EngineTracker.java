@@ -295,10 +295,11 @@ final class EngineTracker {
      * answered at some time in that interval, so it counts as evidence of life from the interval's start: a report
      * that arrives after a crash, about the seconds before it, does not hide the crash.
      */
-    void outcomes(GatewayReport.EngineOutcomes o, long at, double seconds) {
+    void outcomes(GatewayReport.EngineOutcomes o, long at, double seconds, boolean linkDown) {
         decayOutcomes(at);
-        // connections refused while it is down, or in a report that began before it came back, tell of the outage
-        boolean whileDown = condition == Condition.DOWN || at - Math.round(seconds * 1e9) < backAt;
+        // connections refused while it is down, or in a report that began before it came back, tell of the outage;
+        // those refused over a link that is down (linkDown) tell of the link
+        boolean whileDown = condition == Condition.DOWN || at - Math.round(seconds * 1e9) < backAt || linkDown;
         long counted = o.requests() - (whileDown ? o.connectErrors() : 0);
         if (counted > 0 && attempts > 0) {
             // a busy engine is judged on about its last RECENT_ATTEMPTS attempts: older ones give way to newer

@@ -33,13 +33,21 @@ final class LinkTracker {
         connectErrorsInRow = 0;
     }
 
-    /** Attempts from the gateway cluster to an engine of this cluster: returns true when the link's state changed. */
-    boolean attempts(long successes, long connectErrors, boolean clusterAnswersElsewhere) {
+    /**
+     * Attempts from the gateway cluster to engines of this cluster in one report: {@code successes}, refused
+     * connections ({@code connectErrors}), whether every engine attempted refused some ({@code everyEngine}: two at
+     * least, or the cluster's only one), and whether the cluster answers elsewhere; true when the link's state changed.
+     * Refusals by some engines while the others connect are theirs, not the link's: they do not start a run. A
+     * report's refusals may all have come after its successes (a link that fails during the interval): they start a
+     * run, which the next report's refusals continue when it has no success. Counted from zero there, the run waited
+     * for five more refusals from a gateway that had ejected the cluster's engines and sent them few attempts.
+     */
+    boolean attempts(long successes, long connectErrors, boolean everyEngine, boolean clusterAnswersElsewhere) {
         boolean before = cut;
         if (successes > 0) {
-            connectErrorsInRow = 0;
+            connectErrorsInRow = everyEngine ? connectErrors : 0;
             cut = false;
-        } else if (connectErrors > 0) {
+        } else if (connectErrors > 0 && (everyEngine || connectErrorsInRow > 0)) {
             connectErrorsInRow += connectErrors;
             if (connectErrorsInRow >= CUT_AFTER && clusterAnswersElsewhere) {
                 cut = true;

@@ -15,6 +15,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 /** The control loop's behaviour against fake engines of known truth, under a manual clock. */
@@ -587,6 +588,52 @@ class ControlLoopTest {
         r.ticker.advanceSeconds(6);
         refused(r, "e1", 100);
         assertThat(r.estimate("e1").condition()).isEqualTo(Condition.FAILING);
+    }
+
+    @Test
+    void linkFailingMidInterval_isCutOnTheNextInterval_andItsRefusedConnectionsAreNotTheEngines() {
+        Rig r = rig(Map.of(), Map.of(), 150, 9);
+        r.run(60);
+        // the gateway's link to the far cluster fails during an interval: every far engine answered some attempts and
+        // then refused the rest, while their scrapes still answer
+        Map<String, GatewayReport.EngineOutcomes> mixed = new TreeMap<>();
+        for (String f : List.of("f1", "f2", "f3", "f4")) {
+            mixed.put(f, outcomes(40, 10, 30));
+        }
+        r.ticker.advanceSeconds(5);
+        report(r, mixed);
+        assertThat(r.loop.estimates().links().get("gw").get("far").reachable()).isTrue();
+        for (String f : List.of("f1", "f2", "f3", "f4")) {
+            assertThat(r.estimate(f).condition()).as(f).isEqualTo(Condition.HEALTHY);
+        }
+
+        // the gateway has ejected them: the next interval has a few attempts, every one refused, no success
+        r.ticker.advanceSeconds(5);
+        report(r, Map.of("f1", outcomes(2, 0, 2), "f3", outcomes(1, 0, 1)));
+        LinkEstimate far = r.loop.estimates().links().get("gw").get("far");
+        assertThat(far.reachable()).isFalse();
+        assertThat(far.why()).contains("cut");
+        for (String f : List.of("f1", "f2", "f3", "f4")) {
+            assertThat(r.estimate(f).condition()).as(f).isEqualTo(Condition.HEALTHY);
+        }
+        assertThat(r.loop.step().reason()).contains("link gw → far cut");
+
+        // one engine refusing while its cluster's others answer is that engine's fault
+        r.ticker.advanceSeconds(5);
+        report(r, Map.of("e1", outcomes(40, 0, 40), "e2", outcomes(40, 40, 0)));
+        assertThat(r.estimate("e1").condition()).isEqualTo(Condition.FAILING);
+        assertThat(r.loop.estimates().links().get("gw").get("gpu").reachable()).isTrue();
+    }
+
+    /** {@code n} attempts, {@code ok} of them answered, {@code refused} connections refused. */
+    private static GatewayReport.EngineOutcomes outcomes(long n, long ok, long refused) {
+        GatewayReport.Mean none = GatewayReport.Mean.NONE;
+        return new GatewayReport.EngineOutcomes(n, ok, refused, 0, 0, 0, none, none, none, none, 0, 0);
+    }
+
+    /** A gateway's report of the last 5 s with these engines' outcomes. */
+    private static void report(Rig r, Map<String, GatewayReport.EngineOutcomes> engines) {
+        r.loop.observe(new GatewayReport("gw", "", r.ticker.nanos(), 5, Map.of("chat", 750L), engines, Map.of()));
     }
 
     /** Engines as {@link #rig} with e1 crashed (no metrics, every attempt failing) for {@code seconds}. */
