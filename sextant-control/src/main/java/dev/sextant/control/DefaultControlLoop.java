@@ -236,7 +236,8 @@ final class DefaultControlLoop implements ControlLoop {
         Set<String> linkDown = new HashSet<>();
         byCluster.forEach((cluster, c) -> {
             LinkTracker l = row.get(cluster);
-            if (l != null && (l.cut || c[2] >= 2 && c[3] == c[2]) && answersElsewhere(cluster, r.gateway())) {
+            boolean everyEngine = c[2] >= 2 && c[3] == c[2];
+            if (l != null && (l.cut || everyEngine) && answersElsewhere(cluster, r.gateway(), r.atNanos())) {
                 linkDown.add(cluster);
             }
         });
@@ -250,7 +251,8 @@ final class DefaultControlLoop implements ControlLoop {
             LinkTracker l = row.get(cluster);
             // refusals from every engine attempted there, or from the cluster's only engine, can be the link's
             boolean everyEngine = c[3] == c[2] && (c[2] >= 2 || clusterSize(cluster) == 1);
-            if (l != null && l.attempts(c[0], c[1], everyEngine, answersElsewhere(cluster, r.gateway()))) {
+            if (l != null && l.attempts(c[0], c[1], everyEngine, answersElsewhere(cluster, r.gateway(), r.atNanos()),
+                    r.atNanos())) {
                 urgent = true;
             }
         });
@@ -258,7 +260,7 @@ final class DefaultControlLoop implements ControlLoop {
             LinkTracker l = row.get(cluster);
             if (l != null) {
                 boolean wasCut = l.cut;
-                l.roundTrip(rt);
+                l.roundTrip(rt, r.atNanos());
                 urgent |= wasCut;
             }
         });
@@ -288,8 +290,14 @@ final class DefaultControlLoop implements ControlLoop {
         return engines.values().stream().filter(t -> t.config.cluster().equals(cluster)).count();
     }
 
-    /** True when some engine of {@code cluster} answers scrapes, or another gateway cluster's link to it is up. */
-    private boolean answersElsewhere(String cluster, String gateway) {
+    /**
+     * True when some engine of {@code cluster} answers scrapes, or another gateway cluster got through to it (a probe
+     * or an attempt) within {@link #REACHED_NANOS} before {@code now}: evidence that the cluster is up, so that what one
+     * gateway cluster cannot reach is its link. Another link merely not cut yet is no such evidence: when a whole
+     * cluster of engines without metrics went down, the first gateway clusters to count their refusals cut their links
+     * one by one, each on the others' links not cut yet.
+     */
+    private boolean answersElsewhere(String cluster, String gateway, long now) {
         for (EngineTracker t : engines.values()) {
             if (t.config.cluster().equals(cluster) && t.everScraped && t.misses == 0) {
                 return true;
@@ -297,12 +305,16 @@ final class DefaultControlLoop implements ControlLoop {
         }
         for (Map.Entry<String, Map<String, LinkTracker>> g : links.entrySet()) {
             LinkTracker l = g.getValue().get(cluster);
-            if (!g.getKey().equals(gateway) && l != null && !l.cut) {
+            if (!g.getKey().equals(gateway) && l != null && !l.cut && l.reachedNanos != Long.MIN_VALUE
+                    && now - l.reachedNanos <= REACHED_NANOS) {
                 return true;
             }
         }
         return false;
     }
+
+    /** How recent another gateway cluster's probe or answer must be to show that a cluster is up: six 5-s reports. */
+    static final long REACHED_NANOS = 30_000_000_000L;
 
     @Override
     public synchronized void observe(CanaryResult r) {

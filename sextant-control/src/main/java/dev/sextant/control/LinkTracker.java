@@ -19,12 +19,15 @@ final class LinkTracker {
     private long samples;
     private long connectErrorsInRow;
     boolean cut;
+    /** When a probe or an attempt last got through, ns; MIN_VALUE: never. */
+    long reachedNanos = Long.MIN_VALUE;
 
     LinkTracker(double configuredMs) {
         this.configuredMs = configuredMs;
     }
 
-    void roundTrip(GatewayReport.RoundTrip rt) {
+    void roundTrip(GatewayReport.RoundTrip rt, long at) {
+        reachedNanos = Math.max(reachedNanos, at);
         measuredMs = Double.isNaN(measuredMs) ? rt.minMs() : measuredMs + GAIN * (rt.minMs() - measuredMs);
         samples += rt.count();
         if (cut) {
@@ -42,9 +45,11 @@ final class LinkTracker {
      * run, which the next report's refusals continue when it has no success. Counted from zero there, the run waited
      * for five more refusals from a gateway that had ejected the cluster's engines and sent them few attempts.
      */
-    boolean attempts(long successes, long connectErrors, boolean everyEngine, boolean clusterAnswersElsewhere) {
+    boolean attempts(long successes, long connectErrors, boolean everyEngine, boolean clusterAnswersElsewhere,
+                     long at) {
         boolean before = cut;
         if (successes > 0) {
+            reachedNanos = Math.max(reachedNanos, at);
             connectErrorsInRow = everyEngine ? connectErrors : 0;
             cut = false;
         } else if (connectErrors > 0 && (everyEngine || connectErrorsInRow > 0)) {

@@ -625,6 +625,56 @@ class ControlLoopTest {
         assertThat(r.loop.estimates().links().get("gw").get("gpu").reachable()).isTrue();
     }
 
+    /**
+     * Two gateway clusters and a far cluster of two engines without metrics, judged from the gateways' reports alone:
+     * refused by one gateway cluster while the other gets through, it is that link; refused by both, no link is cut
+     * (the other's link, not cut yet, is no evidence that the cluster answers).
+     */
+    @Test
+    void refusedByEveryGateway_cutsNoLink_refusedByOneWhileAnotherGetsThrough_cutsItsLink() {
+        for (boolean otherGetsThrough : new boolean[] {true, false}) {
+            List<Engine> es = new ArrayList<>();
+            for (String id : List.of("e1", "e2")) {
+                es.add(Rig.configured(id, "gpu", H100, 1));
+            }
+            for (String id : List.of("f1", "f2")) {
+                es.add(Rig.configured(id, "far", H100, 1));
+            }
+            Topology t = new Topology(List.of(new GatewayCluster("gw", "r1"), new GatewayCluster("gw2", "r2")),
+                    List.of(new EngineCluster("gpu", "r1"), new EngineCluster("far", "r2")),
+                    Map.of("gw", Map.of("gpu", 2.0, "far", 40.0), "gw2", Map.of("gpu", 40.0, "far", 2.0)),
+                    List.of(new Model("m", 120)), es, List.of(new TrafficClass("chat", "m", List.of(), 0)),
+                    Map.of("gw", Map.of("chat", 100.0), "gw2", Map.of("chat", 100.0)), 0.1, 25);
+            ManualTicker ticker = new ManualTicker();
+            ControlLoop loop = ControlLoop.create(t, ControlOptions.defaults(), ticker, null);
+            loop.step();
+            for (int k = 0; k < 4; k++) {
+                ticker.advanceSeconds(5);
+                for (String f : List.of("f1", "f2")) {
+                    loop.observe(EngineScrape.failed(f, ticker.nanos(), "no /metrics"));
+                }
+                Map<String, GatewayReport.EngineOutcomes> far = Map.of("f1", outcomes(30, 0, 30), "f2",
+                        outcomes(30, 0, 30));
+                loop.observe(new GatewayReport("gw", "", ticker.nanos(), 5, Map.of("chat", 500L), far, Map.of()));
+                Map<String, GatewayReport.EngineOutcomes> other = otherGetsThrough
+                        ? Map.of("f1", outcomes(30, 30, 0), "f2", outcomes(30, 30, 0)) : far;
+                loop.observe(new GatewayReport("gw2", "", ticker.nanos(), 5, Map.of("chat", 500L), other,
+                        otherGetsThrough ? Map.of("far", new GatewayReport.RoundTrip(2, 2.5, 3)) : Map.of()));
+                loop.step();
+            }
+            Estimates est = loop.estimates();
+            assertThat(est.links().get("gw").get("far").reachable()).as("gw's link, the other gets through: %s",
+                    otherGetsThrough).isEqualTo(!otherGetsThrough);
+            assertThat(est.links().get("gw2").get("far").reachable()).isTrue();
+            assertThat(est.links().get("gw").get("far").why()).contains(otherGetsThrough ? "cut" : "configured");
+            if (otherGetsThrough) {
+                for (String f : List.of("f1", "f2")) {
+                    assertThat(est.engines().get(f).condition()).as(f).isEqualTo(Condition.HEALTHY);
+                }
+            }
+        }
+    }
+
     /** {@code n} attempts, {@code ok} of them answered, {@code refused} connections refused. */
     private static GatewayReport.EngineOutcomes outcomes(long n, long ok, long refused) {
         GatewayReport.Mean none = GatewayReport.Mean.NONE;
