@@ -68,7 +68,8 @@ final class LinkTracker {
 
     String why() {
         if (cut) {
-            return connectErrorsInRow + " connects in a row failed while other gateways reach it: cut";
+            return connectErrorsInRow + " connects in a row failed while the cluster answers elsewhere (its engines' "
+                    + "scrapes, or another gateway cluster's probes or requests): cut";
         }
         if (samples >= MIN_SAMPLES) {
             return String.format(Locale.ROOT, "%.1f ms measured (%d probes); configured %.1f", measuredMs, samples,
