@@ -211,12 +211,17 @@ final class SextantPolicy implements SimPolicy {
                     e.put(base.engines().get(j).id(), outcomes[g][j].drain());
                 }
             }
-            // the gateway's probes: one round trip per engine cluster it can reach, as it is now
+            // the gateway's probes: one round trip per engine cluster it can reach, as it is now, where an engine there
+            // is up to answer the probe (a probe that fails is no round trip, as in the production gateway's Prober)
             Map<String, GatewayReport.RoundTrip> rtt = new LinkedHashMap<>();
             double[] roundTrips = sim.roundTripsMs(g);
+            boolean[] answers = new boolean[sim.clusterIds.size()];
+            for (int j = 0; j < sim.engineCount; j++) {
+                answers[sim.clusterOf[j]] |= sim.engines.get(j).isUp();
+            }
             for (int c = 0; c < sim.clusterIds.size(); c++) {
                 double ms = roundTrips[c];
-                if (Double.isFinite(ms) && !sim.cut[g][c]) {
+                if (Double.isFinite(ms) && !sim.cut[g][c] && answers[c]) {
                     rtt.put(sim.clusterIds.get(c), new GatewayReport.RoundTrip(ms, ms, 1));
                 }
             }
