@@ -228,7 +228,7 @@ final class DefaultControlLoop implements ControlLoop {
             }
         }
         Map<String, LinkTracker> row = links.getOrDefault(r.gateway(), Map.of());
-        Map<String, long[]> byCluster = byCluster(r);
+        Map<String, ClusterAttempts> byCluster = byCluster(r);
         // a cluster whose every engine this report's attempts reached (two at least) refused a connection while it
         // answers elsewhere, or whose link is cut: the refusals are the link's. An engine that is down refuses every
         // gateway; a link that is down, one, on every engine behind it. Counted against the engines, a link that
@@ -236,8 +236,8 @@ final class DefaultControlLoop implements ControlLoop {
         Set<String> linkDown = new HashSet<>();
         byCluster.forEach((cluster, c) -> {
             LinkTracker l = row.get(cluster);
-            boolean everyEngine = c[2] >= 2 && c[3] == c[2];
-            if (l != null && (l.cut || everyEngine) && answersElsewhere(cluster, r.gateway(), r.atNanos())) {
+            c.elsewhere = l != null && answersElsewhere(cluster, r.gateway(), r.atNanos());
+            if (c.elsewhere && (l.cut || c.attempted >= 2 && c.everyRefused())) {
                 linkDown.add(cluster);
             }
         });
@@ -250,9 +250,8 @@ final class DefaultControlLoop implements ControlLoop {
         byCluster.forEach((cluster, c) -> {
             LinkTracker l = row.get(cluster);
             // refusals from every engine attempted there, or from the cluster's only engine, can be the link's
-            boolean everyEngine = c[3] == c[2] && (c[2] >= 2 || clusterSize(cluster) == 1);
-            if (l != null && l.attempts(c[0], c[1], everyEngine, answersElsewhere(cluster, r.gateway(), r.atNanos()),
-                    r.atNanos())) {
+            boolean everyEngine = c.everyRefused() && (c.attempted >= 2 || clusterSize(cluster) == 1);
+            if (l != null && l.attempts(c.successes, c.refused, everyEngine, c.elsewhere, r.atNanos())) {
                 urgent = true;
             }
         });
@@ -266,20 +265,35 @@ final class DefaultControlLoop implements ControlLoop {
         });
     }
 
-    /**
-     * Per engine cluster, what report {@code r} says of the attempts on its engines: successes, refused connections,
-     * engines attempted and engines of those that refused a connection.
-     */
-    private Map<String, long[]> byCluster(GatewayReport r) {
-        Map<String, long[]> out = new HashMap<>();
+    /** What one gateway report says of the attempts on one engine cluster's engines. */
+    private static final class ClusterAttempts {
+        long successes;
+        long refused;
+        /** Engines the report's attempts reached, and of those, engines that refused a connection. */
+        int attempted;
+        int refusing;
+        /** Whether the cluster answers elsewhere ({@link #answersElsewhere}), read once per report. */
+        boolean elsewhere;
+
+        /** True when every engine attempted refused a connection. */
+        boolean everyRefused() {
+            return refusing == attempted;
+        }
+    }
+
+    /** Per engine cluster, what report {@code r} says of the attempts on its engines. */
+    private Map<String, ClusterAttempts> byCluster(GatewayReport r) {
+        Map<String, ClusterAttempts> out = new HashMap<>();
         r.engines().forEach((id, o) -> {
             EngineTracker t = engines.get(id);
             if (t != null) {
-                long[] c = out.computeIfAbsent(t.config.cluster(), k -> new long[4]);
-                c[0] += o.successes();
-                c[1] += o.connectErrors();
-                c[2] += o.requests() > 0 ? 1 : 0;
-                c[3] += o.requests() > 0 && o.connectErrors() > 0 ? 1 : 0;
+                ClusterAttempts c = out.computeIfAbsent(t.config.cluster(), k -> new ClusterAttempts());
+                c.successes += o.successes();
+                c.refused += o.connectErrors();
+                if (o.requests() > 0) {
+                    c.attempted++;
+                    c.refusing += o.connectErrors() > 0 ? 1 : 0;
+                }
             }
         });
         return out;
