@@ -114,13 +114,10 @@ class SnapshotJsonTest {
     @Test
     void priorityScheduling_isWrittenOnlyWhenAnEngineHasIt_andAnEngineWithoutItHashesAsBefore() throws Exception {
         Snapshot plain = sample(5200, 4100).sealed(3);
-        Map<String, EngineState> engines = new LinkedHashMap<>(plain.engines());
-        EngineState e = engines.get("east-1");
-        engines.put("east-1", new EngineState(e.cluster(), e.region(), e.endpoint(), e.models(), e.loadRps(),
-                e.capacityRps(), e.effectiveCapacityRps(), e.utilization(), e.latencyMs(), e.marginalCostMs(),
-                e.shadowPriceMs(), e.penalty(), PriorityScheduling.LOWER_FIRST));
-        Snapshot withIt = new Snapshot(3, "", plain.policy(), plain.fleetUtilization(), plain.retryBudget(),
-                plain.routes(), engines, plain.networkRttMs(), plain.objective()).sealed(3);
+        EngineState e = plain.engines().get("east-1");
+        Snapshot withIt = withEastOne(plain, new EngineState(e.cluster(), e.region(), e.endpoint(), e.models(),
+                e.loadRps(), e.capacityRps(), e.effectiveCapacityRps(), e.utilization(), e.latencyMs(),
+                e.marginalCostMs(), e.shadowPriceMs(), e.penalty(), PriorityScheduling.LOWER_FIRST));
 
         String json = SnapshotJson.write(withIt);
         JsonNode tree = new ObjectMapper().readTree(json);
@@ -139,13 +136,10 @@ class SnapshotJsonTest {
     @Test
     void batchPlaces_areWrittenOnlyWhenTheyAreKnown_andSnapshotsWithoutThemHashAsBefore() throws Exception {
         Snapshot plain = sample(5200, 4100).sealed(3);
-        Map<String, EngineState> engines = new LinkedHashMap<>(plain.engines());
-        EngineState e = engines.get("east-1");
-        engines.put("east-1", new EngineState(e.cluster(), e.region(), e.endpoint(), e.models(), e.loadRps(),
-                e.capacityRps(), e.effectiveCapacityRps(), e.utilization(), e.latencyMs(), e.marginalCostMs(),
-                e.shadowPriceMs(), e.penalty(), e.priorityScheduling(), 48));
-        Snapshot withThem = new Snapshot(3, "", plain.policy(), plain.fleetUtilization(), plain.retryBudget(),
-                plain.routes(), engines, plain.networkRttMs(), plain.objective()).sealed(3);
+        EngineState e = plain.engines().get("east-1");
+        Snapshot withThem = withEastOne(plain, new EngineState(e.cluster(), e.region(), e.endpoint(), e.models(),
+                e.loadRps(), e.capacityRps(), e.effectiveCapacityRps(), e.utilization(), e.latencyMs(),
+                e.marginalCostMs(), e.shadowPriceMs(), e.penalty(), e.priorityScheduling(), 48));
 
         String json = SnapshotJson.write(withThem);
         JsonNode tree = new ObjectMapper().readTree(json);
@@ -157,6 +151,14 @@ class SnapshotJsonTest {
         assertThat(withThem.hash()).isNotEqualTo(plain.hash()); // a gateway must see the change
         assertThat(SnapshotJson.read(SnapshotJson.write(plain)).contentHash()).isEqualTo(plain.hash());
         assertThat(SnapshotJson.read(json).contentHash()).isEqualTo(withThem.hash());
+    }
+
+    /** {@code plain} with engine east-1's state replaced by {@code eastOne}, sealed as version 3. */
+    private static Snapshot withEastOne(Snapshot plain, EngineState eastOne) {
+        Map<String, EngineState> engines = new LinkedHashMap<>(plain.engines());
+        engines.put("east-1", eastOne);
+        return new Snapshot(3, "", plain.policy(), plain.fleetUtilization(), plain.retryBudget(), plain.routes(),
+                engines, plain.networkRttMs(), plain.objective()).sealed(3);
     }
 
     @Test
