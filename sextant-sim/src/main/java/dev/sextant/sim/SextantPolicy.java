@@ -199,6 +199,11 @@ final class SextantPolicy implements SimPolicy {
     private void report() {
         double interval = sim.scenario.control().scrapeMs() / 1000;
         List<GatewayReport> reports = new ArrayList<>();
+        // the engine clusters where an engine is up to answer a probe, the same for every gateway
+        boolean[] answers = new boolean[sim.clusterIds.size()];
+        for (int j = 0; j < sim.engineCount; j++) {
+            answers[sim.clusterOf[j]] |= sim.engines.get(j).isUp();
+        }
         for (int g = 0; g < sim.gatewayCount; g++) {
             Map<String, Long> a = new LinkedHashMap<>();
             for (int k = 0; k < sim.classCount; k++) {
@@ -215,10 +220,6 @@ final class SextantPolicy implements SimPolicy {
             // is up to answer the probe (a probe that fails is no round trip, as in the production gateway's Prober)
             Map<String, GatewayReport.RoundTrip> rtt = new LinkedHashMap<>();
             double[] roundTrips = sim.roundTripsMs(g);
-            boolean[] answers = new boolean[sim.clusterIds.size()];
-            for (int j = 0; j < sim.engineCount; j++) {
-                answers[sim.clusterOf[j]] |= sim.engines.get(j).isUp();
-            }
             for (int c = 0; c < sim.clusterIds.size(); c++) {
                 double ms = roundTrips[c];
                 if (Double.isFinite(ms) && !sim.cut[g][c] && answers[c]) {
