@@ -1,5 +1,7 @@
 package dev.sextant.control;
 
+import static dev.sextant.control.Explanations.rps;
+
 import dev.sextant.policy.Policies;
 import dev.sextant.policy.RoutingPolicy;
 import dev.sextant.policy.SolveOptions;
@@ -16,7 +18,6 @@ import dev.sextant.topology.Model;
 import dev.sextant.topology.Topology;
 import dev.sextant.topology.TrafficClass;
 import java.math.BigDecimal;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -35,13 +36,11 @@ import java.util.TreeMap;
  * <p>Why one long class: a step is one sequence over one state (take the records, judge each engine, estimate demand,
  * build the solver's topology, solve, decide whether to publish), and each stage reads what the previous one wrote.
  * The stages' own machinery lives apart: fitting ({@link LeastSquares}, {@link GroupModel}), batch limits
- * ({@link BatchLimit}), per-engine, per-link and per-demand tracking ({@link EngineTracker}, {@link LinkTracker},
- * {@link DemandTracker}) and the explanations ({@link Explanations}); what is left here is the order of the stages
+ * ({@link BatchLimit}), per-engine and per-link tracking ({@link EngineTracker}, {@link LinkTracker}), the demand
+ * ({@link DemandModel}) and the explanations ({@link Explanations}); what is left here is the order of the stages
  * and the rules that join them.
  */
 final class DefaultControlLoop implements ControlLoop {
-    /** Gateway processes silent this much longer than their cluster's latest report no longer count. */
-    static final long INSTANCE_EXPIRY_NANOS = 30_000_000_000L;
     /** A shed that changes by more than this fraction of the demand is always published. */
     static final double SHED_CHANGE = 0.01;
     /**
@@ -58,10 +57,7 @@ final class DefaultControlLoop implements ControlLoop {
     private final Map<String, GroupModel> groups = new LinkedHashMap<>();
     /** Each group's engines, rebuilt with the topology: what a scrape's median and rebase go through, not the fleet. */
     private final Map<GroupModel, List<EngineTracker>> members = new HashMap<>();
-    /** gateway cluster → instance → class → demand. */
-    private final Map<String, Map<String, Map<String, DemandTracker>>> demand = new HashMap<>();
-    /** (gateway cluster, class) whose reports have reached or refuted the configured demand: it is no floor there. */
-    private final Set<String> settledDemand = new HashSet<>();
+    private final DemandModel demand;
     /** gateway cluster → engine cluster → link. */
     private final Map<String, Map<String, LinkTracker>> links = new HashMap<>();
     private Snapshot published;
@@ -88,6 +84,7 @@ final class DefaultControlLoop implements ControlLoop {
         this.options = Objects.requireNonNull(options, "options");
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.restored = restored;
+        this.demand = new DemandModel(options);
         install(topology, false);
     }
 
@@ -149,10 +146,7 @@ final class DefaultControlLoop implements ControlLoop {
         Set<String> gateways = new HashSet<>();
         t.gatewayClusters().forEach(g -> gateways.add(g.id()));
         links.keySet().retainAll(gateways);
-        demand.keySet().retainAll(gateways);
-        Set<String> pairs = new HashSet<>();
-        t.gatewayClusters().forEach(g -> t.classes().forEach(c -> pairs.add(pair(g.id(), c.id()))));
-        recentDemand.keySet().retainAll(pairs);
+        demand.retain(t);
         this.topology = t;
     }
 
@@ -195,22 +189,8 @@ final class DefaultControlLoop implements ControlLoop {
         if (topology.gatewayClusters().stream().noneMatch(g -> g.id().equals(r.gateway()))) {
             return;
         }
-        long window = options.demandWindow().toNanos();
-        Map<String, DemandTracker> mine = demand.computeIfAbsent(r.gateway(), k -> new HashMap<>())
-                .computeIfAbsent(r.instance(), k -> new HashMap<>());
-        Set<String> classes = new HashSet<>();
-        topology.classes().forEach(c -> classes.add(c.id()));
-        for (String c : classes) {
-            long n = r.arrivals().getOrDefault(c, 0L);
-            DemandTracker d = mine.get(c);
-            boolean first = d == null;
-            if (first) {
-                d = new DemandTracker();
-                mine.put(c, d);
-            }
-            if (d.report(n, r.intervalSeconds(), r.atNanos(), window) || first && n > 0) {
-                demandMoved = true;
-            }
+        if (demand.report(r, topology)) {
+            demandMoved = true;
         }
         if (!r.reuse().isEmpty()) {
             decayReuse(r.atNanos());
@@ -396,7 +376,7 @@ final class DefaultControlLoop implements ControlLoop {
             return true;
         }
         // the demand the reports show: the configured floor of a young estimate is a plan's prior, not a load that came
-        HeldRouting held = Policies.evaluate(publishedFor.withDemand(rates(demandEstimates(false, ticker.nanos()))),
+        HeldRouting held = Policies.evaluate(publishedFor.withDemand(rates(demand.reported(topology, ticker.nanos()))),
                 published);
         return Double.isInfinite(held.latencyCost()) || held.maxLoadRatio() > HEADROOM_TOLERANCE;
     }
@@ -501,8 +481,7 @@ final class DefaultControlLoop implements ControlLoop {
                     t.config.capacityRps(), shared.profile(), shared.idleTtftMs(), applied, shared.batchSlots(),
                     shared.evidence(), shared.capacityWhy(), t.speedWhy, t.conditionWhy));
         }
-        heldDemand.clear();
-        return new Estimates(now, est, demandEstimates(true, now), linkEstimates(), modelEstimates(),
+        return new Estimates(now, est, demand.planned(topology, now), linkEstimates(), modelEstimates(),
                 affinityDiscount(fitted), affinityWhy(fitted));
     }
 
@@ -631,154 +610,6 @@ final class DefaultControlLoop implements ControlLoop {
         return sum;
     }
 
-    private static String rps(double v) {
-        return v >= 100 ? String.format(Locale.ROOT, "%.0f", v) : v >= 10 ? String.format(Locale.ROOT, "%.1f", v)
-                : String.format(Locale.ROOT, "%.2f", v);
-    }
-
-    /**
-     * The demand per gateway cluster and class the optimizer plans for. With {@code floors}, the configured demand is
-     * the floor of an observed demand below it while the reports cannot yet tell a ramp from a level: a cluster
-     * starting up reports a fraction of its demand in its first seconds, and a plan for that fraction fills the
-     * fastest engines with what arrives a report later. The floor ends, for good, once the reports have reached the
-     * configured demand (within the agreement's tolerance) or refute it (even at the upper bound of their trend the
-     * demand stays below it for a demand window, {@link DemandTracker#upperRate}), and a demand window after the
-     * cluster's first report of the class whatever they say.
-     */
-    private Map<String, Map<String, DemandEstimate>> demandEstimates(boolean floors, long now) {
-        Map<String, Map<String, DemandEstimate>> out = new TreeMap<>();
-        long window = options.demandWindow().toNanos();
-        for (GatewayCluster g : topology.gatewayClusters()) {
-            Map<String, Double> configured = topology.demandRps().getOrDefault(g.id(), Map.of());
-            Map<String, Map<String, DemandTracker>> instances = demand.getOrDefault(g.id(), Map.of());
-            long newest = Long.MIN_VALUE;
-            for (Map<String, DemandTracker> byClass : instances.values()) {
-                for (DemandTracker d : byClass.values()) {
-                    newest = Math.max(newest, d.lastAt());
-                }
-            }
-            Map<String, DemandEstimate> row = new TreeMap<>();
-            for (TrafficClass c : topology.classes()) {
-                double conf = configured.getOrDefault(c.id(), 0.0);
-                double rate = 0;
-                double var = 0;
-                int live = 0;
-                long count = 0;
-                double seconds = 0;
-                double upper = 0;
-                long first = Long.MAX_VALUE;
-                for (Map<String, DemandTracker> byClass : instances.values()) {
-                    DemandTracker d = byClass.get(c.id());
-                    if (d == null || Double.isNaN(d.rate()) || d.lastAt() < newest - INSTANCE_EXPIRY_NANOS) {
-                        continue;
-                    }
-                    live++;
-                    rate += d.rate();
-                    double se = d.standardError();
-                    var += Double.isNaN(se) ? 0 : se * se;
-                    seconds = Math.max(seconds, d.windowSeconds());
-                    count += d.count();
-                    upper += d.upperRate(window / 1e9);
-                    first = Math.min(first, d.firstAt());
-                }
-                DemandEstimate e;
-                if (!options.observedDemand() || live == 0) {
-                    e = new DemandEstimate(conf, conf, 0, Double.NaN, options.observedDemand()
-                            ? "configured (no report yet)" : "configured (demand from reports is off)");
-                } else {
-                    double observed = Math.min(MAX_RPS, rate);
-                    String seen = String.format(Locale.ROOT, "%d requests in %.0f s of reports from %d gateway "
-                            + "process%s", count, seconds, live, live == 1 ? "" : "es");
-                    String key = pair(g.id(), c.id());
-                    if (observed >= (1 - DemandTracker.AGREEMENT_RELATIVE) * conf || upper < conf) {
-                        settledDemand.add(key); // reached or refuted: the reports' own from now on
-                    }
-                    if (floors && observed < conf && !settledDemand.contains(key) && newest - first < window) {
-                        e = new DemandEstimate(conf, conf, observed, Math.sqrt(var), String.format(Locale.ROOT,
-                                "configured, until the reports settle: %s so far show %s (a ramp, or too few reports "
-                                + "to tell one from a level)", seen, rps(observed)));
-                    } else {
-                        e = new DemandEstimate(observed, conf, observed, Math.sqrt(var), String.format(Locale.ROOT,
-                                "observed: %s; configured %s%s", seen, rps(conf), rate > MAX_RPS
-                                        ? "; taken as " + rps(MAX_RPS) + ", the most a topology may say" : ""));
-                    }
-                }
-                if (floors && live > 0 && options.observedDemand() && !options.demandHold().isZero()) {
-                    e = held(pair(g.id(), c.id()), e, now);
-                }
-                if (e.rps() > 0 || configured.containsKey(c.id())) {
-                    row.put(c.id(), e);
-                }
-            }
-            out.put(g.id(), row);
-        }
-        return out;
-    }
-
-    /**
-     * Per (gateway cluster, class): the lower bounds of its demand estimates within the hold, as [time, req/s], each
-     * below every older one left (a sliding maximum: the first is the most within the hold).
-     */
-    private final Map<String, ArrayDeque<double[]>> recentDemand = new HashMap<>();
-    /** Estimates the last {@link #estimate} raised to a recent peak, by (gateway cluster, class): what they were. */
-    private final Map<String, DemandEstimate> heldDemand = new HashMap<>();
-
-    /**
-     * {@code e} (a demand the reports show), raised to the most they showed within {@link ControlOptions#demandHold()}:
-     * of each estimate its lower bound (two standard errors below), where that is above the present estimate's upper
-     * bound, so that a steady demand's noise raises nothing and a burst that recurs within the hold, or a level that
-     * fell less than a hold ago, does (docs/control-loop.md, "Demand").
-     */
-    private DemandEstimate held(String key, DemandEstimate e, long now) {
-        long hold = options.demandHold().toNanos();
-        ArrayDeque<double[]> q = recentDemand.computeIfAbsent(key, k -> new ArrayDeque<>());
-        double se = Double.isNaN(e.standardError()) ? 0 : e.standardError();
-        double low = e.reportedRps() - 2 * se;
-        while (!q.isEmpty() && q.peekLast()[1] <= low) {
-            q.pollLast();
-        }
-        // one entry a second at most, however often the estimates are asked for (each explanation asks)
-        if (q.isEmpty() || now - (long) q.peekLast()[0] >= 1_000_000_000L) {
-            q.addLast(new double[] {now, low});
-        }
-        while (q.peekFirst()[0] < now - hold) {
-            q.pollFirst();
-        }
-        double peak = q.peekFirst()[1];
-        // held only where the past level is above the present beyond both their noise: its lower bound above the
-        // present's upper bound
-        if (!(peak > e.rps() && peak > e.reportedRps() + 2 * se)) {
-            return e;
-        }
-        heldDemand.put(key, e);
-        return new DemandEstimate(peak, e.configuredRps(), e.reportedRps(), e.standardError(), e.why()
-                + String.format(Locale.ROOT, "; planned for %s, the most the reports showed in the last %s (its "
-                + "lower bound), until %s passes without it", rps(peak), Durations.human(hold), Durations.human(hold)));
-    }
-
-    /** The key of a (gateway cluster, class) pair in the demand's own maps. */
-    private static String pair(String gateway, String cls) {
-        return gateway + "\u0000" + cls;
-    }
-
-    /** {@code est} with each estimate {@link #held} at a recent peak back at what the reports show. */
-    private Estimates unheld(Estimates est) {
-        Map<String, Map<String, DemandEstimate>> d = new TreeMap<>();
-        est.demand().forEach((g, row) -> {
-            Map<String, DemandEstimate> r = new TreeMap<>(row);
-            row.keySet().forEach(c -> {
-                DemandEstimate before = heldDemand.get(pair(g, c));
-                if (before != null) {
-                    r.put(c, new DemandEstimate(before.rps(), before.configuredRps(), before.reportedRps(),
-                            before.standardError(), before.why() + "; not held at its recent peak: the engines do not "
-                            + "carry it"));
-                }
-            });
-            d.put(g, r);
-        });
-        return new Estimates(est.atNanos(), est.engines(), d, est.links(), est.models(), est.affinityDiscountMs(),
-                est.affinityWhy());
-    }
 
     private Map<String, Map<String, LinkEstimate>> linkEstimates() {
         Map<String, Map<String, LinkEstimate>> out = new TreeMap<>();
@@ -888,8 +719,8 @@ final class DefaultControlLoop implements ControlLoop {
         String unproven = "";
         try {
             candidate = optimizer.solve(solveFor, opts);
-            if (candidate.objective().shedRps() > 0 && !heldDemand.isEmpty()) {
-                est = unheld(est);
+            if (candidate.objective().shedRps() > 0 && demand.anyHeld()) {
+                est = demand.unheld(est);
                 solveFor = solveTopology(est);
                 candidate = optimizer.solve(solveFor, opts);
             }

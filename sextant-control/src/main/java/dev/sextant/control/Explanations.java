@@ -65,4 +65,10 @@ public final class Explanations {
     private static String capitalized(String s) {
         return s == null || s.isEmpty() ? "" : Character.toUpperCase(s.charAt(0)) + s.substring(1);
     }
+
+    /** A rate in req/s as explanations write it: three significant figures, at most two decimals. */
+    static String rps(double v) {
+        return v >= 100 ? String.format(Locale.ROOT, "%.0f", v) : v >= 10 ? String.format(Locale.ROOT, "%.1f", v)
+                : String.format(Locale.ROOT, "%.2f", v);
+    }
 }
