@@ -720,9 +720,19 @@ final class DefaultControlLoop implements ControlLoop {
         try {
             candidate = optimizer.solve(solveFor, opts);
             if (candidate.objective().shedRps() > 0 && demand.anyHeld()) {
-                est = demand.unheld(est);
-                solveFor = solveTopology(est);
-                candidate = optimizer.solve(solveFor, opts);
+                // the engines do not carry every peak held: as much of the recurring ones as they do, else none
+                Estimates carried = demand.carried(est, candidate.objective().shedRps());
+                Topology carriedFor = carried == null ? null : solveTopology(carried);
+                Snapshot fits = carried == null ? null : optimizer.solve(carriedFor, opts);
+                if (fits != null && fits.objective().shedRps() <= SHED_PRECISION * plannedRps(carried)) {
+                    est = carried;
+                    solveFor = carriedFor;
+                    candidate = fits;
+                } else {
+                    est = demand.unheld(est);
+                    solveFor = solveTopology(est);
+                    candidate = optimizer.solve(solveFor, opts);
+                }
             }
             List<String> lastResort = new ArrayList<>();
             Map<String, Double> succeeding = new TreeMap<>();
@@ -1092,6 +1102,17 @@ final class DefaultControlLoop implements ControlLoop {
 
     /** A share of the top priority's demand below which a solve's shedding of it is the solver's precision. */
     private static final double SHED_PRECISION = 1e-6;
+
+    /** The demand {@code e} plans for, req/s. */
+    private static double plannedRps(Estimates e) {
+        double sum = 0;
+        for (Map<String, DemandEstimate> row : e.demand().values()) {
+            for (DemandEstimate d : row.values()) {
+                sum += d.rps();
+            }
+        }
+        return sum;
+    }
 
     /** Requests per second {@code s} sheds of the classes of the highest priority it routes, and their demand. */
     private static double[] atTop(Snapshot s) {

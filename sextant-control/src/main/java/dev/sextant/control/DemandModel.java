@@ -41,6 +41,7 @@ final class DemandModel {
         Set<String> pairs = new HashSet<>();
         t.gatewayClusters().forEach(g -> t.classes().forEach(c -> pairs.add(pair(g.id(), c.id()))));
         recentLows.keySet().retainAll(pairs);
+        returns.keySet().retainAll(pairs);
     }
 
     /**
@@ -195,9 +196,19 @@ final class DemandModel {
             q.pollFirst();
         }
         double peak = q.peekFirst()[1];
+        boolean below = peak > e.reportedRps() + 2 * se;
+        long[] r = returns.computeIfAbsent(key, k -> new long[] {0, Long.MIN_VALUE, Long.MIN_VALUE});
+        if (peak <= low && r[0] == 1) {
+            // back at the peak, beyond noise, after a fall below it
+            r[2] = r[1];
+            r[1] = now;
+        }
+        if (below || peak <= low) {
+            r[0] = below ? 1 : 0;
+        }
         // held only where the past level is above the present beyond both their noise: its lower bound above the
         // present's upper bound
-        if (!(peak > e.rps() && peak > e.reportedRps() + 2 * se)) {
+        if (!(peak > e.rps() && below)) {
             return e;
         }
         heldFrom.put(key, e);
@@ -211,17 +222,71 @@ final class DemandModel {
         return gateway + "\u0000" + cls;
     }
 
+    /**
+     * Per (gateway cluster, class): [1 after its estimate fell below its held peak beyond their noise, 0 after it came
+     * back to the peak beyond their noise; the last two times it came back so, or MIN_VALUE].
+     */
+    private final Map<String, long[]> returns = new HashMap<>();
+
+    /**
+     * True when the demand of {@code key} came back to its held peak after a fall below it twice within the hold before
+     * {@code now}: bursts that recur. Once is what a surge after a lull, or a level reached again after one noisy
+     * estimate, also does.
+     */
+    private boolean recurs(String key, long now) {
+        long[] r = returns.get(key);
+        return r != null && r[2] != Long.MIN_VALUE && now - r[2] <= options.demandHold().toNanos();
+    }
+
+    /**
+     * {@code est}, whose solve sheds {@code shedRps}, with only as much of its held peaks as the engines carry: each
+     * peak that recurs within the hold lowered by the same share of what it adds to the reports, so that together they
+     * add {@code shedRps} less (after the peaks that do not recur, which go back to what the reports show); null when
+     * that leaves nothing of a recurring peak. A burst that comes back every minute is then planned as far as the
+     * engines carry it, not at the lull between (docs/control-loop.md, "Demand").
+     */
+    Estimates carried(Estimates est, double shedRps) {
+        double recurring = 0;
+        double once = 0;
+        for (Map.Entry<String, Map<String, DemandEstimate>> row : est.demand().entrySet()) {
+            for (Map.Entry<String, DemandEstimate> e : row.getValue().entrySet()) {
+                String key = pair(row.getKey(), e.getKey());
+                DemandEstimate before = heldFrom.get(key);
+                if (before != null) {
+                    double added = Math.max(0, e.getValue().rps() - before.rps());
+                    if (recurs(key, est.atNanos())) {
+                        recurring += added;
+                    } else {
+                        once += added;
+                    }
+                }
+            }
+        }
+        double share = Math.min(1, 1 - (shedRps - once) / recurring);
+        return recurring > 0 && share > 0 ? lowered(est, share) : null;
+    }
+
     /** {@code est} with each estimate {@link #held} at a recent peak back at what the reports show. */
     Estimates unheld(Estimates est) {
+        return lowered(est, 0);
+    }
+
+    /** {@code est} with each held estimate at what the reports show plus {@code share} of its peak's excess if it recurs. */
+    private Estimates lowered(Estimates est, double share) {
         Map<String, Map<String, DemandEstimate>> d = new TreeMap<>();
         est.demand().forEach((g, row) -> {
             Map<String, DemandEstimate> r = new TreeMap<>(row);
-            row.keySet().forEach(c -> {
-                DemandEstimate before = heldFrom.get(pair(g, c));
+            row.forEach((c, now) -> {
+                String key = pair(g, c);
+                DemandEstimate before = heldFrom.get(key);
                 if (before != null) {
-                    r.put(c, new DemandEstimate(before.rps(), before.configuredRps(), before.reportedRps(),
-                            before.standardError(), before.why() + "; not held at its recent peak: the engines do not "
-                            + "carry it"));
+                    double rps = before.rps() + (recurs(key, est.atNanos()) ? share : 0)
+                            * Math.max(0, now.rps() - before.rps());
+                    r.put(c, new DemandEstimate(rps, before.configuredRps(), before.reportedRps(),
+                            before.standardError(), before.why() + (rps > before.rps()
+                            ? String.format(Locale.ROOT, "; planned for %s of its recent peak of %s, as much as the "
+                                    + "engines carry", rps(rps), rps(now.rps()))
+                            : "; not held at its recent peak: the engines do not carry it")));
                 }
             });
             d.put(g, r);

@@ -992,6 +992,35 @@ class ControlLoopTest {
                 .contains("not held at its recent peak: the engines do not carry it");
     }
 
+    /**
+     * A peak that recurs (bursts that come back every minute) beyond what the engines carry is planned at as much of
+     * it as they carry, not at the lull between: the next burst then finds the plan spread for it. A level that fell
+     * once (above) is not, since what it would keep is capacity no demand comes for.
+     */
+    @Test
+    void recurringPeak_theEnginesDoNotCarry_isPlannedAsFarAsTheyCarryIt_andShedsNothing() {
+        Topology t = Fleets.oneCluster(2, 50, 100); // four engines: 180 req/s of effective capacity
+        ManualTicker ticker = new ManualTicker();
+        ControlLoop loop = ControlLoop.create(t, ControlOptions.defaults(), ticker, null);
+        loop.step();
+        Step last = null;
+        for (int minute = 0; minute < 3; minute++) {
+            for (int i = 0; i < 12; i++) {
+                ticker.advanceSeconds(5);
+                long rps = i < 2 ? 250 : 100; // 10 s of bursts, then the lull
+                loop.observe(new GatewayReport("gw", "", ticker.nanos(), 5, Map.of("chat", 5 * rps), Map.of(),
+                        Map.of(), Map.of(), null));
+                last = loop.step();
+            }
+        }
+        assertThat(last.snapshot().objective().shedRps()).as("nothing beyond the solver's precision")
+                .isCloseTo(0, within(1e-6));
+        assertThat(last.estimates().demand().get("gw").get("chat").reportedRps()).isCloseTo(100, within(10.0));
+        assertThat(last.solvedFor().demandRps().get("gw").get("chat")).as("planned up to the effective capacity")
+                .isCloseTo(180, within(5.0));
+        assertThat(last.estimates().demand().get("gw").get("chat").why()).contains("as much as the engines carry");
+    }
+
     /** A step after a minute of 5-s reports at {@code peak} req/s and then 30 s of them at {@code now}. */
     private static Step stepAfter(Topology t, long peak, long now) {
         ManualTicker ticker = new ManualTicker();

@@ -54,4 +54,33 @@ class DemandModelTest {
         DemandEstimate e = d.reported(t, 5 * S).get("gw").get("chat");
         assertThat(e.reportedRps()).isZero();
     }
+
+    /**
+     * A held peak recurs when the reports came back to it after a fall below it twice within the hold; only then does
+     * a solve that sheds keep part of it. Once (a surge after a lull) is not enough.
+     */
+    @Test
+    void aHeldPeak_isCarriedInPart_onlyOnceItCameBackTwice() {
+        Topology t = Fleets.oneCluster(2, 50, 100);
+        DemandModel d = new DemandModel(ControlOptions.defaults());
+        long at = 0;
+        for (int minute = 0; minute < 3; minute++) {
+            for (int i = 0; i < 12; i++) {
+                at += 5;
+                d.report(new GatewayReport("gw", "", at * S, 5, Map.of("chat", i < 2 ? 1250L : 500L), Map.of(),
+                        Map.of()), t);
+                d.planned(t, at * S);
+            }
+            Estimates est = new Estimates(at * S, Map.of(), d.planned(t, at * S), Map.of(), Map.of(), 0, "");
+            assertThat(chat(est.demand())).as("minute %d: held at the bursts' level", minute).isGreaterThan(230);
+            Estimates carried = d.carried(est, 60);
+            if (minute < 2) {
+                assertThat(carried).as("minute %d: the peak came back %d time(s)", minute, minute).isNull();
+            } else {
+                assertThat(chat(carried.demand())).as("minute 2: the peak less the 60 req/s shed")
+                        .isCloseTo(chat(est.demand()) - 60, within(1e-6));
+                assertThat(chat(d.unheld(est).demand())).isCloseTo(100, within(1e-6));
+            }
+        }
+    }
 }
