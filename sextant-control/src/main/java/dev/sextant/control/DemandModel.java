@@ -279,6 +279,9 @@ final class DemandModel {
             row.forEach((c, now) -> {
                 String key = pair(g, c);
                 DemandEstimate before = heldFrom.get(key);
+                if (before != null && share >= 1 && recurs(key, est.atNanos())) {
+                    return; // the whole peak carried: held as it was, and its explanation says so
+                }
                 if (before != null) {
                     double rps = before.rps() + (recurs(key, est.atNanos()) ? share : 0)
                             * Math.max(0, now.rps() - before.rps());
