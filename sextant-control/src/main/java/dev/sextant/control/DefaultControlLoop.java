@@ -57,6 +57,8 @@ final class DefaultControlLoop implements ControlLoop {
     private final Map<String, GroupModel> groups = new LinkedHashMap<>();
     /** Each group's engines, rebuilt with the topology: what a scrape's median and rebase go through, not the fleet. */
     private final Map<GroupModel, List<EngineTracker>> members = new HashMap<>();
+    /** Each engine cluster's engines, rebuilt with the topology: what a report's link rules ask of a cluster. */
+    private final Map<String, List<EngineTracker>> inCluster = new HashMap<>();
     private final DemandModel demand;
     /** gateway cluster → engine cluster → link. */
     private final Map<String, Map<String, LinkTracker>> links = new HashMap<>();
@@ -131,6 +133,8 @@ final class DefaultControlLoop implements ControlLoop {
         engines.keySet().retainAll(ids);
         members.clear();
         engines.values().forEach(tr -> members.computeIfAbsent(tr.group, k -> new ArrayList<>()).add(tr));
+        inCluster.clear();
+        engines.values().forEach(tr -> inCluster.computeIfAbsent(tr.config.cluster(), k -> new ArrayList<>()).add(tr));
         scrapedOnce.retainAll(ids);
         for (GatewayCluster g : t.gatewayClusters()) {
             Map<String, LinkTracker> row = links.computeIfAbsent(g.id(), k -> new HashMap<>());
@@ -230,7 +234,8 @@ final class DefaultControlLoop implements ControlLoop {
         byCluster.forEach((cluster, c) -> {
             LinkTracker l = row.get(cluster);
             // refusals from every engine attempted there, or from the cluster's only engine, can be the link's
-            boolean everyEngine = c.everyRefused() && (c.attempted >= 2 || clusterSize(cluster) == 1);
+            boolean everyEngine = c.everyRefused()
+                    && (c.attempted >= 2 || inCluster.getOrDefault(cluster, List.of()).size() == 1);
             if (l != null && l.attempts(c.successes, c.refused, everyEngine, c.elsewhere, r.atNanos())) {
                 urgent = true;
             }
@@ -279,11 +284,6 @@ final class DefaultControlLoop implements ControlLoop {
         return out;
     }
 
-    /** Engines of {@code cluster}. */
-    private long clusterSize(String cluster) {
-        return engines.values().stream().filter(t -> t.config.cluster().equals(cluster)).count();
-    }
-
     /**
      * True when some engine of {@code cluster} answers scrapes, or another gateway cluster got through to it (a probe
      * or an attempt) within {@link #REACHED_NANOS} before {@code now}: evidence that the cluster is up, so that what one
@@ -292,8 +292,8 @@ final class DefaultControlLoop implements ControlLoop {
      * one by one, each on the others' links not cut yet.
      */
     private boolean answersElsewhere(String cluster, String gateway, long now) {
-        for (EngineTracker t : engines.values()) {
-            if (t.config.cluster().equals(cluster) && t.everScraped && t.misses == 0) {
+        for (EngineTracker t : inCluster.getOrDefault(cluster, List.of())) {
+            if (t.everScraped && t.misses == 0) {
                 return true;
             }
         }
