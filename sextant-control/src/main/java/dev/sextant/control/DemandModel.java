@@ -28,6 +28,24 @@ final class DemandModel {
     private final Map<String, Map<String, Map<String, DemandTracker>>> trackers = new HashMap<>();
     /** (gateway cluster, class) whose reports have reached or refuted the configured demand: it is no floor there. */
     private final Set<String> settled = new HashSet<>();
+    /**
+     * Per (gateway cluster, class): the lower bounds of its demand estimates within the hold, as [time, req/s], each
+     * below every older one left (a sliding maximum: the first is the most within the hold).
+     */
+    private final Map<String, ArrayDeque<double[]>> recentLows = new HashMap<>();
+    /** Estimates the last {@link #planned} raised to a recent peak, by (gateway cluster, class): what they were. */
+    private final Map<String, DemandEstimate> heldFrom = new HashMap<>();
+    /** Per (gateway cluster, class): its falls below its held peak and returns to it. */
+    private final Map<String, Returns> returns = new HashMap<>();
+
+    /** How a (gateway cluster, class)'s estimate moves about its held peak. */
+    private static final class Returns {
+        /** Below the peak beyond their noise since it last was at it. */
+        boolean below;
+        /** The last two times it came back to the peak after such a fall; MIN_VALUE: not yet. */
+        long last = Long.MIN_VALUE;
+        long beforeLast = Long.MIN_VALUE;
+    }
 
     DemandModel(ControlOptions options) {
         this.options = Objects.requireNonNull(options, "options");
@@ -53,16 +71,14 @@ final class DemandModel {
         long window = options.demandWindow().toNanos();
         Map<String, DemandTracker> mine = trackers.computeIfAbsent(r.gateway(), k -> new HashMap<>())
                 .computeIfAbsent(r.instance(), k -> new HashMap<>());
-        Set<String> classes = new HashSet<>();
-        t.classes().forEach(c -> classes.add(c.id()));
         boolean moved = false;
-        for (String c : classes) {
-            long n = r.arrivals().getOrDefault(c, 0L);
-            DemandTracker d = mine.get(c);
+        for (TrafficClass c : t.classes()) {
+            long n = r.arrivals().getOrDefault(c.id(), 0L);
+            DemandTracker d = mine.get(c.id());
             boolean first = d == null;
             if (first) {
                 d = new DemandTracker();
-                mine.put(c, d);
+                mine.put(c.id(), d);
             }
             if (d.report(n, r.intervalSeconds(), r.atNanos(), window) || first && n > 0) {
                 moved = true;
@@ -167,14 +183,6 @@ final class DemandModel {
     }
 
     /**
-     * Per (gateway cluster, class): the lower bounds of its demand estimates within the hold, as [time, req/s], each
-     * below every older one left (a sliding maximum: the first is the most within the hold).
-     */
-    private final Map<String, ArrayDeque<double[]>> recentLows = new HashMap<>();
-    /** Estimates the last {@link #estimate} raised to a recent peak, by (gateway cluster, class): what they were. */
-    private final Map<String, DemandEstimate> heldFrom = new HashMap<>();
-
-    /**
      * {@code e} (a demand the reports show), raised to the most they showed within {@link ControlOptions#demandHold()}:
      * of each estimate its lower bound (two standard errors below), where that is above the present estimate's upper
      * bound, so that a steady demand's noise raises nothing and a burst that recurs within the hold, or a level that
@@ -197,14 +205,14 @@ final class DemandModel {
         }
         double peak = q.peekFirst()[1];
         boolean below = peak > e.reportedRps() + 2 * se;
-        long[] r = returns.computeIfAbsent(key, k -> new long[] {0, Long.MIN_VALUE, Long.MIN_VALUE});
-        if (peak <= low && r[0] == 1) {
+        Returns r = returns.computeIfAbsent(key, k -> new Returns());
+        if (peak <= low && r.below) {
             // back at the peak, beyond noise, after a fall below it
-            r[2] = r[1];
-            r[1] = now;
+            r.beforeLast = r.last;
+            r.last = now;
         }
         if (below || peak <= low) {
-            r[0] = below ? 1 : 0;
+            r.below = below;
         }
         // held only where the past level is above the present beyond both their noise: its lower bound above the
         // present's upper bound
@@ -223,19 +231,13 @@ final class DemandModel {
     }
 
     /**
-     * Per (gateway cluster, class): [1 after its estimate fell below its held peak beyond their noise, 0 after it came
-     * back to the peak beyond their noise; the last two times it came back so, or MIN_VALUE].
-     */
-    private final Map<String, long[]> returns = new HashMap<>();
-
-    /**
      * True when the demand of {@code key} came back to its held peak after a fall below it twice within the hold before
      * {@code now}: bursts that recur. Once is what a surge after a lull, or a level reached again after one noisy
      * estimate, also does.
      */
     private boolean recurs(String key, long now) {
-        long[] r = returns.get(key);
-        return r != null && r[2] != Long.MIN_VALUE && now - r[2] <= options.demandHold().toNanos();
+        Returns r = returns.get(key);
+        return r != null && r.beforeLast != Long.MIN_VALUE && now - r.beforeLast <= options.demandHold().toNanos();
     }
 
     /**
@@ -279,18 +281,19 @@ final class DemandModel {
             row.forEach((c, now) -> {
                 String key = pair(g, c);
                 DemandEstimate before = heldFrom.get(key);
-                if (before != null && share >= 1 && recurs(key, est.atNanos())) {
+                if (before == null) {
+                    return;
+                }
+                double kept = recurs(key, est.atNanos()) ? share : 0;
+                if (kept >= 1) {
                     return; // the whole peak carried: held as it was, and its explanation says so
                 }
-                if (before != null) {
-                    double rps = before.rps() + (recurs(key, est.atNanos()) ? share : 0)
-                            * Math.max(0, now.rps() - before.rps());
-                    r.put(c, new DemandEstimate(rps, before.configuredRps(), before.reportedRps(),
-                            before.standardError(), before.why() + (rps > before.rps()
-                            ? String.format(Locale.ROOT, "; planned for %s of its recent peak of %s, as much as the "
-                                    + "engines carry", rps(rps), rps(now.rps()))
-                            : "; not held at its recent peak: the engines do not carry it")));
-                }
+                double rps = before.rps() + kept * Math.max(0, now.rps() - before.rps());
+                r.put(c, new DemandEstimate(rps, before.configuredRps(), before.reportedRps(), before.standardError(),
+                        before.why() + (rps > before.rps()
+                        ? String.format(Locale.ROOT, "; planned for %s of its recent peak of %s, as much as the engines "
+                                + "carry", rps(rps), rps(now.rps()))
+                        : "; not held at its recent peak: the engines do not carry it")));
             });
             d.put(g, r);
         });
