@@ -321,17 +321,24 @@ final class DefaultDataPlane implements DataPlane {
      * Spacing (docs/request-path.md §4, "Spacing new conversations"): where a new conversation goes instead of its own
      * engine {@code first}, where it is placed already, or -1 to stay there. It moves only while {@code first} holds
      * more than its share of this gateway's requests in flight (bounded load's ⌈(1+ε)·μ⌉ without its noise term, μ
-     * its share of the pool's, this one counted) and is offered no more than its allowance; then to the first of the
-     * key's next {@link DataPlaneOptions#maxWalk()} engines that would hold fewer per unit of share than {@code first}
-     * does, is not ejected, is within bounded load, is offered less than its allowance, and whose planned latency is
-     * at most {@code first}'s plus a times {@code first}'s expected TTFT, a the requests ahead of it there: a move the
-     * snapshot's own figures say lengthens the request is not made.
+     * its share of the pool's, this one counted); then to the first of the key's next {@link DataPlaneOptions#maxWalk()}
+     * engines that would hold fewer per unit of share than {@code first} does, is not ejected, is within bounded load,
+     * is offered less than its allowance, and whose planned latency is at most {@code first}'s plus a times
+     * {@code first}'s expected TTFT, a the requests ahead of it there: a move the snapshot's own figures say lengthens
+     * the request is not made. Where {@code first} is offered beyond its allowance (a burst the plan did not foresee)
+     * it moves only while {@code first}'s answers show a queue and the class's plan sheds nothing, and only to an
+     * engine that also has a free place in its batch by the snapshot's count ({@link #occupied}): beyond the plan, a
+     * move needs evidence on both sides, a queue where it leaves and room by the plan's figures and the batch where it
+     * goes, and a fleet short of capacity is the spill's and the shedding's to handle.
      */
     private int spaced(ClassRoute k, long key, int first, long now) {
         EngineCell own = k.cells[first];
         int ahead = own.inFlight.get() - 1;
-        if (ahead <= 0 || ahead + 1 <= Math.ceil(loadFactor * k.share[first] * k.pool.inFlight.get())
-                || !(own.offeredRps(now) <= k.allowanceRps[first])) {
+        if (ahead <= 0 || ahead + 1 <= Math.ceil(loadFactor * k.share[first] * k.pool.inFlight.get())) {
+            return -1;
+        }
+        boolean beyondPlan = !(own.offeredRps(now) <= k.allowanceRps[first]);
+        if (beyondPlan && (k.shed > 0 || !own.queueing(QUEUE_SLACK_MS, k.enginePriority[first]))) {
             return -1;
         }
         // past the fast return, this engine holds more than its own share: its share of the engines in rotation
@@ -345,7 +352,8 @@ final class DefaultDataPlane implements DataPlane {
             return (cell.inFlight.get() + 1) * k.share[first] < (ahead + 1) * k.share[e]
                     && k.plannedMs[e] <= within && !cell.ejected(now)
                     && withinBound(k, cell.inFlight.get(), k.share[e] / inRotation)
-                    && cell.offeredRps(now) < k.allowanceRps[e];
+                    && cell.offeredRps(now) < k.allowanceRps[e]
+                    && (!beyondPlan || k.places[e] >= 1 && occupied(k, e) + 1 <= k.places[e]);
         });
     }
 

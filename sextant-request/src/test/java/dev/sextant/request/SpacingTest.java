@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Snapshot;
+import dev.sextant.topology.PriorityScheduling;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -34,6 +35,9 @@ class SpacingTest {
                 DataPlaneOptions.builder().spacePrefills(false).build());
         for (long key = from; ; key++) {
             Decision d = probe.route(conversation(key));
+            if (!d.routed()) { // shed by admission
+                continue;
+            }
             probe.onFinish(d, Outcome.SUCCESS, -1);
             if (d.engineId().equals(engine)) {
                 return key;
@@ -156,8 +160,79 @@ class SpacingTest {
         assertThat(fresh.engineId()).isEqualTo("e0");
     }
 
+    /**
+     * Beyond the plan: four engines of 100 req/s (90 effective), each planned at 50 ms; the class sends 10 req/s from
+     * this gateway, a quarter to each. e0 is filled by other gateways (no spare capacity: its allowance is this
+     * gateway's 2.5 req/s) and runs 64 places; e1 to e3 have {@code othersRps} each from other gateways beside it, and
+     * {@code places} places (in flight there by the plan: othersRps × 50 ms).
+     */
+    static Snapshot beyondThePlan(double places, double othersRps, double shed) {
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
+        b.engines.put("e0", new EngineState("c", "r", "http://c.invalid", List.of("m"), 90, 100, 90, 0.9, 50, 50, 0,
+                1, PriorityScheduling.NONE, 64));
+        for (int i = 1; i < 4; i++) {
+            double load = 2.5 + othersRps;
+            b.engines.put("e" + i, new EngineState("c", "r", "http://c.invalid", List.of("m"), load, 100, 90,
+                    load / 100, 50, 50, 0, 1, PriorityScheduling.NONE, places));
+        }
+        return b.route("k", "m", List.of(), 0, shed, Fixtures.weights(0.25, 0.25, 0.25, 0.25)).build();
+    }
+
+    /**
+     * e0 offered 10 req/s (20 keys in the 2-s window, beyond its 2.5), its answers' first tokens 1 ms and then, if
+     * {@code queue}, 100 ms (a queue), and holding one prompt: where a new key of it goes.
+     */
+    Decision newConversationBeyondThePlan(Snapshot s, boolean queue) {
+        DataPlane p = plane(s);
+        long key = 1;
+        for (int i = 0; i < 20; i++) {
+            key = newKeyOn(s, "e0", key) + 1;
+            long ttftMs = queue && i >= 10 ? 100 : 1;
+            p.onFinish(p.route(conversation(key - 1)), Outcome.SUCCESS, ttftMs * 1_000_000L);
+        }
+        Decision prompt = p.route(conversation(newKeyOn(s, "e0", key)));
+        assertThat(prompt.engineId()).isEqualTo("e0");
+        return p.route(conversation(newKeyOn(s, "e0", prompt.requestId + 1)));
+    }
+
     @Test
-    void anEngineOfferedMoreThanItsAllowance_keepsItsNewConversations() {
+    void beyondThePlan_aNewConversation_behindAQueue_goesToAnEngineWithinItsAllowance_withAFreePlace() {
+        Decision fresh = newConversationBeyondThePlan(beyondThePlan(8, 0, 0), true);
+        assertThat(fresh.engineId()).isNotEqualTo("e0");
+        assertThat(fresh.reason()).isEqualTo("spaced:prefill");
+    }
+
+    @Test
+    void beyondThePlan_aNewConversation_staysWhileItsEnginesAnswersShowNoQueue() {
+        // offered beyond the allowance but answering as fast as ever: the rate alone is no evidence of a queue (an
+        // engine rated too high elsewhere would take what this one can still serve)
+        Decision fresh = newConversationBeyondThePlan(beyondThePlan(8, 0, 0), false);
+        assertThat(fresh.engineId()).isEqualTo("e0");
+    }
+
+    @Test
+    void beyondThePlan_aNewConversation_staysWhereTheOthersBatchesAreFull() {
+        // 80 req/s from the others × 51 ms (the round trip included) is about 4 in flight on each of e1 to e3 by the
+        // plan: their 4 places are taken, though each is offered less than its allowance of 10 req/s
+        Decision fresh = newConversationBeyondThePlan(beyondThePlan(4, 80, 0), true);
+        assertThat(fresh.engineId()).isEqualTo("e0");
+    }
+
+    @Test
+    void beyondThePlan_aNewConversation_staysWhereTheOthersBatchesAreUnknown() {
+        Decision fresh = newConversationBeyondThePlan(beyondThePlan(Double.NaN, 0, 0), true);
+        assertThat(fresh.engineId()).isEqualTo("e0");
+    }
+
+    @Test
+    void beyondThePlan_aNewConversation_staysWhileThePlanSheds() {
+        // the fleet is short: the spill and the shedding handle it, spacing would spread the queue they read
+        Decision fresh = newConversationBeyondThePlan(beyondThePlan(8, 0, 0.1), true);
+        assertThat(fresh.engineId()).isEqualTo("e0");
+    }
+
+    @Test
+    void anEngineOfferedMoreThanItsAllowance_keepsItsNewConversations_whereNoOtherHasRoom() {
         // no spare capacity anywhere: each engine may take only what the policy sends it, 2.5 req/s of 10
         Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
         for (int i = 0; i < 4; i++) {
