@@ -353,7 +353,7 @@ final class DefaultDataPlane implements DataPlane {
                     && k.plannedMs[e] <= within && !cell.ejected(now)
                     && withinBound(k, cell.inFlight.get(), k.share[e] / inRotation)
                     && cell.offeredRps(now) < k.allowanceRps[e]
-                    && (!beyondPlan || k.places[e] >= 1 && occupied(k, e) + 1 <= k.places[e]);
+                    && (!beyondPlan || hasFreePlace(k, e));
         });
     }
 
@@ -396,9 +396,14 @@ final class DefaultDataPlane implements DataPlane {
             return -1;
         }
         double within = k.plannedMs[first] * (1 + beyond / places);
-        return nextInOrder(k, key, first, e -> k.places[e] >= 1 && occupied(k, e) + 1 <= k.places[e]
+        return nextInOrder(k, key, first, e -> hasFreePlace(k, e)
                 && k.plannedMs[e] <= within && !k.cells[e].ejected(now)
                 && k.cells[e].offeredRps(now) < k.allowanceRps[e]);
+    }
+
+    /** Whether {@code k}'s engine {@code e} has a place for one more request by {@link #occupied}; false where unknown. */
+    private static boolean hasFreePlace(ClassRoute k, int e) {
+        return k.places[e] >= 1 && occupied(k, e) + 1 <= k.places[e];
     }
 
     /** Requests {@code k}'s engine {@code e} is estimated to hold: this gateway's in flight, the others' by the plan. */
