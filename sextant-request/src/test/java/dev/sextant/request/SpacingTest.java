@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sextant.snapshot.EngineState;
 import dev.sextant.snapshot.Snapshot;
-import dev.sextant.topology.PriorityScheduling;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -168,12 +167,9 @@ class SpacingTest {
      */
     static Snapshot beyondThePlan(double places, double othersRps, double shed) {
         Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
-        b.engines.put("e0", new EngineState("c", "r", "http://c.invalid", List.of("m"), 90, 100, 90, 0.9, 50, 50, 0,
-                1, PriorityScheduling.NONE, 64));
+        b.engines.put("e0", FullBatchTest.engine(90, 50, 64));
         for (int i = 1; i < 4; i++) {
-            double load = 2.5 + othersRps;
-            b.engines.put("e" + i, new EngineState("c", "r", "http://c.invalid", List.of("m"), load, 100, 90,
-                    load / 100, 50, 50, 0, 1, PriorityScheduling.NONE, places));
+            b.engines.put("e" + i, FullBatchTest.engine(2.5 + othersRps, 50, places));
         }
         return b.route("k", "m", List.of(), 0, shed, Fixtures.weights(0.25, 0.25, 0.25, 0.25)).build();
     }
