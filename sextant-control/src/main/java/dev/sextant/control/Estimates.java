@@ -9,10 +9,10 @@ import java.util.TreeMap;
  * Everything the control loop believes about the fleet at one time, each number with its evidence and its prior:
  * what {@code explain} shows and what the optimizer is given.
  *
- * @param atNanos             when, on the loop's ticker
  * <p>Every map iterates in the order of its keys, at every level, so that what is computed by going over them (a sum,
  * a first match, a file's rows) is the same in every run: a simulation repeats exactly for its seed.
  *
+ * @param atNanos             when, on the loop's ticker
  * @param engines             engine id → estimate
  * @param demand              gateway cluster id → class id → demand
  * @param links               gateway cluster id → engine cluster id → round trip
