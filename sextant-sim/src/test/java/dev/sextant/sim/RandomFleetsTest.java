@@ -48,7 +48,16 @@ class RandomFleetsTest {
         assertThat(row.hitMet()).isTrue(); // within 2 points of 81%
         assertThat(Sweep.totals(java.util.List.of(row))).startsWith("On 1 fleet Sextant's TTFT p99 is at or below the "
                 + "best other policy's on 0, its E2E p99 on 0, its cache hit rate within 2 points of the best "
-                + "affinity-keeping policy's on 1.").contains("TTFT p99 median 1.33×", "E2E p99 median 1.11×");
+                + "affinity-keeping policy's on 1; all three at once on 0.")
+                .contains("TTFT p99 median 1.33×", "E2E p99 median 1.11×");
+        // a fleet that meets all three, and one that meets two of them: only the first counts at once
+        Sweep.Row all = Sweep.row(4, "fleet", Map.of("sextant", summary(30, 900, 0.80),
+                "nearest", summary(30, 1_000, 0.81)));
+        Sweep.Row two = Sweep.row(5, "fleet", Map.of("sextant", summary(30, 900, 0.70),
+                "nearest", summary(30, 1_000, 0.81)));
+        assertThat(Sweep.totals(java.util.List.of(row, all, two))).contains("TTFT p99 is at or below the best other "
+                + "policy's on 2, its E2E p99 on 2, its cache hit rate within 2 points of the best affinity-keeping "
+                + "policy's on 2; all three at once on 1.");
         assertThat(Sweep.row(3, "fleet", Map.of("sextant", summary(1, 1, 1)))).isNull(); // nothing beside it
     }
 
