@@ -24,7 +24,7 @@ final class RecentKeys {
     static final int NEW = -2;
     /**
      * {@link #lookup}: a key placed recently by its key's order (or moved to an engine no longer in the class's
-     * table).
+     * table, or to one whose hash another engine of it shares).
      */
     static final int OWN = -1;
 
@@ -44,32 +44,55 @@ final class RecentKeys {
 
     /**
      * How {@code key} was last placed: {@link #NEW}, {@link #OWN}, or the place in {@code k}'s table
-     * ({@link ClassRoute#cells}) of the engine it was moved to, when that engine is still there.
+     * ({@link ClassRoute#cells}) of the engine it was moved to, when that engine is still there ({@link #place}).
      */
     int lookup(ClassRoute k, long key) {
         long v = slots.get(slot(key));
         if ((v & USED) == 0 || (int) (v >>> 32) != (int) (key >>> 32)) {
             return NEW;
         }
-        int place = (int) (v & PLACES) - 1;
-        if (place < 0 || (v & NEAR) != 0 || place >= k.cells.length
-                || (k.cells[place].hash & HASH) != ((v >>> 16) & HASH)) {
+        if ((v & PLACES) == 0 || (v & NEAR) != 0) {
             return OWN;
         }
-        return place;
+        int place = place(k.cells, v);
+        return place >= 0 ? place : OWN;
     }
 
     /**
      * The place among {@code k}'s allowed engines ({@link ClassRoute#near}) that {@code key} was last spilled to, when
-     * it was and that engine is still there; -1 otherwise.
+     * it was and that engine is still there ({@link #place}); -1 otherwise.
      */
     int lookupSpill(ClassRoute k, long key) {
         long v = slots.get(slot(key));
         if ((v & USED) == 0 || (v & NEAR) == 0 || (int) (v >>> 32) != (int) (key >>> 32)) {
             return -1;
         }
+        return place(k.near, v);
+    }
+
+    /**
+     * Where in {@code cells} the engine slot value {@code v} names is now: at its recorded place when the engine there
+     * has its hash; else, when a snapshot since gave the engines other places (an engine joined the class's table or
+     * left it, and those after it moved up or down), the one engine of {@code cells} with that hash; -1 when none has
+     * it, or more than one (14 bits of hash: among 100 engines, one shares its hash with another about once in 165;
+     * the key is then taken for its key's order's rather than sent to an engine that may not hold its cache).
+     */
+    private static int place(EngineCell[] cells, long v) {
         int place = (int) (v & PLACES) - 1;
-        return place >= 0 && place < k.near.length && (k.near[place].hash & HASH) == ((v >>> 16) & HASH) ? place : -1;
+        long hash = (v >>> 16) & HASH;
+        if (place >= 0 && place < cells.length && (cells[place].hash & HASH) == hash) {
+            return place;
+        }
+        int found = -1;
+        for (int i = 0; i < cells.length; i++) {
+            if ((cells[i].hash & HASH) == hash) {
+                if (found >= 0) {
+                    return -1;
+                }
+                found = i;
+            }
+        }
+        return found;
     }
 
     /** Records that {@code key} was spilled to engine {@code place} of {@code k}'s allowed engines. */

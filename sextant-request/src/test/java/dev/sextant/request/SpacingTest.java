@@ -81,6 +81,31 @@ class SpacingTest {
     }
 
     @Test
+    void aConversationMovedBefore_findsItsEngine_whenANewSnapshotGivesTheEnginesOtherPlaces() {
+        // e0 leaves the class's table: every engine after it takes the place before
+        Snapshot without = Fixtures.simple(2, 0, 0, 1.0 / 3, 1.0 / 3, 1.0 / 3);
+        long held = newKeyOn(EVEN, "e0", 1);
+        for (long fresh = held + 1; ; fresh++) {
+            fresh = newKeyOn(EVEN, "e0", fresh);
+            DataPlane p = plane(EVEN);
+            Decision prompt = p.route(conversation(held));
+            Decision moved = p.route(conversation(fresh));
+            assertThat(moved.reason()).isEqualTo("spaced:prefill");
+            if (newKeyOn(without, moved.engineId(), fresh) == fresh) {
+                continue; // its key's order without e0 would send it there anyway: no test of the table
+            }
+            p.onFinish(moved, Outcome.SUCCESS, 1);
+            p.onFinish(prompt, Outcome.SUCCESS, 1);
+            assertThat(p.swap(without)).isTrue();
+
+            Decision next = p.route(conversation(fresh));
+            assertThat(next.engineId()).as("where its cache is, not its key's own engine").isEqualTo(moved.engineId());
+            assertThat(next.reason()).isEqualTo("recent");
+            return;
+        }
+    }
+
+    @Test
     void aConversationPushedOutOfTheTable_isNewAgain_andFollowsItsKeysOrder() {
         DataPlane p = DataPlane.create("g", EVEN, ticker, DataPlaneOptions.builder().recentKeys(1024).build());
         long held = newKeyOn(EVEN, "e0", 1);
