@@ -401,7 +401,9 @@ final class DefaultDataPlane implements DataPlane {
                 && k.cells[e].offeredRps(now) < k.allowanceRps[e]);
     }
 
-    /** Whether {@code k}'s engine {@code e} has a place for one more request by {@link #occupied}; false where unknown. */
+    /**
+     * Whether {@code k}'s engine {@code e} has a place for one more request by {@link #occupied}; false where unknown.
+     */
     private static boolean hasFreePlace(ClassRoute k, int e) {
         return k.places[e] >= 1 && occupied(k, e) + 1 <= k.places[e];
     }

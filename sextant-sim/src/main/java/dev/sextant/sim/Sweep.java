@@ -164,10 +164,12 @@ public final class Sweep {
                         + "policy's on %d; all three at once on %d. Sextant over the best other: TTFT p99 median %s "
                         + "(range %s–%s), E2E p99 median %s (range %s–%s); cache hit rate, points: median %s (range %s "
                         + "to %s).",
-                rows.size(), rows.size() == 1 ? "" : "s", rows.stream().filter(Row::ttftMet).count(), rows.stream().filter(Row::e2eMet).count(),
-                rows.stream().filter(Row::hitMet).count(), rows.stream().filter(Row::allMet).count(), ratio(median(ttft)), ratio(min(ttft)), ratio(max(ttft)),
-                ratio(median(e2e)), ratio(min(e2e)), ratio(max(e2e)), points(median(hit)), points(min(hit)),
-                points(max(hit)));
+                rows.size(), rows.size() == 1 ? "" : "s",
+                rows.stream().filter(Row::ttftMet).count(), rows.stream().filter(Row::e2eMet).count(),
+                rows.stream().filter(Row::hitMet).count(), rows.stream().filter(Row::allMet).count(),
+                ratio(median(ttft)), ratio(min(ttft)), ratio(max(ttft)),
+                ratio(median(e2e)), ratio(min(e2e)), ratio(max(e2e)),
+                points(median(hit)), points(min(hit)), points(max(hit)));
     }
 
     static String csv(List<Row> rows) {
