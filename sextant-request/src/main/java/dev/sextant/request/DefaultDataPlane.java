@@ -320,21 +320,23 @@ final class DefaultDataPlane implements DataPlane {
     /**
      * Spacing (docs/request-path.md §4, "Spacing new conversations"): where a new conversation goes instead of its own
      * engine {@code first}, where it is placed already, or -1 to stay there. It moves only while {@code first} holds
-     * more than its share of this gateway's requests in flight (bounded load's ⌈(1+ε)·μ⌉ without its noise term, μ
-     * its share of the pool's, this one counted); then to the first of the key's next {@link DataPlaneOptions#maxWalk()}
-     * engines that would hold fewer per unit of share than {@code first} does, is not ejected, is within bounded load,
-     * is offered less than its allowance, and whose planned latency is at most {@code first}'s plus a times
-     * {@code first}'s expected TTFT, a the requests ahead of it there: a move the snapshot's own figures say lengthens
-     * the request is not made. Where {@code first} is offered beyond its allowance (a burst the plan did not foresee)
-     * it moves only while {@code first}'s answers show a queue and the class's plan sheds nothing, and only to an
-     * engine that also has a free place in its batch by the snapshot's count ({@link #occupied}): beyond the plan, a
-     * move needs evidence on both sides, a queue where it leaves and room by the plan's figures and the batch where it
-     * goes, and a fleet short of capacity is the spill's and the shedding's to handle.
+     * more than its share of this gateway's requests in flight (⌈μ⌉, μ its share of the pool's, this one counted:
+     * bounded load's bound without its ε, noise term or floor, since a new conversation has no cache to lose); then to
+     * the first of the key's next {@link DataPlaneOptions#maxWalk()} engines that would hold fewer per unit of share
+     * than {@code first} does, is not ejected, has not failed one of this gateway's requests within the base ejection
+     * time, is within bounded load, is offered less than its allowance, and whose planned latency is at most
+     * {@code first}'s plus a times {@code first}'s expected TTFT, a the requests ahead of it there: a move the
+     * snapshot's own figures say lengthens the request is not made. Where {@code first} is offered beyond its
+     * allowance (a burst the plan did not foresee) it moves only while {@code first}'s answers show a queue and the
+     * class's plan sheds nothing, and only to an engine that also has a free place in its batch by the snapshot's count
+     * ({@link #occupied}): beyond the plan, a move needs evidence on both sides, a queue where it leaves and room by the
+     * plan's figures and the batch where it goes, and a fleet short of capacity is the spill's and the shedding's to
+     * handle.
      */
     private int spaced(ClassRoute k, long key, int first, long now) {
         EngineCell own = k.cells[first];
         int ahead = own.inFlight.get() - 1;
-        if (ahead <= 0 || ahead + 1 <= Math.ceil(loadFactor * k.share[first] * k.pool.inFlight.get())) {
+        if (ahead <= 0 || ahead + 1 <= Math.ceil(k.share[first] * k.pool.inFlight.get())) {
             return -1;
         }
         boolean beyondPlan = !(own.offeredRps(now) <= k.allowanceRps[first]);
@@ -343,14 +345,14 @@ final class DefaultDataPlane implements DataPlane {
         }
         // past the fast return, this engine holds more than its own share: its share of the engines in rotation
         double inRotation = shareInRotation(k, now);
-        if (ahead + 1 <= Math.ceil(loadFactor * k.share[first] / inRotation * k.pool.inFlight.get())) {
+        if (ahead + 1 <= Math.ceil(k.share[first] / inRotation * k.pool.inFlight.get())) {
             return -1;
         }
         double within = k.plannedMs[first] + ahead * k.expectedTtftMs[first];
         return nextInOrder(k, key, first, e -> {
             EngineCell cell = k.cells[e];
             return (cell.inFlight.get() + 1) * k.share[first] < (ahead + 1) * k.share[e]
-                    && k.plannedMs[e] <= within && !cell.ejected(now)
+                    && k.plannedMs[e] <= within && !cell.ejected(now) && !cell.failedWithin(now, ejectionBaseNanos)
                     && withinBound(k, cell.inFlight.get(), k.share[e] / inRotation)
                     && cell.offeredRps(now) < k.allowanceRps[e]
                     && (!beyondPlan || hasFreePlace(k, e));
@@ -1075,6 +1077,9 @@ final class DefaultDataPlane implements DataPlane {
         // an engine planned knowing that a share of its attempts fail: its server errors are the retries the plan
         // accepted, not a reason to eject it
         boolean priced = outcome == Outcome.SERVER_ERROR && cell.errorsExpected;
+        if (outcome.failure()) {
+            cell.failedAt = ticker.nanos(); // a rare path: one clock read per failed attempt
+        }
         if (outcome.failure() && !priced) {
             // the run's latest failure says what the engine is now: a connection that cannot be made after it answered
             // or hung (a crash cuts the requests it holds, then refuses the next ones) says it cannot be reached

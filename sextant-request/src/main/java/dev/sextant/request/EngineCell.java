@@ -23,6 +23,11 @@ final class EngineCell {
      * engine that cannot be reached from a gateway that reaches nothing.
      */
     volatile long reachedByAttemptAt = Long.MIN_VALUE;
+    /**
+     * When an attempt of this gateway last failed here (ticker nanos), a failure the plan priced too; spacing moves no
+     * new conversation onto an engine that failed within the base ejection time ({@link #failedWithin}).
+     */
+    volatile long failedAt = Long.MIN_VALUE;
     /** When the current run of consecutive failures began (ticker nanos); set by its first failure. */
     volatile long runSince;
     final AtomicInteger failures = new AtomicInteger();
@@ -277,6 +282,12 @@ final class EngineCell {
      */
     boolean queueing(double slackMs, int enginePriority) {
         return inFlight.get() > 0 && signal(enginePriority).queueing(slackMs);
+    }
+
+    /** Whether an attempt of this gateway failed here less than {@code windowNanos} before {@code now}. */
+    boolean failedWithin(long now, long windowNanos) {
+        long at = failedAt;
+        return at != Long.MIN_VALUE && now - at < windowNanos;
     }
 
     boolean ejected(long now) {

@@ -28,6 +28,14 @@ class DataPlaneTest {
     }
 
     /**
+     * A plane without spacing (docs/request-path.md §4): every key's new conversation would otherwise move off an
+     * engine holding more than its share, and what is tested is bounded load's bound alone.
+     */
+    DataPlane unspaced(Snapshot s) {
+        return DataPlane.create("g", s, ticker, DataPlaneOptions.builder().spacePrefills(false).build());
+    }
+
+    /**
      * A data plane whose per-engine limit is the fixed one alone: for the tests whose requests never finish, so that
      * hundreds stay in flight on engines that would hold a few dozen at their capacity; what they test (bounded
      * load, spill, outliers) acts before any limit would. The derived limit is tested in {@link EngineLimitTest}.
@@ -307,7 +315,7 @@ class DataPlaneTest {
         // evenly), 12 on a small-model one
         List<Long> big = keysFor(s, "llama-70b", Map.of("big0", 36, "big1", 32, "big2", 28));
         List<Long> small = keysFor(s, "llama-8b", Map.of("small0", 12, "small1", 12, "small2", 12));
-        DataPlane p = plane(s);
+        DataPlane p = unspaced(s);
         DataPlane alone = plane(s);
         int moved = 0;
         int j = 0;
@@ -335,7 +343,7 @@ class DataPlaneTest {
         Snapshot s = twoModels();
         // the small model's traffic is idle: the large model's keys are bounded within its own pool (1.25 × 1/3 ×
         // 97 = 40.4), not within the gateway's (1.25 × 8/22 × 97 = 29.4, which the fullest passes)
-        DataPlane p = plane(s);
+        DataPlane p = unspaced(s);
         DataPlane alone = plane(s);
         int moved = 0;
         for (long key : keysFor(s, "llama-70b", Map.of("big0", 36, "big1", 32, "big2", 28))) {

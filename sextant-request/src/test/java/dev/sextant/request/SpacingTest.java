@@ -165,7 +165,42 @@ class SpacingTest {
         DataPlane p = plane(s);
         List<Decision> held = hold(p, s, "e0", 5, 1);
         Decision fresh = p.route(conversation(newKeyOn(s, "e0", held.get(4).requestId + 1)));
-        assertThat(fresh.engineId()).as("5 of 6 prompts is within (1 + ε) × 90%").isEqualTo("e0");
+        assertThat(fresh.engineId()).as("6 in flight is within ⌈90% × 6⌉").isEqualTo("e0");
+    }
+
+    @Test
+    void anEngineHoldingMoreThanItsShare_spacesANewConversation_withinBoundedLoadsSlack() {
+        // three in flight on e0 with its share 60%: ⌈1.8⌉ = 2 is its share, bounded load's ⌈1.25 × 1.8⌉ = 3 would keep it
+        Snapshot s = Fixtures.simple(1, 0, 0.6, 0.4);
+        DataPlane p = plane(s);
+        List<Decision> held = hold(p, s, "e0", 2, 1);
+        Decision fresh = p.route(conversation(newKeyOn(s, "e0", held.get(1).requestId + 1)));
+        assertThat(fresh.engineId()).isEqualTo("e1");
+        assertThat(fresh.reason()).isEqualTo("spaced:prefill");
+    }
+
+    @Test
+    void noNewConversation_isSpacedOntoAnEngineThatFailedARequest_untilTheBaseEjectionTimeHasPassed() {
+        DataPlane p = plane(EVEN);
+        Decision failing = p.route(conversation(newKeyOn(EVEN, "e1", 1)));
+        p.onFinish(failing, Outcome.SERVER_ERROR, DataPlane.NO_TOKEN_YET);
+        Decision prompt = p.route(conversation(newKeyOn(EVEN, "e0", 1)));
+        assertThat(prompt.engineId()).isEqualTo("e0");
+
+        long key = prompt.requestId;
+        List<String> within = new ArrayList<>();
+        List<String> after = new ArrayList<>();
+        for (List<String> to : List.of(within, after)) {
+            for (int i = 0; i < 20; i++) {
+                key = newKeyOn(EVEN, "e0", key + 1);
+                Decision d = p.route(conversation(key));
+                to.add(d.engineId());
+                p.onFinish(d, Outcome.SUCCESS, 1);
+            }
+            ticker.advanceSeconds(DataPlaneOptions.defaults().ejectionBase().toSeconds());
+        }
+        assertThat(within).as("spaced, but never onto e1").contains("e2", "e3").doesNotContain("e0", "e1");
+        assertThat(after).as("e1's failure is past").contains("e1").doesNotContain("e0");
     }
 
     @Test
