@@ -1427,12 +1427,15 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     /**
-     * Whether, in every class {@code cell} serves, the class's other engines in rotation have the planned spare capacity
-     * to take what the policy sends {@code cell} from this gateway: what ejecting it would move onto them. An engine
-     * that is slow but still answers, whose share of the plan its peers cannot carry, stays: ejecting it would queue
-     * its load on engines planned for less, and the control plane, which prices a slow engine, moves it instead. Its
-     * failures stay counted. (An engine rated above what it serves queues within its allowance and looks slow: ejected
-     * with most of a gateway's plan, it left a cheaper engine a queue of hundreds, docs/request-path.md §4.)
+     * Whether, in every class {@code cell} serves, the class's other engines in rotation have the room to take what the
+     * policy sends {@code cell} from this gateway: what ejecting it would move onto them. Their room is each one's
+     * capacity less all the load the plan puts on it (as the spill fills an engine, {@link #holds}), not its effective
+     * capacity: the headroom the plan holds back is the reserve for a fault, and an engine several times slow is one. An
+     * engine that is slow but still answers, whose share of the plan its peers cannot carry even so, stays: ejecting it
+     * would queue its load on engines that cannot serve it, and the control plane, which prices a slow engine, moves it
+     * instead. Its failures stay counted. (An engine rated above what it serves queues within its allowance and looks
+     * slow: ejected with most of a gateway's plan, it left a cheaper engine a queue of hundreds, docs/request-path.md
+     * §4.)
      */
     private static boolean othersTakeItsPlan(Compiled c, EngineCell cell, long now) {
         for (ClassRoute k : c.byId.values()) { // a rare path: scanning every class is fine
@@ -1443,7 +1446,7 @@ final class DefaultDataPlane implements DataPlane {
             double room = 0;
             for (int m = 0; m < k.cells.length; m++) {
                 if (m != i && !k.cells[m].ejected(now)) {
-                    room += Math.max(0, k.allowanceRps[m] - k.plannedRps[m]);
+                    room += roomToCapacity(k, m);
                 }
             }
             if (k.plannedRps[i] > room) {
@@ -1451,6 +1454,18 @@ final class DefaultDataPlane implements DataPlane {
             }
         }
         return true;
+    }
+
+    /**
+     * Requests per second {@code k}'s engine {@code m} can take from this gateway beyond its plan: its capacity less
+     * all the load the plan puts on it, or, where its capacity is not known, its allowance less its plan from here.
+     */
+    private static double roomToCapacity(ClassRoute k, int m) {
+        int n = ClassRoute.indexOf(k.near, k.cells[m]);
+        if (n >= 0 && k.nearCapacityRps[n] > 0) {
+            return Math.max(0, k.nearCapacityRps[n] - k.nearOthersRps[n] - k.plannedRps[m]);
+        }
+        return Math.max(0, k.allowanceRps[m] - k.plannedRps[m]);
     }
 
     /**

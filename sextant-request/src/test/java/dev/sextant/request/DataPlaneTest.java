@@ -1337,6 +1337,16 @@ class DataPlaneTest {
     }
 
     @Test
+    void onFinish_aSlowEngineWhosePlanItsPeerTakesWithinItsHeadroom_isEjected() {
+        // planned 5 req/s each from here, 10 req/s on each over all gateways: b's effective capacity (12) leaves 2 req/s
+        // spare, its capacity (16, the headroom held back for a fault) 6: room for a's 5
+        DataPlane p = fixedLimit(twoEngines(1, 12, 16, 0.5));
+        ticker.advanceSeconds(60);
+        slowAnswersOfA(p);
+        assertThat(p.ejections()).extracting(Ejection::engineId).containsExactly("a");
+    }
+
+    @Test
     void swap_toASnapshotThatSendsASlowEngineMoreThanItsPeersHaveRoomFor_endsItsEjection() {
         List<String> ended = new ArrayList<>();
         DataPlane p = DataPlane.create("g", twoEngines(1, 12, 0.1), ticker, DataPlaneOptions.builder()
@@ -1364,11 +1374,16 @@ class DataPlaneTest {
      * this gateway's class k (10 req/s) sends {@code toA} of its requests to a and the rest to b.
      */
     private static Snapshot twoEngines(long version, double effective, double toA) {
+        return twoEngines(version, effective, effective + 1, toA);
+    }
+
+    /** As {@link #twoEngines(long, double, double)}, each engine of {@code capacity} req/s. */
+    private static Snapshot twoEngines(long version, double effective, double capacity, double toA) {
         Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
         b.version = version;
         for (String id : List.of("a", "b")) {
             b.engines.put(id, new dev.sextant.snapshot.EngineState("c", "r", "http://" + id + ".invalid", List.of("m"),
-                    10, effective + 1, effective, 0.8, 100, 100, 0, 1));
+                    10, capacity, effective, 0.8, 100, 100, 0, 1));
         }
         return b.route("k", "m", List.of(), 0, 0, Map.of("a", toA, "b", 1 - toA)).build();
     }
