@@ -1461,7 +1461,7 @@ final class DefaultDataPlane implements DataPlane {
      * all the load the plan puts on it, or, where its capacity is not known, its allowance less its plan from here.
      */
     private static double roomToCapacity(ClassRoute k, int m) {
-        int n = ClassRoute.indexOf(k.near, k.cells[m]);
+        int n = k.nearOf[m];
         if (n >= 0 && k.nearCapacityRps[n] > 0) {
             return Math.max(0, k.nearCapacityRps[n] - k.nearOthersRps[n] - k.plannedRps[m]);
         }
