@@ -95,8 +95,8 @@ public final class Json {
     }
 
     /**
-     * An engine's priority scheduling only when it has one, and its batch places only when the policy knows them: the
-     * snapshots of other fleets read as they were.
+     * An engine's priority scheduling only when it has one, and its batch places and its cache's keeping time only when
+     * the policy knows them: the snapshots of other fleets read as they were.
      */
     private abstract static class EngineFields {
         @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = NoneFilter.class)
@@ -104,6 +104,9 @@ public final class Json {
 
         @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = NaNFilter.class)
         abstract double batchPlaces();
+
+        @JsonInclude(value = JsonInclude.Include.CUSTOM, valueFilter = NaNFilter.class)
+        abstract double contextKeptSeconds();
     }
 
     /** Leaves {@link PriorityScheduling#NONE} out. */

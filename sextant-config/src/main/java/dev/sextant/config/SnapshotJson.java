@@ -81,7 +81,8 @@ public final class SnapshotJson {
      * engine, or one written before groups existed), and a null (NaN) {@code allowed_utilization} for a route
      * without one (a snapshot from a producer that predates the field; its class's retry budget then follows
      * {@code fleet_utilization}), {@code none} for an engine's absent {@code priority_scheduling}, and a null (NaN)
-     * {@code batch_places} for an engine whose batch the policy does not know. Such a snapshot reads, hashes and writes
+     * {@code batch_places} for an engine whose batch the policy does not know, and likewise {@code context_kept_seconds}
+     * for one whose cache's keeping time it does not know. Such a snapshot reads, hashes and writes
      * back as it did.
      */
     private static JsonNode withOptionalFields(JsonNode tree) {
@@ -92,6 +93,7 @@ public final class SnapshotJson {
                     if (e instanceof ObjectNode engine) {
                         engine.putIfAbsent("priority_scheduling", engine.textNode("none"));
                         engine.putIfAbsent("batch_places", engine.nullNode());
+                        engine.putIfAbsent("context_kept_seconds", engine.nullNode());
                     }
                 });
             }

@@ -141,16 +141,35 @@ class SnapshotJsonTest {
                 e.loadRps(), e.capacityRps(), e.effectiveCapacityRps(), e.utilization(), e.latencyMs(),
                 e.marginalCostMs(), e.shadowPriceMs(), e.penalty(), e.priorityScheduling(), 48));
 
-        String json = SnapshotJson.write(withThem);
+        writtenOnlyWhereKnown(plain, withThem, "batch_places", 48, EngineState::batchPlaces);
+    }
+
+    /**
+     * {@code withIt} ({@code plain} with east-1's {@code field} set to {@code value}) writes it for east-1 alone, reads
+     * it back NaN for the others, and hashes apart; {@code plain} writes no such field and hashes as before.
+     */
+    private static void writtenOnlyWhereKnown(Snapshot plain, Snapshot withIt, String field, double value,
+                                              java.util.function.ToDoubleFunction<EngineState> get) throws Exception {
+        String json = SnapshotJson.write(withIt);
         JsonNode tree = new ObjectMapper().readTree(json);
-        assertThat(tree.at("/engines/east-1/batch_places").asDouble()).isEqualTo(48);
-        assertThat(tree.at("/engines/west-1").has("batch_places")).isFalse();
-        assertThat(SnapshotJson.write(plain)).doesNotContain("batch_places");
-        assertThat(SnapshotJson.read(json)).isEqualTo(withThem);
-        assertThat(SnapshotJson.read(json).engines().get("west-1").batchPlaces()).isNaN();
-        assertThat(withThem.hash()).isNotEqualTo(plain.hash()); // a gateway must see the change
+        assertThat(tree.at("/engines/east-1/" + field).asDouble()).isEqualTo(value);
+        assertThat(tree.at("/engines/west-1").has(field)).isFalse();
+        assertThat(SnapshotJson.write(plain)).doesNotContain(field);
+        assertThat(SnapshotJson.read(json)).isEqualTo(withIt);
+        assertThat(get.applyAsDouble(SnapshotJson.read(json).engines().get("west-1"))).isNaN();
+        assertThat(withIt.hash()).isNotEqualTo(plain.hash()); // a gateway must see the change
         assertThat(SnapshotJson.read(SnapshotJson.write(plain)).contentHash()).isEqualTo(plain.hash());
-        assertThat(SnapshotJson.read(json).contentHash()).isEqualTo(withThem.hash());
+        assertThat(SnapshotJson.read(json).contentHash()).isEqualTo(withIt.hash());
+    }
+
+    @Test
+    void contextKeptSeconds_areWrittenOnlyWhenKnown_andSnapshotsWithoutThemHashAsBefore() throws Exception {
+        Snapshot plain = sample(5200, 4100).sealed(3);
+        Snapshot withThem = withEastOne(plain, plain.engines().get("east-1").withContextKeptSeconds(12.5));
+
+        writtenOnlyWhereKnown(plain, withThem, "context_kept_seconds", 12.5, EngineState::contextKeptSeconds);
+        assertThat(plain.engines().get("east-1").withContextKeptSeconds(Double.POSITIVE_INFINITY).contextKeptSeconds())
+                .as("a cache that keeps every context is written as one whose keeping time is unknown").isNaN();
     }
 
     /** {@code plain} with engine east-1's state replaced by {@code eastOne}, sealed as version 3. */

@@ -72,6 +72,8 @@ final class DefaultControlLoop implements ControlLoop {
      * times the Newton steps. Null while the held plan is unrestricted, restored or adopted.
      */
     private Snapshot unrestrictedBehind;
+    /** How long each engine's cache keeps a context at each load, by engine id, as the last estimate knows. */
+    private final Map<String, CacheReuse> keeping = new HashMap<>();
     private Step last;
     private boolean urgent;
     /** A demand estimate moved since {@link #urgent()} last looked: urgent only if the held routing no longer fits. */
@@ -464,17 +466,22 @@ final class DefaultControlLoop implements ControlLoop {
             reuse.put(g, reuseFor(g));
         }
         Map<String, EngineEstimate> est = new TreeMap<>();
-        Map<String, EngineEstimate> byShape = new HashMap<>();
+        Map<String, Estimated> byShape = new HashMap<>();
+        keeping.clear();
         for (EngineTracker t : engines.values()) {
             GroupModel g = t.group;
             double applied = t.appliedSpeed(medians.get(g));
             double slots = t.batch.slots(g.configuredSlots());
             String shape = g.id + "\u0000" + applied + "\u0000" + slots + "\u0000" + t.batch.fromEvidence(
                     g.configuredSlots()) + "\u0000" + t.batch.servedRps();
-            EngineEstimate shared = byShape.get(shape);
-            if (shared == null) {
-                shared = engineEstimate(t, g, fitted.get(g), priorSaturation.get(g), reuse.get(g), applied);
-                byShape.put(shape, shared);
+            Estimated e = byShape.get(shape);
+            if (e == null) {
+                e = engineEstimate(t, g, fitted.get(g), priorSaturation.get(g), reuse.get(g), applied);
+                byShape.put(shape, e);
+            }
+            EngineEstimate shared = e.estimate();
+            if (e.keeping() != null) {
+                keeping.put(t.id, e.keeping());
             }
             double health = t.condition.outOfService() ? 0 : t.config.health();
             est.put(t.id, new EngineEstimate(t.id, g.id, t.condition, health, shared.capacityRps(),
@@ -485,8 +492,12 @@ final class DefaultControlLoop implements ControlLoop {
                 affinityDiscount(fitted), affinityWhy(fitted));
     }
 
-    private EngineEstimate engineEstimate(EngineTracker t, GroupModel g, Batching fit, double muPrior,
-                                          ReuseDistribution reuse, double applied) {
+    /** An engine's estimate, and how long its cache keeps a context at each load (null: unknown). */
+    private record Estimated(EngineEstimate estimate, CacheReuse keeping) {
+    }
+
+    private Estimated engineEstimate(EngineTracker t, GroupModel g, Batching fit, double muPrior,
+                                     ReuseDistribution reuse, double applied) {
         Engine c = t.config;
         double w = g.evidence();
         if (w == 0 && applied == 1 && !t.batch.fromEvidence(g.configuredSlots())) {
@@ -494,8 +505,9 @@ final class DefaultControlLoop implements ControlLoop {
             String why = rated < c.capacityRps()
                     ? String.format(Locale.ROOT, "capacity %s req/s (no evidence yet)%s", rps(rated), g.ratedWhy())
                     : String.format(Locale.ROOT, "capacity %s req/s as configured (no evidence yet)", rps(rated));
-            return new EngineEstimate(t.id, g.id, t.condition, c.health(), rated, c.capacityRps(),
-                    c.profile(), c.profile().ttftMs(0), 1, g.prior().slots(), 0, why, t.speedWhy, t.conditionWhy);
+            return new Estimated(new EngineEstimate(t.id, g.id, t.condition, c.health(), rated, c.capacityRps(),
+                    c.profile(), c.profile().ttftMs(0), 1, g.prior().slots(), 0, why, t.speedWhy, t.conditionWhy),
+                    null);
         }
         double configuredSlots = g.configuredSlots();
         Batching b = (applied == 1 ? fit : fit.slower(applied)).withSlots(t.batch.slots(configuredSlots));
@@ -539,8 +551,8 @@ final class DefaultControlLoop implements ControlLoop {
                 applied == 1 ? "" : applied > 1 ? String.format(Locale.ROOT, "; %.1f× slower than its group's law",
                         applied) : String.format(Locale.ROOT, "; %.1f× faster than its group's law", 1 / applied),
                 rps(c.capacityRps()), g.ratedWhy(), g.outputLengthsWhy(), cacheWhy(cache, g.memberLoad(), mu));
-        return new EngineEstimate(t.id, g.id, t.condition, c.health(), capacity, c.capacityRps(), profile, idle,
-                applied, b.slots(), w, why, t.speedWhy, t.conditionWhy);
+        return new Estimated(new EngineEstimate(t.id, g.id, t.condition, c.health(), capacity, c.capacityRps(), profile,
+                idle, applied, b.slots(), w, why, t.speedWhy, t.conditionWhy), g.keeping(cache, b, reuse));
     }
 
     /**
@@ -843,12 +855,42 @@ final class DefaultControlLoop implements ControlLoop {
                     last.thresholdMs(), last.solvedFor(), last.estimates());
         }
         if (last.published()) {
+            Snapshot stamped = withContextKept(candidate);
+            if (stamped != candidate) {
+                candidate = stamped;
+                last = new Step(last.atNanos(), candidate, true, last.reason(), last.gainMs(), last.thresholdMs(),
+                        last.solvedFor(), last.estimates());
+            }
             published = candidate;
             publishedFor = solveFor;
             restored = null;
             unrestrictedBehind = unrestricted;
         }
         return last;
+    }
+
+    /**
+     * {@code s} with each engine's {@link dev.sextant.snapshot.EngineState#contextKeptSeconds()}: how long its cache
+     * keeps a conversation's context at the load {@code s} plans for it ({@link CacheReuse#keptSeconds}), where the
+     * estimates know; {@code s} itself where they know it for none. The gateways place a conversation away longer than
+     * that as a new one (docs/request-path.md §4, "Spacing new conversations").
+     */
+    private Snapshot withContextKept(Snapshot s) {
+        if (keeping.isEmpty()) {
+            return s;
+        }
+        Map<String, dev.sextant.snapshot.EngineState> engines = new LinkedHashMap<>();
+        boolean any = false;
+        for (Map.Entry<String, dev.sextant.snapshot.EngineState> e : s.engines().entrySet()) {
+            CacheReuse k = keeping.get(e.getKey());
+            dev.sextant.snapshot.EngineState st = e.getValue();
+            double kept = k == null || !(st.loadRps() > 0) ? Double.NaN : k.keptSeconds(st.loadRps());
+            st = st.withContextKeptSeconds(kept);
+            any |= !Double.isNaN(st.contextKeptSeconds());
+            engines.put(e.getKey(), st);
+        }
+        return !any ? s : new Snapshot(s.version(), "", s.policy(), s.fleetUtilization(), s.retryBudget(), s.routes(),
+                engines, s.networkRttMs(), s.objective(), s.groups()).sealed(s.version());
     }
 
     /** Below this strain a failing engine planned as a last resort leaves the plan again (1.2 / 1.5, as for slow ones). */

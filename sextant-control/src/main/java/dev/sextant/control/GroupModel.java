@@ -247,6 +247,30 @@ final class GroupModel {
         return new CacheReuse(prompt, prompt, kv, context, busyPerRps, slots, reuse, scaled / kept);
     }
 
+    /**
+     * How long a member's cache keeps a conversation's context at each load, for the gateways (docs/request-path.md §4,
+     * "Spacing new conversations"): {@code priced}, the model the engine is priced with, where there is one; else Che's
+     * time alone, which needs only the reuse times, the KV capacity and the batch, not the hits (a cache that keeps
+     * next to nothing of its conversations has too few hits to price, and is where a conversation's context is
+     * gone soonest); null without those.
+     */
+    CacheReuse keeping(CacheReuse priced, Batching fit, ReuseDistribution reuse) {
+        if (priced != null) {
+            return priced;
+        }
+        double kv = kvCapacityTokens();
+        double x0 = memberLoad();
+        double context = promptTokens() + cachedTokens() + outputTokens();
+        if (reuse == null || reuse.requests() < MIN_REUSE_COUNT || !(kv > context) || !(x0 > 0)) {
+            return null;
+        }
+        double busyPerRps = fit.residence(x0) / 1000;
+        if (!Double.isFinite(busyPerRps)) {
+            return null;
+        }
+        return new CacheReuse(0, 0, kv, context, busyPerRps, Math.max(1, fit.slots()), reuse, 1);
+    }
+
     /** Mean sequences in a member's batch, recently (0 without evidence). */
     double meanBatch() {
         return runningWeight > 0 ? running / runningWeight : 0;

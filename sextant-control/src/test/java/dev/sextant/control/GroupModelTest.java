@@ -72,6 +72,16 @@ class GroupModelTest {
         assertThat(g.cacheReuse(law, CacheReuseTest.exponential(200)))
                 .as("conversations back after minutes: the cache keeps less than half of them, too full to read")
                 .isNull();
+
+        // how long a context stays, for the gateways: the priced model where there is one; else Che's time alone,
+        // which needs no hits, and shortens as the load rises
+        assertThat(g.keeping(c, law, CacheReuseTest.exponential(10))).isSameAs(c);
+        CacheReuse kept = g.keeping(null, law, CacheReuseTest.exponential(200));
+        assertThat(kept).isNotNull();
+        assertThat(kept.keptSeconds(40)).isPositive().isFinite();
+        assertThat(kept.keptSeconds(60)).isLessThan(kept.keptSeconds(40));
+        assertThat(kept.keptSeconds(20)).isGreaterThan(kept.keptSeconds(40));
+        assertThat(g.keeping(null, law, null)).as("no reuse times counted").isNull();
     }
 
     /**

@@ -24,11 +24,16 @@ import java.util.List;
  * @param batchPlaces          how many requests its batch runs at once, as the policy knows it (the topology's
  *                             {@code max_num_seqs}, or the control loop's estimate); NaN when unknown. A gateway
  *                             reads from it when a new conversation would wait for a place (docs/request-path.md §4)
+ * @param contextKeptSeconds   how long its prefix cache keeps a conversation's context after the conversation's last
+ *                             request at this load, s, as the control loop estimates it (docs/control-loop.md, "The
+ *                             prefix cache's capacity"); NaN where unknown or where the cache keeps every context. A
+ *                             gateway places a conversation that has been away longer as a new one (docs/request-path.md
+ *                             §4, "Spacing new conversations")
  */
 public record EngineState(String cluster, String region, String endpoint, List<String> models, double loadRps,
                           double capacityRps, double effectiveCapacityRps, double utilization, double latencyMs,
                           double marginalCostMs, double shadowPriceMs, double penalty,
-                          PriorityScheduling priorityScheduling, double batchPlaces) {
+                          PriorityScheduling priorityScheduling, double batchPlaces, double contextKeptSeconds) {
     public EngineState {
         Present.present(cluster, "cluster", "an engine cluster id");
         Present.present(region, "region", "a region");
@@ -37,6 +42,25 @@ public record EngineState(String cluster, String region, String endpoint, List<S
         if (priorityScheduling == null) {
             priorityScheduling = PriorityScheduling.NONE;
         }
+        if (!(contextKeptSeconds >= 0) || Double.isInfinite(contextKeptSeconds)) {
+            contextKeptSeconds = Double.NaN;
+        }
+    }
+
+    /** An engine whose cache's keeping time the policy does not know. */
+    public EngineState(String cluster, String region, String endpoint, List<String> models, double loadRps,
+                       double capacityRps, double effectiveCapacityRps, double utilization, double latencyMs,
+                       double marginalCostMs, double shadowPriceMs, double penalty,
+                       PriorityScheduling priorityScheduling, double batchPlaces) {
+        this(cluster, region, endpoint, models, loadRps, capacityRps, effectiveCapacityRps, utilization, latencyMs,
+                marginalCostMs, shadowPriceMs, penalty, priorityScheduling, batchPlaces, Double.NaN);
+    }
+
+    /** This engine with its cache's keeping time {@code seconds} (NaN: unknown). */
+    public EngineState withContextKeptSeconds(double seconds) {
+        return new EngineState(cluster, region, endpoint, models, loadRps, capacityRps, effectiveCapacityRps,
+                utilization, latencyMs, marginalCostMs, shadowPriceMs, penalty, priorityScheduling, batchPlaces,
+                seconds);
     }
 
     /** An engine whose batch the policy does not know. */

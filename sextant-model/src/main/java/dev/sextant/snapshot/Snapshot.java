@@ -303,6 +303,7 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
             });
             feedAllowedUtilizations(f);
             feedBatchPlaces(f);
+            feedContextKeptSeconds(f);
             return HexFormat.of().formatHex(f.digest());
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is required of every Java platform", e);
@@ -344,6 +345,18 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
         }
         f.text("batch_places");
         engines.values().forEach(e -> f.number(e.batchPlaces()));
+    }
+
+    /**
+     * Every engine's {@link EngineState#contextKeptSeconds()}, as {@link #feedBatchPlaces}: tagged, after the rest, and
+     * only when some engine has one.
+     */
+    private void feedContextKeptSeconds(Feed f) {
+        if (engines.values().stream().allMatch(e -> Double.isNaN(e.contextKeptSeconds()))) {
+            return;
+        }
+        f.text("context_kept_seconds");
+        engines.values().forEach(e -> f.number(e.contextKeptSeconds()));
     }
 
     /**

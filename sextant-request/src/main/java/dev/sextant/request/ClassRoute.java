@@ -50,6 +50,11 @@ final class ClassRoute {
     /** How many requests the engine's batch runs at once, by the snapshot; NaN when it does not say. */
     final double[] places;
     /**
+     * How long after a conversation's last request ended the engine's cache no longer holds its context, by the
+     * snapshot ({@code context_kept_seconds}), ns; {@link Long#MAX_VALUE} where it does not say.
+     */
+    final long[] keptNanos;
+    /**
      * The other gateways' requests the engine holds by the plan: what the policy sends it from them (its planned load
      * less this gateway's) × {@link #plannedMs}, Little's law.
      */
@@ -111,7 +116,7 @@ final class ClassRoute {
                String[] endpoints, int[] enginePriority, double[] share,
                Pool pool,
                double[] expectedTtftMs, double[] allowanceRps, double[] plannedRps, double[] plannedMs,
-               double[] places, double[] othersInFlight, int maxEjected,
+               double[] places, long[] keptNanos, double[] othersInFlight, int maxEjected,
                EngineCell[] near, String[] nearEndpoints, int[] nearEnginePriority, double[] nearExpectedTtftMs, double[] nearCapacityRps,
                double[] nearAllowanceRps, double[] nearPlannedMs, double[] nearOthersRps, int[] nearOf,
                int[] nearGroupEnd,
@@ -134,6 +139,7 @@ final class ClassRoute {
         this.plannedRps = plannedRps;
         this.plannedMs = plannedMs;
         this.places = places;
+        this.keptNanos = keptNanos;
         this.othersInFlight = othersInFlight;
         this.maxEjected = maxEjected;
         this.near = near;

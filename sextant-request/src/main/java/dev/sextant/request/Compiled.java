@@ -456,6 +456,7 @@ final class Compiled {
         double[] plannedRps = new double[n];
         double[] plannedMs = new double[n];
         double[] places = new double[n];
+        long[] keptNanos = new long[n];
         double[] othersInFlight = new double[n];
         for (int i = 0; i < n; i++) {
             int j = idx[i];
@@ -468,6 +469,8 @@ final class Compiled {
             plannedRps[i] = pe.rps[j];
             plannedMs[i] = engines.durationMs[j];
             places[i] = engines.states[j].batchPlaces();
+            double kept = engines.states[j].contextKeptSeconds();
+            keptNanos[i] = Double.isNaN(kept) || kept * 1e9 >= Long.MAX_VALUE ? Long.MAX_VALUE : (long) (kept * 1e9);
             othersInFlight[i] = pe.othersRps[j] * plannedMs[i] / 1000;
         }
         int maxEjected = n <= 1 ? 0 : Math.min(n - 1, Math.max(1, (int) Math.floor(options.maxEjectedFraction() * n)));
@@ -508,7 +511,7 @@ final class Compiled {
         String[] residency = r.residency().toArray(new String[0]);
         Arrays.sort(residency);
         ClassRoute k = new ClassRoute(classId, r, residency, table, localTable, cells, endpoints, enginePriority, share,
-                pool, ttft, allowance, plannedRps, plannedMs, places, othersInFlight, maxEjected, near, nearEndpoints, nearEnginePriority, nearTtft, nearCapacity, nearAllowance, nearPlannedMs,
+                pool, ttft, allowance, plannedRps, plannedMs, places, keptNanos, othersInFlight, maxEjected, near, nearEndpoints, nearEnginePriority, nearTtft, nearCapacity, nearAllowance, nearPlannedMs,
                 nearOthers, nearOf, groupEnd,
                 retryTokens, depositMicro);
         for (int j : nearIdx) {

@@ -40,7 +40,7 @@ public interface DataPlane {
      * @param options        tunables, e.g. {@link DataPlaneOptions#defaults()}
      */
     static DataPlane create(String gatewayCluster, Snapshot snapshot, Ticker ticker, DataPlaneOptions options) {
-        return new DefaultDataPlane(gatewayCluster, snapshot, ticker, options, 0);
+        return new DefaultDataPlane(gatewayCluster, snapshot, ticker, options, 0, null);
     }
 
     /**
@@ -53,7 +53,22 @@ public interface DataPlane {
         if (age == null || age.isNegative()) {
             throw new IllegalArgumentException("age: " + age + " (expected: >= 0)");
         }
-        return new DefaultDataPlane(gatewayCluster, snapshot, ticker, options, age.toNanos());
+        return new DefaultDataPlane(gatewayCluster, snapshot, ticker, options, age.toNanos(), null);
+    }
+
+    /**
+     * As {@link #create(String, Snapshot, Ticker, DataPlaneOptions, java.time.Duration)}, reading from
+     * {@code lastEnds} (the gateway's own table of when each conversation's last request ended, on {@code ticker}'s
+     * clock) how long a returning conversation has been away: one that has been away longer than its engine's cache
+     * keeps a context by the snapshot has nothing cached to lose, and is placed as a new one (docs/request-path.md §4,
+     * "Spacing new conversations"). Null: every returning conversation counts as cached.
+     */
+    static DataPlane create(String gatewayCluster, Snapshot snapshot, Ticker ticker, DataPlaneOptions options,
+                            java.time.Duration age, ReuseTimes lastEnds) {
+        if (age == null || age.isNegative()) {
+            throw new IllegalArgumentException("age: " + age + " (expected: >= 0)");
+        }
+        return new DefaultDataPlane(gatewayCluster, snapshot, ticker, options, age.toNanos(), lastEnds);
     }
 
     /**

@@ -49,6 +49,11 @@ final class DefaultDataPlane implements DataPlane {
      */
     private final RecentKeys recent;
     /**
+     * When each conversation's last request ended (the gateway's table, on the ticker's clock), to tell a returning
+     * conversation whose engine's cache no longer holds its context; null when not given or spacing is off.
+     */
+    private final ReuseTimes lastEnds;
+    /**
      * Each class's retry budget, by class id: its own deposits pay for its own retries, so that an idle class
      * cannot fund a retry storm on a saturated class's engines. Kept across snapshots, like the engines' cells.
      */
@@ -76,7 +81,8 @@ final class DefaultDataPlane implements DataPlane {
     /** Each class's tenants' demand, so that a class's shed falls first on tenants above their fair share. */
     private final FairShares fair = new FairShares();
 
-    DefaultDataPlane(String gateway, Snapshot snapshot, Ticker ticker, DataPlaneOptions options, long ageNanos) {
+    DefaultDataPlane(String gateway, Snapshot snapshot, Ticker ticker, DataPlaneOptions options, long ageNanos,
+                     ReuseTimes lastEnds) {
         if (gateway == null || gateway.isEmpty()) {
             throw new IllegalArgumentException("gatewayCluster: missing (expected: a gateway cluster id)");
         }
@@ -99,6 +105,7 @@ final class DefaultDataPlane implements DataPlane {
         this.limit = options.maxInFlightPerEngine();
         this.minInFlight = options.boundedLoadMinInFlight();
         this.recent = options.spacePrefills() ? new RecentKeys(options.recentKeys()) : null;
+        this.lastEnds = recent == null ? null : lastEnds;
         long now = ticker.nanos();
         Compiled first = Compiled.compile(gateway, snapshot, null, now - ageNanos, this::cell, this::retryBudget,
                 this::pool, options);
@@ -207,6 +214,11 @@ final class DefaultDataPlane implements DataPlane {
         // a conversation is known by its own key, whatever its prefix's spread makes of the key it is placed by
         long conversation = request.affinityKey();
         int seen = recent == null ? RecentKeys.NEW : recent.lookup(k, conversation);
+        if (seen != RecentKeys.NEW && lastEnds != null && gone(k.keptNanos[seen >= 0 ? seen : first],
+                lastEnds.sinceEnd(conversation, now))) {
+            // its context is gone from its engine's cache: nothing there to lose, so it is placed as a new conversation
+            seen = RecentKeys.NEW;
+        }
         int i = seen >= 0 ? remembered(k, seen, now) : -1;
         boolean kept = i >= 0;
         if (i < 0) {
@@ -297,6 +309,24 @@ final class DefaultDataPlane implements DataPlane {
                 i == first ? "key" : kept ? "recent" : spaced != null ? spaced : passedOver(k, first, now)),
                 prefix);
     }
+
+    /**
+     * Whether a conversation away {@code awayNanos} (-1: unknown) has lost its context from an engine whose cache keeps
+     * one {@code keptNanos} by the snapshot ({@link Long#MAX_VALUE}: every one, or unknown): away more than
+     * {@link #GONE_AFTER_KEPT} times that (docs/request-path.md §4, "Spacing new conversations").
+     */
+    static boolean gone(long keptNanos, long awayNanos) {
+        return keptNanos != Long.MAX_VALUE && awayNanos / GONE_AFTER_KEPT > keptNanos;
+    }
+
+    /**
+     * How many times its cache's keeping time a conversation must be away for its context to count as gone. The time is
+     * Che's characteristic time at the plan's load, where a context is evicted on average: the load varies about the
+     * plan's level and a cache of a few dozen contexts evicts some sooner, some later. Measured with the simulator (the
+     * cache hits of the prompts of conversations back after more than once and more than twice the time, under routing
+     * that keeps them): 0.6–8.2% of their tokens past once, none past twice.
+     */
+    static final long GONE_AFTER_KEPT = 2;
 
     /** A first attempt routed to {@code k}'s allowed engine {@code n} ({@link ClassRoute#near}), counted in flight. */
     private Decision toNear(Compiled c, ClassRoute k, int n, boolean stale, long key, RequestMeta request, long now,

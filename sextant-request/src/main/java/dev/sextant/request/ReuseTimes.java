@@ -83,6 +83,24 @@ public final class ReuseTimes {
         classCounts.addAndGet(bucket(units / 64.0), w);
     }
 
+    /**
+     * How long ago, at {@code nanos}, the last request of conversation {@code key} ended, ns (to 1/64 s); -1 when the
+     * table does not hold the key (key 0, a first request, or a slot another key took since); 0 for an end recorded as
+     * later than {@code nanos} (another thread's clock read). Times are kept modulo about two years, so one over a
+     * year reads as such an end. One atomic read.
+     */
+    public long sinceEnd(long key, long nanos) {
+        if (key == 0) {
+            return -1;
+        }
+        long e = ends.get(index(key));
+        if (e == 0 || (int) (e >>> 32) != tag(key)) {
+            return -1;
+        }
+        int units = (int) (units(nanos) - e);
+        return Math.max(0, units) * UNIT_NANOS;
+    }
+
     /** A request with conversation key {@code key} (0: none) ended at {@code nanos}. */
     public void ended(long key, long nanos) {
         if (key != 0) {

@@ -31,6 +31,22 @@ class ReuseTimesTest {
     }
 
     @Test
+    void sinceEnd_isTheTimeSinceTheKeysLastRequestEnded_orMinusOneForAKeyTheTableDoesNotHold() {
+        ReuseTimes t = new ReuseTimes(4);
+        long a = 0x1234_5678_0000_0003L;
+        long b = 0x9abc_def0_0000_0003L; // the same slot of 16, another key
+        assertThat(t.sinceEnd(a, 5 * S)).as("never ended").isEqualTo(-1);
+        t.ended(a, 2 * S);
+        assertThat(t.sinceEnd(a, 5 * S)).isEqualTo(3 * S);
+        assertThat(t.sinceEnd(a, 2 * S + S / 2)).as("to 1/64 s").isEqualTo(S / 2);
+        assertThat(t.sinceEnd(0, 5 * S)).as("no key").isEqualTo(-1);
+        t.ended(b, 3 * S);
+        assertThat(t.sinceEnd(a, 5 * S)).as("its slot taken by another key").isEqualTo(-1);
+        assertThat(t.sinceEnd(b, 5 * S)).isEqualTo(2 * S);
+        assertThat(t.sinceEnd(b, 2 * S)).as("an end recorded after the reading").isZero();
+    }
+
+    @Test
     void aKeyWhoseSlotAnotherKeyTook_isAFirstRequest_andKeysWithout_areNotCounted() {
         ReuseTimes t = new ReuseTimes(4);
         AtomicLongArray chat = t.counts("chat");

@@ -350,6 +350,50 @@ class SpacingTest {
         assertThat(sum(p, DataPlane::inFlight)).isZero();
     }
 
+    /** {@code s} with every engine's cache keeping a context {@code seconds} after its conversation's last request. */
+    static Snapshot keeping(Snapshot s, double seconds) {
+        java.util.Map<String, EngineState> engines = new java.util.LinkedHashMap<>();
+        s.engines().forEach((id, e) -> engines.put(id, e.withContextKeptSeconds(seconds)));
+        return new Snapshot(s.version(), "", s.policy(), s.fleetUtilization(), s.retryBudget(), s.routes(), engines,
+                s.networkRttMs(), s.objective(), s.groups()).sealed(s.version());
+    }
+
+    /**
+     * Where a conversation placed on e0 before comes back {@code awaySeconds} after its answer, while a prompt of
+     * another conversation is held on e0, on a plane reading the last ends from {@code lastEnds} (null: none).
+     */
+    Decision comesBack(Snapshot s, ReuseTimes lastEnds, double awaySeconds) {
+        DataPlane p = DataPlane.create("g", s, ticker, DataPlaneOptions.defaults(), java.time.Duration.ZERO, lastEnds);
+        long held = newKeyOn(s, "e0", 1);
+        long back = newKeyOn(s, "e0", held + 1);
+        Decision first = p.route(conversation(back));
+        assertThat(first.engineId()).isEqualTo("e0");
+        p.onFinish(first, Outcome.SUCCESS, 1);
+        if (lastEnds != null) {
+            lastEnds.ended(back, ticker.nanos());
+        }
+        ticker.advanceSeconds(awaySeconds);
+        assertThat(p.route(conversation(held)).engineId()).isEqualTo("e0");
+        return p.route(conversation(back));
+    }
+
+    @Test
+    void aConversationAwayMoreThanTwiceItsEnginesCacheKeepsAContext_isSpacedAsANewOne() {
+        Decision d = comesBack(keeping(EVEN, 10), new ReuseTimes(8), 21);
+        assertThat(d.engineId()).as("nothing cached on e0 to lose").isNotEqualTo("e0");
+        assertThat(d.reason()).isEqualTo("spaced:prefill");
+    }
+
+    @Test
+    void aConversationBackWithinTwiceItsEnginesKeepingTime_orWithoutOneToGoBy_keepsItsEngine() {
+        assertThat(comesBack(keeping(EVEN, 10), new ReuseTimes(8), 19).engineId())
+                .as("back past the time, within twice it: some such contexts are still there").isEqualTo("e0");
+        assertThat(comesBack(EVEN, new ReuseTimes(8), 1_000).engineId()).as("a snapshot without the time")
+                .isEqualTo("e0");
+        assertThat(comesBack(keeping(EVEN, 10), null, 1_000).engineId()).as("a plane without the last ends")
+                .isEqualTo("e0");
+    }
+
     private interface PerEngine {
         int count(DataPlane p, String engine);
     }

@@ -173,7 +173,7 @@ final class SextantPolicy implements SimPolicy {
                         public void onEjection(Ejection e) {
                             ejections.add(new SimEjection(gateway, sim.loop.now(), e));
                         }
-                    }).build());
+                    }).build(), java.time.Duration.ZERO, reuse[g]);
             held[g] = latest;
         }
         s.onScrape(this::scraped);

@@ -258,6 +258,11 @@ class SextantBehaviourTest {
         }
         // 6.6% of the prompt tokens in this run; priced at what the fast engines' caches serve now, 1.8%
         assertThat((double) slow / all).isGreaterThan(0.04);
+        // and the gateways are told how long each cache keeps a context at the load planned for it: a fast engine,
+        // planned fuller, keeps one for less time than a slow one (docs/request-path.md §4, "Spacing new conversations")
+        var engines = p.controlLoop().published().engines();
+        assertThat(engines.values()).allSatisfy(e -> assertThat(e.contextKeptSeconds()).isPositive().isFinite());
+        assertThat(engines.get("fast-1").contextKeptSeconds()).isLessThan(engines.get("slow-1").contextKeptSeconds());
     }
 
     /**

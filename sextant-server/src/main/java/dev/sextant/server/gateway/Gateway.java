@@ -292,7 +292,8 @@ public final class Gateway implements AutoCloseable {
      * the snapshot cache can race at start).
      */
     private boolean startPlane(Snapshot s, Duration age) {
-        if (!plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts, age))) {
+        if (!plane.compareAndSet(null, DataPlane.create(config.gatewayCluster(), s, Ticker.system(), opts, age,
+                reporter.lastEnds()))) {
             return false;
         }
         checkOwnRoutes(s);

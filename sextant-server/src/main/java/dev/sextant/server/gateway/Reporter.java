@@ -261,6 +261,14 @@ final class Reporter implements AutoCloseable {
         }
     }
 
+    /**
+     * The table of when each conversation's last request ended (on {@link System#nanoTime}), which the data plane reads
+     * too (docs/request-path.md §4, "Spacing new conversations").
+     */
+    ReuseTimes lastEnds() {
+        return reuse;
+    }
+
     /** The request of conversation {@code key} (0: none) was answered whole at {@code nanos}. */
     void ended(long key, long nanos) {
         reuse.ended(key, nanos);
