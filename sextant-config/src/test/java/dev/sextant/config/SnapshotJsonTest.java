@@ -170,6 +170,11 @@ class SnapshotJsonTest {
         writtenOnlyWhereKnown(plain, withThem, "context_kept_seconds", 12.5, EngineState::contextKeptSeconds);
         assertThat(plain.engines().get("east-1").withContextKeptSeconds(Double.POSITIVE_INFINITY).contextKeptSeconds())
                 .as("a cache that keeps every context is written as one whose keeping time is unknown").isNaN();
+        String json = SnapshotJson.write(withThem);
+        SnapshotException bad = catchThrowableOfType(SnapshotException.class,
+                () -> SnapshotJson.read(json.replace("12.5", "-12.5")));
+        assertThat(bad.getMessage()).contains("engines.east-1.context_kept_seconds").contains("-12.5")
+                .contains("expected: a number of seconds >= 0");
     }
 
     /** {@code plain} with engine east-1's state replaced by {@code eastOne}, sealed as version 3. */

@@ -885,7 +885,7 @@ final class DefaultControlLoop implements ControlLoop {
             CacheReuse k = keeping.get(e.getKey());
             dev.sextant.snapshot.EngineState st = e.getValue();
             double kept = k == null || !(st.loadRps() > 0) ? Double.NaN : k.keptSeconds(st.loadRps());
-            st = st.withContextKeptSeconds(kept);
+            st = st.withContextKeptSeconds(kept >= 0 ? kept : Double.NaN);
             any |= !Double.isNaN(st.contextKeptSeconds());
             engines.put(e.getKey(), st);
         }

@@ -42,8 +42,12 @@ public record EngineState(String cluster, String region, String endpoint, List<S
         if (priorityScheduling == null) {
             priorityScheduling = PriorityScheduling.NONE;
         }
-        if (!(contextKeptSeconds >= 0) || Double.isInfinite(contextKeptSeconds)) {
-            contextKeptSeconds = Double.NaN;
+        if (contextKeptSeconds < 0) {
+            throw new IllegalArgumentException("context_kept_seconds: " + contextKeptSeconds
+                    + " (expected: a number of seconds >= 0, or none)");
+        }
+        if (Double.isInfinite(contextKeptSeconds)) {
+            contextKeptSeconds = Double.NaN; // a cache that keeps every context: nothing to tell a gateway
         }
     }
 
