@@ -181,8 +181,7 @@ class SnapshotJsonTest {
     private static Snapshot withEastOne(Snapshot plain, EngineState eastOne) {
         Map<String, EngineState> engines = new LinkedHashMap<>(plain.engines());
         engines.put("east-1", eastOne);
-        return new Snapshot(3, "", plain.policy(), plain.fleetUtilization(), plain.retryBudget(), plain.routes(),
-                engines, plain.networkRttMs(), plain.objective()).sealed(3);
+        return plain.withEngines(engines);
     }
 
     @Test

@@ -889,8 +889,7 @@ final class DefaultControlLoop implements ControlLoop {
             any |= !Double.isNaN(st.contextKeptSeconds());
             engines.put(e.getKey(), st);
         }
-        return !any ? s : new Snapshot(s.version(), "", s.policy(), s.fleetUtilization(), s.retryBudget(), s.routes(),
-                engines, s.networkRttMs(), s.objective(), s.groups()).sealed(s.version());
+        return any ? s.withEngines(engines) : s;
     }
 
     /** Below this strain a failing engine planned as a last resort leaves the plan again (1.2 / 1.5, as for slow ones). */

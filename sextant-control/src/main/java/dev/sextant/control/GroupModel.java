@@ -218,49 +218,51 @@ final class GroupModel {
      * scaled so that the model serves the present hits at the present load.
      */
     CacheReuse cacheReuse(Batching fit, ReuseDistribution reuse) {
-        double kv = kvCapacityTokens();
-        double x0 = memberLoad();
         double cachedNow = cachedTokens();
-        double prompt = promptTokens() + cachedNow;
-        double context = prompt + outputTokens();
-        if (reuse == null || reuse.requests() < MIN_REUSE_COUNT || !(kv > context) || !(x0 > 0) || !(cachedNow > 0)) {
+        CacheReuse none = unpriced(fit, reuse);
+        if (none == null || !(cachedNow > 0)) {
             return null;
         }
-        double busyPerRps = fit.residence(x0) / 1000;
-        if (!Double.isFinite(busyPerRps)) {
-            return null;
-        }
-        double slots = Math.max(1, fit.slots());
-        double kept = new CacheReuse(prompt, 0, kv, context, busyPerRps, slots, reuse, 1).keptSeconds(x0);
+        double prompt = none.prompt();
+        double kept = none.keptSeconds(memberLoad());
         double share = reuse.cdf(kept);
         if (!(share >= MIN_KEPT_SHARE) || !(prompt > cachedNow)) {
             return null;
         }
         if (cachedNow / share <= prompt) {
-            return new CacheReuse(prompt, cachedNow / share, kv, context, busyPerRps, slots, reuse, 1);
+            return new CacheReuse(prompt, cachedNow / share, none.kvTokens(), none.context(), none.busyPerRps(),
+                    none.slots(), reuse, 1);
         }
         // the whole prompt reusable, and G(s·T) = cachedNow / prompt for the scale s
         double scaled = reuse.quantile(cachedNow / prompt);
         if (!Double.isFinite(scaled)) {
             return null;
         }
-        return new CacheReuse(prompt, prompt, kv, context, busyPerRps, slots, reuse, scaled / kept);
+        return new CacheReuse(prompt, prompt, none.kvTokens(), none.context(), none.busyPerRps(), none.slots(), reuse,
+                scaled / kept);
     }
 
     /**
      * How long a member's cache keeps a conversation's context at each load, for the gateways (docs/request-path.md §4,
      * "Spacing new conversations"): {@code priced}, the model the engine is priced with, where there is one; else Che's
-     * time alone, which needs only the reuse times, the KV capacity and the batch, not the hits (a cache that keeps
-     * next to nothing of its conversations has too few hits to price, and is where a conversation's context is
-     * gone soonest); null without those.
+     * time alone ({@link #unpriced}), which needs only the reuse times, the KV capacity and the batch, not the hits (a
+     * cache that keeps next to nothing of its conversations has too few hits to price, and is where a conversation's
+     * context is gone soonest); null without those.
      */
     CacheReuse keeping(CacheReuse priced, Batching fit, ReuseDistribution reuse) {
-        if (priced != null) {
-            return priced;
-        }
+        return priced != null ? priced : unpriced(fit, reuse);
+    }
+
+    /**
+     * The cache of a member whose fitted law is {@code fit} with Che's time alone and nothing reusable: what the
+     * keeping time needs, before the hits are read; null with too few reuse times, no KV capacity above a context, no
+     * load, or no finite residence.
+     */
+    private CacheReuse unpriced(Batching fit, ReuseDistribution reuse) {
         double kv = kvCapacityTokens();
         double x0 = memberLoad();
-        double context = promptTokens() + cachedTokens() + outputTokens();
+        double prompt = promptTokens() + cachedTokens();
+        double context = prompt + outputTokens();
         if (reuse == null || reuse.requests() < MIN_REUSE_COUNT || !(kv > context) || !(x0 > 0)) {
             return null;
         }
@@ -268,7 +270,7 @@ final class GroupModel {
         if (!Double.isFinite(busyPerRps)) {
             return null;
         }
-        return new CacheReuse(0, 0, kv, context, busyPerRps, Math.max(1, fit.slots()), reuse, 1);
+        return new CacheReuse(prompt, 0, kv, context, busyPerRps, Math.max(1, fit.slots()), reuse, 1);
     }
 
     /** Mean sequences in a member's batch, recently (0 without evidence). */

@@ -562,6 +562,12 @@ public record Snapshot(long version, String hash, String policy, double fleetUti
                 networkRttMs, objective, groups);
     }
 
+    /** This snapshot with {@code engines} in place of its engines' states, sealed at its version. */
+    public Snapshot withEngines(Map<String, EngineState> engines) {
+        return new Snapshot(version, "", policy, fleetUtilization, retryBudget, routes, engines, networkRttMs, objective,
+                groups).sealed(version);
+    }
+
     /**
      * This snapshot as gateway cluster {@code gateway} needs it: only its own routes and its own row of
      * round trips, every engine (a gateway falls back to the nearest allowed engine when its snapshot is too

@@ -214,10 +214,12 @@ final class DefaultDataPlane implements DataPlane {
         // a conversation is known by its own key, whatever its prefix's spread makes of the key it is placed by
         long conversation = request.affinityKey();
         int seen = recent == null ? RecentKeys.NEW : recent.lookup(k, conversation);
-        if (seen != RecentKeys.NEW && lastEnds != null && gone(k.keptNanos[seen >= 0 ? seen : first],
-                lastEnds.sinceEnd(conversation, now))) {
-            // its context is gone from its engine's cache: nothing there to lose, so it is placed as a new conversation
-            seen = RecentKeys.NEW;
+        if (seen != RecentKeys.NEW && lastEnds != null) {
+            long kept = k.keptNanos[seen >= 0 ? seen : first];
+            if (kept != Long.MAX_VALUE && gone(kept, lastEnds.sinceEnd(conversation, now))) {
+                // its context is gone from its engine's cache: nothing there to lose, so it is placed as a new one
+                seen = RecentKeys.NEW;
+            }
         }
         int i = seen >= 0 ? remembered(k, seen, now) : -1;
         boolean kept = i >= 0;
@@ -316,7 +318,7 @@ final class DefaultDataPlane implements DataPlane {
      * {@link #GONE_AFTER_KEPT} times that (docs/request-path.md §4, "Spacing new conversations").
      */
     static boolean gone(long keptNanos, long awayNanos) {
-        return keptNanos != Long.MAX_VALUE && awayNanos / GONE_AFTER_KEPT > keptNanos;
+        return awayNanos / GONE_AFTER_KEPT > keptNanos;
     }
 
     /**

@@ -354,8 +354,7 @@ class SpacingTest {
     static Snapshot keeping(Snapshot s, double seconds) {
         java.util.Map<String, EngineState> engines = new java.util.LinkedHashMap<>();
         s.engines().forEach((id, e) -> engines.put(id, e.withContextKeptSeconds(seconds)));
-        return new Snapshot(s.version(), "", s.policy(), s.fleetUtilization(), s.retryBudget(), s.routes(), engines,
-                s.networkRttMs(), s.objective(), s.groups()).sealed(s.version());
+        return s.withEngines(engines);
     }
 
     /**

@@ -34,8 +34,7 @@ class GatewayGoneContextTest {
     private static Snapshot keeping(Snapshot s, double seconds) {
         Map<String, EngineState> engines = new LinkedHashMap<>();
         s.engines().forEach((id, e) -> engines.put(id, e.withContextKeptSeconds(seconds)));
-        return new Snapshot(s.version(), "", s.policy(), s.fleetUtilization(), s.retryBudget(), s.routes(), engines,
-                s.networkRttMs(), s.objective(), s.groups()).sealed(s.version());
+        return s.withEngines(engines);
     }
 
     /**
