@@ -95,10 +95,15 @@ public interface DataPlane {
     Decision retry(Decision failed, Outcome outcome);
 
     /**
-     * The attempt's first token reached the gateway: the engine works (what {@link #awaitingFirstToken} reads), and an
-     * engine on trial after an ejection is back. Idempotent; ignored for refusals and after the attempt ended.
+     * The attempt's first token reached the gateway: the engine works (what {@link #awaitingFirstToken} reads), an
+     * engine on trial after an ejection is back, and a streamed attempt's time to first token tells the engine's pace
+     * at once rather than when its answer ends (docs/request-path.md §4, "An engine that does not keep up within its
+     * allowance"). Idempotent; ignored for refusals and after the attempt ended.
+     *
+     * @param ttftNanos the time to first token seen at the gateway, ns, measured as {@link #onFinish}'s; {@link
+     *                  #NOT_STREAMED} for the first byte of a whole answer, which follows its last token
      */
-    void onFirstToken(Decision attempt);
+    void onFirstToken(Decision attempt, long ttftNanos);
 
     /**
      * Asks whether a streamed attempt still awaiting its first token has waited long enough to count against its

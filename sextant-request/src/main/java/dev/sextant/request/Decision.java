@@ -22,6 +22,8 @@ public final class Decision {
      * counted the wait against the engine.
      */
     private static final int STALLED = 4;
+    /** {@link #ends}: the attempt's time to first token was folded into its engine's pace ({@link #readFirstToken}). */
+    private static final int FIRST_TOKEN_READ = 8;
 
     private final String classId;
     private final long snapshotVersion;
@@ -207,6 +209,14 @@ public final class Decision {
     /** Marks the attempt's first token come; true only the first time. */
     boolean firstTokenCame() {
         return end(FIRST_TOKEN);
+    }
+
+    /**
+     * Marks the attempt's time to first token read into its engine's pace, where the token came or else where the
+     * answer ended; true only the first time.
+     */
+    boolean readFirstToken() {
+        return end(FIRST_TOKEN_READ);
     }
 
     /** Marks the attempt finished; true only the first time. */

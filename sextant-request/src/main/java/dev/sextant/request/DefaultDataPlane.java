@@ -468,8 +468,9 @@ final class DefaultDataPlane implements DataPlane {
      * and fill it again. The requests whose key hashes below the excess spill (the same conversations move, the
      * rest keep their engine and cache); where nothing nearby has room, lower priorities are shed in proportion (see
      * {@link #route}). While the control plane is {@link #silent}, an engine offered no more than its allowance that
-     * does not keep up with it (its answers show a queue while it holds more of this gateway's requests than the
-     * allowance at the planned duration {@code plannedMs} would put there) has its allowance scaled by its
+     * does not keep up with it (its first tokens as they come show a queue, or its answers take longer than planned,
+     * while it holds more of this gateway's requests than the allowance at the planned duration {@code plannedMs} would
+     * put there) has its allowance scaled by its
      * {@link QueueSignal#pace} (docs/request-path.md §4, "An engine that does not keep up within its allowance"). 0
      * while the bounded load's minimum or fewer are in flight there; a spill of the rate under way holds through that.
      */
@@ -493,11 +494,14 @@ final class DefaultDataPlane implements DataPlane {
         // that pace, and holds so while the spill lasts
         // (or its answers take longer than the held plan says by the slow factor: the floor follows a lasting
         // slow-down up, the held plan does not)
+        // (the first tokens as they come say it, not the answers as they end: an engine slowed eightfold with a full
+        // batch and long answers ends none of them for half a minute)
         boolean slow = signal.behindThePlan();
         boolean behind = rate <= allowanceRps && silent(compiled, now) && (signal.spilling && signal.pacing
-                || (queueing || slow) && cell.inFlight.get() > allowanceRps * plannedMs / 1000);
+                || (cell.inFlight.get() > 0 && signal.firstTokensLate(QUEUE_SLACK_MS) || slow)
+                && cell.inFlight.get() > allowanceRps * plannedMs / 1000);
         double allowance = behind ? allowanceRps * signal.pace() : allowanceRps;
-        queueing |= behind && slow;
+        queueing |= behind;
         if (rate <= allowance) {
             signal.endSpill();
             return 0;
@@ -1050,7 +1054,7 @@ final class DefaultDataPlane implements DataPlane {
     }
 
     @Override
-    public void onFirstToken(Decision attempt) {
+    public void onFirstToken(Decision attempt, long ttftNanos) {
         if (attempt != null && attempt.routed()) {
             if (attempt.cell.trialOnReturn) {
                 attempt.cell.endTrial(true);
@@ -1058,6 +1062,9 @@ final class DefaultDataPlane implements DataPlane {
             if (attempt.firstTokenCame()) {
                 attempt.cell.firstTokens++; // racy on purpose: only whether it moves is read
                 attempt.cell.reachedByAttemptAt = attempt.startNanos;
+                if (ttftNanos >= 0 && attempt.readFirstToken()) {
+                    attempt.cell.observeFirstToken(ttftNanos / 1e6, attempt.enginePriority());
+                }
             }
         }
     }
@@ -1148,6 +1155,9 @@ final class DefaultDataPlane implements DataPlane {
             }
             if (ttftNanos >= 0) {
                 cell.observeTtft(ttftMs, attempt.enginePriority());
+                if (attempt.readFirstToken()) {
+                    cell.observeFirstToken(ttftMs, attempt.enginePriority()); // no first token was told as it came
+                }
             }
             // one answer in four: a clock read is a tenth of this path
             if ((attempt.requestId & DURATION_SAMPLE) == 0) {

@@ -265,6 +265,15 @@ final class EngineCell {
         }
     }
 
+    /** Folds one attempt's time to first token, sent with {@code enginePriority}, as it comes into its signals' pace. */
+    void observeFirstToken(double ms, int enginePriority) {
+        answers.observeFirstToken(ms);
+        QueueSignal own = signal(enginePriority);
+        if (own != answers) {
+            own.observeFirstToken(ms);
+        }
+    }
+
     /** Folds one successful answer's time to first token, sent with {@code enginePriority}, into its signals. */
     void observeTtft(double ms, int enginePriority) {
         answers.observe(ms);

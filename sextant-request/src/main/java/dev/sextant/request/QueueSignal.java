@@ -18,6 +18,15 @@ final class QueueSignal {
      */
     volatile double recentTtftMs = Double.NaN;
     /**
+     * The recent time to first token as the first tokens come, ms: the same mean as {@link #recentTtftMs} over the
+     * streamed attempts, folded when an attempt's first token reaches the gateway rather than when its answer ends;
+     * NaN before the first. What the {@link #pace} of an engine that does not keep up reads: an answer of hundreds of
+     * tokens ends seconds after its first token, many times that on an engine slowed down, so the answers' mean says
+     * nothing of a slow-down for that long. The other judgements keep the answers' mean, whose lag damps them: read
+     * as the tokens come, the room a spill looks for came and went with each drained queue (docs/request-path.md §4).
+     */
+    volatile double firstTokenMs = Double.NaN;
+    /**
      * The time to first token without a queue, as far as this gateway has seen, ms: {@link #recentTtftMs} at its
      * lowest, following it down at once and up by {@link #FLOOR_RISE} of the difference per answer (so a lasting
      * change of the prompts is followed within a few thousand answers, a queue of a few seconds is not); moved with
@@ -100,6 +109,20 @@ final class QueueSignal {
         return slowness() >= BEHIND_THE_PLAN;
     }
 
+    /** Folds one attempt's time to first token into {@link #firstTokenMs} as the token comes. */
+    void observeFirstToken(double ms) {
+        double m = firstTokenMs;
+        firstTokenMs = Double.isNaN(m) ? ms : m + 0.1 * (ms - m);
+    }
+
+    /**
+     * True when the first tokens as they come show a queue: {@link #firstTokenMs} over {@link #QUEUEING} times the
+     * floor, and beyond {@code slackMs} more, as {@link #queueing} judges the answers.
+     */
+    boolean firstTokensLate(double slackMs) {
+        return firstTokenMs > QUEUEING * ttftFloorMs + slackMs;
+    }
+
     /** How far {@link #ttftFloorMs} rises toward the recent TTFT per answer. */
     static final double FLOOR_RISE = 0.001;
     /**
@@ -126,7 +149,7 @@ final class QueueSignal {
     }
 
     /**
-     * The engine's pace: floor / recent TTFT, at most 1 (1 before the first answer), or where the answers are
+     * The engine's pace: floor / {@link #firstTokenMs}, at most 1 (1 before the first token), or where the answers are
      * {@link #behindThePlan} the planned duration over theirs if that is less. First tokens (or answers) k times
      * slower than without a queue (than planned) say that the engine serves about k times fewer requests per second
      * than the allowance assumed, whether it is slow (every step longer) or holds a queue (each request waits for the
@@ -135,8 +158,8 @@ final class QueueSignal {
      * so; the plan does not move while the control plane is away.
      */
     double pace() {
-        double p = ttftFloorMs / recentTtftMs;
-        double against = p < 1 ? p : 1; // NaN (no answer yet) → 1
+        double p = ttftFloorMs / firstTokenMs;
+        double against = p < 1 ? p : 1; // NaN (no token or answer yet) → 1
         double slow = slowness();
         return slow >= BEHIND_THE_PLAN ? Math.min(against, 1 / slow) : against;
     }

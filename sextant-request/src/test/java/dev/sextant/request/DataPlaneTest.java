@@ -656,11 +656,11 @@ class DataPlaneTest {
         Decision waiting = p.route(RequestMeta.of("m", key, 1));
         Decision other = p.route(RequestMeta.of("m", key, 2));
         ticker.advanceMillis(300);
-        p.onFirstToken(other); // the engine works: behind a queue or a long prompt, this one will be judged by its TTFT
+        p.onFirstToken(other, DataPlane.NOT_STREAMED); // the engine works: behind a queue or a long prompt, this one will be judged by its TTFT
         ticker.advanceMillis(300);
         assertThat(p.awaitingFirstToken(waiting)).as("the engine works: nothing more to ask").isEqualTo(-1);
         assertThat(waiting.stalled()).isFalse();
-        p.onFirstToken(waiting);
+        p.onFirstToken(waiting, DataPlane.NOT_STREAMED);
         assertThat(p.awaitingFirstToken(waiting)).as("its token came").isEqualTo(-1);
         p.onFinish(p.route(RequestMeta.of("m", key, 3)), Outcome.SUCCESS, DataPlane.NOT_STREAMED);
         Decision ended = p.route(RequestMeta.of("m", key, 4));
@@ -1015,6 +1015,34 @@ class DataPlaneTest {
         // the engine fast again: its pace back to 1, the spill ends
         offerLasting(p, 60, 2, open, 10, 150);
         assertThat(offerLasting(p, 60, 4, open, 10, 150)).isZero();
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
+    /**
+     * An engine slowed down whose answers are long: none of them ends for seconds, so only the first tokens as they
+     * come can tell its pace (read when answers end, nothing would spill until the first slow answer ended).
+     */
+    @Test
+    void route_spill_anEngineWhoseFirstTokensComeLate_spillsBeforeAnyOfItsAnswersEnds() {
+        DataPlane p = fixedLimit(farWeightedNearFree());
+        speaks(p, 3);
+        List<Decision> open = new ArrayList<>();
+        offerLasting(p, 60, 4, open, 10, 150); // first tokens at 10 ms: the floor; answers as planned
+        long spilled = 0;
+        for (int i = 0; i < 360; i++) { // 60 req/s for 6 s; from here f1's first tokens come at 40 ms, no answer ends
+            ticker.advanceSeconds(1 / 60.0);
+            Decision d = p.route(RequestMeta.of("chat", i, 3_000_000L + i));
+            if (!d.routed() || "spill:overload".equals(d.reason())) {
+                spilled += d.routed() ? 1 : 0;
+                p.onFinish(d, Outcome.SUCCESS, -1);
+            } else {
+                p.onFirstToken(d, 40_000_000L);
+                open.add(d);
+            }
+        }
+        // at a quarter of its pace f1 serves about 90 / 4 = 22.5 req/s of the 60: about 62% of the keys spill once the
+        // first tokens' mean shows it, within the first second
+        assertThat(spilled).isBetween(150L, 240L);
         open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
     }
 
@@ -1855,7 +1883,7 @@ class DataPlaneTest {
         ticker.advanceSeconds(5.1);
         trial = p.route(RequestMeta.of("m", keys.get(past), 54));
         assertThat(trial.engineId()).isEqualTo(past);
-        p.onFirstToken(trial);
+        p.onFirstToken(trial, DataPlane.NOT_STREAMED);
         p.onFinish(trial, Outcome.SUCCESS, 10_000_000L);
         assertThat(p.route(RequestMeta.of("m", keys.get(past), 55)).engineId()).isEqualTo(past);
 
@@ -1882,7 +1910,7 @@ class DataPlaneTest {
             p.onFinish(d, Outcome.SERVER_ERROR, -1);
             Decision r = p.retry(d, Outcome.SERVER_ERROR);
             assertThat(r.engineId()).startsWith("m");
-            p.onFirstToken(r);
+            p.onFirstToken(r, DataPlane.NOT_STREAMED);
             p.onFinish(r, Outcome.SUCCESS, 10_000_000L);
         }
         for (int i = 0; i < 10; i++) {
@@ -1977,7 +2005,7 @@ class DataPlaneTest {
                 Decision answered = p.route(RequestMeta.of("m", keys[3], 100 + 10 * i + e));
                 assertThat(answered.engineId()).isEqualTo("e3");
                 ticker.advanceSeconds(0.01);
-                p.onFirstToken(answered);
+                p.onFirstToken(answered, DataPlane.NOT_STREAMED);
                 p.onFinish(answered, Outcome.SUCCESS, 10_000_000L);
             }
         }
@@ -1999,7 +2027,7 @@ class DataPlaneTest {
         for (int e = 0; e < 3; e++) {
             failRun(q, keys[e], Outcome.CONNECT_ERROR);
         }
-        q.onFirstToken(before);
+        q.onFirstToken(before, DataPlane.NOT_STREAMED);
         q.onFinish(before, Outcome.SUCCESS, 10_000_000L);
         assertThat(q.ejections()).hasSize(2);
     }

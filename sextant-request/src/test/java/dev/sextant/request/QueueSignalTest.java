@@ -26,18 +26,26 @@ class QueueSignalTest {
     }
 
     @Test
-    void pace_isTheFloorOverTheRecentTtft_neverAbove1() {
+    void pace_isTheFloorOverTheFirstTokensAsTheyCome_neverAbove1() {
         QueueSignal s = new QueueSignal();
         assertThat(s.pace()).isEqualTo(1); // nothing seen: no evidence of a slow engine
         for (int i = 0; i < 50; i++) {
+            s.observeFirstToken(10);
             s.observe(10);
         }
         assertThat(s.pace()).isEqualTo(1);
+        assertThat(s.firstTokensLate(5)).isFalse();
         for (int i = 0; i < 100; i++) {
-            s.observe(40);
+            s.observeFirstToken(40); // first tokens four times later, their answers still under way
         }
-        // first tokens four times later: about a quarter of the pace (the floor crept up by 0.1% of the difference an
-        // answer)
+        // about a quarter of the pace, and a queue, before any of those answers ends
+        assertThat(s.pace()).isBetween(0.25, 0.26);
+        assertThat(s.firstTokensLate(5)).isTrue();
+        assertThat(s.queueing(5)).isFalse(); // the answers' mean, which the other judgements read, has not moved
+        for (int i = 0; i < 100; i++) {
+            s.observe(40); // the answers end: their mean shows the queue too, and the floor creeps up
+        }
+        assertThat(s.queueing(5)).isTrue();
         assertThat(s.pace()).isBetween(0.25, 0.35);
         s.rescaleFloor(10); // a floor moved above the recent TTFT (the plan prices the engine slower): never above 1
         assertThat(s.pace()).isEqualTo(1);
@@ -48,12 +56,14 @@ class QueueSignalTest {
         QueueSignal s = new QueueSignal();
         for (int i = 0; i < 50; i++) {
             s.observe(10);
+            s.observeFirstToken(10);
             s.observeDuration(1.3); // 30% longer than planned: within the estimates' error, not behind
         }
         assertThat(s.behindThePlan()).isFalse();
         assertThat(s.pace()).isEqualTo(1);
         for (int i = 0; i < 100; i++) {
             s.observe(10); // no queue in the first tokens (the floor has caught up with a lasting slow-down)
+            s.observeFirstToken(10);
             s.observeDuration(3);
         }
         assertThat(s.behindThePlan()).isTrue();

@@ -136,7 +136,7 @@ class SpacingTest {
         DataPlane p = plane(EVEN);
         long held = newKeyOn(EVEN, "e0", 1);
         Decision decoding = p.route(conversation(held));
-        p.onFirstToken(decoding); // decoding: it still takes its part of the engine's batch
+        p.onFirstToken(decoding, DataPlane.NOT_STREAMED); // decoding: it still takes its part of the engine's batch
 
         long second = newKeyOn(EVEN, "e0", held + 1);
         assertThat(p.route(conversation(second)).engineId()).as("spaced while the other runs").isNotEqualTo("e0");
@@ -329,20 +329,20 @@ class SpacingTest {
             Decision d = open.get(i);
             switch (i % 4) {
                 case 0 -> { // first token, then a complete answer; a late duplicate of either changes nothing
-                    p.onFirstToken(d);
-                    p.onFirstToken(d);
+                    p.onFirstToken(d, DataPlane.NOT_STREAMED);
+                    p.onFirstToken(d, DataPlane.NOT_STREAMED);
                     p.onFinish(d, Outcome.SUCCESS, 1);
-                    p.onFirstToken(d);
+                    p.onFirstToken(d, DataPlane.NOT_STREAMED);
                 }
                 case 1 -> p.onFinish(d, Outcome.TIMEOUT, -1); // no token ever
                 case 2 -> { // no connection, retried elsewhere, answered there
                     Decision again = p.retry(d, Outcome.CONNECT_ERROR);
                     assertThat(again.routed()).isTrue();
-                    p.onFirstToken(again);
+                    p.onFirstToken(again, DataPlane.NOT_STREAMED);
                     p.onFinish(again, Outcome.SUCCESS, 1);
                 }
                 default -> {
-                    p.onFirstToken(d);
+                    p.onFirstToken(d, DataPlane.NOT_STREAMED);
                     p.onFinish(d, Outcome.CANCELLED, 1);
                 }
             }

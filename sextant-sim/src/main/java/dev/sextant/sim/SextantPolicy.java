@@ -453,9 +453,10 @@ final class SextantPolicy implements SimPolicy {
     @Override
     public void firstToken(SimRequest r, int engine) {
         Decision d = (Decision) r.decision;
-        if (d != null) { // it reaches the gateway half a round trip later
+        if (d != null) { // it reaches the gateway half a round trip later (when firstTokenMs says)
+            long ttftNanos = Math.round((r.firstTokenMs - r.attemptStartMs) * 1e6);
             sim.loop.at(sim.loop.now() + sim.rttMs[r.gateway][engine] / 2,
-                    () -> planes[r.gateway].onFirstToken(d));
+                    () -> planes[r.gateway].onFirstToken(d, ttftNanos));
         }
     }
 

@@ -481,7 +481,7 @@ final class Exchange {
             if (firstChunkNanos < 0) {
                 firstChunkNanos = now;
                 watchDeadline = Long.MAX_VALUE;
-                gw.plane().onFirstToken(decision);
+                gw.plane().onFirstToken(decision, stream ? now - startNanos : DataPlane.NOT_STREAMED);
                 // a whole answer's first byte follows its last token: it says nothing of the time to first token
                 if (stream) {
                     gw.metrics.ttft(decision.engineId(), now - startNanos);
