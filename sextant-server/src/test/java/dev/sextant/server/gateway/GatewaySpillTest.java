@@ -10,7 +10,16 @@ import dev.sextant.server.engine.EngineConfig;
 import dev.sextant.server.engine.EngineEmulator;
 import dev.sextant.server.engine.Faults;
 import dev.sextant.snapshot.Snapshot;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -18,7 +27,8 @@ import org.junit.jupiter.api.Test;
  * that the control plane can no longer refresh, whose weights send class chat to engine a alone while engine b, an
  * allowed engine farther away, gets none. Offered far more than a's allowance, the gateway sends the excess to b;
  * offered less again, everything returns to a. Slowed down within its allowance, a sheds to b what its pace does not
- * serve; fast again, it gets everything back.
+ * serve; fast again, it gets everything back. Slowed down so far that none of its streamed answers ends for a long
+ * time, its late first tokens alone make the gateway shed to b.
  */
 class GatewaySpillTest {
     /** Output tokens per answer and the emulators' step: an answer takes about 20 × 25 ms = 0.5 s. */
@@ -85,17 +95,8 @@ class GatewaySpillTest {
             throws Exception {
         try (EngineEmulator a = EngineEmulator.start(engine("a"));
              EngineEmulator b = EngineEmulator.start(engine("b"))) {
-            GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false)
-                    .withOptions(DataPlaneOptions.builder().maxSnapshotAge(Duration.ofSeconds(1)).build());
-            try (Gateway gw = Gateway.start(config, SnapshotSource.fixed(snapshot(a.port(), b.port())), 2)) {
-                assertThat(Fleet.await(() -> gw.plane().status().fallback(), DEADLINE)).as("past its age").isTrue();
-                // about 20 req/s at 0.5 s an answer, within a's allowance of 36 and below the 18 it holds there at
-                // the planned pace: a sets its floor, nothing spills
-                try (ClosedLoop calm = new ClosedLoop("calm", gw.port(), QUIET_WORKERS,
-                        (w, n) -> Fleet.chat("calm-" + w + "-" + n, false, TOKENS))) {
-                    assertThat(Fleet.await(() -> calm.servedBy("a") >= 200, DEADLINE)).as("%s", calm).isTrue();
-                }
-                assertThat(b.requestsReceived()).as("within its allowance at its pace: a alone").isZero();
+            try (Gateway gw = heldPastItsAge(a, b)) {
+                calm(gw, b, false);
 
                 a.setFaults(new Faults(0, 4, false, -1));
                 long spillsBefore = spills(gw);
@@ -121,6 +122,74 @@ class GatewaySpillTest {
                 }
             }
         }
+    }
+
+    /**
+     * The same held snapshot past its age, streamed answers. Made forty times slower, a takes 20 s an answer, so none of
+     * the answers it starts ends for that long; its first tokens, a second late, say it at once. Offered 25 req/s on a
+     * schedule (within its allowance of 36, and more in flight than the 18 it holds at the planned pace within a
+     * second), the gateway moves what a's pace does not serve to b before any of a's slow answers has ended
+     * (request-path §4, "An engine that does not keep up within its allowance": the pace reads the first tokens as they
+     * come).
+     */
+    @Test
+    void heldSnapshotPastItsAge_streamsWhoseFirstTokensComeLate_spillBeforeAnyOfTheirAnswersEnds() throws Exception {
+        try (EngineEmulator a = EngineEmulator.start(engine("a"));
+             EngineEmulator b = EngineEmulator.start(engine("b"))) {
+            try (Gateway gw = heldPastItsAge(a, b)) {
+                calm(gw, b, true);
+
+                a.setFaults(new Faults(0, 40, false, -1));
+                LongAdder endedAtA = new LongAdder();
+                HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+                ScheduledExecutorService clients = Executors.newSingleThreadScheduledExecutor();
+                AtomicLong sent = new AtomicLong();
+                try {
+                    // open loop: a request every 40 ms whatever the answers do
+                    clients.scheduleAtFixedRate(() -> {
+                        long n = sent.incrementAndGet();
+                        http.sendAsync(HttpRequest.newBuilder(
+                                        URI.create("http://127.0.0.1:" + gw.port() + "/v1/chat/completions"))
+                                        .header("content-type", "application/json")
+                                        .POST(HttpRequest.BodyPublishers.ofString(Fleet.chat("late-" + n, true, TOKENS)))
+                                        .build(), HttpResponse.BodyHandlers.ofString())
+                                .thenAccept(r -> {
+                                    if ("a".equals(r.headers().firstValue("x-sextant-engine").orElse(null))) {
+                                        endedAtA.increment();
+                                    }
+                                });
+                    }, 0, 40, TimeUnit.MILLISECONDS);
+                    assertThat(Fleet.await(() -> b.requestsReceived() >= 30, DEADLINE))
+                            .as("b serves what a's pace does not; sent %d, spills %d", sent.get(), spills(gw)).isTrue();
+                    assertThat(endedAtA.sum()).as("b took them before any of a's slow answers ended (sent %d)",
+                            sent.get()).isZero();
+                } finally {
+                    clients.shutdownNow();
+                }
+                a.setFaults(Faults.NONE);
+            }
+        }
+    }
+
+    /** A gateway holding {@link #snapshot} with the control plane away, past its maximum age (1 s here). */
+    private static Gateway heldPastItsAge(EngineEmulator a, EngineEmulator b) throws Exception {
+        GatewayConfig config = GatewayConfig.defaults("gw").withAccessLog(false)
+                .withOptions(DataPlaneOptions.builder().maxSnapshotAge(Duration.ofSeconds(1)).build());
+        Gateway gw = Gateway.start(config, SnapshotSource.fixed(snapshot(a.port(), b.port())), 2);
+        assertThat(Fleet.await(() -> gw.plane().status().fallback(), DEADLINE)).as("past its age").isTrue();
+        return gw;
+    }
+
+    /**
+     * About 20 req/s at 0.5 s an answer ({@code stream}ed or whole), within a's allowance of 36 and below the 18 it holds
+     * there at the planned pace, until a has served 200: a sets its floor, nothing spills.
+     */
+    private static void calm(Gateway gw, EngineEmulator b, boolean stream) throws Exception {
+        try (ClosedLoop calm = new ClosedLoop("calm", gw.port(), QUIET_WORKERS,
+                (w, n) -> Fleet.chat("calm-" + w + "-" + n, stream, TOKENS))) {
+            assertThat(Fleet.await(() -> calm.servedBy("a") >= 200, DEADLINE)).as("%s", calm).isTrue();
+        }
+        assertThat(b.requestsReceived()).as("within its allowance at its pace: a alone").isZero();
     }
 
     /**
