@@ -50,10 +50,7 @@ public interface DataPlane {
      */
     static DataPlane create(String gatewayCluster, Snapshot snapshot, Ticker ticker, DataPlaneOptions options,
                             java.time.Duration age) {
-        if (age == null || age.isNegative()) {
-            throw new IllegalArgumentException("age: " + age + " (expected: >= 0)");
-        }
-        return new DefaultDataPlane(gatewayCluster, snapshot, ticker, options, age.toNanos(), null);
+        return create(gatewayCluster, snapshot, ticker, options, age, null);
     }
 
     /**

@@ -498,7 +498,7 @@ final class DefaultDataPlane implements DataPlane {
         // batch and long answers ends none of them for half a minute)
         boolean slow = signal.behindThePlan();
         boolean behind = rate <= allowanceRps && silent(compiled, now) && (signal.spilling && signal.pacing
-                || (cell.inFlight.get() > 0 && signal.firstTokensLate(QUEUE_SLACK_MS) || slow)
+                || (signal.firstTokensLate(QUEUE_SLACK_MS) || slow)
                 && cell.inFlight.get() > allowanceRps * plannedMs / 1000);
         double allowance = behind ? allowanceRps * signal.pace() : allowanceRps;
         queueing |= behind;

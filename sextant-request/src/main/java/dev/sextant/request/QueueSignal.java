@@ -111,8 +111,7 @@ final class QueueSignal {
 
     /** Folds one attempt's time to first token into {@link #firstTokenMs} as the token comes. */
     void observeFirstToken(double ms) {
-        double m = firstTokenMs;
-        firstTokenMs = Double.isNaN(m) ? ms : m + 0.1 * (ms - m);
+        firstTokenMs = recent(firstTokenMs, ms);
     }
 
     /**
@@ -121,6 +120,14 @@ final class QueueSignal {
      */
     boolean firstTokensLate(double slackMs) {
         return firstTokenMs > QUEUEING * ttftFloorMs + slackMs;
+    }
+
+    /**
+     * A recent mean {@code mean} (NaN: none yet) with {@code ms} folded in: an exponentially weighted mean of about the
+     * last ten, the one {@link #recentTtftMs} and {@link #firstTokenMs} both keep.
+     */
+    private static double recent(double mean, double ms) {
+        return Double.isNaN(mean) ? ms : mean + 0.1 * (ms - mean);
     }
 
     /** How far {@link #ttftFloorMs} rises toward the recent TTFT per answer. */
@@ -133,8 +140,7 @@ final class QueueSignal {
 
     /** Folds one successful answer's time to first token into {@link #recentTtftMs} and {@link #ttftFloorMs}. */
     void observe(double ms) {
-        double m = recentTtftMs;
-        double recent = Double.isNaN(m) ? ms : m + 0.1 * (ms - m);
+        double recent = recent(recentTtftMs, ms);
         recentTtftMs = recent;
         double f = ttftFloorMs;
         ttftFloorMs = Double.isNaN(f) || recent < f ? recent : f + FLOOR_RISE * (recent - f);
