@@ -754,7 +754,10 @@ final class EngineTracker {
             if (canaryFailed >= 2) {
                 condition = Condition.DOWN;
                 conditionWhy = "never answered: " + canaryWhy;
-            } else if (joinedLater || started && misses > 0) {
+            } else if (joinedLater || started && (misses >= o.missedScrapes()
+                    || misses > 0 && failuresSinceMiss >= FAILURES_FOR_FAST_DOWN)) {
+                // an engine of the topology is taken out as one that answered before would be: one or two missed
+                // scrapes at start are a slow scrape (a control plane restarting beside a busy fleet), not a dead engine
                 condition = Condition.UNPROVEN;
                 conditionWhy = (misses > 0 ? "its metrics do not answer (" + scrapeError + ")" : "new")
                         + "; no traffic until a canary or a gateway sees it answer";

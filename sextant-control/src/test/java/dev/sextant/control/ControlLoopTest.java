@@ -830,6 +830,27 @@ class ControlLoopTest {
         assertThat(r.loads().get("e2")).isPositive();
     }
 
+    /**
+     * A control plane starting beside a busy fleet may miss an engine's first scrapes; as for an engine that answered
+     * before, one or two misses are a slow scrape: it stays planned, and only the third takes it out.
+     */
+    @Test
+    void engineOfTheTopology_whoseFirstScrapesTimeOut_staysPlanned_untilItMissesAsManyAsADownEngine() {
+        Rig r = rig(Map.of(), Map.of(), 150, 12);
+        r.noMetrics.add("e4");
+        r.ejected.add("e4"); // nothing but the scrapes speaks of it
+        r.errorRate.put("e4", 1.0); // nor does a canary answer
+
+        r.run(10); // two scrapes missed
+        assertThat(r.estimate("e4").condition()).isEqualTo(Condition.HEALTHY);
+        assertThat(r.loads().get("e4")).isPositive();
+
+        r.run(5); // the third
+        assertThat(r.estimate("e4").condition()).as(r.estimate("e4").conditionWhy()).isIn(Condition.UNPROVEN,
+                Condition.DOWN);
+        assertThat(r.loads().get("e4")).isZero();
+    }
+
     @Test
     void newEngine_startsUnproven_untilItAnswers() {
         Rig r = rig(Map.of(), Map.of(), 150, 10);
