@@ -162,7 +162,7 @@ record Scenario(String name, String description, Topology topology, List<EngineP
 
     /** Kinds of faults. */
     enum FaultKind { ENGINE_CRASH, ENGINE_SLOWDOWN, ENGINE_ERRORS, PARTITION, LINK_SLOWDOWN, CONTROL_PLANE_OUTAGE,
-        DEMAND_SURGE, REQUEST_BURST, WORKLOAD_SHIFT }
+        DEMAND_SURGE, REQUEST_BURST, WORKLOAD_SHIFT, CONTROL_PLANE_RESTART }
 
     /**
      * A fault on the timeline, undone at {@code atMs + durationMs}.

@@ -850,8 +850,8 @@ final class ScenarioLoader {
                 kind = Scenario.FaultKind.valueOf(kindName.toUpperCase(java.util.Locale.ROOT).replace('-', '_'));
             } catch (IllegalArgumentException e) {
                 throw error(p + "kind", "'" + kindName + "' (expected one of [engine_crash, engine_slowdown, "
-                        + "engine_errors, partition, link_slowdown, control_plane_outage, demand_surge, request_burst, "
-                        + "workload_shift])");
+                        + "engine_errors, partition, link_slowdown, control_plane_outage, control_plane_restart, "
+                        + "demand_surge, request_burst, workload_shift])");
             }
             List<Integer> engines = new ArrayList<>();
             if (f.has("engines")) {

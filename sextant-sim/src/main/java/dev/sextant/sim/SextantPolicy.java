@@ -63,6 +63,8 @@ final class SextantPolicy implements SimPolicy {
     private long solveFailures;
     private long solves;
     private long publications;
+    /** Times the control plane was restarted ({@code control_plane_restart}). */
+    private int restarts;
     private long solveWallNanos;
     private double maxGap;
     private double lastStepMs = Double.NEGATIVE_INFINITY;
@@ -297,6 +299,18 @@ final class SextantPolicy implements SimPolicy {
                 }
             });
         }
+    }
+
+    /**
+     * The control plane process starts again, as a deploy restarts it: a new loop, from the state file (the last
+     * snapshot published), which knows nothing else of what the old one learned; the gateways hold their snapshots
+     * meanwhile.
+     */
+    @Override
+    public void controlPlaneRestarted() {
+        loop = ControlLoop.create(base, control, this::nanos, loop.published());
+        restarts++;
+        solve(); // the control plane steps at start, as it does when first started
     }
 
     private void solveTick() {
@@ -554,6 +568,9 @@ final class SextantPolicy implements SimPolicy {
                 "%d solves (%d failed and kept the previous snapshot), %d published, mean step %.0f ms wall (estimates "
                         + "and solve), largest certified relative gap %.2g", solves, solveFailures, publications,
                 solves == 0 ? 0.0 : solveWallNanos / 1e6 / solves, maxGap);
+        if (restarts > 0) {
+            s += String.format(java.util.Locale.ROOT, "; restarted %d× from its state file", restarts);
+        }
         return fallbackDecisions == 0 ? s : s + String.format(java.util.Locale.ROOT,
                 "; %,d of %,d requests decided in fallback mode (a snapshot older than the gateways' "
                         + "`max_snapshot_age`)", fallbackDecisions, decisions);

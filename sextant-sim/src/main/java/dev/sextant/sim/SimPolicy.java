@@ -39,6 +39,13 @@ interface SimPolicy {
     }
 
     /** An attempt of {@code r} on {@code engine} ended. Called before {@link #retry} for a failed attempt. */
+    /**
+     * The policy's control plane is back from a restart (a {@code control_plane_restart} fault ends): a policy that
+     * keeps state in a control plane starts it again from what it keeps on disk. Nothing for the others.
+     */
+    default void controlPlaneRestarted() {
+    }
+
     default void attemptEnded(SimRequest r, int engine, AttemptEnd how) {
     }
 

@@ -597,6 +597,12 @@ final class Simulation implements EngineSim.Listener {
                 }
             }
             case CONTROL_PLANE_OUTAGE -> controlPlaneUp = !begin;
+            case CONTROL_PLANE_RESTART -> {
+                controlPlaneUp = !begin;
+                if (!begin) {
+                    policy.controlPlaneRestarted();
+                }
+            }
             case DEMAND_SURGE -> {
                 for (int g = 0; g < gatewayCount; g++) {
                     if (f.reaches(g)) {

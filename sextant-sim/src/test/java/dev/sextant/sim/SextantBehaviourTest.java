@@ -93,6 +93,33 @@ class SextantBehaviourTest {
     }
 
     /**
+     * A control plane restarted (a deploy: away 10 s, then a new process) goes on from its state file: its first step
+     * takes the version after the last one it published, so the gateways take it, and says where it started from;
+     * every request is answered meanwhile, and the loop publishes again afterwards.
+     */
+    @Test
+    void controlPlaneRestart_goesOnFromTheLastSnapshotPublished_andNothingIsLost() throws Exception {
+        Scenario s = ScenarioLoader.parse("restart.yaml", SimulationTest.FAULTY.replaceAll("(?s)faults:.*",
+                "faults:\n  - {kind: control_plane_restart, at_s: 15, duration_s: 5}\n"));
+        Simulator.Run run = Simulator.simulate(s, "sextant", 1, null);
+        SextantPolicy sextant = (SextantPolicy) run.simulation().policy;
+        List<Step> steps = sextant.steps();
+        Step before = steps.stream().filter(st -> st.atNanos() < 15e9 && st.published()).reduce((a, b) -> b)
+                .orElseThrow();
+        Step first = steps.stream().filter(st -> st.atNanos() >= 20e9).findFirst().orElseThrow();
+        assertThat(steps.stream().filter(st -> st.atNanos() > 15e9 && st.atNanos() < 20e9)).as("none while away")
+                .isEmpty();
+        assertThat(first.published()).isTrue();
+        assertThat(first.reason()).startsWith("first snapshot, going on from snapshot " + before.snapshot().version()
+                + " of the state file");
+        assertThat(first.snapshot().version()).isEqualTo(before.snapshot().version() + 1);
+        assertThat(sextant.controlPlaneSummary()).contains("restarted 1× from its state file");
+        Metrics m = run.metrics();
+        assertThat(m.failed).isZero();
+        assertThat(m.completed).isEqualTo(m.generated);
+    }
+
+    /**
      * Past {@code max_snapshot_age} (5 min) the gateways decide in fallback mode: the held weights and keys, no shed
      * fractions (docs/request-path.md §6). Conversations keep their engines, the residency class stays in the EU and
      * every request is answered, as with the control plane up.
