@@ -83,6 +83,13 @@ final class EngineTracker {
     private long stillSince = Long.MIN_VALUE;
     private int stillIntervals;
     private double stillHeld;
+    /** The requests it held when it was judged stalled. */
+    private double stalledHeld;
+    /**
+     * Failures reported since it came back from a stall that are still taken for the requests it held then: those end
+     * at the gateways' timeouts, or are cut, after it is back, and are the stall's, not evidence that it fails.
+     */
+    private double stallLeftover;
     /** Whether the engine's gauges held requests through its last interval while nothing in it moved. */
     private boolean idleWithWork;
     /** Whether the gateways had requests in flight on it at every interval of the run (their word, not a gauge's). */
@@ -300,25 +307,30 @@ final class EngineTracker {
         // connections refused while it is down, or in a report that began before it came back, tell of the outage;
         // those refused over a link that is down (linkDown) tell of the link
         boolean whileDown = condition == Condition.DOWN || at - Math.round(seconds * 1e9) < backAt || linkDown;
-        long counted = o.requests() - (whileDown ? o.connectErrors() : 0);
+        long heldTimeouts = Math.min(o.timeouts(), (long) stallLeftover);
+        long heldErrors = Math.min(o.serverErrors(), (long) (stallLeftover - heldTimeouts));
+        stallLeftover -= heldTimeouts + heldErrors;
+        long timedOut = o.timeouts() - heldTimeouts;
+        long serverFailed = o.serverErrors() - heldErrors;
+        long counted = o.requests() - (whileDown ? o.connectErrors() : 0) - heldTimeouts - heldErrors;
         if (counted > 0 && attempts > 0) {
             // a busy engine is judged on about its last RECENT_ATTEMPTS attempts: older ones give way to newer
             scaleOutcomes(Math.max(0, 1 - counted / (double) RECENT_ATTEMPTS));
         }
         attempts += counted;
-        countSinceFailing(at, counted, (whileDown ? 0 : o.connectErrors()) + o.serverErrors() + o.timeouts());
+        countSinceFailing(at, counted, (whileDown ? 0 : o.connectErrors()) + serverFailed + timedOut);
         successes += o.successes();
         connectErrors += whileDown ? 0 : o.connectErrors();
-        timeouts += o.timeouts();
-        serverErrors += o.serverErrors();
+        timeouts += timedOut;
+        serverErrors += serverFailed;
         busy += o.busy();
         failedInARow = o.successes() > 0 ? 0
-                : failedInARow + (whileDown ? 0 : o.connectErrors()) + o.serverErrors() + (queued() ? 0 : o.timeouts());
+                : failedInARow + (whileDown ? 0 : o.connectErrors()) + serverFailed + (queued() ? 0 : timedOut);
         if (o.successes() > 0) {
             lastSuccessAt = Math.max(lastSuccessAt, at - Math.round(seconds * 1e9));
             failuresSinceMiss = 0;
         } else if (misses > 0) {
-            failuresSinceMiss += o.errors();
+            failuresSinceMiss += o.connectErrors() + serverFailed + timedOut;
         }
     }
 
@@ -702,10 +714,12 @@ final class EngineTracker {
         // not on a gateway's success, which may be the last tokens of a request begun long before
         if (stalledSince != Long.MIN_VALUE && lastCanaryOkAt >= stalledSince) {
             stalledSince = Long.MIN_VALUE;
+            stallLeftover = stalledHeld;
         } else if (stalledSince == Long.MIN_VALUE && stillIntervals >= 2 && lastScrapeAt - stillSince >= stallNanos()
                 && alive < stillSince) {
             stalledSince = stillSince;
             stalledForSeconds = (lastScrapeAt - stillSince) / 1e9;
+            stalledHeld = stillHeld;
         }
         boolean stalled = !down && stalledSince != Long.MIN_VALUE;
         if (down || stalled) {

@@ -779,6 +779,43 @@ class ControlLoopTest {
         assertThat(r.estimate("e2").capacityRps()).isCloseTo(before, within(0.15 * before));
     }
 
+    /**
+     * The requests a stalled engine held end at the gateways' timeouts, which may come after it is back: as many
+     * failures as it held, reported since, are the stall's and do not make it failing; more than that do.
+     */
+    @Test
+    void stalledEngineBackInService_isNotFailingForTheTimeoutsOfTheRequestsItHeld_butForMoreItIs() {
+        Rig r = rig(Map.of(), Map.of(), 150, 21);
+        r.run(120);
+        r.stalled.add("e2");
+        r.inFlight = new TreeMap<>(Map.of("e2", 26L));
+        r.run(15);
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.STALLED);
+        java.util.regex.Matcher held = java.util.regex.Pattern.compile("held (\\d+) requests")
+                .matcher(r.estimate("e2").conditionWhy());
+        assertThat(held.find()).isTrue();
+        long n = Long.parseLong(held.group(1));
+        assertThat(n).isGreaterThanOrEqualTo(26);
+
+        r.stalled.remove("e2");
+        r.inFlight = null;
+        r.engines.get("e2").frozen = false;
+        r.run(5);
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.HEALTHY);
+
+        timedOut(r, "e2", n); // the requests it held, at the gateways' first-token timeout
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.HEALTHY);
+        timedOut(r, "e2", 30); // beyond them: its own
+        assertThat(r.estimate("e2").condition()).isEqualTo(Condition.FAILING);
+    }
+
+    /** A gateway's report of the last 5 s: {@code n} attempts on {@code engine}, each timed out. */
+    private static void timedOut(Rig r, String engine, long n) {
+        GatewayReport.Mean none = GatewayReport.Mean.NONE;
+        r.loop.observe(new GatewayReport("gw", "", r.ticker.nanos(), 5, Map.of("chat", 750L), Map.of(engine,
+                new GatewayReport.EngineOutcomes(n, 0, 0, n, 0, 0, none, none, none, none, 0, 0)), Map.of()));
+    }
+
     @Test
     void anSglangEngine_whoseGaugesLagUpToThirtySecondsWhenIdle_isStalledOnlyAfterFortySecondsOfSilence() {
         Rig r = rig(Map.of(), Map.of(), 150, 23);
