@@ -92,15 +92,22 @@ final class ClassRoute {
     /** The class's rank among the R distinct priorities at this gateway (0 = highest), and R. */
     int rank;
     int ranks = 1;
+    /**
+     * The engines this class may use that a class of a higher priority at this gateway may use too. On the others it
+     * is the highest, as far as this gateway knows: its limit there is the fixed one, and nothing is shed there to keep
+     * room for a priority that cannot be sent there.
+     */
+    java.util.Set<EngineCell> sharedAbove = java.util.Set.of();
 
     /**
-     * Requests in flight on {@code cell} this class may fill up to: for the highest priority {@link #topLimit}, for
-     * the others the engine's limit less the priority reserve,
+     * Requests in flight on {@code cell} this class may fill up to: for the highest priority {@link #topLimit}, and on
+     * an engine no class above it may use ({@link #sharedAbove}); for the others the engine's limit less the priority
+     * reserve,
      * ⌊limit × keep⌋ (rounded down, so that a lower priority always leaves the highest at least one place however
      * small the limit), at least 1.
      */
     int limit(EngineCell cell) {
-        if (rank == 0) {
+        if (rank == 0 || !sharedAbove.contains(cell)) {
             return topLimit;
         }
         int l = cell.limit;

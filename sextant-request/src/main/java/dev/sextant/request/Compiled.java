@@ -180,7 +180,8 @@ final class Compiled {
     /**
      * Each class's share of the per-engine limit: of the R distinct priorities, rank r (0 = highest) may fill an
      * engine up to ⌊limit × (1 − reserve × r / (R − 1))⌋, at least 1, so that when engines are full the lowest
-     * priorities are refused first; the highest has the fixed limit on every engine, so it always finds room.
+     * priorities are refused first; the highest has the fixed limit on every engine, so it always finds room, and so
+     * has a lower one on the engines no class above it may use ({@link ClassRoute#sharedAbove}).
      */
     private static void classLimits(java.util.Collection<ClassRoute> classes, DataPlaneOptions options) {
         int[] priorities = classes.stream().mapToInt(k -> k.priority).distinct().sorted().toArray(); // ascending
@@ -192,6 +193,20 @@ final class Compiled {
             k.topLimit = options.maxInFlightPerEngine();
             k.rank = rank;
             k.ranks = ranks;
+        }
+        for (ClassRoute k : classes) {
+            java.util.Set<EngineCell> above = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            for (ClassRoute q : classes) {
+                if (q.priority > k.priority) {
+                    above.addAll(java.util.Arrays.asList(q.near));
+                    above.addAll(java.util.Arrays.asList(q.cells));
+                }
+            }
+            java.util.Set<EngineCell> mine = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            mine.addAll(java.util.Arrays.asList(k.near));
+            mine.addAll(java.util.Arrays.asList(k.cells));
+            mine.retainAll(above);
+            k.sharedAbove = mine;
         }
     }
 

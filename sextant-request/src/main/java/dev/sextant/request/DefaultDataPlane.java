@@ -286,7 +286,8 @@ final class DefaultDataPlane implements DataPlane {
         if (excess > 0) {
             // the excess share spills by key; a lower priority that the excess is large enough to shed here spills
             // too where there is room, and is shed only where there is none
-            boolean shedHere = k.rank > 0 && excess > (double) (k.ranks - 1 - k.rank) / k.ranks
+            boolean shedHere = k.rank > 0 && k.sharedAbove.contains(k.cells[i])
+                    && excess > (double) (k.ranks - 1 - k.rank) / k.ranks
                     && k.cells[i].queueing(QUEUE_SLACK_MS, k.enginePriority[i]);
             if (shedHere || Hashing.unit(Hashing.mix(key ^ Hashing.SPILL_SALT)) < excess) {
                 int s = spill(k, i, key, shedHere, null, false, now);
@@ -1695,11 +1696,13 @@ final class DefaultDataPlane implements DataPlane {
         if (k.near.length > shown) {
             b.append(" and ").append(k.near.length - shown).append(" more");
         }
-        b.append("; ").append(k.rank > 0 && Double.isFinite(options.inFlightPerCapacity())
+        boolean derived = k.rank > 0 && !k.sharedAbove.isEmpty();
+        b.append("; ").append(derived && Double.isFinite(options.inFlightPerCapacity())
                 ? "an engine's limit is " + java.math.BigDecimal.valueOf(options.inFlightPerCapacity()).stripTrailingZeros()
                         .toPlainString() + " × what it holds at its planned capacity, "
                   + "at most " + limit : "max_in_flight_per_engine " + limit);
-        return k.keep < 1 ? b + ", less the share kept for higher priorities" : b.toString();
+        return derived && k.keep < 1 ? b + ", less the share kept for higher priorities"
+                + (k.sharedAbove.size() < k.near.length ? " on the engines they may use too" : "") : b.toString();
     }
 
     // ---------------------------------------------------------------- policy path

@@ -2069,6 +2069,39 @@ class DataPlaneTest {
         open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
     }
 
+    /**
+     * The same overload where the higher priority is another model's, served by other engines: shedding the lower one
+     * on its own engines would keep room for nothing that can be sent there, so it is not shed here (its queue is the
+     * per-engine limit's and the control plane's to bound).
+     */
+    @Test
+    void route_engineOfferedBeyondItsPlan_thatNoHigherPriorityMayUse_shedsNothingHere() {
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").rtt("c", 1);
+        for (String id : List.of("e0", "e1")) { // planned 15 req/s each from here, no spare
+            b.engines.put(id, new dev.sextant.snapshot.EngineState("c", "r", "http://" + id + ".invalid", List.of("m"),
+                    15, 16, 15, 0.94, 100, 100, 0, 1));
+        }
+        b.engines.put("f0", new dev.sextant.snapshot.EngineState("c", "r", "http://f0.invalid", List.of("m2"), 15, 16,
+                15, 0.94, 100, 100, 0, 1));
+        Snapshot s = b.route("low", "m", List.of(), 0, 0, Map.of("e0", 0.5, "e1", 0.5))
+                .route("high", "m2", List.of(), 2, 0, Map.of("f0", 1.0)).build();
+        DataPlane p = fixedLimit(s);
+        int routed = 0;
+        List<Decision> open = new ArrayList<>();
+        for (int i = 0; i < 900; i++) { // 90 req/s of the lower priority, three times its plan, for 10 s
+            ticker.advanceSeconds(1 / 90.0);
+            Decision d = p.route(new RequestMeta("m", List.of(), 0, i, i));
+            assertThat(d.routed()).as(d.message()).isTrue();
+            routed++;
+            open.add(d);
+            if (open.size() > 40) {
+                p.onFinish(open.remove(0), Outcome.SUCCESS, i < 100 ? 10_000_000L : 100_000_000L);
+            }
+        }
+        assertThat(routed).isEqualTo(900);
+        open.forEach(d -> p.onFinish(d, Outcome.SUCCESS, -1));
+    }
+
     @Test
     void engineLimit_keepsAShareForHigherPriorities_lowestRefusedFirst() {
         Map<String, Double> w = Map.of("e0", 0.5, "e1", 0.5);

@@ -140,6 +140,35 @@ class EngineLimitTest {
         assertThat(fill(p, 0, new ArrayList<>())).isEqualTo(60);
     }
 
+    /**
+     * A gateway serving a lower-priority class of one model and a higher-priority class of another: the engines of the
+     * first serve no request of the second, so the lower class is the highest there and has the fixed limit; nothing
+     * there is kept for a priority that cannot be sent there.
+     */
+    @Test
+    void onEnginesNoHigherPriorityMayUse_aLowerPriorityHasTheFixedLimit() {
+        Fixtures.SnapshotBuilder b = new Fixtures.SnapshotBuilder("g").version(1).rtt("c", 1);
+        for (String id : List.of("e0", "e1")) {
+            b.engines.put(id, new EngineState("c", "r", "http://" + id + ".invalid", List.of("m"), 10, 40 / 0.9, 40,
+                    0.25, 99, 99, 0, 1));
+        }
+        b.engines.put("f0", new EngineState("c", "r", "http://f0.invalid", List.of("m2"), 10, 40 / 0.9, 40, 0.25, 99,
+                99, 0, 1));
+        b.routes.put("low", new Route("m", List.of(), 0, 20, Map.of("e0", 0.5, "e1", 0.5), 0, Double.NaN));
+        b.routes.put("high", new Route("m2", List.of(), 1, 10, Map.of("f0", 1.0), 0, Double.NaN));
+        DataPlane p = DataPlane.create("g", b.build(), ticker, twice().maxInFlightPerEngine(30).build());
+        List<Decision> held = new ArrayList<>();
+        assertThat(fill(p, 0, held)).as("the fixed limit on e0 and e1, not twice what each holds (8)")
+                .isEqualTo(2 * 30);
+        Decision refused = p.route(new RequestMeta("m", List.of(), 0, 99, 99));
+        assertThat(refused.message()).contains("30 on e0", "max_in_flight_per_engine 30");
+
+        // the same classes on the same engines: the lower one leaves room for the higher
+        DataPlane shared = DataPlane.create("g", fleet(1, 10, 40, 99), ticker,
+                twice().maxInFlightPerEngine(30).build());
+        assertThat(fill(shared, 0, new ArrayList<>())).isEqualTo(2 * 6);
+    }
+
     @Test
     void withTheDefaultReserve_eachLowerPriorityLeavesRoomForTheOneAbove() {
         // a limit of 8 (reserve 0.25, three priorities): ⌊8 × 0.75⌋ = 6 for low, ⌊8 × 0.875⌋ = 7 for normal
