@@ -707,8 +707,9 @@ final class EngineTracker {
             batch.paceChanged();
         }
         long alive = Math.max(lastSuccessAt, lastCanaryOkAt);
-        boolean down = everScraped && misses > 0 && alive < firstMissAt
-                && (misses >= o.missedScrapes() || failuresSinceMiss >= FAILURES_FOR_FAST_DOWN);
+        // missed as many scrapes as a down engine does, or failed as many attempts since the first miss
+        boolean missedEnough = misses > 0 && (misses >= o.missedScrapes() || failuresSinceMiss >= FAILURES_FOR_FAST_DOWN);
+        boolean down = everScraped && alive < firstMissAt && missedEnough;
         // stalled: holding requests without a sign of work for STALL_NANOS, and nothing seen to answer meanwhile (an
         // answer says the engine works and its metrics are what stand still); back when a canary is answered in full,
         // not on a gateway's success, which may be the last tokens of a request begun long before
@@ -768,8 +769,7 @@ final class EngineTracker {
             if (canaryFailed >= 2) {
                 condition = Condition.DOWN;
                 conditionWhy = "never answered: " + canaryWhy;
-            } else if (joinedLater || started && (misses >= o.missedScrapes()
-                    || misses > 0 && failuresSinceMiss >= FAILURES_FOR_FAST_DOWN)) {
+            } else if (joinedLater || started && missedEnough) {
                 // an engine of the topology is taken out as one that answered before would be: one or two missed
                 // scrapes at start are a slow scrape (a control plane restarting beside a busy fleet), not a dead engine
                 condition = Condition.UNPROVEN;

@@ -812,8 +812,7 @@ class ControlLoopTest {
     /** A gateway's report of the last 5 s: {@code n} attempts on {@code engine}, each timed out. */
     private static void timedOut(Rig r, String engine, long n) {
         GatewayReport.Mean none = GatewayReport.Mean.NONE;
-        r.loop.observe(new GatewayReport("gw", "", r.ticker.nanos(), 5, Map.of("chat", 750L), Map.of(engine,
-                new GatewayReport.EngineOutcomes(n, 0, 0, n, 0, 0, none, none, none, none, 0, 0)), Map.of()));
+        report(r, Map.of(engine, new GatewayReport.EngineOutcomes(n, 0, 0, n, 0, 0, none, none, none, none, 0, 0)));
     }
 
     @Test
