@@ -194,20 +194,26 @@ final class Compiled {
             k.rank = rank;
             k.ranks = ranks;
         }
-        for (ClassRoute k : classes) {
-            java.util.Set<EngineCell> above = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-            for (ClassRoute q : classes) {
-                if (q.priority > k.priority) {
-                    above.addAll(java.util.Arrays.asList(q.near));
-                    above.addAll(java.util.Arrays.asList(q.cells));
-                }
+        // from the highest priority down, the engines the classes above each level may use, gathered once
+        java.util.Set<EngineCell> above = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (int r = ranks - 1; r >= 0; r--) {
+            int p = priorities[r];
+            List<ClassRoute> level = classes.stream().filter(k -> k.priority == p).toList();
+            for (ClassRoute k : level) {
+                java.util.Set<EngineCell> mine = engines(k);
+                mine.retainAll(above);
+                k.sharedAbove = mine;
             }
-            java.util.Set<EngineCell> mine = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-            mine.addAll(java.util.Arrays.asList(k.near));
-            mine.addAll(java.util.Arrays.asList(k.cells));
-            mine.retainAll(above);
-            k.sharedAbove = mine;
+            level.forEach(k -> above.addAll(engines(k)));
         }
+    }
+
+    /** Every engine {@code k} may be sent to: its weighted ones and the allowed ones nearby, by identity. */
+    private static java.util.Set<EngineCell> engines(ClassRoute k) {
+        java.util.Set<EngineCell> s = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        s.addAll(java.util.Arrays.asList(k.near));
+        s.addAll(java.util.Arrays.asList(k.cells));
+        return s;
     }
 
     /** What the routes of one snapshot plan for each engine from this gateway, indexed like {@link EngineIndex}. */
